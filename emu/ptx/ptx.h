@@ -1,0 +1,109 @@
+// emu/ptx/ptx.h - load PTX into a decoded Program and run its kernels on the CPU.
+//
+// This is the whole interface between the emulated driver (emu/) and the PTX
+// interpreter (emu/ptx/). The driver loads the PTX from a fat binary, allocates
+// the Program's globals in device memory, and launches kernels with a packed
+// parameter buffer.
+//
+//   ASSIGN_OR_RETURN(auto prog, ptx::Load(std::span(&ptx_text, 1)));
+//   auto k = prog->FindKernel("_Z9vectorAddPKfS0_Pfi");
+//   RETURN_IF_ERROR(ptx::Launch(*prog, *k, config));
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/status.h"
+
+namespace remora::emu::ptx {
+
+// One kernel parameter in the packed buffer (natural alignment, as cudafe packs).
+struct ParamInfo {
+  uint32_t offset;
+  uint32_t size;
+};
+
+struct KernelInfo {
+  std::string name;                 // mangled .entry name
+  std::vector<ParamInfo> params;    // declaration order
+  uint32_t param_bytes;             // size of the packed parameter buffer
+  uint32_t static_shared_bytes;     // .shared declarations the kernel can reach
+  uint32_t local_bytes;             // per-thread .local (depot) size
+  uint32_t max_threads_per_block;   // from .maxntid, else 1024
+  uint32_t num_regs;                // best-effort count, for cuFuncGetAttribute
+};
+
+// A module-scope .global or .const variable.
+struct GlobalInfo {
+  std::string name;
+  bool is_const;
+  uint64_t size;
+  uint32_t align;
+  std::vector<std::byte> init;  // exactly `size` bytes (zeros without an initialiser)
+};
+
+class ProgramImpl;
+
+// A parsed, decoded and linked set of PTX modules. Immutable after Load; safe to
+// share across threads.
+class Program {
+ public:
+  const std::vector<KernelInfo>& kernels() const;
+  const std::vector<GlobalInfo>& globals() const;
+  std::optional<size_t> FindKernel(std::string_view name) const;
+  std::optional<size_t> FindGlobal(std::string_view name) const;
+
+  // Implementation detail, owned by emu/ptx.
+  const ProgramImpl& impl() const { return *impl_; }
+  explicit Program(std::unique_ptr<ProgramImpl> impl);
+  ~Program();
+
+ private:
+  std::unique_ptr<ProgramImpl> impl_;
+};
+
+// Parses, decodes and links one or more PTX modules (several for -rdc builds:
+// .extern .func/.global resolve across them).
+// Errors: kInvalidPtx naming the module, line and offending token.
+Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sources);
+
+// Device memory is ordinary host memory: a CUdeviceptr is the host address. The
+// driver provides this so the interpreter refuses accesses outside every live
+// allocation.
+class AddressSpace {
+ public:
+  virtual ~AddressSpace() = default;
+  // Finds the live allocation containing `addr`: sets [*base, *base + *size).
+  // Returns false if none. Thread-safe; called on the slow path (the
+  // interpreter caches the last range it found).
+  virtual bool Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const = 0;
+};
+
+struct LaunchConfig {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+  std::span<const std::byte> params;           // packed per KernelInfo::params
+  std::span<const uint64_t> global_addresses;  // device address of each global, as globals()
+  const AddressSpace* memory = nullptr;
+  std::function<void(std::string_view)> printf_sink;  // formatted vprintf output
+  unsigned workers = 0;  // threads to spread blocks over; 0 = hardware_concurrency
+};
+
+// Runs kernel `kernel` of `program` to completion on the calling thread plus up
+// to `workers` helpers.
+// Errors: kIllegalAddress (names kernel, address, space, block/thread),
+// kLaunchFailure (an unsupported instruction, named; a trap), kAssert
+// (__assertfail: file, line, message, function), kInvalidValue (bad
+// configuration: too many threads, too much shared memory).
+// Thread-safe: concurrent launches of one Program on different threads are fine.
+Status Launch(const Program& program, size_t kernel, const LaunchConfig& config);
+
+}  // namespace remora::emu::ptx

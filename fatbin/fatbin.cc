@@ -1,0 +1,305 @@
+// fatbin/fatbin.cc - bounds-checked fat binary walker and payload decoders.
+#include "fatbin/fatbin.h"
+
+#include <lz4.h>
+#include <lz4frame.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+namespace remora::fatbin {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "fat binaries are little-endian");
+
+constexpr size_t kFatbinHeaderBytes = 16;
+constexpr size_t kEntryHeaderBytes = 64;
+constexpr size_t kWrapperBytes = 24;
+constexpr size_t kMaxPrelinkedFatbins = 1 << 16;
+
+// Offsets inside an entry header (see notes/cuda13-abi-and-ptx.md section 3).
+enum EntryField : size_t {
+  kKind = 0,
+  kHeaderSize = 4,
+  kPayloadSize = 8,
+  kCompressedSize = 16,
+  kOptionsRef = 20,
+  kPtxMinor = 24,
+  kPtxMajor = 26,
+  kArch = 28,
+  kNameOffset = 32,
+  kNameLength = 36,
+  kFlags = 40,
+  kUncompressedSize = 56,
+};
+
+template <typename T>
+T Load(Bytes bytes, size_t offset) {
+  T v;
+  std::memcpy(&v, bytes.data() + offset, sizeof(T));
+  return v;
+}
+
+Status Malformed(std::string why) { return Error(err::kInvalidPtx, "fatbin: " + why); }
+
+// True if [offset, offset + length) lies within [0, limit), without overflow.
+bool Within(uint64_t offset, uint64_t length, uint64_t limit) {
+  return offset <= limit && length <= limit - offset;
+}
+
+// ---- codecs -----------------------------------------------------------------
+
+Status DecodeZlib(Bytes in, std::span<std::byte> out) {
+  uLongf produced = out.size();
+  int rc = uncompress(reinterpret_cast<Bytef*>(out.data()), &produced,
+                      reinterpret_cast<const Bytef*>(in.data()), in.size());
+  if (rc != Z_OK) return Malformed("zlib payload: " + std::string(zError(rc)));
+  if (produced != out.size()) return Malformed("zlib payload decodes to the wrong size");
+  return OkStatus();
+}
+
+Status DecodeLz4Block(Bytes in, std::span<std::byte> out) {
+  int produced = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()),
+                                     reinterpret_cast<char*>(out.data()),
+                                     static_cast<int>(in.size()), static_cast<int>(out.size()));
+  if (produced < 0 || static_cast<size_t>(produced) != out.size())
+    return Malformed("LZ4 block payload is corrupt or decodes to the wrong size");
+  return OkStatus();
+}
+
+Status DecodeLz4Frame(Bytes in, std::span<std::byte> out) {
+  LZ4F_dctx* raw = nullptr;
+  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION)))
+    return Error(err::kUnknown, "fatbin: cannot create an LZ4 frame context");
+  std::unique_ptr<LZ4F_dctx, decltype(&LZ4F_freeDecompressionContext)> ctx(
+      raw, &LZ4F_freeDecompressionContext);
+  size_t in_pos = 0, out_pos = 0, hint = 1;
+  while (hint != 0) {
+    size_t in_len = in.size() - in_pos, out_len = out.size() - out_pos;
+    if (in_len == 0) return Malformed("LZ4 frame payload is truncated");
+    hint = LZ4F_decompress(ctx.get(), out.data() + out_pos, &out_len, in.data() + in_pos, &in_len,
+                           nullptr);
+    if (LZ4F_isError(hint))
+      return Malformed("LZ4 frame payload: " + std::string(LZ4F_getErrorName(hint)));
+    if (in_len == 0 && out_len == 0) return Malformed("LZ4 frame payload decodes past its size");
+    in_pos += in_len;
+    out_pos += out_len;
+  }
+  if (out_pos != out.size()) return Malformed("LZ4 frame payload decodes to the wrong size");
+  return OkStatus();
+}
+
+Status DecodeZstd(Bytes in, std::span<std::byte> out) {
+  unsigned long long declared = ZSTD_findDecompressedSize(in.data(), in.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR) return Malformed("ZSTD payload has a bad frame");
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != out.size())
+    return Malformed("ZSTD frame size differs from the entry's uncompressed size");
+  size_t produced = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+  if (ZSTD_isError(produced))
+    return Malformed("ZSTD payload: " + std::string(ZSTD_getErrorName(produced)));
+  if (produced != out.size()) return Malformed("ZSTD payload decodes to the wrong size");
+  return OkStatus();
+}
+
+// One row per compression flag. max_ratio bounds uncompressed/compressed for the
+// format, so a forged size is refused before anything is allocated.
+struct Codec {
+  uint64_t flag;
+  Compression compression;
+  uint64_t max_ratio;
+  Status (*decode)(Bytes in, std::span<std::byte> out);
+};
+constexpr std::array<Codec, 4> kCodecs = {{
+    {kFlagZlib, Compression::kZlib, 1032, DecodeZlib},
+    {kFlagLz4Block, Compression::kLz4Block, 256, DecodeLz4Block},
+    {kFlagLz4Frame, Compression::kLz4Frame, 256, DecodeLz4Frame},
+    {kFlagZstd, Compression::kZstd, 32768, DecodeZstd},
+}};
+constexpr uint64_t kCompressionMask = kFlagZlib | kFlagLz4Block | kFlagLz4Frame | kFlagZstd;
+
+const Codec* FindCodec(Compression c) {
+  for (const Codec& codec : kCodecs)
+    if (codec.compression == c) return &codec;
+  return nullptr;
+}
+
+// ---- headers ----------------------------------------------------------------
+
+// A string stored inside an entry header as (offset, length) relative to it.
+Result<std::string> HeaderString(Bytes header, uint32_t offset, uint32_t length,
+                                 const char* what) {
+  if (offset == 0) return std::string();
+  if (!Within(offset, length, header.size()))
+    return Malformed(std::string(what) + " lies outside its entry header");
+  std::string s(reinterpret_cast<const char*>(header.data()) + offset, length);
+  s.erase(std::find(s.begin(), s.end(), '\0'), s.end());
+  return s;
+}
+
+Result<Entry> ParseEntry(Bytes header, Bytes payload) {
+  Entry e;
+  e.kind = static_cast<Kind>(Load<uint16_t>(header, kKind));
+  e.arch = Load<uint32_t>(header, kArch);
+  e.ptx_major = Load<uint16_t>(header, kPtxMajor);
+  e.ptx_minor = Load<uint16_t>(header, kPtxMinor);
+  e.flags = Load<uint64_t>(header, kFlags);
+
+  uint64_t codec_bits = e.flags & kCompressionMask;
+  if (std::popcount(codec_bits) > 1) return Malformed("entry sets several compression flags");
+  e.compression = Compression::kNone;
+  for (const Codec& codec : kCodecs)
+    if (codec_bits == codec.flag) e.compression = codec.compression;
+
+  if (e.compression == Compression::kNone) {
+    e.payload = payload;
+    e.uncompressed_size = payload.size();
+  } else {
+    uint32_t compressed = Load<uint32_t>(header, kCompressedSize);
+    if (compressed == 0 || compressed > payload.size())
+      return Malformed("compressed size is zero or exceeds the entry's payload");
+    e.payload = payload.first(compressed);
+    e.uncompressed_size = Load<uint64_t>(header, kUncompressedSize);
+    uint64_t max_ratio = FindCodec(e.compression)->max_ratio;
+    if (e.uncompressed_size == 0 || e.uncompressed_size > kMaxImageBytes ||
+        e.uncompressed_size / max_ratio > compressed)
+      return Malformed("implausible uncompressed size " + std::to_string(e.uncompressed_size));
+  }
+
+  ASSIGN_OR_RETURN(e.name, HeaderString(header, Load<uint32_t>(header, kNameOffset),
+                                        Load<uint32_t>(header, kNameLength), "entry name"));
+  uint32_t options_ref = Load<uint32_t>(header, kOptionsRef);
+  if (options_ref != 0) {
+    if (!Within(options_ref, 8, header.size()))
+      return Malformed("ptxas options reference lies outside its entry header");
+    ASSIGN_OR_RETURN(e.options, HeaderString(header, Load<uint32_t>(header, options_ref),
+                                             Load<uint32_t>(header, options_ref + 4),
+                                             "ptxas options"));
+  }
+  return e;
+}
+
+}  // namespace
+
+Result<size_t> FatbinSize(Bytes bytes) {
+  if (bytes.size() < kFatbinHeaderBytes) return Malformed("truncated fat binary header");
+  if (Load<uint32_t>(bytes, 0) != kFatbinMagic) return Malformed("bad fat binary magic");
+  if (Load<uint16_t>(bytes, 4) != 1) return Malformed("unsupported fat binary version");
+  uint16_t header_size = Load<uint16_t>(bytes, 6);
+  uint64_t entries = Load<uint64_t>(bytes, 8);
+  if (header_size < kFatbinHeaderBytes) return Malformed("fat binary header_size below 16");
+  if (!Within(header_size, entries, bytes.size()))
+    return Malformed("fat binary extends past the end of its buffer");
+  return static_cast<size_t>(header_size + entries);
+}
+
+Result<std::vector<Bytes>> SplitSection(Bytes section) {
+  std::vector<Bytes> fatbins;
+  size_t offset = 0;
+  while (offset < section.size()) {
+    Bytes rest = section.subspan(offset);
+    if (rest.size() >= 4 && Load<uint32_t>(rest, 0) == 0) {  // alignment padding
+      offset += std::min<size_t>(8 - offset % 8, rest.size());
+      continue;
+    }
+    if (rest.size() < 4 && std::all_of(rest.begin(), rest.end(),
+                                       [](std::byte b) { return b == std::byte{0}; }))
+      break;
+    ASSIGN_OR_RETURN(size_t size, FatbinSize(rest));
+    fatbins.push_back(rest.first(size));
+    offset += size;
+  }
+  return fatbins;
+}
+
+Result<std::vector<Entry>> Parse(Bytes fatbin) {
+  ASSIGN_OR_RETURN(size_t size, FatbinSize(fatbin));
+  Bytes all = fatbin.first(size);
+  std::vector<Entry> entries;
+  size_t offset = Load<uint16_t>(all, 6);
+  while (offset < all.size()) {
+    Bytes rest = all.subspan(offset);
+    if (rest.size() < kEntryHeaderBytes) return Malformed("truncated entry header");
+    uint32_t header_size = Load<uint32_t>(rest, kHeaderSize);
+    uint64_t payload_size = Load<uint64_t>(rest, kPayloadSize);
+    if (header_size < kEntryHeaderBytes) return Malformed("entry header_size below 64");
+    if (!Within(header_size, payload_size, rest.size()))
+      return Malformed("entry extends past the end of its fat binary");
+    ASSIGN_OR_RETURN(Entry e,
+                     ParseEntry(rest.first(header_size), rest.subspan(header_size, payload_size)));
+    entries.push_back(std::move(e));
+    offset += header_size + payload_size;
+  }
+  return entries;
+}
+
+Result<std::vector<std::byte>> Decompress(const Entry& e) {
+  if (e.compression == Compression::kNone) return std::vector<std::byte>(e.payload.begin(), e.payload.end());
+  const Codec* codec = FindCodec(e.compression);
+  if (codec == nullptr || e.uncompressed_size == 0 || e.uncompressed_size > kMaxImageBytes)
+    return Malformed("entry has no usable codec or size");
+  std::vector<std::byte> out(e.uncompressed_size);
+  RETURN_IF_ERROR(codec->decode(e.payload, out));
+  return out;
+}
+
+std::string PtxText(Bytes decoded) {
+  size_t n = decoded.size();
+  while (n > 0 && decoded[n - 1] == std::byte{0}) --n;
+  return std::string(reinterpret_cast<const char*>(decoded.data()), n);
+}
+
+Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch) {
+  ASSIGN_OR_RETURN(std::vector<Entry> entries, Parse(fatbin));
+  const Entry* best = nullptr;
+  for (const Entry& e : entries) {
+    if (e.kind != Kind::kPtx || e.arch > device_arch) continue;
+    if (best == nullptr || e.arch < best->arch) best = &e;
+  }
+  if (best == nullptr)
+    return Error(err::kNoKernelImage,
+                 "fatbin: no PTX for compute_" + std::to_string(device_arch) + " or older");
+  ASSIGN_OR_RETURN(std::vector<std::byte> decoded, Decompress(*best));
+  return PtxText(decoded);
+}
+
+Result<std::vector<Bytes>> WrapperImages(const void* wrapper) {
+  if (wrapper == nullptr) return Malformed("null registration wrapper");
+  Bytes w(static_cast<const std::byte*>(wrapper), kWrapperBytes);
+  if (Load<uint32_t>(w, 0) != kWrapperMagic) return Malformed("bad registration wrapper magic");
+  uint32_t version = Load<uint32_t>(w, 4);
+  if (version != 1 && version != 2) return Malformed("unsupported registration wrapper version");
+
+  // The program's own fatbin: trust the 16-byte header, then its declared size.
+  auto image = [](const void* p) -> Result<Bytes> {
+    if (p == nullptr) return Malformed("registration wrapper points at no fat binary");
+    auto* base = static_cast<const std::byte*>(p);
+    Bytes header(base, kFatbinHeaderBytes);
+    if (Load<uint32_t>(header, 0) != kFatbinMagic) return Malformed("bad fat binary magic");
+    uint64_t size = Load<uint16_t>(header, 6) + Load<uint64_t>(header, 8);
+    if (size > kMaxImageBytes) return Malformed("implausible fat binary size");
+    Bytes whole(base, size);
+    RETURN_IF_ERROR(FatbinSize(whole));
+    return whole;
+  };
+
+  std::vector<Bytes> images;
+  ASSIGN_OR_RETURN(Bytes linked, image(Load<const void*>(w, 8)));
+  images.push_back(linked);
+  if (version == 2) {
+    auto* const* prelinked = Load<const void* const*>(w, 16);
+    for (size_t i = 0; prelinked != nullptr && prelinked[i] != nullptr; ++i) {
+      if (i == kMaxPrelinkedFatbins) return Malformed("unterminated prelinked fatbin array");
+      ASSIGN_OR_RETURN(Bytes tu, image(prelinked[i]));
+      images.push_back(tu);
+    }
+  }
+  return images;
+}
+
+}  // namespace remora::fatbin

@@ -1,0 +1,217 @@
+// transport/grpc/session.cc - SessionCore, SessionReactor and the reactor registry.
+#include "transport/grpc/session.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace remora::transport {
+namespace {
+
+constexpr size_t kMaxSpareBodies = 8;
+
+void FillMessage(v1::Frame& msg, const FrameHeader& header, std::span<const std::byte> body) {
+  msg.set_call(header.call);
+  msg.set_flags(header.flags);
+  msg.set_seq(header.seq);
+  msg.mutable_body()->assign(reinterpret_cast<const char*>(body.data()), body.size());
+}
+
+Status Gone() { return Error(err::kDevicesUnavailable, "grpc session closed"); }
+
+}  // namespace
+
+SessionCore::SessionCore(size_t max_body, size_t max_queued_bytes)
+    : max_body_(max_body), max_queued_bytes_(max_queued_bytes) {}
+
+void SessionCore::Attach(SessionReactor* reactor) {
+  std::lock_guard lock(mu_);
+  reactor_ = reactor;
+}
+
+// Starts the write at once when none is in flight (reusing writing_'s buffer);
+// otherwise queues it behind, blocking while too many bytes are queued.
+Status SessionCore::Send(const FrameHeader& header, std::span<const std::byte> body) {
+  if (body.size() > max_body_) [[unlikely]]
+    return Error(err::kInvalidValue, "frame body of " + std::to_string(body.size()) +
+                                         " bytes exceeds max_body " + std::to_string(max_body_));
+  std::unique_lock lock(mu_);
+  if (write_in_flight_ && queued_bytes_ > max_queued_bytes_) {
+    writable_.wait(lock, [&] {
+      return gone_ || closed_ || !write_in_flight_ || queued_bytes_ <= max_queued_bytes_;
+    });
+  }
+  if (gone_ || closed_ || finish_started_) [[unlikely]]
+    return Gone();
+  if (write_in_flight_) {
+    outbox_.emplace_back();
+    FillMessage(outbox_.back(), header, body);
+    queued_bytes_ += body.size();
+    return OkStatus();
+  }
+  FillMessage(writing_, header, body);
+  write_in_flight_ = true;
+  SessionReactor* reactor = reactor_;
+  lock.unlock();
+  // Safe unlocked: OnDone cannot run while our write is in flight.
+  reactor->StartWrite(&writing_);
+  return OkStatus();
+}
+
+Status SessionCore::Receive(Frame& out, Deadline deadline) {
+  std::unique_lock lock(mu_);
+  auto ready = [&] { return !inbox_.empty() || gone_ || closed_; };
+  if (!ready()) {
+    if (deadline.at == Deadline::Never().at) {
+      readable_.wait(lock, ready);
+    } else if (!readable_.wait_until(lock, deadline.at, ready)) {
+      return Error(err::kNotReady, "grpc receive deadline passed");
+    }
+  }
+  if (closed_) [[unlikely]]
+    return Gone();
+  if (inbox_.empty()) [[unlikely]]
+    return Error(err::kDevicesUnavailable, "grpc peer disconnected");
+  Frame& f = inbox_.front();
+  out.header = f.header;
+  std::swap(out.body, f.body);
+  if (spare_bodies_.size() < kMaxSpareBodies) spare_bodies_.push_back(std::move(f.body));
+  inbox_.pop_front();
+  return OkStatus();
+}
+
+void SessionCore::Close() {
+  std::unique_lock lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  readable_.notify_all();
+  writable_.notify_all();
+  if (SessionReactor* r = TakeFinishLocked()) {
+    lock.unlock();
+    r->Finish(grpc::Status::OK);
+  }
+}
+
+bool SessionCore::PeerAlive() const {
+  std::lock_guard lock(mu_);
+  return !gone_ && !closed_;
+}
+
+bool SessionCore::OnRead(v1::Frame& msg) {
+  std::lock_guard lock(mu_);
+  if (finish_started_) return false;
+  Frame& f = inbox_.emplace_back();
+  if (!spare_bodies_.empty()) {
+    f.body = std::move(spare_bodies_.back());
+    spare_bodies_.pop_back();
+  }
+  f.header = {msg.call(), msg.flags(), msg.seq()};
+  const std::string& b = msg.body();
+  const auto* p = reinterpret_cast<const std::byte*>(b.data());
+  f.body.assign(p, p + b.size());
+  readable_.notify_one();
+  return true;
+}
+
+void SessionCore::OnReadClosed() {
+  std::unique_lock lock(mu_);
+  gone_ = true;
+  readable_.notify_all();
+  writable_.notify_all();
+  if (SessionReactor* r = TakeFinishLocked()) {
+    lock.unlock();
+    r->Finish(grpc::Status::OK);
+  }
+}
+
+// Starts the next queued write; finishes once nothing is in flight and the
+// session is over. A failed write means the peer is gone: drop the queue.
+void SessionCore::OnWriteDone(bool ok) {
+  std::unique_lock lock(mu_);
+  if (!ok) {
+    gone_ = true;
+    outbox_.clear();
+    queued_bytes_ = 0;
+    readable_.notify_all();
+  }
+  if (!outbox_.empty() && !finish_started_) {
+    writing_.Swap(&outbox_.front());
+    outbox_.pop_front();
+    queued_bytes_ -= writing_.body().size();
+    writable_.notify_one();
+    SessionReactor* reactor = reactor_;
+    lock.unlock();
+    reactor->StartWrite(&writing_);
+    return;
+  }
+  write_in_flight_ = false;
+  writable_.notify_all();
+  if (SessionReactor* r = TakeFinishLocked()) {
+    lock.unlock();
+    r->Finish(grpc::Status::OK);
+  }
+}
+
+void SessionCore::OnDone() {
+  std::lock_guard lock(mu_);
+  reactor_ = nullptr;
+  gone_ = true;
+  finish_started_ = true;
+  outbox_.clear();
+  queued_bytes_ = 0;
+  readable_.notify_all();
+  writable_.notify_all();
+}
+
+// Finish runs exactly once, and OnDone cannot precede it, so the returned
+// reactor stays valid after mu_ is released.
+SessionReactor* SessionCore::TakeFinishLocked() {
+  if (finish_started_ || write_in_flight_ || reactor_ == nullptr || !(gone_ || closed_))
+    return nullptr;
+  finish_started_ = true;
+  return reactor_;
+}
+
+SessionReactor::SessionReactor(std::shared_ptr<SessionCore> core, ReactorRegistry* registry)
+    : core_(std::move(core)), registry_(registry) {}
+
+void SessionReactor::Start() {
+  core_->Attach(this);
+  StartSendInitialMetadata();
+  StartRead(&read_buf_);
+}
+
+void SessionReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    core_->OnReadClosed();
+    return;
+  }
+  if (core_->OnRead(read_buf_)) StartRead(&read_buf_);
+}
+
+void SessionReactor::OnWriteDone(bool ok) { core_->OnWriteDone(ok); }
+
+void SessionReactor::OnCancel() { core_->OnReadClosed(); }
+
+void SessionReactor::OnDone() {
+  core_->OnDone();
+  registry_->Drop(this);
+}
+
+void RefusedReactor::OnDone() { registry_->Drop(this); }
+
+void ReactorRegistry::Drop(Reactor* r) {
+  std::unique_ptr<Reactor> dead;  // destroyed after mu_ is released
+  std::lock_guard lock(mu_);
+  auto it = live_.find(r);
+  if (it == live_.end()) return;
+  dead = std::move(it->second);
+  live_.erase(it);
+  if (live_.empty()) empty_.notify_all();
+}
+
+void ReactorRegistry::WaitEmpty() {
+  std::unique_lock lock(mu_);
+  empty_.wait(lock, [&] { return live_.empty(); });
+}
+
+}  // namespace remora::transport

@@ -1,0 +1,151 @@
+// transport/grpc/session.h - the server end of one gRPC session stream.
+//
+// SessionReactor (gRPC's threads) and the session's Channel (Remora's
+// threads) share one SessionCore. The reactor only moves frames: each frame it
+// reads goes to the core's inbox, and the core starts one write at a time from
+// its outbox. No callback ever blocks; the Channel's Receive waits on a
+// condition variable. Internal to remora_transport_grpc.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "remora/v1/transport.grpc.pb.h"
+#include "transport/channel.h"
+
+namespace remora::transport {
+
+class SessionReactor;
+class ReactorRegistry;
+
+// State of one session, shared by its reactor and its Channel. Outlives the
+// reactor: after OnDone the core only reports kDevicesUnavailable.
+class SessionCore {
+ public:
+  SessionCore(size_t max_body, size_t max_queued_bytes);
+
+  // Channel side. Thread-safe; one sender and one receiver at a time.
+  Status Send(const FrameHeader& header, std::span<const std::byte> body);
+  Status Receive(Frame& out, Deadline deadline);
+  // Finishes the RPC once queued writes are flushed; wakes waiters.
+  void Close();
+  bool PeerAlive() const;
+  size_t max_body() const { return max_body_; }
+
+  // Reactor side; called from gRPC callbacks, never block.
+  void Attach(SessionReactor* reactor);
+  // Stores a read frame. Returns false if no further read should be started.
+  bool OnRead(v1::Frame& msg);
+  void OnReadClosed();
+  void OnWriteDone(bool ok);
+  void OnDone();
+
+ private:
+  // REQUIRES: mu_ held. Returns the reactor the caller must Finish once
+  // unlocked, or nullptr if the RPC must not finish yet.
+  SessionReactor* TakeFinishLocked();
+
+  const size_t max_body_;
+  const size_t max_queued_bytes_;
+
+  mutable std::mutex mu_;
+  std::condition_variable readable_;  // inbox_ non-empty, or gone_/closed_
+  std::condition_variable writable_;  // queued_bytes_ shrank, or gone_/closed_
+  SessionReactor* reactor_ = nullptr;  // null before Attach and after OnDone
+  std::deque<Frame> inbox_;
+  std::vector<std::vector<std::byte>> spare_bodies_;  // recycled by Receive/OnRead
+  std::deque<v1::Frame> outbox_;                      // waiting behind writing_
+  size_t queued_bytes_ = 0;
+  v1::Frame writing_;  // the write in flight; stable until OnWriteDone
+  bool write_in_flight_ = false;
+  bool gone_ = false;            // the peer stopped sending, cancelled or the RPC ended
+  bool closed_ = false;          // Close() was called here
+  bool finish_started_ = false;  // Finish was (or is being) called
+};
+
+// One stream's reactor. Owned by the listener's ReactorRegistry, which drops it
+// in OnDone.
+class SessionReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
+ public:
+  SessionReactor(std::shared_ptr<SessionCore> core, ReactorRegistry* registry);
+  // Sends initial metadata (the client's "session accepted") and starts reading.
+  // REQUIRES: called once, after the registry owns this reactor.
+  void Start();
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  std::shared_ptr<SessionCore> core_;
+  ReactorRegistry* registry_;
+  v1::Frame read_buf_;
+};
+
+// Finishes at once with `status`: a stream refused before its session starts.
+class RefusedReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
+ public:
+  explicit RefusedReactor(ReactorRegistry* registry) : registry_(registry) {}
+  void Start(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override;
+
+ private:
+  ReactorRegistry* registry_;
+};
+
+// Owns every live reactor until its OnDone. Thread-safe.
+class ReactorRegistry {
+ public:
+  using Reactor = grpc::ServerBidiReactor<v1::Frame, v1::Frame>;
+  template <typename R>
+  R* Add(std::unique_ptr<R> r) {
+    R* raw = r.get();
+    std::lock_guard lock(mu_);
+    live_.emplace(raw, std::move(r));
+    return raw;
+  }
+  // Destroys `r`. Called from r's own OnDone, as its last action.
+  void Drop(Reactor* r);
+  // Blocks until every reactor has been dropped.
+  void WaitEmpty();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable empty_;
+  std::unordered_map<Reactor*, std::unique_ptr<Reactor>> live_;
+};
+
+// The Channel a listener's Accept returns. Closing it (or destroying it)
+// finishes the RPC.
+class GrpcServerChannel final : public Channel {
+ public:
+  GrpcServerChannel(std::shared_ptr<SessionCore> core, std::string peer)
+      : core_(std::move(core)), peer_(std::move(peer)) {}
+  ~GrpcServerChannel() override { core_->Close(); }
+
+  Status Send(const FrameHeader& header, std::span<const std::byte> body) override {
+    return core_->Send(header, body);
+  }
+  Status Receive(Frame& out, Deadline deadline) override { return core_->Receive(out, deadline); }
+  size_t max_body() const override { return core_->max_body(); }
+  Arena* arena() override { return nullptr; }
+  bool PeerAlive() const override { return core_->PeerAlive(); }
+  void Close() override { core_->Close(); }
+  std::string Describe() const override { return "grpc " + peer_; }
+
+ private:
+  std::shared_ptr<SessionCore> core_;
+  std::string peer_;
+};
+
+}  // namespace remora::transport
