@@ -56,13 +56,13 @@ class GrpcListener::Service final : public v1::Remora::CallbackService {
       return Refuse(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad or missing token"));
     if (!owner_->accepting())
       return Refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, "listener shut down"));
-    auto core = std::make_shared<SessionCore>(owner_->opts_.max_body,
-                                              owner_->opts_.max_queued_bytes);
+    auto core =
+        std::make_shared<SessionCore>(owner_->opts_.max_body, owner_->opts_.max_queued_bytes);
     SessionReactor* r = reg.Add(std::make_unique<SessionReactor>(core, &reg));
-    r->Start();
+    r->Start(*ctx);
     // Losing a race with Shutdown() drops the channel, which ends the stream.
-    std::string peer = ctx->peer();
-    owner_->Offer(std::make_unique<GrpcServerChannel>(std::move(core), peer), std::move(peer));
+    auto channel = std::make_unique<GrpcServerChannel>(std::move(core), ctx->peer());
+    owner_->Offer(std::move(channel), ctx->peer());
     return r;
   }
 

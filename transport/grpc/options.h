@@ -13,6 +13,10 @@ namespace remora::transport {
 inline constexpr size_t kGrpcDefaultMaxBody = size_t{4} << 20;
 inline constexpr size_t kGrpcDefaultMaxMessage = (size_t{64} << 20) + (size_t{1} << 20);
 
+// Initial-metadata key a server sends once it accepts a session. A refused
+// stream has none: gRPC then sends status without initial metadata.
+inline constexpr char kSessionAcceptedKey[] = "remora-session";
+
 // Server side. Empty TLS paths mean an insecure (plaintext) port; an empty
 // token means no authentication.
 struct GrpcOptions {
@@ -20,18 +24,18 @@ struct GrpcOptions {
   size_t max_body = kGrpcDefaultMaxBody;
   // Bytes a session may queue for writing before Send blocks.
   size_t max_queued_bytes = size_t{64} << 20;
-  std::string tls_cert_path;  // PEM certificate chain
-  std::string tls_key_path;   // PEM private key
-  std::string token;          // required "authorization: Bearer <token>"
+  std::string tls_cert_path{};  // PEM certificate chain
+  std::string tls_key_path{};   // PEM private key
+  std::string token{};          // required "authorization: Bearer <token>"
 };
 
 // Client side. An empty root-cert path means plaintext.
 struct GrpcClientOptions {
   size_t max_message_bytes = kGrpcDefaultMaxMessage;
   size_t max_body = kGrpcDefaultMaxBody;
-  std::string tls_root_cert_path;  // PEM roots the server certificate must chain to
-  std::string tls_target_name;     // overrides the name checked against the certificate
-  std::string token;               // sent as "authorization: Bearer <token>"
+  std::string tls_root_cert_path{};  // PEM roots the server certificate must chain to
+  std::string tls_target_name{};     // overrides the name checked against the certificate
+  std::string token{};               // sent as "authorization: Bearer <token>"
 };
 
 }  // namespace remora::transport

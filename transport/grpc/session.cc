@@ -16,7 +16,9 @@ void FillMessage(v1::Frame& msg, const FrameHeader& header, std::span<const std:
   msg.mutable_body()->assign(reinterpret_cast<const char*>(body.data()), body.size());
 }
 
-Status Gone() { return Error(err::kDevicesUnavailable, "grpc session closed"); }
+Status Gone() {
+  return Error(err::kDevicesUnavailable, "grpc session closed");
+}
 
 }  // namespace
 
@@ -174,8 +176,9 @@ SessionReactor* SessionCore::TakeFinishLocked() {
 SessionReactor::SessionReactor(std::shared_ptr<SessionCore> core, ReactorRegistry* registry)
     : core_(std::move(core)), registry_(registry) {}
 
-void SessionReactor::Start() {
+void SessionReactor::Start(grpc::CallbackServerContext& ctx) {
   core_->Attach(this);
+  ctx.AddInitialMetadata(kSessionAcceptedKey, "1");
   StartSendInitialMetadata();
   StartRead(&read_buf_);
 }
@@ -188,16 +191,22 @@ void SessionReactor::OnReadDone(bool ok) {
   if (core_->OnRead(read_buf_)) StartRead(&read_buf_);
 }
 
-void SessionReactor::OnWriteDone(bool ok) { core_->OnWriteDone(ok); }
+void SessionReactor::OnWriteDone(bool ok) {
+  core_->OnWriteDone(ok);
+}
 
-void SessionReactor::OnCancel() { core_->OnReadClosed(); }
+void SessionReactor::OnCancel() {
+  core_->OnReadClosed();
+}
 
 void SessionReactor::OnDone() {
   core_->OnDone();
   registry_->Drop(this);
 }
 
-void RefusedReactor::OnDone() { registry_->Drop(this); }
+void RefusedReactor::OnDone() {
+  registry_->Drop(this);
+}
 
 void ReactorRegistry::Drop(Reactor* r) {
   std::unique_ptr<Reactor> dead;  // destroyed after mu_ is released

@@ -21,6 +21,7 @@
 
 #include "remora/v1/transport.grpc.pb.h"
 #include "transport/channel.h"
+#include "transport/grpc/options.h"
 
 namespace remora::transport {
 
@@ -58,8 +59,8 @@ class SessionCore {
   const size_t max_queued_bytes_;
 
   mutable std::mutex mu_;
-  std::condition_variable readable_;  // inbox_ non-empty, or gone_/closed_
-  std::condition_variable writable_;  // queued_bytes_ shrank, or gone_/closed_
+  std::condition_variable readable_;   // inbox_ non-empty, or gone_/closed_
+  std::condition_variable writable_;   // queued_bytes_ shrank, or gone_/closed_
   SessionReactor* reactor_ = nullptr;  // null before Attach and after OnDone
   std::deque<Frame> inbox_;
   std::vector<std::vector<std::byte>> spare_bodies_;  // recycled by Receive/OnRead
@@ -77,9 +78,10 @@ class SessionCore {
 class SessionReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
  public:
   SessionReactor(std::shared_ptr<SessionCore> core, ReactorRegistry* registry);
-  // Sends initial metadata (the client's "session accepted") and starts reading.
-  // REQUIRES: called once, after the registry owns this reactor.
-  void Start();
+  // Sends initial metadata carrying kSessionAcceptedKey (the client's "session
+  // accepted") and starts reading. REQUIRES: called once, after the registry
+  // owns this reactor.
+  void Start(grpc::CallbackServerContext& ctx);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;

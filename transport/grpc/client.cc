@@ -1,0 +1,291 @@
+// transport/grpc/client.cc - GrpcClientChannel: a session stream driven by its callers.
+//
+// The stream uses the async API on a private completion queue. Whichever
+// thread waits for an operation polls the queue (leader); a second thread
+// waiting at the same time sleeps on a condition variable (follower) until the
+// leader sees its completion or stops polling. With one sender and one
+// receiver, at most one thread polls and nobody ever hops threads in the
+// request/reply case.
+#include "transport/grpc/client.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include <grpc/support/time.h>
+#include <grpcpp/grpcpp.h>
+
+#include "remora/v1/transport.grpc.pb.h"
+
+namespace remora::transport {
+namespace {
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(err::kInvalidValue, "cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+gpr_timespec ToGpr(Deadline d) {
+  if (d.at == Deadline::Never().at) return gpr_inf_future(GPR_CLOCK_MONOTONIC);
+  auto left = std::max(d.at - std::chrono::steady_clock::now(), std::chrono::nanoseconds(0));
+  return gpr_time_add(
+      gpr_now(GPR_CLOCK_MONOTONIC),
+      gpr_time_from_nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(),
+                          GPR_TIMESPAN));
+}
+
+Status Gone() {
+  return Error(err::kDevicesUnavailable, "grpc session closed");
+}
+
+class GrpcClientChannel final : public Channel {
+  struct Key {};
+
+ public:
+  GrpcClientChannel(Key, std::shared_ptr<grpc::Channel> channel, size_t max_body)
+      : channel_(std::move(channel)), stub_(v1::Remora::NewStub(channel_)), max_body_(max_body) {}
+
+  static Result<std::unique_ptr<Channel>> Open(std::shared_ptr<grpc::Channel> channel,
+                                               const GrpcClientOptions& opts, Deadline deadline);
+  ~GrpcClientChannel() override;
+
+  Status Send(const FrameHeader& header, std::span<const std::byte> body) override;
+  Status Receive(Frame& out, Deadline deadline) override;
+  size_t max_body() const override { return max_body_; }
+  Arena* arena() override { return nullptr; }
+  bool PeerAlive() const override;
+  void Close() override;
+  std::string Describe() const override { return "grpc " + peer_; }
+
+ private:
+  enum Op { kStart, kMeta, kRead, kWrite, kFinish, kNumOps };
+  enum class Outcome { kOk, kFailed, kTimedOut };
+  struct OpState {
+    bool pending = false;  // issued, completion not yet seen
+    bool done = false;     // completion seen, not yet consumed by Await
+    bool ok = false;
+  };
+
+  Status Start(const std::string& token, Deadline deadline);
+  void Issued(Op op);
+  // Waits for `op` (issued before) to complete, polling cq_ if no other thread
+  // does. Leaves the op pending on kTimedOut.
+  Outcome Await(Op op, Deadline deadline);
+  void* Tag(Op op) { return &ops_[op]; }
+
+  grpc::CompletionQueue cq_;
+  grpc::ClientContext ctx_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Remora::Stub> stub_;
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<v1::Frame, v1::Frame>> stream_;
+  const size_t max_body_;
+  std::string peer_;
+  v1::Frame read_buf_;   // receiver only
+  v1::Frame write_buf_;  // sender only
+  grpc::Status final_status_;
+  bool finished_ = false;
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // an op completed, or the poller stepped down
+  bool polling_ = false;
+  OpState ops_[kNumOps];
+
+  std::atomic<bool> broken_{false};  // an op failed: the stream is over
+  std::atomic<bool> closed_{false};
+};
+
+Result<std::unique_ptr<Channel>> GrpcClientChannel::Open(std::shared_ptr<grpc::Channel> channel,
+                                                         const GrpcClientOptions& opts,
+                                                         Deadline deadline) {
+  auto ch = std::make_unique<GrpcClientChannel>(Key{}, std::move(channel), opts.max_body);
+  RETURN_IF_ERROR(ch->Start(opts.token, deadline));
+  return std::unique_ptr<Channel>(std::move(ch));
+}
+
+// The server sends initial metadata only once the session is accepted, so a
+// refused token or a shut-down listener shows up here, not on the first frame.
+Status GrpcClientChannel::Start(const std::string& token, Deadline deadline) {
+  if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
+  stream_ = stub_->PrepareAsyncSession(&ctx_, &cq_);
+  Issued(kStart);
+  stream_->StartCall(Tag(kStart));
+  Outcome o = Await(kStart, deadline);
+  if (o == Outcome::kOk) {
+    Issued(kMeta);
+    stream_->ReadInitialMetadata(Tag(kMeta));
+    o = Await(kMeta, deadline);
+    if (o == Outcome::kOk && ctx_.GetServerInitialMetadata().count(kSessionAcceptedKey) == 0)
+      o = Outcome::kFailed;
+  }
+  if (o == Outcome::kTimedOut)
+    return Error(err::kInitializationError, "grpc session not accepted before the deadline");
+  if (o == Outcome::kFailed) {
+    Issued(kFinish);
+    stream_->Finish(&final_status_, Tag(kFinish));
+    finished_ = true;
+    if (Await(kFinish, deadline) == Outcome::kOk &&
+        final_status_.error_code() == grpc::StatusCode::UNAUTHENTICATED)
+      return Error(err::kNotPermitted, "grpc server refused the token");
+    return Error(err::kInitializationError,
+                 "grpc session refused: " + final_status_.error_message());
+  }
+  peer_ = ctx_.peer();
+  return OkStatus();
+}
+
+GrpcClientChannel::~GrpcClientChannel() {
+  closed_.store(true, std::memory_order_relaxed);
+  ctx_.TryCancel();
+  for (Op op : {kStart, kMeta, kRead, kWrite, kFinish}) {
+    bool pending;
+    {
+      std::lock_guard lock(mu_);
+      pending = ops_[op].pending;
+    }
+    if (pending) (void)Await(op, Deadline::Never());
+  }
+  if (stream_ != nullptr && !finished_) {
+    Issued(kFinish);
+    stream_->Finish(&final_status_, Tag(kFinish));
+    (void)Await(kFinish, Deadline::Never());
+  }
+  cq_.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq_.Next(&tag, &ok)) {
+  }
+}
+
+void GrpcClientChannel::Issued(Op op) {
+  std::lock_guard lock(mu_);
+  ops_[op].pending = true;
+}
+
+GrpcClientChannel::Outcome GrpcClientChannel::Await(Op op, Deadline deadline) {
+  std::unique_lock lock(mu_);
+  OpState& want = ops_[op];
+  while (!want.done) {
+    if (!polling_) {
+      polling_ = true;
+      lock.unlock();
+      void* tag;
+      bool ok;
+      auto got = cq_.AsyncNext(&tag, &ok, ToGpr(deadline));
+      lock.lock();
+      polling_ = false;
+      if (got == grpc::CompletionQueue::GOT_EVENT) {
+        auto* s = static_cast<OpState*>(tag);
+        s->pending = false;
+        s->done = true;
+        s->ok = ok;
+      }
+      // Either a follower's op completed or it must take over polling.
+      cv_.notify_all();
+      if (got != grpc::CompletionQueue::GOT_EVENT && !want.done) return Outcome::kTimedOut;
+    } else if (deadline.at == Deadline::Never().at) {
+      cv_.wait(lock);
+    } else if (cv_.wait_until(lock, deadline.at) == std::cv_status::timeout && !want.done &&
+               polling_) {
+      return Outcome::kTimedOut;
+    }
+  }
+  want.done = false;
+  return want.ok ? Outcome::kOk : Outcome::kFailed;
+}
+
+Status GrpcClientChannel::Send(const FrameHeader& header, std::span<const std::byte> body) {
+  if (body.size() > max_body_) [[unlikely]]
+    return Error(err::kInvalidValue, "frame body of " + std::to_string(body.size()) +
+                                         " bytes exceeds max_body " + std::to_string(max_body_));
+  if (closed_.load(std::memory_order_relaxed) || broken_.load(std::memory_order_relaxed))
+      [[unlikely]]
+    return Gone();
+  write_buf_.set_call(header.call);
+  write_buf_.set_flags(header.flags);
+  write_buf_.set_seq(header.seq);
+  write_buf_.mutable_body()->assign(reinterpret_cast<const char*>(body.data()), body.size());
+  Issued(kWrite);
+  stream_->Write(write_buf_, Tag(kWrite));
+  if (Await(kWrite, Deadline::Never()) != Outcome::kOk) [[unlikely]] {
+    broken_.store(true, std::memory_order_relaxed);
+    return Gone();
+  }
+  return OkStatus();
+}
+
+// A read left pending by an earlier timeout is reused, so no frame is lost.
+Status GrpcClientChannel::Receive(Frame& out, Deadline deadline) {
+  if (closed_.load(std::memory_order_relaxed)) [[unlikely]]
+    return Gone();
+  bool start;
+  {
+    std::lock_guard lock(mu_);
+    start = !ops_[kRead].pending && !ops_[kRead].done;
+    if (start) ops_[kRead].pending = true;
+  }
+  if (start) stream_->Read(&read_buf_, Tag(kRead));
+  switch (Await(kRead, deadline)) {
+    case Outcome::kOk:
+      break;
+    case Outcome::kTimedOut:
+      return Error(err::kNotReady, "grpc receive deadline passed");
+    case Outcome::kFailed:
+      broken_.store(true, std::memory_order_relaxed);
+      return closed_.load(std::memory_order_relaxed)
+                 ? Gone()
+                 : Error(err::kDevicesUnavailable, "grpc server ended the session");
+  }
+  out.header = {read_buf_.call(), read_buf_.flags(), read_buf_.seq()};
+  const std::string& b = read_buf_.body();
+  const auto* p = reinterpret_cast<const std::byte*>(b.data());
+  out.body.assign(p, p + b.size());
+  return OkStatus();
+}
+
+bool GrpcClientChannel::PeerAlive() const {
+  if (broken_.load(std::memory_order_relaxed) || closed_.load(std::memory_order_relaxed))
+    return false;
+  auto state = channel_->GetState(false);
+  return state != GRPC_CHANNEL_TRANSIENT_FAILURE && state != GRPC_CHANNEL_SHUTDOWN;
+}
+
+void GrpcClientChannel::Close() {
+  closed_.store(true, std::memory_order_relaxed);
+  ctx_.TryCancel();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Channel>> GrpcConnect(const std::string& target, GrpcClientOptions opts,
+                                             Deadline deadline) {
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  grpc::ChannelArguments args;
+  if (!opts.tls_root_cert_path.empty()) {
+    ASSIGN_OR_RETURN(std::string roots, ReadFile(opts.tls_root_cert_path));
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = std::move(roots);
+    creds = grpc::SslCredentials(ssl);
+    if (!opts.tls_target_name.empty()) args.SetSslTargetNameOverride(opts.tls_target_name);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  args.SetMaxReceiveMessageSize(static_cast<int>(opts.max_message_bytes));
+  args.SetMaxSendMessageSize(static_cast<int>(opts.max_message_bytes));
+  // One TCP connection per session: a tenant's bulk copy never queues behind another's.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  auto channel = grpc::CreateCustomChannel(target, creds, args);
+  if (!channel->WaitForConnected(ToGpr(deadline)))
+    return Error(err::kInitializationError, "cannot reach grpc server " + target);
+  return GrpcClientChannel::Open(std::move(channel), opts, deadline);
+}
+
+}  // namespace remora::transport
