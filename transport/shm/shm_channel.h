@@ -1,0 +1,137 @@
+// transport/shm/shm_channel.h - the local transport: ShmListener, ShmConnect, ShmChannel.
+//
+// The server listens on a Unix stream socket. For each client it creates a sealed memfd
+// (layout.h: control block, request ring client->server, reply ring server->client, bulk
+// arena) and sends it with SCM_RIGHTS; both sides map it MAP_SHARED. Frames then travel
+// through the rings only (spsc_ring.h), waiting with WaitStrategy (wait.h). The socket
+// stays open as the liveness signal: a waiter whose futex sleep times out polls it, so a
+// crashed or closed peer is noticed within one park period (100 ms by default).
+//
+//   ASSIGN_OR_RETURN(auto listener, ShmListener::Listen("/run/remora/gpu0.sock"));
+//   PeerInfo who;
+//   ASSIGN_OR_RETURN(std::unique_ptr<Channel> ch, listener->Accept(who, Deadline::Never()));
+//   // client:
+//   ASSIGN_OR_RETURN(auto ch, ShmConnect("/run/remora/gpu0.sock", Deadline::In(1s)));
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "transport/channel.h"
+#include "transport/shm/layout.h"
+#include "transport/shm/posix.h"
+#include "transport/shm/spsc_ring.h"
+#include "transport/shm/wait.h"
+
+namespace remora::transport {
+
+struct ShmOptions {
+  size_t request_ring_bytes = size_t{1} << 20;  // power of two; max_body() is about 1/8
+  size_t reply_ring_bytes = size_t{1} << 20;
+  size_t arena_bytes = size_t{1} << 30;  // sparse: costs memory only where touched
+  shm::WaitOptions wait;                 // the server side's waiting
+};
+
+// One end of a shm session. Send/Receive follow Channel; see the file head for liveness.
+class ShmChannel final : public Channel {
+ public:
+  enum class Side { kServer, kClient };
+
+  ~ShmChannel() override;
+
+  // Errors: kInvalidValue if body.size() > max_body(); kDevicesUnavailable once closed,
+  // the peer is gone, or the ring is corrupt. Blocks (spin, then futex) while the ring is full.
+  Status Send(const FrameHeader& header, std::span<const std::byte> body) override;
+  // Errors: kNotReady on deadline; kDevicesUnavailable after Close(), or when the peer is
+  // gone and its frames are drained, or for a corrupt frame.
+  Status Receive(Frame& out, Deadline deadline) override;
+  size_t max_body() const override { return max_body_; }
+  Arena* arena() override { return &arena_; }
+  bool PeerAlive() const override;
+  void Close() override;
+  std::string Describe() const override;
+
+  // Checks the socket now (one poll syscall) and records a lost peer. Thread-safe.
+  void CheckPeer();
+  const PeerInfo& peer() const { return peer_; }
+
+ private:
+  friend struct ShmChannelFactory;
+  class ShmArena final : public Arena {
+   public:
+    ShmArena(std::byte* base, size_t size) : base_(base), size_(size) {}
+    std::byte* base() const override { return base_; }
+    size_t size() const override { return size_; }
+
+   private:
+    std::byte* base_;
+    size_t size_;
+  };
+
+  ShmChannel(Side side, shm::UniqueFd sock, shm::Mapping map, const shm::ShmLayout& layout,
+             shm::SpscRing::Producer out, shm::SpscRing::Consumer in, PeerInfo peer,
+             shm::WaitOptions wait);
+  // True once this end is closed, the peer closed, or the peer was found dead.
+  bool Stopped() const;
+  void WakeAll();
+
+  const Side side_;
+  shm::UniqueFd sock_;
+  shm::Mapping map_;
+  shm::ControlBlock* control_;
+  std::atomic<uint32_t>* own_state_;
+  std::atomic<uint32_t>* peer_state_;
+  shm::SpscRing::Producer out_;
+  shm::SpscRing::Consumer in_;
+  shm::WaitStrategy wait_;
+  ShmArena arena_;
+  PeerInfo peer_;
+  size_t max_body_;
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> peer_lost_{false};  // set by whichever local thread noticed; private
+};
+
+// Server side: accepts clients on a Unix socket and gives each its own ShmChannel.
+class ShmListener final : public Listener {
+ public:
+  // Binds and listens on `path`, replacing a stale socket file (one nobody accepts on).
+  // Errors: kInvalidValue for bad options, a path too long or naming a non-socket;
+  // kInitializationError if a live server owns the path or a syscall fails.
+  static Result<std::unique_ptr<ShmListener>> Listen(const std::string& path, ShmOptions opts = {});
+  // Closes the socket and removes the socket file. Existing channels are unaffected.
+  ~ShmListener() override;
+
+  // Waits for a client, hands it its memfd, fills `peer` from SO_PEERCRED. A client that
+  // vanishes during the handshake is skipped. Errors: kNotReady on deadline;
+  // kDevicesUnavailable after Shutdown(); kMemoryAllocation/kUnknown if the session
+  // cannot be created. One thread at a time.
+  Result<std::unique_ptr<Channel>> Accept(PeerInfo& peer, Deadline deadline) override;
+  // Wakes Accept and makes it fail from now on. Thread-safe, idempotent.
+  void Shutdown() override;
+  const std::string& path() const { return path_; }
+
+ private:
+  ShmListener(std::string path, ShmOptions opts, shm::ShmLayout layout, shm::UniqueFd sock,
+              shm::UniqueFd wake);
+  // Creates the memfd for a connected client and sends it. nullptr: the client is gone.
+  Result<std::unique_ptr<Channel>> Handshake(shm::UniqueFd conn, const PeerInfo& peer);
+
+  std::string path_;
+  ShmOptions opts_;
+  shm::ShmLayout layout_;
+  shm::UniqueFd sock_;
+  shm::UniqueFd wake_;  // eventfd written by Shutdown()
+  std::atomic<bool> shutdown_{false};
+};
+
+// Connects to the server at `path` and maps the session it hands over. Errors:
+// kInitializationError (message says which) when the socket is absent or refuses, the
+// handshake does not arrive before `deadline`, or its header or memfd is malformed.
+// Thread-safe.
+Result<std::unique_ptr<Channel>> ShmConnect(const std::string& path, Deadline deadline,
+                                            shm::WaitOptions wait = {});
+
+}  // namespace remora::transport
