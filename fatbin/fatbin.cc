@@ -46,7 +46,9 @@ T Load(Bytes bytes, size_t offset) {
   return v;
 }
 
-Status Malformed(std::string why) { return Error(err::kInvalidPtx, "fatbin: " + why); }
+Status Malformed(std::string why) {
+  return Error(err::kInvalidPtx, "fatbin: " + why);
+}
 
 // True if [offset, offset + length) lies within [0, limit), without overflow.
 bool Within(uint64_t offset, uint64_t length, uint64_t limit) {
@@ -96,10 +98,11 @@ Status DecodeLz4Frame(Bytes in, std::span<std::byte> out) {
 }
 
 Status DecodeZstd(Bytes in, std::span<std::byte> out) {
-  unsigned long long declared = ZSTD_findDecompressedSize(in.data(), in.size());
+  // The first frame's declared size; nvcc writes a single frame.
+  unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
   if (declared == ZSTD_CONTENTSIZE_ERROR) return Malformed("ZSTD payload has a bad frame");
-  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != out.size())
-    return Malformed("ZSTD frame size differs from the entry's uncompressed size");
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > out.size())
+    return Malformed("ZSTD frame is larger than the entry's uncompressed size");
   size_t produced = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
   if (ZSTD_isError(produced))
     return Malformed("ZSTD payload: " + std::string(ZSTD_getErrorName(produced)));
@@ -132,8 +135,7 @@ const Codec* FindCodec(Compression c) {
 // ---- headers ----------------------------------------------------------------
 
 // A string stored inside an entry header as (offset, length) relative to it.
-Result<std::string> HeaderString(Bytes header, uint32_t offset, uint32_t length,
-                                 const char* what) {
+Result<std::string> HeaderString(Bytes header, uint32_t offset, uint32_t length, const char* what) {
   if (offset == 0) return std::string();
   if (!Within(offset, length, header.size()))
     return Malformed(std::string(what) + " lies outside its entry header");
@@ -177,9 +179,9 @@ Result<Entry> ParseEntry(Bytes header, Bytes payload) {
   if (options_ref != 0) {
     if (!Within(options_ref, 8, header.size()))
       return Malformed("ptxas options reference lies outside its entry header");
-    ASSIGN_OR_RETURN(e.options, HeaderString(header, Load<uint32_t>(header, options_ref),
-                                             Load<uint32_t>(header, options_ref + 4),
-                                             "ptxas options"));
+    ASSIGN_OR_RETURN(e.options,
+                     HeaderString(header, Load<uint32_t>(header, options_ref),
+                                  Load<uint32_t>(header, options_ref + 4), "ptxas options"));
   }
   return e;
 }
@@ -202,14 +204,11 @@ Result<std::vector<Bytes>> SplitSection(Bytes section) {
   std::vector<Bytes> fatbins;
   size_t offset = 0;
   while (offset < section.size()) {
-    Bytes rest = section.subspan(offset);
-    if (rest.size() >= 4 && Load<uint32_t>(rest, 0) == 0) {  // alignment padding
-      offset += std::min<size_t>(8 - offset % 8, rest.size());
+    if (section[offset] == std::byte{0}) {  // alignment padding
+      ++offset;
       continue;
     }
-    if (rest.size() < 4 && std::all_of(rest.begin(), rest.end(),
-                                       [](std::byte b) { return b == std::byte{0}; }))
-      break;
+    Bytes rest = section.subspan(offset);
     ASSIGN_OR_RETURN(size_t size, FatbinSize(rest));
     fatbins.push_back(rest.first(size));
     offset += size;
@@ -239,7 +238,11 @@ Result<std::vector<Entry>> Parse(Bytes fatbin) {
 }
 
 Result<std::vector<std::byte>> Decompress(const Entry& e) {
-  if (e.compression == Compression::kNone) return std::vector<std::byte>(e.payload.begin(), e.payload.end());
+  if (e.compression == Compression::kNone) {
+    if (e.uncompressed_size != e.payload.size())
+      return Malformed("raw entry size differs from its payload");
+    return std::vector<std::byte>(e.payload.begin(), e.payload.end());
+  }
   const Codec* codec = FindCodec(e.compression);
   if (codec == nullptr || e.uncompressed_size == 0 || e.uncompressed_size > kMaxImageBytes)
     return Malformed("entry has no usable codec or size");
