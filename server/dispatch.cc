@@ -1,0 +1,96 @@
+// server/dispatch.cc - decode and dispatch, generated from calls.def.
+//
+// Each frame's `call` indexes a table built at compile time from calls.def; the
+// entry parses the request message, runs Session::On<Name> and hands the result
+// to Session::Finish. A row without a handler does not compile. Rows the stub
+// answers itself (LOCAL), server notifications (NOTIFY) and a second Hello get
+// a refusal here rather than a missing entry.
+#include <array>
+
+#include "server/session.h"
+
+namespace remora::server {
+namespace {
+
+using Handler = void (*)(Session&, const transport::Frame&);
+
+struct Entry {
+  Handler fn = nullptr;
+};
+
+template <typename Req, typename Rep, Status (Session::*M)(const Req&, Rep&), CallClass C>
+void Handle(Session& s, const transport::Frame& f) {
+  Req req;
+  Rep rep;
+  Status st = req.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))
+                  ? (s.*M)(req, rep)
+                  : Error(err::kInvalidValue, "malformed request body");
+  s.Finish(f.header, C, std::move(st), rep);
+}
+
+constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
+  std::array<Entry, kMaxCallId + 1> t{};
+#define SETUP CallClass::kSetup
+#define SYNC CallClass::kSync
+#define ORDERED CallClass::kOrdered
+#define NOTIFY CallClass::kNotify
+#define LOCAL CallClass::kLocal
+#define REMORA_CALL(id, Name, Class, Request, Reply)                                        \
+  static_assert(id <= kMaxCallId);                                                          \
+  t[id].fn = &Handle<v1::Request, v1::Reply, &Session::On##Name,                            \
+                     (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync \
+                                                                                 : Class>;
+#include "proto/calls.def"
+#undef SETUP
+#undef SYNC
+#undef ORDERED
+#undef NOTIFY
+#undef LOCAL
+  return t;
+}
+
+constexpr std::array<Entry, kMaxCallId + 1> kTable = BuildTable();
+
+}  // namespace
+
+void Session::Dispatch(const transport::Frame& f) {
+  uint32_t call = f.header.call;
+  bool always = call == static_cast<uint32_t>(CallId::kGoodbye) ||
+                call == static_cast<uint32_t>(CallId::kHostFuncDone);
+  if (call == static_cast<uint32_t>(CallId::kHello)) {
+    Finish(f.header, CallClass::kSync, Error(err::kNotPermitted, "session set-up happens once"),
+           v1::Empty());
+    return;
+  }
+  if (call > kMaxCallId || !kTable[call].fn) {
+    Finish(f.header, CallClass::kSync,
+           Error(err::kNotSupported, "call id " + std::to_string(call) + " is unknown"),
+           v1::Empty());
+    return;
+  }
+  if (!sticky_.ok() && !always) {
+    // After a device fault every call fails as on a GPU; still answer SYNC calls.
+    const CallInfo* info = FindCall(call);
+    Finish(f.header, info ? info->cls : CallClass::kSync, sticky_, v1::Empty());
+    return;
+  }
+  kTable[call].fn(*this, f);
+}
+
+// Rows the server never serves: answered locally by the stub, sent by the
+// server, or the handshake repeated mid-session.
+#define REFUSE_SETUP(Name, Request, Reply)
+#define REFUSE_LOCAL(Name, Request, Reply)                                    \
+  Status Session::On##Name(const v1::Request&, v1::Reply&) {                  \
+    return Error(err::kNotSupported, #Name " is answered by the stub runtime"); \
+  }
+#define REFUSE_NOTIFY(Name, Request, Reply)                                   \
+  Status Session::On##Name(const v1::Request&, v1::Reply&) {                  \
+    return Error(err::kNotPermitted, #Name " is sent by the server only");    \
+  }
+#define REFUSE_SYNC(Name, Request, Reply)
+#define REFUSE_ORDERED(Name, Request, Reply)
+#define REMORA_CALL(id, Name, Class, Request, Reply) REFUSE_##Class(Name, Request, Reply)
+#include "proto/calls.def"
+
+}  // namespace remora::server

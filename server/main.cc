@@ -1,0 +1,122 @@
+// server/main.cc - remora-server: flags, signals, run.
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include "server/log.h"
+#include "server/server.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: remora-server [--device=auto|cuda|emu] [--listen unix:PATH]... [--grpc HOST:PORT]...\n"
+    "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
+    "                     [--emu-dir DIR]\n"
+    "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
+    "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
+    "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
+    "  --grpc     remote tenants over gRPC\n"
+    "  REMORA_LOG=debug|info|warn|error sets the log level\n";
+
+std::string ExeDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+// Accepts "--name=value" and "--name value".
+bool Flag(int argc, char** argv, int& i, const char* name, std::string& out) {
+  size_t n = std::strlen(name);
+  if (std::strncmp(argv[i], name, n) != 0) return false;
+  if (argv[i][n] == '=') {
+    out = argv[i] + n + 1;
+    return true;
+  }
+  if (argv[i][n] == '\0' && i + 1 < argc) {
+    out = argv[++i];
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace remora;
+  server::ServerOptions opts;
+  opts.emu_dir = ExeDir() + "/../lib/emu";
+  std::string v;
+  for (int i = 1; i < argc; ++i) {
+    if (Flag(argc, argv, i, "--device", v)) {
+      auto k = server::ParseDeviceKind(v);
+      if (!k.ok()) {
+        std::cerr << k.status().message() << "\n" << kUsage;
+        return 2;
+      }
+      opts.device = *k;
+    } else if (Flag(argc, argv, i, "--listen", v)) {
+      if (v.rfind("unix:", 0) != 0) {
+        std::cerr << "--listen takes unix:PATH\n" << kUsage;
+        return 2;
+      }
+      opts.unix_paths.push_back(v.substr(5));
+    } else if (Flag(argc, argv, i, "--grpc", v)) {
+      opts.grpc_addrs.push_back(v);
+    } else if (Flag(argc, argv, i, "--token", v)) {
+      opts.grpc_token = v;
+    } else if (Flag(argc, argv, i, "--tls-cert", v)) {
+      opts.tls_cert = v;
+    } else if (Flag(argc, argv, i, "--tls-key", v)) {
+      opts.tls_key = v;
+    } else if (Flag(argc, argv, i, "--emu-dir", v)) {
+      opts.emu_dir = v;
+    } else if (Flag(argc, argv, i, "--arena", v)) {
+      auto b = sched::ParseBytes(v);
+      if (!b.ok()) {
+        std::cerr << b.status().message() << "\n";
+        return 2;
+      }
+      opts.arena_bytes = *b;
+    } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::cout << kUsage;
+      return 0;
+    } else {
+      std::cerr << "unknown argument '" << argv[i] << "'\n" << kUsage;
+      return 2;
+    }
+  }
+  if (opts.unix_paths.empty() && opts.grpc_addrs.empty())
+    opts.unix_paths.push_back("/run/remora/gpu0.sock");
+
+  // Signals go to a waiting thread, never interrupting the server's own.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto srv = server::Server::Start(opts);
+  if (!srv.ok()) {
+    server::Log(server::Level::kError, "server",
+                {{"event", "start_failed"}, {"error", srv.status().ToString()}});
+    return 1;
+  }
+  server::Server* s = srv->get();
+  std::thread sig([s, set] {
+    int signo = 0;
+    sigwait(&set, &signo);
+    server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
+    s->Shutdown();
+  });
+  sig.detach();
+  server::Log(server::Level::kInfo, "server", {{"event", "ready"}, {"pid", getpid()}});
+  s->Wait();
+  srv->reset();
+  return 0;
+}

@@ -1,0 +1,34 @@
+// server/modules.h - fat binaries tenants registered, deduplicated by hash.
+//
+// A tenant ships a fat binary once; any later session registering the same
+// hash may send the hash alone. Each session still loads its own module, so
+// __device__ variables are never shared between tenants.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace remora::server {
+
+struct FatbinImages {
+  std::vector<std::string> images;  // [0] whole-program fatbin, or -rdc per-TU fatbins
+  bool rdc = false;
+};
+
+class ModuleCache {
+ public:
+  // Stores `images` under `hash` (the first copy wins). Thread-safe.
+  std::shared_ptr<const FatbinImages> Put(const std::string& hash, FatbinImages images);
+  // The images stored under `hash`, or null. Thread-safe.
+  std::shared_ptr<const FatbinImages> Get(const std::string& hash) const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const FatbinImages>> by_hash_;
+};
+
+}  // namespace remora::server

@@ -1,0 +1,132 @@
+// server/server.cc - listeners, session threads, printf routing, reaping.
+#include "server/server.h"
+
+#include <chrono>
+
+#include "server/log.h"
+#include "transport/grpc/listener.h"
+#include "transport/shm/shm_channel.h"
+
+namespace remora::server {
+
+using transport::Deadline;
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
+  auto s = std::make_unique<Server>();
+  s->opts_ = opts;
+  ASSIGN_OR_RETURN(auto drv, DriverTable::Load(opts.device, opts.emu_dir));
+  ASSIGN_OR_RETURN(s->device_, Device::Open(std::move(drv)));
+  s->ledger_ = std::make_unique<sched::MemoryLedger>(s->device_->usable_memory());
+  if (auto set = s->device_->drv().remoraEmuSetPrintfHandler)
+    (void)set(&Server::OnDevicePrintf, s.get());
+
+  for (const std::string& path : opts.unix_paths) {
+    transport::ShmOptions so;
+    so.arena_bytes = opts.arena_bytes;
+    ASSIGN_OR_RETURN(auto l, transport::ShmListener::Listen(path, so));
+    Log(Level::kInfo, "server", {{"event", "listening"}, {"transport", "shm"}, {"path", path}});
+    s->listeners_.push_back(std::move(l));
+  }
+  for (const std::string& addr : opts.grpc_addrs) {
+    transport::GrpcOptions go;
+    go.token = opts.grpc_token;
+    go.tls_cert_path = opts.tls_cert;
+    go.tls_key_path = opts.tls_key;
+    ASSIGN_OR_RETURN(auto l, transport::GrpcListener::Listen(addr, go));
+    s->grpc_ports_.push_back(l->port());
+    Log(Level::kInfo, "server",
+        {{"event", "listening"}, {"transport", "grpc"}, {"address", addr}, {"port", l->port()},
+         {"tls", opts.tls_cert.empty() ? "no" : "yes"}});
+    s->listeners_.push_back(std::move(l));
+  }
+  if (s->listeners_.empty())
+    return Error(err::kInvalidValue, "no listener: give --listen unix:PATH and/or --grpc HOST:PORT");
+  for (auto& l : s->listeners_) {
+    transport::Listener* raw = l.get();
+    s->acceptors_.emplace_back([srv = s.get(), raw] { srv->AcceptLoop(raw); });
+  }
+  return s;
+}
+
+Server::~Server() {
+  Shutdown();
+  if (device_ && device_->drv().remoraEmuSetPrintfHandler)
+    (void)device_->drv().remoraEmuSetPrintfHandler(nullptr, nullptr);
+}
+
+void Server::AcceptLoop(transport::Listener* listener) {
+  while (!stopping_.load(std::memory_order_acquire)) {
+    transport::PeerInfo peer;
+    auto ch = listener->Accept(peer, Deadline::In(std::chrono::milliseconds(250)));
+    Reap(false);
+    if (!ch.ok()) {
+      if (ch.status().code() == err::kNotReady) continue;
+      if (stopping_) return;
+      Log(Level::kWarn, "server", {{"event", "accept_failed"}, {"error", ch.status().ToString()}});
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    uint64_t id = next_id_++;
+    auto session = std::make_shared<Session>(
+        id, std::move(ch).value(), peer,
+        SessionEnv{device_.get(), ledger_.get(), &modules_});
+    Live& live = live_[id];
+    live.session = session;
+    live.thread = std::thread([session] { session->Run(); });
+  }
+}
+
+void Server::Reap(bool all) {
+  std::vector<Live> done;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (all || it->second.session->finished()) {
+        if (all) it->second.session->Stop();
+        done.push_back(std::move(it->second));
+        it = live_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (Live& l : done)
+    if (l.thread.joinable()) l.thread.join();
+}
+
+void Server::Wait() {
+  std::unique_lock lock(mu_);
+  stopped_cv_.wait(lock, [&] { return stopping_.load(); });
+}
+
+void Server::Shutdown() {
+  if (stopping_.exchange(true)) return;
+  Log(Level::kInfo, "server", {{"event", "shutdown"}});
+  for (auto& l : listeners_) l->Shutdown();
+  for (auto& t : acceptors_)
+    if (t.joinable()) t.join();
+  Reap(true);
+  stopped_cv_.notify_all();
+}
+
+size_t Server::sessions() const {
+  std::lock_guard lock(mu_);
+  return live_.size();
+}
+
+int Server::grpc_port(size_t i) const { return i < grpc_ports_.size() ? grpc_ports_[i] : -1; }
+
+void Server::OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len) {
+  auto* self = static_cast<Server*>(user);
+  std::lock_guard lock(self->mu_);
+  for (auto& [id, live] : self->live_) {
+    if (live.session->OwnsStream(stream)) {
+      live.session->AppendDeviceOutput(std::string_view(text, len));
+      return;
+    }
+  }
+  Log(Level::kWarn, "device", {{"event", "orphan_printf"}, {"text", std::string_view(text, len)}});
+}
+
+}  // namespace remora::server

@@ -1,0 +1,75 @@
+// server/server.h - remora-server: the device, its listeners and the live sessions.
+//
+// One Server per GPU. It accepts tenants on every listener, runs each Session on
+// its own thread, routes device printf output to the session whose stream
+// printed, and reaps finished sessions.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "scheduler/ledger.h"
+#include "server/device.h"
+#include "server/modules.h"
+#include "server/session.h"
+#include "transport/channel.h"
+
+namespace remora::server {
+
+struct ServerOptions {
+  DeviceKind device = DeviceKind::kAuto;
+  std::string emu_dir;                   // where the emulated libcuda.so.1 lives
+  std::vector<std::string> unix_paths;   // shm listeners
+  std::vector<std::string> grpc_addrs;   // gRPC listeners, HOST:PORT
+  std::string grpc_token;                // bearer token remote tenants must present
+  std::string tls_cert, tls_key;         // PEM files: gRPC over TLS when both are set
+  uint64_t arena_bytes = 1ull << 30;     // shm arena per session
+};
+
+class Server {
+ public:
+  // Loads the driver, opens the device and starts every listener.
+  // Errors: kInitializationError (no driver/device), kInvalidValue (bad options).
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& opts);
+  ~Server();
+
+  // Blocks until Shutdown() is called.
+  void Wait();
+  // Stops accepting, ends every session (freeing what it held). Thread-safe.
+  void Shutdown();
+
+  // Number of live sessions. Thread-safe.
+  size_t sessions() const;
+  // Bound gRPC port of listener i (for ":0" addresses).
+  int grpc_port(size_t i) const;
+  Device& device() { return *device_; }
+
+ private:
+  struct Live {
+    std::shared_ptr<Session> session;
+    std::thread thread;
+  };
+  void AcceptLoop(transport::Listener* listener);
+  void Reap(bool all);
+  static void OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len);
+
+  ServerOptions opts_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<sched::MemoryLedger> ledger_;
+  ModuleCache modules_;
+  std::vector<std::unique_ptr<transport::Listener>> listeners_;
+  std::vector<int> grpc_ports_;
+  std::vector<std::thread> acceptors_;
+  mutable std::mutex mu_;
+  std::condition_variable stopped_cv_;
+  std::map<uint64_t, Live> live_;
+  uint64_t next_id_ = 1;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace remora::server
