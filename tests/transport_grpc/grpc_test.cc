@@ -83,14 +83,24 @@ void ExpectOrderedDelivery(Channel& from, Channel& to, int n, uint32_t seed) {
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-TEST(GrpcTransport, FramesArriveInOrderBothWays) {
+// Run with the server's Receive spinning first (default) and sleeping at once.
+class GrpcSpin : public testing::TestWithParam<int> {
+ protected:
+  Pair Connect() {
+    GrpcOptions o;
+    o.receive_spin = std::chrono::microseconds(GetParam());
+    return transport::Connect(o);
+  }
+};
+
+TEST_P(GrpcSpin, FramesArriveInOrderBothWays) {
   Pair p = Connect();
   ASSERT_TRUE(p.server && p.client);
   ExpectOrderedDelivery(*p.client, *p.server, 300, 1);
   ExpectOrderedDelivery(*p.server, *p.client, 300, 2);
 }
 
-TEST(GrpcTransport, BothDirectionsAtOnce) {
+TEST_P(GrpcSpin, BothDirectionsAtOnce) {
   Pair p = Connect();
   ASSERT_TRUE(p.server && p.client);
   auto up =
@@ -98,6 +108,33 @@ TEST(GrpcTransport, BothDirectionsAtOnce) {
   ExpectOrderedDelivery(*p.server, *p.client, 200, 4);
   up.get();
 }
+
+TEST_P(GrpcSpin, RequestReply) {
+  Pair p = Connect();
+  ASSERT_TRUE(p.server && p.client);
+  auto echo = std::async(std::launch::async, [&] {
+    Frame f;
+    int n = 0;
+    while (p.server->Receive(f, Deadline::In(10s)).ok() && p.server->Send(f.header, f.body).ok())
+      ++n;
+    return n;
+  });
+  std::mt19937 rng(6);
+  Frame f;
+  for (uint64_t i = 0; i < 500; ++i) {
+    auto body = RandomBody(rng, rng() % 256);
+    ASSERT_TRUE(p.client->Send({.call = 1, .seq = i}, body).ok());
+    ASSERT_TRUE(p.client->Receive(f, Deadline::In(10s)).ok());
+    ASSERT_EQ(f.header.seq, i);
+    ASSERT_EQ(f.body, body);
+  }
+  p.client.reset();
+  EXPECT_EQ(echo.get(), 500);
+}
+
+INSTANTIATE_TEST_SUITE_P(Spin, GrpcSpin, testing::Values(0, 100), [](const auto& info) {
+  return "spin" + std::to_string(info.param) + "us";
+});
 
 TEST(GrpcTransport, EmptyBodyAndPeerInfo) {
   Pair p = Connect();

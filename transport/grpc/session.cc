@@ -2,6 +2,7 @@
 #include "transport/grpc/session.h"
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 namespace remora::transport {
@@ -22,8 +23,9 @@ Status Gone() {
 
 }  // namespace
 
-SessionCore::SessionCore(size_t max_body, size_t max_queued_bytes)
-    : max_body_(max_body), max_queued_bytes_(max_queued_bytes) {}
+SessionCore::SessionCore(size_t max_body, size_t max_queued_bytes,
+                         std::chrono::nanoseconds receive_spin)
+    : max_body_(max_body), max_queued_bytes_(max_queued_bytes), receive_spin_(receive_spin) {}
 
 void SessionCore::Attach(SessionReactor* reactor) {
   std::lock_guard lock(mu_);
@@ -62,6 +64,12 @@ Status SessionCore::Send(const FrameHeader& header, std::span<const std::byte> b
 Status SessionCore::Receive(Frame& out, Deadline deadline) {
   std::unique_lock lock(mu_);
   auto ready = [&] { return !inbox_.empty() || gone_ || closed_; };
+  if (!ready() && receive_spin_.count() > 0) {
+    uint64_t seen = events_.load(std::memory_order_relaxed);
+    lock.unlock();
+    SpinUntilChanged(seen, std::min(deadline.at, Clock::now() + receive_spin_));
+    lock.lock();
+  }
   if (!ready()) {
     if (deadline.at == Deadline::Never().at) {
       readable_.wait(lock, ready);
@@ -81,16 +89,33 @@ Status SessionCore::Receive(Frame& out, Deadline deadline) {
   return OkStatus();
 }
 
+// Waits for events_ to move past `seen`, yielding the CPU between looks, so a
+// frame arriving soon is taken without a futex wake-up and a reschedule.
+void SessionCore::SpinUntilChanged(uint64_t seen, Clock::time_point until) const {
+  for (uint32_t i = 0;; ++i) {
+    // Pairs with the release increments in Notify().
+    if (events_.load(std::memory_order_acquire) != seen) return;
+    if ((i & 7) == 7 && Clock::now() >= until) return;
+    std::this_thread::yield();
+  }
+}
+
 void SessionCore::Close() {
   std::unique_lock lock(mu_);
   if (closed_) return;
   closed_ = true;
-  readable_.notify_all();
+  Notify();
   writable_.notify_all();
   if (SessionReactor* r = TakeFinishLocked()) {
     lock.unlock();
     r->Finish(grpc::Status::OK);
   }
+}
+
+// REQUIRES: mu_ held.
+void SessionCore::Notify() {
+  events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged
+  readable_.notify_all();
 }
 
 bool SessionCore::PeerAlive() const {
@@ -110,14 +135,14 @@ bool SessionCore::OnRead(v1::Frame& msg) {
   const std::string& b = msg.body();
   const auto* p = reinterpret_cast<const std::byte*>(b.data());
   f.body.assign(p, p + b.size());
-  readable_.notify_one();
+  Notify();
   return true;
 }
 
 void SessionCore::OnReadClosed() {
   std::unique_lock lock(mu_);
   gone_ = true;
-  readable_.notify_all();
+  Notify();
   writable_.notify_all();
   if (SessionReactor* r = TakeFinishLocked()) {
     lock.unlock();
@@ -133,7 +158,7 @@ void SessionCore::OnWriteDone(bool ok) {
     gone_ = true;
     outbox_.clear();
     queued_bytes_ = 0;
-    readable_.notify_all();
+    Notify();
   }
   if (!outbox_.empty() && !finish_started_) {
     writing_.Swap(&outbox_.front());
@@ -160,7 +185,7 @@ void SessionCore::OnDone() {
   finish_started_ = true;
   outbox_.clear();
   queued_bytes_ = 0;
-  readable_.notify_all();
+  Notify();
   writable_.notify_all();
 }
 

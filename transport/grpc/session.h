@@ -7,6 +7,8 @@
 // condition variable. Internal to remora_transport_grpc.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -32,7 +34,9 @@ class ReactorRegistry;
 // reactor: after OnDone the core only reports kDevicesUnavailable.
 class SessionCore {
  public:
-  SessionCore(size_t max_body, size_t max_queued_bytes);
+  using Clock = std::chrono::steady_clock;
+  // Receive spins up to `receive_spin` (yielding) before it sleeps.
+  SessionCore(size_t max_body, size_t max_queued_bytes, std::chrono::nanoseconds receive_spin);
 
   // Channel side. Thread-safe; one sender and one receiver at a time.
   Status Send(const FrameHeader& header, std::span<const std::byte> body);
@@ -54,9 +58,15 @@ class SessionCore {
   // REQUIRES: mu_ held. Returns the reactor the caller must Finish once
   // unlocked, or nullptr if the RPC must not finish yet.
   SessionReactor* TakeFinishLocked();
+  // REQUIRES: mu_ held. Records an event for spinners and wakes sleepers.
+  void Notify();
+  void SpinUntilChanged(uint64_t seen, Clock::time_point until) const;
 
   const size_t max_body_;
   const size_t max_queued_bytes_;
+  const std::chrono::nanoseconds receive_spin_;
+  // Bumped (under mu_) whenever readable_ would wake a Receive; read unlocked by spinners.
+  std::atomic<uint64_t> events_{0};
 
   mutable std::mutex mu_;
   std::condition_variable readable_;   // inbox_ non-empty, or gone_/closed_

@@ -1,0 +1,237 @@
+// bench/transport_grpc/grpc_bench.cc - Channel-over-gRPC cost against bare gRPC, same run.
+//
+// Baseline: the generated sync stub doing Write + Read against an echo reactor
+// in this process (loopback). Measured: GrpcConnect/GrpcListener channels with
+// a server thread echoing through Accept/Receive/Send. Both carry a 64 B body;
+// the two round trips alternate within each iteration so machine noise hits
+// both alike. Counters: ratio (channel mean RTT / bare mean RTT), p50_ns and
+// p99_ns of each. Bulk: 64 MiB in 4 MiB frames, acknowledged by the peer.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "remora/v1/transport.grpc.pb.h"
+#include "transport/grpc/client.h"
+#include "transport/grpc/listener.h"
+
+namespace remora::transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kSmallBody = 64;
+constexpr size_t kBulkBytes = size_t{64} << 20;
+constexpr size_t kBulkFrame = size_t{4} << 20;
+constexpr uint32_t kLastFlag = 1;
+
+// Echoes each frame at once, except bulk frames (body > 1 KiB), which it
+// swallows, answering the one flagged last with an empty frame.
+class EchoReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
+ public:
+  EchoReactor() { StartRead(&msg_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status::OK);
+    if (msg_.body().size() <= 1024) return StartWrite(&msg_);
+    if (msg_.flags() & kLastFlag) {
+      msg_.clear_body();
+      return StartWrite(&msg_);
+    }
+    StartRead(&msg_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status::OK);
+    StartRead(&msg_);
+  }
+  void OnDone() override { self_.reset(); }
+  std::unique_ptr<EchoReactor> self_;  // owns this reactor until OnDone
+
+ private:
+  v1::Frame msg_;
+};
+
+class EchoService final : public v1::Remora::CallbackService {
+  grpc::ServerBidiReactor<v1::Frame, v1::Frame>* Session(grpc::CallbackServerContext*) override {
+    auto r = std::make_unique<EchoReactor>();
+    EchoReactor* raw = r.get();
+    raw->self_ = std::move(r);
+    return raw;
+  }
+};
+
+// Bare gRPC: echo server plus a sync bidi stream.
+struct Bare {
+  EchoService service;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<v1::Remora::Stub> stub;
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::Frame, v1::Frame>> stream;
+  v1::Frame out, in;
+
+  bool Start() {
+    int port = 0;
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(&service);
+    b.SetMaxReceiveMessageSize(static_cast<int>(kGrpcDefaultMaxMessage));
+    server = b.BuildAndStart();
+    if (!server || port == 0) return false;
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(static_cast<int>(kGrpcDefaultMaxMessage));
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stub = v1::Remora::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
+                                                         grpc::InsecureChannelCredentials(), args));
+    stream = stub->Session(&ctx);
+    return stream != nullptr;
+  }
+  bool RoundTrip(const std::string& body, uint64_t seq) {
+    out.set_seq(seq);
+    out.set_body(body);
+    return stream->Write(out) && stream->Read(&in) && in.seq() == seq;
+  }
+  ~Bare() {
+    if (stream) {
+      stream->WritesDone();
+      (void)stream->Finish();
+    }
+    if (server) server->Shutdown(std::chrono::system_clock::now());
+  }
+};
+
+// Remora channels: listener, client channel, and a server thread that echoes
+// like EchoReactor does.
+struct Remote {
+  std::unique_ptr<GrpcListener> listener;
+  std::unique_ptr<Channel> client;
+  std::thread echo;
+  Frame in;
+
+  bool Start() {
+    auto l = GrpcListener::Listen("127.0.0.1:0", {});
+    if (!l.ok()) return false;
+    listener = std::move(l).value();
+    auto c = GrpcConnect("127.0.0.1:" + std::to_string(listener->port()), {},
+                         Deadline::In(std::chrono::seconds(5)));
+    if (!c.ok()) return false;
+    client = std::move(c).value();
+    PeerInfo peer;
+    auto s = listener->Accept(peer, Deadline::In(std::chrono::seconds(5)));
+    if (!s.ok()) return false;
+    echo = std::thread([ch = std::move(s).value()] {
+      Frame f;
+      while (ch->Receive(f, Deadline::Never()).ok()) {
+        if (f.body.size() > 1024) {
+          if (!(f.header.flags & kLastFlag)) continue;
+          f.body.clear();
+        }
+        if (!ch->Send(f.header, f.body).ok()) return;
+      }
+    });
+    return true;
+  }
+  bool RoundTrip(std::span<const std::byte> body, uint64_t seq) {
+    return client->Send({.seq = seq}, body).ok() && client->Receive(in, Deadline::Never()).ok() &&
+           in.header.seq == seq;
+  }
+  ~Remote() {
+    client.reset();  // the echo thread's Receive then fails
+    if (echo.joinable()) echo.join();
+  }
+};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+double Nanos(Clock::duration d) {
+  return std::chrono::duration<double, std::nano>(d).count();
+}
+
+void BM_RoundTrip64B(benchmark::State& state) {
+  Bare bare;
+  Remote remote;
+  if (!bare.Start() || !remote.Start()) return state.SkipWithError("loopback setup failed");
+  const std::string body_s(kSmallBody, 'x');
+  const std::vector<std::byte> body(kSmallBody, std::byte{'x'});
+  for (uint64_t i = 0; i < 200; ++i) {  // warm both paths
+    if (!bare.RoundTrip(body_s, i) || !remote.RoundTrip(body, i))
+      return state.SkipWithError("warm-up round trip failed");
+  }
+  std::vector<double> bare_ns, chan_ns;
+  uint64_t seq = 1000;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    bool ok = bare.RoundTrip(body_s, ++seq);
+    auto t1 = Clock::now();
+    ok = ok && remote.RoundTrip(body, seq);
+    auto t2 = Clock::now();
+    if (!ok) return state.SkipWithError("round trip failed");
+    bare_ns.push_back(Nanos(t1 - t0));
+    chan_ns.push_back(Nanos(t2 - t1));
+    state.SetIterationTime(std::chrono::duration<double>(t2 - t1).count());
+  }
+  state.counters["ratio"] = Mean(chan_ns) / Mean(bare_ns);
+  state.counters["p50_ns"] = Percentile(chan_ns, 0.50);
+  state.counters["p99_ns"] = Percentile(chan_ns, 0.99);
+  state.counters["bare_p50_ns"] = Percentile(bare_ns, 0.50);
+  state.counters["bare_p99_ns"] = Percentile(bare_ns, 0.99);
+  state.counters["p50_ratio"] = Percentile(chan_ns, 0.50) / Percentile(bare_ns, 0.50);
+}
+BENCHMARK(BM_RoundTrip64B)->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
+
+// 64 MiB upload in 4 MiB frames, then a one-frame acknowledgement.
+void BM_Bulk64MiB(benchmark::State& state) {
+  Bare bare;
+  Remote remote;
+  if (!bare.Start() || !remote.Start()) return state.SkipWithError("loopback setup failed");
+  const std::string chunk_s(kBulkFrame, 'y');
+  const std::vector<std::byte> chunk(kBulkFrame, std::byte{'y'});
+  constexpr int kFrames = static_cast<int>(kBulkBytes / kBulkFrame);
+  double bare_s = 0, chan_s = 0;
+  uint64_t seq = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kFrames; ++i) {
+      bare.out.set_seq(++seq);
+      bare.out.set_flags(i == kFrames - 1 ? kLastFlag : 0);
+      bare.out.set_body(chunk_s);
+      if (!bare.stream->Write(bare.out)) return state.SkipWithError("bare write failed");
+    }
+    if (!bare.stream->Read(&bare.in) || bare.in.seq() != seq)
+      return state.SkipWithError("bare ack failed");
+    auto t1 = Clock::now();
+    for (int i = 0; i < kFrames; ++i) {
+      if (!remote.client->Send({.flags = i == kFrames - 1 ? kLastFlag : 0, .seq = ++seq}, chunk)
+               .ok())
+        return state.SkipWithError("channel send failed");
+    }
+    if (!remote.client->Receive(remote.in, Deadline::Never()).ok() || remote.in.header.seq != seq)
+      return state.SkipWithError("channel ack failed");
+    auto t2 = Clock::now();
+    bare_s += std::chrono::duration<double>(t1 - t0).count();
+    chan_s += std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(std::chrono::duration<double>(t2 - t1).count());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kBulkBytes));
+  state.counters["ratio"] = chan_s / bare_s;  // time: channel / bare
+  state.counters["bare_bytes_per_second"] =
+      static_cast<double>(state.iterations() * kBulkBytes) / bare_s;
+}
+BENCHMARK(BM_Bulk64MiB)->UseManualTime()->Iterations(10)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace remora::transport
+
+BENCHMARK_MAIN();
