@@ -1,0 +1,57 @@
+// cli/main.cc - `remora`: the tenant-side command line.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/run.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: remora run [--server unix:PATH|grpc://HOST:PORT] [--token T]\n"
+    "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | --gpu-memory-limit M]\n"
+    "                  -- CMD ARGS\n"
+    "  Runs CMD as a tenant: it loads Remora's CUDA runtime and shares the server's GPU.\n"
+    "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n";
+
+std::string ExeDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "run") != 0) {
+    std::cerr << "remora: unknown command '" << argv[1] << "'\n" << kUsage;
+    return 2;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  auto opts = remora::cli::ParseRun(args);
+  if (!opts.ok()) {
+    std::cerr << "remora run: " << opts.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  const char* ld = std::getenv("LD_LIBRARY_PATH");
+  std::string stub_dir = ExeDir() + "/../lib/stub";
+  if (const char* s = std::getenv("REMORA_STUB_DIR")) stub_dir = s;
+  for (const auto& [k, v] : remora::cli::TenantEnvironment(*opts, stub_dir, ld ? ld : ""))
+    setenv(k.c_str(), v.c_str(), 1);
+  std::vector<char*> cargv;
+  for (std::string& a : opts->command) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  execvp(cargv[0], cargv.data());
+  std::cerr << "remora run: cannot run '" << opts->command[0] << "': " << std::strerror(errno) << "\n";
+  return 127;
+}

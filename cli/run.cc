@@ -1,0 +1,94 @@
+// cli/run.cc - argument checking and environment for `remora run`.
+#include "cli/run.h"
+
+#include <cstdlib>
+
+#include "scheduler/ledger.h"
+
+namespace remora::cli {
+namespace {
+
+Status CheckFraction(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  double f = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(f > 0) || f > 1)
+    return Error(err::kInvalidValue, flag + " takes a fraction in (0, 1], not '" + v + "'");
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
+  RunOptions o;
+  struct Opt {
+    const char* name;
+    std::string RunOptions::*field;
+  };
+  static const Opt kOpts[] = {{"--server", &RunOptions::server},
+                              {"--gpu-fraction", &RunOptions::gpu_fraction},
+                              {"--gpu-fraction-limit", &RunOptions::gpu_fraction_limit},
+                              {"--gpu-memory", &RunOptions::gpu_memory},
+                              {"--gpu-memory-limit", &RunOptions::gpu_memory_limit},
+                              {"--token", &RunOptions::token}};
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.rfind("--", 0) != 0) break;  // the command starts
+    bool matched = false;
+    for (const Opt& opt : kOpts) {
+      std::string name = opt.name;
+      if (a == name) {
+        if (i + 1 >= args.size()) return Error(err::kInvalidValue, name + " needs a value");
+        o.*opt.field = args[++i];
+        matched = true;
+      } else if (a.rfind(name + "=", 0) == 0) {
+        o.*opt.field = a.substr(name.size() + 1);
+        matched = true;
+      }
+      if (matched) break;
+    }
+    if (!matched) return Error(err::kInvalidValue, "unknown option '" + a + "'");
+  }
+  o.command.assign(args.begin() + static_cast<long>(i), args.end());
+  if (o.command.empty()) return Error(err::kInvalidValue, "no command to run (remora run [options] -- CMD ARGS)");
+
+  bool fractions = !o.gpu_fraction.empty() || !o.gpu_fraction_limit.empty();
+  bool bytes = !o.gpu_memory.empty() || !o.gpu_memory_limit.empty();
+  if (fractions && bytes)
+    return Error(err::kInvalidValue, "give the quota as --gpu-fraction* or as --gpu-memory*, not both");
+  if (!o.gpu_fraction.empty()) RETURN_IF_ERROR(CheckFraction("--gpu-fraction", o.gpu_fraction));
+  if (!o.gpu_fraction_limit.empty())
+    RETURN_IF_ERROR(CheckFraction("--gpu-fraction-limit", o.gpu_fraction_limit));
+  uint64_t req = 0, lim = 0;
+  if (!o.gpu_memory.empty()) {
+    ASSIGN_OR_RETURN(req, sched::ParseBytes(o.gpu_memory));
+  }
+  if (!o.gpu_memory_limit.empty()) {
+    ASSIGN_OR_RETURN(lim, sched::ParseBytes(o.gpu_memory_limit));
+  }
+  if (lim && req > lim) return Error(err::kInvalidValue, "--gpu-memory-limit is below --gpu-memory");
+  if (!o.gpu_fraction.empty() && !o.gpu_fraction_limit.empty() &&
+      std::strtod(o.gpu_fraction_limit.c_str(), nullptr) < std::strtod(o.gpu_fraction.c_str(), nullptr))
+    return Error(err::kInvalidValue, "--gpu-fraction-limit is below --gpu-fraction");
+  return o;
+}
+
+std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
+                                                     const std::string& stub_dir,
+                                                     const std::string& ld_library_path) {
+  std::map<std::string, std::string> env;
+  env["LD_LIBRARY_PATH"] = ld_library_path.empty() ? stub_dir : stub_dir + ":" + ld_library_path;
+  if (!o.server.empty()) env["REMORA_SERVER"] = o.server;
+  if (!o.token.empty()) env["REMORA_TOKEN"] = o.token;
+  if (!o.gpu_fraction.empty()) env["REMORA_GPU_FRACTION"] = o.gpu_fraction;
+  if (!o.gpu_fraction_limit.empty()) env["REMORA_GPU_FRACTION_LIMIT"] = o.gpu_fraction_limit;
+  if (!o.gpu_memory.empty()) env["REMORA_GPU_MEMORY"] = o.gpu_memory;
+  if (!o.gpu_memory_limit.empty()) env["REMORA_GPU_MEMORY_LIMIT"] = o.gpu_memory_limit;
+  return env;
+}
+
+}  // namespace remora::cli

@@ -1,0 +1,29 @@
+// cli/run.h - `remora run`: start a program as a tenant of a Remora server.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/status.h"
+
+namespace remora::cli {
+
+struct RunOptions {
+  std::string server;                 // REMORA_SERVER; empty keeps the environment's
+  std::string gpu_fraction, gpu_fraction_limit, gpu_memory, gpu_memory_limit;
+  std::string token;
+  std::vector<std::string> command;   // program and its arguments
+};
+
+// Parses `remora run` arguments (after "run"). Errors: kInvalidValue with the
+// reason (unknown flag, mixed quota kinds, bad number, no command).
+Result<RunOptions> ParseRun(const std::vector<std::string>& args);
+
+// The environment variables `remora run` sets for the tenant, given the stub
+// library directory and the current LD_LIBRARY_PATH.
+std::map<std::string, std::string> TenantEnvironment(const RunOptions& opts,
+                                                     const std::string& stub_dir,
+                                                     const std::string& ld_library_path);
+
+}  // namespace remora::cli

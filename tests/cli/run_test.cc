@@ -1,0 +1,34 @@
+// tests/cli/run_test.cc - `remora run` argument checking and tenant environment.
+#include "cli/run.h"
+
+#include <gtest/gtest.h>
+
+namespace remora::cli {
+namespace {
+
+TEST(Run, ParsesQuotaAndCommand) {
+  auto o = ParseRun({"--server", "unix:/tmp/s.sock", "--gpu-fraction=0.25", "--gpu-fraction-limit",
+                     "0.5", "--", "./app", "-n", "10"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->command, (std::vector<std::string>{"./app", "-n", "10"}));
+  auto env = TenantEnvironment(*o, "/opt/remora/lib/stub", "/usr/lib");
+  EXPECT_EQ(env["LD_LIBRARY_PATH"], "/opt/remora/lib/stub:/usr/lib");
+  EXPECT_EQ(env["REMORA_SERVER"], "unix:/tmp/s.sock");
+  EXPECT_EQ(env["REMORA_GPU_FRACTION"], "0.25");
+  EXPECT_EQ(env["REMORA_GPU_FRACTION_LIMIT"], "0.5");
+  EXPECT_EQ(env.count("REMORA_GPU_MEMORY"), 0u);
+}
+
+TEST(Run, RefusesBadQuotas) {
+  EXPECT_FALSE(ParseRun({"--gpu-fraction", "0.5", "--gpu-memory", "1G", "--", "x"}).ok());
+  EXPECT_FALSE(ParseRun({"--gpu-fraction", "1.5", "--", "x"}).ok());
+  EXPECT_FALSE(ParseRun({"--gpu-fraction", "abc", "--", "x"}).ok());
+  EXPECT_FALSE(ParseRun({"--gpu-memory", "2G", "--gpu-memory-limit", "1G", "--", "x"}).ok());
+  EXPECT_FALSE(ParseRun({"--gpu-memory", "lots", "--", "x"}).ok());
+  EXPECT_FALSE(ParseRun({"--frobnicate", "--", "x"}).ok());
+  EXPECT_FALSE(ParseRun({"--gpu-fraction", "0.5"}).ok());
+  EXPECT_TRUE(ParseRun({"--gpu-memory", "1Gi", "--gpu-memory-limit", "2Gi", "./x"}).ok());
+}
+
+}  // namespace
+}  // namespace remora::cli

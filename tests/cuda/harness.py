@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""tests/cuda/harness.py - run one CUDA program as a tenant of a live remora-server.
+
+Starts remora-server on the emulated device (a private socket or a free gRPC
+port), runs the program unmodified through `remora run`, and checks its exit
+code (and, when it is expected to succeed, that it printed PASS and no FAIL).
+Optional --stdout-file compares the program's stdout with a golden file.
+The server's log is shown when anything fails.
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def start_server(bindir, transport, tmp, extra):
+    log = open(os.path.join(tmp, "server.log"), "w+")
+    args = [os.path.join(bindir, "remora-server"), "--device=emu"]
+    if transport == "shm":
+        sock = os.path.join(tmp, "gpu0.sock")
+        args += ["--listen", "unix:" + sock]
+        address = "unix:" + sock
+    else:
+        args += ["--grpc", "127.0.0.1:0"]
+        address = None
+    proc = subprocess.Popen(args + extra, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        log.seek(0)
+        text = log.read()
+        if transport == "grpc" and address is None:
+            m = re.search(r"transport=grpc .*port=(\d+)", text)
+            if m:
+                address = "grpc://127.0.0.1:" + m.group(1)
+        if "event=ready" in text and address:
+            return proc, log, address
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    log.seek(0)
+    sys.stderr.write("remora-server did not start:\n" + log.read())
+    proc.kill()
+    sys.exit(1)
+
+
+def stop_server(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return -999
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--transport", choices=["shm", "grpc"], default="shm")
+    ap.add_argument("--expect", type=int, default=0)
+    ap.add_argument("--stdout-file")
+    ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--remora-arg", action="append", default=[])
+    ap.add_argument("program", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    prog = [p for p in a.program if p != "--"]
+    with tempfile.TemporaryDirectory(prefix="remora-test-") as tmp:
+        proc, log, address = start_server(a.bindir, a.transport, tmp, [])
+        cmd = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"] + prog
+        ok = True
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+            out, err, rc = run.stdout, run.stderr, run.returncode
+        except subprocess.TimeoutExpired as e:
+            out, err, rc = (e.stdout or b"").decode(errors="replace"), (e.stderr or b"").decode(errors="replace"), "timeout"
+            ok = False
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        if rc != a.expect:
+            print(f"harness: exit code {rc}, expected {a.expect}")
+            ok = False
+        if a.expect == 0 and ("PASS" not in out or "FAIL" in out):
+            print("harness: the program did not print PASS (or printed FAIL)")
+            ok = False
+        if a.stdout_file:
+            with open(a.stdout_file) as f:
+                want = f.read()
+            if out != want:
+                print("harness: stdout differs from " + a.stdout_file)
+                ok = False
+        src = stop_server(proc)
+        if src != 0:
+            print(f"harness: remora-server exited with {src}")
+            ok = False
+        if not ok:
+            log.seek(0)
+            print("---- remora-server log ----\n" + log.read())
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
