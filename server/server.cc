@@ -112,7 +112,9 @@ void Server::Shutdown() {
 
 size_t Server::sessions() const {
   std::lock_guard lock(mu_);
-  return live_.size();
+  size_t n = 0;
+  for (const auto& [id, live] : live_) n += !live.session->finished();
+  return n;
 }
 
 int Server::grpc_port(size_t i) const { return i < grpc_ports_.size() ? grpc_ports_[i] : -1; }

@@ -43,7 +43,7 @@ class Server {
   // Stops accepting, ends every session (freeing what it held). Thread-safe.
   void Shutdown();
 
-  // Number of live sessions. Thread-safe.
+  // Sessions not yet finished. Thread-safe.
   size_t sessions() const;
   // Bound gRPC port of listener i (for ":0" addresses).
   int grpc_port(size_t i) const;

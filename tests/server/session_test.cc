@@ -1,0 +1,323 @@
+// tests/server/session_test.cc - the server against raw protocol clients.
+//
+// Each test starts a Server on the emulated device with a private socket, and
+// talks to it with bare channels: the checks every tenant call gets (handles,
+// ranges, other tenants' memory, malformed frames) and the reaping of dead
+// clients.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "proto/arena.h"
+#include "proto/calls.h"
+#include "remora/v1/session.pb.h"
+#include "server/server.h"
+#include "transport/shm/shm_channel.h"
+
+namespace remora {
+namespace {
+
+using namespace std::chrono_literals;
+using transport::Deadline;
+namespace v1 = remora::v1;
+
+std::string SocketPath() {
+  static int n = 0;
+  return "/tmp/remora-server-test-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".sock";
+}
+
+class Client {
+ public:
+  static std::unique_ptr<Client> Connect(const std::string& path, v1::Hello hello = {}) {
+    auto ch = transport::ShmConnect(path, Deadline::In(5s));
+    if (!ch.ok()) return nullptr;
+    auto c = std::make_unique<Client>();
+    c->ch_ = std::move(ch).value();
+    hello.set_protocol_version(kProtocolVersion);
+    hello.set_client_pid(getpid());
+    hello.set_program("server_test");
+    c->welcome_status_ = c->Call(CallId::kHello, hello, &c->welcome_);
+    return c;
+  }
+
+  // A SYNC call: returns the reply's code (deferred code preferred, as the stub does).
+  template <typename Rep = v1::Empty>
+  int Call(CallId id, const google::protobuf::Message& req, Rep* rep = nullptr) {
+    std::string body = req.SerializeAsString();
+    return CallRaw(static_cast<uint32_t>(id), body, rep);
+  }
+  template <typename Rep = v1::Empty>
+  int CallRaw(uint32_t call, const std::string& body, Rep* rep = nullptr) {
+    uint64_t seq = ++seq_;
+    if (!ch_->Send({.call = call, .flags = 0, .seq = seq}, std::as_bytes(std::span(body))).ok())
+      return -1;
+    transport::Frame f;
+    for (;;) {
+      if (!ch_->Receive(f, Deadline::In(20s)).ok()) return -2;
+      if (f.header.seq == seq) break;
+    }
+    last_.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()));
+    if (rep) rep->ParseFromString(last_.result());
+    return last_.deferred_code() ? last_.deferred_code() : last_.code();
+  }
+  void Post(CallId id, const google::protobuf::Message& req) {
+    std::string body = req.SerializeAsString();
+    (void)ch_->Send({.call = static_cast<uint32_t>(id), .flags = 0, .seq = ++seq_},
+                    std::as_bytes(std::span(body)));
+  }
+  uint64_t Malloc(uint64_t n) {
+    v1::MallocRequest r;
+    r.set_size(n);
+    v1::MallocReply rep;
+    EXPECT_EQ(Call(CallId::kMalloc, r, &rep), 0);
+    return rep.dptr();
+  }
+  transport::Arena* arena() { return ch_->arena(); }
+  const v1::Welcome& welcome() const { return welcome_; }
+  int welcome_status() const { return welcome_status_; }
+  const v1::Reply& last() const { return last_; }
+
+ private:
+  std::unique_ptr<transport::Channel> ch_;
+  uint64_t seq_ = 0;
+  v1::Welcome welcome_;
+  int welcome_status_ = -1;
+  v1::Reply last_;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = SocketPath();
+    server::ServerOptions o;
+    o.device = server::DeviceKind::kEmu;
+    o.emu_dir = REMORA_EMU_DIR;
+    o.unix_paths = {path_};
+    o.arena_bytes = 256ull << 20;
+    auto s = server::Server::Start(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  void TearDown() override { server_.reset(); }
+
+  bool WaitForSessions(size_t n, std::chrono::milliseconds within) {
+    auto end = std::chrono::steady_clock::now() + within;
+    while (std::chrono::steady_clock::now() < end) {
+      if (server_->sessions() == n) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return server_->sessions() == n;
+  }
+
+  std::string path_;
+  std::unique_ptr<server::Server> server_;
+};
+
+TEST_F(ServerTest, WelcomeDescribesTheDeviceAndArena) {
+  auto c = Client::Connect(path_);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->welcome_status(), 0);
+  EXPECT_EQ(c->welcome().device().name(), "Remora Emulated GPU");
+  EXPECT_GT(c->welcome().device().total_mem(), 0u);
+  EXPECT_EQ(c->welcome().device().attributes(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), 7);
+  EXPECT_EQ(c->welcome().staging_slots(), 16u);
+  EXPECT_GT(c->welcome().heap_bytes(), 0u);
+}
+
+TEST_F(ServerTest, CopiesRoundTripThroughArenaAndInline) {
+  auto c = Client::Connect(path_);
+  ASSERT_TRUE(c);
+  const uint64_t n = 1 << 20;
+  uint64_t d = c->Malloc(n);
+  ASSERT_NE(d, 0u);
+  std::mt19937 rng(1);
+  std::byte* heap = c->arena()->base() + c->welcome().heap_offset();
+  for (uint64_t i = 0; i < n; ++i) heap[i] = static_cast<std::byte>(rng());
+  v1::MemcpyHtoDRequest h;
+  h.set_dst(d);
+  h.set_size(n);
+  h.mutable_src()->set_arena_offset(c->welcome().heap_offset());
+  ASSERT_EQ(c->Call(CallId::kMemcpyHtoD, h), 0);
+  v1::MemcpyDtoHRequest back;
+  back.set_src(d + 100);
+  back.set_size(1000);
+  v1::MemcpyDtoHReply data;
+  ASSERT_EQ(c->Call(CallId::kMemcpyDtoH, back, &data), 0);
+  ASSERT_EQ(data.data().size(), 1000u);
+  EXPECT_EQ(std::memcmp(data.data().data(), heap + 100, 1000), 0);
+}
+
+TEST_F(ServerTest, RefusesRangesOutsideTheTenantsAllocations) {
+  auto a = Client::Connect(path_);
+  auto b = Client::Connect(path_);
+  ASSERT_TRUE(a && b);
+  uint64_t pa = a->Malloc(4096);
+  uint64_t pb = b->Malloc(4096);
+  v1::MemcpyDtoHRequest r;
+  r.set_size(16);
+  r.set_src(pb);  // b's memory, read by a
+  EXPECT_EQ(a->Call(CallId::kMemcpyDtoH, r), err::kInvalidValue);
+  EXPECT_NE(a->last().message().find("outside this tenant's allocations"), std::string::npos);
+  r.set_src(pa + 4090);  // runs past the end
+  EXPECT_EQ(a->Call(CallId::kMemcpyDtoH, r), err::kInvalidValue);
+  r.set_src(pa);
+  r.set_size(~0ull);  // overflowing size
+  EXPECT_EQ(a->Call(CallId::kMemcpyDtoH, r), err::kInvalidValue);
+  v1::MemsetRequest m;
+  m.set_dst(pb);
+  m.set_size(1);
+  EXPECT_EQ(a->Call(CallId::kMemset, m), err::kInvalidValue);
+  v1::FreeRequest f;
+  f.set_dptr(pb);
+  EXPECT_EQ(a->Call(CallId::kFree, f), err::kInvalidValue);  // not a's to free
+  f.set_dptr(pa);
+  EXPECT_EQ(a->Call(CallId::kFree, f), 0);
+  EXPECT_EQ(a->Call(CallId::kFree, f), err::kInvalidValue);  // double free
+  v1::MemcpyHtoDRequest h;
+  h.set_dst(pa);  // use after free
+  h.set_size(4);
+  h.mutable_src()->set_data("abcd");
+  EXPECT_EQ(a->Call(CallId::kMemcpyHtoD, h), err::kInvalidValue);
+  h.set_dst(pb);
+  h.mutable_src()->set_arena_offset(a->arena()->size() - 2);  // arena overrun, b's memory anyway
+  EXPECT_EQ(b->Call(CallId::kMemcpyHtoD, h), err::kInvalidValue);
+}
+
+TEST_F(ServerTest, RefusesOtherTenantsHandles) {
+  auto a = Client::Connect(path_);
+  auto b = Client::Connect(path_);
+  ASSERT_TRUE(a && b);
+  v1::HandleReply s, e;
+  ASSERT_EQ(a->Call(CallId::kStreamCreate, v1::StreamCreateRequest(), &s), 0);
+  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &e), 0);
+  v1::StreamRequest sr;
+  sr.set_stream(s.handle());
+  EXPECT_EQ(b->Call(CallId::kStreamSynchronize, sr), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kStreamSynchronize, sr), 0);
+  v1::EventRequest er;
+  er.set_event(e.handle());
+  EXPECT_EQ(b->Call(CallId::kEventQuery, er), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kEventDestroy, er), 0);
+  EXPECT_EQ(a->Call(CallId::kEventDestroy, er), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kStreamDestroy, sr), 0);
+  EXPECT_EQ(a->Call(CallId::kStreamDestroy, sr), err::kInvalidResourceHandle);
+}
+
+TEST_F(ServerTest, StreamOrderedErrorsSurfaceAtTheNextSyncCall) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  v1::MemsetRequest m;
+  m.set_dst(0xdead0000);
+  m.set_size(8);
+  m.set_async(true);
+  a->Post(CallId::kMemsetAsync, m);  // no reply
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);  // reported once
+}
+
+TEST_F(ServerTest, MalformedFramesGetErrorsNotCrashes) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->CallRaw(static_cast<uint32_t>(CallId::kMalloc), std::string("\xff\xff\xff", 3)),
+            err::kInvalidValue);
+  EXPECT_EQ(a->CallRaw(9999, ""), err::kNotSupported);
+  EXPECT_EQ(a->CallRaw(static_cast<uint32_t>(CallId::kHello), ""), err::kNotPermitted);
+  EXPECT_EQ(a->CallRaw(static_cast<uint32_t>(CallId::kGetDevice), ""), err::kNotSupported);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 300; ++i) {
+    std::string junk(rng() % 64, '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng());
+    uint32_t call = 32 + rng() % 70;
+    const CallInfo* info = FindCall(call);
+    if (!info || info->cls != CallClass::kSync) continue;
+    int code = a->CallRaw(call, junk);
+    EXPECT_GE(code, 0) << "call " << call;
+  }
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()) >= 0, true);
+  EXPECT_NE(a->Malloc(64), 0u);  // still serving
+}
+
+TEST_F(ServerTest, QuotaLimitIsEnforcedAndShownByMemGetInfo) {
+  v1::Hello h;
+  h.mutable_quota()->set_gpu_memory(1 << 20);
+  h.mutable_quota()->set_gpu_memory_limit(2 << 20);
+  auto a = Client::Connect(path_, h);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  EXPECT_EQ(a->welcome().memory_limit(), 2u << 20);
+  v1::MemGetInfoReply info;
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.total(), 2u << 20);
+  EXPECT_EQ(info.free(), 2u << 20);
+  EXPECT_NE(a->Malloc(1536 << 10), 0u);
+  v1::MallocRequest r;
+  r.set_size(1 << 20);
+  EXPECT_EQ(a->Call(CallId::kMalloc, r), err::kMemoryAllocation);
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.free(), (2u << 20) - (1536u << 10));
+}
+
+TEST_F(ServerTest, AdmissionRefusesRequestsBeyondTheDevice) {
+  v1::Hello h;
+  h.mutable_quota()->set_gpu_fraction(0.7);
+  auto a = Client::Connect(path_, h);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->welcome_status(), 0);
+  auto b = Client::Connect(path_, h);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->welcome_status(), err::kMemoryAllocation);
+}
+
+TEST_F(ServerTest, DeadClientIsReapedWithinASecondAndOthersKeepRunning) {
+  auto survivor = Client::Connect(path_);
+  ASSERT_TRUE(survivor);
+  uint64_t keep = survivor->Malloc(1 << 20);
+  ASSERT_NE(keep, 0u);
+  v1::MemGetInfoReply before;
+  ASSERT_EQ(survivor->Call(CallId::kMemGetInfo, v1::Empty(), &before), 0);
+
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    auto c = Client::Connect(path_);
+    if (!c) _exit(1);
+    for (int i = 0; i < 8; ++i) c->Malloc(32 << 20);
+    v1::MemsetRequest m;
+    m.set_dst(c->Malloc(1 << 20));
+    m.set_size(1 << 20);
+    for (int i = 0; i < 1000; ++i) c->Post(CallId::kMemsetAsync, m);  // killed mid-stream
+    char x = 1;
+    (void)!write(ready[1], &x, 1);
+    pause();
+    _exit(0);
+  }
+  char x;
+  ASSERT_EQ(read(ready[0], &x, 1), 1);
+  ASSERT_TRUE(WaitForSessions(2, 2s));
+  v1::MemGetInfoReply during;
+  ASSERT_EQ(survivor->Call(CallId::kMemGetInfo, v1::Empty(), &during), 0);
+  EXPECT_LT(during.free(), before.free());  // the child holds memory
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitForSessions(1, 1000ms)) << "the dead tenant was not reaped within 1 s";
+  EXPECT_LE(std::chrono::steady_clock::now() - killed_at, 1000ms);
+  v1::MemGetInfoReply after;
+  ASSERT_EQ(survivor->Call(CallId::kMemGetInfo, v1::Empty(), &after), 0);
+  EXPECT_EQ(after.free(), before.free());  // everything the child held is back
+  v1::MemsetRequest m;
+  m.set_dst(keep);
+  m.set_size(1 << 20);
+  EXPECT_EQ(survivor->Call(CallId::kMemset, m), 0);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+}  // namespace
+}  // namespace remora
