@@ -1,0 +1,79 @@
+// client_stub/api.h - the exported C API: NVIDIA's declarations, made visible.
+//
+// The library is built with -fvisibility=hidden; everything declared between
+// the pragmas below is exported (and then versioned libcudart.so.13 by
+// cudart.map). Definitions in api_*.cc must match these prototypes exactly,
+// which the compiler checks. Also declared here: the nvcc internals (from
+// crt/host_runtime.h and crt/device_functions.h, which only compile under nvcc)
+// and the per-thread-default-stream (_ptsz/_ptds) twins. Per-thread default
+// streams are treated as the legacy stream for now.
+#pragma once
+
+#pragma GCC visibility push(default)
+#include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
+
+extern "C" {
+void** CUDARTAPI __cudaRegisterFatBinary(void* fatCubin);
+void CUDARTAPI __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
+void CUDARTAPI __cudaUnregisterFatBinary(void** fatCubinHandle);
+void CUDARTAPI __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char* deviceAddress,
+                                 const char* deviceName, int ext, size_t size, int constant,
+                                 int global);
+void CUDARTAPI __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress,
+                                        char* deviceAddress, const char* deviceName, int ext,
+                                        size_t size, int constant, int global);
+char CUDARTAPI __cudaInitModule(void** fatCubinHandle);
+void CUDARTAPI __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                                      const char* deviceName, int thread_limit, uint3* tid,
+                                      uint3* bid, dim3* bDim, dim3* gDim, int* wSize);
+unsigned CUDARTAPI __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                               struct CUstream_st* stream);
+cudaError_t CUDARTAPI __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
+                                                 void* stream);
+cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
+cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                         void** args, size_t sharedMem, cudaStream_t stream);
+cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                              void** args, size_t sharedMem, cudaStream_t stream);
+
+cudaError_t CUDARTAPI cudaMemcpy_ptds(void* dst, const void* src, size_t count,
+                                      enum cudaMemcpyKind kind);
+cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
+                                           enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t CUDARTAPI cudaMemset_ptds(void* devPtr, int value, size_t count);
+cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count,
+                                           cudaStream_t stream);
+cudaError_t CUDARTAPI cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count,
+                                              size_t offset, enum cudaMemcpyKind kind);
+cudaError_t CUDARTAPI cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count,
+                                                size_t offset, enum cudaMemcpyKind kind);
+cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src,
+                                                   size_t count, size_t offset,
+                                                   enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
+                                                     size_t offset, enum cudaMemcpyKind kind,
+                                                     cudaStream_t stream);
+cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream);
+cudaError_t CUDARTAPI cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
+                                               unsigned int flags);
+cudaError_t CUDARTAPI cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
+                                                 void* userData, unsigned int flags);
+cudaError_t CUDARTAPI cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void* userData);
+cudaError_t CUDARTAPI cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                            void** args, size_t sharedMem, cudaStream_t stream);
+}
+#pragma GCC visibility pop
+
+#include "client_stub/state.h"
+
+namespace remora::client_stub {
+
+// Records a failing code as the thread's last error and returns it.
+inline cudaError_t Ret(cudaError_t e) {
+  return RecordError(e);
+}
+
+}  // namespace remora::client_stub

@@ -1,0 +1,201 @@
+// client_stub/api_device.cc - device management, versions, errors, limits: answered locally.
+#include <cstring>
+
+#include "client_stub/api.h"
+#include "client_stub/connection.h"
+#include "client_stub/errors.h"
+#include "client_stub/kernels.h"
+#include "client_stub/state.h"
+
+using remora::CallId;
+using remora::client_stub::Connection;
+using remora::client_stub::Ret;
+using remora::client_stub::St;
+namespace v1 = remora::v1;
+
+namespace {
+
+cudaError_t Ready() {
+  return Connection::Get().Ensure();
+}
+
+cudaError_t CheckDevice(int device) {
+  return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+}
+
+// The recorded value of `limit`, or nullptr for an unknown one.
+size_t* LimitSlot(remora::client_stub::Limits& l, cudaLimit limit) {
+  auto i = static_cast<size_t>(limit);
+  return i < l.value.size() ? &l.value[i] : nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (!count) return Ret(cudaErrorInvalidValue);
+  cudaError_t e = Ready();
+  *count = e == cudaSuccess ? 1 : 0;
+  return Ret(e);
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (!device) return Ret(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (cudaError_t e = CheckDevice(device)) return Ret(e);
+  return Ret(Ready());
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  if ((flags & ~cudaDeviceMask) || (flags & cudaDeviceScheduleMask) == 3 ||
+      (flags & cudaDeviceScheduleMask) > cudaDeviceScheduleBlockingSync)
+    return Ret(cudaErrorInvalidValue);
+  St().device_flags.store(flags, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
+  if (!flags) return Ret(cudaErrorInvalidValue);
+  *flags = St().device_flags.load(std::memory_order_relaxed) | cudaDeviceMapHost;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+  if (!prop) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckDevice(device)) return Ret(e);
+  if (cudaError_t e = Ready()) return Ret(e);
+  *prop = St().prop;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
+  if (!value) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckDevice(device)) return Ret(e);
+  if (cudaError_t e = Ready()) return Ret(e);
+  const v1::DeviceInfo& d = Connection::Get().welcome().device();
+  int a = static_cast<int>(attr);
+  if (a <= 0 || a >= d.attributes_size()) return Ret(cudaErrorInvalidValue);
+  *value = d.attributes(a);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (!version) return Ret(cudaErrorInvalidValue);
+  int v = 0;
+  if (Ready() == cudaSuccess) v = Connection::Get().welcome().device().driver_version();
+  *version = v ? v : (Connection::Get().Alive() ? CUDART_VERSION : 0);
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (!version) return Ret(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  if (!free || !total) return Ret(cudaErrorInvalidValue);
+  v1::MemGetInfoReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kMemGetInfo, v1::Empty(), &rep)) return Ret(e);
+  *free = rep.free();
+  *total = rep.total();
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  return Ret(Connection::Get().Call(CallId::kDeviceSynchronize, v1::Empty()));
+}
+
+cudaError_t cudaDeviceReset(void) {
+  cudaError_t e = Connection::Get().Call(CallId::kDeviceReset, v1::Empty());
+  if (e == cudaSuccess) remora::client_stub::ForgetDeviceState();
+  return Ret(e);
+}
+
+cudaError_t cudaGetLastError(void) {
+  return remora::client_stub::TakeLastError();
+}
+
+cudaError_t cudaPeekAtLastError(void) {
+  return remora::client_stub::PeekLastError();
+}
+
+const char* cudaGetErrorName(cudaError_t error) {
+  const char* n = remora::client_stub::CudaErrorName(error);
+  return n ? n : "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  const char* s = remora::client_stub::CudaErrorText(error);
+  return s ? s : "unrecognized error code";
+}
+
+cudaError_t cudaProfilerStart(void) {
+  return cudaSuccess;
+}
+
+cudaError_t cudaProfilerStop(void) {
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  if (cudaError_t e = Ready()) return Ret(e);
+  if (leastPriority) *leastPriority = 0;
+  if (greatestPriority) *greatestPriority = St().prop.streamPrioritiesSupported ? -5 : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
+  if (!canAccessPeer) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckDevice(device)) return Ret(e);
+  if (cudaError_t e = CheckDevice(peerDevice)) return Ret(e);
+  *canAccessPeer = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+  auto& st = St();
+  std::lock_guard lock(st.limits_mu);
+  size_t* slot = LimitSlot(st.limits, limit);
+  if (!slot) return Ret(cudaErrorUnsupportedLimit);
+  *slot = value;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetLimit(size_t* pValue, enum cudaLimit limit) {
+  if (!pValue) return Ret(cudaErrorInvalidValue);
+  auto& st = St();
+  std::lock_guard lock(st.limits_mu);
+  size_t* slot = LimitSlot(st.limits, limit);
+  if (!slot) return Ret(cudaErrorUnsupportedLimit);
+  *pValue = *slot;
+  return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
+  if (!attributes) return Ret(cudaErrorInvalidValue);
+  std::memset(attributes, 0, sizeof *attributes);
+  auto& st = St();
+  auto p = reinterpret_cast<uintptr_t>(ptr);
+  if (st.device_ranges.Find(p)) {
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->device = 0;
+    attributes->devicePointer = const_cast<void*>(ptr);
+  } else if (st.host.IsPinned(ptr)) {
+    attributes->type = cudaMemoryTypeHost;
+    attributes->device = 0;
+    attributes->devicePointer = const_cast<void*>(ptr);
+    attributes->hostPointer = const_cast<void*>(ptr);
+  } else {
+    attributes->type = cudaMemoryTypeUnregistered;
+    attributes->device = -2;
+  }
+  return cudaSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,162 @@
+// client_stub/api_kernel.cc - nvcc's registration and launch internals, kernel attributes.
+#include <cstring>
+
+#include "client_stub/api.h"
+#include "client_stub/connection.h"
+#include "client_stub/kernels.h"
+#include "client_stub/state.h"
+
+using remora::CallId;
+using remora::client_stub::Connection;
+using remora::client_stub::Ret;
+using remora::client_stub::St;
+namespace v1 = remora::v1;
+namespace cs = remora::client_stub;
+
+namespace {
+
+cs::Kernel* AsKernel(cudaKernel_t k) {
+  return reinterpret_cast<cs::Kernel*>(k);
+}
+
+// The kernel for `func`, registered with the server.
+cudaError_t Registered(const void* func, cs::Kernel** out) {
+  cs::Kernel* k = cs::FindKernel(func);
+  if (!k) return cudaErrorInvalidDeviceFunction;
+  if (cudaError_t e = cs::EnsureRegistered(*k)) return e;
+  *out = k;
+  return cudaSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+void** __cudaRegisterFatBinary(void* fatCubin) {
+  return cs::AddModule(fatCubin);
+}
+
+void __cudaRegisterFatBinaryEnd(void**) {}
+
+void __cudaUnregisterFatBinary(void** fatCubinHandle) {
+  cs::RemoveModule(fatCubinHandle);
+}
+
+void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char*,
+                            const char* deviceName, int, uint3*, uint3*, dim3*, dim3*, int*) {
+  cs::AddFunction(fatCubinHandle, hostFun, deviceName);
+}
+
+void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char*, const char* deviceName, int,
+                       size_t size, int constant, int) {
+  cs::AddVariable(fatCubinHandle, hostVar, deviceName, size, constant != 0);
+}
+
+void __cudaRegisterManagedVar(void** fatCubinHandle, void**, char*, const char* deviceName, int,
+                              size_t, int, int) {
+  cs::AddManagedVariable(fatCubinHandle, deviceName);
+}
+
+char __cudaInitModule(void**) {
+  return 1;
+}
+
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                     struct CUstream_st* stream) {
+  cs::PushConfig({gridDim, blockDim, sharedMem, stream});
+  return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
+                                       void* stream) {
+  cs::LaunchConfig c;
+  if (!cs::PopConfig(&c)) return Ret(cudaErrorMissingConfiguration);
+  *gridDim = c.grid;
+  *blockDim = c.block;
+  *sharedMem = c.shared_bytes;
+  std::memcpy(stream, &c.stream, sizeof c.stream);
+  return cudaSuccess;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
+  if (!kernel) return Ret(cudaErrorInvalidValue);
+  cs::Kernel* k = cs::FindKernel(hostFun);
+  if (!k) return Ret(cudaErrorInvalidDeviceFunction);
+  *kernel = reinterpret_cast<cudaKernel_t>(k);
+  return cudaSuccess;
+}
+
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                               size_t sharedMem, cudaStream_t stream) {
+  return cs::Launch(AsKernel(kernel), gridDim, blockDim, args, sharedMem, stream);
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                    size_t sharedMem, cudaStream_t stream) {
+  return cs::Launch(AsKernel(kernel), gridDim, blockDim, args, sharedMem, stream);
+}
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                             size_t sharedMem, cudaStream_t stream) {
+  return cs::Launch(cs::FindKernel(func), gridDim, blockDim, args, sharedMem, stream);
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                  size_t sharedMem, cudaStream_t stream) {
+  return cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func) {
+  if (!attr) return Ret(cudaErrorInvalidValue);
+  cs::Kernel* k;
+  if (cudaError_t e = Registered(func, &k)) return Ret(e);
+  const cudaDeviceProp& p = St().prop;
+  std::memset(attr, 0, sizeof *attr);
+  attr->sharedSizeBytes = k->shared_size_bytes;
+  attr->localSizeBytes = k->local_size_bytes;
+  attr->maxThreadsPerBlock =
+      k->max_threads_per_block ? k->max_threads_per_block : p.maxThreadsPerBlock;
+  attr->numRegs = k->num_regs;
+  attr->ptxVersion = p.major * 10 + p.minor;
+  attr->binaryVersion = p.major * 10 + p.minor;
+  attr->maxDynamicSharedSizeBytes =
+      static_cast<int>(p.sharedMemPerBlock) - k->shared_size_bytes > 0
+          ? static_cast<int>(p.sharedMemPerBlock) - k->shared_size_bytes
+          : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
+  cs::Kernel* k;
+  if (cudaError_t e = Registered(func, &k)) return Ret(e);
+  v1::FuncAttributeRequest req;
+  req.set_kernel(k->handle);
+  req.set_attribute(attr);
+  req.set_value(value);
+  return Ret(Connection::Get().Call(CallId::kFuncSetAttribute, req));
+}
+
+cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheConfig) {
+  if (static_cast<unsigned>(cacheConfig) > cudaFuncCachePreferEqual)
+    return Ret(cudaErrorInvalidValue);
+  if (!cs::FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func,
+                                                          int blockSize, size_t dynamicSMemSize) {
+  if (!numBlocks || blockSize <= 0) return Ret(cudaErrorInvalidValue);
+  cs::Kernel* k;
+  if (cudaError_t e = Registered(func, &k)) return Ret(e);
+  v1::OccupancyRequest req;
+  req.set_kernel(k->handle);
+  req.set_block_size(blockSize);
+  req.set_dynamic_shared(dynamicSMemSize);
+  v1::IntReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kOccupancyMaxActiveBlocks, req, &rep))
+    return Ret(e);
+  *numBlocks = static_cast<int>(rep.value());
+  return cudaSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,218 @@
+// client_stub/api_stream.cc - streams, events and host functions.
+//
+// App stream handles are the server's stream ids (state.h: StreamHandle); the
+// null, legacy and per-thread streams are stream 0. Event handles are event ids.
+#include "client_stub/api.h"
+#include "client_stub/connection.h"
+#include "client_stub/state.h"
+
+using remora::CallId;
+using remora::client_stub::Connection;
+using remora::client_stub::Ret;
+using remora::client_stub::St;
+using remora::client_stub::StreamHandle;
+using remora::client_stub::StreamId;
+namespace v1 = remora::v1;
+
+namespace {
+
+constexpr unsigned kEventFlags =
+    cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+
+uint64_t EventId(cudaEvent_t e) {
+  return reinterpret_cast<uintptr_t>(e);
+}
+
+// cudaErrorInvalidResourceHandle unless `s` is a default stream or one of ours.
+cudaError_t CheckStream(cudaStream_t s) {
+  uint64_t id = StreamId(s);
+  return id == 0 || St().streams.Contains(id) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+cudaError_t CheckEvent(cudaEvent_t e) {
+  return e && St().events.Contains(EventId(e)) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+cudaError_t CreateStream(cudaStream_t* out, unsigned flags, int priority) {
+  if (!out || (flags & ~cudaStreamNonBlocking)) return Ret(cudaErrorInvalidValue);
+  v1::StreamCreateRequest req;
+  req.set_flags(flags);
+  req.set_priority(priority);
+  v1::HandleReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kStreamCreate, req, &rep)) return Ret(e);
+  St().streams.Add(rep.handle());
+  *out = StreamHandle(rep.handle());
+  return cudaSuccess;
+}
+
+cudaError_t StreamCall(CallId id, cudaStream_t s) {
+  if (cudaError_t e = CheckStream(s)) return Ret(e);
+  v1::StreamRequest req;
+  req.set_stream(StreamId(s));
+  return Connection::Get().Call(id, req);
+}
+
+// Enqueues `fn` on stream `s`: it runs on the callback thread when the stream reaches it.
+cudaError_t EnqueueHostFunc(cudaStream_t s, std::function<void(cudaError_t)> fn) {
+  if (cudaError_t e = CheckStream(s)) return Ret(e);
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return Ret(e);
+  uint64_t id = c.AddHostFunc(std::move(fn));
+  v1::HostFuncRequest req;
+  req.set_stream(StreamId(s));
+  req.set_id(id);
+  cudaError_t e = c.Post(CallId::kLaunchHostFunc, req);
+  if (e) c.DropHostFunc(id);
+  return Ret(e);
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
+  return CreateStream(pStream, 0, 0);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
+  return CreateStream(pStream, flags, 0);
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority) {
+  return CreateStream(pStream, flags, priority);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  uint64_t id = StreamId(stream);
+  if (id == 0 || !St().streams.Contains(id)) return Ret(cudaErrorInvalidResourceHandle);
+  v1::StreamRequest req;
+  req.set_stream(id);
+  cudaError_t e = Connection::Get().Call(CallId::kStreamDestroy, req);
+  if (e == cudaSuccess) St().streams.Remove(id);
+  return Ret(e);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  return Ret(StreamCall(CallId::kStreamSynchronize, stream));
+}
+
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+  return cudaStreamSynchronize(stream);
+}
+
+// cudaErrorNotReady is an answer, not an error: it is not recorded as last error.
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  cudaError_t e = StreamCall(CallId::kStreamQuery, stream);
+  return e == cudaErrorNotReady ? e : Ret(e);
+}
+
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
+  return cudaStreamQuery(stream);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  if (flags & ~cudaEventWaitExternal) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckStream(stream)) return Ret(e);
+  if (cudaError_t e = CheckEvent(event)) return Ret(e);
+  v1::StreamWaitEventRequest req;
+  req.set_stream(StreamId(stream));
+  req.set_event(EventId(event));
+  req.set_flags(flags);
+  return Ret(Connection::Get().Post(CallId::kStreamWaitEvent, req));
+}
+
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  return cudaStreamWaitEvent(stream, event, flags);
+}
+
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                  void* userData, unsigned int flags) {
+  if (!callback || flags != 0) return Ret(cudaErrorInvalidValue);
+  return EnqueueHostFunc(stream, [stream, callback, userData](cudaError_t status) {
+    callback(stream, status, userData);
+  });
+}
+
+cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
+                                       void* userData, unsigned int flags) {
+  return cudaStreamAddCallback(stream, callback, userData, flags);
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
+  if (!fn) return Ret(cudaErrorInvalidValue);
+  return EnqueueHostFunc(stream, [fn, userData](cudaError_t) { fn(userData); });
+}
+
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
+  return cudaLaunchHostFunc(stream, fn, userData);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  if (!event || (flags & ~kEventFlags)) return Ret(cudaErrorInvalidValue);
+  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
+    return Ret(cudaErrorInvalidValue);
+  v1::EventCreateRequest req;
+  req.set_flags(flags);
+  v1::HandleReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kEventCreate, req, &rep)) return Ret(e);
+  if (rep.handle() == 0) return Ret(cudaErrorUnknown);
+  St().events.Add(rep.handle());
+  *event = reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(rep.handle()));
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  return cudaEventCreateWithFlags(event, 0);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (cudaError_t e = CheckEvent(event)) return Ret(e);
+  if (cudaError_t e = CheckStream(stream)) return Ret(e);
+  v1::EventRecordRequest req;
+  req.set_event(EventId(event));
+  req.set_stream(StreamId(stream));
+  return Ret(Connection::Get().Post(CallId::kEventRecord, req));
+}
+
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  return cudaEventRecord(event, stream);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (cudaError_t e = CheckEvent(event)) return Ret(e);
+  v1::EventRequest req;
+  req.set_event(EventId(event));
+  return Ret(Connection::Get().Call(CallId::kEventSynchronize, req));
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (cudaError_t e = CheckEvent(event)) return Ret(e);
+  v1::EventRequest req;
+  req.set_event(EventId(event));
+  cudaError_t e = Connection::Get().Call(CallId::kEventQuery, req);
+  return e == cudaErrorNotReady ? e : Ret(e);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckEvent(start)) return Ret(e);
+  if (cudaError_t e = CheckEvent(end)) return Ret(e);
+  v1::EventElapsedRequest req;
+  req.set_start(EventId(start));
+  req.set_end(EventId(end));
+  v1::EventElapsedReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kEventElapsedTime, req, &rep)) return Ret(e);
+  *ms = rep.ms();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (cudaError_t e = CheckEvent(event)) return Ret(e);
+  v1::EventRequest req;
+  req.set_event(EventId(event));
+  cudaError_t e = Connection::Get().Call(CallId::kEventDestroy, req);
+  if (e == cudaSuccess) St().events.Remove(EventId(event));
+  return Ret(e);
+}
+
+}  // extern "C"

@@ -1,0 +1,324 @@
+// client_stub/connection.cc - connecting, the SYNC/ORDERED paths, receive demultiplexing,
+// the host-function callback thread.
+#include "client_stub/connection.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "client_stub/errors.h"
+#include "client_stub/no_destructor.h"
+#include "client_stub/state.h"
+
+#ifdef REMORA_STUB_HAVE_GRPC
+#include "transport/grpc/client.h"
+#endif
+#ifdef REMORA_STUB_HAVE_SHM
+#include "transport/shm/shm_channel.h"
+#endif
+
+namespace remora::client_stub {
+namespace {
+
+using namespace std::chrono_literals;
+using transport::Deadline;
+using transport::Frame;
+
+constexpr auto kConnectTimeout = 10s;
+// How long the callback thread holds the receiver role before re-checking its queue.
+constexpr auto kCallbackPoll = 20ms;
+
+void AtExit() {
+  Connection::Get().Shutdown();
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+}  // namespace
+
+Connection& Connection::Get() {
+  static NoDestructor<Connection> c;
+  return *c;
+}
+
+std::string& Connection::SendBuffer() {
+  thread_local std::string buf;
+  return buf;
+}
+
+void Connection::Fail(cudaError_t code, const std::string& why) {
+  int expected = 0;
+  fail_.compare_exchange_strong(expected, code, std::memory_order_acq_rel);
+  if (!fail_printed_.exchange(true)) {
+    const char* name = CudaErrorName(code);
+    std::fprintf(stderr, "remora: %s (%s)\n", why.c_str(), name ? name : "cudaError");
+  }
+}
+
+cudaError_t Connection::Lost(const Status& s) {
+  if (fail_.load(std::memory_order_acquire) == 0)
+    Fail(cudaErrorDevicesUnavailable, "lost remora-server: " + s.message());
+  {
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
+  }
+  return static_cast<cudaError_t>(fail_.load(std::memory_order_acquire));
+}
+
+Result<std::unique_ptr<transport::Channel>> Connection::Dial(const Settings& s) {
+  Deadline deadline = Deadline::In(kConnectTimeout);
+  switch (s.server.kind) {
+    case TransportKind::kShm:
+#ifdef REMORA_STUB_HAVE_SHM
+      return transport::ShmConnect(s.server.target, deadline);
+#else
+      return Error(err::kInitializationError, "this stub was built without the shm transport");
+#endif
+    case TransportKind::kGrpc:
+    case TransportKind::kGrpcTls: {
+#ifdef REMORA_STUB_HAVE_GRPC
+      transport::GrpcClientOptions opts;
+      opts.token = s.token;
+      if (s.server.kind == TransportKind::kGrpcTls)
+        opts.tls_root_cert_path =
+            s.tls_root_cert.empty() ? "/etc/ssl/certs/ca-certificates.crt" : s.tls_root_cert;
+      return transport::GrpcConnect(s.server.target, std::move(opts), deadline);
+#else
+      return Error(err::kInitializationError, "this stub was built without the grpc transport");
+#endif
+    }
+  }
+  return Error(err::kInitializationError, "unknown transport");
+}
+
+// Runs once, under call_once: nothing else touches the channel yet.
+void Connection::Connect() {
+  Result<Settings> settings = SettingsFromEnv();
+  if (!settings.ok()) return Fail(cudaErrorInitializationError, settings.status().message());
+  Result<std::unique_ptr<transport::Channel>> ch = Dial(*settings);
+  if (!ch.ok()) {
+    const char* env = std::getenv("REMORA_SERVER");
+    return Fail(cudaErrorInitializationError, std::string("cannot reach remora-server at ") +
+                                                  (env ? env : kDefaultServer) + ": " +
+                                                  ch.status().message());
+  }
+  ch_ = std::move(*ch);
+
+  v1::Hello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_token(settings->token);
+  const QuotaRequest& q = settings->quota;
+  hello.mutable_quota()->set_gpu_fraction(q.fraction);
+  hello.mutable_quota()->set_gpu_fraction_limit(q.fraction_limit);
+  hello.mutable_quota()->set_gpu_memory(q.memory);
+  hello.mutable_quota()->set_gpu_memory_limit(q.memory_limit);
+  hello.set_client_pid(getpid());
+  hello.set_client_host(Hostname());
+  hello.set_program(program_invocation_short_name);
+  std::string body = hello.SerializeAsString();
+
+  Frame f;
+  Status s = ch_->Send({.call = static_cast<uint32_t>(CallId::kHello), .seq = 0}, AsBytes(body));
+  if (s.ok()) s = ch_->Receive(f, Deadline::In(kConnectTimeout));
+  v1::Reply reply;
+  if (s.ok() && (f.header.call != 0 || !reply.ParseFromArray(f.body.data(), f.body.size())))
+    s = Error(err::kInitializationError, "malformed Welcome");
+  if (!s.ok()) return Fail(cudaErrorInitializationError, "handshake failed: " + s.message());
+  if (reply.code() != 0)
+    return Fail(static_cast<cudaError_t>(reply.code()),
+                "remora-server refused the session: " + reply.message());
+  if (!welcome_.ParseFromString(reply.result()) || welcome_.protocol_version() != kProtocolVersion)
+    return Fail(cudaErrorInitializationError,
+                "remora-server speaks protocol " + std::to_string(welcome_.protocol_version()) +
+                    ", this stub " + std::to_string(kProtocolVersion));
+
+  arena_ = ch_->arena();
+  max_body_ = ch_->max_body();
+  State& st = St();
+  st.prop = BuildDeviceProp(welcome_.device());
+  if (arena_)
+    st.host.Attach(arena_->base(), arena_->size(), welcome_.heap_offset(), welcome_.heap_bytes());
+  std::atexit(AtExit);
+}
+
+cudaError_t Connection::Send(CallId id, uint64_t seq, std::span<const std::byte> body) {
+  Status s;
+  {
+    std::lock_guard lock(send_mu_);
+    s = ch_->Send({.call = static_cast<uint32_t>(id), .seq = seq}, body);
+  }
+  if (s.ok()) [[likely]]
+    return cudaSuccess;
+  if (s.code() == err::kInvalidValue) return cudaErrorInvalidValue;  // body too large
+  return Lost(s);
+}
+
+cudaError_t Connection::PostBytes(CallId id, std::span<const std::byte> body) {
+  if (cudaError_t e = Ensure()) [[unlikely]]
+    return e;
+  if (cudaError_t e = StickyError()) [[unlikely]]
+    return e;
+  return Send(id, next_seq_.fetch_add(1, std::memory_order_relaxed), body);
+}
+
+cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, std::string* result,
+                                  bool* have_result) {
+  *have_result = false;
+  if (cudaError_t e = Ensure()) [[unlikely]]
+    return e;
+  if (cudaError_t e = StickyError()) [[unlikely]]
+    return e;
+  uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
+  if (cudaError_t e = Send(id, seq, body)) [[unlikely]]
+    return e;
+  thread_local Frame frame;
+  if (cudaError_t e = WaitReply(seq, frame)) [[unlikely]]
+    return e;
+  v1::Reply reply;
+  if (!reply.ParseFromArray(frame.body.data(), static_cast<int>(frame.body.size()))) [[unlikely]]
+    return Lost(Error(err::kUnknown, "malformed reply"));
+
+  if (!reply.device_output().empty()) {
+    std::fflush(stdout);
+    std::fwrite(reply.device_output().data(), 1, reply.device_output().size(), stdout);
+    std::fflush(stdout);
+  }
+  auto code = static_cast<cudaError_t>(reply.code());
+  if (code == cudaSuccess && result) {
+    result->swap(*reply.mutable_result());
+    *have_result = true;
+  }
+  if (reply.deferred_code() != 0)
+    return RecordError(static_cast<cudaError_t>(reply.deferred_code()));
+  if (code != cudaSuccess && ErrorIsSticky(code)) RecordError(code);
+  return code;
+}
+
+// Receives frames until the one with `seq` arrives, either as the receiver or
+// by being handed it by whichever thread is.
+cudaError_t Connection::WaitReply(uint64_t seq, Frame& out) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (auto it = ready_.find(seq); it != ready_.end()) {
+      out = std::move(it->second);
+      ready_.erase(it);
+      return cudaSuccess;
+    }
+    if (int f = fail_.load(std::memory_order_acquire)) return static_cast<cudaError_t>(f);
+    if (receiving_) {
+      cv_.wait(lock);
+      continue;
+    }
+    receiving_ = true;
+    lock.unlock();
+    Status s = ch_->Receive(out, Deadline::Never());
+    lock.lock();
+    receiving_ = false;
+    cv_.notify_all();  // a reply for someone else, or the receiver role is free
+    if (!s.ok()) {
+      lock.unlock();
+      return Lost(s);
+    }
+    if (out.header.seq == seq && out.header.call != static_cast<uint32_t>(CallId::kHostFuncRun))
+      return cudaSuccess;
+    Dispatch(std::move(out));
+  }
+}
+
+void Connection::Dispatch(Frame&& f) {
+  if (f.header.call == static_cast<uint32_t>(CallId::kHostFuncRun)) {
+    v1::HostFuncRun run;
+    if (run.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())))
+      runs_.push_back({run.id(), run.status()});
+    return;
+  }
+  ready_[f.header.seq] = std::move(f);
+}
+
+uint64_t Connection::AddHostFunc(std::function<void(cudaError_t)> fn) {
+  std::lock_guard lock(mu_);
+  uint64_t id = next_host_func_++;
+  host_funcs_.emplace(id, std::move(fn));
+  if (!callback_thread_.joinable() && !shut_down_)
+    callback_thread_ = std::thread([this] { CallbackLoop(); });
+  return id;
+}
+
+void Connection::DropHostFunc(uint64_t id) {
+  std::lock_guard lock(mu_);
+  host_funcs_.erase(id);
+}
+
+// Runs host functions in arrival order; while some are outstanding and no
+// caller is receiving, receives in their place so a HostFuncRun is never stuck.
+void Connection::CallbackLoop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    if (!runs_.empty()) {
+      HostRun run = runs_.front();
+      runs_.pop_front();
+      std::function<void(cudaError_t)> fn;
+      if (auto it = host_funcs_.find(run.id); it != host_funcs_.end()) {
+        fn = std::move(it->second);
+        host_funcs_.erase(it);
+      }
+      lock.unlock();
+      if (fn) fn(static_cast<cudaError_t>(run.status));
+      v1::HostFuncDone done;
+      done.set_id(run.id);
+      (void)Post(CallId::kHostFuncDone, done);
+      lock.lock();
+      continue;
+    }
+    if (!host_funcs_.empty() && !receiving_ && fail_.load(std::memory_order_acquire) == 0) {
+      receiving_ = true;
+      lock.unlock();
+      Frame f;
+      Status s = ch_->Receive(f, Deadline::In(kCallbackPoll));
+      lock.lock();
+      receiving_ = false;
+      cv_.notify_all();
+      if (s.ok()) {
+        Dispatch(std::move(f));
+      } else if (s.code() != err::kNotReady) {
+        lock.unlock();
+        Lost(s);
+        lock.lock();
+      }
+      continue;
+    }
+    cv_.wait_for(lock, kCallbackPoll);
+  }
+}
+
+void Connection::Shutdown() {
+  std::thread cb;
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    stop_ = true;
+    cv_.notify_all();
+    cb = std::move(callback_thread_);
+  }
+  if (cb.joinable()) {
+    if (cb.get_id() == std::this_thread::get_id())
+      cb.detach();
+    else
+      cb.join();
+  }
+  if (fail_.load(std::memory_order_acquire) == 0 && ch_) {
+    v1::Empty empty;
+    (void)Post(CallId::kGoodbye, empty);
+  }
+  int expected = 0;
+  fail_.compare_exchange_strong(expected, cudaErrorCudartUnloading, std::memory_order_acq_rel);
+}
+
+}  // namespace remora::client_stub

@@ -1,0 +1,152 @@
+// client_stub/connection.h - Connection: the stub's one session with remora-server.
+//
+// Connects lazily (std::call_once) on the first call that needs the server,
+// using REMORA_SERVER, REMORA_TOKEN and the quota variables (env.h): sends Hello
+// as frame call 0 and reads the Welcome. Afterwards:
+//   - Call() sends a SYNC row and waits for the reply frame with its seq;
+//   - Post() sends an ORDERED row and returns (its failure comes back later as
+//     Reply.deferred_code);
+//   - host functions (cudaLaunchHostFunc, cudaStreamAddCallback) run in order on
+//     one callback thread when the server's HostFuncRun arrives; each is answered
+//     with HostFuncDone.
+// Whichever waiting thread finds nobody receiving becomes the receiver and hands
+// frames for other seqs to their owners, so a lone caller never hops threads.
+//
+//   v1::MallocReply rep;
+//   cudaError_t e = Connection::Get().Call(CallId::kMalloc, req, &rep);
+#pragma once
+
+#include <driver_types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "client_stub/env.h"
+#include "proto/calls.h"
+#include "remora/v1/session.pb.h"
+#include "transport/channel.h"
+
+namespace remora::client_stub {
+
+class Connection {
+ public:
+  // The process's connection, created unconnected on first use, never destroyed.
+  static Connection& Get();
+
+  // Connects if nobody has yet. Returns cudaSuccess, or the code every forwarded
+  // call now fails with: the server's refusal code, cudaErrorInitializationError
+  // if it cannot be reached or the settings do not parse (printed once to stderr),
+  // cudaErrorDevicesUnavailable once it is lost, cudaErrorCudartUnloading after exit.
+  cudaError_t Ensure() {
+    std::call_once(once_, [this] { Connect(); });
+    return static_cast<cudaError_t>(fail_.load(std::memory_order_acquire));
+  }
+
+  // Sends a SYNC row and waits for its reply. Returns a deferred error in
+  // preference (recorded as last error; sticky ones latch), else Reply.code; the
+  // session's failure code if it is down; a latched sticky error without sending.
+  // `rep` (may be null) is parsed from Reply.result when Reply.code is 0.
+  // Thread-safe.
+  template <class Req, class Rep>
+  cudaError_t Call(CallId id, const Req& req, Rep* rep) {
+    std::string& buf = SendBuffer();
+    req.SerializeToString(&buf);
+    std::string result;
+    bool have = false;
+    cudaError_t e = CallBytes(id, AsBytes(buf), rep ? &result : nullptr, &have);
+    if (rep && have && !rep->ParseFromString(result)) return cudaErrorUnknown;
+    return e;
+  }
+  template <class Req>
+  cudaError_t Call(CallId id, const Req& req) {
+    return Call<Req, v1::Empty>(id, req, nullptr);
+  }
+
+  // Sends an ORDERED row without waiting. Errors: the session's failure code, a
+  // latched sticky error. Thread-safe.
+  template <class Req>
+  cudaError_t Post(CallId id, const Req& req) {
+    std::string& buf = SendBuffer();
+    req.SerializeToString(&buf);
+    return PostBytes(id, AsBytes(buf));
+  }
+
+  cudaError_t CallBytes(CallId id, std::span<const std::byte> body, std::string* result,
+                        bool* have_result);
+  cudaError_t PostBytes(CallId id, std::span<const std::byte> body);
+
+  // Queues `fn` to run on the callback thread when the server reports host
+  // function `id` reached (fn gets HostFuncRun.status); returns that id, which
+  // the caller sends in a HostFuncRequest. Starts the callback thread.
+  uint64_t AddHostFunc(std::function<void(cudaError_t)> fn);
+  // Forgets a host function whose request could not be sent.
+  void DropHostFunc(uint64_t id);
+
+  // Valid after Ensure() returned cudaSuccess.
+  const v1::Welcome& welcome() const { return welcome_; }
+  transport::Arena* arena() const { return arena_; }
+  // Largest body a frame may carry.
+  size_t max_body() const { return max_body_; }
+  // True when `s` fails the session, not just the call.
+  bool Alive() const { return fail_.load(std::memory_order_relaxed) == 0; }
+
+  // Sends Goodbye and stops the callback thread; later calls fail with
+  // cudaErrorCudartUnloading. Runs from atexit; idempotent.
+  void Shutdown();
+
+ private:
+  Connection() = default;
+  template <class T>
+  friend class NoDestructor;
+
+  static std::span<const std::byte> AsBytes(const std::string& s) {
+    return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+  }
+  static std::string& SendBuffer();
+
+  void Connect();
+  Result<std::unique_ptr<transport::Channel>> Dial(const Settings& s);
+  void Fail(cudaError_t code, const std::string& why);
+  cudaError_t Lost(const Status& s);
+  cudaError_t Send(CallId id, uint64_t seq, std::span<const std::byte> body);
+  cudaError_t WaitReply(uint64_t seq, transport::Frame& out);
+  void Dispatch(transport::Frame&& f);  // REQUIRES: mu_ held
+  void CallbackLoop();
+
+  std::once_flag once_;
+  std::atomic<int> fail_{0};
+  std::atomic<bool> fail_printed_{false};
+  std::unique_ptr<transport::Channel> ch_;
+  transport::Arena* arena_ = nullptr;
+  size_t max_body_ = 0;
+  v1::Welcome welcome_;
+  std::atomic<uint64_t> next_seq_{1};
+
+  std::mutex send_mu_;
+
+  std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  bool receiving_ = false;
+  std::unordered_map<uint64_t, transport::Frame> ready_;
+  struct HostRun {
+    uint64_t id;
+    int32_t status;
+  };
+  std::deque<HostRun> runs_;
+  std::unordered_map<uint64_t, std::function<void(cudaError_t)>> host_funcs_;
+  uint64_t next_host_func_ = 1;
+  std::thread callback_thread_;
+  bool stop_ = false;
+  bool shut_down_ = false;
+};
+
+}  // namespace remora::client_stub

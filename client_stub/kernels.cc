@@ -1,0 +1,297 @@
+// client_stub/kernels.cc - the module registry, lazy RegisterModule, launch packing.
+#include "client_stub/kernels.h"
+
+#include <openssl/evp.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "client_stub/connection.h"
+#include "client_stub/no_destructor.h"
+#include "client_stub/state.h"
+#include "fatbin/fatbin.h"
+
+namespace remora::client_stub {
+
+struct Module {
+  const void* wrapper = nullptr;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  std::vector<std::unique_ptr<Variable>> variables;
+  bool managed = false;
+
+  std::mutex mu;  // registration
+  bool attempted = false;
+  cudaError_t error = cudaSuccess;
+  uint64_t server_id = 0;
+};
+
+namespace {
+
+struct Registry {
+  std::shared_mutex mu;
+  std::unordered_map<Module*, std::unique_ptr<Module>> modules;
+  std::unordered_map<const void*, Kernel*> kernels;
+  std::unordered_map<const void*, Variable*> variables;
+};
+
+Registry& Reg() {
+  static NoDestructor<Registry> r;
+  return *r;
+}
+
+Module* ToModule(void** handle) {
+  return reinterpret_cast<Module*>(handle);
+}
+
+std::atomic<bool> g_managed_printed{false};
+
+cudaError_t Register(Module& m) {
+  if (m.managed) return cudaErrorNotSupported;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  Result<std::vector<fatbin::Bytes>> images = fatbin::WrapperImages(m.wrapper);
+  if (!images.ok()) return static_cast<cudaError_t>(images.status().code());
+
+  v1::RegisterModuleRequest req;
+  req.set_hash(ModuleHash(*images));
+  for (fatbin::Bytes img : *images) req.add_images(img.data(), img.size());
+  uint32_t version;
+  std::memcpy(&version, static_cast<const std::byte*>(m.wrapper) + 4, sizeof version);
+  req.set_rdc(version == 2);
+  for (const auto& k : m.kernels) req.add_kernels(k->name);
+  for (const auto& v : m.variables) req.add_variables(v->name);
+
+  v1::RegisterModuleReply rep;
+  if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return e;
+  m.server_id = rep.module();
+  for (const v1::KernelLayout& l : rep.kernels()) {
+    for (auto& k : m.kernels) {
+      if (k->name != l.name()) continue;
+      k->handle = l.handle();
+      k->offsets.assign(l.offsets().begin(), l.offsets().end());
+      k->sizes.assign(l.sizes().begin(), l.sizes().end());
+      k->param_bytes = l.param_bytes();
+      k->max_threads_per_block = l.max_threads_per_block();
+      k->shared_size_bytes = l.shared_size_bytes();
+      k->local_size_bytes = l.local_size_bytes();
+      k->num_regs = l.num_regs();
+    }
+  }
+  for (const v1::VariableInfo& vi : rep.variables()) {
+    for (auto& v : m.variables) {
+      if (v->name != vi.name()) continue;
+      v->dptr = vi.dptr();
+      if (vi.size()) v->size = vi.size();
+      St().device_ranges.Add(v->dptr, v->size);
+    }
+  }
+  return cudaSuccess;
+}
+
+cudaError_t EnsureModule(Module& m) {
+  std::lock_guard lock(m.mu);
+  if (!m.attempted) {
+    m.error = Register(m);
+    // A session-level failure is not the module's fault: try again next time.
+    m.attempted = m.error == cudaSuccess || Connection::Get().Alive();
+  }
+  return m.error;
+}
+
+thread_local std::vector<LaunchConfig> t_configs;
+
+}  // namespace
+
+void** AddModule(const void* wrapper) {
+  auto m = std::make_unique<Module>();
+  m->wrapper = wrapper;
+  Module* raw = m.get();
+  Registry& r = Reg();
+  std::unique_lock lock(r.mu);
+  r.modules.emplace(raw, std::move(m));
+  return reinterpret_cast<void**>(raw);
+}
+
+void AddFunction(void** handle, const void* host_fun, const char* name) {
+  Registry& r = Reg();
+  std::unique_lock lock(r.mu);
+  auto it = r.modules.find(ToModule(handle));
+  if (it == r.modules.end() || !name) return;
+  auto k = std::make_unique<Kernel>();
+  k->module = it->second.get();
+  k->host_fun = host_fun;
+  k->name = name;
+  r.kernels[host_fun] = k.get();
+  it->second->kernels.push_back(std::move(k));
+}
+
+void AddVariable(void** handle, const void* host_var, const char* name, size_t size,
+                 bool constant) {
+  Registry& r = Reg();
+  std::unique_lock lock(r.mu);
+  auto it = r.modules.find(ToModule(handle));
+  if (it == r.modules.end() || !name) return;
+  auto v = std::make_unique<Variable>();
+  v->module = it->second.get();
+  v->host_var = host_var;
+  v->name = name;
+  v->size = size;
+  v->constant = constant;
+  r.variables[host_var] = v.get();
+  it->second->variables.push_back(std::move(v));
+}
+
+void AddManagedVariable(void** handle, const char* name) {
+  {
+    Registry& r = Reg();
+    std::unique_lock lock(r.mu);
+    auto it = r.modules.find(ToModule(handle));
+    if (it != r.modules.end()) it->second->managed = true;
+  }
+  if (!g_managed_printed.exchange(true))
+    std::fprintf(stderr,
+                 "remora: __managed__ variable %s is not supported; kernels and symbols of its "
+                 "module fail with cudaErrorNotSupported\n",
+                 name ? name : "?");
+}
+
+void RemoveModule(void** handle) {
+  std::unique_ptr<Module> m;
+  {
+    Registry& r = Reg();
+    std::unique_lock lock(r.mu);
+    auto it = r.modules.find(ToModule(handle));
+    if (it == r.modules.end()) return;
+    m = std::move(it->second);
+    r.modules.erase(it);
+    for (const auto& k : m->kernels)
+      if (auto f = r.kernels.find(k->host_fun); f != r.kernels.end() && f->second == k.get())
+        r.kernels.erase(f);
+    for (const auto& v : m->variables)
+      if (auto f = r.variables.find(v->host_var); f != r.variables.end() && f->second == v.get())
+        r.variables.erase(f);
+  }
+  std::lock_guard lock(m->mu);
+  if (!m->attempted || m->error != cudaSuccess) return;
+  for (const auto& v : m->variables)
+    if (v->dptr) St().device_ranges.Remove(v->dptr);
+  Connection& c = Connection::Get();
+  if (c.Alive()) {
+    v1::UnregisterModuleRequest req;
+    req.set_module(m->server_id);
+    (void)c.Post(CallId::kUnregisterModule, req);
+  }
+}
+
+void ForgetDeviceState() {
+  State& st = St();
+  st.device_ranges.Clear();
+  st.streams.Clear();
+  st.events.Clear();
+  Registry& r = Reg();
+  std::shared_lock lock(r.mu);
+  for (auto& [raw, m] : r.modules) {
+    std::lock_guard mlock(m->mu);
+    m->attempted = false;
+    m->error = cudaSuccess;
+  }
+}
+
+Kernel* FindKernel(const void* host_fun) {
+  Registry& r = Reg();
+  std::shared_lock lock(r.mu);
+  auto it = r.kernels.find(host_fun);
+  return it == r.kernels.end() ? nullptr : it->second;
+}
+
+cudaError_t EnsureRegistered(Kernel& k) {
+  return EnsureModule(*k.module);
+}
+
+Result<Variable*> ResolveSymbol(const void* symbol) {
+  Variable* v = nullptr;
+  {
+    Registry& r = Reg();
+    std::shared_lock lock(r.mu);
+    auto it = r.variables.find(symbol);
+    if (it != r.variables.end()) v = it->second;
+  }
+  if (!v) return Error(cudaErrorInvalidSymbol, "not a registered variable");
+  if (cudaError_t e = EnsureModule(*v->module)) return Error(e, "module registration failed");
+  return v;
+}
+
+bool PackParams(const Kernel& k, void** args, std::string* out) {
+  out->assign(k.param_bytes, '\0');
+  if (k.offsets.size() != k.sizes.size()) return false;
+  for (size_t i = 0; i < k.offsets.size(); ++i) {
+    if (k.offsets[i] > k.param_bytes || k.sizes[i] > k.param_bytes - k.offsets[i]) return false;
+    if (k.sizes[i] == 0) continue;
+    if (!args || !args[i]) return false;
+    std::memcpy(out->data() + k.offsets[i], args[i], k.sizes[i]);
+  }
+  return true;
+}
+
+cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
+                   cudaStream_t stream) {
+  if (!k) return RecordError(cudaErrorInvalidDeviceFunction);
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return RecordError(e);
+  const cudaDeviceProp& p = St().prop;
+  uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  int max_threads = p.maxThreadsPerBlock > 0 ? p.maxThreadsPerBlock : 1024;
+  auto over = [](unsigned v, int limit) { return limit > 0 && v > static_cast<unsigned>(limit); };
+  if (threads == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+      threads > static_cast<uint64_t>(max_threads) || over(block.x, p.maxThreadsDim[0]) ||
+      over(block.y, p.maxThreadsDim[1]) || over(block.z, p.maxThreadsDim[2]) ||
+      over(grid.x, p.maxGridSize[0]) || over(grid.y, p.maxGridSize[1]) ||
+      over(grid.z, p.maxGridSize[2]))
+    return RecordError(cudaErrorInvalidConfiguration);
+  if (cudaError_t e = EnsureRegistered(*k)) return RecordError(e);
+
+  thread_local v1::LaunchRequest req;
+  if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
+  req.set_kernel(k->handle);
+  req.set_grid_x(grid.x);
+  req.set_grid_y(grid.y);
+  req.set_grid_z(grid.z);
+  req.set_block_x(block.x);
+  req.set_block_y(block.y);
+  req.set_block_z(block.z);
+  req.set_shared_bytes(static_cast<uint32_t>(shared_bytes));
+  req.set_stream(StreamId(stream));
+  return RecordError(c.Post(CallId::kLaunchKernel, req));
+}
+
+void PushConfig(const LaunchConfig& c) {
+  t_configs.push_back(c);
+}
+
+bool PopConfig(LaunchConfig* c) {
+  if (t_configs.empty()) return false;
+  *c = t_configs.back();
+  t_configs.pop_back();
+  return true;
+}
+
+std::string ModuleHash(const std::vector<std::span<const std::byte>>& images) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return {};
+  for (std::span<const std::byte> img : images) {
+    uint64_t n = img.size();
+    EVP_DigestUpdate(ctx.get(), &n, sizeof n);
+    EVP_DigestUpdate(ctx.get(), img.data(), img.size());
+  }
+  EVP_DigestFinal_ex(ctx.get(), out, &len);
+  return std::string(reinterpret_cast<char*>(out), len);
+}
+
+}  // namespace remora::client_stub

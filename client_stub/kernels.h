@@ -1,0 +1,96 @@
+// client_stub/kernels.h - fat binary registration, kernel launches, __device__ symbols.
+//
+// nvcc's constructors register each translation unit's fat binary, kernels and
+// variables before main; nothing is sent then. A module goes to the server
+// (RegisterModule: content hash, images, rdc flag, names) the first time one of
+// its kernels or symbols is needed; the reply's KernelLayout packs `void** args`
+// into LaunchRequest.params. Launches are posted, never waited for.
+#pragma once
+
+#include <driver_types.h>
+#include <vector_types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "proto/status.h"
+
+namespace remora::client_stub {
+
+struct Module;
+
+// A kernel known to the stub. Its address is the cudaKernel_t handed to the app.
+struct Kernel {
+  Module* module = nullptr;
+  const void* host_fun = nullptr;
+  std::string name;
+  // From the server's KernelLayout (valid once the module is registered).
+  uint64_t handle = 0;
+  std::vector<uint32_t> offsets, sizes;
+  uint32_t param_bytes = 0;
+  int32_t max_threads_per_block = 0, shared_size_bytes = 0, local_size_bytes = 0, num_regs = 0;
+};
+
+// A __device__/__constant__ variable, by its host shadow.
+struct Variable {
+  Module* module = nullptr;
+  const void* host_var = nullptr;
+  std::string name;
+  size_t size = 0;
+  bool constant = false;
+  uint64_t dptr = 0;  // valid once the module is registered
+};
+
+// Bookkeeping of the __cuda* registration calls. The void** handle is opaque.
+void** AddModule(const void* wrapper);
+void AddFunction(void** handle, const void* host_fun, const char* name);
+void AddVariable(void** handle, const void* host_var, const char* name, size_t size, bool constant);
+// Refuses managed variables: prints once; the module's kernels and symbols then
+// fail with cudaErrorNotSupported.
+void AddManagedVariable(void** handle, const char* name);
+// Forgets the module and tells the server, if it was registered and the session is up.
+void RemoveModule(void** handle);
+
+// After cudaDeviceReset: forgets device allocations, streams, events and every
+// module's registration (modules register again on next use).
+void ForgetDeviceState();
+
+// The kernel registered for `host_fun`, or nullptr.
+Kernel* FindKernel(const void* host_fun);
+
+// Registers the kernel's module with the server if not done yet. Returns the
+// registration's outcome (cached: a failure is returned again every time).
+cudaError_t EnsureRegistered(Kernel& k);
+
+// Checks the configuration, then posts the launch. Errors (also recorded as
+// last error): cudaErrorInvalidDeviceFunction for a null kernel;
+// cudaErrorInvalidConfiguration for a zero or oversized grid/block;
+// registration errors; the session's failure code.
+cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
+                   cudaStream_t stream);
+
+// The variable whose host shadow is `symbol`, registered with the server.
+// Errors: cudaErrorInvalidSymbol if unknown; registration errors.
+Result<Variable*> ResolveSymbol(const void* symbol);
+
+// Per-thread <<<>>> configuration stack (__cudaPush/PopCallConfiguration).
+struct LaunchConfig {
+  dim3 grid, block;
+  size_t shared_bytes;
+  cudaStream_t stream;
+};
+void PushConfig(const LaunchConfig& c);
+// False if the stack is empty.
+bool PopConfig(LaunchConfig* c);
+
+// Digest the server deduplicates modules by: SHA-256 over each image's length and bytes.
+std::string ModuleHash(const std::vector<std::span<const std::byte>>& images);
+
+// Packs `args` (one pointer per parameter) per the layout into `out`
+// (param_bytes long). False if the layout is inconsistent.
+bool PackParams(const Kernel& k, void** args, std::string* out);
+
+}  // namespace remora::client_stub

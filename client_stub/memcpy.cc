@@ -1,0 +1,233 @@
+// client_stub/memcpy.cc - H2D/D2H/D2D/H2H copies: arena offsets, staging slots, inline chunks.
+#include "client_stub/memcpy.h"
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "client_stub/connection.h"
+#include "client_stub/state.h"
+#include "proto/arena.h"
+
+namespace remora::client_stub {
+namespace {
+
+uint64_t Addr(const void* p) {
+  return reinterpret_cast<uintptr_t>(p);
+}
+
+bool IsDevice(const void* p) {
+  return St().device_ranges.Find(Addr(p)).has_value();
+}
+
+// True if [p, p+n) starts inside a known allocation but runs past its end.
+bool Overruns(const void* p, size_t n) {
+  auto r = St().device_ranges.Find(Addr(p));
+  return r && r->size != 0 && n > r->base + r->size - Addr(p);
+}
+
+// The staging region of the arena, from the Welcome.
+struct Staging {
+  std::byte* base;
+  uint64_t offset, slot_bytes;
+  uint32_t slots;
+
+  static Staging Of(Connection& c) {
+    const v1::Welcome& w = c.welcome();
+    return {c.arena()->base(), w.staging_offset(), w.staging_slot_bytes(), w.staging_slots()};
+  }
+  bool usable() const { return slots > 0 && slot_bytes > 0; }
+  std::atomic_ref<uint32_t> flag(uint32_t i) const {
+    return std::atomic_ref<uint32_t>(
+        *reinterpret_cast<uint32_t*>(base + arena::StagingFlagOffset(offset, i)));
+  }
+  uint64_t slot_offset(uint32_t i) const {
+    return arena::StagingSlotOffset(offset, slots, slot_bytes, i);
+  }
+};
+
+std::atomic<uint32_t> g_next_slot{0};
+
+// Claims a free staging slot (flag 0 -> 1, acquire: pairs with the server's
+// release store of 0 after it consumed the slot). Returns the slot index, or -1
+// once the session is down.
+int64_t ClaimSlot(Connection& c, const Staging& s) {
+  for (uint32_t spins = 0;; ++spins) {
+    uint32_t start = g_next_slot.fetch_add(1, std::memory_order_relaxed);
+    for (uint32_t k = 0; k < s.slots; ++k) {
+      uint32_t i = (start + k) % s.slots;
+      uint32_t expected = 0;
+      if (s.flag(i).compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                            std::memory_order_relaxed))
+        return i;
+    }
+    if (!c.Alive()) return -1;
+    if (spins < 64)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+// Release, pairing with the server's acquire when it reuses the slot.
+void ReleaseSlot(const Staging& s, uint32_t i) {
+  s.flag(i).store(0, std::memory_order_release);
+}
+
+cudaError_t SlotFailed(Connection& c) {
+  cudaError_t e = c.Ensure();
+  return e ? e : cudaErrorDevicesUnavailable;
+}
+
+// Sends one host-to-device piece: the last piece of a synchronous copy waits,
+// every other piece is stream-ordered.
+cudaError_t SendHtoD(Connection& c, v1::MemcpyHtoDRequest& req, bool wait) {
+  req.set_async(!wait);
+  return wait ? c.Call(CallId::kMemcpyHtoD, req) : c.Post(CallId::kMemcpyHtoDAsync, req);
+}
+
+cudaError_t HostToDevice(Connection& c, uint64_t dst, const std::byte* src, size_t n,
+                         uint64_t stream, bool async) {
+  v1::MemcpyHtoDRequest req;
+  req.set_dst(dst);
+  req.set_size(n);
+  req.set_stream(stream);
+  HostMemory::Where where = St().host.Locate(src, n);
+  if (where.kind == HostMemory::Kind::kArena) {
+    req.mutable_src()->set_arena_offset(where.arena_offset);
+    return SendHtoD(c, req, !async);
+  }
+  if (c.arena()) {
+    Staging s = Staging::Of(c);
+    if (s.usable()) {
+      if (cudaError_t e = StickyError()) return e;  // a slot is only claimed for a frame sent
+      Chunking ch{n, s.slot_bytes};
+      for (uint64_t i = 0; i < ch.count(); ++i) {
+        int64_t slot = ClaimSlot(c, s);
+        if (slot < 0) return SlotFailed(c);
+        std::memcpy(s.base + s.slot_offset(slot), src + ch.offset(i), ch.size(i));
+        req.set_dst(dst + ch.offset(i));
+        req.set_size(ch.size(i));
+        req.mutable_src()->set_arena_offset(s.slot_offset(slot));
+        req.set_staging_slot(static_cast<uint32_t>(slot) + 1);
+        if (cudaError_t e = SendHtoD(c, req, !async && i + 1 == ch.count())) {
+          if (!c.Alive() || e == cudaErrorInvalidValue) ReleaseSlot(s, slot);
+          return e;
+        }
+      }
+      return cudaSuccess;
+    }
+  }
+  Chunking ch{n, InlineChunkBytes(c.max_body())};
+  for (uint64_t i = 0; i < ch.count(); ++i) {
+    req.set_dst(dst + ch.offset(i));
+    req.set_size(ch.size(i));
+    req.mutable_src()->set_data(src + ch.offset(i), ch.size(i));
+    if (cudaError_t e = SendHtoD(c, req, !async && i + 1 == ch.count())) return e;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t DeviceToHost(Connection& c, std::byte* dst, uint64_t src, size_t n, uint64_t stream,
+                         bool async) {
+  v1::MemcpyDtoHRequest req;
+  req.set_src(src);
+  req.set_size(n);
+  req.set_stream(stream);
+  HostMemory::Where where = St().host.Locate(dst, n);
+  if (where.kind == HostMemory::Kind::kArena) {
+    req.set_to_arena(true);
+    req.set_dst_arena_offset(where.arena_offset);
+    req.set_async(async);
+    return async ? c.Post(CallId::kMemcpyDtoHAsync, req) : c.Call(CallId::kMemcpyDtoH, req);
+  }
+  // Pageable destination: synchronous, as CUDA allows.
+  if (c.arena()) {
+    Staging s = Staging::Of(c);
+    if (s.usable()) {
+      Chunking ch{n, s.slot_bytes};
+      req.set_to_arena(true);
+      for (uint64_t i = 0; i < ch.count(); ++i) {
+        int64_t slot = ClaimSlot(c, s);
+        if (slot < 0) return SlotFailed(c);
+        req.set_src(src + ch.offset(i));
+        req.set_size(ch.size(i));
+        req.set_dst_arena_offset(s.slot_offset(slot));
+        cudaError_t e = c.Call(CallId::kMemcpyDtoH, req);
+        if (e == cudaSuccess)
+          std::memcpy(dst + ch.offset(i), s.base + s.slot_offset(slot), ch.size(i));
+        ReleaseSlot(s, slot);
+        if (e) return e;
+      }
+      return cudaSuccess;
+    }
+  }
+  Chunking ch{n, InlineChunkBytes(c.max_body())};
+  v1::MemcpyDtoHReply rep;
+  for (uint64_t i = 0; i < ch.count(); ++i) {
+    req.set_src(src + ch.offset(i));
+    req.set_size(ch.size(i));
+    if (cudaError_t e = c.Call(CallId::kMemcpyDtoH, req, &rep)) return e;
+    if (rep.data().size() != ch.size(i)) return cudaErrorUnknown;
+    std::memcpy(dst + ch.offset(i), rep.data().data(), ch.size(i));
+  }
+  return cudaSuccess;
+}
+
+cudaError_t DeviceToDevice(Connection& c, uint64_t dst, uint64_t src, size_t n, uint64_t stream,
+                           bool async) {
+  v1::MemcpyDtoDRequest req;
+  req.set_dst(dst);
+  req.set_src(src);
+  req.set_size(n);
+  req.set_stream(stream);
+  req.set_async(async);
+  return async ? c.Post(CallId::kMemcpyDtoDAsync, req) : c.Call(CallId::kMemcpyDtoD, req);
+}
+
+}  // namespace
+
+cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream,
+                 bool async) {
+  if (static_cast<unsigned>(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+  if (n == 0) return cudaSuccess;
+  if (!dst || !src) return cudaErrorInvalidValue;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  if (kind == cudaMemcpyDefault) {
+    bool d = IsDevice(dst), s = IsDevice(src);
+    kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+             : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  }
+  bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if ((dst_dev && Overruns(dst, n)) || (src_dev && Overruns(src, n))) return cudaErrorInvalidValue;
+  uint64_t sid = StreamId(stream);
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      return HostToDevice(c, Addr(dst), static_cast<const std::byte*>(src), n, sid, async);
+    case cudaMemcpyDeviceToHost:
+      return DeviceToHost(c, static_cast<std::byte*>(dst), Addr(src), n, sid, async);
+    case cudaMemcpyDeviceToDevice:
+      return DeviceToDevice(c, Addr(dst), Addr(src), n, sid, async);
+    default:
+      std::memmove(dst, src, n);
+      return cudaSuccess;
+  }
+}
+
+cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async) {
+  if (n == 0) return cudaSuccess;
+  if (!dst) return cudaErrorInvalidValue;
+  if (Overruns(dst, n)) return cudaErrorInvalidValue;
+  Connection& c = Connection::Get();
+  v1::MemsetRequest req;
+  req.set_dst(Addr(dst));
+  req.set_value(static_cast<uint32_t>(value) & 0xFF);
+  req.set_size(n);
+  req.set_stream(StreamId(stream));
+  req.set_async(async);
+  return async ? c.Post(CallId::kMemsetAsync, req) : c.Call(CallId::kMemset, req);
+}
+
+}  // namespace remora::client_stub

@@ -1,0 +1,45 @@
+// client_stub/memcpy.h - copies and memsets between host and device, over either transport.
+//
+// shm: host memory inside the arena (pinned) travels as an arena offset, one pass;
+// pageable memory is chunked through the staging slots (proto/arena.h). Remote:
+// the bytes go inline, in chunks that fit one frame. Stream semantics follow
+// CUDA: an async copy from pageable memory returns once the data is staged; a
+// device-to-host copy into pageable memory is synchronous.
+#pragma once
+
+#include <driver_types.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace remora::client_stub {
+
+// Bytes a remote frame body keeps free for the request's other fields.
+inline constexpr uint64_t kInlineOverhead = 4096;
+
+// How a copy of `total` bytes splits into pieces of at most `chunk` bytes.
+struct Chunking {
+  uint64_t total, chunk;
+  // REQUIRES: chunk > 0.
+  uint64_t count() const { return total == 0 ? 0 : (total - 1) / chunk + 1; }
+  uint64_t offset(uint64_t i) const { return i * chunk; }
+  uint64_t size(uint64_t i) const { return std::min(chunk, total - offset(i)); }
+};
+
+// The inline payload per frame for a channel accepting `max_body` bytes (at least 1).
+inline uint64_t InlineChunkBytes(uint64_t max_body) {
+  return max_body > 2 * kInlineOverhead ? max_body - kInlineOverhead
+                                        : std::max<uint64_t>(max_body / 2, 1);
+}
+
+// cudaMemcpy/cudaMemcpyAsync for every kind. Errors: cudaErrorInvalidMemcpyDirection
+// for an unknown kind; cudaErrorInvalidValue for a null pointer with n > 0 or a
+// range that runs past the end of a known allocation; else the server's answer.
+cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream,
+                 bool async);
+
+// cudaMemset/cudaMemsetAsync: fills n bytes at dst with (unsigned char)value.
+cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async);
+
+}  // namespace remora::client_stub

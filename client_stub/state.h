@@ -1,0 +1,146 @@
+// client_stub/state.h - what the stub answers without a round trip.
+//
+// Device properties (built from Welcome.device), last and sticky errors, the
+// tenant's own tables (device allocations, streams, events, pinned and
+// registered host memory) and stream-handle encoding. The server checks every
+// handle and range again; these tables only give immediate answers to obvious
+// mistakes and tell copies which side a pointer is on.
+#pragma once
+
+#include <driver_types.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <unordered_set>
+
+#include "client_stub/pinned_heap.h"
+#include "remora/v1/session.pb.h"
+
+namespace remora::client_stub {
+
+// A cudaDeviceProp from the server's description: name, total memory, uuid, and
+// every field that has a cudaDeviceAttr, read from `info.attributes` (0 where the
+// vector is short).
+cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info);
+
+// ---- errors ---------------------------------------------------------------------
+
+// Records `e` as the calling thread's last error unless it is cudaSuccess; returns e.
+// A sticky code (errors.def) is also latched for the whole process.
+cudaError_t RecordError(cudaError_t e);
+// The last error, then reset to cudaSuccess (cudaGetLastError); a latched
+// sticky error is returned and never reset.
+cudaError_t TakeLastError();
+// The last error without resetting it (cudaPeekAtLastError).
+cudaError_t PeekLastError();
+// The latched sticky error, or cudaSuccess.
+cudaError_t StickyError();
+
+// ---- streams --------------------------------------------------------------------
+
+// Wire id of an app stream: nullptr, cudaStreamLegacy and cudaStreamPerThread
+// are stream 0 (per-thread default streams are treated as the legacy stream).
+uint64_t StreamId(cudaStream_t s);
+// The handle the app sees for server stream `id`: the id itself, except that ids
+// 1 and 2 (cudaStreamLegacy/PerThread) get bit 63 set to stay distinct.
+cudaStream_t StreamHandle(uint64_t id);
+
+// A set of server ids the tenant owns (streams or events). Thread-safe.
+class HandleSet {
+ public:
+  void Add(uint64_t id);
+  bool Remove(uint64_t id);
+  bool Contains(uint64_t id) const;
+  void Clear();
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_set<uint64_t> ids_;
+};
+
+// Address ranges [base, base + size) that do not overlap: device allocations and
+// registered symbols. Thread-safe.
+class RangeTable {
+ public:
+  struct Range {
+    uint64_t base = 0, size = 0;
+  };
+  void Add(uint64_t base, uint64_t size);
+  // Removes the range starting exactly at `base`; false if there is none.
+  bool Remove(uint64_t base);
+  // The range containing `p`, if any.
+  std::optional<Range> Find(uint64_t p) const;
+  void Clear();
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, uint64_t> ranges_;
+};
+
+// ---- host memory ----------------------------------------------------------------
+
+// Pinned and registered host memory. Pinned blocks come from the arena heap when
+// there is one, else from page-aligned malloc. Thread-safe.
+class HostMemory {
+ public:
+  enum class Kind { kPageable, kArena, kPinnedMalloc, kRegistered };
+  struct Where {
+    Kind kind = Kind::kPageable;
+    uint64_t arena_offset = 0;  // kArena: offset of the queried pointer
+  };
+
+  // Attaches the arena (base may be nullptr: remote session, no arena).
+  void Attach(std::byte* base, uint64_t size, uint64_t heap_offset, uint64_t heap_bytes);
+  // Allocates pinned memory. nullptr only if even malloc fails.
+  void* Allocate(size_t bytes);
+  // Frees what Allocate returned. False for any other pointer.
+  bool Free(void* p);
+  // cudaHostRegister bookkeeping. Register fails (false) on overlap; Unregister
+  // on a pointer that was not registered.
+  bool Register(void* p, size_t bytes);
+  bool Unregister(void* p);
+  // Where [p, p + n) lives: inside the arena (any region) counts as kArena.
+  Where Locate(const void* p, size_t n) const;
+  // True for pinned (either kind) or registered memory containing p.
+  bool IsPinned(const void* p) const;
+  std::byte* arena_base() const { return base_; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  mutable std::mutex mu_;
+  std::byte* base_ = nullptr;
+  uint64_t size_ = 0;
+  PinnedHeap heap_;
+  std::map<uintptr_t, std::pair<std::unique_ptr<std::byte, FreeDeleter>, size_t>> malloced_;
+  std::map<uintptr_t, size_t> registered_;
+};
+
+// ---- the process-wide state ------------------------------------------------------
+
+// cudaDeviceSetLimit values, indexed by cudaLimit (recorded, not enforced).
+struct Limits {
+  std::array<size_t, 7> value = {1024, 1 << 20, 8 << 20, 2, 2048, 64, 0};
+};
+
+struct State {
+  cudaDeviceProp prop{};  // valid once connected
+  std::atomic<unsigned> device_flags{0};
+  RangeTable device_ranges;  // cudaMalloc'ed memory and registered symbols
+  HandleSet streams, events;
+  HostMemory host;
+  std::mutex limits_mu;
+  Limits limits;
+};
+
+// The process's state. Never destroyed (static destructors may still call in).
+State& St();
+
+}  // namespace remora::client_stub
