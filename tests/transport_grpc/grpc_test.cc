@@ -317,11 +317,21 @@ TEST(GrpcTransport, ShutdownWakesAcceptAndRefusesNewClients) {
   EXPECT_EQ(blocked.get(), err::kDevicesUnavailable);
   auto late = GrpcConnect(Target(*p.listener), {}, Deadline::In(5s));
   EXPECT_EQ(late.status().code(), err::kInitializationError) << late.status().ToString();
+  Frame f;
   // The session accepted earlier still works.
   ASSERT_TRUE(p.client->Send({.seq = 5}, {}).ok());
-  Frame f;
   ASSERT_TRUE(p.server->Receive(f, Deadline::In(5s)).ok());
   EXPECT_EQ(f.header.seq, 5u);
+}
+
+TEST(GrpcTransport, ShutdownClosesUnacceptedSessions) {
+  auto l = MustListen();
+  ASSERT_TRUE(l);
+  auto c = GrpcConnect(Target(*l), {}, Deadline::In(5s));
+  ASSERT_TRUE(c.ok());
+  l->Shutdown();
+  Frame f;
+  EXPECT_EQ((*c)->Receive(f, Deadline::In(5s)).code(), err::kDevicesUnavailable);
 }
 
 TEST(GrpcTransport, AcceptDeadline) {

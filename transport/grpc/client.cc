@@ -222,7 +222,8 @@ Status GrpcClientChannel::Send(const FrameHeader& header, std::span<const std::b
 
 // A read left pending by an earlier timeout is reused, so no frame is lost.
 Status GrpcClientChannel::Receive(Frame& out, Deadline deadline) {
-  if (closed_.load(std::memory_order_relaxed)) [[unlikely]]
+  if (closed_.load(std::memory_order_relaxed) || broken_.load(std::memory_order_relaxed))
+      [[unlikely]]
     return Gone();
   bool start;
   {

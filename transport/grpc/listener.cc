@@ -156,9 +156,12 @@ Result<std::unique_ptr<Channel>> GrpcListener::Accept(PeerInfo& peer, Deadline d
   return std::move(p.channel);
 }
 
+// Sessions nobody accepted yet are closed: they never will be.
 void GrpcListener::Shutdown() {
+  std::deque<Pending> unaccepted;  // closed after mu_ is released
   std::lock_guard lock(mu_);
   shutdown_ = true;
+  unaccepted.swap(pending_);
   offered_.notify_all();
 }
 
