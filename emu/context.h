@@ -1,0 +1,160 @@
+// emu/context.h - the primary context: its memory, streams, events, modules.
+//
+// There is one device and so one context, the primary one, alive for the whole
+// process (a CUcontext is its address). It is active while retained; release to
+// zero or reset destroys everything in it. Every handle table lives here, and
+// every lookup checks that a handle is live in this context.
+//
+// Ordering: streams run in order on their own threads. The NULL (legacy) stream
+// waits for all earlier work of every blocking stream, and work in a blocking
+// stream waits for earlier work in the NULL stream (CU_STREAM_NON_BLOCKING opts
+// out). A kernel fault breaks the context: all later work is skipped and every
+// call returns the sticky error until the context is reset.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <cuda.h>
+
+#include "emu/memory.h"
+#include "emu/module.h"
+#include "emu/stream.h"
+
+namespace remora::emu {
+
+struct Event {
+  unsigned flags;
+  std::shared_ptr<Marker> last;  // the latest record; null if never recorded
+};
+
+struct LinkState {
+  std::vector<std::string> sources;
+  std::vector<std::byte> image;  // cuLinkComplete's output, owned until destroy
+};
+
+// A function handle resolved under the context lock: `module` keeps `fn` alive.
+struct FunctionRef {
+  std::shared_ptr<Module> module;
+  Function* fn = nullptr;
+};
+
+class Context {
+ public:
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  CUcontext handle() { return reinterpret_cast<CUcontext>(this); }
+
+  // Primary-context reference counting. Retain activates an inactive context;
+  // Release to zero tears it down. Release errors: CUDA_ERROR_INVALID_CONTEXT
+  // if not retained.
+  void Retain();
+  CUresult Release();
+  // Destroys all work, handles and memory; the retain count is kept.
+  void Reset();
+
+  // What every context-bound call checks first: CUDA_ERROR_CONTEXT_IS_DESTROYED
+  // while inactive, the sticky error after a fault, else CUDA_SUCCESS.
+  CUresult Check() const;
+  // Breaks the context with `code` (the first failure wins) and writes `why` to
+  // stderr prefixed "remora-emu:". Thread-safe; called from stream workers.
+  void Fail(CUresult code, const std::string& why);
+
+  DeviceMemory& memory() { return *memory_; }
+
+  // --- streams ----------------------------------------------------------------
+  CUresult CreateStream(unsigned flags, int priority, CUstream* out);
+  // Errors: CUDA_ERROR_INVALID_HANDLE for the NULL stream or an unknown one.
+  // Pending work still runs; the worker exits after it.
+  CUresult DestroyStream(CUstream s);
+  // Queues `w` on `s` behind the legacy-stream dependencies. A null w.done is
+  // filled in. Errors: CUDA_ERROR_INVALID_HANDLE.
+  CUresult Enqueue(CUstream s, Work w, std::shared_ptr<Marker>* done = nullptr);
+  // Blocks until the work queued on `s` so far has run; returns the sticky error
+  // if the context broke. Errors: CUDA_ERROR_INVALID_HANDLE.
+  CUresult SyncStream(CUstream s);
+  // CUDA_SUCCESS if idle, CUDA_ERROR_NOT_READY if work is pending.
+  CUresult QueryStream(CUstream s);
+  // Blocks until all work queued in the context has run; returns Check().
+  CUresult Synchronize();
+  // Blocks until `m` is done; returns Check().
+  CUresult WaitFor(const std::shared_ptr<Marker>& m);
+  // Device time spent on `s`'s work. Errors: CUDA_ERROR_INVALID_HANDLE.
+  CUresult StreamBusyTime(CUstream s, uint64_t* ns);
+
+  // --- events -----------------------------------------------------------------
+  CUresult CreateEvent(unsigned flags, CUevent* out);
+  CUresult DestroyEvent(CUevent e);
+  CUresult RecordEvent(CUevent e, CUstream s);
+  CUresult QueryEvent(CUevent e);
+  CUresult SyncEvent(CUevent e);
+  CUresult ElapsedTime(float* ms, CUevent start, CUevent end);
+  CUresult WaitEvent(CUstream s, CUevent e);
+
+  // --- host registrations (bookkeeping: decides async copy semantics) ---------
+  CUresult RegisterHost(void* p, size_t bytes);
+  CUresult UnregisterHost(void* p);
+  // True if [p, p + bytes) lies in one registered range.
+  bool IsPinned(const void* p, size_t bytes) const;
+
+  // --- device memory ----------------------------------------------------------
+  // Waits for the context's pending work, then frees `p`.
+  CUresult FreeMemory(CUdeviceptr p);
+
+  // --- modules, functions, linker ---------------------------------------------
+  CUresult AddModule(std::shared_ptr<Module> m, CUmodule* out);
+  CUresult UnloadModule(CUmodule m);
+  std::shared_ptr<Module> FindModule(CUmodule m) const;
+  // Errors: CUDA_ERROR_INVALID_HANDLE (module), CUDA_ERROR_NOT_FOUND (name).
+  CUresult GetFunction(CUmodule m, const char* name, CUfunction* out);
+  FunctionRef FindFunction(CUfunction f) const;
+  CUresult CreateLink(CUlinkState* out);
+  CUresult DestroyLink(CUlinkState l);
+  // The link state, or null. REQUIRES: callers use it on one thread at a time,
+  // as the CUDA API requires.
+  LinkState* FindLink(CUlinkState l) const;
+
+ private:
+  Stream* ResolveLocked(CUstream s) const;
+  std::vector<std::shared_ptr<Marker>> TailsLocked(const Stream* s) const;
+  std::vector<std::shared_ptr<Marker>> AllTailsLocked() const;
+  CUresult EnqueueLocked(Stream* st, Work& w);
+  void ReapLocked();
+  void Activate();
+  void TearDown(bool deactivate);
+
+  std::unique_ptr<DeviceMemory> memory_;
+  Progress progress_;
+  // Non-zero while work must be skipped: the sticky error, or
+  // CUDA_ERROR_CONTEXT_IS_DESTROYED during teardown.
+  std::atomic<int> error_{0};
+
+  mutable std::mutex mu_;  // guards everything below
+  int retain_count_ = 0;
+  std::atomic<bool> active_{false};
+  std::unique_ptr<Stream> legacy_;
+  std::unordered_map<CUstream, std::unique_ptr<Stream>> streams_;
+  std::vector<std::unique_ptr<Stream>> retired_;  // destroyed with work pending
+  std::unordered_map<CUevent, std::unique_ptr<Event>> events_;
+  std::unordered_map<CUmodule, std::shared_ptr<Module>> modules_;
+  std::unordered_map<CUfunction, FunctionRef> functions_;
+  std::unordered_map<CUlinkState, std::unique_ptr<LinkState>> links_;
+  std::map<uintptr_t, size_t> host_regs_;  // base -> bytes
+};
+
+// Device printf delivery (remoraEmuSetPrintfHandler): the handler, or stdout
+// when none is set. Thread-safe.
+using PrintfHandler = void (*)(void* user, CUstream stream, const char* text, size_t len);
+void SetPrintfHandler(PrintfHandler fn, void* user);
+void DeliverPrintf(CUstream stream, const std::string& text);
+
+}  // namespace remora::emu

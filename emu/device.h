@@ -1,0 +1,52 @@
+// emu/device.h - the one emulated device: its configuration and attribute table.
+//
+// The device looks like an sm_75 data-centre GPU named "Remora Emulated GPU".
+// Memory size and SM count come from the environment, read once:
+//   REMORA_EMU_MEMORY  total device memory, "16G" (default), "512M", "1073741824"
+//   REMORA_EMU_SMS     multiprocessor count (default 40)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include <cuda.h>
+
+namespace remora::emu {
+
+inline constexpr int kComputeMajor = 7;
+inline constexpr int kComputeMinor = 5;
+inline constexpr int kArch = 75;
+inline constexpr int kDriverVersion = 13000;
+inline constexpr int kSharedPerBlock = 48 * 1024;
+inline constexpr int kSharedPerBlockOptin = 64 * 1024;
+inline constexpr int kSharedPerSm = 64 * 1024;
+inline constexpr int kRegistersPerBlock = 65536;
+inline constexpr int kRegistersPerSm = 65536;
+inline constexpr int kThreadsPerSm = 1024;
+inline constexpr int kBlocksPerSm = 16;
+inline constexpr int kMaxThreadsPerBlock = 1024;
+inline constexpr int kStreamPriorityLeast = 0;
+inline constexpr int kStreamPriorityGreatest = -5;
+inline constexpr char kDeviceName[] = "Remora Emulated GPU";
+
+struct DeviceConfig {
+  uint64_t total_memory;
+  int sm_count;
+};
+
+// Returns the configuration, parsed from the environment on first call.
+// Thread-safe. A malformed variable falls back to the default.
+const DeviceConfig& Config();
+
+// Parses a memory size: digits with an optional K/M/G/T suffix (binary units,
+// an optional trailing "i"/"B" is accepted). Returns nullopt if malformed or 0.
+std::optional<uint64_t> ParseMemorySize(std::string_view text);
+
+// Returns the value of `attr`, or nullopt if it is not a CUdevice_attribute.
+std::optional<int> DeviceAttribute(int attr);
+
+// The fixed UUID of the emulated device.
+CUuuid DeviceUuid();
+
+}  // namespace remora::emu

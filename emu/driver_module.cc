@@ -1,0 +1,346 @@
+// emu/driver_module.cc - entry points: modules, functions, launches, the linker.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "emu/device.h"
+#include "emu/driver.h"
+#include "emu/image.h"
+
+namespace {
+
+using remora::emu::Context;
+using remora::emu::Function;
+using remora::emu::FunctionRef;
+using remora::emu::Module;
+
+constexpr int kPtxVersion = 75;
+constexpr int kBinaryVersion = 75;
+constexpr unsigned kMaxBlockDim[3] = {1024, 1024, 64};
+constexpr unsigned kMaxGridDim[3] = {2147483647u, 65535, 65535};
+
+CUresult ResolveFunction(Context* ctx, CUfunction f, FunctionRef* out) {
+  *out = ctx->FindFunction(f);
+  return out->fn == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+// The CU_FUNC_ATTRIBUTE_* values of `f`; false if `a` is not an attribute.
+bool FunctionAttribute(const Function& f, const Module& m, CUfunction_attribute a, int* out) {
+  const auto& k = *f.info;
+  struct Row {
+    CUfunction_attribute attr;
+    int value;
+  };
+  const Row rows[] = {
+      {CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+       static_cast<int>(
+           std::min<uint32_t>(k.max_threads_per_block, remora::emu::kMaxThreadsPerBlock))},
+      {CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, static_cast<int>(k.static_shared_bytes)},
+      {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, static_cast<int>(m.const_bytes)},
+      {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, static_cast<int>(k.local_bytes)},
+      {CU_FUNC_ATTRIBUTE_NUM_REGS, static_cast<int>(k.num_regs)},
+      {CU_FUNC_ATTRIBUTE_PTX_VERSION, kPtxVersion},
+      {CU_FUNC_ATTRIBUTE_BINARY_VERSION, kBinaryVersion},
+      {CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, 0},
+      {CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f.max_dynamic_shared.load()},
+      {CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, f.carveout.load()},
+      {CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, 0},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 0},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, 0},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, 0},
+      {CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0},
+      {CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 0},
+  };
+  static_assert(std::size(rows) == CU_FUNC_ATTRIBUTE_MAX);
+  for (const Row& r : rows) {
+    if (r.attr == a) {
+      *out = r.value;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Packs the launch parameters: kernelParams (one pointer per declared
+// parameter) or `extra` (a BUFFER_POINTER/BUFFER_SIZE list ending in END).
+CUresult PackParams(const remora::emu::ptx::KernelInfo& k, void** kernelParams, void** extra,
+                    std::vector<std::byte>* out) {
+  if (kernelParams != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  out->assign(k.param_bytes, std::byte{0});
+  if (kernelParams != nullptr) {
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      if (kernelParams[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(out->data() + k.params[i].offset, kernelParams[i], k.params[i].size);
+    }
+    return CUDA_SUCCESS;
+  }
+  if (extra == nullptr) return k.params.empty() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  const void* buffer = nullptr;
+  const size_t* size = nullptr;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      buffer = extra[i + 1];
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      size = static_cast<const size_t*>(extra[i + 1]);
+    } else {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  if (k.param_bytes == 0) return CUDA_SUCCESS;
+  if (buffer == nullptr || size == nullptr || *size < k.param_bytes)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(out->data(), buffer, k.param_bytes);
+  return CUDA_SUCCESS;
+}
+
+struct PrintfBuffer {
+  std::mutex mu;
+  std::string text;
+};
+
+}  // namespace
+
+using namespace remora::emu;  // NOLINT: entry points are global by ABI
+
+REMORA_EMU_API CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<std::string> ptx;
+  EMU_RETURN_IF_ERROR(DecodeImage(image, &ptx));
+  std::shared_ptr<Module> m;
+  EMU_RETURN_IF_ERROR(LoadModule(ptx, ctx->memory(), &m));
+  return ctx->AddModule(std::move(m), module);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->UnloadModule(hmod);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod,
+                                                    const char* name) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (hfunc == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->GetFunction(hmod, name, hfunc);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
+                                                  const char* name) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto m = ctx->FindModule(hmod);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  auto index = m->program->FindGlobal(name);
+  if (!index) return CUDA_ERROR_NOT_FOUND;
+  if (dptr != nullptr) *dptr = m->global_addrs[*index];
+  if (bytes != nullptr) *bytes = m->program->globals()[*index].size;
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
+                                                   size_t* paramOffset, size_t* paramSize) {
+  EMU_CURRENT_CONTEXT(ctx);
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
+  const auto& params = f.fn->info->params;
+  if (paramIndex >= params.size() || paramOffset == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *paramOffset = params[paramIndex].offset;
+  if (paramSize != nullptr) *paramSize = params[paramIndex].size;
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, hfunc, &f));
+  *name = f.fn->info->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib,
+                                                   CUfunction hfunc) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, hfunc, &f));
+  return FunctionAttribute(*f.fn, *f.module, attrib, pi) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
+                                                   int value) {
+  EMU_CURRENT_CONTEXT(ctx);
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, hfunc, &f));
+  if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    const int limit = kSharedPerBlockOptin - static_cast<int>(f.fn->info->static_shared_bytes);
+    if (value < 0 || value > limit) return CUDA_ERROR_INVALID_VALUE;
+    f.fn->max_dynamic_shared = value;
+    return CUDA_SUCCESS;
+  }
+  if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+    if (value < -1 || value > 100) return CUDA_ERROR_INVALID_VALUE;
+    f.fn->carveout = value;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
+  EMU_CURRENT_CONTEXT(ctx);
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, hfunc, &f));
+  if (config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  f.fn->cache_config = config;
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (numBlocks == nullptr || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
+  const auto& k = *f.fn->info;
+  const uint64_t warps = (static_cast<uint64_t>(blockSize) + 31) / 32;
+  if (static_cast<uint32_t>(blockSize) > std::min<uint32_t>(k.max_threads_per_block, 1024)) {
+    *numBlocks = 0;
+    return CUDA_SUCCESS;
+  }
+  uint64_t blocks = std::min<uint64_t>(kBlocksPerSm, kThreadsPerSm / (warps * 32));
+  const uint64_t regs = std::max<uint32_t>(k.num_regs, 1) * warps * 32;
+  blocks = std::min<uint64_t>(blocks, kRegistersPerSm / regs);
+  const uint64_t shared = k.static_shared_bytes + dynamicSMemSize;
+  if (shared > 0) blocks = std::min<uint64_t>(blocks, kSharedPerSm / shared);
+  *numBlocks = static_cast<int>(blocks);
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void** kernelParams,
+                                               void** extra) {
+  EMU_CURRENT_CONTEXT(ctx);
+  FunctionRef fr;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, f, &fr));
+  const auto& k = *fr.fn->info;
+  const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
+  const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || grid[i] > kMaxGridDim[i] || block[i] == 0 || block[i] > kMaxBlockDim[i]) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  const uint64_t threads = uint64_t{blockDimX} * blockDimY * blockDimZ;
+  if (threads > std::min<uint32_t>(k.max_threads_per_block, kMaxThreadsPerBlock)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (sharedMemBytes > static_cast<unsigned>(fr.fn->max_dynamic_shared.load())) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (uint64_t{k.num_regs} * ((threads + 31) / 32 * 32) > kRegistersPerBlock) {
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  }
+  auto params = std::make_shared<std::vector<std::byte>>();
+  EMU_RETURN_IF_ERROR(PackParams(k, kernelParams, extra, params.get()));
+
+  Work w;
+  w.device_time = true;
+  w.run = [ctx, mod = fr.module, index = fr.fn->index, params, hStream, grid = std::to_array(grid),
+           block = std::to_array(block), sharedMemBytes] {
+    auto out = std::make_shared<PrintfBuffer>();
+    ptx::LaunchConfig cfg;
+    std::copy(grid.begin(), grid.end(), cfg.grid);
+    std::copy(block.begin(), block.end(), cfg.block);
+    cfg.dynamic_shared_bytes = sharedMemBytes;
+    cfg.params = *params;
+    cfg.global_addresses = mod->global_addrs;
+    cfg.memory = &ctx->memory();
+    cfg.printf_sink = [out](std::string_view text) {
+      std::lock_guard lock(out->mu);
+      out->text.append(text);
+    };
+    const remora::Status s = ptx::Launch(*mod->program, index, cfg);
+    if (!out->text.empty()) DeliverPrintf(hStream, out->text);
+    if (!s.ok()) {
+      CUresult code = ToCuResult(s);
+      if (code != CUDA_ERROR_ILLEGAL_ADDRESS && code != CUDA_ERROR_ASSERT) {
+        code = CUDA_ERROR_LAUNCH_FAILED;
+      }
+      ctx->Fail(code, "kernel " + mod->program->kernels()[index].name + " failed: " + s.ToString());
+    }
+  };
+  return ctx->Enqueue(hStream, std::move(w));
+}
+
+// --- linker ----------------------------------------------------------------------------
+
+REMORA_EMU_API CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_option* options,
+                                             void** optionValues, CUlinkState* stateOut) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (stateOut == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (numOptions > 0 && (options == nullptr || optionValues == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return ctx->CreateLink(stateOut);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuLinkAddData(CUlinkState state, CUjitInputType type, void* data,
+                                              size_t size, const char* name,
+                                              unsigned int numOptions, CUjit_option* options,
+                                              void** optionValues) {
+  (void)name;
+  EMU_CURRENT_CONTEXT(ctx);
+  LinkState* link = ctx->FindLink(state);
+  if (link == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (data == nullptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (numOptions > 0 && (options == nullptr || optionValues == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  switch (type) {
+    case CU_JIT_INPUT_PTX: {
+      const char* text = static_cast<const char*>(data);
+      link->sources.emplace_back(text, strnlen(text, size));
+      return CUDA_SUCCESS;
+    }
+    case CU_JIT_INPUT_FATBINARY:
+      return PtxFromFatbin(data, size, &link->sources);
+    case CU_JIT_INPUT_CUBIN:
+    case CU_JIT_INPUT_OBJECT:
+    case CU_JIT_INPUT_LIBRARY:
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    case CU_JIT_INPUT_NVVM:
+      return CUDA_ERROR_NOT_SUPPORTED;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOut,
+                                               size_t* sizeOut) {
+  EMU_CURRENT_CONTEXT(ctx);
+  LinkState* link = ctx->FindLink(state);
+  if (link == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (cubinOut == nullptr || sizeOut == nullptr || link->sources.empty()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Link now, as nvlink would, so unresolved symbols fail here and not at load.
+  for (const auto& src : link->sources) EMU_RETURN_IF_ERROR(CheckPtxHeader(src));
+  auto program = ptx::Load(link->sources);
+  if (!program.ok()) return ToCuResult(program.status());
+  link->image = EncodeLinked(link->sources);
+  *cubinOut = link->image.data();
+  *sizeOut = link->image.size();
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuLinkDestroy(CUlinkState state) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->DestroyLink(state);
+}

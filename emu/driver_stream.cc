@@ -1,0 +1,96 @@
+// emu/driver_stream.cc - entry points: streams, host functions, events.
+#include <algorithm>
+
+#include "emu/device.h"
+#include "emu/driver.h"
+
+namespace {
+
+constexpr unsigned kEventFlags =
+    CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+
+}  // namespace
+
+using namespace remora::emu;  // NOLINT: entry points are global by ABI
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags,
+                                                           int priority) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (phStream == nullptr || (flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Out-of-range priorities are clamped, as documented.
+  priority = std::clamp(priority, kStreamPriorityGreatest, kStreamPriorityLeast);
+  return ctx->CreateStream(flags, priority, phStream);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  return cuStreamCreateWithPriority(phStream, Flags, kStreamPriorityLeast);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->DestroyStream(hStream);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->SyncStream(hStream);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->QueryStream(hStream);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
+                                                  unsigned int Flags) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if ((Flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->WaitEvent(hStream, hEvent);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Work w;
+  w.run = [fn, userData] { fn(userData); };
+  return ctx->Enqueue(hStream, std::move(w));
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (phEvent == nullptr || (Flags & ~kEventFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  // An interprocess event must have timing disabled.
+  if ((Flags & CU_EVENT_INTERPROCESS) != 0 && (Flags & CU_EVENT_DISABLE_TIMING) == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return ctx->CreateEvent(Flags, phEvent);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->RecordEvent(hEvent, hStream);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->SyncEvent(hEvent);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->QueryEvent(hEvent);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart,
+                                                   CUevent hEnd) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pMilliseconds == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->ElapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->DestroyEvent(hEvent);
+}

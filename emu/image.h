@@ -1,0 +1,40 @@
+// emu/image.h - what cuModuleLoadData may be handed, decoded to PTX sources.
+//
+// Accepted images: NUL-terminated PTX text; a CUDA fat binary (magic
+// 0xBA55ED50) or its registration wrapper (0x466243B1), from which the
+// lowest-arch PTX <= sm_75 is taken; and the emulator's own linked image, the
+// output of cuLinkComplete, which carries several PTX sources:
+//   u32 magic 'RMLK' | u32 version 1 | u32 count | u32 0 | count x (u64 len, bytes)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+namespace remora::emu {
+
+inline constexpr uint32_t kLinkedMagic = 0x4B4C4D52;  // "RMLK" little-endian
+
+// The PTX sources in `image` (whose size is unknown: headers bound the read).
+// Errors: CUDA_ERROR_INVALID_VALUE for null; CUDA_ERROR_NO_BINARY_FOR_GPU for a
+// fat binary without usable PTX or for an ELF cubin; CUDA_ERROR_INVALID_IMAGE
+// for a malformed linked image; CUDA_ERROR_INVALID_PTX for a malformed fatbin.
+CUresult DecodeImage(const void* image, std::vector<std::string>* ptx);
+
+// The PTX of a fat binary of `size` bytes (0: read the size from its header).
+// Errors as DecodeImage.
+CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx);
+
+// Serialises `sources` as a linked image.
+std::vector<std::byte> EncodeLinked(std::span<const std::string> sources);
+
+// Checks that PTX text targets a device the emulator models: .target sm_N with
+// N <= 75 (else CUDA_ERROR_INVALID_PTX) and .version <= 9.0 (else
+// CUDA_ERROR_UNSUPPORTED_PTX_VERSION). Text without the directives passes.
+CUresult CheckPtxHeader(const std::string& ptx);
+
+}  // namespace remora::emu

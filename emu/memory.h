@@ -1,0 +1,69 @@
+// emu/memory.h - device memory: one reserved host range, carved into allocations.
+//
+// A CUdeviceptr is a host address inside a PROT_NONE range reserved at start
+// (size = total device memory, MAP_NORESERVE). An allocation commits its pages
+// read-write; freeing returns whole free pages to PROT_NONE, so a stray host
+// access to freed device memory faults. Allocations are 256-byte aligned and
+// sized in 256-byte units; the free list is coalesced on every free.
+//
+//   DeviceMemory mem(16ull << 30);
+//   CUdeviceptr p;
+//   if (mem.Allocate(1000, &p) == CUDA_SUCCESS) { ... mem.Free(p); }
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <shared_mutex>
+
+#include <cuda.h>
+
+#include "emu/ptx/ptx.h"
+
+namespace remora::emu {
+
+inline constexpr uint64_t kAllocAlign = 256;
+
+class DeviceMemory final : public ptx::AddressSpace {
+ public:
+  // Reserves `total` bytes of address space. If the reservation fails every
+  // Allocate returns CUDA_ERROR_OUT_OF_MEMORY.
+  explicit DeviceMemory(uint64_t total);
+  ~DeviceMemory() override;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // Allocates `bytes` (> 0) at a 256-byte aligned address.
+  // Errors: CUDA_ERROR_INVALID_VALUE for 0, CUDA_ERROR_OUT_OF_MEMORY if no free
+  // block is large enough. Thread-safe.
+  CUresult Allocate(uint64_t bytes, CUdeviceptr* out);
+  // Frees the allocation starting exactly at `p`.
+  // Errors: CUDA_ERROR_INVALID_VALUE for any other address. Thread-safe.
+  CUresult Free(CUdeviceptr p);
+  // Frees every allocation (context reset). Thread-safe.
+  void FreeAll();
+
+  // The live allocation containing `addr`. Thread-safe (shared lock).
+  bool Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const override;
+  // True if [addr, addr + bytes) lies inside one live allocation (bytes > 0).
+  bool Contains(uint64_t addr, uint64_t bytes) const;
+
+  uint64_t total() const { return total_; }
+  // Bytes held by live allocations, in 256-byte units. Thread-safe.
+  uint64_t used() const;
+
+ private:
+  void Decommit(uint64_t offset, uint64_t size);
+
+  uint64_t total_;
+  char* base_ = nullptr;
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, uint64_t> free_;  // offset -> size, disjoint, coalesced
+  struct Live {
+    uint64_t size;     // as requested
+    uint64_t rounded;  // as carved from the free list
+  };
+  std::map<uint64_t, Live> live_;  // offset -> allocation
+  uint64_t used_ = 0;
+};
+
+}  // namespace remora::emu

@@ -1,0 +1,53 @@
+// emu/module.h - a loaded module: its decoded Program, globals and functions.
+//
+// Loading decodes the PTX sources with ptx::Load and allocates every module
+// variable in device memory with its initialiser. Functions live as long as
+// their module; a CUfunction is the address of a Function.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "emu/memory.h"
+#include "emu/ptx/ptx.h"
+
+namespace remora::emu {
+
+struct Module;
+
+struct Function {
+  Module* module;
+  size_t index;  // into program->kernels()
+  const ptx::KernelInfo* info;
+  std::atomic<int> max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  std::atomic<int> carveout{-1};        // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+  std::atomic<int> cache_config{CU_FUNC_CACHE_PREFER_NONE};
+};
+
+struct Module {
+  std::shared_ptr<const ptx::Program> program;
+  std::vector<uint64_t> global_addrs;  // device address of each program->globals()
+  uint64_t const_bytes = 0;            // total size of .const variables
+  std::deque<Function> functions;      // one per kernel, same order
+};
+
+// Loads `ptx` (one or more sources linked together) and places its globals in
+// `memory`. Errors: the CUresult of ptx::Load's failure (CUDA_ERROR_INVALID_PTX),
+// CUDA_ERROR_OUT_OF_MEMORY if a global does not fit. On error nothing stays
+// allocated.
+CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,
+                    std::shared_ptr<Module>* out);
+
+// Frees `module`'s globals. REQUIRES: no pending work still uses them.
+void FreeModuleGlobals(const Module& module, DeviceMemory& memory);
+
+// Maps an error Status from emu/ptx or fatbin/ to the CUresult the driver returns.
+CUresult ToCuResult(const Status& s);
+
+}  // namespace remora::emu

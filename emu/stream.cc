@@ -1,0 +1,92 @@
+// emu/stream.cc - stream workers and completion markers.
+#include "emu/stream.h"
+
+#include <chrono>
+
+namespace remora::emu {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Progress::Complete(Marker& m) {
+  m.time_ns.store(NowNs(), std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    // release: pairs with the acquire loads in Wait and in callers polling done.
+    m.done.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+void Progress::Wait(std::span<const std::shared_ptr<Marker>> markers) {
+  std::unique_lock lock(mu_);
+  for (const auto& m : markers) {
+    if (m == nullptr) continue;
+    cv_.wait(lock, [&] { return m->done.load(std::memory_order_acquire); });
+  }
+}
+
+Stream::Stream(Progress& progress, const std::atomic<int>& skip, unsigned flags, int priority)
+    : progress_(progress), skip_(skip), flags_(flags), priority_(priority), worker_([this] {
+        Loop();
+      }) {}
+
+Stream::~Stream() {
+  Close();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Stream::Push(Work w) {
+  {
+    std::lock_guard lock(mu_);
+    tail_ = w.done;
+    queue_.push_back(std::move(w));
+  }
+  cv_.notify_one();
+}
+
+std::shared_ptr<Marker> Stream::tail() const {
+  std::lock_guard lock(mu_);
+  return tail_;
+}
+
+bool Stream::idle() const {
+  std::lock_guard lock(mu_);
+  return tail_ == nullptr || tail_->done.load(std::memory_order_acquire);
+}
+
+void Stream::Close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_one();
+}
+
+void Stream::Loop() {
+  for (;;) {
+    Work w;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+      if (queue_.empty()) break;
+      w = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    progress_.Wait(w.deps);
+    if (w.run && skip_.load(std::memory_order_acquire) == 0) {
+      const int64_t start = NowNs();
+      w.run();
+      if (w.device_time) {
+        busy_ns_.fetch_add(static_cast<uint64_t>(NowNs() - start), std::memory_order_relaxed);
+      }
+    }
+    progress_.Complete(*w.done);
+  }
+  finished_.store(true, std::memory_order_release);
+}
+
+}  // namespace remora::emu

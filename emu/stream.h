@@ -1,0 +1,102 @@
+// emu/stream.h - in-order work queues executed by a worker thread each.
+//
+// Work is pushed in API order and runs in that order on the stream's own
+// thread. Each item completes a Marker; an item may first wait for other
+// markers (legacy-stream ordering, cuStreamWaitEvent). Markers only complete
+// after everything before them in their stream, so waiting on earlier-pushed
+// markers can never deadlock.
+//
+//   Progress progress;
+//   Stream s(progress, broken, 0, 0);
+//   s.Push(Work{.run = [] { ... }, .done = std::make_shared<Marker>()});
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+namespace remora::emu {
+
+// The completion of one work item. `time_ns` is the steady-clock time at which
+// the item finished (set before `done`).
+struct Marker {
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> time_ns{0};
+};
+
+// Where completions are announced: one mutex and condition variable per
+// context, notified whenever any marker of the context completes.
+class Progress {
+ public:
+  // Marks `m` done at the current steady-clock time and wakes all waiters.
+  void Complete(Marker& m);
+  // Blocks until every marker in `markers` (nulls ignored) is done.
+  void Wait(std::span<const std::shared_ptr<Marker>> markers);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+// Returns the steady-clock time in nanoseconds.
+int64_t NowNs();
+
+struct Work {
+  std::vector<std::shared_ptr<Marker>> deps;  // must all be done before `run`
+  std::function<void()> run;                  // may be empty (a pure ordering point)
+  std::shared_ptr<Marker> done;               // REQUIRES: non-null
+  bool device_time = false;                   // counts toward the stream's busy time
+};
+
+class Stream {
+ public:
+  // `skip` is read before each item: while it is non-zero items are completed
+  // without running (a broken or resetting context).
+  Stream(Progress& progress, const std::atomic<int>& skip, unsigned flags, int priority);
+  // Drains the queue, then joins the worker.
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // Appends `w`. REQUIRES: not closed. Thread-safe; callers that need a
+  // consistent view with tail() serialise both under their own lock.
+  void Push(Work w);
+  // The marker of the last pushed item, or null if nothing was ever pushed.
+  std::shared_ptr<Marker> tail() const;
+  // True when every pushed item has completed.
+  bool idle() const;
+  // Lets the worker exit once the queue is empty. Idempotent.
+  void Close();
+  // True after Close once the worker has drained the queue.
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+  // Total wall time spent running device_time items, in nanoseconds.
+  uint64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
+
+  unsigned flags() const { return flags_; }
+  int priority() const { return priority_; }
+
+ private:
+  void Loop();
+
+  Progress& progress_;
+  const std::atomic<int>& skip_;
+  const unsigned flags_;
+  const int priority_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Work> queue_;
+  std::shared_ptr<Marker> tail_;
+  bool closed_ = false;
+  std::atomic<bool> finished_{false};
+  std::atomic<uint64_t> busy_ns_{0};
+  std::thread worker_;  // last: starts after every member above exists
+};
+
+}  // namespace remora::emu

@@ -1,0 +1,81 @@
+// tests/emu/emu_api.h - the emulated libcuda.so.1, loaded with dlopen as the server does.
+//
+// Api holds one pointer per server/driver.def row (named as cuda.h spells it,
+// so api.cuMemAlloc is the cuMemAlloc_v2 export) plus Remora's extensions.
+// EmuTest is the fixture: cuInit, primary context retained and current on the
+// test thread; released afterwards, which tears the context down.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <string>
+
+namespace remora::emu::test {
+
+#define EMU_STR_INNER(x) #x
+#define EMU_STR(x) EMU_STR_INNER(x)
+
+using PrintfHandler = void (*)(void* user, CUstream stream, const char* text, size_t len);
+
+struct Api {
+#define DRIVER_FN(name) decltype(&::name) name = nullptr;
+#include "server/driver.def"
+  CUresult (*remoraEmuSetPrintfHandler)(PrintfHandler fn, void* user) = nullptr;
+  CUresult (*remoraEmuGetStreamBusyTime)(CUstream s, unsigned long long* ns) = nullptr;
+  void* handle = nullptr;
+  std::string missing;  // space-separated rows that dlsym could not find
+};
+
+// Resolves every row from `handle`; names the absent ones in Api::missing.
+inline Api Resolve(void* handle) {
+  Api api;
+  api.handle = handle;
+  auto sym = [&](const char* name) {
+    void* p = dlsym(handle, name);
+    if (p == nullptr) api.missing += std::string(name) + " ";
+    return p;
+  };
+#define DRIVER_FN(name) api.name = reinterpret_cast<decltype(api.name)>(sym(EMU_STR(name)));
+#include "server/driver.def"
+  api.remoraEmuSetPrintfHandler =
+      reinterpret_cast<decltype(api.remoraEmuSetPrintfHandler)>(sym("remoraEmuSetPrintfHandler"));
+  api.remoraEmuGetStreamBusyTime =
+      reinterpret_cast<decltype(api.remoraEmuGetStreamBusyTime)>(sym("remoraEmuGetStreamBusyTime"));
+  return api;
+}
+
+// The process-wide instance (dlopen of REMORA_EMU_LIB, never closed).
+inline const Api& Lib() {
+  static const Api api = Resolve(dlopen(REMORA_EMU_LIB, RTLD_NOW | RTLD_LOCAL));
+  return api;
+}
+
+// A fresh, independent copy of the library (its own globals, never initialised).
+inline Api FreshLib() {
+  return Resolve(dlmopen(LM_ID_NEWLM, REMORA_EMU_LIB, RTLD_NOW | RTLD_LOCAL));
+}
+
+class EmuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(api.handle, nullptr) << dlerror();
+    ASSERT_EQ(api.missing, "");
+    ASSERT_EQ(api.cuInit(0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    if (ctx == nullptr) return;
+    api.cuCtxSetCurrent(nullptr);
+    EXPECT_EQ(api.cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+  }
+
+  const Api& api = Lib();
+  CUcontext ctx = nullptr;
+};
+
+}  // namespace remora::emu::test

@@ -1,0 +1,246 @@
+// tests/emu/memory_test.cc - allocation, accounting, copies, memsets, host registration.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "tests/emu/emu_api.h"
+
+namespace remora::emu::test {
+namespace {
+
+std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+using EmuMemory = EmuTest;
+
+TEST_F(EmuMemory, AllocationsAreAlignedAndAccounted) {
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+  size_t dev_total = 0;
+  ASSERT_EQ(api.cuDeviceTotalMem(&dev_total, 0), CUDA_SUCCESS);
+  EXPECT_EQ(total, dev_total);
+  EXPECT_LE(free0, total);
+
+  std::vector<CUdeviceptr> ptrs;
+  for (size_t n : {1, 255, 256, 257, 4096, 100000}) {
+    CUdeviceptr p = 0;
+    ASSERT_EQ(api.cuMemAlloc(&p, n), CUDA_SUCCESS);
+    EXPECT_EQ(p % 256, 0u) << n;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    ASSERT_EQ(api.cuMemGetAddressRange(&base, &size, p + n - 1), CUDA_SUCCESS);
+    EXPECT_EQ(base, p);
+    EXPECT_EQ(size, n);
+    ptrs.push_back(p);
+  }
+  size_t free1 = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free1, &total), CUDA_SUCCESS);
+  EXPECT_GE(free0 - free1, 1u + 255 + 256 + 257 + 4096 + 100000);
+  // Distinct allocations never overlap.
+  std::sort(ptrs.begin(), ptrs.end());
+  for (size_t i = 1; i < ptrs.size(); ++i) EXPECT_GE(ptrs[i] - ptrs[i - 1], 256u);
+  for (CUdeviceptr p : ptrs) EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+  size_t free2 = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free2, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free2, free0);
+}
+
+TEST_F(EmuMemory, FreeListCoalescesSoALargeBlockFitsAgain) {
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+  // Fill nearly all memory with three blocks, free them in a scrambled order,
+  // then ask for one block as big as the three: only coalescing makes it fit.
+  const size_t third = free0 / 3 / 256 * 256;
+  CUdeviceptr a, b, c;
+  ASSERT_EQ(api.cuMemAlloc(&a, third), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&b, third), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&c, third), CUDA_SUCCESS);
+  CUdeviceptr big;
+  EXPECT_EQ(api.cuMemAlloc(&big, 2 * third), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(api.cuMemFree(a), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemFree(c), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemFree(b), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&big, 3 * third), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(big), CUDA_SUCCESS);
+}
+
+TEST_F(EmuMemory, BadAllocationsAndFrees) {
+  CUdeviceptr p = 0;
+  EXPECT_EQ(api.cuMemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemAlloc(nullptr, 256), CUDA_ERROR_INVALID_VALUE);
+  size_t free = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemAlloc(&p, total + 1), CUDA_ERROR_OUT_OF_MEMORY);
+
+  ASSERT_EQ(api.cuMemAlloc(&p, 1024), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(p + 256), CUDA_ERROR_INVALID_VALUE);     // interior
+  EXPECT_EQ(api.cuMemFree(0xdead0000), CUDA_ERROR_INVALID_VALUE);  // unknown
+  EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(p), CUDA_ERROR_INVALID_VALUE);  // double free
+  CUdeviceptr base;
+  size_t size;
+  EXPECT_EQ(api.cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
+}
+
+TEST_F(EmuMemory, CopiesRoundTripRandomData) {
+  const size_t n = 1 << 20;
+  auto src = RandomBytes(n, 1);
+  CUdeviceptr a, b;
+  ASSERT_EQ(api.cuMemAlloc(&a, n), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&b, n), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyHtoD(a, src.data(), n), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoD(b, a, n), CUDA_SUCCESS);
+  std::vector<uint8_t> out(n);
+  ASSERT_EQ(api.cuMemcpyDtoH(out.data(), b, n), CUDA_SUCCESS);
+  EXPECT_EQ(out, src);
+
+  // Async copies on a stream, at offsets, then a sync on the stream.
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto src2 = RandomBytes(n, 2);
+  ASSERT_EQ(api.cuMemcpyHtoDAsync(a + 4096, src2.data() + 4096, n - 8192, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoDAsync(b, a, n, s), CUDA_SUCCESS);
+  std::vector<uint8_t> out2(n);
+  ASSERT_EQ(api.cuMemcpyDtoHAsync(out2.data(), b, n, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  std::vector<uint8_t> want = src;
+  std::copy(src2.begin() + 4096, src2.end() - 4096, want.begin() + 4096);
+  EXPECT_EQ(out2, want);
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(a), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(b), CUDA_SUCCESS);
+}
+
+TEST_F(EmuMemory, PageableSourceIsCapturedAtTheCall) {
+  const size_t n = 4096;
+  CUdeviceptr a;
+  ASSERT_EQ(api.cuMemAlloc(&a, n), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  // Hold the stream behind a host function so the copy cannot run yet.
+  std::atomic<bool> release{false};
+  auto gate = [](void* p) {
+    while (!static_cast<std::atomic<bool>*>(p)->load()) std::this_thread::yield();
+  };
+  ASSERT_EQ(api.cuLaunchHostFunc(s, gate, &release), CUDA_SUCCESS);
+  std::vector<uint8_t> src(n, 0x11);
+  ASSERT_EQ(api.cuMemcpyHtoDAsync(a, src.data(), n, s), CUDA_SUCCESS);
+  std::fill(src.begin(), src.end(), 0x22);  // pageable: the copy already took 0x11
+  release = true;
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  std::vector<uint8_t> out(n);
+  ASSERT_EQ(api.cuMemcpyDtoH(out.data(), a, n), CUDA_SUCCESS);
+  EXPECT_EQ(out, std::vector<uint8_t>(n, 0x11));
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(a), CUDA_SUCCESS);
+}
+
+TEST_F(EmuMemory, OutOfRangeCopiesAreRefused) {
+  const size_t n = 1000;
+  CUdeviceptr a, b;
+  ASSERT_EQ(api.cuMemAlloc(&a, n), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&b, n), CUDA_SUCCESS);
+  std::vector<uint8_t> host(2 * n);
+  EXPECT_EQ(api.cuMemcpyHtoD(a, host.data(), n + 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemcpyHtoD(a + 1, host.data(), n), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemcpyDtoH(host.data(), a + n, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemcpyDtoD(b, a, n + 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemcpyDtoD(0x1000, a, 16), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemcpyHtoDAsync(a, host.data(), 2 * n, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemsetD8(a, 0, n + 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemsetD32(a, 0, n / 4 + 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemsetD32(a + 2, 0, 4), CUDA_ERROR_INVALID_VALUE);  // misaligned
+  // A copy spanning two allocations is refused even if both are live.
+  CUdeviceptr lo = std::min(a, b);
+  EXPECT_EQ(api.cuMemcpyHtoD(lo, host.data(), 2 * n), CUDA_ERROR_INVALID_VALUE);
+  // Freed memory is out of range too.
+  ASSERT_EQ(api.cuMemFree(b), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemcpyHtoD(b, host.data(), 16), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemFree(a), CUDA_SUCCESS);
+}
+
+TEST_F(EmuMemory, MemsetsFillExactlyTheirRange) {
+  const size_t n = 4096;
+  CUdeviceptr a;
+  ASSERT_EQ(api.cuMemAlloc(&a, n), CUDA_SUCCESS);
+  auto src = RandomBytes(n, 3);
+  ASSERT_EQ(api.cuMemcpyHtoD(a, src.data(), n), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD8(a + 100, 0xAB, 300), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD32Async(a + 1024, 0xDEADBEEF, 256, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD8Async(a + 3000, 0x5A, 7, s), CUDA_SUCCESS);
+  std::vector<uint8_t> out(n);
+  ASSERT_EQ(api.cuMemcpyDtoH(out.data(), a, n), CUDA_SUCCESS);  // legacy: waits for s
+  std::vector<uint8_t> want = src;
+  std::fill(want.begin() + 100, want.begin() + 400, 0xAB);
+  for (size_t i = 0; i < 256; ++i) {
+    const uint32_t v = 0xDEADBEEF;
+    std::memcpy(want.data() + 1024 + 4 * i, &v, 4);
+  }
+  std::fill(want.begin() + 3000, want.begin() + 3007, 0x5A);
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(a), CUDA_SUCCESS);
+}
+
+TEST_F(EmuMemory, HostRegistrationBookkeeping) {
+  std::vector<uint8_t> buf(8192);
+  EXPECT_EQ(api.cuMemHostRegister(nullptr, 64, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemHostRegister(buf.data(), 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemHostRegister(buf.data(), 64, 0x100), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(api.cuMemHostRegister(buf.data(), 4096, 0), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostRegister(buf.data() + 100, 64, 0),
+            CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  ASSERT_EQ(api.cuMemHostRegister(buf.data() + 4096, 4096, CU_MEMHOSTREGISTER_PORTABLE),
+            CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostUnregister(buf.data() + 1), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  EXPECT_EQ(api.cuMemHostUnregister(buf.data()), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostUnregister(buf.data()), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  EXPECT_EQ(api.cuMemHostUnregister(buf.data() + 4096), CUDA_SUCCESS);
+}
+
+TEST_F(EmuMemory, PinnedDestinationIsWrittenInStreamOrder) {
+  const size_t n = 4096;
+  std::vector<uint8_t> host(n, 0);
+  ASSERT_EQ(api.cuMemHostRegister(host.data(), n, 0), CUDA_SUCCESS);
+  CUdeviceptr a;
+  ASSERT_EQ(api.cuMemAlloc(&a, n), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD8(a, 0x7F, n), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoHAsync(host.data(), a, n, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(host, std::vector<uint8_t>(n, 0x7F));
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(a), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostUnregister(host.data()), CUDA_SUCCESS);
+}
+
+TEST_F(EmuMemory, PrimaryContextResetFreesEverything) {
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+  CUdeviceptr p;
+  ASSERT_EQ(api.cuMemAlloc(&p, 1 << 20), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  // The context stays retained and current, but holds nothing.
+  size_t free1 = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free1, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free1, free0);
+  EXPECT_EQ(api.cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.cuMemAlloc(&p, 256), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace remora::emu::test

@@ -1,0 +1,369 @@
+// tests/emu/module_test.cc - module images, functions, globals, the linker, launches.
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/emu/emu_api.h"
+
+namespace remora::emu::test {
+namespace {
+
+[[maybe_unused]] std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+constexpr char kTinyPtx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.visible .entry tiny(.param .u32 tiny_param_0)
+{
+  ret;
+}
+)";
+
+using EmuModule = EmuTest;
+
+TEST_F(EmuModule, BadImagesAreRefused) {
+  CUmodule m;
+  EXPECT_EQ(api.cuModuleLoadData(&m, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuModuleLoadData(nullptr, kTinyPtx), CUDA_ERROR_INVALID_VALUE);
+  const char elf[] =
+      "\x7f"
+      "ELF\x02\x01\x01";
+  EXPECT_EQ(api.cuModuleLoadData(&m, elf), CUDA_ERROR_NO_BINARY_FOR_GPU);
+  std::string newer = kTinyPtx;
+  newer.replace(newer.find("sm_75"), 5, "sm_80");
+  EXPECT_EQ(api.cuModuleLoadData(&m, newer.c_str()), CUDA_ERROR_INVALID_PTX);
+  std::string future = kTinyPtx;
+  future.replace(future.find("7.5"), 3, "9.9");
+  EXPECT_EQ(api.cuModuleLoadData(&m, future.c_str()), CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+  EXPECT_EQ(api.cuModuleLoadData(&m, "this is not ptx"), CUDA_ERROR_INVALID_PTX);
+  EXPECT_EQ(api.cuModuleUnload(reinterpret_cast<CUmodule>(&m)), CUDA_ERROR_INVALID_HANDLE);
+  CUfunction f;
+  EXPECT_EQ(api.cuModuleGetFunction(&f, reinterpret_cast<CUmodule>(&m), "tiny"),
+            CUDA_ERROR_INVALID_HANDLE);
+  const char* name;
+  EXPECT_EQ(api.cuFuncGetName(&name, reinterpret_cast<CUfunction>(&m)), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.cuLaunchKernel(reinterpret_cast<CUfunction>(&m), 1, 1, 1, 1, 1, 1, 0, nullptr,
+                               nullptr, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(EmuModule, LinkerValidatesItsInputs) {
+  CUlinkState l;
+  EXPECT_EQ(api.cuLinkCreate(0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(api.cuLinkCreate(0, nullptr, nullptr, &l), CUDA_SUCCESS);
+  void* out = nullptr;
+  size_t size = 0;
+  EXPECT_EQ(api.cuLinkComplete(l, &out, &size), CUDA_ERROR_INVALID_VALUE);  // nothing added
+  char cubin[16] =
+      "\x7f"
+      "ELF";
+  EXPECT_EQ(
+      api.cuLinkAddData(l, CU_JIT_INPUT_CUBIN, cubin, sizeof(cubin), "x", 0, nullptr, nullptr),
+      CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT_EQ(api.cuLinkAddData(l, CU_JIT_INPUT_PTX, nullptr, 10, "x", 0, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  auto bogus = reinterpret_cast<CUlinkState>(&size);
+  EXPECT_EQ(api.cuLinkAddData(bogus, CU_JIT_INPUT_PTX, cubin, 4, "x", 0, nullptr, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.cuLinkDestroy(l), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuLinkDestroy(l), CUDA_ERROR_INVALID_HANDLE);
+}
+
+#if defined(REMORA_EMU_HAS_PTX) && defined(REMORA_EMU_HAS_NVCC)
+
+class EmuKernels : public EmuTest {
+ protected:
+  void SetUp() override {
+    EmuTest::SetUp();
+    ptx_ = ReadFile(REMORA_EMU_DATA "/kernels.ptx");
+    ASSERT_FALSE(ptx_.empty());
+    ASSERT_EQ(api.cuModuleLoadData(&mod_, ptx_.c_str()), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    if (mod_ != nullptr) api.cuModuleUnload(mod_);
+    EmuTest::TearDown();
+  }
+  CUfunction Fn(const char* name) {
+    CUfunction f = nullptr;
+    EXPECT_EQ(api.cuModuleGetFunction(&f, mod_, name), CUDA_SUCCESS) << name;
+    return f;
+  }
+
+  std::string ptx_;
+  CUmodule mod_ = nullptr;
+};
+
+TEST_F(EmuKernels, FunctionsAndGlobalsFromPtxText) {
+  CUfunction f;
+  EXPECT_EQ(api.cuModuleGetFunction(&f, mod_, "noSuchKernel"), CUDA_ERROR_NOT_FOUND);
+  f = Fn("vecAdd");
+  const char* name = nullptr;
+  ASSERT_EQ(api.cuFuncGetName(&name, f), CUDA_SUCCESS);
+  EXPECT_STREQ(name, "vecAdd");
+
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  ASSERT_EQ(api.cuModuleGetGlobal(&p, &bytes, mod_, "counter"), CUDA_SUCCESS);
+  EXPECT_EQ(bytes, 4u);
+  EXPECT_EQ(p % 4, 0u);
+  int counter = 0;
+  ASSERT_EQ(api.cuMemcpyDtoH(&counter, p, 4), CUDA_SUCCESS);
+  EXPECT_EQ(counter, 7);
+  ASSERT_EQ(api.cuModuleGetGlobal(&p, &bytes, mod_, "scale"), CUDA_SUCCESS);
+  EXPECT_EQ(bytes, 16u);
+  float scale[4] = {};
+  ASSERT_EQ(api.cuMemcpyDtoH(scale, p, sizeof(scale)), CUDA_SUCCESS);
+  EXPECT_EQ(scale[0], 1.0f);
+  EXPECT_EQ(scale[3], 4.0f);
+  ASSERT_EQ(api.cuModuleGetGlobal(nullptr, &bytes, mod_, "counter"), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleGetGlobal(&p, &bytes, mod_, "nothing"), CUDA_ERROR_NOT_FOUND);
+}
+
+TEST_F(EmuKernels, ParamInfoFollowsTheEntrySignature) {
+  struct Want {
+    const char* kernel;
+    std::vector<std::pair<size_t, size_t>> params;  // offset, size
+  };
+  const Want wants[] = {
+      {"vecAdd", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}},
+      {"hello", {{0, 4}}},
+      {"mixedParams", {{0, 1}, {8, 24}, {32, 8}, {40, 8}}},
+  };
+  for (const Want& w : wants) {
+    CUfunction f = Fn(w.kernel);
+    for (size_t i = 0; i < w.params.size(); ++i) {
+      size_t offset = 99, size = 99;
+      ASSERT_EQ(api.cuFuncGetParamInfo(f, i, &offset, &size), CUDA_SUCCESS) << w.kernel << i;
+      EXPECT_EQ(offset, w.params[i].first) << w.kernel << " param " << i;
+      EXPECT_EQ(size, w.params[i].second) << w.kernel << " param " << i;
+    }
+    size_t offset, size;
+    EXPECT_EQ(api.cuFuncGetParamInfo(f, w.params.size(), &offset, &size), CUDA_ERROR_INVALID_VALUE);
+  }
+}
+
+TEST_F(EmuKernels, FunctionAttributes) {
+  CUfunction f = Fn("vecAdd");
+  int v = 0;
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, 75);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, 75);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, 1024);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, 0);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f),
+            CUDA_SUCCESS);
+  EXPECT_EQ(v, 48 * 1024);
+  EXPECT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX, f), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f),
+            CUDA_SUCCESS);
+  EXPECT_EQ(v, 64 * 1024);
+  EXPECT_EQ(
+      api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024 + 1),
+      CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NUM_REGS, 8), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuFuncSetCacheConfig(f, CU_FUNC_CACHE_PREFER_SHARED), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuFuncSetCacheConfig(f, static_cast<CUfunc_cache>(9)), CUDA_ERROR_INVALID_VALUE);
+  int blocks = -1;
+  ASSERT_EQ(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 256, 0), CUDA_SUCCESS);
+  EXPECT_GT(blocks, 0);
+  EXPECT_LE(blocks, 4);  // 1024 threads per SM / 256
+  ASSERT_EQ(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 2048, 0), CUDA_SUCCESS);
+  EXPECT_EQ(blocks, 0);
+}
+
+TEST_F(EmuKernels, UnloadInvalidatesFunctions) {
+  CUfunction f = Fn("vecAdd");
+  ASSERT_EQ(api.cuModuleUnload(mod_), CUDA_SUCCESS);
+  mod_ = nullptr;
+  const char* name;
+  EXPECT_EQ(api.cuFuncGetName(&name, f), CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(EmuKernels, FatBinaryAndLinkedImagesLoad) {
+  const std::string fatbin = ReadFile(REMORA_EMU_DATA "/kernels.fatbin");
+  ASSERT_GT(fatbin.size(), 16u);
+  CUmodule m;
+  ASSERT_EQ(api.cuModuleLoadData(&m, fatbin.data()), CUDA_SUCCESS);
+  CUfunction f;
+  EXPECT_EQ(api.cuModuleGetFunction(&f, m, "vecAdd"), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+
+  CUlinkState l;
+  ASSERT_EQ(api.cuLinkCreate(0, nullptr, nullptr, &l), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLinkAddData(l, CU_JIT_INPUT_FATBINARY, const_cast<char*>(fatbin.data()),
+                              fatbin.size(), "kernels", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLinkAddData(l, CU_JIT_INPUT_PTX, const_cast<char*>(kTinyPtx), sizeof(kTinyPtx),
+                              "tiny", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  void* image = nullptr;
+  size_t size = 0;
+  ASSERT_EQ(api.cuLinkComplete(l, &image, &size), CUDA_SUCCESS);
+  EXPECT_GT(size, 0u);
+  ASSERT_EQ(api.cuModuleLoadData(&m, image), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleGetFunction(&f, m, "vecAdd"), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleGetFunction(&f, m, "tiny"), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuLinkDestroy(l), CUDA_SUCCESS);
+}
+
+TEST_F(EmuKernels, LaunchConfigurationIsValidated) {
+  CUfunction f = Fn("hello");
+  int tag = 1;
+  void* args[] = {&tag};
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 1025, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuLaunchKernel(f, 0, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 32, 32, 2, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 65, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 65536, 1, 1, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 48 * 1024 + 1, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  void* extra[] = {CU_LAUNCH_PARAM_END};
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, extra),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(&tag), args, nullptr),
+      CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(EmuKernels, VecAddOnRandomData) {
+  const int n = 3000;  // not a multiple of the block size
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-100, 100);
+  std::vector<float> a(n), b(n), c(n, 0);
+  for (int i = 0; i < n; ++i) {
+    a[i] = dist(rng);
+    b[i] = dist(rng);
+  }
+  const size_t bytes = n * sizeof(float);
+  CUdeviceptr da, db, dc;
+  ASSERT_EQ(api.cuMemAlloc(&da, bytes), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&db, bytes), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&dc, bytes), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyHtoD(da, a.data(), bytes), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyHtoD(db, b.data(), bytes), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD32(dc, 0, n), CUDA_SUCCESS);
+  CUfunction f = Fn("vecAdd");
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  void* args[] = {&da, &db, &dc, const_cast<int*>(&n)};
+  // Only the first half through kernelParams...
+  const int half = n / 2;
+  void* half_args[] = {&da, &db, &dc, const_cast<int*>(&half)};
+  ASSERT_EQ(api.cuLaunchKernel(f, (half + 255) / 256, 1, 1, 256, 1, 1, 0, s, half_args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoH(c.data(), dc, bytes), CUDA_SUCCESS);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], i < half ? a[i] + b[i] : 0.0f) << i;
+  // ...then all of it through `extra`, a packed buffer.
+  struct {
+    CUdeviceptr a, b, c;
+    int n;
+  } packed{da, db, dc, n};
+  size_t packed_size = sizeof(packed);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &packed_size, CU_LAUNCH_PARAM_END};
+  (void)args;
+  ASSERT_EQ(api.cuLaunchKernel(f, (n + 127) / 128, 1, 1, 128, 1, 1, 0, s, nullptr, extra),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoH(c.data(), dc, bytes), CUDA_SUCCESS);  // legacy waits for s
+  for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], a[i] + b[i]) << i;
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  for (CUdeviceptr p : {da, db, dc}) EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+}
+
+TEST_F(EmuKernels, KernelsUpdateModuleGlobals) {
+  const int n = 100;
+  std::vector<float> x(n, 2.0f);
+  CUdeviceptr dx;
+  ASSERT_EQ(api.cuMemAlloc(&dx, n * sizeof(float)), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyHtoD(dx, x.data(), n * sizeof(float)), CUDA_SUCCESS);
+  int k = 2;
+  void* args[] = {&dx, const_cast<int*>(&n), &k};
+  ASSERT_EQ(api.cuLaunchKernel(Fn("scaleAndCount"), 4, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoH(x.data(), dx, n * sizeof(float)), CUDA_SUCCESS);
+  for (float v : x) ASSERT_EQ(v, 6.0f);
+  CUdeviceptr counter;
+  ASSERT_EQ(api.cuModuleGetGlobal(&counter, nullptr, mod_, "counter"), CUDA_SUCCESS);
+  int c = 0;
+  ASSERT_EQ(api.cuMemcpyDtoH(&c, counter, sizeof(c)), CUDA_SUCCESS);
+  EXPECT_EQ(c, 7 + n);
+  EXPECT_EQ(api.cuMemFree(dx), CUDA_SUCCESS);
+}
+
+struct Printed {
+  std::mutex mu;
+  std::string text;
+  CUstream stream = nullptr;
+  static void Handler(void* user, CUstream stream, const char* text, size_t len) {
+    auto* p = static_cast<Printed*>(user);
+    std::lock_guard lock(p->mu);
+    p->text.append(text, len);
+    p->stream = stream;
+  }
+};
+
+TEST_F(EmuKernels, DevicePrintfReachesTheHandlerBeforeTheStreamCompletes) {
+  Printed printed;
+  ASSERT_EQ(api.remoraEmuSetPrintfHandler(Printed::Handler, &printed), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  int tag = 5;
+  void* args[] = {&tag};
+  ASSERT_EQ(api.cuLaunchKernel(Fn("hello"), 1, 1, 1, 2, 1, 1, 0, s, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  ASSERT_EQ(api.remoraEmuSetPrintfHandler(nullptr, nullptr), CUDA_SUCCESS);
+  std::lock_guard lock(printed.mu);
+  EXPECT_NE(printed.text.find("hello 5 from 0\n"), std::string::npos) << printed.text;
+  EXPECT_NE(printed.text.find("hello 5 from 1\n"), std::string::npos) << printed.text;
+  EXPECT_EQ(printed.stream, s);
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST_F(EmuKernels, IllegalAddressBreaksTheContextUntilReset) {
+  CUdeviceptr good;
+  ASSERT_EQ(api.cuMemAlloc(&good, 256), CUDA_SUCCESS);
+  CUdeviceptr bad = good + 4096 * 16;  // inside the device range, in no allocation
+  int v = 1;
+  void* args[] = {&bad, &v};
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLaunchKernel(Fn("poke"), 1, 1, 1, 1, 1, 1, 0, s, args, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+  CUdeviceptr p;
+  EXPECT_EQ(api.cuMemAlloc(&p, 256), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(api.cuMemcpyHtoD(good, &v, 4), CUDA_ERROR_ILLEGAL_ADDRESS);
+  ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  mod_ = nullptr;  // the reset unloaded it
+  EXPECT_EQ(api.cuMemAlloc(&p, 256), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+#endif  // REMORA_EMU_HAS_PTX && REMORA_EMU_HAS_NVCC
+
+}  // namespace
+}  // namespace remora::emu::test
