@@ -31,13 +31,13 @@ struct ParamInfo {
 };
 
 struct KernelInfo {
-  std::string name;                 // mangled .entry name
-  std::vector<ParamInfo> params;    // declaration order
-  uint32_t param_bytes;             // size of the packed parameter buffer
-  uint32_t static_shared_bytes;     // .shared declarations the kernel can reach
-  uint32_t local_bytes;             // per-thread .local (depot) size
-  uint32_t max_threads_per_block;   // from .maxntid, else 1024
-  uint32_t num_regs;                // best-effort count, for cuFuncGetAttribute
+  std::string name;                // mangled .entry name
+  std::vector<ParamInfo> params;   // declaration order
+  uint32_t param_bytes;            // size of the packed parameter buffer
+  uint32_t static_shared_bytes;    // .shared declarations the kernel can reach
+  uint32_t local_bytes;            // per-thread .local (depot) size
+  uint32_t max_threads_per_block;  // from .maxntid, else 1024
+  uint32_t num_regs;               // best-effort count, for cuFuncGetAttribute
 };
 
 // A module-scope .global or .const variable.

@@ -1,0 +1,180 @@
+// emu/ptx/exec.h - interpreter state shared by the exec_<op> functions and the scheduler.
+//
+// A Warp holds 32 lanes as plain data: a structure-of-arrays register file regs[slot][lane]
+// (frames of called functions are stacked above the kernel's slots), and per lane a PC, frame
+// bases and a run state. The scheduler picks a converged group (lanes with the same frame and
+// PC) and runs decoded instructions over it; an Exec is that group's view while it runs.
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "emu/ptx/ir.h"
+
+namespace remora::emu::ptx {
+
+// Generic-address windows for shared and local memory (above any user-space host address).
+inline constexpr uint64_t kSharedWindow = 0x0001000000000000ull;
+inline constexpr uint64_t kLocalWindow = 0x0002000000000000ull;
+inline constexpr uint64_t kParamWindow = 0x0003000000000000ull;
+inline constexpr uint64_t kWindowSize = 0x0000000100000000ull;
+
+enum class LaneState : uint8_t { kRun, kWaitColl, kWaitBar, kExited, kInvalid };
+
+struct Frame {
+  uint32_t ret_pc, rbase, lbase, site;
+};
+
+struct LaunchCtx;
+struct Cta;
+
+struct Warp {
+  uint32_t index = 0;  // warp number within the CTA
+  uint32_t valid = 0;  // lanes that exist (the last warp may be partial)
+  uint32_t pc[32];
+  uint32_t rbase[32];  // register frame base, in slots
+  uint32_t lbase[32];  // local frame base, in bytes
+  uint32_t bar_id[32];
+  LaneState state[32];
+  uint32_t tid[3][32];
+  std::vector<std::vector<Frame>> stack;  // per lane call stack
+  std::vector<uint64_t> regs;             // slot * 32 + lane
+  uint64_t cache_lo = 1, cache_hi = 0;    // last global allocation hit
+  uint64_t instructions = 0, thread_instructions = 0;
+};
+
+// The running group's view of its warp.
+struct Exec {
+  Warp* w;
+  Cta* cta;
+  const LaunchCtx* L;
+  uint64_t* R;        // w->regs + rbase * 32
+  const uint64_t* K;  // constant pool
+  uint32_t mask;      // lanes executing this instruction (group & guard)
+  uint32_t group;     // converged lanes at pc
+  uint32_t pc;
+  uint32_t stop_pc;  // another group of the same frame waits here: merge
+  uint32_t rbase, lbase;
+  bool force;  // collectives run even if member lanes are elsewhere
+};
+
+inline uint64_t* Dst(Exec& x, uint32_t slot) {
+  return x.R + (size_t(slot) << 5);
+}
+inline const uint64_t* Src(const Exec& x, uint32_t slot) {
+  return (slot & kConstSlot) ? x.K + (size_t(slot & ~kConstSlot) << 5) : x.R + (size_t(slot) << 5);
+}
+
+template <class F>
+inline void ForLanes(uint32_t mask, F&& f) {
+  if (mask == 0xffffffffu) {
+    for (int l = 0; l < 32; ++l) f(l);
+  } else {
+    while (mask) {
+      int l = std::countr_zero(mask);
+      mask &= mask - 1;
+      f(l);
+    }
+  }
+}
+
+template <class T>
+inline T Get(uint64_t v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return std::bit_cast<float>(uint32_t(v));
+  } else if constexpr (std::is_same_v<T, double>) {
+    return std::bit_cast<double>(v);
+  } else {
+    return T(v);
+  }
+}
+template <class T>
+inline uint64_t Put(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return std::bit_cast<uint32_t>(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return std::bit_cast<uint64_t>(v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v ? 1 : 0;
+  } else {
+    return uint64_t(std::make_unsigned_t<T>(v));
+  }
+}
+
+struct Cta {
+  uint32_t ctaid[3];
+  uint32_t nthreads = 0;
+  uint32_t local_stride = 0;
+  std::vector<Warp> warps;
+  std::vector<uint64_t> shared;  // 8-byte aligned storage
+  uint32_t shared_size = 0;
+  std::vector<uint64_t> local;  // nthreads * local_stride bytes
+  uint32_t bar_arrived[16];
+  uint32_t bar_expected[16];
+  uint32_t bar_red[16];
+  uint32_t worker = 0;
+  uint8_t* SharedBytes() { return reinterpret_cast<uint8_t*>(shared.data()); }
+  uint8_t* LocalOf(uint32_t warp, int lane) {
+    return reinterpret_cast<uint8_t*>(local.data()) + size_t(warp * 32 + lane) * local_stride;
+  }
+};
+
+struct LaunchCtx {
+  const ProgramImpl* P;
+  const KernelInfo* kernel;
+  const LaunchConfig* cfg;
+  const uint64_t* gaddr;  // address of each global
+  const uint8_t* params;
+  uint32_t param_bytes;
+  uint32_t nctaid[3];
+  uint32_t ntid[3];
+  uint32_t nthreads;
+  uint32_t nworkers;
+  uint32_t grid_id;
+  uint32_t local_stride;
+  uint32_t shared_total;
+  uint32_t kernel_index;
+  std::atomic<bool>* failed;
+  Status* fault;  // first fault, guarded by fault_mu
+  std::mutex* fault_mu;
+};
+
+// Records the first fault of a launch; the exec function returns kFault after calling it.
+int Fault(Exec& x, int32_t code, std::string message);
+int FaultAt(Exec& x, int32_t code, const Inst& in, const std::string& what);
+
+// Resolves the uniform part of an instruction's address or symbol value.
+inline uint64_t UniformBase(const Exec& x, const Inst& in) {
+  switch (in.symkind) {
+    case SymKind::kGlobal:
+      return x.L->gaddr[in.sym] + uint64_t(in.off);
+    case SymKind::kFrame:
+      return uint64_t(x.lbase) + uint64_t(in.off);
+    default:
+      return uint64_t(in.off);
+  }
+}
+
+// Select functions, one per ops.def row: return the exec function for a decoded
+// instruction's types and modifiers, or nullptr if that form is not implemented.
+#define PTX_OP(id, Name, mnemonic, shape, section) ExecFn select_##Name(Inst& in);
+#include "emu/ptx/ops.def"
+
+// Exec function for a form that decoded but is not implemented: faults when reached.
+int exec_unimplemented(Exec& x, const Inst& in);
+// Text of the instruction for messages ("add.f16 at line 12").
+std::string Describe(const ProgramImpl& P, const Inst& in);
+
+// Formats one device printf: `fmt` with arguments packed from device address `args` (each
+// aligned to its size, as nvcc packs them). Returns false if reading device memory faulted.
+using ReadMemFn = bool (*)(void* ctx, uint64_t addr, void* dst, size_t n);
+using ReadStrFn = bool (*)(void* ctx, uint64_t addr, std::string* out);
+bool FormatPrintf(const std::string& fmt, uint64_t args, ReadMemFn read, ReadStrFn read_str,
+                  void* ctx, std::string* out);
+
+}  // namespace remora::emu::ptx

@@ -1,0 +1,516 @@
+// emu/ptx/exec_ctl.cc - control flow, calls, barriers, warp collectives, special registers.
+#include <x86intrin.h>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+
+#include "emu/ptx/exec.h"
+
+namespace remora::emu::ptx {
+
+bool ReadGeneric(Exec& x, const Inst& in, int lane, uint64_t addr, void* dst, size_t n);
+bool ReadString(Exec& x, const Inst& in, int lane, uint64_t addr, std::string* out);
+
+namespace {
+
+// Moves every lane of the group that is not in x.mask past the current instruction.
+void SkipUnmasked(Exec& x) {
+  uint32_t rest = x.group & ~x.mask;
+  ForLanes(rest, [&](int l) { x.w->pc[l] = x.pc + 1; });
+}
+
+int Bra(Exec& x, const Inst& in) {
+  if (x.mask == x.group) {
+    x.pc = in.target;
+    return kJumped;
+  }
+  Warp& w = *x.w;
+  ForLanes(x.group, [&](int l) { w.pc[l] = (x.mask >> l & 1) ? in.target : x.pc + 1; });
+  return kRepick;
+}
+
+int Exit(Exec& x, const Inst&) {
+  SkipUnmasked(x);
+  ForLanes(x.mask, [&](int l) { x.w->state[l] = LaneState::kExited; });
+  return kRepick;
+}
+
+uint8_t* FramePtr(Exec& x, int lane, uint32_t off) {
+  return x.cta->LocalOf(x.w->index, lane) + off;
+}
+
+int Ret(Exec& x, const Inst&) {
+  Warp& w = *x.w;
+  SkipUnmasked(x);
+  const ProgramImpl& P = *x.L->P;
+  ForLanes(x.mask, [&](int l) {
+    auto& st = w.stack[l];
+    if (st.empty()) {
+      w.state[l] = LaneState::kExited;
+      return;
+    }
+    Frame f = st.back();
+    st.pop_back();
+    for (const CallSite::Copy& c : P.calls[f.site].rets)
+      std::memcpy(FramePtr(x, l, f.lbase + c.to), FramePtr(x, l, x.lbase + c.from), c.size);
+    w.pc[l] = f.ret_pc;
+    w.rbase[l] = f.rbase;
+    w.lbase[l] = f.lbase;
+  });
+  return kRepick;
+}
+
+int Trap(Exec& x, const Inst& in) {
+  return FaultAt(x, err::kLaunchFailure, in, "trap executed");
+}
+
+// Reads a .param argument of a builtin call for lane l.
+uint64_t Arg(Exec& x, int l, const CallSite& site, size_t k) {
+  uint64_t v = 0;
+  const CallSite::Copy& c = site.args[k];
+  std::memcpy(&v, FramePtr(x, l, x.lbase + c.from), std::min<uint32_t>(c.size, 8));
+  return v;
+}
+
+struct PrintfReader {
+  Exec* x;
+  const Inst* in;
+  int lane;
+};
+bool ReadStrCb(void* ctx, uint64_t addr, std::string* out) {
+  auto* r = static_cast<PrintfReader*>(ctx);
+  return ReadString(*r->x, *r->in, r->lane, addr, out);
+}
+bool ReadArgsCb(void* ctx, uint64_t addr, void* dst, size_t n) {
+  auto* r = static_cast<PrintfReader*>(ctx);
+  return ReadGeneric(*r->x, *r->in, r->lane, addr, dst, n);
+}
+
+std::mutex& PrintfMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, Builtin b) {
+  if (b == Builtin::kMalloc || b == Builtin::kFree)
+    return FaultAt(x, err::kLaunchFailure, in, "device-side malloc/free is not supported");
+  uint32_t m = x.mask;
+  while (m) {
+    int l = std::countr_zero(m);
+    m &= m - 1;
+    PrintfReader rd{&x, &in, l};
+    if (b == Builtin::kVprintf) {
+      std::string fmt;
+      if (!ReadString(x, in, l, Arg(x, l, site, 0), &fmt)) return kFault;
+      std::string text;
+      if (!FormatPrintf(fmt, Arg(x, l, site, 1), &ReadArgsCb, &ReadStrCb, &rd, &text))
+        return kFault;
+      if (x.L->cfg->printf_sink) {
+        std::lock_guard<std::mutex> lock(PrintfMutex());
+        x.L->cfg->printf_sink(text);
+      }
+      if (!site.rets.empty()) {
+        uint32_t n = uint32_t(text.size());
+        std::memcpy(FramePtr(x, l, x.lbase + site.rets[0].to), &n, 4);
+      }
+    } else {  // __assertfail(message, file, line, function, charSize)
+      std::string msg, file, func;
+      if (!ReadString(x, in, l, Arg(x, l, site, 0), &msg)) return kFault;
+      if (!ReadString(x, in, l, Arg(x, l, site, 1), &file)) return kFault;
+      if (!ReadString(x, in, l, Arg(x, l, site, 3), &func)) return kFault;
+      uint32_t line = uint32_t(Arg(x, l, site, 2));
+      const Warp& w = *x.w;
+      char where[160];
+      std::snprintf(where, sizeof where, " block (%u,%u,%u) thread (%u,%u,%u)", x.cta->ctaid[0],
+                    x.cta->ctaid[1], x.cta->ctaid[2], w.tid[0][l], w.tid[1][l], w.tid[2][l]);
+      return Fault(x, err::kAssert,
+                   file + ":" + std::to_string(line) + ": " + func + ":" + where + " Assertion `" +
+                       msg + "` failed.");
+    }
+  }
+  return kNext;
+}
+
+int Call(Exec& x, const Inst& in) {
+  const ProgramImpl& P = *x.L->P;
+  const CallSite& site = P.calls[in.target];
+  const Function& callee = P.funcs[site.callee];
+  if (callee.builtin != Builtin::kNone) return CallBuiltin(x, in, site, callee.builtin);
+  Warp& w = *x.w;
+  // in.d[0] / in.d[1]: the caller's register slots and frame bytes (set when its body ended).
+  uint32_t rb = x.rbase + in.d[0];
+  uint32_t lb = x.lbase + in.d[1];
+  if (lb + callee.frame_bytes > x.cta->local_stride)
+    return FaultAt(x, err::kLaunchFailure, in, "call stack overflow calling " + callee.name);
+  size_t need = size_t(rb + callee.nregs) * 32;
+  if (w.regs.size() < need) w.regs.resize(need * 2);
+  SkipUnmasked(x);
+  ForLanes(x.mask, [&](int l) {
+    w.stack[l].push_back({x.pc + 1, x.rbase, x.lbase, in.target});
+    for (const CallSite::Copy& c : site.args)
+      std::memcpy(FramePtr(x, l, lb + c.to), FramePtr(x, l, x.lbase + c.from), c.size);
+    w.pc[l] = callee.entry_pc;
+    w.rbase[l] = rb;
+    w.lbase[l] = lb;
+  });
+  return kRepick;
+}
+
+// Returns true if a collective over `members` may run now with x.mask; otherwise parks the
+// group at this instruction until the other members arrive.
+bool Converged(Exec& x, uint32_t members) {
+  Warp& w = *x.w;
+  uint32_t live = 0;
+  for (int l = 0; l < 32; ++l)
+    if (w.state[l] != LaneState::kExited && w.state[l] != LaneState::kInvalid) live |= 1u << l;
+  uint32_t missing = members & live & ~x.mask;
+  if (!missing || x.force) return true;
+  ForLanes(x.group, [&](int l) {
+    w.pc[l] = x.pc;
+    w.state[l] = LaneState::kWaitColl;
+  });
+  return false;
+}
+
+uint32_t FirstValue(const Exec& x, uint32_t slot) {
+  return uint32_t(Src(x, slot)[std::countr_zero(x.mask)]);
+}
+
+int BarWarpSync(Exec& x, const Inst& in) {
+  if (!Converged(x, FirstValue(x, in.a[0]))) return kRepick;
+  return kNext;
+}
+
+int BarSync(Exec& x, const Inst& in) {
+  Cta& c = *x.cta;
+  Warp& w = *x.w;
+  uint32_t id = FirstValue(x, in.a[0]) & 15;
+  uint32_t count = in.na > 1 && !(in.flags & kFlagPredOut) ? FirstValue(x, in.a[1]) : 0;
+  if ((in.flags & kFlagPredOut) && in.na > 1 && in.a[1] != kNoReg) count = FirstValue(x, in.a[1]);
+  uint32_t n = uint32_t(std::popcount(x.mask));
+  if (c.bar_arrived[id] == 0) c.bar_red[id] = in.sub == Sub::kAnd ? 1 : 0;
+  c.bar_arrived[id] += n;
+  if (count) c.bar_expected[id] = count;
+  if (in.flags & kFlagPredOut) {  // bar.red: fold this group's predicates
+    const uint64_t* p = Src(x, in.a[2]);
+    bool neg = in.src_neg & 4;
+    ForLanes(x.mask, [&](int l) {
+      uint32_t v = (p[l] != 0) != neg;
+      if (in.sub == Sub::kPopc)
+        c.bar_red[id] += v;
+      else if (in.sub == Sub::kAnd)
+        c.bar_red[id] &= v;
+      else
+        c.bar_red[id] |= v;
+    });
+  }
+  SkipUnmasked(x);
+  if (in.flags & kFlagArrive) {
+    ForLanes(x.mask, [&](int l) { w.pc[l] = x.pc + 1; });
+    return kNext;
+  }
+  bool red = in.flags & kFlagPredOut;
+  ForLanes(x.mask, [&](int l) {
+    w.state[l] = LaneState::kWaitBar;
+    w.bar_id[l] = id;
+    w.pc[l] = red ? x.pc : x.pc + 1;
+  });
+  return kRepick;
+}
+
+template <Sub kMode>
+int Shfl(Exec& x, const Inst& in) {
+  if (!Converged(x, FirstValue(x, in.a[3]))) return kRepick;
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  uint64_t* d = Dst(x, in.d[0]);
+  uint64_t* p = (in.flags & kFlagSecondDest) ? Dst(x, in.d[1]) : nullptr;
+  uint32_t vals[32];
+  for (int l = 0; l < 32; ++l) vals[l] = uint32_t(a[l]);
+  ForLanes(x.mask, [&](int l) {
+    uint32_t bv = uint32_t(b[l]) & 31, cv = uint32_t(c[l]);
+    uint32_t seg = (cv >> 8) & 31, clamp = cv & 31;
+    int max_lane = int((uint32_t(l) & seg) | (clamp & ~seg));
+    int min_lane = int(uint32_t(l) & seg);
+    int j;
+    bool ok;
+    if constexpr (kMode == Sub::kUp) {
+      j = l - int(bv);
+      ok = j >= max_lane;
+    } else if constexpr (kMode == Sub::kDown) {
+      j = l + int(bv);
+      ok = j <= max_lane;
+    } else if constexpr (kMode == Sub::kBfly) {
+      j = l ^ int(bv);
+      ok = j <= max_lane;
+    } else {
+      j = min_lane | int(bv & ~seg);
+      ok = j <= max_lane;
+    }
+    if (!ok) j = l;
+    d[l] = vals[j & 31];
+    if (p) p[l] = ok;
+  });
+  return kNext;
+}
+
+int Vote(Exec& x, const Inst& in) {
+  uint32_t members = FirstValue(x, in.a[1]);
+  if (!Converged(x, members)) return kRepick;
+  const uint64_t* a = Src(x, in.a[0]);
+  bool neg = in.src_neg & 1;
+  uint32_t ballot = 0;
+  ForLanes(x.mask, [&](int l) { ballot |= uint32_t((a[l] != 0) != neg) << l; });
+  uint64_t* d = Dst(x, in.d[0]);
+  uint64_t v;
+  switch (in.sub) {
+    case Sub::kAll:
+      v = ballot == x.mask;
+      break;
+    case Sub::kAny:
+      v = ballot != 0;
+      break;
+    case Sub::kUni:
+      v = ballot == 0 || ballot == x.mask;
+      break;
+    default:
+      v = ballot;
+      break;
+  }
+  ForLanes(x.mask, [&](int l) { d[l] = v; });
+  return kNext;
+}
+
+int Redux(Exec& x, const Inst& in) {
+  if (!Converged(x, FirstValue(x, in.a[1]))) return kRepick;
+  const uint64_t* a = Src(x, in.a[0]);
+  bool sgn = in.ty == Ty::kS32;
+  uint32_t acc = 0;
+  bool first = true;
+  ForLanes(x.mask, [&](int l) {
+    uint32_t v = uint32_t(a[l]);
+    if (first) {
+      acc = v;
+      first = false;
+      return;
+    }
+    switch (in.sub) {
+      case Sub::kAdd:
+        acc += v;
+        break;
+      case Sub::kMin:
+        acc = sgn ? uint32_t(std::min(int32_t(acc), int32_t(v))) : std::min(acc, v);
+        break;
+      case Sub::kMax:
+        acc = sgn ? uint32_t(std::max(int32_t(acc), int32_t(v))) : std::max(acc, v);
+        break;
+      case Sub::kAnd:
+        acc &= v;
+        break;
+      case Sub::kOr:
+        acc |= v;
+        break;
+      default:
+        acc ^= v;
+        break;
+    }
+  });
+  uint64_t* d = Dst(x, in.d[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = acc; });
+  return kNext;
+}
+
+int Match(Exec& x, const Inst& in) {
+  if (!Converged(x, FirstValue(x, in.a[1]))) return kRepick;
+  const uint64_t* a = Src(x, in.a[0]);
+  uint64_t mask64 = TySize(in.ty) == 8 ? ~0ull : 0xffffffffull;
+  uint64_t* d = Dst(x, in.d[0]);
+  uint64_t* p = (in.flags & kFlagSecondDest) ? Dst(x, in.d[1]) : nullptr;
+  uint32_t same[32];
+  ForLanes(x.mask, [&](int l) {
+    uint32_t s = 0;
+    ForLanes(x.mask, [&](int k) { s |= uint32_t((a[k] & mask64) == (a[l] & mask64)) << k; });
+    same[l] = s;
+  });
+  ForLanes(x.mask, [&](int l) {
+    if (in.sub == Sub::kAll) {
+      bool all = same[l] == x.mask;
+      d[l] = all ? x.mask : 0;
+      if (p) p[l] = all;
+    } else {
+      d[l] = same[l];
+    }
+  });
+  return kNext;
+}
+
+int Activemask(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  uint32_t m = x.mask;
+  ForLanes(x.mask, [&](int l) { d[l] = m; });
+  return kNext;
+}
+
+}  // namespace
+
+int exec_mov_sreg(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const Warp& w = *x.w;
+  const LaunchCtx& L = *x.L;
+  SReg s = SReg(in.sreg);
+  uint64_t u = 0;
+  switch (s) {
+    case SReg::kTidX:
+      ForLanes(x.mask, [&](int l) { d[l] = w.tid[0][l]; });
+      return kNext;
+    case SReg::kTidY:
+      ForLanes(x.mask, [&](int l) { d[l] = w.tid[1][l]; });
+      return kNext;
+    case SReg::kTidZ:
+      ForLanes(x.mask, [&](int l) { d[l] = w.tid[2][l]; });
+      return kNext;
+    case SReg::kLaneid:
+      ForLanes(x.mask, [&](int l) { d[l] = uint32_t(l); });
+      return kNext;
+    case SReg::kLanemaskEq:
+      ForLanes(x.mask, [&](int l) { d[l] = 1u << l; });
+      return kNext;
+    case SReg::kLanemaskLt:
+      ForLanes(x.mask, [&](int l) { d[l] = (1u << l) - 1; });
+      return kNext;
+    case SReg::kLanemaskLe:
+      ForLanes(x.mask, [&](int l) { d[l] = uint32_t((2ull << l) - 1); });
+      return kNext;
+    case SReg::kLanemaskGt:
+      ForLanes(x.mask, [&](int l) { d[l] = uint32_t(~((2ull << l) - 1)); });
+      return kNext;
+    case SReg::kLanemaskGe:
+      ForLanes(x.mask, [&](int l) { d[l] = ~((1u << l) - 1); });
+      return kNext;
+    case SReg::kNtidX:
+      u = L.ntid[0];
+      break;
+    case SReg::kNtidY:
+      u = L.ntid[1];
+      break;
+    case SReg::kNtidZ:
+      u = L.ntid[2];
+      break;
+    case SReg::kCtaidX:
+      u = x.cta->ctaid[0];
+      break;
+    case SReg::kCtaidY:
+      u = x.cta->ctaid[1];
+      break;
+    case SReg::kCtaidZ:
+      u = x.cta->ctaid[2];
+      break;
+    case SReg::kNctaidX:
+      u = L.nctaid[0];
+      break;
+    case SReg::kNctaidY:
+      u = L.nctaid[1];
+      break;
+    case SReg::kNctaidZ:
+      u = L.nctaid[2];
+      break;
+    case SReg::kWarpid:
+      u = w.index;
+      break;
+    case SReg::kNwarpid:
+      u = 64;
+      break;
+    case SReg::kSmid:
+      u = x.cta->worker;
+      break;
+    case SReg::kNsmid:
+      u = L.nworkers;
+      break;
+    case SReg::kGridid:
+      u = L.grid_id;
+      break;
+    case SReg::kClock:
+      u = uint32_t(__rdtsc());
+      break;
+    case SReg::kClock64:
+      u = __rdtsc();
+      break;
+    case SReg::kGlobaltimer:
+      u = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count());
+      break;
+    case SReg::kEnvreg:
+      u = 0;
+      break;
+    case SReg::kDynSmem:
+      u = L.cfg->dynamic_shared_bytes;
+      break;
+    case SReg::kTotalSmem:
+      u = L.shared_total;
+      break;
+  }
+  ForLanes(x.mask, [&](int l) { d[l] = u; });
+  return kNext;
+}
+
+int exec_unimplemented(Exec& x, const Inst& in) {
+  return FaultAt(x, err::kLaunchFailure, in, "instruction form not implemented");
+}
+
+ExecFn select_Bra(Inst&) {
+  return &Bra;
+}
+ExecFn select_Exit(Inst&) {
+  return &Exit;
+}
+ExecFn select_Ret(Inst&) {
+  return &Ret;
+}
+ExecFn select_Trap(Inst&) {
+  return &Trap;
+}
+ExecFn select_Call(Inst&) {
+  return &Call;
+}
+ExecFn select_Bar(Inst& in) {
+  if (in.sub2 == Sub::kUni) return &BarWarpSync;
+  if ((in.flags & kFlagPredOut) && in.sub != Sub::kPopc && in.sub != Sub::kAnd &&
+      in.sub != Sub::kOr)
+    return nullptr;
+  return &BarSync;
+}
+ExecFn select_Barrier(Inst& in) {
+  return select_Bar(in);
+}
+ExecFn select_Shfl(Inst& in) {
+  switch (in.sub) {
+    case Sub::kUp:
+      return &Shfl<Sub::kUp>;
+    case Sub::kDown:
+      return &Shfl<Sub::kDown>;
+    case Sub::kBfly:
+      return &Shfl<Sub::kBfly>;
+    case Sub::kIdx:
+      return &Shfl<Sub::kIdx>;
+    default:
+      return nullptr;
+  }
+}
+ExecFn select_Vote(Inst& in) {
+  if (in.sub == Sub::kBallot ? in.ty != Ty::kB32 : in.ty != Ty::kPred) return nullptr;
+  return &Vote;
+}
+ExecFn select_Redux(Inst& in) {
+  if (in.ty != Ty::kU32 && in.ty != Ty::kS32 && in.ty != Ty::kB32) return nullptr;
+  return &Redux;
+}
+ExecFn select_Match(Inst& in) {
+  return in.sub == Sub::kAny || in.sub == Sub::kAll ? &Match : nullptr;
+}
+ExecFn select_Activemask(Inst&) {
+  return &Activemask;
+}
+
+}  // namespace remora::emu::ptx

@@ -1,0 +1,595 @@
+// emu/ptx/exec_float.cc - f32/f64 arithmetic, approximations and cvt (built with -frounding-math).
+//
+// IEEE operations (.rn add/sub/mul/fma/div/sqrt and conversions) use the host's SSE/FMA units,
+// which round exactly as the GPU does; directed modes switch the host rounding mode around the
+// lane loop. NaN results are canonicalised to the GPU's 0x7fffffff / 0x7fffffffffffffff.
+#include <cfenv>
+#include <climits>
+#include <cmath>
+
+#include "emu/ptx/exec.h"
+
+namespace remora::emu::ptx {
+
+ExecFn select_int_abs(Inst& in);
+ExecFn select_int_neg(Inst& in);
+ExecFn select_int_min(Inst& in);
+ExecFn select_int_max(Inst& in);
+
+namespace {
+
+template <class T>
+inline T Canon(T v) {
+  if (v != v) {
+    if constexpr (sizeof(T) == 4)
+      return std::bit_cast<float>(0x7fffffffu);
+    else
+      return std::bit_cast<double>(0x7fffffffffffffffull);
+  }
+  return v;
+}
+template <class T, bool kFtz>
+inline T FlushIn(T v) {
+  if constexpr (kFtz && sizeof(T) == 4) {
+    if (std::fabs(v) < std::numeric_limits<float>::min()) return std::copysign(0.0f, v);
+  }
+  return v;
+}
+template <class T, bool kFtz, bool kSat>
+inline T Out(T v) {
+  v = Canon(FlushIn<T, kFtz>(v));
+  if constexpr (kSat) {
+    if (v != v || v < T(0))
+      v = T(0);  // also maps -0 to +0
+    else if (v > T(1))
+      v = T(1);
+    else if (v == T(0))
+      v = T(0);
+  }
+  return v;
+}
+
+template <class T, class O, bool kFtz, bool kSat>
+int FBin(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  ForLanes(x.mask, [&](int l) {
+    d[l] = Put<T>(
+        Out<T, kFtz, kSat>(O::f(FlushIn<T, kFtz>(Get<T>(a[l])), FlushIn<T, kFtz>(Get<T>(b[l])))));
+  });
+  return kNext;
+}
+template <class T, class O, bool kFtz, bool kSat>
+int FUn(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask,
+           [&](int l) { d[l] = Put<T>(Out<T, kFtz, kSat>(O::f(FlushIn<T, kFtz>(Get<T>(a[l]))))); });
+  return kNext;
+}
+
+template <class T, bool kFtz, bool kSat>
+[[gnu::target("fma")]] int FFmaHw(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) {
+    T r;
+    if constexpr (sizeof(T) == 4) {
+      r = __builtin_fmaf(FlushIn<T, kFtz>(Get<T>(a[l])), FlushIn<T, kFtz>(Get<T>(b[l])),
+                         FlushIn<T, kFtz>(Get<T>(c[l])));
+    } else {
+      r = __builtin_fma(Get<T>(a[l]), Get<T>(b[l]), Get<T>(c[l]));
+    }
+    d[l] = Put<T>(Out<T, kFtz, kSat>(r));
+  });
+  return kNext;
+}
+template <class T, bool kFtz, bool kSat>
+int FFmaSw(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) {
+    d[l] = Put<T>(
+        Out<T, kFtz, kSat>(std::fma(FlushIn<T, kFtz>(Get<T>(a[l])), FlushIn<T, kFtz>(Get<T>(b[l])),
+                                    FlushIn<T, kFtz>(Get<T>(c[l])))));
+  });
+  return kNext;
+}
+
+template <class T>
+struct FAdd {
+  static T f(T a, T b) { return a + b; }
+};
+template <class T>
+struct FSub {
+  static T f(T a, T b) { return a - b; }
+};
+template <class T>
+struct FMul {
+  static T f(T a, T b) { return a * b; }
+};
+template <class T>
+struct FDiv {
+  static T f(T a, T b) { return a / b; }
+};
+template <class T>
+struct FMin {
+  static T f(T a, T b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    if (a == b) return std::signbit(a) ? a : b;
+    return a < b ? a : b;
+  }
+};
+template <class T>
+struct FMax {
+  static T f(T a, T b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    if (a == b) return std::signbit(a) ? b : a;
+    return a < b ? b : a;
+  }
+};
+template <class T>
+struct FCopysign {
+  static T f(T a, T b) { return std::copysign(b, a); }
+};
+template <class T>
+struct FRcp {
+  static T f(T a) { return T(1) / a; }
+};
+template <class T>
+struct FSqrt {
+  static T f(T a) { return std::sqrt(a); }
+};
+template <class T>
+struct FRsqrt {
+  static T f(T a) { return T(1) / std::sqrt(a); }
+};
+template <class T>
+struct FSin {
+  static T f(T a) { return T(std::sin(double(a))); }
+};
+template <class T>
+struct FCos {
+  static T f(T a) { return T(std::cos(double(a))); }
+};
+template <class T>
+struct FLg2 {
+  static T f(T a) { return T(std::log2(double(a))); }
+};
+template <class T>
+struct FEx2 {
+  static T f(T a) { return T(std::exp2(double(a))); }
+};
+template <class T>
+struct FTanh {
+  static T f(T a) { return T(std::tanh(double(a))); }
+};
+
+// abs/neg only touch the sign bit (NaN payloads pass through, as on the GPU).
+template <class T, bool kFtz>
+int FAbs(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(std::fabs(FlushIn<T, kFtz>(Get<T>(a[l])))); });
+  return kNext;
+}
+template <class T, bool kFtz>
+int FNeg(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(-FlushIn<T, kFtz>(Get<T>(a[l]))); });
+  return kNext;
+}
+
+// Runs in.inner with the host rounding mode set to M.
+template <int M>
+int WithRounding(Exec& x, const Inst& in) {
+  std::fesetround(M);
+  int r = in.inner(x, in);
+  std::fesetround(FE_TONEAREST);
+  return r;
+}
+
+ExecFn Rounded(Inst& in, ExecFn f) {
+  if (!f) return nullptr;
+  switch (in.rnd) {
+    case Rnd::kRz:
+      in.inner = f;
+      return &WithRounding<FE_TOWARDZERO>;
+    case Rnd::kRm:
+      in.inner = f;
+      return &WithRounding<FE_DOWNWARD>;
+    case Rnd::kRp:
+      in.inner = f;
+      return &WithRounding<FE_UPWARD>;
+    default:
+      return f;
+  }
+}
+
+template <template <class> class O>
+ExecFn PickFBin(const Inst& in) {
+  bool ftz = in.flags & kFlagFtz, sat = in.flags & kFlagSat;
+  if (in.ty == Ty::kF32) {
+    if (ftz) return sat ? &FBin<float, O<float>, true, true> : &FBin<float, O<float>, true, false>;
+    return sat ? &FBin<float, O<float>, false, true> : &FBin<float, O<float>, false, false>;
+  }
+  if (in.ty == Ty::kF64)
+    return sat ? &FBin<double, O<double>, false, true> : &FBin<double, O<double>, false, false>;
+  return nullptr;
+}
+template <template <class> class O>
+ExecFn PickFUn(const Inst& in, bool f64_ok) {
+  bool ftz = in.flags & kFlagFtz, sat = in.flags & kFlagSat;
+  if (in.ty == Ty::kF32) {
+    if (ftz) return sat ? &FUn<float, O<float>, true, true> : &FUn<float, O<float>, true, false>;
+    return sat ? &FUn<float, O<float>, false, true> : &FUn<float, O<float>, false, false>;
+  }
+  if (in.ty == Ty::kF64 && f64_ok) return &FUn<double, O<double>, false, false>;
+  return nullptr;
+}
+
+bool HasFma() {
+  static const bool has = __builtin_cpu_supports("fma");
+  return has;
+}
+
+ExecFn PickFma(Inst& in) {
+  bool ftz = in.flags & kFlagFtz, sat = in.flags & kFlagSat;
+  ExecFn f = nullptr;
+  bool hw = HasFma();
+  if (in.ty == Ty::kF32) {
+    if (hw) {
+      f = ftz ? (sat ? &FFmaHw<float, true, true> : &FFmaHw<float, true, false>)
+              : (sat ? &FFmaHw<float, false, true> : &FFmaHw<float, false, false>);
+    } else {
+      f = ftz ? (sat ? &FFmaSw<float, true, true> : &FFmaSw<float, true, false>)
+              : (sat ? &FFmaSw<float, false, true> : &FFmaSw<float, false, false>);
+    }
+  } else if (in.ty == Ty::kF64) {
+    f = hw ? (sat ? &FFmaHw<double, false, true> : &FFmaHw<double, false, false>)
+           : (sat ? &FFmaSw<double, false, true> : &FFmaSw<double, false, false>);
+  }
+  return Rounded(in, f);
+}
+
+// ---- cvt ----
+enum class Kind { kSigned, kUnsigned, kFloat };
+Kind KindOf(Ty t) {
+  if (TyIsFloat(t)) return Kind::kFloat;
+  return TyIsSigned(t) ? Kind::kSigned : Kind::kUnsigned;
+}
+
+float HalfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    float v = std::ldexp(float(man), -24);
+    return sign ? -v : v;
+  }
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+// Rounds |v| scaled to an integer per the PTX rounding mode (sign-aware for rm/rp).
+double RoundMag(double m, Rnd r, bool neg) {
+  switch (r) {
+    case Rnd::kRz:
+      return std::trunc(m);
+    case Rnd::kRm:
+      return neg ? std::ceil(m) : std::floor(m);
+    case Rnd::kRp:
+      return neg ? std::floor(m) : std::ceil(m);
+    default:
+      return std::nearbyint(m);
+  }
+}
+
+uint16_t FloatToHalf(double v, Rnd r) {
+  if (v != v) return 0x7fff;
+  bool neg = std::signbit(v);
+  uint16_t sign = neg ? 0x8000 : 0;
+  double a = std::fabs(v);
+  if (std::isinf(a)) return sign | 0x7c00;
+  if (a == 0) return sign;
+  int e = std::ilogb(a);
+  int q = std::max(e - 10, -24);
+  double n = RoundMag(std::ldexp(a, -q), r, neg);
+  if (n >= 2048) {
+    n /= 2;
+    ++q;
+  }
+  double val = std::ldexp(n, q);
+  if (val > 65504.0) {
+    bool to_inf =
+        r == Rnd::kRn || r == Rnd::kNone || (r == Rnd::kRp && !neg) || (r == Rnd::kRm && neg);
+    return to_inf ? (sign | 0x7c00) : (sign | 0x7bff);
+  }
+  if (n < 1024) return sign | uint16_t(n);
+  int exp = q + 10 + 15;
+  return sign | uint16_t(exp << 10) | uint16_t(uint32_t(n) - 1024);
+}
+
+template <class T>
+T SatInt(double v) {
+  if (v != v) return 0;
+  if (v <= double(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return std::numeric_limits<T>::max();
+  return T(v);
+}
+
+uint64_t FloatToInt(double v, Ty dst) {
+  switch (dst) {
+    case Ty::kS8:
+      return Put<int8_t>(SatInt<int8_t>(v));
+    case Ty::kS16:
+      return Put<int16_t>(SatInt<int16_t>(v));
+    case Ty::kS32:
+      return Put<int32_t>(SatInt<int32_t>(v));
+    case Ty::kS64:
+      return Put<int64_t>(SatInt<int64_t>(v));
+    case Ty::kU8:
+    case Ty::kB8:
+      return SatInt<uint8_t>(v);
+    case Ty::kU16:
+    case Ty::kB16:
+      return SatInt<uint16_t>(v);
+    case Ty::kU32:
+    case Ty::kB32:
+      return SatInt<uint32_t>(v);
+    default:
+      return SatInt<uint64_t>(v);
+  }
+}
+
+int IntRoundingMode(Rnd r) {
+  switch (r) {
+    case Rnd::kRz:
+      return FE_TOWARDZERO;
+    case Rnd::kRm:
+      return FE_DOWNWARD;
+    case Rnd::kRp:
+      return FE_UPWARD;
+    default:
+      return FE_TONEAREST;
+  }
+}
+
+// One lane of a general cvt.
+uint64_t CvtOne(const Inst& in, uint64_t raw) {
+  Ty dt = in.ty, st = in.ty2;
+  Kind dk = KindOf(dt), sk = KindOf(st);
+  int ds = TySize(dt), ss = TySize(st);
+  bool sat = in.flags & kFlagSat, ftz = in.flags & kFlagFtz;
+  if (sk != Kind::kFloat && dk != Kind::kFloat) {
+    __int128 v = sk == Kind::kSigned ? __int128(ss == 1   ? int8_t(raw)
+                                                : ss == 2 ? int16_t(raw)
+                                                : ss == 4 ? int32_t(raw)
+                                                          : int64_t(raw))
+                                     : __int128(ss == 1   ? uint8_t(raw)
+                                                : ss == 2 ? uint16_t(raw)
+                                                : ss == 4 ? uint32_t(raw)
+                                                          : raw);
+    if (sat) {
+      __int128 lo, hi;
+      if (dk == Kind::kSigned) {
+        hi = (__int128(1) << (8 * ds - 1)) - 1;
+        lo = -hi - 1;
+      } else {
+        lo = 0;
+        hi = (__int128(1) << (8 * ds)) - 1;
+      }
+      v = v < lo ? lo : v > hi ? hi : v;
+    }
+    uint64_t u = uint64_t(v);
+    if (dk == Kind::kSigned && ds < 8) {  // keep the register sign-extended to 64 bits
+      int sh = 64 - 8 * ds;
+      u = uint64_t(int64_t(u << sh) >> sh);
+    }
+    return ds == 8 ? u : (u & ((1ull << (8 * ds)) - 1)) | (dk == Kind::kSigned ? 0 : 0);
+  }
+  if (sk != Kind::kFloat) {  // int -> float
+    int64_t sv = ss == 1   ? int8_t(raw)
+                 : ss == 2 ? int16_t(raw)
+                 : ss == 4 ? int32_t(raw)
+                           : int64_t(raw);
+    uint64_t uv = ss == 1 ? uint8_t(raw) : ss == 2 ? uint16_t(raw) : ss == 4 ? uint32_t(raw) : raw;
+    bool s = sk == Kind::kSigned;
+    int mode = IntRoundingMode(in.rnd);
+    std::fesetround(mode);
+    uint64_t out;
+    if (dt == Ty::kF32) {
+      float f = s ? float(sv) : float(uv);
+      if (sat) f = f < 0 ? 0.f : f > 1 ? 1.f : f;
+      out = Put<float>(f);
+    } else if (dt == Ty::kF64) {
+      double f = s ? double(sv) : double(uv);
+      if (sat) f = f < 0 ? 0. : f > 1 ? 1. : f;
+      out = Put<double>(f);
+    } else {
+      std::fesetround(FE_TONEAREST);
+      double f = s ? double(sv) : double(uv);  // exact for |v| < 2^53; enough for f16 range
+      out = FloatToHalf(f, in.rnd);
+    }
+    std::fesetround(FE_TONEAREST);
+    return out;
+  }
+  double v = st == Ty::kF64   ? Get<double>(raw)
+             : st == Ty::kF32 ? double(Get<float>(raw))
+                              : double(HalfToFloat(uint16_t(raw)));
+  if (ftz && st == Ty::kF32 && std::fabs(v) < double(std::numeric_limits<float>::min()))
+    v = std::copysign(0.0, v);
+  if (dk != Kind::kFloat) {  // float -> int
+    double r;
+    switch (in.rnd) {
+      case Rnd::kRni:
+        r = std::nearbyint(v);
+        break;
+      case Rnd::kRmi:
+        r = std::floor(v);
+        break;
+      case Rnd::kRpi:
+        r = std::ceil(v);
+        break;
+      default:
+        r = std::trunc(v);
+        break;
+    }
+    return FloatToInt(r, dt);
+  }
+  // float -> float
+  switch (in.rnd) {
+    case Rnd::kRni:
+      v = std::nearbyint(v);
+      break;
+    case Rnd::kRzi:
+      v = std::trunc(v);
+      break;
+    case Rnd::kRmi:
+      v = std::floor(v);
+      break;
+    case Rnd::kRpi:
+      v = std::ceil(v);
+      break;
+    default:
+      break;
+  }
+  if (sat) v = (v != v || v < 0) ? 0.0 : v > 1 ? 1.0 : v;
+  if (dt == Ty::kF64) return Put<double>(Canon(v));
+  if (dt == Ty::kF32) {
+    std::fesetround(IntRoundingMode(in.rnd));
+    float f = float(v);
+    std::fesetround(FE_TONEAREST);
+    if (ftz && std::fabs(f) < std::numeric_limits<float>::min()) f = std::copysign(0.0f, f);
+    return Put<float>(Canon(f));
+  }
+  if (dt == Ty::kF16) {
+    // Round from the exact source: an f64 source is rounded once (no double rounding).
+    return FloatToHalf(v, in.rnd == Rnd::kNone ? Rnd::kRn : in.rnd);
+  }
+  return 0;
+}
+
+int CvtGeneric(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = CvtOne(in, a[l]); });
+  return kNext;
+}
+// Fast paths for the conversions address arithmetic uses in loops.
+int CvtU64U32(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = uint32_t(a[l]); });
+  return kNext;
+}
+int CvtS64S32(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = uint64_t(int64_t(int32_t(a[l]))); });
+  return kNext;
+}
+int CvtF32S32(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = Put<float>(float(int32_t(a[l]))); });
+  return kNext;
+}
+
+}  // namespace
+
+ExecFn select_Fma(Inst& in) {
+  return PickFma(in);
+}
+ExecFn select_Mad_float(Inst& in) {
+  return PickFma(in);
+}
+
+ExecFn select_float_add(Inst& in) {
+  return Rounded(in, PickFBin<FAdd>(in));
+}
+ExecFn select_float_sub(Inst& in) {
+  return Rounded(in, PickFBin<FSub>(in));
+}
+ExecFn select_float_mul(Inst& in) {
+  return Rounded(in, PickFBin<FMul>(in));
+}
+
+ExecFn select_float_div(Inst& in) {
+  return Rounded(in, PickFBin<FDiv>(in));
+}
+ExecFn select_float_abs(Inst& in) {
+  if (in.ty == Ty::kF32) return in.flags & kFlagFtz ? &FAbs<float, true> : &FAbs<float, false>;
+  if (in.ty == Ty::kF64) return &FAbs<double, false>;
+  return select_int_abs(in);
+}
+ExecFn select_float_neg(Inst& in) {
+  if (in.ty == Ty::kF32) return in.flags & kFlagFtz ? &FNeg<float, true> : &FNeg<float, false>;
+  if (in.ty == Ty::kF64) return &FNeg<double, false>;
+  return select_int_neg(in);
+}
+
+ExecFn select_Abs(Inst& in) {
+  return select_float_abs(in);
+}
+ExecFn select_Neg(Inst& in) {
+  return select_float_neg(in);
+}
+ExecFn select_Min(Inst& in) {
+  return TyIsFloat(in.ty) ? PickFBin<FMin>(in) : select_int_min(in);
+}
+ExecFn select_Max(Inst& in) {
+  return TyIsFloat(in.ty) ? PickFBin<FMax>(in) : select_int_max(in);
+}
+ExecFn select_Copysign(Inst& in) {
+  return PickFBin<FCopysign>(in);
+}
+ExecFn select_Rcp(Inst& in) {
+  return Rounded(in, PickFUn<FRcp>(in, true));
+}
+ExecFn select_Sqrt(Inst& in) {
+  return Rounded(in, PickFUn<FSqrt>(in, true));
+}
+ExecFn select_Rsqrt(Inst& in) {
+  return PickFUn<FRsqrt>(in, true);
+}
+ExecFn select_Sin(Inst& in) {
+  return PickFUn<FSin>(in, false);
+}
+ExecFn select_Cos(Inst& in) {
+  return PickFUn<FCos>(in, false);
+}
+ExecFn select_Lg2(Inst& in) {
+  return PickFUn<FLg2>(in, false);
+}
+ExecFn select_Ex2(Inst& in) {
+  return PickFUn<FEx2>(in, false);
+}
+ExecFn select_Tanh(Inst& in) {
+  return PickFUn<FTanh>(in, false);
+}
+ExecFn select_Testp(Inst&) {
+  return nullptr;
+}
+
+ExecFn select_Cvt(Inst& in) {
+  if (in.ty == Ty::kNone || in.ty2 == Ty::kNone) return nullptr;
+  if (in.ty == Ty::kF16x2 || in.ty2 == Ty::kF16x2 || in.ty == Ty::kBF16 || in.ty2 == Ty::kBF16 ||
+      in.ty == Ty::kBF16x2 || in.ty2 == Ty::kBF16x2 || in.ty == Ty::kPred || in.ty2 == Ty::kPred)
+    return nullptr;
+  bool plain = !(in.flags & (kFlagSat | kFlagFtz));
+  if (plain && in.ty == Ty::kU64 && in.ty2 == Ty::kU32) return &CvtU64U32;
+  if (plain && in.ty == Ty::kS64 && in.ty2 == Ty::kS32) return &CvtS64S32;
+  if (plain && in.ty == Ty::kF32 && in.ty2 == Ty::kS32 &&
+      (in.rnd == Rnd::kRn || in.rnd == Rnd::kNone))
+    return &CvtF32S32;
+  return &CvtGeneric;
+}
+
+}  // namespace remora::emu::ptx

@@ -1,0 +1,867 @@
+// emu/ptx/exec_int.cc - integer, bit, comparison, selection and move instructions.
+#include <climits>
+#include <type_traits>
+
+#include "emu/ptx/exec.h"
+
+namespace remora::emu::ptx {
+namespace {
+
+template <class T>
+using U = std::make_unsigned_t<T>;
+
+// d = O(a, b) over the active lanes.
+template <class T, class O>
+int Bin(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]))); });
+  return kNext;
+}
+template <class T, class O>
+int Un(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]))); });
+  return kNext;
+}
+template <class T, class O>
+int Tern(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]), Get<T>(c[l]))); });
+  return kNext;
+}
+
+template <class T>
+struct AddO {
+  static T f(T a, T b) { return T(U<T>(a) + U<T>(b)); }
+};
+template <class T>
+struct SubO {
+  static T f(T a, T b) { return T(U<T>(a) - U<T>(b)); }
+};
+template <class T>
+struct MulLoO {
+  static T f(T a, T b) { return T(U<T>(a) * U<T>(b)); }
+};
+template <class T>
+struct MulHiO {
+  static T f(T a, T b) {
+    if constexpr (sizeof(T) == 8) {
+      using W = std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>;
+      return T((W(a) * W(b)) >> 64);
+    } else {
+      using W = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+      return T((W(a) * W(b)) >> (8 * sizeof(T)));
+    }
+  }
+};
+template <class T>
+struct MadLoO {
+  static T f(T a, T b, T c) { return T(U<T>(a) * U<T>(b) + U<T>(c)); }
+};
+template <class T>
+struct MadHiO {
+  static T f(T a, T b, T c) { return T(U<T>(MulHiO<T>::f(a, b)) + U<T>(c)); }
+};
+template <class T>
+struct AddSatO {
+  static T f(T a, T b) {
+    int64_t r = int64_t(a) + int64_t(b);
+    return T(r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r);
+  }
+};
+template <class T>
+struct SubSatO {
+  static T f(T a, T b) {
+    int64_t r = int64_t(a) - int64_t(b);
+    return T(r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r);
+  }
+};
+template <class T>
+struct DivO {
+  static T f(T a, T b) {
+    if (b == 0) return T(~U<T>(0));
+    if constexpr (std::is_signed_v<T>) {
+      if (b == T(-1)) return T(U<T>(0) - U<T>(a));
+    }
+    return T(a / b);
+  }
+};
+template <class T>
+struct RemO {
+  static T f(T a, T b) {
+    if (b == 0) return a;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == T(-1)) return 0;
+    }
+    return T(a % b);
+  }
+};
+template <class T>
+struct AbsO {
+  static T f(T a) { return a < 0 ? T(U<T>(0) - U<T>(a)) : a; }
+};
+template <class T>
+struct NegO {
+  static T f(T a) { return T(U<T>(0) - U<T>(a)); }
+};
+template <class T>
+struct MinO {
+  static T f(T a, T b) { return a < b ? a : b; }
+};
+template <class T>
+struct MaxO {
+  static T f(T a, T b) { return a < b ? b : a; }
+};
+template <class T>
+struct AndO {
+  static T f(T a, T b) { return T(a & b); }
+};
+template <class T>
+struct OrO {
+  static T f(T a, T b) { return T(a | b); }
+};
+template <class T>
+struct XorO {
+  static T f(T a, T b) { return T(a ^ b); }
+};
+template <class T>
+struct NotO {
+  static T f(T a) { return T(~a); }
+};
+template <class T>
+struct CnotO {
+  static T f(T a) { return T(a == 0 ? 1 : 0); }
+};
+template <class T>
+struct ShlO {
+  static T f(T a, T b) { return U<T>(b) >= 8 * sizeof(T) ? T(0) : T(U<T>(a) << U<T>(b)); }
+};
+template <class T>
+struct ShrO {
+  static T f(T a, T b) {
+    uint32_t n = uint32_t(U<T>(b)) > 8 * sizeof(T) - 1 ? 8 * sizeof(T) - 1 : uint32_t(U<T>(b));
+    if constexpr (std::is_signed_v<T>) {
+      return T(a >> n);
+    } else {
+      return U<T>(b) >= 8 * sizeof(T) ? T(0) : T(a >> n);
+    }
+  }
+};
+template <class T>
+struct SadO {
+  static T f(T a, T b, T c) {
+    return T(U<T>(c) + U<T>(a < b ? U<T>(b) - U<T>(a) : U<T>(a) - U<T>(b)));
+  }
+};
+template <class T>
+struct Mul24LoO {
+  static T f(T a, T b) {
+    int64_t p =
+        std::is_signed_v<T>
+            ? int64_t(int32_t(uint32_t(a) << 8) >> 8) * int64_t(int32_t(uint32_t(b) << 8) >> 8)
+            : int64_t(uint64_t(uint32_t(a) & 0xffffff) * (uint32_t(b) & 0xffffff));
+    return T(uint32_t(p));
+  }
+};
+template <class T>
+struct Mul24HiO {
+  static T f(T a, T b) {
+    int64_t p =
+        std::is_signed_v<T>
+            ? int64_t(int32_t(uint32_t(a) << 8) >> 8) * int64_t(int32_t(uint32_t(b) << 8) >> 8)
+            : int64_t(uint64_t(uint32_t(a) & 0xffffff) * (uint32_t(b) & 0xffffff));
+    return T(uint32_t(uint64_t(p) >> 16));
+  }
+};
+template <class T>
+struct Mad24LoO {
+  static T f(T a, T b, T c) { return T(uint32_t(Mul24LoO<T>::f(a, b)) + uint32_t(c)); }
+};
+template <class T>
+struct Mad24HiO {
+  static T f(T a, T b, T c) { return T(uint32_t(Mul24HiO<T>::f(a, b)) + uint32_t(c)); }
+};
+
+// mul.wide / mad.wide: double-width result from T sources.
+template <class T>
+int MulWide(Exec& x, const Inst& in) {
+  using W =
+      std::conditional_t<std::is_signed_v<T>, std::conditional_t<sizeof(T) == 2, int32_t, int64_t>,
+                         std::conditional_t<sizeof(T) == 2, uint32_t, uint64_t>>;
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  if (in.op == Op::kMad) {
+    const uint64_t* c = Src(x, in.a[2]);
+    ForLanes(x.mask, [&](int l) {
+      d[l] = Put<W>(W(std::make_unsigned_t<W>(W(Get<T>(a[l])) * W(Get<T>(b[l]))) +
+                      std::make_unsigned_t<W>(Get<W>(c[l]))));
+    });
+  } else {
+    ForLanes(x.mask, [&](int l) { d[l] = Put<W>(W(W(Get<T>(a[l])) * W(Get<T>(b[l])))); });
+  }
+  return kNext;
+}
+
+template <class T>
+int Popc(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = uint32_t(std::popcount(U<T>(Get<T>(a[l])))); });
+  return kNext;
+}
+template <class T>
+int Clz(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = uint32_t(std::countl_zero(U<T>(Get<T>(a[l])))); });
+  return kNext;
+}
+template <class T>
+int Bfind(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  bool shiftamt = in.flags & kFlagShiftAmt;
+  ForLanes(x.mask, [&](int l) {
+    T v = Get<T>(a[l]);
+    U<T> u = U<T>(v);
+    if constexpr (std::is_signed_v<T>) {
+      if (v < 0) u = U<T>(~u);
+    }
+    uint32_t r = 0xffffffffu;
+    if (u != 0) {
+      r = uint32_t(8 * sizeof(T) - 1 - std::countl_zero(u));
+      if (shiftamt) r = uint32_t(8 * sizeof(T) - 1) - r;
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+template <class T>
+int Brev(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) {
+    U<T> v = U<T>(Get<T>(a[l])), r = 0;
+    for (unsigned i = 0; i < 8 * sizeof(T); ++i)
+      r |= U<T>(((v >> i) & 1) << (8 * sizeof(T) - 1 - i));
+    d[l] = Put<T>(T(r));
+  });
+  return kNext;
+}
+template <class T>
+int Bfe(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  constexpr unsigned kBits = 8 * sizeof(T);
+  ForLanes(x.mask, [&](int l) {
+    U<T> v = U<T>(Get<T>(a[l]));
+    unsigned pos = unsigned(b[l] & 0xff), len = unsigned(c[l] & 0xff);
+    U<T> sbit = 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (len != 0) sbit = (v >> std::min(pos + len - 1, kBits - 1)) & 1;
+    }
+    U<T> r = 0;
+    for (unsigned i = 0; i < kBits; ++i) {
+      U<T> bit = (i < len && pos + i < kBits) ? U<T>((v >> (pos + i)) & 1) : sbit;
+      r |= U<T>(bit << i);
+    }
+    d[l] = Put<T>(T(r));
+  });
+  return kNext;
+}
+template <class T>
+int Bfi(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  const uint64_t* e = Src(x, in.a[3]);
+  constexpr unsigned kBits = 8 * sizeof(T);
+  ForLanes(x.mask, [&](int l) {
+    U<T> av = U<T>(a[l]), r = U<T>(b[l]);
+    unsigned pos = unsigned(c[l] & 0xff), len = unsigned(e[l] & 0xff);
+    for (unsigned i = 0; i < len && pos + i < kBits; ++i) {
+      r = U<T>((r & ~(U<T>(1) << (pos + i))) | (((av >> i) & 1) << (pos + i)));
+    }
+    d[l] = Put<T>(T(r));
+  });
+  return kNext;
+}
+
+int Prmt(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) {
+    uint64_t t = (uint64_t(uint32_t(b[l])) << 32) | uint32_t(a[l]);
+    uint32_t s = uint32_t(c[l]), r = 0;
+    for (int n = 0; n < 4; ++n) {
+      uint32_t sel = (s >> (4 * n)) & 0xf;
+      uint32_t byte = uint32_t(t >> (8 * (sel & 7))) & 0xff;
+      if (sel & 8) byte = (byte & 0x80) ? 0xff : 0;
+      r |= byte << (8 * n);
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+
+int Lop3(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  const uint64_t* lut = Src(x, in.a[3]);
+  ForLanes(x.mask, [&](int l) {
+    uint32_t av = uint32_t(a[l]), bv = uint32_t(b[l]), cv = uint32_t(c[l]), r = 0;
+    uint32_t f = uint32_t(lut[l]) & 0xff;
+    for (int i = 0; i < 8; ++i)
+      if (f >> i & 1) r |= ((i & 4) ? av : ~av) & ((i & 2) ? bv : ~bv) & ((i & 1) ? cv : ~cv);
+    d[l] = r;
+  });
+  return kNext;
+}
+
+template <bool kLeft, bool kClamp>
+int Shf(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) {
+    uint32_t n = uint32_t(c[l]);
+    n = kClamp ? (n > 32 ? 32 : n) : (n & 31);
+    uint64_t v = (uint64_t(uint32_t(b[l])) << 32) | uint32_t(a[l]);
+    d[l] = kLeft ? uint32_t((v << n) >> 32) : uint32_t(v >> n);
+  });
+  return kNext;
+}
+
+int Dp4a(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  bool as = TyIsSigned(in.ty), bs = TyIsSigned(in.ty2);
+  ForLanes(x.mask, [&](int l) {
+    int32_t acc = int32_t(c[l]);
+    for (int k = 0; k < 4; ++k) {
+      uint32_t ab = uint32_t(a[l] >> (8 * k)) & 0xff, bb = uint32_t(b[l] >> (8 * k)) & 0xff;
+      int32_t av = as ? int32_t(int8_t(ab)) : int32_t(ab),
+              bv = bs ? int32_t(int8_t(bb)) : int32_t(bb);
+      acc = int32_t(uint32_t(acc) + uint32_t(av * bv));
+    }
+    d[l] = uint32_t(acc);
+  });
+  return kNext;
+}
+
+// Picks an instantiation of Fn<T> for an integer type (bN as uN).
+template <template <class> class Fn>
+ExecFn PickInt(Ty t) {
+  switch (t) {
+    case Ty::kB16:
+    case Ty::kU16:
+      return &Fn<uint16_t>::run;
+    case Ty::kS16:
+      return &Fn<int16_t>::run;
+    case Ty::kB32:
+    case Ty::kU32:
+      return &Fn<uint32_t>::run;
+    case Ty::kS32:
+      return &Fn<int32_t>::run;
+    case Ty::kB64:
+    case Ty::kU64:
+      return &Fn<uint64_t>::run;
+    case Ty::kS64:
+      return &Fn<int64_t>::run;
+    default:
+      return nullptr;
+  }
+}
+#define BIN_FN(Name, O)                                                     \
+  template <class T>                                                        \
+  struct Name {                                                             \
+    static int run(Exec& x, const Inst& in) { return Bin<T, O<T>>(x, in); } \
+  };
+#define UN_FN(Name, O)                                                     \
+  template <class T>                                                       \
+  struct Name {                                                            \
+    static int run(Exec& x, const Inst& in) { return Un<T, O<T>>(x, in); } \
+  };
+#define TERN_FN(Name, O)                                                     \
+  template <class T>                                                         \
+  struct Name {                                                              \
+    static int run(Exec& x, const Inst& in) { return Tern<T, O<T>>(x, in); } \
+  };
+BIN_FN(AddF, AddO)
+BIN_FN(SubF, SubO)
+BIN_FN(MulLoF, MulLoO)
+BIN_FN(MulHiF, MulHiO)
+TERN_FN(MadLoF, MadLoO)
+TERN_FN(MadHiF, MadHiO)
+BIN_FN(DivF, DivO)
+BIN_FN(RemF, RemO)
+UN_FN(AbsF, AbsO)
+UN_FN(NegF, NegO)
+BIN_FN(MinF, MinO)
+BIN_FN(MaxF, MaxO)
+BIN_FN(AndF, AndO)
+BIN_FN(OrF, OrO)
+BIN_FN(XorF, XorO)
+UN_FN(NotF, NotO)
+UN_FN(CnotF, CnotO)
+BIN_FN(ShlF, ShlO)
+BIN_FN(ShrF, ShrO)
+TERN_FN(SadF, SadO)
+template <class T>
+struct MulWideF {
+  static int run(Exec& x, const Inst& in) { return MulWide<T>(x, in); }
+};
+template <class T>
+struct PopcF {
+  static int run(Exec& x, const Inst& in) { return Popc<T>(x, in); }
+};
+template <class T>
+struct ClzF {
+  static int run(Exec& x, const Inst& in) { return Clz<T>(x, in); }
+};
+template <class T>
+struct BfindF {
+  static int run(Exec& x, const Inst& in) { return Bfind<T>(x, in); }
+};
+template <class T>
+struct BrevF {
+  static int run(Exec& x, const Inst& in) { return Brev<T>(x, in); }
+};
+template <class T>
+struct BfeF {
+  static int run(Exec& x, const Inst& in) { return Bfe<T>(x, in); }
+};
+template <class T>
+struct BfiF {
+  static int run(Exec& x, const Inst& in) { return Bfi<T>(x, in); }
+};
+
+// Predicates hold 0/1, so bitwise ops on .pred reuse the 8-bit forms.
+int PredAnd(Exec& x, const Inst& in) {
+  return Bin<uint8_t, AndO<uint8_t>>(x, in);
+}
+int PredOr(Exec& x, const Inst& in) {
+  return Bin<uint8_t, OrO<uint8_t>>(x, in);
+}
+int PredXor(Exec& x, const Inst& in) {
+  return Bin<uint8_t, XorO<uint8_t>>(x, in);
+}
+int PredNot(Exec& x, const Inst& in) {
+  return Un<uint8_t, CnotO<uint8_t>>(x, in);
+}
+
+// ---- comparisons ----
+template <class T, Cmp C>
+inline bool Compare(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool un = a != a || b != b;
+    switch (C) {
+      case Cmp::kEq:
+        return !un && a == b;
+      case Cmp::kNe:
+        return !un && a != b;
+      case Cmp::kLt:
+        return !un && a < b;
+      case Cmp::kLe:
+        return !un && a <= b;
+      case Cmp::kGt:
+        return !un && a > b;
+      case Cmp::kGe:
+        return !un && a >= b;
+      case Cmp::kEqu:
+        return un || a == b;
+      case Cmp::kNeu:
+        return un || a != b;
+      case Cmp::kLtu:
+        return un || a < b;
+      case Cmp::kLeu:
+        return un || a <= b;
+      case Cmp::kGtu:
+        return un || a > b;
+      case Cmp::kGeu:
+        return un || a >= b;
+      case Cmp::kNum:
+        return !un;
+      case Cmp::kNan:
+        return un;
+      default:
+        return false;
+    }
+  } else {
+    using UT = std::make_unsigned_t<T>;
+    switch (C) {
+      case Cmp::kEq:
+        return a == b;
+      case Cmp::kNe:
+        return a != b;
+      case Cmp::kLt:
+        return a < b;
+      case Cmp::kLe:
+        return a <= b;
+      case Cmp::kGt:
+        return a > b;
+      case Cmp::kGe:
+        return a >= b;
+      case Cmp::kLo:
+        return UT(a) < UT(b);
+      case Cmp::kLs:
+        return UT(a) <= UT(b);
+      case Cmp::kHi:
+        return UT(a) > UT(b);
+      case Cmp::kHs:
+        return UT(a) >= UT(b);
+      default:
+        return false;
+    }
+  }
+}
+
+inline bool Combine(Sub op, bool v, bool c) {
+  switch (op) {
+    case Sub::kAnd:
+      return v && c;
+    case Sub::kOr:
+      return v || c;
+    case Sub::kXor:
+      return v != c;
+    default:
+      return v;
+  }
+}
+
+template <class T, Cmp C>
+int Setp(Exec& x, const Inst& in) {
+  uint64_t* p = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  if (in.na < 3 && !(in.flags & kFlagSecondDest)) {
+    ForLanes(x.mask, [&](int l) { p[l] = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l])); });
+    return kNext;
+  }
+  const uint64_t* c = in.na >= 3 ? Src(x, in.a[2]) : nullptr;
+  bool cneg = in.src_neg & 4;
+  uint64_t* q = (in.flags & kFlagSecondDest) ? Dst(x, in.d[1]) : nullptr;
+  ForLanes(x.mask, [&](int l) {
+    bool v = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l]));
+    bool cv = c ? ((c[l] != 0) != cneg) : true;
+    bool pv = c ? Combine(in.sub2, v, cv) : v;
+    bool qv = c ? Combine(in.sub2, !v, cv) : !v;
+    p[l] = pv;
+    if (q) q[l] = qv;
+  });
+  return kNext;
+}
+
+template <class T, Cmp C>
+int Set(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = in.na >= 3 ? Src(x, in.a[2]) : nullptr;
+  bool cneg = in.src_neg & 4;
+  bool fdst = in.ty == Ty::kF32;
+  ForLanes(x.mask, [&](int l) {
+    bool v = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l]));
+    if (c) v = Combine(in.sub2, v, (c[l] != 0) != cneg);
+    d[l] = fdst ? (v ? 0x3f800000u : 0u) : (v ? 0xffffffffu : 0u);
+  });
+  return kNext;
+}
+
+template <template <class, Cmp> class K, class T>
+ExecFn PickCmpT(Cmp c) {
+  switch (c) {
+#define CASE(C) \
+  case Cmp::C:  \
+    return &K<T, Cmp::C>::run;
+    CASE(kEq)
+    CASE(kNe) CASE(kLt) CASE(kLe) CASE(kGt) CASE(kGe) CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs)
+        CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
+#undef CASE
+            default : return nullptr;
+  }
+}
+template <class T, Cmp C>
+struct SetpW {
+  static int run(Exec& x, const Inst& in) { return Setp<T, C>(x, in); }
+};
+template <class T, Cmp C>
+struct SetW {
+  static int run(Exec& x, const Inst& in) { return Set<T, C>(x, in); }
+};
+
+template <template <class, Cmp> class K>
+ExecFn PickCmp(Ty t, Cmp c) {
+  bool fcmp = c >= Cmp::kEqu;
+  if (fcmp && !TyIsFloat(t)) return nullptr;
+  switch (t) {
+    case Ty::kB16:
+    case Ty::kU16:
+      return PickCmpT<K, uint16_t>(c);
+    case Ty::kS16:
+      return PickCmpT<K, int16_t>(c);
+    case Ty::kB32:
+    case Ty::kU32:
+      return PickCmpT<K, uint32_t>(c);
+    case Ty::kS32:
+      return PickCmpT<K, int32_t>(c);
+    case Ty::kB64:
+    case Ty::kU64:
+      return PickCmpT<K, uint64_t>(c);
+    case Ty::kS64:
+      return PickCmpT<K, int64_t>(c);
+    case Ty::kF32:
+      return PickCmpT<K, float>(c);
+    case Ty::kF64:
+      return PickCmpT<K, double>(c);
+    default:
+      return nullptr;
+  }
+}
+
+int Selp(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) { d[l] = c[l] ? a[l] : b[l]; });
+  return kNext;
+}
+template <class C>
+int Slct(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) { d[l] = Get<C>(c[l]) >= C(0) ? a[l] : b[l]; });
+  return kNext;
+}
+
+// ---- moves ----
+int MovReg(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = a[l]; });
+  return kNext;
+}
+int MovSym(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  uint64_t v = UniformBase(x, in);
+  ForLanes(x.mask, [&](int l) { d[l] = v; });
+  return kNext;
+}
+int MovPack(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  int bits = TySize(in.ty) * 8 / in.na;
+  uint64_t emask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+  ForLanes(x.mask, [&](int l) {
+    uint64_t v = 0;
+    for (int k = 0; k < in.na; ++k) v |= (Src(x, in.a[k])[l] & emask) << (k * bits);
+    d[l] = v;
+  });
+  return kNext;
+}
+int MovUnpack(Exec& x, const Inst& in) {
+  const uint64_t* a = Src(x, in.a[0]);
+  int bits = TySize(in.ty) * 8 / in.nd;
+  uint64_t emask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+  uint64_t tmp[32];
+  ForLanes(x.mask, [&](int l) { tmp[l] = a[l]; });
+  for (int k = 0; k < in.nd; ++k) {
+    if (in.d[k] == kNoReg) continue;
+    uint64_t* d = Dst(x, in.d[k]);
+    ForLanes(x.mask, [&](int l) { d[l] = (tmp[l] >> (k * bits)) & emask; });
+  }
+  return kNext;
+}
+
+}  // namespace
+
+int exec_mov_sreg(Exec& x, const Inst& in);
+ExecFn select_float_add(Inst& in);
+ExecFn select_float_sub(Inst& in);
+ExecFn select_float_mul(Inst& in);
+ExecFn select_float_div(Inst& in);
+ExecFn select_Mad_float(Inst& in);
+
+ExecFn select_Add(Inst& in) {
+  if (TyIsFloat(in.ty)) return select_float_add(in);
+  if (in.flags & kFlagSat) return in.ty == Ty::kS32 ? &Bin<int32_t, AddSatO<int32_t>> : nullptr;
+  return PickInt<AddF>(in.ty);
+}
+ExecFn select_Sub(Inst& in) {
+  if (TyIsFloat(in.ty)) return select_float_sub(in);
+  if (in.flags & kFlagSat) return in.ty == Ty::kS32 ? &Bin<int32_t, SubSatO<int32_t>> : nullptr;
+  return PickInt<SubF>(in.ty);
+}
+ExecFn select_Mul(Inst& in) {
+  if (TyIsFloat(in.ty)) return select_float_mul(in);
+  if (in.sub2 == Sub::kWide) {
+    if (in.ty == Ty::kU64 || in.ty == Ty::kS64) return nullptr;
+    return PickInt<MulWideF>(in.ty);
+  }
+  if (in.sub2 == Sub::kHi) return PickInt<MulHiF>(in.ty);
+  return PickInt<MulLoF>(in.ty);
+}
+ExecFn select_Mad(Inst& in) {
+  if (TyIsFloat(in.ty)) return select_Mad_float(in);
+  if (in.flags & kFlagSat) return nullptr;
+  if (in.sub2 == Sub::kWide) {
+    if (in.ty == Ty::kU64 || in.ty == Ty::kS64) return nullptr;
+    return PickInt<MulWideF>(in.ty);
+  }
+  if (in.sub2 == Sub::kHi) return PickInt<MadHiF>(in.ty);
+  return PickInt<MadLoF>(in.ty);
+}
+ExecFn select_Mul24(Inst& in) {
+  if (in.ty == Ty::kS32)
+    return in.sub2 == Sub::kHi ? &Bin<int32_t, Mul24HiO<int32_t>>
+                               : &Bin<int32_t, Mul24LoO<int32_t>>;
+  if (in.ty == Ty::kU32)
+    return in.sub2 == Sub::kHi ? &Bin<uint32_t, Mul24HiO<uint32_t>>
+                               : &Bin<uint32_t, Mul24LoO<uint32_t>>;
+  return nullptr;
+}
+ExecFn select_Mad24(Inst& in) {
+  if (in.flags & kFlagSat) return nullptr;
+  if (in.ty == Ty::kS32)
+    return in.sub2 == Sub::kHi ? &Tern<int32_t, Mad24HiO<int32_t>>
+                               : &Tern<int32_t, Mad24LoO<int32_t>>;
+  if (in.ty == Ty::kU32)
+    return in.sub2 == Sub::kHi ? &Tern<uint32_t, Mad24HiO<uint32_t>>
+                               : &Tern<uint32_t, Mad24LoO<uint32_t>>;
+  return nullptr;
+}
+ExecFn select_Sad(Inst& in) {
+  return PickInt<SadF>(in.ty);
+}
+ExecFn select_Div(Inst& in) {
+  return TyIsFloat(in.ty) ? select_float_div(in) : PickInt<DivF>(in.ty);
+}
+ExecFn select_Rem(Inst& in) {
+  return PickInt<RemF>(in.ty);
+}
+ExecFn select_Popc(Inst& in) {
+  return PickInt<PopcF>(in.ty == Ty::kB32 ? Ty::kU32 : in.ty == Ty::kB64 ? Ty::kU64 : Ty::kNone);
+}
+ExecFn select_Clz(Inst& in) {
+  return PickInt<ClzF>(in.ty == Ty::kB32 ? Ty::kU32 : in.ty == Ty::kB64 ? Ty::kU64 : Ty::kNone);
+}
+ExecFn select_Bfind(Inst& in) {
+  if (in.ty == Ty::kU32 || in.ty == Ty::kS32 || in.ty == Ty::kU64 || in.ty == Ty::kS64)
+    return PickInt<BfindF>(in.ty);
+  return nullptr;
+}
+ExecFn select_Brev(Inst& in) {
+  return in.ty == Ty::kB32 || in.ty == Ty::kB64 ? PickInt<BrevF>(in.ty) : nullptr;
+}
+ExecFn select_Bfe(Inst& in) {
+  if (in.ty == Ty::kU32 || in.ty == Ty::kS32 || in.ty == Ty::kU64 || in.ty == Ty::kS64)
+    return PickInt<BfeF>(in.ty);
+  return nullptr;
+}
+ExecFn select_Bfi(Inst& in) {
+  return in.ty == Ty::kB32 || in.ty == Ty::kB64 ? PickInt<BfiF>(in.ty) : nullptr;
+}
+ExecFn select_Prmt(Inst& in) {
+  return in.ty == Ty::kB32 && in.sub == Sub::kNone ? &Prmt : nullptr;
+}
+ExecFn select_Lop3(Inst& in) {
+  return in.ty == Ty::kB32 ? &Lop3 : nullptr;
+}
+ExecFn select_Shf(Inst& in) {
+  if (in.ty != Ty::kB32) return nullptr;
+  bool clamp = in.flags & kFlagClamp;
+  if (in.sub == Sub::kL) return clamp ? &Shf<true, true> : &Shf<true, false>;
+  if (in.sub == Sub::kR) return clamp ? &Shf<false, true> : &Shf<false, false>;
+  return nullptr;
+}
+ExecFn select_Shl(Inst& in) {
+  return PickInt<ShlF>(in.ty);
+}
+ExecFn select_Shr(Inst& in) {
+  return PickInt<ShrF>(in.ty);
+}
+ExecFn select_And(Inst& in) {
+  return in.ty == Ty::kPred ? &PredAnd : PickInt<AndF>(in.ty);
+}
+ExecFn select_Or(Inst& in) {
+  return in.ty == Ty::kPred ? &PredOr : PickInt<OrF>(in.ty);
+}
+ExecFn select_Xor(Inst& in) {
+  return in.ty == Ty::kPred ? &PredXor : PickInt<XorF>(in.ty);
+}
+ExecFn select_Not(Inst& in) {
+  return in.ty == Ty::kPred ? &PredNot : PickInt<NotF>(in.ty);
+}
+ExecFn select_Cnot(Inst& in) {
+  return PickInt<CnotF>(in.ty);
+}
+ExecFn select_Dp4a(Inst& in) {
+  bool ok = (in.ty == Ty::kU32 || in.ty == Ty::kS32) && (in.ty2 == Ty::kU32 || in.ty2 == Ty::kS32);
+  return ok ? &Dp4a : nullptr;
+}
+
+// Integer forms of abs/neg/min/max; exec_float.cc handles the float types first.
+ExecFn select_int_abs(Inst& in) {
+  return PickInt<AbsF>(in.ty);
+}
+ExecFn select_int_neg(Inst& in) {
+  return PickInt<NegF>(in.ty);
+}
+ExecFn select_int_min(Inst& in) {
+  return PickInt<MinF>(in.ty);
+}
+ExecFn select_int_max(Inst& in) {
+  return PickInt<MaxF>(in.ty);
+}
+
+ExecFn select_Setp(Inst& in) {
+  return PickCmp<SetpW>(in.ty, in.cmp);
+}
+ExecFn select_Set(Inst& in) {
+  if (in.ty != Ty::kU32 && in.ty != Ty::kS32 && in.ty != Ty::kF32 && in.ty != Ty::kB32)
+    return nullptr;
+  return PickCmp<SetW>(in.ty2, in.cmp);
+}
+ExecFn select_Selp(Inst&) {
+  return &Selp;
+}
+ExecFn select_Slct(Inst& in) {
+  if (in.ty2 == Ty::kS32) return &Slct<int32_t>;
+  if (in.ty2 == Ty::kF32) return &Slct<float>;
+  return nullptr;
+}
+ExecFn select_Mov(Inst& in) {
+  switch (in.sub) {
+    case Sub::kUp:
+      return &MovPack;
+    case Sub::kDown:
+      return &MovUnpack;
+    case Sub::kIdx:
+      return &exec_mov_sreg;
+    case Sub::kAll:
+      return &MovSym;
+    default:
+      return &MovReg;
+  }
+}
+
+}  // namespace remora::emu::ptx

@@ -1,0 +1,560 @@
+// emu/ptx/exec_mem.cc - ld/st/atom/red/cvta: address spaces, bounds checks, atomics.
+//
+// Global (and const) addresses are host addresses checked against the launch's AddressSpace;
+// each warp caches the last allocation it hit, so the common case is two compares. Shared,
+// local and param are per-CTA / per-thread / per-launch buffers addressed by offset; generic
+// addresses select them through the windows in exec.h.
+#include <atomic>
+#include <cstdio>
+
+#include "emu/ptx/exec.h"
+
+namespace remora::emu::ptx {
+
+const char* SpaceName(Space s) {
+  switch (s) {
+    case Space::kGlobal:
+      return "global";
+    case Space::kShared:
+      return "shared";
+    case Space::kLocal:
+      return "local";
+    case Space::kConst:
+      return "const";
+    case Space::kParam:
+      return "param";
+    default:
+      return "generic";
+  }
+}
+
+namespace {
+
+[[gnu::noinline, gnu::cold]] int AddressFault(Exec& x, const Inst& in, int lane, uint64_t addr,
+                                              uint32_t size, Space sp) {
+  char buf[200];
+  const Warp& w = *x.w;
+  std::snprintf(buf, sizeof buf,
+                "illegal address 0x%llx (%s, %u bytes, %s) in block (%u,%u,%u) thread (%u,%u,%u)",
+                (unsigned long long)addr, SpaceName(sp), size, OpName(in.op), x.cta->ctaid[0],
+                x.cta->ctaid[1], x.cta->ctaid[2], w.tid[0][lane], w.tid[1][lane], w.tid[2][lane]);
+  return FaultAt(x, err::kIllegalAddress, in, buf);
+}
+
+[[gnu::noinline]] bool GlobalSlow(Exec& x, uint64_t addr, uint32_t size) {
+  const LaunchCtx& L = *x.L;
+  uint64_t base = 0, len = 0;
+  bool found = false;
+  if (L.cfg->memory && L.cfg->memory->Lookup(addr, &base, &len)) found = true;
+  if (!found && L.gaddr == L.P->own_addresses.data()) {
+    for (size_t g = 0; g < L.P->globals.size(); ++g) {
+      uint64_t b = L.gaddr[g], n = L.P->globals[g].size;
+      if (addr >= b && addr < b + n) {
+        base = b;
+        len = n;
+        found = true;
+        break;
+      }
+    }
+  }
+  if (!found || addr + size > base + len || addr + size < addr) return false;
+  x.w->cache_lo = base;
+  x.w->cache_hi = base + len;
+  return true;
+}
+
+// Host pointer for `size` bytes at `addr` in space S for lane l, or nullptr (fault raised).
+template <Space S>
+inline uint8_t* Resolve(Exec& x, const Inst& in, int l, uint64_t addr, uint32_t size) {
+  if constexpr (S == Space::kGlobal || S == Space::kConst) {
+    if (addr >= x.w->cache_lo && addr + size <= x.w->cache_hi) [[likely]]
+      return reinterpret_cast<uint8_t*>(addr);
+    if (GlobalSlow(x, addr, size)) return reinterpret_cast<uint8_t*>(addr);
+    AddressFault(x, in, l, addr, size, S);
+    return nullptr;
+  } else if constexpr (S == Space::kShared) {
+    if (addr + size <= x.cta->shared_size && addr + size >= addr) [[likely]]
+      return x.cta->SharedBytes() + addr;
+    AddressFault(x, in, l, addr, size, S);
+    return nullptr;
+  } else if constexpr (S == Space::kLocal) {
+    if (addr + size <= x.cta->local_stride && addr + size >= addr) [[likely]]
+      return x.cta->LocalOf(x.w->index, l) + addr;
+    AddressFault(x, in, l, addr, size, S);
+    return nullptr;
+  } else if constexpr (S == Space::kParam) {
+    if (addr + size <= x.L->param_bytes && addr + size >= addr) [[likely]]
+      return const_cast<uint8_t*>(x.L->params) + addr;
+    AddressFault(x, in, l, addr, size, S);
+    return nullptr;
+  } else {
+    uint64_t win = addr & ~(kWindowSize - 1);
+    if (win == kSharedWindow) return Resolve<Space::kShared>(x, in, l, addr - kSharedWindow, size);
+    if (win == kLocalWindow) return Resolve<Space::kLocal>(x, in, l, addr - kLocalWindow, size);
+    if (win == kParamWindow) return Resolve<Space::kParam>(x, in, l, addr - kParamWindow, size);
+    return Resolve<Space::kGlobal>(x, in, l, addr, size);
+  }
+}
+
+template <int N, bool kSext>
+inline uint64_t LoadBytes(const uint8_t* p) {
+  if constexpr (N == 1) return kSext ? uint64_t(int64_t(int8_t(*p))) : *p;
+  if constexpr (N == 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return kSext ? uint64_t(int64_t(int16_t(v))) : v;
+  }
+  if constexpr (N == 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return kSext ? uint64_t(int64_t(int32_t(v))) : v;
+  }
+  if constexpr (N == 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  return 0;
+}
+
+template <Space S, int N, int V, bool kSext>
+int Ld(Exec& x, const Inst& in) {
+  uint64_t ub = UniformBase(x, in);
+  const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
+  if constexpr (V == 1) {
+    uint64_t* d = Dst(x, in.d[0]);
+    if (!base) {  // uniform address: one check, broadcast
+      int l0 = std::countr_zero(x.mask);
+      uint8_t* p = Resolve<S>(x, in, l0, ub, N);
+      if (!p) return kFault;
+      uint64_t v = LoadBytes<N, kSext>(p);
+      ForLanes(x.mask, [&](int l) { d[l] = v; });
+      return kNext;
+    }
+    uint32_t m = x.mask;
+    while (m) {
+      int l = std::countr_zero(m);
+      m &= m - 1;
+      uint8_t* p = Resolve<S>(x, in, l, base[l] + ub, N);
+      if (!p) [[unlikely]]
+        return kFault;
+      d[l] = LoadBytes<N, kSext>(p);
+    }
+    return kNext;
+  } else {
+    uint32_t m = x.mask;
+    uint64_t tmp[V][32];
+    while (m) {
+      int l = std::countr_zero(m);
+      m &= m - 1;
+      uint64_t addr = (base ? base[l] : 0) + ub;
+      uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
+      if (!p) [[unlikely]]
+        return kFault;
+      for (int k = 0; k < V; ++k) tmp[k][l] = LoadBytes<N, kSext>(p + k * N);
+    }
+    for (int k = 0; k < V; ++k) {
+      if (in.d[k] == kNoReg) continue;
+      uint64_t* d = Dst(x, in.d[k]);
+      ForLanes(x.mask, [&](int l) { d[l] = tmp[k][l]; });
+    }
+    return kNext;
+  }
+}
+
+template <Space S, int N, int V>
+int St(Exec& x, const Inst& in) {
+  uint64_t ub = UniformBase(x, in);
+  const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
+  const uint64_t* v[V];
+  for (int k = 0; k < V; ++k) v[k] = Src(x, in.a[k]);
+  uint32_t m = x.mask;
+  while (m) {
+    int l = std::countr_zero(m);
+    m &= m - 1;
+    uint64_t addr = (base ? base[l] : 0) + ub;
+    uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
+    if (!p) [[unlikely]]
+      return kFault;
+    for (int k = 0; k < V; ++k) std::memcpy(p + k * N, &v[k][l], N);
+  }
+  return kNext;
+}
+
+template <Space S>
+ExecFn PickLdS(int n, int v, bool sext) {
+#define LDV(N, SX)             \
+  switch (v) {                 \
+    case 1:                    \
+      return &Ld<S, N, 1, SX>; \
+    case 2:                    \
+      return &Ld<S, N, 2, SX>; \
+    case 4:                    \
+      return &Ld<S, N, 4, SX>; \
+    default:                   \
+      return nullptr;          \
+  }
+  switch (n) {
+    case 1:
+      if (sext) {
+        LDV(1, true)
+      } else {
+        LDV(1, false)
+      }
+    case 2:
+      if (sext) {
+        LDV(2, true)
+      } else {
+        LDV(2, false)
+      }
+    case 4:
+      LDV(4, false)
+    case 8:
+      LDV(8, false)
+    default:
+      return nullptr;
+  }
+#undef LDV
+}
+template <Space S>
+ExecFn PickStS(int n, int v) {
+#define STV(N)             \
+  switch (v) {             \
+    case 1:                \
+      return &St<S, N, 1>; \
+    case 2:                \
+      return &St<S, N, 2>; \
+    case 4:                \
+      return &St<S, N, 4>; \
+    default:               \
+      return nullptr;      \
+  }
+  switch (n) {
+    case 1:
+      STV(1)
+    case 2:
+      STV(2)
+    case 4:
+      STV(4)
+    case 8:
+      STV(8)
+    default:
+      return nullptr;
+  }
+#undef STV
+}
+
+ExecFn PickMem(const Inst& in, bool store) {
+  int n = TySize(in.ty);
+  if (n == 0 || n == 16 || in.ty == Ty::kPred) return nullptr;
+  bool sext = TyIsSigned(in.ty) && n < 4;
+  switch (in.space) {
+    case Space::kGlobal:
+      return store ? PickStS<Space::kGlobal>(n, in.vec) : PickLdS<Space::kGlobal>(n, in.vec, sext);
+    case Space::kConst:
+      return store ? nullptr : PickLdS<Space::kConst>(n, in.vec, sext);
+    case Space::kShared:
+      return store ? PickStS<Space::kShared>(n, in.vec) : PickLdS<Space::kShared>(n, in.vec, sext);
+    case Space::kLocal:
+      return store ? PickStS<Space::kLocal>(n, in.vec) : PickLdS<Space::kLocal>(n, in.vec, sext);
+    case Space::kParam:
+      return store ? nullptr : PickLdS<Space::kParam>(n, in.vec, sext);
+    default:
+      return store ? PickStS<Space::kGeneric>(n, in.vec)
+                   : PickLdS<Space::kGeneric>(n, in.vec, sext);
+  }
+}
+
+// ---- atomics ----
+template <class T>
+T AtomOp(Sub op, T* p, T b, T c, bool shared_space) {
+  if (shared_space) {  // a CTA runs on one worker thread: plain read-modify-write is atomic
+    T old = *p;
+    T nv = old;
+    switch (op) {
+      case Sub::kAdd:
+        nv = T(old + b);
+        break;
+      case Sub::kMin:
+        nv = old < b ? old : b;
+        break;
+      case Sub::kMax:
+        nv = old < b ? b : old;
+        break;
+      case Sub::kExch:
+        nv = b;
+        break;
+      case Sub::kCas:
+        nv = old == b ? c : old;
+        break;
+      case Sub::kInc:
+        if constexpr (std::is_integral_v<T>) nv = old >= b ? T(0) : T(old + 1);
+        break;
+      case Sub::kDec:
+        if constexpr (std::is_integral_v<T>) nv = (old == 0 || old > b) ? b : T(old - 1);
+        break;
+      case Sub::kAnd:
+        if constexpr (std::is_integral_v<T>) nv = T(old & b);
+        break;
+      case Sub::kOr:
+        if constexpr (std::is_integral_v<T>) nv = T(old | b);
+        break;
+      case Sub::kXor:
+        if constexpr (std::is_integral_v<T>) nv = T(old ^ b);
+        break;
+      default:
+        break;
+    }
+    *p = nv;
+    return old;
+  }
+  // Global memory is shared by every worker: seq_cst read-modify-writes (they pair with each
+  // other and with any fence the kernel issues).
+  std::atomic_ref<T> r(*p);
+  switch (op) {
+    case Sub::kAdd:
+      if constexpr (std::is_floating_point_v<T>) {
+        T old = r.load();
+        while (!r.compare_exchange_weak(old, T(old + b))) {
+        }
+        return old;
+      } else {
+        return r.fetch_add(b);
+      }
+    case Sub::kExch:
+      return r.exchange(b);
+    case Sub::kCas: {
+      T expected = b;
+      r.compare_exchange_strong(expected, c);
+      return expected;
+    }
+    default:
+      break;
+  }
+  T old = r.load();
+  for (;;) {
+    T nv = old;
+    switch (op) {
+      case Sub::kMin:
+        nv = old < b ? old : b;
+        break;
+      case Sub::kMax:
+        nv = old < b ? b : old;
+        break;
+      case Sub::kInc:
+        if constexpr (std::is_integral_v<T>) nv = old >= b ? T(0) : T(old + 1);
+        break;
+      case Sub::kDec:
+        if constexpr (std::is_integral_v<T>) nv = (old == 0 || old > b) ? b : T(old - 1);
+        break;
+      case Sub::kAnd:
+        if constexpr (std::is_integral_v<T>) nv = T(old & b);
+        break;
+      case Sub::kOr:
+        if constexpr (std::is_integral_v<T>) nv = T(old | b);
+        break;
+      case Sub::kXor:
+        if constexpr (std::is_integral_v<T>) nv = T(old ^ b);
+        break;
+      default:
+        break;
+    }
+    if (r.compare_exchange_weak(old, nv)) return old;
+  }
+}
+
+template <class T, bool kRed>
+int Atom(Exec& x, const Inst& in) {
+  uint64_t ub = UniformBase(x, in);
+  const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
+  uint64_t* d = kRed ? nullptr : Dst(x, in.d[0]);
+  const uint64_t* b = Src(x, in.a[0]);
+  const uint64_t* c = in.na > 1 ? Src(x, in.a[1]) : nullptr;
+  uint32_t m = x.mask;
+  while (m) {
+    int l = std::countr_zero(m);
+    m &= m - 1;
+    uint64_t addr = (base ? base[l] : 0) + ub;
+    if (addr % sizeof(T)) return AddressFault(x, in, l, addr, sizeof(T), in.space);
+    uint8_t* p = nullptr;
+    bool shared = false;
+    Space sp = in.space;
+    if (sp == Space::kGeneric) {
+      uint64_t win = addr & ~(kWindowSize - 1);
+      if (win == kSharedWindow) {
+        sp = Space::kShared;
+        addr -= kSharedWindow;
+      } else if (win == kLocalWindow || win == kParamWindow) {
+        return AddressFault(x, in, l, addr, sizeof(T), Space::kGeneric);
+      } else {
+        sp = Space::kGlobal;
+      }
+    }
+    if (sp == Space::kShared) {
+      p = Resolve<Space::kShared>(x, in, l, addr, sizeof(T));
+      shared = true;
+    } else if (sp == Space::kGlobal) {
+      p = Resolve<Space::kGlobal>(x, in, l, addr, sizeof(T));
+    } else {
+      return AddressFault(x, in, l, addr, sizeof(T), sp);
+    }
+    if (!p) return kFault;
+    T old =
+        AtomOp<T>(in.sub, reinterpret_cast<T*>(p), Get<T>(b[l]), c ? Get<T>(c[l]) : T(0), shared);
+    if (!kRed) d[l] = Put<T>(old);
+  }
+  return kNext;
+}
+
+template <bool kRed>
+ExecFn PickAtom(const Inst& in) {
+  bool fl = TyIsFloat(in.ty);
+  bool bit = in.sub == Sub::kAnd || in.sub == Sub::kOr || in.sub == Sub::kXor ||
+             in.sub == Sub::kCas || in.sub == Sub::kExch;
+  if (in.vec != 1) return nullptr;
+  if (fl) {
+    if (in.sub != Sub::kAdd && in.sub != Sub::kExch) return nullptr;
+    if (in.ty == Ty::kF32) return &Atom<float, kRed>;
+    if (in.ty == Ty::kF64) return &Atom<double, kRed>;
+    return nullptr;
+  }
+  if ((in.sub == Sub::kInc || in.sub == Sub::kDec) && in.ty != Ty::kU32) return nullptr;
+  switch (in.ty) {
+    case Ty::kB32:
+    case Ty::kU32:
+      return &Atom<uint32_t, kRed>;
+    case Ty::kS32:
+      return bit ? &Atom<uint32_t, kRed> : &Atom<int32_t, kRed>;
+    case Ty::kB64:
+    case Ty::kU64:
+      return &Atom<uint64_t, kRed>;
+    case Ty::kS64:
+      return bit ? &Atom<uint64_t, kRed> : &Atom<int64_t, kRed>;
+    default:
+      return nullptr;
+  }
+}
+
+// ---- cvta / isspacep ----
+template <bool kTo>
+int Cvta(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  uint64_t win = in.space == Space::kShared  ? kSharedWindow
+                 : in.space == Space::kLocal ? kLocalWindow
+                 : in.space == Space::kParam ? kParamWindow
+                                             : 0;
+  if (in.sub == Sub::kAll) {  // operand was a symbol
+    uint64_t v = UniformBase(x, in);
+    v = kTo ? v - win : v + win;
+    ForLanes(x.mask, [&](int l) { d[l] = v; });
+    return kNext;
+  }
+  const uint64_t* a = Src(x, in.a[0]);
+  bool narrow = TySize(in.ty) == 4;
+  ForLanes(x.mask, [&](int l) {
+    uint64_t v = kTo ? a[l] - win : a[l] + win;
+    d[l] = narrow ? uint32_t(v) : v;
+  });
+  return kNext;
+}
+
+int Isspacep(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) {
+    uint64_t win = a[l] & ~(kWindowSize - 1);
+    bool r;
+    switch (in.space) {
+      case Space::kShared:
+        r = win == kSharedWindow;
+        break;
+      case Space::kLocal:
+        r = win == kLocalWindow;
+        break;
+      case Space::kParam:
+        r = win == kParamWindow;
+        break;
+      default:
+        r = win != kSharedWindow && win != kLocalWindow && win != kParamWindow;
+        break;
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+
+int Nop(Exec&, const Inst&) {
+  return kNext;
+}
+int Fence(Exec&, const Inst&) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the other workers' RMWs
+  return kNext;
+}
+
+}  // namespace
+
+ExecFn select_Ld(Inst& in) {
+  return PickMem(in, false);
+}
+ExecFn select_Ldu(Inst& in) {
+  return PickMem(in, false);
+}
+ExecFn select_St(Inst& in) {
+  return PickMem(in, true);
+}
+ExecFn select_Prefetch(Inst&) {
+  return &Nop;
+}
+ExecFn select_Atom(Inst& in) {
+  return PickAtom<false>(in);
+}
+ExecFn select_Red(Inst& in) {
+  return PickAtom<true>(in);
+}
+ExecFn select_Membar(Inst&) {
+  return &Fence;
+}
+ExecFn select_Fence(Inst&) {
+  return &Fence;
+}
+ExecFn select_Nanosleep(Inst&) {
+  return &Nop;
+}
+ExecFn select_Pmevent(Inst&) {
+  return &Nop;
+}
+ExecFn select_Brkpt(Inst&) {
+  return &Nop;
+}
+ExecFn select_Cvta(Inst& in) {
+  if (in.space == Space::kGeneric) return nullptr;
+  return (in.flags & kFlagTo) ? &Cvta<true> : &Cvta<false>;
+}
+ExecFn select_Isspacep(Inst&) {
+  return &Isspacep;
+}
+
+}  // namespace remora::emu::ptx
+
+namespace remora::emu::ptx {
+
+// Checked reads for builtins (vprintf, __assertfail): generic addresses, byte granular.
+bool ReadGeneric(Exec& x, const Inst& in, int lane, uint64_t addr, void* dst, size_t n) {
+  uint8_t* p = Resolve<Space::kGeneric>(x, in, lane, addr, uint32_t(n));
+  if (!p) return false;
+  std::memcpy(dst, p, n);
+  return true;
+}
+
+bool ReadString(Exec& x, const Inst& in, int lane, uint64_t addr, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < (1u << 20); ++i) {
+    char c;
+    if (!ReadGeneric(x, in, lane, addr + i, &c, 1)) return false;
+    if (c == 0) return true;
+    out->push_back(c);
+  }
+  return true;
+}
+
+}  // namespace remora::emu::ptx

@@ -1,0 +1,314 @@
+// emu/ptx/ir.h - the decoded IR: instructions with resolved operands, functions, the program.
+//
+// The parser turns PTX text into one code array per Program. Every operand is resolved at decode:
+// a register is a slot index into the executing frame (one 64-bit slot per register, 32 lanes
+// wide), an immediate is a slot of the read-only constant pool (kConstSlot set), a label is a
+// code index, a symbol is a constant, a global index or a frame offset.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "emu/ptx/ptx.h"
+
+namespace remora::emu::ptx {
+
+enum class Op : uint16_t {
+  kInvalid = 0,
+#define PTX_OP(id, Name, mnemonic, shape, section) k##Name = id,
+#include "emu/ptx/ops.def"
+};
+
+enum class Shape : uint8_t { None, D, DA, DAB, DABC, DABCE, Mem, Var };
+
+// Returns the base mnemonic of `op` ("add"), or "?" for an unknown value.
+const char* OpName(Op op);
+
+// Operand and register types. Size and kind are derived by helpers below.
+enum class Ty : uint8_t {
+  kNone,
+  kPred,
+  kB8,
+  kB16,
+  kB32,
+  kB64,
+  kB128,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
+  kS8,
+  kS16,
+  kS32,
+  kS64,
+  kF16,
+  kF16x2,
+  kBF16,
+  kBF16x2,
+  kF32,
+  kF64,
+};
+const char* TyName(Ty t);
+inline int TySize(Ty t) {
+  switch (t) {
+    case Ty::kPred:
+      return 1;
+    case Ty::kB8:
+    case Ty::kU8:
+    case Ty::kS8:
+      return 1;
+    case Ty::kB16:
+    case Ty::kU16:
+    case Ty::kS16:
+    case Ty::kF16:
+    case Ty::kBF16:
+      return 2;
+    case Ty::kB32:
+    case Ty::kU32:
+    case Ty::kS32:
+    case Ty::kF32:
+    case Ty::kF16x2:
+    case Ty::kBF16x2:
+      return 4;
+    case Ty::kB64:
+    case Ty::kU64:
+    case Ty::kS64:
+    case Ty::kF64:
+      return 8;
+    case Ty::kB128:
+      return 16;
+    default:
+      return 0;
+  }
+}
+inline bool TyIsSigned(Ty t) {
+  return t == Ty::kS8 || t == Ty::kS16 || t == Ty::kS32 || t == Ty::kS64;
+}
+inline bool TyIsFloat(Ty t) {
+  return t == Ty::kF16 || t == Ty::kF32 || t == Ty::kF64 || t == Ty::kBF16 || t == Ty::kF16x2 ||
+         t == Ty::kBF16x2;
+}
+
+enum class Space : uint8_t { kGeneric, kGlobal, kShared, kLocal, kConst, kParam };
+
+// Rounding modifier; the *i forms round to an integral value.
+enum class Rnd : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi };
+
+enum class Cmp : uint8_t {
+  kNone,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kLo,
+  kLs,
+  kHi,
+  kHs,
+  kEqu,
+  kNeu,
+  kLtu,
+  kLeu,
+  kGtu,
+  kGeu,
+  kNum,
+  kNan,
+};
+
+// The operation-selecting word of atom/red/shfl/vote/redux/bar.red/setp combine/match.
+enum class Sub : uint8_t {
+  kNone,
+  kAdd,
+  kInc,
+  kDec,
+  kCas,
+  kExch,
+  kMin,
+  kMax,
+  kAnd,
+  kOr,
+  kXor,
+  kUp,
+  kDown,
+  kBfly,
+  kIdx,
+  kAll,
+  kAny,
+  kUni,
+  kBallot,
+  kPopc,
+  kLo,
+  kHi,
+  kWide,
+  kL,
+  kR,
+};
+
+// Instruction flags.
+enum : uint16_t {
+  kFlagFtz = 1,
+  kFlagSat = 2,
+  kFlagApprox = 4,
+  kFlagFull = 8,
+  kFlagGuardNeg = 16,
+  kFlagTo = 32,
+  kFlagWrap = 64,
+  kFlagClamp = 128,
+  kFlagShiftAmt = 256,
+  kFlagUni = 512,
+  kFlagVolatile = 1024,
+  kFlagPredOut = 2048,
+  kFlagArrive = 4096,
+  kFlagSecondDest = 8192,
+};
+
+inline constexpr uint32_t kConstSlot = 1u << 31;  // operand refers to the constant pool
+inline constexpr uint32_t kNoReg = 0xffffffffu;
+
+// How the uniform part of an address or symbol value is found at run time.
+enum class SymKind : uint8_t {
+  kNone,    // just the immediate `off`
+  kGlobal,  // launch's address of global `sym`, plus `off`
+  kFrame,   // the executing frame's local base, plus `off` (depots, .func params, call temps)
+};
+
+// Special registers (mov from %tid.x and friends).
+enum class SReg : uint8_t {
+  kTidX,
+  kTidY,
+  kTidZ,
+  kNtidX,
+  kNtidY,
+  kNtidZ,
+  kCtaidX,
+  kCtaidY,
+  kCtaidZ,
+  kNctaidX,
+  kNctaidY,
+  kNctaidZ,
+  kLaneid,
+  kWarpid,
+  kNwarpid,
+  kSmid,
+  kNsmid,
+  kGridid,
+  kLanemaskEq,
+  kLanemaskLt,
+  kLanemaskLe,
+  kLanemaskGt,
+  kLanemaskGe,
+  kClock,
+  kClock64,
+  kGlobaltimer,
+  kEnvreg,
+  kDynSmem,
+  kTotalSmem,
+};
+
+struct Exec;
+struct Inst;
+// Executes one decoded instruction over x.mask; returns an ExecResult.
+using ExecFn = int (*)(Exec& x, const Inst& in);
+enum ExecResult : int { kNext = 0, kJumped = 1, kRepick = 2, kFault = 3 };
+
+struct Inst {
+  ExecFn fn = nullptr;
+  ExecFn inner = nullptr;  // the wrapped function of a rounding-mode wrapper
+  uint32_t d[4] = {kNoReg, kNoReg, kNoReg, kNoReg};          // destination slots
+  uint32_t a[5] = {kNoReg, kNoReg, kNoReg, kNoReg, kNoReg};  // source slots
+  int64_t off = 0;                                           // address/symbol immediate
+  uint32_t base = kNoReg;                                    // address base register slot
+  uint32_t sym = 0;                                          // global index for SymKind::kGlobal
+  uint32_t target = 0;      // branch target pc, callee function, or call-site index
+  uint32_t guard = kNoReg;  // predicate slot
+  uint32_t line = 0;        // PTX source line, for errors
+  uint16_t flags = 0;
+  Op op = Op::kInvalid;
+  Ty ty = Ty::kNone;   // main type
+  Ty ty2 = Ty::kNone;  // source type (cvt, set, slct)
+  Space space = Space::kGeneric;
+  SymKind symkind = SymKind::kNone;
+  Rnd rnd = Rnd::kNone;
+  Cmp cmp = Cmp::kNone;
+  Sub sub = Sub::kNone;   // atom op, shfl mode, ...
+  Sub sub2 = Sub::kNone;  // setp/bar.red combining op, mul mode
+  uint8_t nd = 0, na = 0;
+  uint8_t vec = 1;      // .v2/.v4 element count
+  uint8_t src_neg = 0;  // bit i: source a[i] is a negated predicate
+  uint8_t sreg = 0;     // SReg for mov from a special register
+};
+
+// A call site: where the caller's .param temporaries go in the callee's frame.
+struct CallSite {
+  uint32_t callee = 0;  // function index
+  struct Copy {
+    uint32_t from, to, size;  // frame offsets: caller temp -> callee param (or back for returns)
+  };
+  std::vector<Copy> args;  // caller frame -> callee frame
+  std::vector<Copy> rets;  // callee frame -> caller frame
+};
+
+enum class Builtin : uint8_t { kNone, kVprintf, kAssertfail, kMalloc, kFree };
+
+struct Function {
+  std::string name;
+  bool is_entry = false;
+  bool defined = false;
+  Builtin builtin = Builtin::kNone;
+  uint32_t entry_pc = 0;
+  uint32_t nregs = 0;        // register slots of one frame
+  uint32_t frame_bytes = 0;  // local frame: params, returns, depot, call temporaries
+  uint32_t depot_bytes = 0;
+  struct Param {
+    std::string name;
+    uint32_t offset, size, align;  // offset: param buffer (entry) or frame (func)
+  };
+  std::vector<Param> params;
+  std::vector<Param> rets;
+  uint32_t maxntid[3] = {0, 0, 0};
+  uint32_t kernel_index = 0;
+};
+
+struct Global {
+  std::string name;
+  Space space = Space::kGlobal;
+  uint64_t size = 0;
+  uint32_t align = 1;
+  bool defined = false;
+  std::vector<std::byte> init;
+  struct Reloc {
+    uint64_t at;      // byte offset inside this global
+    uint32_t target;  // global index whose address is stored there
+    int64_t addend;
+    int size;  // 4 or 8
+  };
+  std::vector<Reloc> relocs;
+};
+
+class ProgramImpl {
+ public:
+  std::vector<Inst> code;
+  std::vector<uint64_t> consts;  // constant pool: nconst * 32 lanes
+  std::vector<Function> funcs;
+  std::vector<CallSite> calls;
+  std::vector<Global> globals;  // .global and .const only
+  std::vector<KernelInfo> kernels;
+  std::vector<GlobalInfo> global_info;
+  std::vector<uint32_t> kernel_func;  // kernel index -> function index
+  std::unordered_map<std::string, uint32_t> func_by_name;
+  std::unordered_map<std::string, uint32_t> global_by_name;
+  uint32_t shared_bytes = 0;  // every static .shared of the program, laid out once
+  uint32_t dyn_shared_align = 16;
+  // Default storage for globals when a launch supplies no addresses (tests, tools).
+  std::vector<std::vector<uint64_t>> own_storage;
+  std::vector<uint64_t> own_addresses;
+  // Global addresses whose pointer initialisers were last written (Launch patches on change).
+  mutable std::mutex reloc_mu;
+  mutable std::vector<uint64_t> reloc_applied;
+};
+
+}  // namespace remora::emu::ptx

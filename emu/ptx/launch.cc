@@ -1,0 +1,368 @@
+// emu/ptx/launch.cc - Program, Load, Launch: blocks over workers, warps over converged groups.
+//
+// Scheduling: a worker takes whole CTAs from a shared counter. Within a CTA each warp runs until
+// all its lanes are parked at a CTA barrier or exited; then barriers whose arrivals are complete
+// release. Within a warp, the group to run is the set of lanes sharing the deepest frame and the
+// lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
+// back to back until it branches apart, reaches another group's PC, or parks.
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include "emu/ptx/exec.h"
+#include "emu/ptx/interp.h"
+
+namespace remora::emu::ptx {
+
+Status ParseProgram(std::span<const std::string> sources, ProgramImpl& P);
+const char* SpaceName(Space s);
+
+Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
+Program::~Program() = default;
+const std::vector<KernelInfo>& Program::kernels() const {
+  return impl_->kernels;
+}
+const std::vector<GlobalInfo>& Program::globals() const {
+  return impl_->global_info;
+}
+std::optional<size_t> Program::FindKernel(std::string_view name) const {
+  for (size_t i = 0; i < impl_->kernels.size(); ++i)
+    if (impl_->kernels[i].name == name) return i;
+  return std::nullopt;
+}
+std::optional<size_t> Program::FindGlobal(std::string_view name) const {
+  for (size_t i = 0; i < impl_->global_info.size(); ++i)
+    if (impl_->global_info[i].name == name) return i;
+  return std::nullopt;
+}
+
+namespace {
+
+void ApplyRelocs(const ProgramImpl& P, const uint64_t* addr) {
+  for (size_t g = 0; g < P.globals.size(); ++g) {
+    for (const Global::Reloc& r : P.globals[g].relocs) {
+      uint64_t v = addr[r.target] + uint64_t(r.addend);
+      std::memcpy(reinterpret_cast<uint8_t*>(addr[g]) + r.at, &v, size_t(r.size));
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sources) {
+  auto impl = std::make_unique<ProgramImpl>();
+  RETURN_IF_ERROR(ParseProgram(ptx_sources, *impl));
+  ProgramImpl& P = *impl;
+  for (const Global& g : P.globals) {
+    P.own_storage.emplace_back((g.size + 7) / 8 + 1, 0);
+    std::memcpy(P.own_storage.back().data(), g.init.data(), g.init.size());
+    P.own_addresses.push_back(reinterpret_cast<uint64_t>(P.own_storage.back().data()));
+  }
+  ApplyRelocs(P, P.own_addresses.data());
+  return std::shared_ptr<const Program>(std::make_shared<Program>(std::move(impl)));
+}
+
+const char* TyName(Ty t) {
+  static const char* kNames[] = {"",     ".pred", ".b8",    ".b16",  ".b32",    ".b64", ".b128",
+                                 ".u8",  ".u16",  ".u32",   ".u64",  ".s8",     ".s16", ".s32",
+                                 ".s64", ".f16",  ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64"};
+  return kNames[size_t(t)];
+}
+
+std::string Describe(const ProgramImpl&, const Inst& in) {
+  std::string s = OpName(in.op);
+  if (in.space != Space::kGeneric) s += std::string(".") + SpaceName(in.space);
+  s += TyName(in.ty);
+  s += TyName(in.ty2);
+  return s + " (PTX line " + std::to_string(in.line) + ")";
+}
+
+int Fault(Exec& x, int32_t code, std::string message) {
+  LaunchCtx& L = const_cast<LaunchCtx&>(*x.L);
+  std::lock_guard<std::mutex> lock(*L.fault_mu);
+  if (L.fault->ok()) *L.fault = Error(code, "kernel " + L.kernel->name + ": " + message);
+  L.failed->store(true, std::memory_order_relaxed);  // read by workers between CTAs only
+  return kFault;
+}
+
+int FaultAt(Exec& x, int32_t code, const Inst& in, const std::string& what) {
+  return Fault(x, code, what + " at " + Describe(*x.L->P, in));
+}
+
+namespace {
+
+bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
+  const ProgramImpl& P = *L.P;
+  const Inst* code = P.code.data();
+  for (;;) {
+    int best = -1;
+    bool force = false;
+    for (int pass = 0; pass < 2 && best < 0; ++pass) {
+      LaneState want = pass == 0 ? LaneState::kRun : LaneState::kWaitColl;
+      for (int l = 0; l < 32; ++l) {
+        if (w.state[l] != want) continue;
+        if (best < 0 || w.rbase[l] > w.rbase[best] ||
+            (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
+          best = l;
+      }
+      force = pass == 1;
+    }
+    if (best < 0) return true;
+    uint32_t pc = w.pc[best], rb = w.rbase[best];
+    uint32_t group = 0, stop = 0xffffffffu;
+    for (int l = 0; l < 32; ++l) {
+      LaneState s = w.state[l];
+      if ((s != LaneState::kRun && s != LaneState::kWaitColl) || w.rbase[l] != rb) continue;
+      if (w.pc[l] == pc) {
+        group |= 1u << l;
+        w.state[l] = LaneState::kRun;
+      } else if (w.pc[l] > pc && w.pc[l] < stop) {
+        stop = w.pc[l];
+      }
+    }
+    Exec x{&w,
+           &cta,
+           &L,
+           w.regs.data() + size_t(rb) * 32,
+           P.consts.data(),
+           group,
+           group,
+           pc,
+           stop,
+           rb,
+           w.lbase[best],
+           force};
+    uint64_t warp_n = 0, thread_n = 0;
+    for (;;) {
+      const Inst& in = code[x.pc];
+      uint32_t m = x.group;
+      if (in.guard != kNoReg) {
+        const uint64_t* g = x.R + size_t(in.guard) * 32;
+        uint32_t gm = 0;
+        for (int l = 0; l < 32; ++l) gm |= uint32_t(g[l] != 0) << l;
+        m = (in.flags & kFlagGuardNeg) ? (m & ~gm) : (m & gm);
+      }
+      ++warp_n;
+      if (m == 0) {
+        ++x.pc;
+      } else {
+        x.mask = m;
+        thread_n += uint32_t(std::popcount(m));
+        int r = in.fn(x, in);
+        if (r == kNext) [[likely]] {
+          ++x.pc;
+        } else if (r == kRepick) {
+          break;
+        } else if (r == kFault) [[unlikely]] {
+          w.instructions += warp_n;
+          w.thread_instructions += thread_n;
+          return false;
+        }
+      }
+      x.force = false;
+      if (x.pc >= x.stop_pc) [[unlikely]] {
+        ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
+        break;
+      }
+    }
+    w.instructions += warp_n;
+    w.thread_instructions += thread_n;
+  }
+}
+
+// Releases every barrier whose arrivals are complete; false if none could be.
+bool ReleaseBarriers(const LaunchCtx& L, Cta& cta, uint32_t live) {
+  bool released = false;
+  for (uint32_t id = 0; id < 16; ++id) {
+    if (cta.bar_arrived[id] == 0) continue;
+    uint32_t expected = cta.bar_expected[id] ? cta.bar_expected[id] : live;
+    uint32_t waiting = 0;
+    for (Warp& w : cta.warps)
+      for (int l = 0; l < 32; ++l)
+        waiting += w.state[l] == LaneState::kWaitBar && w.bar_id[l] == id;
+    if (cta.bar_arrived[id] < expected && waiting < live) continue;
+    uint32_t result = cta.bar_red[id];
+    for (Warp& w : cta.warps) {
+      for (int l = 0; l < 32; ++l) {
+        if (w.state[l] != LaneState::kWaitBar || w.bar_id[l] != id) continue;
+        w.state[l] = LaneState::kRun;
+        const Inst& in = L.P->code[w.pc[l]];
+        if ((in.op == Op::kBar || in.op == Op::kBarrier) && (in.flags & kFlagPredOut)) {
+          uint64_t v = in.sub == Sub::kPopc ? result : (result != 0);
+          w.regs[(size_t(w.rbase[l]) + in.d[0]) * 32 + size_t(l)] = v;
+          ++w.pc[l];
+        }
+      }
+    }
+    cta.bar_arrived[id] = 0;
+    cta.bar_expected[id] = 0;
+    cta.bar_red[id] = 0;
+    released = true;
+  }
+  return released;
+}
+
+bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
+  const ProgramImpl& P = *L.P;
+  const Function& f = P.funcs[P.kernel_func[L.kernel_index]];
+  cta.ctaid[0] = uint32_t(linear % L.nctaid[0]);
+  cta.ctaid[1] = uint32_t(linear / L.nctaid[0] % L.nctaid[1]);
+  cta.ctaid[2] = uint32_t(linear / (uint64_t(L.nctaid[0]) * L.nctaid[1]));
+  uint32_t nwarps = (L.nthreads + 31) / 32;
+  if (cta.warps.size() < nwarps) cta.warps.resize(nwarps);
+  for (uint32_t wi = 0; wi < nwarps; ++wi) {
+    Warp& w = cta.warps[wi];
+    w.index = wi;
+    w.valid = 0;
+    if (w.regs.size() < size_t(f.nregs) * 32) w.regs.resize(size_t(f.nregs) * 32);
+    if (w.stack.size() < 32) w.stack.resize(32);
+    w.cache_lo = 1;
+    w.cache_hi = 0;
+    for (int l = 0; l < 32; ++l) {
+      uint32_t t = wi * 32 + uint32_t(l);
+      w.stack[l].clear();
+      w.pc[l] = f.entry_pc;
+      w.rbase[l] = 0;
+      w.lbase[l] = 0;
+      w.bar_id[l] = 0;
+      if (t < L.nthreads) {
+        w.valid |= 1u << l;
+        w.state[l] = LaneState::kRun;
+        w.tid[0][l] = t % L.ntid[0];
+        w.tid[1][l] = t / L.ntid[0] % L.ntid[1];
+        w.tid[2][l] = t / (L.ntid[0] * L.ntid[1]);
+      } else {
+        w.state[l] = LaneState::kInvalid;
+        w.tid[0][l] = w.tid[1][l] = w.tid[2][l] = 0;
+      }
+    }
+  }
+  std::fill(std::begin(cta.bar_arrived), std::end(cta.bar_arrived), 0u);
+  std::fill(std::begin(cta.bar_expected), std::end(cta.bar_expected), 0u);
+  std::fill(std::begin(cta.bar_red), std::end(cta.bar_red), 0u);
+  for (;;) {
+    for (uint32_t wi = 0; wi < nwarps; ++wi)
+      if (!RunWarp(L, cta, cta.warps[wi])) return false;
+    uint32_t live = 0;
+    for (uint32_t wi = 0; wi < nwarps; ++wi)
+      for (int l = 0; l < 32; ++l) live += cta.warps[wi].state[l] == LaneState::kWaitBar;
+    if (live == 0) return true;
+    if (!ReleaseBarriers(L, cta, live)) {
+      Exec x{&cta.warps[0], &cta, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
+      char buf[120];
+      std::snprintf(buf, sizeof buf, "barrier deadlock in block (%u,%u,%u)", cta.ctaid[0],
+                    cta.ctaid[1], cta.ctaid[2]);
+      Fault(x, err::kLaunchFailure, buf);
+      return false;
+    }
+  }
+}
+
+}  // namespace
+
+Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig& cfg,
+                       LaunchStats* stats) {
+  const ProgramImpl& P = program.impl();
+  if (kernel >= P.kernels.size()) return Error(err::kInvalidDeviceFunction, "no such kernel");
+  const KernelInfo& k = P.kernels[kernel];
+  uint64_t nthreads = uint64_t(cfg.block[0]) * cfg.block[1] * cfg.block[2];
+  uint64_t nblocks = uint64_t(cfg.grid[0]) * cfg.grid[1] * cfg.grid[2];
+  if (nthreads == 0 || nthreads > k.max_threads_per_block || cfg.block[2] > 64 || nblocks == 0 ||
+      cfg.grid[1] > 65535 || cfg.grid[2] > 65535 || cfg.grid[0] > 0x7fffffffu)
+    return Error(err::kInvalidValue, "kernel " + k.name + ": invalid launch dimensions");
+  uint32_t dyn_base =
+      (P.shared_bytes + P.dyn_shared_align - 1) / P.dyn_shared_align * P.dyn_shared_align;
+  uint64_t shared_total = uint64_t(dyn_base) + cfg.dynamic_shared_bytes;
+  if (shared_total > 227 * 1024)
+    return Error(err::kInvalidValue, "kernel " + k.name + ": too much shared memory");
+  if (cfg.params.size() < k.param_bytes)
+    return Error(err::kInvalidValue, "kernel " + k.name + ": parameter buffer too short");
+
+  std::vector<uint64_t> gaddr;
+  if (!cfg.global_addresses.empty()) {
+    if (cfg.global_addresses.size() != P.globals.size())
+      return Error(err::kInvalidValue, "global_addresses does not match globals()");
+    gaddr.assign(cfg.global_addresses.begin(), cfg.global_addresses.end());
+    std::lock_guard<std::mutex> lock(P.reloc_mu);
+    if (P.reloc_applied != gaddr) {
+      ApplyRelocs(P, gaddr.data());
+      P.reloc_applied = gaddr;
+    }
+  } else {
+    gaddr = P.own_addresses;
+  }
+  gaddr.push_back(dyn_base);  // the dynamic shared pseudo-global
+
+  const Function& f = P.funcs[P.kernel_func[kernel]];
+  bool has_calls = false;
+  for (const CallSite& c : P.calls) has_calls |= P.funcs[c.callee].builtin == Builtin::kNone;
+  uint32_t stride = f.frame_bytes + (has_calls ? 16384 : 0);
+  stride = (stride + 15) / 16 * 16;
+
+  std::atomic<bool> failed{false};
+  std::mutex fault_mu;
+  Status fault;
+  LaunchCtx L{};
+  L.P = &P;
+  L.kernel = &k;
+  L.kernel_index = uint32_t(kernel);
+  L.cfg = &cfg;
+  L.gaddr = gaddr.data();
+  L.params = reinterpret_cast<const uint8_t*>(cfg.params.data());
+  L.param_bytes = uint32_t(cfg.params.size());
+  for (int i = 0; i < 3; ++i) {
+    L.nctaid[i] = cfg.grid[i];
+    L.ntid[i] = cfg.block[i];
+  }
+  L.nthreads = uint32_t(nthreads);
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  unsigned workers = cfg.workers ? cfg.workers : hw;
+  workers = unsigned(std::min<uint64_t>(workers, nblocks));
+  L.nworkers = workers;
+  L.grid_id = 1;
+  L.local_stride = stride;
+  L.shared_total = uint32_t(shared_total);
+  L.failed = &failed;
+  L.fault = &fault;
+  L.fault_mu = &fault_mu;
+
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> total_warp{0}, total_thread{0};
+  auto work = [&](unsigned worker) {
+    Cta cta;
+    cta.worker = worker;
+    cta.nthreads = L.nthreads;
+    cta.local_stride = stride;
+    cta.shared_size = uint32_t(shared_total);
+    cta.shared.assign((shared_total + 7) / 8 + 1, 0);
+    cta.local.assign((size_t(stride) * L.nthreads + 7) / 8 + 1, 0);
+    for (;;) {
+      if (failed.load(std::memory_order_relaxed)) break;
+      uint64_t b = next.fetch_add(1, std::memory_order_relaxed);  // work distribution only
+      if (b >= nblocks) break;
+      if (!RunCta(L, cta, b)) break;
+    }
+    uint64_t wn = 0, tn = 0;
+    for (Warp& w : cta.warps) {
+      wn += w.instructions;
+      tn += w.thread_instructions;
+    }
+    total_warp.fetch_add(wn, std::memory_order_relaxed);
+    total_thread.fetch_add(tn, std::memory_order_relaxed);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < workers; ++i) threads.emplace_back(work, i);
+  work(0);
+  for (auto& t : threads) t.join();
+  if (stats) {
+    stats->warp_instructions = total_warp.load();
+    stats->thread_instructions = total_thread.load();
+  }
+  return fault;
+}
+
+Status Launch(const Program& program, size_t kernel, const LaunchConfig& config) {
+  return LaunchWithStats(program, kernel, config, nullptr);
+}
+
+}  // namespace remora::emu::ptx

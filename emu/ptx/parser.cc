@@ -1,0 +1,1486 @@
+// emu/ptx/parser.cc - PTX text to the decoded IR: directives, declarations, instructions, linking.
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "emu/ptx/exec.h"
+#include "emu/ptx/ir.h"
+#include "emu/ptx/lexer.h"
+
+namespace remora::emu::ptx {
+namespace {
+
+struct OpRow {
+  Op op;
+  const char* mnemonic;
+  Shape shape;
+};
+constexpr OpRow kOpRows[] = {
+#define PTX_OP(id, Name, mnemonic, shape, section) {Op::k##Name, mnemonic, Shape::shape},
+#include "emu/ptx/ops.def"
+};
+
+using SelectFn = ExecFn (*)(Inst&);
+struct SelectRow {
+  Op op;
+  SelectFn fn;
+};
+constexpr SelectRow kSelectRows[] = {
+#define PTX_OP(id, Name, mnemonic, shape, section) {Op::k##Name, &select_##Name},
+#include "emu/ptx/ops.def"
+};
+
+const OpRow* FindOp(std::string_view m) {
+  for (const OpRow& r : kOpRows)
+    if (m == r.mnemonic) return &r;
+  return nullptr;
+}
+
+SelectFn FindSelect(Op op) {
+  for (const SelectRow& r : kSelectRows)
+    if (r.op == op) return r.fn;
+  return nullptr;
+}
+
+// ---- modifiers ----
+enum class ModKind : uint8_t { kType, kRnd, kFlag, kSpace, kCmp, kSub, kVec, kIgnore, kSync };
+struct ModRow {
+  const char* text;
+  ModKind kind;
+  uint8_t value;
+  Cmp cmp_alt = Cmp::kNone;  // meaning inside setp/set
+};
+constexpr ModRow kMods[] = {
+    {"pred", ModKind::kType, uint8_t(Ty::kPred)},
+    {"b8", ModKind::kType, uint8_t(Ty::kB8)},
+    {"b16", ModKind::kType, uint8_t(Ty::kB16)},
+    {"b32", ModKind::kType, uint8_t(Ty::kB32)},
+    {"b64", ModKind::kType, uint8_t(Ty::kB64)},
+    {"b128", ModKind::kType, uint8_t(Ty::kB128)},
+    {"u8", ModKind::kType, uint8_t(Ty::kU8)},
+    {"u16", ModKind::kType, uint8_t(Ty::kU16)},
+    {"u32", ModKind::kType, uint8_t(Ty::kU32)},
+    {"u64", ModKind::kType, uint8_t(Ty::kU64)},
+    {"s8", ModKind::kType, uint8_t(Ty::kS8)},
+    {"s16", ModKind::kType, uint8_t(Ty::kS16)},
+    {"s32", ModKind::kType, uint8_t(Ty::kS32)},
+    {"s64", ModKind::kType, uint8_t(Ty::kS64)},
+    {"f16", ModKind::kType, uint8_t(Ty::kF16)},
+    {"f16x2", ModKind::kType, uint8_t(Ty::kF16x2)},
+    {"bf16", ModKind::kType, uint8_t(Ty::kBF16)},
+    {"bf16x2", ModKind::kType, uint8_t(Ty::kBF16x2)},
+    {"f32", ModKind::kType, uint8_t(Ty::kF32)},
+    {"f64", ModKind::kType, uint8_t(Ty::kF64)},
+    {"rn", ModKind::kRnd, uint8_t(Rnd::kRn)},
+    {"rz", ModKind::kRnd, uint8_t(Rnd::kRz)},
+    {"rm", ModKind::kRnd, uint8_t(Rnd::kRm)},
+    {"rp", ModKind::kRnd, uint8_t(Rnd::kRp)},
+    {"rni", ModKind::kRnd, uint8_t(Rnd::kRni)},
+    {"rzi", ModKind::kRnd, uint8_t(Rnd::kRzi)},
+    {"rmi", ModKind::kRnd, uint8_t(Rnd::kRmi)},
+    {"rpi", ModKind::kRnd, uint8_t(Rnd::kRpi)},
+    {"ftz", ModKind::kFlag, 0},
+    {"sat", ModKind::kFlag, 1},
+    {"approx", ModKind::kFlag, 2},
+    {"full", ModKind::kFlag, 3},
+    {"to", ModKind::kFlag, 5},
+    {"wrap", ModKind::kFlag, 6},
+    {"clamp", ModKind::kFlag, 7},
+    {"shiftamt", ModKind::kFlag, 8},
+    {"volatile", ModKind::kFlag, 10},
+    {"arrive", ModKind::kFlag, 12},
+    {"global", ModKind::kSpace, uint8_t(Space::kGlobal)},
+    {"shared", ModKind::kSpace, uint8_t(Space::kShared)},
+    {"shared::cta", ModKind::kSpace, uint8_t(Space::kShared)},
+    {"local", ModKind::kSpace, uint8_t(Space::kLocal)},
+    {"const", ModKind::kSpace, uint8_t(Space::kConst)},
+    {"param", ModKind::kSpace, uint8_t(Space::kParam)},
+    {"eq", ModKind::kCmp, uint8_t(Cmp::kEq)},
+    {"ne", ModKind::kCmp, uint8_t(Cmp::kNe)},
+    {"lt", ModKind::kCmp, uint8_t(Cmp::kLt)},
+    {"le", ModKind::kCmp, uint8_t(Cmp::kLe)},
+    {"gt", ModKind::kCmp, uint8_t(Cmp::kGt)},
+    {"ge", ModKind::kCmp, uint8_t(Cmp::kGe)},
+    {"ls", ModKind::kCmp, uint8_t(Cmp::kLs)},
+    {"hs", ModKind::kCmp, uint8_t(Cmp::kHs)},
+    {"equ", ModKind::kCmp, uint8_t(Cmp::kEqu)},
+    {"neu", ModKind::kCmp, uint8_t(Cmp::kNeu)},
+    {"ltu", ModKind::kCmp, uint8_t(Cmp::kLtu)},
+    {"leu", ModKind::kCmp, uint8_t(Cmp::kLeu)},
+    {"gtu", ModKind::kCmp, uint8_t(Cmp::kGtu)},
+    {"geu", ModKind::kCmp, uint8_t(Cmp::kGeu)},
+    {"num", ModKind::kCmp, uint8_t(Cmp::kNum)},
+    {"nan", ModKind::kCmp, uint8_t(Cmp::kNan)},
+    {"lo", ModKind::kSub, uint8_t(Sub::kLo), Cmp::kLo},
+    {"hi", ModKind::kSub, uint8_t(Sub::kHi), Cmp::kHi},
+    {"wide", ModKind::kSub, uint8_t(Sub::kWide)},
+    {"add", ModKind::kSub, uint8_t(Sub::kAdd)},
+    {"inc", ModKind::kSub, uint8_t(Sub::kInc)},
+    {"dec", ModKind::kSub, uint8_t(Sub::kDec)},
+    {"cas", ModKind::kSub, uint8_t(Sub::kCas)},
+    {"exch", ModKind::kSub, uint8_t(Sub::kExch)},
+    {"min", ModKind::kSub, uint8_t(Sub::kMin)},
+    {"max", ModKind::kSub, uint8_t(Sub::kMax)},
+    {"and", ModKind::kSub, uint8_t(Sub::kAnd)},
+    {"or", ModKind::kSub, uint8_t(Sub::kOr)},
+    {"xor", ModKind::kSub, uint8_t(Sub::kXor)},
+    {"up", ModKind::kSub, uint8_t(Sub::kUp)},
+    {"down", ModKind::kSub, uint8_t(Sub::kDown)},
+    {"bfly", ModKind::kSub, uint8_t(Sub::kBfly)},
+    {"idx", ModKind::kSub, uint8_t(Sub::kIdx)},
+    {"all", ModKind::kSub, uint8_t(Sub::kAll)},
+    {"any", ModKind::kSub, uint8_t(Sub::kAny)},
+    {"uni", ModKind::kSub, uint8_t(Sub::kUni)},
+    {"ballot", ModKind::kSub, uint8_t(Sub::kBallot)},
+    {"popc", ModKind::kSub, uint8_t(Sub::kPopc)},
+    {"l", ModKind::kSub, uint8_t(Sub::kL)},
+    {"r", ModKind::kSub, uint8_t(Sub::kR)},
+    {"v2", ModKind::kVec, 2},
+    {"v4", ModKind::kVec, 4},
+    {"sync", ModKind::kSync, 0},
+    {"aligned", ModKind::kIgnore, 0},
+    {"warp", ModKind::kSync, 1},
+    {"red", ModKind::kSync, 2},
+    // Ordering, scope and cache hints: the interpreter is at least as strong as any of them.
+    {"nc", ModKind::kIgnore, 0},
+    {"weak", ModKind::kIgnore, 0},
+    {"relaxed", ModKind::kIgnore, 0},
+    {"acquire", ModKind::kIgnore, 0},
+    {"release", ModKind::kIgnore, 0},
+    {"acq_rel", ModKind::kIgnore, 0},
+    {"sc", ModKind::kIgnore, 0},
+    {"cta", ModKind::kIgnore, 0},
+    {"gpu", ModKind::kIgnore, 0},
+    {"sys", ModKind::kIgnore, 0},
+    {"gl", ModKind::kIgnore, 0},
+    {"cluster", ModKind::kIgnore, 0},
+    {"ca", ModKind::kIgnore, 0},
+    {"cg", ModKind::kIgnore, 0},
+    {"cs", ModKind::kIgnore, 0},
+    {"lu", ModKind::kIgnore, 0},
+    {"cv", ModKind::kIgnore, 0},
+    {"wb", ModKind::kIgnore, 0},
+    {"wt", ModKind::kIgnore, 0},
+    {"noftz", ModKind::kIgnore, 0},
+    {"L1::no_allocate", ModKind::kIgnore, 0},
+    {"L1::evict_last", ModKind::kIgnore, 0},
+    {"L1::evict_first", ModKind::kIgnore, 0},
+    {"L1::evict_normal", ModKind::kIgnore, 0},
+    {"L1::evict_unchanged", ModKind::kIgnore, 0},
+    {"L2::64B", ModKind::kIgnore, 0},
+    {"L2::128B", ModKind::kIgnore, 0},
+    {"L2::256B", ModKind::kIgnore, 0},
+    {"L2", ModKind::kIgnore, 0},
+    {"L1", ModKind::kIgnore, 0},
+};
+
+const ModRow* FindMod(std::string_view m) {
+  for (const ModRow& r : kMods)
+    if (m == r.text) return &r;
+  return nullptr;
+}
+
+// ---- raw operands ----
+struct RawOp {
+  enum Kind : uint8_t { kReg, kImm, kSym, kAddr, kVec, kSReg, kSink, kList } kind = kImm;
+  uint32_t reg = kNoReg;
+  uint32_t reg2 = kNoReg;  // second destination after '|'
+  int64_t imm = 0;
+  uint8_t fimm = 0;  // 0 integer, 4 = 0f literal (f32 bits), 8 = 0d literal or decimal float
+  bool neg = false;
+  bool has_base = false;
+  std::string sym;
+  std::vector<RawOp> elems;
+  SReg sreg = SReg::kTidX;
+};
+
+struct FrameSym {
+  std::string name;
+  uint32_t offset, size;
+};
+
+struct PendingCall {
+  uint32_t site;
+  std::string callee;
+  std::vector<FrameSym> args, rets;
+  uint32_t line;
+  int module;
+};
+
+struct ModuleScope {
+  std::unordered_map<std::string, uint32_t> globals, funcs;
+  std::unordered_map<std::string, uint32_t> shared;  // name -> offset
+  std::string dyn_shared;                            // name of the extern dynamic shared array
+  std::unordered_map<std::string, bool> dyn_names;
+};
+
+uint32_t AlignUp(uint32_t v, uint32_t a) {
+  return a ? (v + a - 1) / a * a : v;
+}
+
+class Parser {
+ public:
+  Parser(ProgramImpl& p) : P(p) {}
+
+  Status ParseModule(std::string_view src, int module);
+  Status Link();
+
+ private:
+  // Token helpers.
+  const Token& Peek(size_t k = 0) const { return toks_[std::min(i_ + k, toks_.size() - 1)]; }
+  const Token& Next() { return toks_[i_ < toks_.size() - 1 ? i_++ : i_]; }
+  bool IsP(std::string_view p, size_t k = 0) const {
+    return Peek(k).kind == Token::kPunct && Peek(k).text == p;
+  }
+  bool IsW(std::string_view w, size_t k = 0) const {
+    return Peek(k).kind == Token::kIdent && Peek(k).text == w;
+  }
+  Status Err(const std::string& what) const {
+    const Token& t = Peek();
+    return Error(err::kInvalidPtx, "PTX module " + std::to_string(module_) + " line " +
+                                       std::to_string(t.line) + ": " + what + " (at '" +
+                                       std::string(t.text) + "')");
+  }
+  Status Expect(std::string_view p) {
+    if (!IsP(p)) return Err("expected '" + std::string(p) + "'");
+    Next();
+    return OkStatus();
+  }
+  void SkipLine() {
+    uint32_t line = Peek().line;
+    while (Peek().kind != Token::kEnd && Peek().line == line) Next();
+  }
+  Status SkipBalanced();
+  Result<int64_t> ParseInt();
+
+  // Declarations.
+  struct VarDecl {
+    Space space = Space::kGlobal;
+    uint32_t align = 0;
+    Ty ty = Ty::kNone;
+    std::string name;
+    uint64_t count = 1;
+    bool is_array = false, unsized = false;
+    int vec = 1;
+  };
+  Status ParseVarDecl(VarDecl* out);
+  Status ParseModuleVar(bool is_extern, bool is_visible);
+  Status ParseInitializer(Global& g, Ty elem, uint32_t elem_size);
+  Status ParseFunction(bool is_entry, bool is_extern, bool is_visible);
+  Status ParseParamList(Function& f, std::vector<Function::Param>& out, bool in_frame);
+  Status ParseBody(Function& f, uint32_t fidx);
+  Status ParseRegDecl();
+  Status ParseInstruction(Function& f, uint32_t fidx);
+  Status ParseOperand(RawOp* op);
+
+  // Decoding.
+  Result<uint32_t> SrcSlot(const RawOp& op, Ty ty);
+  Result<uint32_t> DstSlot(const RawOp& op);
+  uint32_t ConstSlot(uint64_t bits);
+  Status ResolveSymbol(const std::string& name, int64_t off, Inst& in, Space* space);
+  Status DecodeAddress(const RawOp& op, Inst& in);
+  Status Decode(Function& f, uint32_t fidx, const std::string& mnemonic, std::vector<RawOp>& ops,
+                Inst& in);
+  Status DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool tail_list);
+
+  uint32_t LookupGlobal(const std::string& name) const {
+    auto it = scope().globals.find(name);
+    if (it != scope().globals.end()) return it->second;
+    auto jt = P.global_by_name.find(name);
+    return jt == P.global_by_name.end() ? kNoReg : jt->second;
+  }
+  ModuleScope& scope() { return scopes_[module_]; }
+  const ModuleScope& scope() const { return scopes_.at(module_); }
+
+  ProgramImpl& P;
+  std::vector<Token> toks_;
+  size_t i_ = 0;
+  int module_ = 0;
+  std::map<int, ModuleScope> scopes_;
+  std::unordered_map<uint64_t, uint32_t> const_index_;
+  std::vector<PendingCall> pending_calls_;
+  std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, int>>> call_funcs_;  // unused
+
+  // Per-function state.
+  std::unordered_map<std::string, uint32_t> regs_;
+  std::vector<FrameSym> frame_syms_;
+  std::vector<size_t> scope_marks_;
+  std::unordered_map<std::string, uint32_t> labels_;
+  std::vector<std::pair<uint32_t, std::string>> label_fixups_;
+  std::vector<std::pair<uint32_t, int>> pending_module_;
+  uint32_t sink_slot_ = kNoReg;
+  Function* cur_ = nullptr;
+};
+
+Status Parser::SkipBalanced() {
+  int depth = 0;
+  do {
+    if (Peek().kind == Token::kEnd) return Err("unbalanced braces");
+    if (IsP("{")) ++depth;
+    if (IsP("}")) --depth;
+    Next();
+  } while (depth > 0);
+  return OkStatus();
+}
+
+std::optional<int64_t> ParseIntText(std::string_view t) {
+  bool unsig = !t.empty() && (t.back() == 'U' || t.back() == 'u');
+  if (unsig) t.remove_suffix(1);
+  uint64_t v = 0;
+  int base = 10;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    base = 16;
+    t.remove_prefix(2);
+  } else if (t.size() > 2 && t[0] == '0' && (t[1] == 'b' || t[1] == 'B')) {
+    base = 2;
+    t.remove_prefix(2);
+  } else if (t.size() > 1 && t[0] == '0') {
+    base = 8;
+    t.remove_prefix(1);
+  }
+  auto r = std::from_chars(t.data(), t.data() + t.size(), v, base);
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return std::nullopt;
+  return int64_t(v);
+}
+
+Result<int64_t> Parser::ParseInt() {
+  bool neg = false;
+  if (IsP("-")) {
+    neg = true;
+    Next();
+  }
+  if (Peek().kind != Token::kNumber) return Err("expected an integer");
+  auto v = ParseIntText(Next().text);
+  if (!v) return Err("bad integer");
+  return neg ? -*v : *v;
+}
+
+// Parses a number token into a RawOp immediate (integer, 0f/0d float bits, decimal float).
+bool ParseNumber(std::string_view t, bool neg, RawOp* op) {
+  op->kind = RawOp::kImm;
+  if (t.size() == 10 && t[0] == '0' && (t[1] == 'f' || t[1] == 'F')) {
+    uint32_t bits = 0;
+    auto r = std::from_chars(t.data() + 2, t.data() + t.size(), bits, 16);
+    if (r.ec != std::errc()) return false;
+    if (neg) bits ^= 0x80000000u;
+    op->imm = bits;
+    op->fimm = 4;
+    return true;
+  }
+  if (t.size() == 18 && t[0] == '0' && (t[1] == 'd' || t[1] == 'D')) {
+    uint64_t bits = 0;
+    auto r = std::from_chars(t.data() + 2, t.data() + t.size(), bits, 16);
+    if (r.ec != std::errc()) return false;
+    if (neg) bits ^= 0x8000000000000000ull;
+    op->imm = int64_t(bits);
+    op->fimm = 8;
+    return true;
+  }
+  if (t.find('.') != std::string_view::npos || t.find('e') != std::string_view::npos) {
+    double d = std::strtod(std::string(t).c_str(), nullptr);
+    op->imm = int64_t(std::bit_cast<uint64_t>(neg ? -d : d));
+    op->fimm = 8;
+    return true;
+  }
+  auto v = ParseIntText(t);
+  if (!v) return false;
+  op->imm = neg ? -*v : *v;
+  return true;
+}
+
+std::optional<SReg> FindSReg(std::string_view n) {
+  static const std::pair<const char*, SReg> kRows[] = {
+      {"%tid.x", SReg::kTidX},
+      {"%tid.y", SReg::kTidY},
+      {"%tid.z", SReg::kTidZ},
+      {"%ntid.x", SReg::kNtidX},
+      {"%ntid.y", SReg::kNtidY},
+      {"%ntid.z", SReg::kNtidZ},
+      {"%ctaid.x", SReg::kCtaidX},
+      {"%ctaid.y", SReg::kCtaidY},
+      {"%ctaid.z", SReg::kCtaidZ},
+      {"%nctaid.x", SReg::kNctaidX},
+      {"%nctaid.y", SReg::kNctaidY},
+      {"%nctaid.z", SReg::kNctaidZ},
+      {"%laneid", SReg::kLaneid},
+      {"%warpid", SReg::kWarpid},
+      {"%nwarpid", SReg::kNwarpid},
+      {"%smid", SReg::kSmid},
+      {"%nsmid", SReg::kNsmid},
+      {"%gridid", SReg::kGridid},
+      {"%lanemask_eq", SReg::kLanemaskEq},
+      {"%lanemask_lt", SReg::kLanemaskLt},
+      {"%lanemask_le", SReg::kLanemaskLe},
+      {"%lanemask_gt", SReg::kLanemaskGt},
+      {"%lanemask_ge", SReg::kLanemaskGe},
+      {"%clock", SReg::kClock},
+      {"%clock64", SReg::kClock64},
+      {"%globaltimer", SReg::kGlobaltimer},
+      {"%globaltimer_lo", SReg::kGlobaltimer},
+      {"%dynamic_smem_size", SReg::kDynSmem},
+      {"%total_smem_size", SReg::kTotalSmem},
+  };
+  for (auto& [name, id] : kRows)
+    if (n == name) return id;
+  if (n.starts_with("%envreg")) return SReg::kEnvreg;
+  return std::nullopt;
+}
+
+Status Parser::ParseOperand(RawOp* op) {
+  if (IsP("{")) {
+    Next();
+    op->kind = RawOp::kVec;
+    while (!IsP("}")) {
+      RawOp e;
+      RETURN_IF_ERROR(ParseOperand(&e));
+      op->elems.push_back(std::move(e));
+      if (IsP(","))
+        Next();
+      else if (!IsP("}"))
+        return Err("expected ',' or '}' in vector operand");
+    }
+    Next();
+    return OkStatus();
+  }
+  if (IsP("[")) {
+    Next();
+    op->kind = RawOp::kAddr;
+    if (Peek().kind == Token::kIdent) {
+      std::string n(Next().text);
+      auto it = regs_.find(n);
+      if (it != regs_.end()) {
+        op->reg = it->second;
+        op->has_base = true;
+      } else {
+        op->sym = n;
+      }
+      if (IsP("+")) {
+        Next();
+        ASSIGN_OR_RETURN(op->imm, ParseInt());
+      } else if (IsP("-")) {
+        ASSIGN_OR_RETURN(op->imm, ParseInt());
+      }
+    } else {
+      ASSIGN_OR_RETURN(op->imm, ParseInt());
+    }
+    return Expect("]");
+  }
+  if (IsP("!")) {
+    Next();
+    RETURN_IF_ERROR(ParseOperand(op));
+    op->neg = true;
+    return OkStatus();
+  }
+  if (IsP("-") || Peek().kind == Token::kNumber) {
+    bool neg = false;
+    if (IsP("-")) {
+      neg = true;
+      Next();
+    }
+    if (Peek().kind != Token::kNumber) return Err("expected a number");
+    if (!ParseNumber(Peek().text, neg, op)) return Err("bad number");
+    Next();
+    return OkStatus();
+  }
+  if (Peek().kind != Token::kIdent) return Err("expected an operand");
+  std::string n(Next().text);
+  if (n == "_") {
+    op->kind = RawOp::kSink;
+    op->reg = sink_slot_;
+  } else if (auto it = regs_.find(n); it != regs_.end()) {
+    op->kind = RawOp::kReg;
+    op->reg = it->second;
+  } else if (auto s = FindSReg(n)) {
+    op->kind = RawOp::kSReg;
+    op->sreg = *s;
+  } else if (n[0] == '%') {
+    return Err("undeclared register " + n);
+  } else {
+    op->kind = RawOp::kSym;
+    op->sym = n;
+    if (IsP("+")) {
+      Next();
+      ASSIGN_OR_RETURN(op->imm, ParseInt());
+    }
+  }
+  if (IsP("|")) {
+    Next();
+    if (Peek().kind != Token::kIdent) return Err("expected a register after '|'");
+    auto it = regs_.find(std::string(Peek().text));
+    if (it == regs_.end()) return Err("undeclared register");
+    Next();
+    op->reg2 = it->second;
+  }
+  return OkStatus();
+}
+
+Status Parser::ParseVarDecl(VarDecl* d) {
+  // [.align N] [.vN] .type name [ '[' N? ']' ]*
+  for (;;) {
+    if (IsW(".align")) {
+      Next();
+      ASSIGN_OR_RETURN(int64_t a, ParseInt());
+      d->align = uint32_t(a);
+    } else if (IsW(".v2") || IsW(".v4")) {
+      d->vec = Next().text[2] - '0';
+    } else if (IsW(".ptr") || IsW(".global") || IsW(".shared") || IsW(".const") || IsW(".local")) {
+      Next();
+    } else if (Peek().kind == Token::kIdent && Peek().text[0] == '.') {
+      const ModRow* m = FindMod(Peek().text.substr(1));
+      if (!m || m->kind != ModKind::kType) return Err("unknown declaration attribute");
+      d->ty = Ty(m->value);
+      Next();
+    } else {
+      break;
+    }
+  }
+  if (d->ty == Ty::kNone) return Err("declaration without a type");
+  if (Peek().kind != Token::kIdent) return Err("expected a name");
+  d->name = std::string(Next().text);
+  while (IsP("[")) {
+    Next();
+    d->is_array = true;
+    if (IsP("]")) {
+      d->unsized = true;
+      Next();
+      continue;
+    }
+    ASSIGN_OR_RETURN(int64_t n, ParseInt());
+    d->count *= uint64_t(n);
+    RETURN_IF_ERROR(Expect("]"));
+  }
+  d->count *= uint64_t(d->vec);
+  if (d->align == 0) d->align = uint32_t(std::max(1, TySize(d->ty) * d->vec));
+  return OkStatus();
+}
+
+Status Parser::ParseInitializer(Global& g, Ty elem, uint32_t esize) {
+  uint64_t pos = 0;
+  auto put_one = [&]() -> Status {
+    if (pos + esize > g.size) return Err("too many initialisers");
+    // generic(sym)[+off] | sym[+off] | number
+    if (IsW("generic")) {
+      Next();
+      RETURN_IF_ERROR(Expect("("));
+      if (Peek().kind != Token::kIdent) return Err("expected a symbol");
+      std::string s(Next().text);
+      RETURN_IF_ERROR(Expect(")"));
+      int64_t add = 0;
+      if (IsP("+")) {
+        Next();
+        ASSIGN_OR_RETURN(add, ParseInt());
+      }
+      uint32_t t = LookupGlobal(s);
+      if (t == kNoReg) return Err("initialiser names unknown symbol " + s);
+      g.relocs.push_back({pos, t, add, int(esize)});
+    } else if (Peek().kind == Token::kIdent) {
+      std::string s(Next().text);
+      int64_t add = 0;
+      if (IsP("+")) {
+        Next();
+        ASSIGN_OR_RETURN(add, ParseInt());
+      }
+      uint32_t t = LookupGlobal(s);
+      if (t == kNoReg) return Err("initialiser names unknown symbol " + s);
+      g.relocs.push_back({pos, t, add, int(esize)});
+    } else {
+      bool neg = false;
+      if (IsP("-")) {
+        neg = true;
+        Next();
+      }
+      RawOp v;
+      if (Peek().kind != Token::kNumber || !ParseNumber(Peek().text, neg, &v))
+        return Err("bad initialiser");
+      Next();
+      uint64_t bits = uint64_t(v.imm);
+      if (elem == Ty::kF32 && v.fimm == 8) {
+        bits = std::bit_cast<uint32_t>(float(std::bit_cast<double>(bits)));
+      } else if (elem == Ty::kF64 && v.fimm == 4) {
+        bits = std::bit_cast<uint64_t>(double(std::bit_cast<float>(uint32_t(bits))));
+      } else if (elem == Ty::kF32 && v.fimm == 0) {
+        bits = std::bit_cast<uint32_t>(float(v.imm));
+      } else if (elem == Ty::kF64 && v.fimm == 0) {
+        bits = std::bit_cast<uint64_t>(double(v.imm));
+      }
+      std::memcpy(g.init.data() + pos, &bits, esize);
+    }
+    pos += esize;
+    return OkStatus();
+  };
+  std::function<Status()> parse_list = [&]() -> Status {
+    if (IsP("{")) {
+      Next();
+      while (!IsP("}")) {
+        RETURN_IF_ERROR(parse_list());
+        if (IsP(","))
+          Next();
+        else if (!IsP("}"))
+          return Err("expected ',' or '}' in initialiser");
+      }
+      Next();
+      return OkStatus();
+    }
+    return put_one();
+  };
+  return parse_list();
+}
+
+Status Parser::ParseModuleVar(bool is_extern, bool is_visible) {
+  VarDecl d;
+  std::string_view sp = Next().text;
+  d.space = sp == ".shared"  ? Space::kShared
+            : sp == ".const" ? Space::kConst
+            : sp == ".local" ? Space::kLocal
+                             : Space::kGlobal;
+  RETURN_IF_ERROR(ParseVarDecl(&d));
+  uint32_t esize = uint32_t(std::max(1, TySize(d.ty)));
+  if (d.space == Space::kShared) {
+    if (d.unsized || is_extern) {
+      scope().dyn_names[d.name] = true;
+      P.dyn_shared_align = std::max(P.dyn_shared_align, d.align);
+    } else {
+      P.shared_bytes = AlignUp(P.shared_bytes, d.align);
+      scope().shared[d.name] = P.shared_bytes;
+      P.shared_bytes += uint32_t(d.count * esize);
+    }
+    if (IsP("=")) return Err("initialiser on .shared");
+    return Expect(";");
+  }
+  if (d.space == Space::kLocal) return Err("module-scope .local is not supported");
+  uint32_t idx;
+  auto it = P.global_by_name.find(d.name);
+  if ((is_visible || is_extern) && it != P.global_by_name.end()) {
+    idx = it->second;
+  } else {
+    idx = uint32_t(P.globals.size());
+    P.globals.emplace_back();
+    P.globals[idx].name = d.name;
+    if (is_visible || is_extern) P.global_by_name[d.name] = idx;
+  }
+  scope().globals[d.name] = idx;
+  Global& g = P.globals[idx];
+  if (!is_extern) {
+    if (g.defined) return Err("duplicate definition of " + d.name);
+    g.defined = true;
+    g.space = d.space;
+    g.align = d.align;
+    g.size = d.count * esize;
+    g.init.assign(g.size, std::byte{0});
+    if (IsP("=")) {
+      Next();
+      RETURN_IF_ERROR(ParseInitializer(P.globals[idx], d.ty, esize));
+    }
+  } else if (g.size == 0) {
+    g.space = d.space;
+    g.size = d.count * esize;
+    g.align = d.align;
+  }
+  return Expect(";");
+}
+
+Status Parser::ParseParamList(Function& f, std::vector<Function::Param>& out, bool in_frame) {
+  RETURN_IF_ERROR(Expect("("));
+  uint32_t off = in_frame ? f.frame_bytes : 0;
+  if (!in_frame && !f.params.empty()) off = f.params.back().offset + f.params.back().size;
+  while (!IsP(")")) {
+    if (!IsW(".param") && !IsW(".reg")) return Err("expected .param");
+    Next();
+    VarDecl d;
+    RETURN_IF_ERROR(ParseVarDecl(&d));
+    uint32_t size = uint32_t(d.count * std::max(1, TySize(d.ty)));
+    off = AlignUp(off, d.align);
+    out.push_back({d.name, off, size, d.align});
+    off += size;
+    if (IsP(",")) Next();
+  }
+  Next();
+  if (in_frame) f.frame_bytes = off;
+  return OkStatus();
+}
+
+Status Parser::ParseFunction(bool is_entry, bool is_extern, bool is_visible) {
+  Next();  // .entry / .func
+  Function f;
+  f.is_entry = is_entry;
+  std::vector<Function::Param> rets;
+  if (!is_entry && IsP("(")) RETURN_IF_ERROR(ParseParamList(f, rets, true));
+  if (Peek().kind != Token::kIdent) return Err("expected a function name");
+  f.name = std::string(Next().text);
+  f.rets = rets;
+  if (IsP("(")) RETURN_IF_ERROR(ParseParamList(f, f.params, !is_entry));
+  // Performance directives.
+  for (;;) {
+    if (IsW(".maxntid") || IsW(".reqntid")) {
+      bool max = Peek().text == ".maxntid";
+      Next();
+      for (int k = 0; k < 3; ++k) {
+        ASSIGN_OR_RETURN(int64_t v, ParseInt());
+        if (max) f.maxntid[k] = uint32_t(v);
+        if (!IsP(",")) break;
+        Next();
+      }
+    } else if (IsW(".minnctapersm") || IsW(".maxnreg") || IsW(".maxnctapersm") ||
+               IsW(".maxclusterrank")) {
+      Next();
+      ASSIGN_OR_RETURN(int64_t v, ParseInt());
+      (void)v;
+    } else if (IsW(".noreturn")) {
+      Next();
+    } else if (IsW(".pragma")) {
+      Next();
+      Next();
+      RETURN_IF_ERROR(Expect(";"));
+    } else {
+      break;
+    }
+  }
+  auto& names = (is_visible || is_extern) ? P.func_by_name : scope().funcs;
+  uint32_t idx;
+  auto it = names.find(f.name);
+  if (it != names.end() || scope().funcs.count(f.name)) {
+    idx = it != names.end() ? it->second : scope().funcs[f.name];
+  } else {
+    idx = uint32_t(P.funcs.size());
+    P.funcs.emplace_back();
+    P.funcs[idx].name = f.name;
+    names[f.name] = idx;
+  }
+  scope().funcs[f.name] = idx;
+  if (IsP(";")) {
+    Next();
+    if (!P.funcs[idx].defined) {
+      std::string n = P.funcs[idx].name;
+      P.funcs[idx] = f;
+      P.funcs[idx].name = n;
+    }
+    return OkStatus();
+  }
+  if (P.funcs[idx].defined) return Err("duplicate definition of " + f.name);
+  if (!IsP("{")) return Err("expected '{' or ';' after function header");
+  f.defined = true;
+  f.entry_pc = uint32_t(P.code.size());
+  P.funcs[idx] = std::move(f);
+  return ParseBody(P.funcs[idx], idx);
+}
+
+Status Parser::ParseRegDecl() {
+  Next();  // .reg
+  Ty ty = Ty::kNone;
+  while (Peek().kind == Token::kIdent && Peek().text[0] == '.') {
+    const ModRow* m = FindMod(Peek().text.substr(1));
+    if (!m || m->kind != ModKind::kType) return Err("unsupported register declaration");
+    ty = Ty(m->value);
+    Next();
+  }
+  if (ty == Ty::kNone) return Err(".reg without a type");
+  for (;;) {
+    if (Peek().kind != Token::kIdent) return Err("expected a register name");
+    std::string n(Next().text);
+    if (IsP("<")) {
+      Next();
+      ASSIGN_OR_RETURN(int64_t cnt, ParseInt());
+      RETURN_IF_ERROR(Expect(">"));
+      for (int64_t k = 0; k < cnt; ++k) {
+        std::string rn = n + std::to_string(k);
+        if (!regs_.count(rn)) regs_[rn] = cur_->nregs++;
+      }
+    } else if (!regs_.count(n)) {
+      regs_[n] = cur_->nregs++;
+    }
+    if (!IsP(",")) break;
+    Next();
+  }
+  return Expect(";");
+}
+
+Status Parser::ParseBody(Function& fref, uint32_t fidx) {
+  regs_.clear();
+  frame_syms_.clear();
+  scope_marks_.clear();
+  labels_.clear();
+  label_fixups_.clear();
+  cur_ = &fref;
+  Function& f = fref;
+  sink_slot_ = f.nregs++;
+  for (auto& p : f.params)
+    if (!f.is_entry) frame_syms_.push_back({p.name, p.offset, p.size});
+  for (auto& p : f.rets) frame_syms_.push_back({p.name, p.offset, p.size});
+  Next();  // {
+  int depth = 1;
+  while (depth > 0) {
+    const Token& t = Peek();
+    if (t.kind == Token::kEnd) return Err("unexpected end inside function " + f.name);
+    if (IsP("{")) {
+      Next();
+      ++depth;
+      scope_marks_.push_back(frame_syms_.size());
+      continue;
+    }
+    if (IsP("}")) {
+      Next();
+      --depth;
+      if (!scope_marks_.empty()) {
+        frame_syms_.resize(scope_marks_.back());
+        scope_marks_.pop_back();
+      }
+      continue;
+    }
+    if (IsW(".reg")) {
+      RETURN_IF_ERROR(ParseRegDecl());
+      continue;
+    }
+    if (IsW(".loc") || IsW(".file")) {
+      SkipLine();
+      continue;
+    }
+    if (IsW(".pragma")) {
+      Next();
+      Next();
+      RETURN_IF_ERROR(Expect(";"));
+      continue;
+    }
+    if (IsW(".local") || IsW(".param")) {
+      Next();
+      VarDecl d;
+      RETURN_IF_ERROR(ParseVarDecl(&d));
+      uint32_t size = uint32_t(d.count * std::max(1, TySize(d.ty)));
+      f.frame_bytes = AlignUp(f.frame_bytes, std::max<uint32_t>(d.align, 1));
+      frame_syms_.push_back({d.name, f.frame_bytes, size});
+      f.frame_bytes += size;
+      RETURN_IF_ERROR(Expect(";"));
+      continue;
+    }
+    if (IsW(".shared")) {
+      Next();
+      VarDecl d;
+      RETURN_IF_ERROR(ParseVarDecl(&d));
+      P.shared_bytes = AlignUp(P.shared_bytes, d.align);
+      scope().shared[d.name] = P.shared_bytes;
+      P.shared_bytes += uint32_t(d.count * std::max(1, TySize(d.ty)));
+      RETURN_IF_ERROR(Expect(";"));
+      continue;
+    }
+    if (t.kind == Token::kIdent && IsP(":", 1)) {
+      labels_[std::string(t.text)] = uint32_t(P.code.size());
+      Next();
+      Next();
+      continue;
+    }
+    RETURN_IF_ERROR(ParseInstruction(f, fidx));
+  }
+  for (auto& [pc, name] : label_fixups_) {
+    auto it = labels_.find(name);
+    if (it == labels_.end()) return Err("unknown label " + name + " in " + f.name);
+    P.code[pc].target = it->second;
+  }
+  f.frame_bytes = AlignUp(f.frame_bytes, 16);
+  for (size_t pc = f.entry_pc; pc < P.code.size(); ++pc) {
+    if (P.code[pc].op != Op::kCall) continue;
+    P.code[pc].d[0] = f.nregs;
+    P.code[pc].d[1] = f.frame_bytes;
+  }
+  // Falling off the end returns.
+  Inst ret;
+  ret.op = Op::kRet;
+  ret.fn = select_Ret(ret);
+  P.code.push_back(ret);
+  return OkStatus();
+}
+
+Status Parser::ParseInstruction(Function& f, uint32_t fidx) {
+  Inst in;
+  in.line = Peek().line;
+  if (IsP("@")) {
+    Next();
+    bool neg = false;
+    if (IsP("!")) {
+      neg = true;
+      Next();
+    }
+    auto it = regs_.find(std::string(Peek().text));
+    if (it == regs_.end()) return Err("guard is not a declared predicate");
+    Next();
+    in.guard = it->second;
+    if (neg) in.flags |= kFlagGuardNeg;
+  }
+  if (Peek().kind != Token::kIdent) return Err("expected an instruction");
+  std::string mnemonic(Next().text);
+  std::vector<RawOp> ops;
+  bool is_call = mnemonic == "call" || mnemonic.starts_with("call.");
+  while (!IsP(";")) {
+    if (Peek().kind == Token::kEnd) return Err("missing ';'");
+    RawOp op;
+    if (is_call && IsP("(")) {
+      Next();
+      op.kind = RawOp::kList;
+      while (!IsP(")")) {
+        RawOp e;
+        RETURN_IF_ERROR(ParseOperand(&e));
+        op.elems.push_back(std::move(e));
+        if (IsP(",")) Next();
+      }
+      Next();
+    } else {
+      RETURN_IF_ERROR(ParseOperand(&op));
+    }
+    ops.push_back(std::move(op));
+    if (IsP(",")) Next();
+  }
+  Next();
+  RETURN_IF_ERROR(Decode(f, fidx, mnemonic, ops, in));
+  P.code.push_back(in);
+  return OkStatus();
+}
+
+uint32_t Parser::ConstSlot(uint64_t bits) {
+  auto it = const_index_.find(bits);
+  if (it != const_index_.end()) return it->second | kConstSlot;
+  uint32_t idx = uint32_t(P.consts.size() / 32);
+  P.consts.insert(P.consts.end(), 32, bits);
+  const_index_[bits] = idx;
+  return idx | kConstSlot;
+}
+
+Result<uint32_t> Parser::SrcSlot(const RawOp& op, Ty ty) {
+  switch (op.kind) {
+    case RawOp::kReg:
+    case RawOp::kSink:
+      return op.reg;
+    case RawOp::kImm: {
+      uint64_t bits = uint64_t(op.imm);
+      if (ty == Ty::kF32 && op.fimm == 8)
+        bits = std::bit_cast<uint32_t>(float(std::bit_cast<double>(bits)));
+      else if (ty == Ty::kF64 && op.fimm == 4)
+        bits = std::bit_cast<uint64_t>(double(std::bit_cast<float>(uint32_t(bits))));
+      else if (ty == Ty::kF32 && op.fimm == 0)
+        bits = std::bit_cast<uint32_t>(float(op.imm));
+      else if (ty == Ty::kF64 && op.fimm == 0)
+        bits = std::bit_cast<uint64_t>(double(op.imm));
+      return ConstSlot(bits);
+    }
+    case RawOp::kSym: {
+      auto sh = scope().shared.find(op.sym);
+      if (sh != scope().shared.end()) return ConstSlot(sh->second + uint64_t(op.imm));
+      return Err("symbol " + op.sym + " cannot be used as a value here");
+    }
+    default:
+      return Err("operand kind not allowed as a source");
+  }
+}
+
+Result<uint32_t> Parser::DstSlot(const RawOp& op) {
+  if (op.kind == RawOp::kReg || op.kind == RawOp::kSink) return op.reg;
+  return Err("destination must be a register");
+}
+
+// Resolves `name` for an address or a value: sets in.symkind/sym/off and the space it lives in.
+Status Parser::ResolveSymbol(const std::string& name, int64_t off, Inst& in, Space* space) {
+  for (auto it = frame_syms_.rbegin(); it != frame_syms_.rend(); ++it) {
+    if (it->name == name) {
+      in.symkind = SymKind::kFrame;
+      in.off = int64_t(it->offset) + off;
+      *space = Space::kLocal;
+      return OkStatus();
+    }
+  }
+  if (cur_->is_entry) {
+    for (auto& p : cur_->params) {
+      if (p.name == name) {
+        in.symkind = SymKind::kNone;
+        in.off = int64_t(p.offset) + off;
+        *space = Space::kParam;
+        return OkStatus();
+      }
+    }
+  }
+  if (auto it = scope().shared.find(name); it != scope().shared.end()) {
+    in.symkind = SymKind::kNone;
+    in.off = int64_t(it->second) + off;
+    *space = Space::kShared;
+    return OkStatus();
+  }
+  if (scope().dyn_names.count(name)) {
+    in.symkind = SymKind::kGlobal;
+    in.sym = kNoReg;  // patched at link: the dynamic shared base pseudo-global
+    in.off = off;
+    *space = Space::kShared;
+    return OkStatus();
+  }
+  uint32_t g = LookupGlobal(name);
+  if (g != kNoReg) {
+    in.symkind = SymKind::kGlobal;
+    in.sym = g;
+    in.off = off;
+    *space = P.globals[g].space == Space::kConst ? Space::kConst : Space::kGlobal;
+    return OkStatus();
+  }
+  return Err("unknown symbol " + name);
+}
+
+Status Parser::DecodeAddress(const RawOp& op, Inst& in) {
+  if (op.kind != RawOp::kAddr) return Err("expected an address operand [..]");
+  in.base = op.has_base ? op.reg : kNoReg;
+  in.off = op.imm;
+  if (!op.sym.empty()) {
+    Space sp;
+    RETURN_IF_ERROR(ResolveSymbol(op.sym, op.imm, in, &sp));
+    if (in.space == Space::kParam && sp == Space::kLocal) in.space = Space::kLocal;
+    if (in.space == Space::kGeneric) {
+      if (sp == Space::kLocal || sp == Space::kShared || sp == Space::kParam) in.space = sp;
+    }
+  }
+  return OkStatus();
+}
+
+bool IsCmpWord(const ModRow* m) {
+  return m->kind == ModKind::kCmp || m->cmp_alt != Cmp::kNone;
+}
+
+Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
+                      std::vector<RawOp>& ops, Inst& in) {
+  (void)fidx;
+  std::string_view rest(mnemonic);
+  size_t dot = rest.find('.');
+  std::string_view base = rest.substr(0, dot);
+  const OpRow* row = FindOp(base);
+  if (!row) return Err("unknown instruction '" + std::string(base) + "'");
+  in.op = row->op;
+  bool is_cmp_op = in.op == Op::kSetp || in.op == Op::kSet;
+  std::vector<Ty> types;
+  rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+  bool bar_red = false;
+  while (!rest.empty()) {
+    size_t d = rest.find('.');
+    std::string_view w = rest.substr(0, d);
+    rest = d == std::string_view::npos ? std::string_view() : rest.substr(d + 1);
+    const ModRow* m = FindMod(w);
+    if (!m) return Err("unknown modifier '." + std::string(w) + "' in '" + mnemonic + "'");
+    switch (m->kind) {
+      case ModKind::kType:
+        types.push_back(Ty(m->value));
+        break;
+      case ModKind::kRnd:
+        in.rnd = Rnd(m->value);
+        break;
+      case ModKind::kFlag:
+        in.flags |= uint16_t(1u << m->value);
+        break;
+      case ModKind::kSpace:
+        in.space = Space(m->value);
+        break;
+      case ModKind::kCmp:
+        in.cmp = Cmp(m->value);
+        break;
+      case ModKind::kVec:
+        in.vec = m->value;
+        break;
+      case ModKind::kIgnore:
+        break;
+      case ModKind::kSync:
+        if (m->value == 1) in.sub2 = Sub::kUni;  // bar.warp
+        if (m->value == 2) bar_red = true;
+        break;
+      case ModKind::kSub:
+        if (is_cmp_op && m->cmp_alt != Cmp::kNone) {
+          in.cmp = m->cmp_alt;
+        } else if (is_cmp_op || (bar_red && in.sub != Sub::kNone)) {
+          in.sub2 = Sub(m->value);
+        } else if (Sub(m->value) == Sub::kLo || Sub(m->value) == Sub::kHi ||
+                   Sub(m->value) == Sub::kWide) {
+          in.sub2 = Sub(m->value);
+        } else if (Sub(m->value) == Sub::kUni && (in.op == Op::kBra || in.op == Op::kCall)) {
+          in.flags |= kFlagUni;
+        } else {
+          in.sub = Sub(m->value);
+        }
+        break;
+    }
+    (void)IsCmpWord;
+  }
+  if (bar_red) in.flags |= kFlagPredOut;  // bar.red marker
+  if (!types.empty()) in.ty = types[0];
+  if (types.size() > 1) in.ty2 = types[1];
+  size_t n = ops.size();
+  auto need = [&](size_t lo, size_t hi) -> Status {
+    if (n < lo || n > hi)
+      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
+                 std::to_string(n));
+    return OkStatus();
+  };
+  auto dst = [&](int k) -> Status {
+    ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[k]));
+    if (ops[k].reg2 != kNoReg) {
+      in.d[1] = ops[k].reg2;
+      in.flags |= kFlagSecondDest;
+    }
+    in.nd = 1;
+    return OkStatus();
+  };
+  auto src = [&](int k, int slot, Ty ty) -> Status {
+    ASSIGN_OR_RETURN(in.a[slot], SrcSlot(ops[k], ty));
+    if (ops[k].neg) in.src_neg |= uint8_t(1u << slot);
+    in.na = uint8_t(std::max<int>(in.na, slot + 1));
+    return OkStatus();
+  };
+  switch (row->shape) {
+    case Shape::None:
+      RETURN_IF_ERROR(need(0, 0));
+      break;
+    case Shape::D:
+      RETURN_IF_ERROR(need(1, 1));
+      RETURN_IF_ERROR(dst(0));
+      break;
+    case Shape::DA:
+    case Shape::DAB:
+    case Shape::DABC:
+    case Shape::DABCE: {
+      size_t cnt = row->shape == Shape::DA     ? 2
+                   : row->shape == Shape::DAB  ? 3
+                   : row->shape == Shape::DABC ? 4
+                                               : 5;
+      RETURN_IF_ERROR(need(cnt, cnt));
+      if (in.op == Op::kMov) {
+        if (ops[0].kind == RawOp::kVec) {  // unpack
+          for (size_t k = 0; k < ops[0].elems.size() && k < 4; ++k) {
+            ASSIGN_OR_RETURN(in.d[k], DstSlot(ops[0].elems[k]));
+          }
+          in.nd = uint8_t(ops[0].elems.size());
+          in.vec = in.nd;
+          ASSIGN_OR_RETURN(in.a[0], SrcSlot(ops[1], in.ty));
+          in.na = 1;
+          in.sub = Sub::kDown;  // unpack marker
+          break;
+        }
+        RETURN_IF_ERROR(dst(0));
+        if (ops[1].kind == RawOp::kVec) {  // pack
+          for (size_t k = 0; k < ops[1].elems.size() && k < 4; ++k) {
+            ASSIGN_OR_RETURN(in.a[k], SrcSlot(ops[1].elems[k], Ty::kNone));
+          }
+          in.na = uint8_t(ops[1].elems.size());
+          in.vec = in.na;
+          in.sub = Sub::kUp;  // pack marker
+          break;
+        }
+        if (ops[1].kind == RawOp::kSReg) {
+          in.sreg = uint8_t(ops[1].sreg);
+          in.sub = Sub::kIdx;  // special-register marker
+          break;
+        }
+        if (ops[1].kind == RawOp::kSym) {
+          Space sp;
+          RETURN_IF_ERROR(ResolveSymbol(ops[1].sym, ops[1].imm, in, &sp));
+          if (sp == Space::kParam) in.off += 0;  // param-space address of an entry param
+          in.sub = Sub::kAll;                    // symbol-address marker
+          break;
+        }
+        RETURN_IF_ERROR(src(1, 0, in.ty));
+        break;
+      }
+      if (in.op == Op::kCvta && ops[1].kind == RawOp::kSym) {
+        RETURN_IF_ERROR(dst(0));
+        Space sp;
+        RETURN_IF_ERROR(ResolveSymbol(ops[1].sym, ops[1].imm, in, &sp));
+        in.sub = Sub::kAll;
+        break;
+      }
+      RETURN_IF_ERROR(dst(0));
+      for (size_t k = 1; k < cnt; ++k) {
+        Ty t = in.ty;
+        if ((in.op == Op::kShl || in.op == Op::kShr) && k == 2) t = Ty::kU32;
+        if ((in.op == Op::kSelp) && k == 3) t = Ty::kPred;
+        if (in.op == Op::kSlct && k == 3) t = in.ty2;
+        if (in.op == Op::kCvt) t = in.ty2;
+        RETURN_IF_ERROR(src(int(k), int(k - 1), t));
+      }
+      break;
+    }
+    case Shape::Mem: {
+      bool is_st = in.op == Op::kSt || in.op == Op::kRed;
+      bool is_prefetch = in.op == Op::kPrefetch;
+      if (is_prefetch) {
+        RETURN_IF_ERROR(need(1, 1));
+        RETURN_IF_ERROR(DecodeAddress(ops[0], in));
+        break;
+      }
+      if (in.op == Op::kAtom) {
+        RETURN_IF_ERROR(need(3, 4));
+        RETURN_IF_ERROR(dst(0));
+        RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+        RETURN_IF_ERROR(src(2, 0, in.ty));
+        if (n == 4) RETURN_IF_ERROR(src(3, 1, in.ty));
+        break;
+      }
+      RETURN_IF_ERROR(need(2, 2));
+      const RawOp& addr = is_st ? ops[0] : ops[1];
+      RawOp& val = is_st ? ops[1] : ops[0];
+      RETURN_IF_ERROR(DecodeAddress(addr, in));
+      if (val.kind == RawOp::kVec) {
+        if (val.elems.size() != in.vec) return Err("vector size does not match .v modifier");
+        for (size_t k = 0; k < val.elems.size(); ++k) {
+          if (is_st) {
+            ASSIGN_OR_RETURN(in.a[k], SrcSlot(val.elems[k], in.ty));
+          } else {
+            ASSIGN_OR_RETURN(in.d[k], DstSlot(val.elems[k]));
+          }
+        }
+        if (is_st)
+          in.na = in.vec;
+        else
+          in.nd = in.vec;
+      } else if (is_st) {
+        RETURN_IF_ERROR(src(1, 0, in.ty));
+      } else {
+        RETURN_IF_ERROR(dst(0));
+      }
+      break;
+    }
+    case Shape::Var:
+      switch (in.op) {
+        case Op::kSetp:
+          RETURN_IF_ERROR(need(3, 4));
+          RETURN_IF_ERROR(dst(0));
+          RETURN_IF_ERROR(src(1, 0, in.ty));
+          RETURN_IF_ERROR(src(2, 1, in.ty));
+          if (n == 4) RETURN_IF_ERROR(src(3, 2, Ty::kPred));
+          break;
+        case Op::kSet:
+          RETURN_IF_ERROR(need(3, 4));
+          RETURN_IF_ERROR(dst(0));
+          RETURN_IF_ERROR(src(1, 0, in.ty2));
+          RETURN_IF_ERROR(src(2, 1, in.ty2));
+          if (n == 4) RETURN_IF_ERROR(src(3, 2, Ty::kPred));
+          break;
+        case Op::kBra:
+          RETURN_IF_ERROR(need(1, 1));
+          if (ops[0].kind != RawOp::kSym) return Err("bra needs a label");
+          label_fixups_.push_back({uint32_t(P.code.size()), ops[0].sym});
+          break;
+        case Op::kCall:
+          return DecodeCall(f, ops, in, false);
+        case Op::kMembar:
+        case Op::kFence:
+          break;
+        case Op::kNanosleep:
+        case Op::kPmevent:
+          RETURN_IF_ERROR(need(1, 1));
+          break;
+        case Op::kBar:
+        case Op::kBarrier:
+          if (in.sub2 == Sub::kUni) {  // bar.warp.sync membermask
+            RETURN_IF_ERROR(need(1, 1));
+            RETURN_IF_ERROR(src(0, 0, Ty::kU32));
+            break;
+          }
+          if (in.flags & kFlagPredOut) {  // bar.red.op.type d, a{, b}, {!}c
+            RETURN_IF_ERROR(need(3, 4));
+            RETURN_IF_ERROR(dst(0));
+            RETURN_IF_ERROR(src(1, 0, Ty::kU32));
+            if (n == 4) {
+              RETURN_IF_ERROR(src(2, 1, Ty::kU32));
+              RETURN_IF_ERROR(src(3, 2, Ty::kPred));
+            } else {
+              RETURN_IF_ERROR(src(2, 2, Ty::kPred));
+            }
+            break;
+          }
+          RETURN_IF_ERROR(need(1, 2));
+          RETURN_IF_ERROR(src(0, 0, Ty::kU32));
+          if (n == 2) RETURN_IF_ERROR(src(1, 1, Ty::kU32));
+          break;
+        case Op::kShfl:
+          RETURN_IF_ERROR(need(5, 5));
+          RETURN_IF_ERROR(dst(0));
+          for (int k = 1; k < 5; ++k) RETURN_IF_ERROR(src(k, k - 1, Ty::kB32));
+          break;
+        case Op::kVote:
+        case Op::kRedux:
+        case Op::kMatch:
+          RETURN_IF_ERROR(need(3, 3));
+          RETURN_IF_ERROR(dst(0));
+          RETURN_IF_ERROR(src(1, 0, in.op == Op::kVote ? Ty::kPred : in.ty));
+          RETURN_IF_ERROR(src(2, 1, Ty::kB32));
+          break;
+        default:
+          return Err("no decoder for '" + mnemonic + "'");
+      }
+      break;
+  }
+  SelectFn sel = FindSelect(in.op);
+  in.fn = sel ? sel(in) : nullptr;
+  if (!in.fn) in.fn = &exec_unimplemented;
+  return OkStatus();
+}
+
+Status Parser::DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool) {
+  (void)f;
+  PendingCall pc;
+  pc.line = in.line;
+  pc.module = module_;
+  size_t k = 0;
+  auto frame_of = [&](const RawOp& o, std::vector<FrameSym>& out) -> Status {
+    if (o.kind != RawOp::kSym) return Err("call arguments must be .param names");
+    for (auto it = frame_syms_.rbegin(); it != frame_syms_.rend(); ++it) {
+      if (it->name == o.sym) {
+        out.push_back(*it);
+        return OkStatus();
+      }
+    }
+    return Err("call argument " + o.sym + " is not a .param in scope");
+  };
+  if (k < ops.size() && ops[k].kind == RawOp::kList) {
+    for (auto& e : ops[k].elems) RETURN_IF_ERROR(frame_of(e, pc.rets));
+    ++k;
+  }
+  if (k >= ops.size() || ops[k].kind != RawOp::kSym) return Err("indirect calls are not supported");
+  pc.callee = ops[k].sym;
+  ++k;
+  if (k < ops.size() && ops[k].kind == RawOp::kList) {
+    for (auto& e : ops[k].elems) RETURN_IF_ERROR(frame_of(e, pc.args));
+    ++k;
+  }
+  if (k != ops.size()) return Err("unexpected operands after call arguments");
+  pc.site = uint32_t(P.calls.size());
+  P.calls.emplace_back();
+  in.target = pc.site;
+  pending_calls_.push_back(std::move(pc));
+  in.fn = select_Call(in);
+  return OkStatus();
+}
+
+Status Parser::ParseModule(std::string_view src, int module) {
+  module_ = module;
+  scopes_[module];
+  std::vector<Token> toks = Tokenize(src);
+  toks_ = std::move(toks);
+  i_ = 0;
+  while (Peek().kind != Token::kEnd) {
+    bool is_extern = false, is_visible = false;
+    if (IsW(".version") || IsW(".target") || IsW(".address_size") || IsW(".file") || IsW(".loc")) {
+      SkipLine();
+      continue;
+    }
+    if (IsW(".pragma")) {
+      Next();
+      Next();
+      RETURN_IF_ERROR(Expect(";"));
+      continue;
+    }
+    if (IsW(".section")) {
+      Next();
+      Next();
+      RETURN_IF_ERROR(SkipBalanced());
+      continue;
+    }
+    while (IsW(".visible") || IsW(".extern") || IsW(".weak") || IsW(".common")) {
+      if (IsW(".extern"))
+        is_extern = true;
+      else
+        is_visible = true;
+      Next();
+    }
+    if (IsW(".entry") || IsW(".func")) {
+      RETURN_IF_ERROR(ParseFunction(IsW(".entry"), is_extern, is_visible));
+    } else if (IsW(".global") || IsW(".const") || IsW(".shared") || IsW(".local")) {
+      RETURN_IF_ERROR(ParseModuleVar(is_extern, is_visible));
+    } else {
+      return Err("unknown directive");
+    }
+  }
+  return OkStatus();
+}
+
+Status Parser::Link() {
+  auto lerr = [](const PendingCall& c, const std::string& what) {
+    return Error(err::kInvalidPtx, "PTX module " + std::to_string(c.module) + " line " +
+                                       std::to_string(c.line) + ": " + what);
+  };
+  for (PendingCall& c : pending_calls_) {
+    const ModuleScope& sc = scopes_[c.module];
+    uint32_t fi = kNoReg;
+    if (auto it = sc.funcs.find(c.callee); it != sc.funcs.end()) fi = it->second;
+    if (auto it = P.func_by_name.find(c.callee); it != P.func_by_name.end()) {
+      if (fi == kNoReg || !P.funcs[fi].defined) fi = it->second;
+    }
+    if (fi == kNoReg) return lerr(c, "call to unknown function " + c.callee);
+    Function& callee = P.funcs[fi];
+    if (!callee.defined) {
+      if (c.callee == "vprintf")
+        callee.builtin = Builtin::kVprintf;
+      else if (c.callee == "__assertfail")
+        callee.builtin = Builtin::kAssertfail;
+      else if (c.callee == "malloc")
+        callee.builtin = Builtin::kMalloc;
+      else if (c.callee == "free")
+        callee.builtin = Builtin::kFree;
+      else
+        return lerr(c, "call to " + c.callee + ", which no loaded module defines");
+    }
+    CallSite& site = P.calls[c.site];
+    site.callee = fi;
+    if (c.args.size() != callee.params.size() || c.rets.size() != callee.rets.size())
+      return lerr(c, "call to " + c.callee + " with the wrong number of arguments");
+    for (size_t k = 0; k < c.args.size(); ++k)
+      site.args.push_back({c.args[k].offset, callee.params[k].offset,
+                           std::min(c.args[k].size, callee.params[k].size)});
+    for (size_t k = 0; k < c.rets.size(); ++k)
+      site.rets.push_back(
+          {callee.rets[k].offset, c.rets[k].offset, std::min(c.rets[k].size, callee.rets[k].size)});
+  }
+  for (const Global& g : P.globals)
+    if (!g.defined)
+      return Error(err::kInvalidPtx, "extern variable " + g.name + " is defined by no module");
+  // The dynamic shared array is a pseudo-global one past the real ones (see LaunchCtx::gaddr).
+  uint32_t dyn_index = uint32_t(P.globals.size());
+  for (Inst& in : P.code)
+    if (in.symkind == SymKind::kGlobal && in.sym == kNoReg) in.sym = dyn_index;
+  for (size_t fi = 0; fi < P.funcs.size(); ++fi) {
+    Function& f = P.funcs[fi];
+    if (!f.is_entry || !f.defined) continue;
+    KernelInfo k;
+    k.name = f.name;
+    for (auto& p : f.params) k.params.push_back({p.offset, p.size});
+    k.param_bytes = f.params.empty() ? 0 : f.params.back().offset + f.params.back().size;
+    k.static_shared_bytes = P.shared_bytes;
+    k.local_bytes = f.frame_bytes;
+    uint32_t m = f.maxntid[0]
+                     ? f.maxntid[0] * std::max(1u, f.maxntid[1]) * std::max(1u, f.maxntid[2])
+                     : 1024;
+    k.max_threads_per_block = m;
+    k.num_regs = f.nregs;
+    f.kernel_index = uint32_t(P.kernels.size());
+    P.kernels.push_back(std::move(k));
+    P.kernel_func.push_back(uint32_t(fi));
+  }
+  for (const Global& g : P.globals) {
+    GlobalInfo gi;
+    gi.name = g.name;
+    gi.is_const = g.space == Space::kConst;
+    gi.size = g.size;
+    gi.align = g.align;
+    gi.init = g.init;
+    P.global_info.push_back(std::move(gi));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+const char* OpName(Op op) {
+  for (const OpRow& r : kOpRows)
+    if (r.op == op) return r.mnemonic;
+  return "?";
+}
+
+Status ParseProgram(std::span<const std::string> sources, ProgramImpl& P) {
+  Parser parser(P);
+  for (size_t m = 0; m < sources.size(); ++m)
+    RETURN_IF_ERROR(parser.ParseModule(sources[m], int(m)));
+  return parser.Link();
+}
+
+}  // namespace remora::emu::ptx

@@ -1,0 +1,118 @@
+// tests/emu_ptx/harness.h - test device memory over std::vector buffers and a launch helper.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "emu/ptx/interp.h"
+#include "emu/ptx/ptx.h"
+
+namespace remora::emu::ptx::testing {
+
+// Device memory: each allocation is a vector; Lookup finds the one holding an address.
+class TestMemory : public AddressSpace {
+ public:
+  template <class T>
+  T* Alloc(size_t n) {
+    bufs_.push_back(std::make_unique<std::vector<uint64_t>>((n * sizeof(T) + 7) / 8 + 1));
+    sizes_.push_back(n * sizeof(T));
+    return reinterpret_cast<T*>(bufs_.back()->data());
+  }
+  template <class T>
+  T* Upload(const std::vector<T>& v) {
+    T* p = Alloc<T>(v.size());
+    std::memcpy(p, v.data(), v.size() * sizeof(T));
+    return p;
+  }
+  bool Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const override {
+    for (size_t i = 0; i < bufs_.size(); ++i) {
+      uint64_t b = reinterpret_cast<uint64_t>(bufs_[i]->data());
+      if (addr >= b && addr < b + sizes_[i]) {
+        *base = b;
+        *size = sizes_[i];
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::unique_ptr<std::vector<uint64_t>>> bufs_;
+  std::vector<uint64_t> sizes_;
+};
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string KernelPtx(const std::string& name) {
+  return ReadFile(std::string(REMORA_PTX_DIR) + "/" + name + ".ptx");
+}
+
+// Packs arguments into the kernel's parameter layout; each must match its declared size.
+class Params {
+ public:
+  explicit Params(const KernelInfo& k) : k_(k), buf_(k.param_bytes) {}
+  template <class T>
+  Params& Add(const T& v) {
+    EXPECT_LT(n_, k_.params.size()) << "too many arguments for " << k_.name;
+    if (n_ >= k_.params.size()) return *this;
+    EXPECT_EQ(sizeof(T), k_.params[n_].size) << "argument " << n_ << " of " << k_.name;
+    std::memcpy(buf_.data() + k_.params[n_].offset, &v,
+                std::min<size_t>(sizeof(T), k_.params[n_].size));
+    ++n_;
+    return *this;
+  }
+  std::span<const std::byte> span() const { return buf_; }
+
+ private:
+  const KernelInfo& k_;
+  std::vector<std::byte> buf_;
+  size_t n_ = 0;
+};
+
+struct Dims {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+// Runs kernel `name` of `prog` with `params` over grid x block.
+inline Status RunKernel(const Program& prog, const std::string& name, Dims grid, Dims block,
+                        const std::function<void(Params&)>& args, const AddressSpace* mem,
+                        uint32_t shmem = 0, std::function<void(std::string_view)> sink = nullptr,
+                        LaunchStats* stats = nullptr, unsigned workers = 0) {
+  auto k = prog.FindKernel(name);
+  if (!k) return Error(err::kInvalidDeviceFunction, "no kernel " + name);
+  Params p(prog.kernels()[*k]);
+  args(p);
+  LaunchConfig cfg;
+  cfg.grid[0] = grid.x;
+  cfg.grid[1] = grid.y;
+  cfg.grid[2] = grid.z;
+  cfg.block[0] = block.x;
+  cfg.block[1] = block.y;
+  cfg.block[2] = block.z;
+  cfg.dynamic_shared_bytes = shmem;
+  cfg.params = p.span();
+  cfg.memory = mem;
+  cfg.printf_sink = std::move(sink);
+  cfg.workers = workers;
+  return LaunchWithStats(prog, *k, cfg, stats);
+}
+
+inline std::shared_ptr<const Program> MustLoad(std::vector<std::string> sources) {
+  auto r = Load(sources);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+}  // namespace remora::emu::ptx::testing
