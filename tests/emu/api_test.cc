@@ -1,4 +1,5 @@
 // tests/emu/api_test.cc - exports, initialisation, device queries, contexts, error names.
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -53,6 +54,32 @@ TEST(EmuInit, EverythingRefusedBeforeCuInit) {
   EXPECT_EQ(fresh.cuInit(0), CUDA_SUCCESS);
   EXPECT_EQ(fresh.cuDeviceGetCount(&count), CUDA_SUCCESS);
   EXPECT_EQ(count, 1);
+}
+
+TEST(EmuDevice, MemorySizeComesFromTheEnvironment) {
+  ASSERT_EQ(setenv("REMORA_EMU_MEMORY", "512M", 1), 0);
+  Api fresh = FreshLib();  // reads the environment on first use
+  ASSERT_NE(fresh.handle, nullptr) << dlerror();
+  ASSERT_EQ(fresh.cuInit(0), CUDA_SUCCESS);
+  unsetenv("REMORA_EMU_MEMORY");
+  size_t total = 0;
+  ASSERT_EQ(fresh.cuDeviceTotalMem(&total, 0), CUDA_SUCCESS);
+  EXPECT_EQ(total, size_t{512} << 20);
+  CUcontext ctx;
+  ASSERT_EQ(fresh.cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(fresh.cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  size_t free = 0;
+  ASSERT_EQ(fresh.cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  EXPECT_EQ(total, size_t{512} << 20);
+  CUdeviceptr all, more;
+  ASSERT_EQ(fresh.cuMemAlloc(&all, free), CUDA_SUCCESS);
+  EXPECT_EQ(fresh.cuMemAlloc(&more, 256), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(fresh.cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free, 0u);
+  EXPECT_EQ(fresh.cuMemFree(all), CUDA_SUCCESS);
+  EXPECT_EQ(fresh.cuMemAlloc(&more, 256), CUDA_SUCCESS);
+  fresh.cuCtxSetCurrent(nullptr);
+  EXPECT_EQ(fresh.cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
 }
 
 TEST(EmuDevice, IdentityAndAttributes) {
