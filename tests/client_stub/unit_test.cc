@@ -1,0 +1,305 @@
+// tests/client_stub/unit_test.cc - the stub's pieces that need no server.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "client_stub/env.h"
+#include "client_stub/errors.h"
+#include "client_stub/kernels.h"
+#include "client_stub/memcpy.h"
+#include "client_stub/pinned_heap.h"
+#include "client_stub/state.h"
+
+namespace remora::client_stub {
+namespace {
+
+template <class T>
+T V(Result<T> r) {
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : T{};
+}
+
+// ---- cudaError_t names and texts -------------------------------------------------
+
+std::map<std::string, int> ErrorsInDriverTypes() {
+  std::ifstream in(REMORA_DRIVER_TYPES_H);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  size_t begin = text.find("enum __device_builtin__ cudaError\n");
+  size_t end = text.find("};", begin);
+  std::string body = text.substr(begin, end - begin);
+  std::map<std::string, int> out;
+  std::regex row(R"((cuda(?:Success|Error\w*))\s*=\s*(\d+))");
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), row); it != std::sregex_iterator();
+       ++it)
+    out[(*it)[1]] = std::stoi((*it)[2]);
+  return out;
+}
+
+TEST(CudaErrors, EveryEnumeratorHasItsNameAndAText) {
+  std::map<std::string, int> errors = ErrorsInDriverTypes();
+  ASSERT_GT(errors.size(), 100u);
+  for (const auto& [name, value] : errors) {
+    SCOPED_TRACE(name);
+    ASSERT_NE(CudaErrorName(value), nullptr);
+    EXPECT_EQ(CudaErrorName(value), name);
+    ASSERT_NE(CudaErrorText(value), nullptr);
+    EXPECT_GT(std::string(CudaErrorText(value)).size(), 0u);
+  }
+}
+
+TEST(CudaErrors, KnownTextsAndUnknownCodes) {
+  EXPECT_STREQ(CudaErrorText(0), "no error");
+  EXPECT_STREQ(CudaErrorText(1), "invalid argument");
+  EXPECT_STREQ(CudaErrorText(2), "out of memory");
+  EXPECT_STREQ(CudaErrorName(700), "cudaErrorIllegalAddress");
+  EXPECT_EQ(CudaErrorName(12345), nullptr);
+  EXPECT_EQ(CudaErrorText(-1), nullptr);
+}
+
+TEST(CudaErrors, RemoraCodesAreCudaCodes) {
+#define REMORA_ERROR(Name, value, sticky, when) EXPECT_NE(CudaErrorName(value), nullptr) << #Name;
+#include "proto/errors.def"
+}
+
+// ---- pinned heap ------------------------------------------------------------------
+
+TEST(PinnedHeap, FirstFitPageAligned) {
+  PinnedHeap h(100, 10 * 4096 + 50);  // trimmed to [4096, 40960)
+  EXPECT_EQ(h.free_bytes(), 9u * 4096);
+  auto a = h.Allocate(1);
+  auto b = h.Allocate(4097);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*a, 4096u);
+  EXPECT_EQ(*b, 8192u);
+  EXPECT_EQ(h.Find(*b + 5000)->second, 8192u);
+  EXPECT_FALSE(h.Find(*b + 8192).has_value());
+  EXPECT_TRUE(h.Free(*a));
+  EXPECT_FALSE(h.Free(*a));
+  EXPECT_EQ(*h.Allocate(100), 4096u);  // lowest fit reused
+  EXPECT_FALSE(h.Allocate(100 * 4096).has_value());
+  EXPECT_FALSE(h.Allocate(UINT64_MAX).has_value());
+}
+
+TEST(PinnedHeap, RandomSequencesNeverOverlapAndCoalesceFully) {
+  constexpr uint64_t kBase = 1 << 20, kBytes = 256 * 4096;
+  std::mt19937_64 rng(42);
+  for (int round = 0; round < 20; ++round) {
+    PinnedHeap h(kBase, kBytes);
+    std::vector<std::pair<uint64_t, uint64_t>> live;  // offset, requested size
+    for (int step = 0; step < 2000; ++step) {
+      if (live.empty() || rng() % 3 != 0) {
+        uint64_t n = rng() % (6 * 4096) + (rng() % 4 == 0 ? 0 : 1);
+        auto off = h.Allocate(n);
+        if (!off) continue;
+        EXPECT_EQ(*off % 4096, 0u);
+        EXPECT_GE(*off, kBase);
+        EXPECT_LE(*off + std::max<uint64_t>(n, 1), kBase + kBytes);
+        live.emplace_back(*off, n);
+      } else {
+        size_t i = rng() % live.size();
+        EXPECT_TRUE(h.Free(live[i].first));
+        live.erase(live.begin() + i);
+      }
+      // No two allocated blocks overlap; free + used covers everything.
+      uint64_t end = 0, used = 0;
+      for (const auto& [off, size] : h.allocated()) {
+        EXPECT_GE(off, end);
+        end = off + size;
+        used += size;
+      }
+      ASSERT_EQ(used + h.free_bytes(), kBytes);
+    }
+    for (const auto& [off, n] : live) EXPECT_TRUE(h.Free(off));
+    EXPECT_EQ(h.free_runs(), 1u);
+    EXPECT_EQ(h.free_bytes(), kBytes);
+    EXPECT_EQ(*h.Allocate(kBytes), kBase);
+  }
+}
+
+// ---- settings ---------------------------------------------------------------------
+
+TEST(Env, ParseBytes) {
+  EXPECT_EQ(V(ParseBytes("1073741824")), 1073741824u);
+  EXPECT_EQ(V(ParseBytes("4G")), 4000000000u);
+  EXPECT_EQ(V(ParseBytes("4Gi")), 4ull << 30);
+  EXPECT_EQ(V(ParseBytes("512Mi")), 512ull << 20);
+  EXPECT_EQ(V(ParseBytes("1.5Ki")), 1536u);
+  EXPECT_EQ(V(ParseBytes("0")), 0u);
+  for (const char* junk : {"", "G", "4GB", "-1", "4 G", "abc", "1e9", "4g", "99999999999P", "."})
+    EXPECT_FALSE(ParseBytes(junk).ok()) << junk;
+}
+
+TEST(Env, ParseFraction) {
+  EXPECT_DOUBLE_EQ(V(ParseFraction("0.5")), 0.5);
+  EXPECT_DOUBLE_EQ(V(ParseFraction("1")), 1.0);
+  for (const char* junk : {"0", "1.01", "-0.5", "half", "", "0.5x"})
+    EXPECT_FALSE(ParseFraction(junk).ok()) << junk;
+}
+
+TEST(Env, ParseServer) {
+  auto unix_ = ParseServer("unix:/run/remora/gpu0.sock");
+  ASSERT_TRUE(unix_.ok());
+  EXPECT_EQ(unix_->kind, TransportKind::kShm);
+  EXPECT_EQ(unix_->target, "/run/remora/gpu0.sock");
+  EXPECT_EQ(ParseServer("grpc://gpu3:7070")->kind, TransportKind::kGrpc);
+  EXPECT_EQ(ParseServer("grpcs://gpu3:7070")->target, "gpu3:7070");
+  EXPECT_EQ(ParseServer("/tmp/x.sock")->target, "/tmp/x.sock");
+  EXPECT_FALSE(ParseServer("http://x").ok());
+  EXPECT_FALSE(ParseServer("grpc://").ok());
+}
+
+Result<Settings> FromMap(std::map<std::string, std::string> env) {
+  return ReadSettings([&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(Env, ReadSettings) {
+  auto s = FromMap(
+      {{"REMORA_TOKEN", "t0k"}, {"REMORA_GPU_MEMORY", "4Gi"}, {"REMORA_GPU_MEMORY_LIMIT", "6Gi"}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->server.target, "/run/remora/gpu0.sock");
+  EXPECT_EQ(s->token, "t0k");
+  EXPECT_EQ(s->quota.memory, 4ull << 30);
+  EXPECT_EQ(s->quota.memory_limit, 6ull << 30);
+  EXPECT_DOUBLE_EQ(FromMap({{"REMORA_GPU_FRACTION", "0.25"}})->quota.fraction, 0.25);
+  EXPECT_FALSE(FromMap({{"REMORA_GPU_MEMORY", "lots"}}).ok());
+  EXPECT_FALSE(FromMap({{"REMORA_GPU_FRACTION", "0.5"}, {"REMORA_GPU_MEMORY", "1G"}}).ok());
+  EXPECT_FALSE(
+      FromMap({{"REMORA_GPU_FRACTION", "0.5"}, {"REMORA_GPU_FRACTION_LIMIT", "0.4"}}).ok());
+  EXPECT_FALSE(FromMap({{"REMORA_SERVER", "tcp://x"}}).ok());
+}
+
+// ---- chunking ---------------------------------------------------------------------
+
+TEST(Chunking, CoversEveryByteOnce) {
+  for (uint64_t total : {0ull, 1ull, 4095ull, 4096ull, 4097ull, 10000000ull}) {
+    for (uint64_t chunk : {1ull, 4096ull, 1ull << 20}) {
+      Chunking c{total, chunk};
+      if (chunk == 1 && total > 10000) continue;
+      uint64_t next = 0;
+      for (uint64_t i = 0; i < c.count(); ++i) {
+        EXPECT_EQ(c.offset(i), next);
+        EXPECT_GT(c.size(i), 0u);
+        EXPECT_LE(c.size(i), chunk);
+        next += c.size(i);
+      }
+      EXPECT_EQ(next, total);
+    }
+  }
+  EXPECT_EQ((Chunking{10, 4}.count()), 3u);
+  EXPECT_EQ((Chunking{10, 4}.size(2)), 2u);
+}
+
+TEST(Chunking, InlineChunksFitTheFrame) {
+  EXPECT_EQ(InlineChunkBytes(4 << 20), (4u << 20) - kInlineOverhead);
+  EXPECT_LT(InlineChunkBytes(1000), 1000u);
+  EXPECT_GE(InlineChunkBytes(1), 1u);
+}
+
+// ---- device properties ------------------------------------------------------------
+
+TEST(DeviceProp, BuiltFromAttributes) {
+  v1::DeviceInfo info;
+  info.set_name("Remora Emulated GPU");
+  info.set_total_mem(8ull << 30);
+  info.set_uuid(std::string(16, '\x7f'));
+  info.mutable_attributes()->Resize(150, 0);
+  auto set = [&](cudaDeviceAttr a, int v) { info.mutable_attributes()->Set(a, v); };
+  set(cudaDevAttrMaxThreadsPerBlock, 1024);
+  set(cudaDevAttrMaxBlockDimX, 1024);
+  set(cudaDevAttrMaxBlockDimZ, 64);
+  set(cudaDevAttrMaxGridDimX, 2147483647);
+  set(cudaDevAttrWarpSize, 32);
+  set(cudaDevAttrComputeCapabilityMajor, 7);
+  set(cudaDevAttrComputeCapabilityMinor, 5);
+  set(cudaDevAttrMultiProcessorCount, 40);
+  set(cudaDevAttrMaxSharedMemoryPerBlock, 49152);
+  set(cudaDevAttrMaxSharedMemoryPerMultiprocessor, 65536);
+  set(cudaDevAttrL2CacheSize, 4 << 20);
+  set(cudaDevAttrHostNumaMultinodeIpcSupported, 1);
+  cudaDeviceProp p = BuildDeviceProp(info);
+  EXPECT_STREQ(p.name, "Remora Emulated GPU");
+  EXPECT_EQ(p.totalGlobalMem, 8ull << 30);
+  EXPECT_EQ(p.uuid.bytes[15], '\x7f');
+  EXPECT_EQ(p.maxThreadsPerBlock, 1024);
+  EXPECT_EQ(p.maxThreadsDim[0], 1024);
+  EXPECT_EQ(p.maxThreadsDim[2], 64);
+  EXPECT_EQ(p.maxGridSize[0], 2147483647);
+  EXPECT_EQ(p.warpSize, 32);
+  EXPECT_EQ(p.major * 10 + p.minor, 75);
+  EXPECT_EQ(p.multiProcessorCount, 40);
+  EXPECT_EQ(p.sharedMemPerBlock, 49152u);
+  EXPECT_EQ(p.sharedMemPerMultiprocessor, 65536u);
+  EXPECT_EQ(p.l2CacheSize, 4 << 20);
+  EXPECT_EQ(p.hostNumaMultinodeIpcSupported, 1);
+
+  v1::DeviceInfo empty;  // a short vector leaves fields 0
+  cudaDeviceProp q = BuildDeviceProp(empty);
+  EXPECT_EQ(q.maxThreadsPerBlock, 0);
+  EXPECT_STREQ(q.name, "");
+}
+
+// ---- streams and kernels ----------------------------------------------------------
+
+TEST(Streams, HandlesRoundTripAndDefaultsAreZero) {
+  EXPECT_EQ(StreamId(nullptr), 0u);
+  EXPECT_EQ(StreamId(cudaStreamLegacy), 0u);
+  EXPECT_EQ(StreamId(cudaStreamPerThread), 0u);
+  for (uint64_t id : {1ull, 2ull, 3ull, 77ull, 1ull << 40}) {
+    cudaStream_t h = StreamHandle(id);
+    EXPECT_NE(h, cudaStreamLegacy);
+    EXPECT_NE(h, cudaStreamPerThread);
+    EXPECT_EQ(StreamId(h), id);
+  }
+  EXPECT_EQ(StreamHandle(77), reinterpret_cast<cudaStream_t>(77));
+}
+
+TEST(Kernels, PackParamsFollowsTheLayout) {
+  Kernel k;
+  k.offsets = {0, 8, 16};
+  k.sizes = {8, 4, 12};
+  k.param_bytes = 32;
+  uint64_t a = 0x1122334455667788;
+  int32_t b = -7;
+  char c[12] = "hello world";
+  void* args[] = {&a, &b, c};
+  std::string out;
+  ASSERT_TRUE(PackParams(k, args, &out));
+  ASSERT_EQ(out.size(), 32u);
+  EXPECT_EQ(std::memcmp(out.data(), &a, 8), 0);
+  EXPECT_EQ(std::memcmp(out.data() + 8, &b, 4), 0);
+  EXPECT_EQ(std::memcmp(out.data() + 16, c, 12), 0);
+  k.sizes[2] = 20;  // runs past param_bytes
+  EXPECT_FALSE(PackParams(k, args, &out));
+}
+
+TEST(Kernels, ModuleHashDependsOnBoundaries) {
+  std::byte ab[] = {std::byte{1}, std::byte{2}};
+  std::span<const std::byte> whole(ab, 2), first(ab, 1), second(ab + 1, 1);
+  std::string h1 = ModuleHash({whole}), h2 = ModuleHash({first, second});
+  EXPECT_EQ(h1.size(), 32u);
+  EXPECT_NE(h1, h2);
+  EXPECT_EQ(h1, ModuleHash({whole}));
+}
+
+TEST(Errors, LastErrorIsPerThreadAndReset) {
+  EXPECT_EQ(TakeLastError(), cudaSuccess);
+  RecordError(cudaErrorInvalidValue);
+  EXPECT_EQ(PeekLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(PeekLastError(), cudaErrorInvalidValue);
+  std::thread([] { EXPECT_EQ(PeekLastError(), cudaSuccess); }).join();
+  EXPECT_EQ(TakeLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(TakeLastError(), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace remora::client_stub

@@ -1,0 +1,666 @@
+// tests/client_stub/wire_test.cc - the stub against a fake server on an in-process shm listener.
+//
+// The fake server keeps device memory in host vectors and answers the calls the
+// stub makes, so the tests check both what goes on the wire and what the app
+// sees. One connection serves the whole binary (the stub connects once per
+// process); the sticky-error test runs last because a sticky error never clears.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "client_stub/api.h"
+#include "proto/arena.h"
+#include "proto/calls.h"
+#include "remora/v1/session.pb.h"
+#include "transport/shm/shm_channel.h"
+
+namespace remora::client_stub {
+namespace {
+
+using namespace std::chrono_literals;
+using transport::Deadline;
+using transport::Frame;
+
+constexpr uint32_t kSlots = 2;
+constexpr uint64_t kSlotBytes = 64 << 10;
+constexpr uint64_t kHeapOffset = arena::AlignUp(arena::StagingBytes(kSlots, kSlotBytes), 1 << 20);
+constexpr uint64_t kHeapBytes = 4 << 20;
+
+struct Logged {
+  uint32_t call;
+  uint64_t seq;
+  std::string body;
+};
+
+class FakeServer {
+ public:
+  explicit FakeServer(std::string path) : path_(std::move(path)) {
+    transport::ShmOptions opts;
+    opts.arena_bytes = 64 << 20;
+    auto l = transport::ShmListener::Listen(path_, opts);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    listener_ = std::move(*l);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~FakeServer() {
+    stop_ = true;
+    listener_->Shutdown();
+    thread_.join();
+  }
+
+  std::vector<Logged> Log() {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+  size_t LogSize() {
+    std::lock_guard lock(mu_);
+    return log_.size();
+  }
+  // The last frame the stub sent with `id`, parsed.
+  template <class M>
+  M Last(CallId id) {
+    M m;
+    std::lock_guard lock(mu_);
+    for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
+      if (it->call == static_cast<uint32_t>(id)) {
+        EXPECT_TRUE(m.ParseFromString(it->body));
+        return m;
+      }
+    }
+    ADD_FAILURE() << "no frame with call " << static_cast<uint32_t>(id);
+    return m;
+  }
+  size_t Count(CallId id) {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    for (const Logged& l : log_) n += l.call == static_cast<uint32_t>(id);
+    return n;
+  }
+  // Reported as Reply.deferred_code by the next SYNC reply.
+  void Defer(int code) { deferred_ = code; }
+  void DeviceOutput(std::string s) {
+    std::lock_guard lock(mu_);
+    device_output_ = std::move(s);
+  }
+  std::vector<std::byte>* Memory(uint64_t addr) {
+    std::lock_guard lock(mu_);
+    auto it = mem_.find(addr);
+    return it == mem_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  void Run() {
+    transport::PeerInfo peer;
+    while (!stop_ && !ch_) {
+      auto ch = listener_->Accept(peer, Deadline::In(100ms));
+      if (ch.ok()) ch_ = std::move(*ch);
+    }
+    Frame f;
+    while (!stop_ && ch_) {
+      Status s = ch_->Receive(f, Deadline::In(50ms));
+      if (s.code() == err::kNotReady) continue;
+      if (!s.ok()) break;
+      {
+        std::lock_guard lock(mu_);
+        log_.push_back({f.header.call, f.header.seq,
+                        std::string(reinterpret_cast<const char*>(f.body.data()), f.body.size())});
+      }
+      Handle(f);
+    }
+  }
+
+  std::byte* Arena() { return ch_->arena()->base(); }
+
+  // The device bytes at [addr, addr + n), or nullptr if outside every allocation.
+  std::byte* Device(uint64_t addr, uint64_t n) {
+    std::lock_guard lock(mu_);
+    auto it = mem_.upper_bound(addr);
+    if (it == mem_.begin()) return nullptr;
+    --it;
+    if (addr - it->first + n > it->second.size()) return nullptr;
+    return it->second.data() + (addr - it->first);
+  }
+
+  template <class M>
+  static M Parse(const Frame& f) {
+    M m;
+    EXPECT_TRUE(m.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())));
+    return m;
+  }
+
+  void Reply(const Frame& f, int code, const google::protobuf::Message* result = nullptr) {
+    const CallInfo* info = FindCall(f.header.call);
+    if (!info || info->cls != CallClass::kSync) return;  // ORDERED: failures are deferred
+    v1::Reply r;
+    r.set_code(code);
+    if (int d = deferred_.exchange(0)) r.set_deferred_code(d);
+    {
+      std::lock_guard lock(mu_);
+      r.set_device_output(std::exchange(device_output_, ""));
+    }
+    if (result) r.set_result(result->SerializeAsString());
+    std::string body = r.SerializeAsString();
+    ASSERT_TRUE(ch_->Send({.call = f.header.call, .seq = f.header.seq},
+                          {reinterpret_cast<const std::byte*>(body.data()), body.size()})
+                    .ok());
+  }
+
+  uint64_t Alloc(uint64_t size) {
+    std::lock_guard lock(mu_);
+    uint64_t a = next_addr_;
+    next_addr_ += arena::AlignUp(size, 256) + 256;
+    mem_[a].resize(size);
+    return a;
+  }
+
+  void Handle(const Frame& f) {
+    switch (static_cast<CallId>(f.header.call)) {
+      case CallId::kHello: {
+        v1::Welcome w;
+        w.set_protocol_version(kProtocolVersion);
+        w.set_session_id(7);
+        w.set_tenant("test");
+        v1::DeviceInfo* d = w.mutable_device();
+        d->set_name("Fake GPU");
+        d->set_total_mem(1 << 30);
+        d->set_driver_version(13000);
+        d->mutable_attributes()->Resize(150, 0);
+        d->mutable_attributes()->Set(cudaDevAttrMaxThreadsPerBlock, 1024);
+        d->mutable_attributes()->Set(cudaDevAttrMaxBlockDimX, 1024);
+        d->mutable_attributes()->Set(cudaDevAttrMaxBlockDimY, 1024);
+        d->mutable_attributes()->Set(cudaDevAttrMaxBlockDimZ, 64);
+        d->mutable_attributes()->Set(cudaDevAttrMaxGridDimX, 2147483647);
+        d->mutable_attributes()->Set(cudaDevAttrMaxGridDimY, 65535);
+        d->mutable_attributes()->Set(cudaDevAttrMaxGridDimZ, 65535);
+        d->mutable_attributes()->Set(cudaDevAttrMultiProcessorCount, 4);
+        w.set_staging_offset(0);
+        w.set_staging_slot_bytes(kSlotBytes);
+        w.set_staging_slots(kSlots);
+        w.set_heap_offset(kHeapOffset);
+        w.set_heap_bytes(kHeapBytes);
+        v1::Reply r;
+        r.set_result(w.SerializeAsString());
+        std::string body = r.SerializeAsString();
+        ASSERT_TRUE(ch_->Send({.call = 0, .seq = f.header.seq},
+                              {reinterpret_cast<const std::byte*>(body.data()), body.size()})
+                        .ok());
+        return;
+      }
+      case CallId::kMalloc: {
+        v1::MallocReply rep;
+        rep.set_dptr(Alloc(Parse<v1::MallocRequest>(f).size()));
+        return Reply(f, 0, &rep);
+      }
+      case CallId::kFree: {
+        bool found;
+        {
+          std::lock_guard lock(mu_);
+          found = mem_.erase(Parse<v1::FreeRequest>(f).dptr()) != 0;
+        }
+        return Reply(f, found ? 0 : cudaErrorInvalidValue);
+      }
+      case CallId::kMemcpyHtoD:
+      case CallId::kMemcpyHtoDAsync: {
+        auto req = Parse<v1::MemcpyHtoDRequest>(f);
+        std::byte* dst = Device(req.dst(), req.size());
+        const std::byte* src = req.src().has_arena_offset()
+                                   ? Arena() + req.src().arena_offset()
+                                   : reinterpret_cast<const std::byte*>(req.src().data().data());
+        if (dst) std::memcpy(dst, src, req.size());
+        if (req.staging_slot())
+          std::atomic_ref<uint32_t>(
+              *reinterpret_cast<uint32_t*>(Arena() +
+                                           arena::StagingFlagOffset(0, req.staging_slot() - 1)))
+              .store(0, std::memory_order_release);
+        if (!dst) deferred_ = cudaErrorInvalidDevicePointer;
+        return Reply(f, 0);
+      }
+      case CallId::kMemcpyDtoH:
+      case CallId::kMemcpyDtoHAsync: {
+        auto req = Parse<v1::MemcpyDtoHRequest>(f);
+        std::byte* src = Device(req.src(), req.size());
+        if (!src) return Reply(f, cudaErrorInvalidDevicePointer);
+        v1::MemcpyDtoHReply rep;
+        if (req.to_arena())
+          std::memcpy(Arena() + req.dst_arena_offset(), src, req.size());
+        else
+          rep.set_data(src, req.size());
+        return Reply(f, 0, &rep);
+      }
+      case CallId::kMemcpyDtoD:
+      case CallId::kMemcpyDtoDAsync: {
+        auto req = Parse<v1::MemcpyDtoDRequest>(f);
+        std::byte* dst = Device(req.dst(), req.size());
+        std::byte* src = Device(req.src(), req.size());
+        if (dst && src) std::memmove(dst, src, req.size());
+        return Reply(f, dst && src ? 0 : cudaErrorInvalidDevicePointer);
+      }
+      case CallId::kMemset:
+      case CallId::kMemsetAsync: {
+        auto req = Parse<v1::MemsetRequest>(f);
+        std::byte* dst = Device(req.dst(), req.size());
+        if (dst) std::memset(dst, static_cast<int>(req.value()), req.size());
+        return Reply(f, dst ? 0 : cudaErrorInvalidDevicePointer);
+      }
+      case CallId::kStreamCreate:
+      case CallId::kEventCreate: {
+        v1::HandleReply rep;
+        rep.set_handle(next_handle_++);
+        return Reply(f, 0, &rep);
+      }
+      case CallId::kLaunchHostFunc: {
+        v1::HostFuncRun run;
+        run.set_id(Parse<v1::HostFuncRequest>(f).id());
+        std::string body = run.SerializeAsString();
+        ASSERT_TRUE(ch_->Send({.call = static_cast<uint32_t>(CallId::kHostFuncRun), .seq = 0},
+                              {reinterpret_cast<const std::byte*>(body.data()), body.size()})
+                        .ok());
+        return;
+      }
+      case CallId::kEventElapsedTime: {
+        v1::EventElapsedReply rep;
+        rep.set_ms(1.5f);
+        return Reply(f, 0, &rep);
+      }
+      case CallId::kMemGetInfo: {
+        v1::MemGetInfoReply rep;
+        rep.set_free(3 << 20);
+        rep.set_total(1 << 30);
+        return Reply(f, 0, &rep);
+      }
+      case CallId::kRegisterModule: {
+        auto req = Parse<v1::RegisterModuleRequest>(f);
+        v1::RegisterModuleReply rep;
+        rep.set_module(42);
+        uint64_t handle = 500;
+        for (const std::string& k : req.kernels()) {
+          v1::KernelLayout* l = rep.add_kernels();
+          l->set_name(k);
+          l->set_handle(handle++);
+          l->add_offsets(0);
+          l->add_sizes(8);
+          l->add_offsets(8);
+          l->add_sizes(4);
+          l->set_param_bytes(16);
+        }
+        for (const std::string& v : req.variables()) {
+          v1::VariableInfo* vi = rep.add_variables();
+          vi->set_name(v);
+          vi->set_dptr(Alloc(64));
+        }
+        return Reply(f, 0, &rep);
+      }
+      default:
+        return Reply(f, 0);
+    }
+  }
+
+  std::string path_;
+  std::unique_ptr<transport::ShmListener> listener_;
+  std::unique_ptr<transport::Channel> ch_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> deferred_{0};
+  std::mutex mu_;
+  std::vector<Logged> log_;
+  std::map<uint64_t, std::vector<std::byte>> mem_;
+  std::string device_output_;
+  uint64_t next_addr_ = 0x700000000000;
+  uint64_t next_handle_ = 1;
+};
+
+class Wire : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    std::string path = "/tmp/remora-stub-wire-" + std::to_string(getpid()) + ".sock";
+    setenv("REMORA_SERVER", ("unix:" + path).c_str(), 1);
+    setenv("REMORA_TOKEN", "tok-123", 1);
+    setenv("REMORA_GPU_MEMORY", "512Mi", 1);
+    setenv("REMORA_GPU_MEMORY_LIMIT", "1Gi", 1);
+    server_ = new FakeServer(path);  // NOLINT: lives for the whole binary
+  }
+  static FakeServer* server_;
+};
+FakeServer* Wire::server_ = nullptr;
+
+std::vector<std::byte> Pattern(size_t n, int seed) {
+  std::vector<std::byte> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + seed) & 0xFF);
+  return v;
+}
+
+// Waits until `pred` holds (the server thread runs asynchronously).
+template <class Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 400; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return pred();
+}
+
+TEST_F(Wire, HelloCarriesTokenQuotaAndIdentity) {
+  int n = -1;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  EXPECT_EQ(n, 1);
+  auto hello = server_->Last<v1::Hello>(CallId::kHello);
+  EXPECT_EQ(hello.protocol_version(), kProtocolVersion);
+  EXPECT_EQ(hello.token(), "tok-123");
+  EXPECT_EQ(hello.quota().gpu_memory(), 512u << 20);
+  EXPECT_EQ(hello.quota().gpu_memory_limit(), 1u << 30);
+  EXPECT_EQ(hello.client_pid(), getpid());
+  EXPECT_FALSE(hello.program().empty());
+}
+
+TEST_F(Wire, DevicePropertiesAreLocal) {
+  size_t before = server_->LogSize();
+  cudaDeviceProp p;
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  EXPECT_STREQ(p.name, "Fake GPU");
+  EXPECT_EQ(p.maxThreadsPerBlock, 1024);
+  EXPECT_EQ(p.multiProcessorCount, 4);
+  int v = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrMaxGridDimY, 0), cudaSuccess);
+  EXPECT_EQ(v, 65535);
+  EXPECT_EQ(cudaGetDeviceProperties(&p, 1), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
+  int dev = -1;
+  EXPECT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  EXPECT_EQ(dev, 0);
+  int rt = 0;
+  EXPECT_EQ(cudaRuntimeGetVersion(&rt), cudaSuccess);
+  EXPECT_EQ(rt, 13000);
+  EXPECT_EQ(server_->LogSize(), before);
+}
+
+TEST_F(Wire, MallocSendsRequestAndReturnsThePointer) {
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 1000), cudaSuccess);
+  EXPECT_EQ(server_->Last<v1::MallocRequest>(CallId::kMalloc).size(), 1000u);
+  EXPECT_NE(server_->Memory(reinterpret_cast<uintptr_t>(d)), nullptr);
+  cudaPointerAttributes a;
+  ASSERT_EQ(cudaPointerGetAttributes(&a, static_cast<char*>(d) + 10), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeDevice);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(server_->Last<v1::FreeRequest>(CallId::kFree).dptr(), reinterpret_cast<uintptr_t>(d));
+  EXPECT_EQ(server_->Memory(reinterpret_cast<uintptr_t>(d)), nullptr);
+  EXPECT_EQ(cudaFree(nullptr), cudaSuccess);
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  EXPECT_EQ(free, 3u << 20);
+}
+
+TEST_F(Wire, PageableCopiesGoThroughStagingSlots) {
+  const size_t n = 5 * kSlotBytes + 123;  // six staged chunks each way
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
+  auto src = Pattern(n, 1);
+  size_t htod = server_->Count(CallId::kMemcpyHtoD),
+         htod_async = server_->Count(CallId::kMemcpyHtoDAsync);
+  ASSERT_EQ(cudaMemcpy(d, src.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(server_->Count(CallId::kMemcpyHtoD), htod + 1);  // only the last chunk waits
+  EXPECT_EQ(server_->Count(CallId::kMemcpyHtoDAsync), htod_async + 5);
+  auto last = server_->Last<v1::MemcpyHtoDRequest>(CallId::kMemcpyHtoD);
+  EXPECT_NE(last.staging_slot(), 0u);
+  EXPECT_EQ(last.size(), 123u);
+  EXPECT_EQ(*server_->Memory(reinterpret_cast<uintptr_t>(d)), src);
+
+  std::vector<std::byte> back(n);
+  ASSERT_EQ(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, src);
+  auto dtoh = server_->Last<v1::MemcpyDtoHRequest>(CallId::kMemcpyDtoH);
+  EXPECT_TRUE(dtoh.to_arena());
+  EXPECT_LE(dtoh.size(), kSlotBytes);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST_F(Wire, PinnedCopiesUseArenaOffsetsInOnePass) {
+  void* h = nullptr;
+  ASSERT_EQ(cudaMallocHost(&h, 3 * kSlotBytes), cudaSuccess);
+  void* dev_view = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(&dev_view, h, 0), cudaSuccess);
+  EXPECT_EQ(dev_view, h);
+  std::vector<std::byte> pageable(16);
+  EXPECT_EQ(cudaHostGetDevicePointer(&dev_view, pageable.data(), 0), cudaErrorInvalidValue);
+
+  auto src = Pattern(3 * kSlotBytes, 2);
+  std::memcpy(h, src.data(), src.size());
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, src.size()), cudaSuccess);
+  size_t before = server_->Count(CallId::kMemcpyHtoD);
+  ASSERT_EQ(cudaMemcpy(d, h, src.size(), cudaMemcpyDefault), cudaSuccess);
+  EXPECT_EQ(server_->Count(CallId::kMemcpyHtoD), before + 1);
+  auto req = server_->Last<v1::MemcpyHtoDRequest>(CallId::kMemcpyHtoD);
+  EXPECT_GE(req.src().arena_offset(), kHeapOffset);
+  EXPECT_EQ(req.staging_slot(), 0u);
+  EXPECT_EQ(req.size(), src.size());
+
+  std::memset(h, 0, src.size());
+  ASSERT_EQ(cudaMemcpyAsync(h, d, src.size(), cudaMemcpyDeviceToHost, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(std::memcmp(h, src.data(), src.size()), 0);
+  EXPECT_TRUE(server_->Last<v1::MemcpyDtoHRequest>(CallId::kMemcpyDtoHAsync).to_arena());
+  ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(pageable.data()), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST_F(Wire, DefaultKindMemsetAndDirectionChecks) {
+  void *a = nullptr, *b = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, 256), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, 256), cudaSuccess);
+  ASSERT_EQ(cudaMemset(a, 0x5A, 256), cudaSuccess);
+  EXPECT_EQ(server_->Last<v1::MemsetRequest>(CallId::kMemset).value(), 0x5Au);
+  ASSERT_EQ(cudaMemcpy(b, a, 256, cudaMemcpyDefault), cudaSuccess);
+  EXPECT_EQ(server_->Last<v1::MemcpyDtoDRequest>(CallId::kMemcpyDtoD).src(),
+            reinterpret_cast<uintptr_t>(a));
+  std::vector<unsigned char> out(256);
+  ASSERT_EQ(cudaMemcpy(out.data(), b, 256, cudaMemcpyDefault), cudaSuccess);
+  EXPECT_EQ(out, std::vector<unsigned char>(256, 0x5A));
+
+  EXPECT_EQ(cudaMemcpy(out.data(), b, 256, static_cast<cudaMemcpyKind>(7)),
+            cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemcpy(out.data(), b, 257, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaFree(a), cudaSuccess);
+  ASSERT_EQ(cudaFree(b), cudaSuccess);
+}
+
+TEST_F(Wire, DeferredCodeSurfacesOnNextSyncCallAndInLastError) {
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 64), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d, 1, 64, nullptr), cudaSuccess);  // posted
+  server_->Defer(cudaErrorLaunchOutOfResources);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchOutOfResources);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorLaunchOutOfResources);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchOutOfResources);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST_F(Wire, DeviceOutputIsPrintedToStdout) {
+  server_->DeviceOutput("hello from the device\n");
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "hello from the device\n");
+}
+
+TEST_F(Wire, StreamsAndEvents) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  EXPECT_NE(s, nullptr);
+  EXPECT_NE(s, cudaStreamLegacy);
+  EXPECT_NE(s, cudaStreamPerThread);
+  EXPECT_EQ(server_->Last<v1::StreamCreateRequest>(CallId::kStreamCreate).flags(),
+            static_cast<unsigned>(cudaStreamNonBlocking));
+  cudaStream_t bad_flags;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&bad_flags, 0x10), cudaErrorInvalidValue);
+
+  size_t before = server_->LogSize();
+  EXPECT_EQ(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(0x999)),
+            cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(server_->LogSize(), before);  // refused locally
+
+  cudaEvent_t e0, e1;
+  ASSERT_EQ(cudaEventCreate(&e0), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&e1, cudaEventBlockingSync), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(e0, s), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(e1, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(cudaStreamPerThread, e1, 0), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(e1), cudaSuccess);  // the server has read the posted frames
+  auto wait = server_->Last<v1::StreamWaitEventRequest>(CallId::kStreamWaitEvent);
+  EXPECT_EQ(wait.stream(), 0u);
+  EXPECT_EQ(wait.event(), reinterpret_cast<uintptr_t>(e1));
+  float ms = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&ms, e0, e1), cudaSuccess);
+  EXPECT_FLOAT_EQ(ms, 1.5f);
+  auto rec = server_->Last<v1::EventRecordRequest>(CallId::kEventRecord);
+  EXPECT_EQ(rec.stream(), StreamId(s));
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(server_->Last<v1::StreamRequest>(CallId::kStreamSynchronize).stream(), StreamId(s));
+  ASSERT_EQ(cudaEventDestroy(e0), cudaSuccess);
+  ASSERT_EQ(cudaEventDestroy(e1), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(e1), cudaErrorInvalidResourceHandle);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+}
+
+std::atomic<int> g_host_calls{0};
+std::atomic<int> g_callback_status{-1};
+
+TEST_F(Wire, HostFunctionsRunOnTheCallbackThreadAndAreAcknowledged) {
+  size_t done_before = server_->Count(CallId::kHostFuncDone);
+  ASSERT_EQ(
+      cudaLaunchHostFunc(
+          nullptr, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, &g_host_calls),
+      cudaSuccess);
+  ASSERT_EQ(
+      cudaStreamAddCallback(
+          nullptr, [](cudaStream_t, cudaError_t status, void*) { g_callback_status = status; },
+          nullptr, 0),
+      cudaSuccess);
+  EXPECT_TRUE(Eventually([] { return g_host_calls.load() == 1 && g_callback_status == 0; }));
+  EXPECT_TRUE(Eventually([&] { return server_->Count(CallId::kHostFuncDone) == done_before + 2; }));
+  auto req = server_->Last<v1::HostFuncRequest>(CallId::kLaunchHostFunc);
+  EXPECT_EQ(server_->Last<v1::HostFuncDone>(CallId::kHostFuncDone).id(), req.id());
+  EXPECT_EQ(cudaStreamAddCallback(nullptr, nullptr, nullptr, 0), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+}
+
+// A registered "module": an empty fat binary behind a v1 wrapper.
+struct FakeFatbin {
+  alignas(8) uint32_t fatbin[4] = {0xBA55ED50, 0x00100001, 0, 0};  // magic, v1, header 16, 0 bytes
+  struct {
+    uint32_t magic = 0x466243B1, version = 1;
+    const void* data;
+    const void* extra = nullptr;
+  } wrapper{.data = fatbin};
+};
+
+void FakeKernel(int64_t, int) {}
+int g_device_var_shadow;
+
+TEST_F(Wire, KernelsRegisterLazilyAndLaunchWithPackedParams) {
+  static FakeFatbin fb;
+  size_t registers = server_->Count(CallId::kRegisterModule);
+  void** h = __cudaRegisterFatBinary(&fb.wrapper);
+  __cudaRegisterFunction(h, reinterpret_cast<const char*>(&FakeKernel), nullptr, "_Z4fakeli", -1,
+                         nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterVar(h, reinterpret_cast<char*>(&g_device_var_shadow), nullptr, "dvar", 0,
+                    sizeof(int), 0, 0);
+  __cudaRegisterFatBinaryEnd(h);
+  EXPECT_EQ(server_->Count(CallId::kRegisterModule), registers);  // nothing sent yet
+
+  cudaKernel_t k = nullptr;
+  ASSERT_EQ(__cudaGetKernel(&k, reinterpret_cast<const void*>(&FakeKernel)), cudaSuccess);
+  cudaKernel_t again = nullptr;
+  ASSERT_EQ(__cudaGetKernel(&again, reinterpret_cast<const void*>(&FakeKernel)), cudaSuccess);
+  EXPECT_EQ(k, again);
+
+  EXPECT_EQ(__cudaPushCallConfiguration(dim3(3, 2), dim3(128), 64, nullptr), 0u);
+  dim3 grid, block;
+  size_t shmem;
+  cudaStream_t stream;
+  ASSERT_EQ(__cudaPopCallConfiguration(&grid, &block, &shmem, &stream), cudaSuccess);
+  EXPECT_EQ(grid.y, 2u);
+  EXPECT_EQ(block.x, 128u);
+
+  int64_t a = 0x0102030405060708;
+  int b = 99;
+  void* args[] = {&a, &b};
+  ASSERT_EQ(__cudaLaunchKernel(k, grid, block, args, shmem, stream), cudaSuccess);
+  EXPECT_EQ(server_->Count(CallId::kRegisterModule), registers + 1);
+  auto reg = server_->Last<v1::RegisterModuleRequest>(CallId::kRegisterModule);
+  EXPECT_EQ(reg.kernels_size(), 1);
+  EXPECT_EQ(reg.variables(0), "dvar");
+  EXPECT_EQ(reg.hash().size(), 32u);
+  EXPECT_FALSE(reg.rdc());
+  ASSERT_TRUE(Eventually([&] { return server_->Count(CallId::kLaunchKernel) > 0; }));
+  auto launch = server_->Last<v1::LaunchRequest>(CallId::kLaunchKernel);
+  EXPECT_EQ(launch.kernel(), 500u);
+  EXPECT_EQ(launch.grid_x(), 3u);
+  EXPECT_EQ(launch.block_x(), 128u);
+  EXPECT_EQ(launch.shared_bytes(), 64u);
+  ASSERT_EQ(launch.params().size(), 16u);
+  EXPECT_EQ(std::memcmp(launch.params().data(), &a, 8), 0);
+  EXPECT_EQ(std::memcmp(launch.params().data() + 8, &b, 4), 0);
+
+  // Bad configurations fail locally and land in cudaGetLastError.
+  (void)__cudaLaunchKernel(k, dim3(1), dim3(2048), args, 0, nullptr);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  (void)__cudaLaunchKernel(k, dim3(0), dim3(1), args, 0, nullptr);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&Wire::SetUpTestSuite), dim3(1), dim3(1),
+                             args, 0, nullptr),
+            cudaErrorInvalidDeviceFunction);
+  (void)cudaGetLastError();
+
+  // Symbols resolve to the server's addresses.
+  int value = 1234;
+  ASSERT_EQ(cudaMemcpyToSymbol(&g_device_var_shadow, &value, sizeof value), cudaSuccess);
+  void* dvar = nullptr;
+  ASSERT_EQ(cudaGetSymbolAddress(&dvar, &g_device_var_shadow), cudaSuccess);
+  size_t size = 0;
+  ASSERT_EQ(cudaGetSymbolSize(&size, &g_device_var_shadow), cudaSuccess);
+  EXPECT_EQ(size, sizeof(int));
+  int read = 0;
+  ASSERT_EQ(cudaMemcpyFromSymbol(&read, &g_device_var_shadow, sizeof read), cudaSuccess);
+  EXPECT_EQ(read, 1234);
+  EXPECT_EQ(cudaMemcpyToSymbol(&g_device_var_shadow, &value, sizeof value, 4),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpyToSymbol(&g_host_calls, &value, sizeof value), cudaErrorInvalidSymbol);
+  (void)cudaGetLastError();
+
+  __cudaUnregisterFatBinary(h);
+  ASSERT_TRUE(Eventually([&] { return server_->Count(CallId::kUnregisterModule) > 0; }));
+  EXPECT_EQ(server_->Last<v1::UnregisterModuleRequest>(CallId::kUnregisterModule).module(), 42u);
+  EXPECT_EQ(__cudaGetKernel(&k, reinterpret_cast<const void*>(&FakeKernel)),
+            cudaErrorInvalidDeviceFunction);
+  (void)cudaGetLastError();
+}
+
+// Last: a sticky error never clears.
+TEST_F(Wire, ZStickyErrorPoisonsEveryLaterCall) {
+  server_->Defer(cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  size_t before = server_->LogSize();
+  void* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, 16), cudaErrorIllegalAddress);
+  EXPECT_EQ(server_->LogSize(), before);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
+}
+
+}  // namespace
+}  // namespace remora::client_stub
