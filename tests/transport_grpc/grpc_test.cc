@@ -83,7 +83,7 @@ void ExpectOrderedDelivery(Channel& from, Channel& to, int n, uint32_t seed) {
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-// Run with the server's Receive spinning first (default) and sleeping at once.
+// Run with the server's Receive sleeping at once (default) and spinning first.
 class GrpcSpin : public testing::TestWithParam<int> {
  protected:
   Pair Connect() {

@@ -26,9 +26,10 @@ struct GrpcOptions {
   // Bytes a session may queue for writing before Send blocks.
   size_t max_queued_bytes = size_t{64} << 20;
   // How long a server-side Receive polls (yielding the CPU) before it sleeps.
-  // Spares the wake-up of a sleeping thread in a request/reply exchange; 0
-  // sleeps at once.
-  std::chrono::nanoseconds receive_spin = std::chrono::microseconds(100);
+  // Spares a request/reply exchange the wake-up of a sleeping thread, but only
+  // pays with idle cores: on a busy 2-core host it slows the round trip
+  // (bench/transport_grpc). 0 sleeps at once.
+  std::chrono::nanoseconds receive_spin{0};
   std::string tls_cert_path{};  // PEM certificate chain
   std::string tls_key_path{};   // PEM private key
   std::string token{};          // required "authorization: Bearer <token>"

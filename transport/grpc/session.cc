@@ -123,8 +123,9 @@ bool SessionCore::PeerAlive() const {
   return !gone_ && !closed_;
 }
 
+// Wakes the receiver after unlocking, so it does not wake only to block on mu_.
 bool SessionCore::OnRead(v1::Frame& msg) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (finish_started_) return false;
   Frame& f = inbox_.emplace_back();
   if (!spare_bodies_.empty()) {
@@ -135,7 +136,9 @@ bool SessionCore::OnRead(v1::Frame& msg) {
   const std::string& b = msg.body();
   const auto* p = reinterpret_cast<const std::byte*>(b.data());
   f.body.assign(p, p + b.size());
-  Notify();
+  events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged
+  lock.unlock();
+  readable_.notify_one();
   return true;
 }
 
