@@ -10,7 +10,6 @@
 #include <array>
 #include <bit>
 #include <cstring>
-#include <limits>
 #include <memory>
 
 namespace remora::fatbin {
@@ -154,11 +153,12 @@ Result<Entry> ParseEntry(Bytes header, Bytes payload) {
 
   uint64_t codec_bits = e.flags & kCompressionMask;
   if (std::popcount(codec_bits) > 1) return Malformed("entry sets several compression flags");
-  e.compression = Compression::kNone;
-  for (const Codec& codec : kCodecs)
-    if (codec_bits == codec.flag) e.compression = codec.compression;
+  const Codec* codec = nullptr;
+  for (const Codec& c : kCodecs)
+    if (codec_bits == c.flag) codec = &c;
+  e.compression = codec != nullptr ? codec->compression : Compression::kNone;
 
-  if (e.compression == Compression::kNone) {
+  if (codec == nullptr) {
     e.payload = payload;
     e.uncompressed_size = payload.size();
   } else {
@@ -167,9 +167,8 @@ Result<Entry> ParseEntry(Bytes header, Bytes payload) {
       return Malformed("compressed size is zero or exceeds the entry's payload");
     e.payload = payload.first(compressed);
     e.uncompressed_size = Load<uint64_t>(header, kUncompressedSize);
-    uint64_t max_ratio = FindCodec(e.compression)->max_ratio;
     if (e.uncompressed_size == 0 || e.uncompressed_size > kMaxImageBytes ||
-        e.uncompressed_size / max_ratio > compressed)
+        e.uncompressed_size / codec->max_ratio > compressed)
       return Malformed("implausible uncompressed size " + std::to_string(e.uncompressed_size));
   }
 

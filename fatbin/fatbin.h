@@ -46,8 +46,9 @@ inline constexpr uint64_t kFlagLz4Block = 0x2000;
 inline constexpr uint64_t kFlagLz4Frame = 0x4000;
 inline constexpr uint64_t kFlagZstd = 0x8000;
 
-// One entry of a fat binary. `payload` views the caller's bytes (compressed
-// bytes only, without padding) and lives as long as they do.
+// One entry of a fat binary. `payload` views the caller's bytes and lives as
+// long as they do: exactly the compressed stream for a compressed entry, the
+// whole stored payload (with nvcc's NUL padding) for a raw one.
 struct Entry {
   Kind kind;
   uint32_t arch;  // 75 for sm_75 / compute_75

@@ -1,0 +1,83 @@
+// tests/cuda/kernels/error_paths.cu - the runtime's answers to common mistakes, and error strings.
+#include "common.h"
+
+int main() {
+  int failures = 0;
+  auto expect = [&](bool ok, const char* what) {
+    if (!ok) std::printf("mismatch: %s\n", what);
+    failures += !ok;
+  };
+
+  // Destroyed and never-recorded handles.
+  cudaEvent_t ev, never;
+  CHECK(cudaEventCreate(&ev));
+  CHECK(cudaEventCreate(&never));
+  CHECK(cudaEventRecord(ev, 0));
+  CHECK(cudaEventSynchronize(ev));
+  float ms = 0;
+  EXPECT_CUDA(cudaEventElapsedTime(&ms, ev, never), cudaErrorInvalidResourceHandle);
+  CHECK(cudaEventDestroy(never));
+  CHECK(cudaEventDestroy(ev));
+  EXPECT_CUDA(cudaEventQuery(ev), cudaErrorInvalidResourceHandle);
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  CHECK(cudaStreamDestroy(s));
+  EXPECT_CUDA(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+
+  // Bad frees.
+  char* p;
+  CHECK(cudaMalloc(&p, 1024));
+  EXPECT_CUDA(cudaFree(p + 16), cudaErrorInvalidValue);  // not the start of an allocation
+  int on_stack = 0;
+  EXPECT_CUDA(cudaFree(&on_stack), cudaErrorInvalidValue);
+  CHECK(cudaFree(p));
+  EXPECT_CUDA(cudaFree(p), cudaErrorInvalidValue);  // double free
+
+  // Copies that leave their allocation, or use a bad direction.
+  char host[4096] = {};
+  CHECK(cudaMalloc(&p, 1024));
+  EXPECT_CUDA(cudaMemcpy(p, host, 4096, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_CUDA(cudaMemcpy(host, p + 512, 1024, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+  EXPECT_CUDA(cudaMemset(p, 0, 2048), cudaErrorInvalidValue);
+  EXPECT_CUDA(cudaMemcpy(p, host, 16, static_cast<cudaMemcpyKind>(77)),
+              cudaErrorInvalidMemcpyDirection);
+  CHECK(cudaMemcpy(p, host, 1024, cudaMemcpyHostToDevice));  // in range: still fine
+  CHECK(cudaFree(p));
+
+  // Impossible allocations and bad arguments.
+  void* huge = nullptr;
+  EXPECT_CUDA(cudaMalloc(&huge, ~static_cast<size_t>(0)), cudaErrorMemoryAllocation);
+  expect(huge == nullptr, "failed cudaMalloc leaves the pointer null");
+  EXPECT_CUDA(cudaSetDevice(1 << 20), cudaErrorInvalidDevice);
+
+  // Non-sticky errors: cudaGetLastError returns the latest once, then success.
+  EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidDevice);
+  EXPECT_CUDA(cudaGetLastError(), cudaSuccess);
+  EXPECT_CUDA(cudaPeekAtLastError(), cudaSuccess);
+  CHECK(cudaDeviceSynchronize());  // the context is healthy
+
+  struct {
+    cudaError_t code;
+    const char* name;
+    const char* text;
+  } const strings[] = {
+      {cudaSuccess, "cudaSuccess", "no error"},
+      {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+      {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+      {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+      {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+      {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+       "an illegal memory access was encountered"},
+      {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+  };
+  for (const auto& e : strings) {
+    const char* name = cudaGetErrorName(e.code);
+    const char* text = cudaGetErrorString(e.code);
+    bool ok = name && text && std::strcmp(name, e.name) == 0 && std::strcmp(text, e.text) == 0;
+    if (!ok)
+      std::printf("%d: name '%s' text '%s'\n", e.code, name ? name : "(null)",
+                  text ? text : "(null)");
+    expect(ok, "error name and string");
+  }
+  return Finish(failures, "error_paths");
+}
