@@ -139,6 +139,7 @@ struct LaunchCtx {
   uint32_t local_stride;
   uint32_t shared_total;
   uint32_t kernel_index;
+  bool own_globals;  // globals live in the Program's own storage (no driver addresses)
   std::atomic<bool>* failed;
   Status* fault;  // first fault, guarded by fault_mu
   std::mutex* fault_mu;

@@ -46,7 +46,7 @@ namespace {
   uint64_t base = 0, len = 0;
   bool found = false;
   if (L.cfg->memory && L.cfg->memory->Lookup(addr, &base, &len)) found = true;
-  if (!found && L.gaddr == L.P->own_addresses.data()) {
+  if (!found && L.own_globals) {
     for (size_t g = 0; g < L.P->globals.size(); ++g) {
       uint64_t b = L.gaddr[g], n = L.P->globals[g].size;
       if (addr >= b && addr < b + n) {
@@ -123,7 +123,8 @@ int Ld(Exec& x, const Inst& in) {
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
   if constexpr (V == 1) {
     uint64_t* d = Dst(x, in.d[0]);
-    if (!base) {  // uniform address: one check, broadcast
+    // A uniform address outside per-thread memory reads one value for every lane.
+    if (!base && S != Space::kLocal && S != Space::kGeneric) {
       int l0 = std::countr_zero(x.mask);
       uint8_t* p = Resolve<S>(x, in, l0, ub, N);
       if (!p) return kFault;

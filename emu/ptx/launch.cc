@@ -306,6 +306,7 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
   L.P = &P;
   L.kernel = &k;
   L.kernel_index = uint32_t(kernel);
+  L.own_globals = cfg.global_addresses.empty();
   L.cfg = &cfg;
   L.gaddr = gaddr.data();
   L.params = reinterpret_cast<const uint8_t*>(cfg.params.data());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "emu/ptx/interp.h"
+#include "emu/ptx/ir.h"
 #include "emu/ptx/ptx.h"
 
 namespace remora::emu::ptx::testing {
