@@ -56,8 +56,7 @@ class GrpcListener::Service final : public v1::Remora::CallbackService {
       return Refuse(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad or missing token"));
     if (!owner_->accepting())
       return Refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, "listener shut down"));
-    const GrpcOptions& o = owner_->opts_;
-    auto core = std::make_shared<SessionCore>(o.max_body, o.max_queued_bytes, o.receive_spin);
+    auto core = std::make_shared<SessionCore>(owner_->opts_);
     SessionReactor* r = reg.Add(std::make_unique<SessionReactor>(core, &reg));
     r->Start(*ctx);
     // Losing a race with Shutdown() drops the channel, which ends the stream.

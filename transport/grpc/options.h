@@ -25,6 +25,9 @@ struct GrpcOptions {
   size_t max_body = kGrpcDefaultMaxBody;
   // Bytes a session may queue for writing before Send blocks.
   size_t max_queued_bytes = size_t{64} << 20;
+  // Bytes of received frames a session buffers before it stops reading; the
+  // client's Send then stalls on HTTP/2 flow control. Reading resumes at half.
+  size_t max_inbox_bytes = size_t{64} << 20;
   // How long a server-side Receive polls (yielding the CPU) before it sleeps.
   // Spares a request/reply exchange the wake-up of a sleeping thread, but only
   // pays with idle cores: on a busy 2-core host it slows the round trip

@@ -23,9 +23,11 @@ Status Gone() {
 
 }  // namespace
 
-SessionCore::SessionCore(size_t max_body, size_t max_queued_bytes,
-                         std::chrono::nanoseconds receive_spin)
-    : max_body_(max_body), max_queued_bytes_(max_queued_bytes), receive_spin_(receive_spin) {}
+SessionCore::SessionCore(const GrpcOptions& opts)
+    : max_body_(opts.max_body),
+      max_queued_bytes_(opts.max_queued_bytes),
+      max_inbox_bytes_(opts.max_inbox_bytes),
+      receive_spin_(opts.receive_spin) {}
 
 void SessionCore::Attach(SessionReactor* reactor) {
   std::lock_guard lock(mu_);
@@ -84,9 +86,29 @@ Status SessionCore::Receive(Frame& out, Deadline deadline) {
   Frame& f = inbox_.front();
   out.header = f.header;
   std::swap(out.body, f.body);
+  inbox_bytes_ -= out.body.size();
   if (spare_bodies_.size() < kMaxSpareBodies) spare_bodies_.push_back(std::move(f.body));
   inbox_.pop_front();
+  if (read_paused_ && inbox_bytes_ <= max_inbox_bytes_ / 2) [[unlikely]]
+    ResumeRead(lock);
   return OkStatus();
+}
+
+// Restarts the read OnRead paused. resuming_ keeps Finish (and so OnDone) from
+// running while the reactor is used unlocked.
+void SessionCore::ResumeRead(std::unique_lock<std::mutex>& lock) {
+  read_paused_ = false;
+  if (finish_started_ || reactor_ == nullptr) return;
+  resuming_ = true;
+  SessionReactor* reactor = reactor_;
+  lock.unlock();
+  reactor->ResumeRead();
+  lock.lock();
+  resuming_ = false;
+  if (SessionReactor* r = TakeFinishLocked()) {
+    lock.unlock();
+    r->Finish(grpc::Status::OK);
+  }
 }
 
 // Waits for events_ to move past `seen`, yielding the CPU between looks, so a
@@ -136,10 +158,13 @@ bool SessionCore::OnRead(v1::Frame& msg) {
   const std::string& b = msg.body();
   const auto* p = reinterpret_cast<const std::byte*>(b.data());
   f.body.assign(p, p + b.size());
+  inbox_bytes_ += b.size();
+  const bool more = inbox_bytes_ < max_inbox_bytes_;
+  read_paused_ = !more;
   events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged
   lock.unlock();
   readable_.notify_one();
-  return true;
+  return more;
 }
 
 void SessionCore::OnReadClosed() {
@@ -195,7 +220,8 @@ void SessionCore::OnDone() {
 // Finish runs exactly once, and OnDone cannot precede it, so the returned
 // reactor stays valid after mu_ is released.
 SessionReactor* SessionCore::TakeFinishLocked() {
-  if (finish_started_ || write_in_flight_ || reactor_ == nullptr || !(gone_ || closed_))
+  if (finish_started_ || write_in_flight_ || resuming_ || reactor_ == nullptr ||
+      !(gone_ || closed_))
     return nullptr;
   finish_started_ = true;
   return reactor_;

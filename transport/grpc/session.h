@@ -35,8 +35,8 @@ class ReactorRegistry;
 class SessionCore {
  public:
   using Clock = std::chrono::steady_clock;
-  // Receive spins up to `receive_spin` (yielding) before it sleeps.
-  SessionCore(size_t max_body, size_t max_queued_bytes, std::chrono::nanoseconds receive_spin);
+  // Takes max_body, max_queued_bytes, max_inbox_bytes and receive_spin from `opts`.
+  explicit SessionCore(const GrpcOptions& opts);
 
   // Channel side. Thread-safe; one sender and one receiver at a time.
   Status Send(const FrameHeader& header, std::span<const std::byte> body);
@@ -48,7 +48,8 @@ class SessionCore {
 
   // Reactor side; called from gRPC callbacks, never block.
   void Attach(SessionReactor* reactor);
-  // Stores a read frame. Returns false if no further read should be started.
+  // Stores a read frame. Returns false if no further read should be started
+  // now: the session is finishing, or the inbox is full (Receive resumes).
   bool OnRead(v1::Frame& msg);
   void OnReadClosed();
   void OnWriteDone(bool ok);
@@ -61,9 +62,12 @@ class SessionCore {
   // REQUIRES: mu_ held. Records an event for spinners and wakes sleepers.
   void Notify();
   void SpinUntilChanged(uint64_t seen, Clock::time_point until) const;
+  // REQUIRES: `lock` holds mu_ and read_paused_. Returns with it held again.
+  void ResumeRead(std::unique_lock<std::mutex>& lock);
 
   const size_t max_body_;
   const size_t max_queued_bytes_;
+  const size_t max_inbox_bytes_;
   const std::chrono::nanoseconds receive_spin_;
   // Bumped (under mu_) whenever readable_ would wake a Receive; read unlocked by spinners.
   std::atomic<uint64_t> events_{0};
@@ -73,6 +77,9 @@ class SessionCore {
   std::condition_variable writable_;   // queued_bytes_ shrank, or gone_/closed_
   SessionReactor* reactor_ = nullptr;  // null before Attach and after OnDone
   std::deque<Frame> inbox_;
+  size_t inbox_bytes_ = 0;
+  bool read_paused_ = false;  // inbox full: no read outstanding until Receive drains it
+  bool resuming_ = false;     // Receive is restarting the read unlocked: defer Finish
   std::vector<std::vector<std::byte>> spare_bodies_;  // recycled by Receive/OnRead
   std::deque<v1::Frame> outbox_;                      // waiting behind writing_
   size_t queued_bytes_ = 0;
@@ -97,6 +104,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
+  // Restarts reading after the core paused it. REQUIRES: no read outstanding.
+  void ResumeRead() { StartRead(&read_buf_); }
 
  private:
   std::shared_ptr<SessionCore> core_;
