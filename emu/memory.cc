@@ -4,6 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 
 namespace remora::emu {
@@ -23,6 +26,8 @@ uint64_t RoundUp(uint64_t v, uint64_t a) {
 DeviceMemory::DeviceMemory(uint64_t total) : total_(total / kAllocAlign * kAllocAlign) {
   void* p = mmap(nullptr, total_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
+    std::fprintf(stderr, "remora-emu: cannot reserve %llu bytes of device memory: %s\n",
+                 static_cast<unsigned long long>(total_), std::strerror(errno));
     total_ = 0;
     return;
   }

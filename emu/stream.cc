@@ -1,6 +1,8 @@
 // emu/stream.cc - stream workers and completion markers.
 #include "emu/stream.h"
 
+#include <pthread.h>
+
 #include <chrono>
 
 namespace remora::emu {
@@ -67,6 +69,7 @@ void Stream::Close() {
 }
 
 void Stream::Loop() {
+  pthread_setname_np(pthread_self(), "remora-stream");
   for (;;) {
     Work w;
     {

@@ -244,3 +244,51 @@ TEST_F(EmuMemory, PrimaryContextResetFreesEverything) {
 
 }  // namespace
 }  // namespace remora::emu::test
+
+namespace remora::emu::test {
+namespace {
+
+// Several server threads share the context: each allocates, copies through its
+// own stream, checks and frees, concurrently with the others.
+TEST_F(EmuMemory, ConcurrentThreadsKeepTheirDataApart) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 20;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      if (api.cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+        ++failures;
+        return;
+      }
+      CUstream s;
+      if (api.cuStreamCreate(&s, t % 2 == 0 ? 0 : CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        ++failures;
+        return;
+      }
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t n = 1000 + 977 * static_cast<size_t>(t * kRounds + r);
+        auto src = RandomBytes(n, static_cast<uint32_t>(t * 1000 + r));
+        std::vector<uint8_t> out(n);
+        CUdeviceptr a, b;
+        bool ok = api.cuMemAlloc(&a, n) == CUDA_SUCCESS && api.cuMemAlloc(&b, n) == CUDA_SUCCESS &&
+                  api.cuMemcpyHtoDAsync(a, src.data(), n, s) == CUDA_SUCCESS &&
+                  api.cuMemcpyDtoDAsync(b, a, n, s) == CUDA_SUCCESS &&
+                  api.cuMemsetD8Async(a, 0, n, s) == CUDA_SUCCESS &&
+                  api.cuMemcpyDtoHAsync(out.data(), b, n, s) == CUDA_SUCCESS &&
+                  api.cuStreamSynchronize(s) == CUDA_SUCCESS && out == src &&
+                  api.cuMemFree(a) == CUDA_SUCCESS && api.cuMemFree(b) == CUDA_SUCCESS;
+        if (!ok) ++failures;
+      }
+      if (api.cuStreamDestroy(s) != CUDA_SUCCESS) ++failures;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  size_t free = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free, total);
+}
+
+}  // namespace
+}  // namespace remora::emu::test
