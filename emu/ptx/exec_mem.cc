@@ -136,7 +136,7 @@ int Ld(Exec& x, const Inst& in) {
     while (m) {
       int l = std::countr_zero(m);
       m &= m - 1;
-      uint8_t* p = Resolve<S>(x, in, l, base[l] + ub, N);
+      uint8_t* p = Resolve<S>(x, in, l, (base ? base[l] : 0) + ub, N);
       if (!p) [[unlikely]]
         return kFault;
       d[l] = LoadBytes<N, kSext>(p);
