@@ -363,6 +363,50 @@ TEST_F(EmuKernels, IllegalAddressBreaksTheContextUntilReset) {
   EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
 }
 
+TEST_F(EmuModule, LinkerResolvesExternsAcrossRdcUnits) {
+  const std::string lib = ReadFile(REMORA_EMU_DATA "/rdc_lib.ptx");
+  const std::string main = ReadFile(REMORA_EMU_DATA "/rdc_main.ptx");
+  ASSERT_FALSE(lib.empty());
+  ASSERT_FALSE(main.empty());
+  // Alone, the kernel's unit has an unresolved extern function.
+  CUmodule m = nullptr;
+  EXPECT_NE(api.cuModuleLoadData(&m, main.c_str()), CUDA_SUCCESS);
+  CUlinkState l;
+  ASSERT_EQ(api.cuLinkCreate(0, nullptr, nullptr, &l), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLinkAddData(l, CU_JIT_INPUT_PTX, const_cast<char*>(main.c_str()), main.size() + 1,
+                              "rdc_main", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  void* image = nullptr;
+  size_t size = 0;
+  EXPECT_NE(api.cuLinkComplete(l, &image, &size), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLinkAddData(l, CU_JIT_INPUT_PTX, const_cast<char*>(lib.c_str()), lib.size() + 1,
+                              "rdc_lib", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLinkComplete(l, &image, &size), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleLoadData(&m, image), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLinkDestroy(l), CUDA_SUCCESS);  // the module no longer needs the image
+
+  CUfunction f;
+  ASSERT_EQ(api.cuModuleGetFunction(&f, m, "applyTwice"), CUDA_SUCCESS);
+  CUdeviceptr offset;
+  size_t bytes = 0;
+  ASSERT_EQ(api.cuModuleGetGlobal(&offset, &bytes, m, "offset"), CUDA_SUCCESS);
+  EXPECT_EQ(bytes, 4u);
+  const int n = 77;
+  std::vector<int> x(n);
+  for (int i = 0; i < n; ++i) x[i] = i * 3 - 50;
+  CUdeviceptr dx;
+  ASSERT_EQ(api.cuMemAlloc(&dx, n * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyHtoD(dx, x.data(), n * sizeof(int)), CUDA_SUCCESS);
+  void* args[] = {&dx, const_cast<int*>(&n)};
+  ASSERT_EQ(api.cuLaunchKernel(f, 2, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  std::vector<int> out(n);
+  ASSERT_EQ(api.cuMemcpyDtoH(out.data(), dx, n * sizeof(int)), CUDA_SUCCESS);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(out[i], 2 * x[i] + 1000) << i;
+  EXPECT_EQ(api.cuMemFree(dx), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 #endif  // REMORA_EMU_HAS_PTX && REMORA_EMU_HAS_NVCC
 
 }  // namespace
