@@ -1,4 +1,5 @@
 // client_stub/api_device.cc - device management, versions, errors, limits: answered locally.
+#include <cstdio>
 #include <cstring>
 
 #include "client_stub/api.h"
@@ -174,6 +175,22 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, enum cudaLimit limit) {
   size_t* slot = LimitSlot(st.limits, limit);
   if (!slot) return Ret(cudaErrorUnsupportedLimit);
   *pValue = *slot;
+  return cudaSuccess;
+}
+
+cudaError_t cudaChooseDevice(int* device, const struct cudaDeviceProp* prop) {
+  if (!device || !prop) return Ret(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
+  if (!pciBusId || len <= 0) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckDevice(device)) return Ret(e);
+  if (cudaError_t e = Ready()) return Ret(e);
+  const cudaDeviceProp& p = St().prop;
+  std::snprintf(pciBusId, static_cast<size_t>(len), "%08X:%02X:%02X.0", p.pciDomainID, p.pciBusID,
+                p.pciDeviceID);
   return cudaSuccess;
 }
 

@@ -145,7 +145,17 @@ cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheCon
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func,
                                                           int blockSize, size_t dynamicSMemSize) {
-  if (!numBlocks || blockSize <= 0) return Ret(cudaErrorInvalidValue);
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                                dynamicSMemSize, 0);
+}
+
+// The server computes occupancy without the caching override; the flag is accepted.
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, const void* func,
+                                                                   int blockSize,
+                                                                   size_t dynamicSMemSize,
+                                                                   unsigned int flags) {
+  if (!numBlocks || blockSize <= 0 || (flags & ~cudaOccupancyDisableCachingOverride))
+    return Ret(cudaErrorInvalidValue);
   cs::Kernel* k;
   if (cudaError_t e = Registered(func, &k)) return Ret(e);
   v1::OccupancyRequest req;

@@ -1,4 +1,8 @@
 // client_stub/api_memory.cc - device and host memory, copies, memsets, __device__ symbols.
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+
 #include "client_stub/api.h"
 #include "client_stub/connection.h"
 #include "client_stub/kernels.h"
@@ -78,6 +82,65 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
     *devPtr = AsPtr(rep.dptr());
   }
   return Ret(e);
+}
+
+// Managed (unified) memory cannot be shared with a remote GPU process: refused.
+cudaError_t cudaMallocManaged(void** devPtr, size_t, unsigned int) {
+  static std::atomic<bool> printed{false};
+  if (!printed.exchange(true))
+    std::fprintf(stderr, "remora: cudaMallocManaged is not supported (cudaErrorNotSupported)\n");
+  if (devPtr) *devPtr = nullptr;
+  return Ret(cudaErrorNotSupported);
+}
+
+// Rows are padded to kPitchAlign bytes.
+cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
+  constexpr size_t kPitchAlign = 512;
+  if (!devPtr || !pitch) return Ret(cudaErrorInvalidValue);
+  size_t p = (width + kPitchAlign - 1) / kPitchAlign * kPitchAlign;
+  if (height != 0 && p > SIZE_MAX / height) return Ret(cudaErrorMemoryAllocation);
+  *pitch = p;
+  return cudaMalloc(devPtr, p * height);
+}
+
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind) {
+  return Ret(cs::Copy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false));
+}
+
+cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind) {
+  return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream) {
+  return Ret(cs::Copy2D(dst, dpitch, src, spitch, width, height, kind, stream, true));
+}
+
+cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                   size_t width, size_t height, enum cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
+  return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  return Ret(cs::Fill2D(devPtr, pitch, value, width, height, nullptr, false));
+}
+
+cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  return cudaMemset2D(devPtr, pitch, value, width, height);
+}
+
+cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream) {
+  return Ret(cs::Fill2D(devPtr, pitch, value, width, height, stream, true));
+}
+
+cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width,
+                                   size_t height, cudaStream_t stream) {
+  return cudaMemset2DAsync(devPtr, pitch, value, width, height, stream);
 }
 
 cudaError_t cudaFree(void* devPtr) {

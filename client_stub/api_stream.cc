@@ -33,6 +33,23 @@ cudaError_t CheckEvent(cudaEvent_t e) {
   return e && St().events.Contains(EventId(e)) ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
+uint64_t PackStreamInfo(unsigned flags, int priority) {
+  return uint64_t{flags} | uint64_t{static_cast<uint32_t>(priority)} << 32;
+}
+
+// Flags and priority of `s` as recorded at creation (0, 0 for the default streams).
+cudaError_t StreamInfo(cudaStream_t s, unsigned* flags, int* priority) {
+  uint64_t id = StreamId(s), info = 0;
+  if (id != 0) {
+    std::optional<uint64_t> v = St().streams.Find(id);
+    if (!v) return cudaErrorInvalidResourceHandle;
+    info = *v;
+  }
+  if (flags) *flags = static_cast<uint32_t>(info);
+  if (priority) *priority = static_cast<int32_t>(info >> 32);
+  return cudaSuccess;
+}
+
 cudaError_t CreateStream(cudaStream_t* out, unsigned flags, int priority) {
   if (!out || (flags & ~cudaStreamNonBlocking)) return Ret(cudaErrorInvalidValue);
   v1::StreamCreateRequest req;
@@ -40,7 +57,7 @@ cudaError_t CreateStream(cudaStream_t* out, unsigned flags, int priority) {
   req.set_priority(priority);
   v1::HandleReply rep;
   if (cudaError_t e = Connection::Get().Call(CallId::kStreamCreate, req, &rep)) return Ret(e);
-  St().streams.Add(rep.handle());
+  St().streams.Add(rep.handle(), PackStreamInfo(flags, priority));
   *out = StreamHandle(rep.handle());
   return cudaSuccess;
 }
@@ -172,6 +189,45 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   req.set_event(EventId(event));
   req.set_stream(StreamId(stream));
   return Ret(Connection::Get().Post(CallId::kEventRecord, req));
+}
+
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  if (flags & ~cudaEventRecordExternal) return Ret(cudaErrorInvalidValue);
+  return cudaEventRecord(event, stream);
+}
+
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                          unsigned int flags) {
+  return cudaEventRecordWithFlags(event, stream, flags);
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags) {
+  if (!flags) return Ret(cudaErrorInvalidValue);
+  return Ret(StreamInfo(hStream, flags, nullptr));
+}
+
+cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int* flags) {
+  return cudaStreamGetFlags(hStream, flags);
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
+  if (!priority) return Ret(cudaErrorInvalidValue);
+  return Ret(StreamInfo(hStream, nullptr, priority));
+}
+
+cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int* priority) {
+  return cudaStreamGetPriority(hStream, priority);
+}
+
+cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
+  if (!device) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckStream(hStream)) return Ret(e);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int* device) {
+  return cudaStreamGetDevice(hStream, device);
 }
 
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {

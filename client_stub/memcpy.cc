@@ -230,4 +230,34 @@ cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async
   return async ? c.Post(CallId::kMemsetAsync, req) : c.Call(CallId::kMemset, req);
 }
 
+cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                   size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async) {
+  if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (dpitch == width && spitch == width)
+    return Copy(dst, src, width * height, kind, stream, async);
+  for (size_t row = 0; row < height; ++row) {
+    bool wait = !async && row + 1 == height;
+    if (cudaError_t e =
+            Copy(static_cast<std::byte*>(dst) + row * dpitch,
+                 static_cast<const std::byte*>(src) + row * spitch, width, kind, stream, !wait))
+      return e;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t Fill2D(void* dst, size_t pitch, int value, size_t width, size_t height,
+                   cudaStream_t stream, bool async) {
+  if (width > pitch) return cudaErrorInvalidPitchValue;
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (pitch == width) return Fill(dst, value, width * height, stream, async);
+  for (size_t row = 0; row < height; ++row) {
+    bool wait = !async && row + 1 == height;
+    if (cudaError_t e =
+            Fill(static_cast<std::byte*>(dst) + row * pitch, value, width, stream, !wait))
+      return e;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace remora::client_stub

@@ -39,6 +39,16 @@ inline uint64_t InlineChunkBytes(uint64_t max_body) {
 cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream,
                  bool async);
 
+// cudaMemcpy2D(Async): `height` rows of `width` bytes; one copy when both pitches
+// equal the width, else one per row (only the last row of a synchronous copy
+// waits). Errors: cudaErrorInvalidPitchValue if a pitch is below the width; as Copy.
+cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                   size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async);
+
+// cudaMemset2D(Async), row by row unless pitch == width.
+cudaError_t Fill2D(void* dst, size_t pitch, int value, size_t width, size_t height,
+                   cudaStream_t stream, bool async);
+
 // cudaMemset/cudaMemsetAsync: fills n bytes at dst with (unsigned char)value.
 cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async);
 

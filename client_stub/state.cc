@@ -79,9 +79,9 @@ cudaStream_t StreamHandle(uint64_t id) {
   return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(v));
 }
 
-void HandleSet::Add(uint64_t id) {
+void HandleSet::Add(uint64_t id, uint64_t value) {
   std::unique_lock lock(mu_);
-  ids_.insert(id);
+  ids_[id] = value;
 }
 
 bool HandleSet::Remove(uint64_t id) {
@@ -89,9 +89,11 @@ bool HandleSet::Remove(uint64_t id) {
   return ids_.erase(id) != 0;
 }
 
-bool HandleSet::Contains(uint64_t id) const {
+std::optional<uint64_t> HandleSet::Find(uint64_t id) const {
   std::shared_lock lock(mu_);
-  return ids_.count(id) != 0;
+  auto it = ids_.find(id);
+  if (it == ids_.end()) return std::nullopt;
+  return it->second;
 }
 
 void HandleSet::Clear() {

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "client_stub/pinned_heap.h"
 #include "remora/v1/session.pb.h"
@@ -51,17 +51,19 @@ uint64_t StreamId(cudaStream_t s);
 // 1 and 2 (cudaStreamLegacy/PerThread) get bit 63 set to stay distinct.
 cudaStream_t StreamHandle(uint64_t id);
 
-// A set of server ids the tenant owns (streams or events). Thread-safe.
+// The server ids the tenant owns (streams or events), each with a small value
+// (a stream's flags and priority). Thread-safe.
 class HandleSet {
  public:
-  void Add(uint64_t id);
+  void Add(uint64_t id, uint64_t value = 0);
   bool Remove(uint64_t id);
-  bool Contains(uint64_t id) const;
+  bool Contains(uint64_t id) const { return Find(id).has_value(); }
+  std::optional<uint64_t> Find(uint64_t id) const;
   void Clear();
 
  private:
   mutable std::shared_mutex mu_;
-  std::unordered_set<uint64_t> ids_;
+  std::unordered_map<uint64_t, uint64_t> ids_;
 };
 
 // Address ranges [base, base + size) that do not overlap: device allocations and
