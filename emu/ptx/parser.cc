@@ -380,7 +380,9 @@ bool ParseNumber(std::string_view t, bool neg, RawOp* op) {
     op->fimm = 8;
     return true;
   }
-  if (t.find('.') != std::string_view::npos || t.find('e') != std::string_view::npos) {
+  bool hex = t.size() > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
+  if (!hex && (t.find('.') != std::string_view::npos || t.find('e') != std::string_view::npos ||
+               t.find('E') != std::string_view::npos)) {
     double d = std::strtod(std::string(t).c_str(), nullptr);
     op->imm = int64_t(std::bit_cast<uint64_t>(neg ? -d : d));
     op->fimm = 8;

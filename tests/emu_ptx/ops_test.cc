@@ -1,2 +1,521 @@
-// tests/emu_ptx/ops_test.cc - one row per instruction: tiny hand-written PTX, inputs -> outputs.
+// tests/emu_ptx/ops_test.cc - one row per instruction: tiny hand-written PTX, random inputs,
+// outputs checked against a CPU reference of the PTX ISA semantics.
+#include <cfenv>
+#include <cmath>
+#include <functional>
+
 #include "tests/emu_ptx/harness.h"
+
+namespace remora::emu::ptx::testing {
+namespace {
+
+// Each thread loads three b32 inputs into %r1..%r3, runs BODY, stores %r4 and %r5.
+std::string Wrap(const std::string& body) {
+  return R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_in, .param .u64 k_out) {
+  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .f32 %f<12>; .reg .f64 %fd<8>; .reg .pred %p<6>;
+  .reg .b16 %h<4>;
+  ld.param.u64 %rd1, [k_in];
+  ld.param.u64 %rd2, [k_out];
+  mov.u32 %r9, %tid.x;
+  mul.wide.u32 %rd3, %r9, 12;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v2.u32 {%r1, %r2}, [%rd4];
+  ld.global.u32 %r3, [%rd4+8];
+  mov.u32 %r4, 0;
+  mov.u32 %r5, 0;
+)" + body +
+         R"(
+  mul.wide.u32 %rd5, %r9, 8;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.v2.u32 [%rd6], {%r4, %r5};
+  ret;
+})";
+}
+
+enum class Gen { kBits, kFloat, kSmall, kMixedFloat };
+using Ref = std::function<std::pair<uint32_t, uint32_t>(uint32_t, uint32_t, uint32_t)>;
+struct Row {
+  const char* name;
+  const char* body;
+  Gen gen;
+  Ref ref;
+};
+
+float F(uint32_t v) {
+  return std::bit_cast<float>(v);
+}
+uint32_t B(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
+uint32_t Canon(float f) {
+  return f != f ? 0x7fffffffu : B(f);
+}
+std::pair<uint32_t, uint32_t> One(uint32_t v) {
+  return {v, 0};
+}
+std::pair<uint32_t, uint32_t> Two(uint64_t v) {
+  return {uint32_t(v), uint32_t(v >> 32)};
+}
+template <class Fn>
+uint32_t Rounded(int mode, Fn fn) {
+  std::fesetround(mode);
+  volatile float r = fn();
+  std::fesetround(FE_TONEAREST);
+  return Canon(r);
+}
+
+const Row kRows[] = {
+    {"add.s32", "add.s32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(a + b); }},
+    {"sub.s32", "sub.s32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(a - b); }},
+    {"add.sat.s32", "add.sat.s32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       int64_t r = int64_t(int32_t(a)) + int32_t(b);
+       return One(uint32_t(int32_t(std::clamp<int64_t>(r, INT32_MIN, INT32_MAX))));
+     }},
+    {"mul.lo.s32", "mul.lo.s32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(a * b); }},
+    {"mul.hi.u32", "mul.hi.u32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(uint32_t((uint64_t(a) * b) >> 32)); }},
+    {"mul.hi.s32", "mul.hi.s32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return One(uint32_t((int64_t(int32_t(a)) * int32_t(b)) >> 32));
+     }},
+    {"mul.wide.s32", "mul.wide.s32 %rd7, %r1, %r2; mov.b64 {%r4, %r5}, %rd7;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return Two(uint64_t(int64_t(int32_t(a)) * int32_t(b)));
+     }},
+    {"mad.wide.u32",
+     "cvt.u64.u32 %rd8, %r3; mad.wide.u32 %rd7, %r1, %r2, %rd8; mov.b64 {%r4, %r5}, %rd7;",
+     Gen::kBits, [](uint32_t a, uint32_t b, uint32_t c) { return Two(uint64_t(a) * b + c); }},
+    {"mad.lo.s32", "mad.lo.s32 %r4, %r1, %r2, %r3;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) { return One(a * b + c); }},
+    {"mad.hi.u32", "mad.hi.u32 %r4, %r1, %r2, %r3;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) { return One(uint32_t((uint64_t(a) * b) >> 32) + c); }},
+    {"mul24.lo.u32", "mul24.lo.u32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return One(uint32_t(uint64_t(a & 0xffffff) * (b & 0xffffff)));
+     }},
+    {"mad24.lo.s32", "mad24.lo.s32 %r4, %r1, %r2, %r3;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       int64_t p = int64_t(int32_t(a << 8) >> 8) * int64_t(int32_t(b << 8) >> 8);
+       return One(uint32_t(p) + c);
+     }},
+    {"sad.u32", "sad.u32 %r4, %r1, %r2, %r3;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) { return One((a > b ? a - b : b - a) + c); }},
+    {"div.u32", "or.b32 %r6, %r2, 1; div.u32 %r4, %r1, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(a / (b | 1)); }},
+    {"div.s32", "or.b32 %r6, %r2, 2; div.s32 %r4, %r1, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(uint32_t(int32_t(a) / int32_t(b | 2))); }},
+    {"rem.u32", "or.b32 %r6, %r2, 1; rem.u32 %r4, %r1, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(a % (b | 1)); }},
+    {"rem.s32", "or.b32 %r6, %r2, 2; rem.s32 %r4, %r1, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(uint32_t(int32_t(a) % int32_t(b | 2))); }},
+    {"abs.s32", "abs.s32 %r4, %r1;", Gen::kBits,
+     [](uint32_t a, uint32_t, uint32_t) { return One(int32_t(a) < 0 ? 0u - a : a); }},
+    {"neg.s32", "neg.s32 %r4, %r1;", Gen::kBits,
+     [](uint32_t a, uint32_t, uint32_t) { return One(0u - a); }},
+    {"min.s32", "min.s32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return One(uint32_t(std::min(int32_t(a), int32_t(b))));
+     }},
+    {"max.u32", "max.u32 %r4, %r1, %r2;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) { return One(std::max(a, b)); }},
+    {"and/or/xor/not",
+     "and.b32 %r6, %r1, %r2; or.b32 %r7, %r6, %r3; xor.b32 %r8, %r7, %r1; not.b32 %r4, %r8;",
+     Gen::kBits, [](uint32_t a, uint32_t b, uint32_t c) { return One(~(((a & b) | c) ^ a)); }},
+    {"cnot.b32", "and.b32 %r6, %r1, 1; cnot.b32 %r4, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t, uint32_t) { return One((a & 1) ? 0 : 1); }},
+    {"shl.b32", "and.b32 %r6, %r2, 63; shl.b32 %r4, %r1, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       uint32_t s = b & 63;
+       return One(s >= 32 ? 0 : a << s);
+     }},
+    {"shr.u32", "and.b32 %r6, %r2, 63; shr.u32 %r4, %r1, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       uint32_t s = b & 63;
+       return One(s >= 32 ? 0 : a >> s);
+     }},
+    {"shr.s32", "and.b32 %r6, %r2, 63; shr.s32 %r4, %r1, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       uint32_t s = std::min(b & 63, 31u);
+       return One(uint32_t(int32_t(a) >> s));
+     }},
+    {"shf.l.wrap", "shf.l.wrap.b32 %r4, %r1, %r2, %r3;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       return One(uint32_t(((uint64_t(b) << 32 | a) << (c & 31)) >> 32));
+     }},
+    {"shf.r.clamp", "and.b32 %r6, %r3, 63; shf.r.clamp.b32 %r4, %r1, %r2, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       return One(uint32_t((uint64_t(b) << 32 | a) >> std::min(c & 63, 32u)));
+     }},
+    {"bfe.u32", "bfe.u32 %r4, %r1, %r2, %r3;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint32_t pos = b & 0xff, len = c & 0xff, r = 0;
+       for (uint32_t i = 0; i < 32; ++i)
+         if (i < len && pos + i < 32) r |= ((a >> (pos + i)) & 1u) << i;
+       return One(r);
+     }},
+    {"bfe.s32", "and.b32 %r6, %r2, 31; and.b32 %r7, %r3, 31; bfe.s32 %r4, %r1, %r6, %r7;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint32_t pos = b & 31, len = c & 31, r = 0;
+       uint32_t sbit = len ? (a >> std::min(pos + len - 1, 31u)) & 1 : 0;
+       for (uint32_t i = 0; i < 32; ++i)
+         r |= ((i < len && pos + i < 32) ? (a >> (pos + i)) & 1u : sbit) << i;
+       return One(r);
+     }},
+    {"bfi.b32",
+     "and.b32 %r6, %r3, 31; shr.u32 %r7, %r3, 8; and.b32 %r7, %r7, 31; bfi.b32 %r4, %r1, %r2, %r6, "
+     "%r7;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint32_t pos = c & 31, len = (c >> 8) & 31, r = b;
+       for (uint32_t i = 0; i < len && pos + i < 32; ++i)
+         r = (r & ~(1u << (pos + i))) | (((a >> i) & 1u) << (pos + i));
+       return One(r);
+     }},
+    {"brev/popc/clz/bfind",
+     "brev.b32 %r4, %r1; popc.b32 %r6, %r2; clz.b32 %r7, %r3; bfind.u32 %r8, %r3; shl.b32 %r6, "
+     "%r6, 16; or.b32 %r5, %r6, %r7; xor.b32 %r5, %r5, %r8;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint32_t r = 0;
+       for (int i = 0; i < 32; ++i) r |= ((a >> i) & 1u) << (31 - i);
+       uint32_t bf = c ? 31u - uint32_t(std::countl_zero(c)) : 0xffffffffu;
+       return std::pair<uint32_t, uint32_t>{
+           r, ((uint32_t(std::popcount(b)) << 16) | uint32_t(std::countl_zero(c))) ^ bf};
+     }},
+    {"prmt.b32", "and.b32 %r6, %r3, 0xffff; prmt.b32 %r4, %r1, %r2, %r6;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint64_t t = (uint64_t(b) << 32) | a;
+       uint32_t r = 0;
+       for (int n = 0; n < 4; ++n) {
+         uint32_t sel = (c >> (4 * n)) & 0xf, byte = uint32_t(t >> (8 * (sel & 7))) & 0xff;
+         if (sel & 8) byte = (byte & 0x80) ? 0xff : 0;
+         r |= byte << (8 * n);
+       }
+       return One(r);
+     }},
+    {"lop3.b32", "lop3.b32 %r4, %r1, %r2, %r3, 0xe8;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) { return One((a & b) | (a & c) | (b & c)); }},
+    {"setp/selp",
+     "setp.lt.s32 %p1, %r1, %r2; setp.hi.u32 %p2, %r1, %r3; and.pred %p3, %p1, %p2; selp.b32 %r4, "
+     "%r1, %r3, %p3; setp.ne.and.s32 %p4|%p5, %r2, %r3, %p1; selp.u32 %r5, 7, 9, %p5;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       bool p1 = int32_t(a)<int32_t(b), p2 = a> c;
+       return std::pair<uint32_t, uint32_t>{(p1 && p2) ? a : c, (b == c && p1) ? 7u : 9u};
+     }},
+    {"set/slct", "set.gt.u32.s32 %r4, %r1, %r2; slct.b32.s32 %r5, %r1, %r2, %r3;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       return std::pair<uint32_t, uint32_t>{int32_t(a) > int32_t(b) ? 0xffffffffu : 0u,
+                                            int32_t(c) >= 0 ? a : b};
+     }},
+    {"setp.f32 unordered",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; setp.ltu.f32 %p1, %f1, %f2; setp.lt.f32 %p2, %f1, %f2; "
+     "setp.nan.f32 %p3, %f1, %f2; selp.u32 %r4, 1, 0, %p1; selp.u32 %r6, 2, 0, %p2; selp.u32 %r7, "
+     "4, 0, %p3; or.b32 %r4, %r4, %r6; or.b32 %r4, %r4, %r7;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       float x = F(a), y = F(b);
+       bool un = x != x || y != y;
+       return One((un || x < y ? 1u : 0u) | (!un && x < y ? 2u : 0u) | (un ? 4u : 0u));
+     }},
+    {"add.f32", "mov.b32 %f1, %r1; mov.b32 %f2, %r2; add.f32 %f3, %f1, %f2; mov.b32 %r4, %f3;",
+     Gen::kMixedFloat, [](uint32_t a, uint32_t b, uint32_t) { return One(Canon(F(a) + F(b))); }},
+    {"sub.rz.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; sub.rz.f32 %f3, %f1, %f2; mov.b32 %r4, %f3;", Gen::kFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return One(Rounded(FE_TOWARDZERO, [&] { return F(a) - F(b); }));
+     }},
+    {"mul.rm.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; mul.rm.f32 %f3, %f1, %f2; mov.b32 %r4, %f3;", Gen::kFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return One(Rounded(FE_DOWNWARD, [&] { return F(a) * F(b); }));
+     }},
+    {"fma.rn.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; mov.b32 %f3, %r3; fma.rn.f32 %f4, %f1, %f2, %f3; mov.b32 "
+     "%r4, %f4;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t b, uint32_t c) { return One(Canon(std::fma(F(a), F(b), F(c)))); }},
+    {"fma.rp.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; mov.b32 %f3, %r3; fma.rp.f32 %f4, %f1, %f2, %f3; mov.b32 "
+     "%r4, %f4;",
+     Gen::kFloat,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       return One(Rounded(FE_UPWARD, [&] { return std::fma(F(a), F(b), F(c)); }));
+     }},
+    {"div.rn.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; div.rn.f32 %f3, %f1, %f2; mov.b32 %r4, %f3;",
+     Gen::kMixedFloat, [](uint32_t a, uint32_t b, uint32_t) { return One(Canon(F(a) / F(b))); }},
+    {"sqrt.rn/rcp.rn.f32",
+     "mov.b32 %f1, %r1; abs.f32 %f1, %f1; sqrt.rn.f32 %f3, %f1; mov.b32 %r4, %f3; mov.b32 %f2, "
+     "%r2; rcp.rn.f32 %f4, %f2; mov.b32 %r5, %f4;",
+     Gen::kFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return std::pair<uint32_t, uint32_t>{Canon(std::sqrt(std::fabs(F(a)))), Canon(1.0f / F(b))};
+     }},
+    {"min/max.f32 NaN",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; min.f32 %f3, %f1, %f2; max.f32 %f4, %f1, %f2; mov.b32 "
+     "%r4, %f3; mov.b32 %r5, %f4;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       float x = F(a), y = F(b);
+       float mn = x != x   ? y
+                  : y != y ? x
+                           : std::fmin(x, y),
+             mx = x != x   ? y
+                  : y != y ? x
+                           : std::fmax(x, y);
+       return std::pair<uint32_t, uint32_t>{Canon(mn), Canon(mx)};
+     }},
+    {"abs/neg.f32",
+     "mov.b32 %f1, %r1; abs.f32 %f2, %f1; neg.f32 %f3, %f1; mov.b32 %r4, %f2; mov.b32 %r5, %f3;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t, uint32_t) {
+       return std::pair<uint32_t, uint32_t>{a & 0x7fffffffu, a ^ 0x80000000u};
+     }},
+    {"add.sat/ftz.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; add.sat.f32 %f3, %f1, %f2; mov.b32 %r4, %f3; mul.ftz.f32 "
+     "%f4, %f1, 0f00800000; mov.b32 %r5, %f4;",
+     Gen::kFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       float s = F(a) + F(b);
+       s = s != s || s < 0 ? 0.0f : s > 1 ? 1.0f : s;
+       float m = F(a) * F(0x00800000u);
+       if (std::fabs(m) < std::numeric_limits<float>::min()) m = std::copysign(0.0f, m);
+       return std::pair<uint32_t, uint32_t>{B(s), B(m)};
+     }},
+    {"f64 add/mul/div",
+     "mov.b64 %fd1, {%r1, %r2}; mov.b64 %fd2, {%r3, %r1}; mul.rn.f64 %fd3, %fd1, %fd2; div.rn.f64 "
+     "%fd4, %fd3, %fd2; add.f64 %fd5, %fd4, %fd1; mov.b64 {%r4, %r5}, %fd5;",
+     Gen::kFloat,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       double x = std::bit_cast<double>(uint64_t(b) << 32 | a),
+              y = std::bit_cast<double>(uint64_t(a) << 32 | c);
+       double r = x * y / y + x;
+       return Two(r != r ? 0x7fffffffffffffffull : std::bit_cast<uint64_t>(r));
+     }},
+    {"cvt float->int", "mov.b32 %f1, %r1; cvt.rni.s32.f32 %r4, %f1; cvt.rzi.u32.f32 %r5, %f1;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t, uint32_t) {
+       auto sat = [](double v, double lo, double hi) {
+         return v != v ? 0.0 : std::clamp(v, lo, hi);
+       };
+       return std::pair<uint32_t, uint32_t>{
+           uint32_t(int32_t(sat(std::nearbyint(F(a)), INT32_MIN, INT32_MAX))),
+           uint32_t(sat(std::trunc(F(a)), 0, UINT32_MAX))};
+     }},
+    {"cvt int->float",
+     "cvt.rn.f32.s32 %f1, %r1; cvt.rz.f32.u32 %f2, %r2; mov.b32 %r4, %f1; mov.b32 %r5, %f2;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return std::pair<uint32_t, uint32_t>{B(float(int32_t(a))),
+                                            Rounded(FE_TOWARDZERO, [&] { return float(b); })};
+     }},
+    {"cvt f16",
+     "mov.b32 %f1, %r1; cvt.rn.f16.f32 %h1, %f1; cvt.f32.f16 %f2, %h1; cvt.u32.u16 %r4, %h1; "
+     "mov.b32 %r5, %f2;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t, uint32_t) {
+       _Float16 h = (_Float16)F(a);
+       uint16_t hb;
+       std::memcpy(&hb, &h, 2);
+       if (F(a) != F(a)) return std::pair<uint32_t, uint32_t>{0x7fffu, 0x7fffffffu};
+       return std::pair<uint32_t, uint32_t>{hb, B(float(h))};
+     }},
+    {"cvt int widths",
+     "cvt.s64.s32 %rd7, %r1; cvt.u16.u32 %h1, %r2; cvt.s32.s16 %r6, %h1; cvt.sat.s8.s32 %r7, %r3; "
+     "cvt.s32.s8 %r8, %r7; add.s32 %r5, %r6, %r8; mov.b64 {%r4, %r10}, %rd7; xor.b32 %r5, %r5, "
+     "%r10;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       int64_t w = int32_t(a);
+       int32_t s16 = int16_t(b), s8 = std::clamp<int32_t>(int32_t(c), -128, 127);
+       return std::pair<uint32_t, uint32_t>{uint32_t(w),
+                                            uint32_t(s16 + s8) ^ uint32_t(uint64_t(w) >> 32)};
+     }},
+};
+
+class Ops : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(Ops, MatchesReference) {
+  const Row& row = kRows[GetParam()];
+  SCOPED_TRACE(row.name);
+  auto prog = MustLoad({Wrap(row.body)});
+  ASSERT_TRUE(prog);
+  const int n = 64;
+  std::mt19937 rng(uint32_t(GetParam()) * 7919u + 1);
+  std::uniform_real_distribution<float> uf(-1000, 1000);
+  const uint32_t specials[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0x80000000u,
+                               0u,          0x00000001u, 0x3f800000u};
+  std::vector<uint32_t> in(n * 3);
+  for (int i = 0; i < n * 3; ++i) {
+    switch (row.gen) {
+      case Gen::kBits:
+        in[i] = rng();
+        break;
+      case Gen::kSmall:
+        in[i] = rng() % 40;
+        break;
+      case Gen::kFloat:
+        in[i] = B(uf(rng));
+        break;
+      case Gen::kMixedFloat:
+        in[i] = (rng() % 5 == 0) ? specials[rng() % 7] : B(uf(rng));
+        break;
+    }
+  }
+  TestMemory mem;
+  uint32_t* din = mem.Upload(in);
+  uint32_t* out = mem.Alloc<uint32_t>(n * 2);
+  Status s = RunKernel(
+      *prog, "k", {1}, {n}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (int t = 0; t < n; ++t) {
+    auto [w0, w1] = row.ref(in[t * 3], in[t * 3 + 1], in[t * 3 + 2]);
+    ASSERT_EQ(out[t * 2], w0) << "thread " << t << " inputs " << std::hex << in[t * 3] << " "
+                              << in[t * 3 + 1] << " " << in[t * 3 + 2];
+    ASSERT_EQ(out[t * 2 + 1], w1) << "thread " << t << " inputs " << std::hex << in[t * 3] << " "
+                                  << in[t * 3 + 1] << " " << in[t * 3 + 2];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, Ops, ::testing::Range<size_t>(0, std::size(kRows)),
+                         [](const ::testing::TestParamInfo<size_t>& i) {
+                           std::string n = kRows[i.param].name;
+                           for (char& c : n)
+                             if (!std::isalnum(uint8_t(c))) c = '_';
+                           return n;
+                         });
+
+// Warp and CTA collectives on one 64-thread block: inputs in[t], outputs out[t*2..].
+TEST(Collectives, ReduxMatchBarRedShflIdx) {
+  const std::string ptx = Wrap(R"(
+  and.b32 %r6, %r1, 7;
+  redux.sync.add.u32 %r4, %r6, 0xffffffff;
+  match.any.sync.b32 %r7, %r6, 0xffffffff;
+  setp.ne.u32 %p1, %r6, 0;
+  bar.red.popc.u32 %r8, 0, %p1;
+  shfl.sync.idx.b32 %r10, %r6, 3, 0x181f, 0xffffffff;
+  vote.sync.uni.pred %p2, %p1, 0xffffffff;
+  selp.u32 %r11, 1000000, 0, %p2;
+  add.s32 %r5, %r8, %r11;
+  shl.b32 %r10, %r10, 24;
+  xor.b32 %r5, %r5, %r10;
+  xor.b32 %r5, %r5, %r7;)");
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  const int n = 64;
+  std::mt19937 rng(5);
+  std::vector<uint32_t> in(n * 3);
+  for (auto& v : in) v = rng();
+  TestMemory mem;
+  uint32_t* din = mem.Upload(in);
+  uint32_t* out = mem.Alloc<uint32_t>(n * 2);
+  Status s = RunKernel(
+      *prog, "k", {1}, {n}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto v = [&](int t) { return in[t * 3] & 7; };
+  uint32_t popc = 0;
+  for (int t = 0; t < n; ++t) popc += v(t) != 0;
+  for (int t = 0; t < n; ++t) {
+    int w = t / 32 * 32, l = t % 32;
+    uint32_t sum = 0, match = 0;
+    bool all = true, any = false;
+    for (int k = 0; k < 32; ++k) {
+      sum += v(w + k);
+      match |= uint32_t(v(w + k) == v(t)) << k;
+      all &= v(w + k) != 0;
+      any |= v(w + k) != 0;
+    }
+    int src = (l & 0x18) | 3;  // width 8 segments: c = ((32-8)<<8) | 31
+    uint32_t uni = (all || !any) ? 1000000u : 0u;
+    EXPECT_EQ(out[t * 2], sum) << t;
+    EXPECT_EQ(out[t * 2 + 1], ((popc + uni) ^ (v(w + src) << 24)) ^ match) << t;
+  }
+}
+
+TEST(Errors, UnknownInstructionIsRefusedAtLoad) {
+  auto r = Load(std::vector<std::string>{Wrap("frobnicate.b32 %r4, %r1;")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), err::kInvalidPtx);
+  EXPECT_NE(r.status().message().find("frobnicate"), std::string::npos) << r.status().message();
+}
+
+TEST(Errors, UnknownModifierIsRefusedAtLoad) {
+  auto r = Load(std::vector<std::string>{Wrap("add.wobble.s32 %r4, %r1, %r2;")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(".wobble"), std::string::npos) << r.status().message();
+}
+
+TEST(Errors, UnimplementedFormFailsWhenReached) {
+  // add.f16 decodes (known mnemonic and modifiers) but has no exec function: loading works,
+  // threads that never reach it are fine, reaching it is a named launch failure.
+  auto prog =
+      MustLoad({Wrap("setp.gt.u32 %p1, %r9, 40; @!%p1 bra SKIP; cvt.u16.u32 %h1, %r1; add.f16 %h2, "
+                     "%h1, %h1; SKIP:")});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  std::vector<uint32_t> in(64 * 3, 1);
+  uint32_t* din = mem.Upload(in);
+  uint32_t* out = mem.Alloc<uint32_t>(64 * 2);
+  Status ok = RunKernel(
+      *prog, "k", {1}, {32}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
+  Status s = RunKernel(
+      *prog, "k", {1}, {64}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+  EXPECT_EQ(s.code(), err::kLaunchFailure);
+  EXPECT_NE(s.message().find("add.f16"), std::string::npos) << s.message();
+}
+
+TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_out) {
+  .local .align 8 .b8 depot[16];
+  .shared .align 4 .b32 sm[64];
+  .reg .b32 %r<8>; .reg .b64 %rd<12>; .reg .pred %p<2>;
+  ld.param.u64 %rd1, [k_out];
+  mov.u32 %r1, %tid.x;
+  mov.u64 %rd2, sm;
+  cvta.shared.u64 %rd3, %rd2;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  mul.lo.s32 %r2, %r1, 3;
+  st.u32 [%rd5], %r2;
+  bar.sync 0;
+  mov.u64 %rd6, depot;
+  cvta.local.u64 %rd7, %rd6;
+  add.s32 %r3, %r1, 100;
+  st.u32 [%rd7+4], %r3;
+  ld.local.u32 %r4, [depot+4];
+  isspacep.shared %p1, %rd5;
+  xor.b32 %r5, %r1, 1;
+  mul.wide.u32 %rd8, %r5, 4;
+  add.s64 %rd9, %rd2, %rd8;
+  ld.shared.u32 %r6, [%rd9];
+  add.s32 %r6, %r6, %r4;
+  @!%p1 mov.u32 %r6, 0;
+  add.s64 %rd10, %rd1, %rd4;
+  st.global.u32 [%rd10], %r6;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(64);
+  Status s = RunKernel(
+      *prog, "k", {1}, {64}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], (t ^ 1) * 3 + t + 100) << t;
+}
+
+}  // namespace
+}  // namespace remora::emu::ptx::testing
