@@ -200,6 +200,9 @@ GrpcClientChannel::Outcome GrpcClientChannel::Await(Op op, Deadline deadline) {
   return want.ok ? Outcome::kOk : Outcome::kFailed;
 }
 
+// Returns once the frame is serialized and handed to gRPC; it waits only for
+// the previous write (one write outstanding), so a failure may surface on the
+// next Send or Receive.
 Status GrpcClientChannel::Send(const FrameHeader& header, std::span<const std::byte> body) {
   if (body.size() > max_body_) [[unlikely]]
     return Error(err::kInvalidValue, "frame body of " + std::to_string(body.size()) +
@@ -207,16 +210,21 @@ Status GrpcClientChannel::Send(const FrameHeader& header, std::span<const std::b
   if (closed_.load(std::memory_order_relaxed) || broken_.load(std::memory_order_relaxed))
       [[unlikely]]
     return Gone();
+  bool previous;
+  {
+    std::lock_guard lock(mu_);
+    previous = ops_[kWrite].pending || ops_[kWrite].done;
+  }
+  if (previous && Await(kWrite, Deadline::Never()) != Outcome::kOk) [[unlikely]] {
+    broken_.store(true, std::memory_order_relaxed);
+    return Gone();
+  }
   write_buf_.set_call(header.call);
   write_buf_.set_flags(header.flags);
   write_buf_.set_seq(header.seq);
   write_buf_.mutable_body()->assign(reinterpret_cast<const char*>(body.data()), body.size());
   Issued(kWrite);
-  stream_->Write(write_buf_, Tag(kWrite));
-  if (Await(kWrite, Deadline::Never()) != Outcome::kOk) [[unlikely]] {
-    broken_.store(true, std::memory_order_relaxed);
-    return Gone();
-  }
+  stream_->Write(write_buf_, Tag(kWrite));  // serializes now: write_buf_ is free on return
   return OkStatus();
 }
 
