@@ -471,7 +471,49 @@ TEST(GrpcTransport, TlsWithTokenRoundTrips) {
   ASSERT_TRUE(s.ok());
   ExpectOrderedDelivery(**c, **s, 20, 8);
   ExpectOrderedDelivery(**s, **c, 20, 9);
+
+  // By address, with the certificate's name given explicitly.
+  copts.tls_target_name = "localhost";
+  auto by_ip = GrpcConnect("127.0.0.1:" + std::to_string((*l)->port()), copts, Deadline::In(5s));
+  ASSERT_TRUE(by_ip.ok()) << by_ip.status().ToString();
+  auto s2 = (*l)->Accept(peer, Deadline::In(5s));
+  ASSERT_TRUE(s2.ok());
+  ExpectOrderedDelivery(**by_ip, **s2, 5, 10);
+  // A name the certificate does not carry is refused.
+  copts.tls_target_name = "not-localhost";
+  auto wrong = GrpcConnect("127.0.0.1:" + std::to_string((*l)->port()), copts, Deadline::In(500ms));
+  EXPECT_EQ(wrong.status().code(), err::kInitializationError);
   std::filesystem::remove_all(dir);
+}
+
+TEST(GrpcTransport, BodyLimitMustFitMessageLimit) {
+  GrpcOptions sopts;
+  sopts.max_body = sopts.max_message_bytes;
+  EXPECT_EQ(GrpcListener::Listen("127.0.0.1:0", sopts).status().code(), err::kInvalidValue);
+  GrpcClientOptions copts;
+  copts.max_message_bytes = size_t{3} << 30;  // beyond gRPC's int limit
+  EXPECT_EQ(GrpcConnect("127.0.0.1:1", copts, Deadline::In(100ms)).status().code(),
+            err::kInvalidValue);
+}
+
+// A smaller max_body is enforced on both ends.
+TEST(GrpcTransport, CustomMaxBody) {
+  GrpcOptions sopts;
+  sopts.max_body = 1000;
+  GrpcClientOptions copts;
+  copts.max_body = 1000;
+  Pair p = Connect(sopts, copts);
+  ASSERT_TRUE(p.server && p.client);
+  EXPECT_EQ(p.server->max_body(), 1000u);
+  EXPECT_EQ(p.client->max_body(), 1000u);
+  std::vector<std::byte> body(1001);
+  EXPECT_EQ(p.client->Send({}, body).code(), err::kInvalidValue);
+  EXPECT_EQ(p.server->Send({}, body).code(), err::kInvalidValue);
+  body.pop_back();
+  ASSERT_TRUE(p.client->Send({.seq = 1}, body).ok());
+  Frame f;
+  ASSERT_TRUE(p.server->Receive(f, Deadline::In(5s)).ok());
+  EXPECT_EQ(f.body.size(), 1000u);
 }
 
 TEST(GrpcTransport, MissingTlsFilesAreInvalidValue) {

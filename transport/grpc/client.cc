@@ -274,6 +274,8 @@ void GrpcClientChannel::Close() {
 
 Result<std::unique_ptr<Channel>> GrpcConnect(const std::string& target, GrpcClientOptions opts,
                                              Deadline deadline) {
+  if (!BodyFits(opts.max_body, opts.max_message_bytes))
+    return Error(err::kInvalidValue, "max_body does not fit in max_message_bytes");
   std::shared_ptr<grpc::ChannelCredentials> creds;
   grpc::ChannelArguments args;
   if (!opts.tls_root_cert_path.empty()) {

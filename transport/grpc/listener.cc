@@ -84,6 +84,8 @@ GrpcListener::GrpcListener(Key, GrpcOptions opts)
 Result<std::unique_ptr<GrpcListener>> GrpcListener::Listen(const std::string& host_port,
                                                            GrpcOptions opts) {
   std::shared_ptr<grpc::ServerCredentials> creds;
+  if (!BodyFits(opts.max_body, opts.max_message_bytes))
+    return Error(err::kInvalidValue, "max_body does not fit in max_message_bytes");
   if (opts.tls_cert_path.empty() != opts.tls_key_path.empty())
     return Error(err::kInvalidValue, "TLS needs both a certificate and a key");
   if (!opts.tls_cert_path.empty()) {

@@ -7,12 +7,20 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace remora::transport {
 
 inline constexpr size_t kGrpcDefaultMaxBody = size_t{4} << 20;
 inline constexpr size_t kGrpcDefaultMaxMessage = (size_t{64} << 20) + (size_t{1} << 20);
+
+// True if a frame with a `max_body` body fits in one message (header slack
+// included) and the limit is one gRPC accepts (an int).
+constexpr bool BodyFits(size_t max_body, size_t max_message_bytes) {
+  return max_message_bytes <= size_t{INT32_MAX} && max_body <= max_message_bytes &&
+         max_message_bytes - max_body >= 64;
+}
 
 // Initial-metadata key a server sends once it accepts a session. A refused
 // stream has none: gRPC then sends status without initial metadata.
