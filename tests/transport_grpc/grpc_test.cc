@@ -312,6 +312,32 @@ TEST(GrpcTransport, ClientDisconnectSeenWithinOneSecond) {
   EXPECT_EQ(p.server->Send({.seq = 3}, {}).code(), err::kDevicesUnavailable);
 }
 
+// Every stream's call ends once its client is gone, even while the server
+// still holds the channel: nothing of a dead client lingers in gRPC.
+TEST(GrpcTransport, DeadClientsLeaveNoLiveStreams) {
+  auto l = MustListen();
+  ASSERT_TRUE(l);
+  std::vector<std::unique_ptr<Channel>> clients, servers;
+  for (int i = 0; i < 5; ++i) {
+    auto c = GrpcConnect(Target(*l), {}, Deadline::In(5s));
+    ASSERT_TRUE(c.ok());
+    clients.push_back(std::move(c).value());
+    PeerInfo peer;
+    auto s = l->Accept(peer, Deadline::In(5s));
+    ASSERT_TRUE(s.ok());
+    servers.push_back(std::move(s).value());
+  }
+  EXPECT_EQ(l->live_streams(), 5u);
+  clients.clear();
+  Frame f;
+  for (auto& s : servers)
+    EXPECT_EQ(s->Receive(f, Deadline::In(5s)).code(), err::kDevicesUnavailable);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (l->live_streams() != 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(l->live_streams(), 0u);
+}
+
 TEST(GrpcTransport, ServerChannelCloseSeenByClient) {
   Pair p = Connect();
   ASSERT_TRUE(p.server && p.client);

@@ -157,6 +157,10 @@ Result<std::unique_ptr<Channel>> GrpcListener::Accept(PeerInfo& peer, Deadline d
   return std::move(p.channel);
 }
 
+size_t GrpcListener::live_streams() const {
+  return registry_->size();
+}
+
 // Sessions nobody accepted yet are closed: they never will be.
 void GrpcListener::Shutdown() {
   std::deque<Pending> unaccepted;  // closed after mu_ is released

@@ -56,6 +56,10 @@ class GrpcListener final : public Listener {
   // The bound TCP port.
   int port() const { return port_; }
 
+  // Streams whose gRPC call has not ended yet (accepted or not), for metrics
+  // and leak checks. Thread-safe.
+  size_t live_streams() const;
+
  private:
   class Service;
   struct Pending {

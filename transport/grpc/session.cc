@@ -272,6 +272,11 @@ void ReactorRegistry::Drop(Reactor* r) {
   if (live_.empty()) empty_.notify_all();
 }
 
+size_t ReactorRegistry::size() const {
+  std::lock_guard lock(mu_);
+  return live_.size();
+}
+
 void ReactorRegistry::WaitEmpty() {
   std::unique_lock lock(mu_);
   empty_.wait(lock, [&] { return live_.empty(); });

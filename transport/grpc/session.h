@@ -139,9 +139,10 @@ class ReactorRegistry {
   void Drop(Reactor* r);
   // Blocks until every reactor has been dropped.
   void WaitEmpty();
+  size_t size() const;
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable empty_;
   std::unordered_map<Reactor*, std::unique_ptr<Reactor>> live_;
 };
