@@ -128,7 +128,7 @@ cudaError_t cudaPeekAtLastError(void) {
 
 const char* cudaGetErrorName(cudaError_t error) {
   const char* n = remora::client_stub::CudaErrorName(error);
-  return n ? n : "cudaErrorUnknown";
+  return n ? n : "unrecognized error code";
 }
 
 const char* cudaGetErrorString(cudaError_t error) {

@@ -96,7 +96,7 @@ class Connection {
   transport::Arena* arena() const { return arena_; }
   // Largest body a frame may carry.
   size_t max_body() const { return max_body_; }
-  // True when `s` fails the session, not just the call.
+  // False once the session failed, was lost or shut down (no syscall).
   bool Alive() const { return fail_.load(std::memory_order_relaxed) == 0; }
 
   // Sends Goodbye and stops the callback thread; later calls fail with

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "client_stub/api.h"
 #include "client_stub/env.h"
 #include "client_stub/errors.h"
 #include "client_stub/kernels.h"
@@ -299,6 +300,26 @@ TEST(Errors, LastErrorIsPerThreadAndReset) {
   std::thread([] { EXPECT_EQ(PeekLastError(), cudaSuccess); }).join();
   EXPECT_EQ(TakeLastError(), cudaErrorInvalidValue);
   EXPECT_EQ(TakeLastError(), cudaSuccess);
+}
+
+// The only test here that connects: no server at the address.
+TEST(Unreachable, EveryCallFailsWithInitializationErrorAndOneStderrLine) {
+  setenv("REMORA_SERVER", "unix:/nonexistent/remora-stub-test.sock", 1);
+  testing::internal::CaptureStderr();
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, 16), cudaErrorInitializationError);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorInitializationError);
+  int n = -1;
+  EXPECT_EQ(cudaGetDeviceCount(&n), cudaErrorInitializationError);
+  EXPECT_EQ(n, 0);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("remora: cannot reach remora-server at unix:/nonexistent", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInitializationError);
+  // Local answers still work.
+  int dev = -1;
+  EXPECT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  EXPECT_EQ(__cudaPushCallConfiguration(dim3(1), dim3(1), 0, nullptr), 0u);
 }
 
 }  // namespace

@@ -19,6 +19,9 @@
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
 #include "transport/shm/shm_channel.h"
+#ifdef REMORA_WIRE_GRPC
+#include "transport/grpc/listener.h"
+#endif
 
 namespace remora::client_stub {
 namespace {
@@ -26,6 +29,14 @@ namespace {
 using namespace std::chrono_literals;
 using transport::Deadline;
 using transport::Frame;
+
+// Built twice: over shm (arena, staging slots) and, with REMORA_WIRE_GRPC, over
+// gRPC (no arena: bytes travel inline, in chunks below the 4 MiB frame body).
+#ifdef REMORA_WIRE_GRPC
+constexpr bool kShm = false;
+#else
+constexpr bool kShm = true;
+#endif
 
 constexpr uint32_t kSlots = 2;
 constexpr uint64_t kSlotBytes = 64 << 10;
@@ -40,13 +51,25 @@ struct Logged {
 
 class FakeServer {
  public:
-  explicit FakeServer(std::string path) : path_(std::move(path)) {
+  // Listens on `path` (shm) or an ephemeral local port (grpc); address() is
+  // what REMORA_SERVER should say.
+  explicit FakeServer([[maybe_unused]] std::string path) {
+#ifdef REMORA_WIRE_GRPC
+    auto l = transport::GrpcListener::Listen("127.0.0.1:0", {});
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    address_ = "grpc://127.0.0.1:" + std::to_string((*l)->port());
+#else
     transport::ShmOptions opts;
     opts.arena_bytes = 64 << 20;
-    auto l = transport::ShmListener::Listen(path_, opts);
+    auto l = transport::ShmListener::Listen(path, opts);
     EXPECT_TRUE(l.ok()) << l.status().ToString();
+    address_ = "unix:" + path;
+#endif
     listener_ = std::move(*l);
     thread_ = std::thread([this] { Run(); });
+  }
+  const std::string& address() const {
+    return address_;
   }
   ~FakeServer() {
     stop_ = true;
@@ -83,7 +106,9 @@ class FakeServer {
     return n;
   }
   // Reported as Reply.deferred_code by the next SYNC reply.
-  void Defer(int code) { deferred_ = code; }
+  void Defer(int code) {
+    deferred_ = code;
+  }
   void DeviceOutput(std::string s) {
     std::lock_guard lock(mu_);
     device_output_ = std::move(s);
@@ -115,7 +140,9 @@ class FakeServer {
     }
   }
 
-  std::byte* Arena() { return ch_->arena()->base(); }
+  std::byte* Arena() {
+    return ch_->arena()->base();
+  }
 
   // The device bytes at [addr, addr + n), or nullptr if outside every allocation.
   std::byte* Device(uint64_t addr, uint64_t n) {
@@ -301,8 +328,8 @@ class FakeServer {
     }
   }
 
-  std::string path_;
-  std::unique_ptr<transport::ShmListener> listener_;
+  std::string address_;
+  std::unique_ptr<transport::Listener> listener_;
   std::unique_ptr<transport::Channel> ch_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -319,11 +346,11 @@ class Wire : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
     std::string path = "/tmp/remora-stub-wire-" + std::to_string(getpid()) + ".sock";
-    setenv("REMORA_SERVER", ("unix:" + path).c_str(), 1);
+    server_ = new FakeServer(path);  // NOLINT: lives for the whole binary
+    setenv("REMORA_SERVER", server_->address().c_str(), 1);
     setenv("REMORA_TOKEN", "tok-123", 1);
     setenv("REMORA_GPU_MEMORY", "512Mi", 1);
     setenv("REMORA_GPU_MEMORY_LIMIT", "1Gi", 1);
-    server_ = new FakeServer(path);  // NOLINT: lives for the whole binary
   }
   static FakeServer* server_;
 };
@@ -359,6 +386,8 @@ TEST_F(Wire, HelloCarriesTokenQuotaAndIdentity) {
 }
 
 TEST_F(Wire, DevicePropertiesAreLocal) {
+  int n = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);  // connected: Hello is behind us
   size_t before = server_->LogSize();
   cudaDeviceProp p;
   ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
@@ -374,6 +403,10 @@ TEST_F(Wire, DevicePropertiesAreLocal) {
   int dev = -1;
   EXPECT_EQ(cudaGetDevice(&dev), cudaSuccess);
   EXPECT_EQ(dev, 0);
+  EXPECT_STREQ(cudaGetErrorName(cudaErrorIllegalAddress), "cudaErrorIllegalAddress");
+  EXPECT_STREQ(cudaGetErrorString(cudaErrorMemoryAllocation), "out of memory");
+  EXPECT_STREQ(cudaGetErrorName(static_cast<cudaError_t>(12345)), "unrecognized error code");
+  EXPECT_STREQ(cudaGetErrorString(static_cast<cudaError_t>(12345)), "unrecognized error code");
   int rt = 0;
   EXPECT_EQ(cudaRuntimeGetVersion(&rt), cudaSuccess);
   EXPECT_EQ(rt, 13000);
@@ -397,8 +430,10 @@ TEST_F(Wire, MallocSendsRequestAndReturnsThePointer) {
   EXPECT_EQ(free, 3u << 20);
 }
 
-TEST_F(Wire, PageableCopiesGoThroughStagingSlots) {
-  const size_t n = 5 * kSlotBytes + 123;  // six staged chunks each way
+TEST_F(Wire, PageableCopiesAreChunked) {
+  // shm: six staged chunks each way; grpc: three inline chunks.
+  const size_t n = kShm ? 5 * kSlotBytes + 123 : (8 << 20) + 123;
+  const size_t chunks = kShm ? 6 : 3;
   void* d = nullptr;
   ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
   auto src = Pattern(n, 1);
@@ -406,21 +441,23 @@ TEST_F(Wire, PageableCopiesGoThroughStagingSlots) {
          htod_async = server_->Count(CallId::kMemcpyHtoDAsync);
   ASSERT_EQ(cudaMemcpy(d, src.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(server_->Count(CallId::kMemcpyHtoD), htod + 1);  // only the last chunk waits
-  EXPECT_EQ(server_->Count(CallId::kMemcpyHtoDAsync), htod_async + 5);
+  EXPECT_EQ(server_->Count(CallId::kMemcpyHtoDAsync), htod_async + chunks - 1);
   auto last = server_->Last<v1::MemcpyHtoDRequest>(CallId::kMemcpyHtoD);
-  EXPECT_NE(last.staging_slot(), 0u);
-  EXPECT_EQ(last.size(), 123u);
+  EXPECT_EQ(last.staging_slot() != 0, kShm);
+  EXPECT_EQ(last.src().has_data(), !kShm);
+  EXPECT_LE(last.size(), kShm ? kSlotBytes : 4u << 20);
   EXPECT_EQ(*server_->Memory(reinterpret_cast<uintptr_t>(d)), src);
 
   std::vector<std::byte> back(n);
   ASSERT_EQ(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, src);
   auto dtoh = server_->Last<v1::MemcpyDtoHRequest>(CallId::kMemcpyDtoH);
-  EXPECT_TRUE(dtoh.to_arena());
-  EXPECT_LE(dtoh.size(), kSlotBytes);
+  EXPECT_EQ(dtoh.to_arena(), kShm);
+  EXPECT_LE(dtoh.size(), kShm ? kSlotBytes : 4u << 20);
   ASSERT_EQ(cudaFree(d), cudaSuccess);
 }
 
+// shm: pinned memory lives in the arena heap; grpc: page-aligned malloc, inline bytes.
 TEST_F(Wire, PinnedCopiesUseArenaOffsetsInOnePass) {
   void* h = nullptr;
   ASSERT_EQ(cudaMallocHost(&h, 3 * kSlotBytes), cudaSuccess);
@@ -438,7 +475,10 @@ TEST_F(Wire, PinnedCopiesUseArenaOffsetsInOnePass) {
   ASSERT_EQ(cudaMemcpy(d, h, src.size(), cudaMemcpyDefault), cudaSuccess);
   EXPECT_EQ(server_->Count(CallId::kMemcpyHtoD), before + 1);
   auto req = server_->Last<v1::MemcpyHtoDRequest>(CallId::kMemcpyHtoD);
-  EXPECT_GE(req.src().arena_offset(), kHeapOffset);
+  if (kShm) {
+    EXPECT_GE(req.src().arena_offset(), kHeapOffset);
+  }
+  EXPECT_EQ(req.src().has_data(), !kShm);
   EXPECT_EQ(req.staging_slot(), 0u);
   EXPECT_EQ(req.size(), src.size());
 
@@ -446,7 +486,9 @@ TEST_F(Wire, PinnedCopiesUseArenaOffsetsInOnePass) {
   ASSERT_EQ(cudaMemcpyAsync(h, d, src.size(), cudaMemcpyDeviceToHost, nullptr), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(std::memcmp(h, src.data(), src.size()), 0);
-  EXPECT_TRUE(server_->Last<v1::MemcpyDtoHRequest>(CallId::kMemcpyDtoHAsync).to_arena());
+  if (kShm) {
+    EXPECT_TRUE(server_->Last<v1::MemcpyDtoHRequest>(CallId::kMemcpyDtoHAsync).to_arena());
+  }
   ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
   EXPECT_EQ(cudaFreeHost(pageable.data()), cudaErrorInvalidValue);
   (void)cudaGetLastError();
