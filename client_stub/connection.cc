@@ -270,9 +270,12 @@ void Connection::CallbackLoop() {
       }
       lock.unlock();
       if (fn) fn(static_cast<cudaError_t>(run.status));
+      // Sent even after a sticky error: the server holds the stream until it arrives.
       v1::HostFuncDone done;
       done.set_id(run.id);
-      (void)Post(CallId::kHostFuncDone, done);
+      std::string body = done.SerializeAsString();
+      (void)Send(CallId::kHostFuncDone, next_seq_.fetch_add(1, std::memory_order_relaxed),
+                 AsBytes(body));
       lock.lock();
       continue;
     }
@@ -313,10 +316,8 @@ void Connection::Shutdown() {
     else
       cb.join();
   }
-  if (fail_.load(std::memory_order_acquire) == 0 && ch_) {
-    v1::Empty empty;
-    (void)Post(CallId::kGoodbye, empty);
-  }
+  if (fail_.load(std::memory_order_acquire) == 0 && ch_)
+    (void)Send(CallId::kGoodbye, next_seq_.fetch_add(1, std::memory_order_relaxed), {});
   int expected = 0;
   fail_.compare_exchange_strong(expected, cudaErrorCudartUnloading, std::memory_order_acq_rel);
 }

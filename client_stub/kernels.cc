@@ -254,6 +254,7 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
       over(grid.z, p.maxGridSize[2]))
     return RecordError(cudaErrorInvalidConfiguration);
   if (cudaError_t e = EnsureRegistered(*k)) return RecordError(e);
+  if (k->handle == 0) return RecordError(cudaErrorInvalidDeviceFunction);  // no layout came back
 
   thread_local v1::LaunchRequest req;
   if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
