@@ -1,6 +1,12 @@
 // tests/transport_grpc/grpc_test.cc - GrpcListener and GrpcConnect over loopback.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -336,6 +342,91 @@ TEST(GrpcTransport, DeadClientsLeaveNoLiveStreams) {
   while (l->live_streams() != 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(1ms);
   EXPECT_EQ(l->live_streams(), 0u);
+}
+
+// A TCP relay for one connection that can go silent without closing anything,
+// like a peer whose host vanished from the network.
+class FreezableRelay {
+ public:
+  explicit FreezableRelay(int target_port) : target_port_(target_port) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::listen(listen_fd_, 1) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~FreezableRelay() {
+    stop_ = true;
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+  void Freeze() { frozen_ = true; }
+
+ private:
+  void Run() {
+    int a = ::accept(listen_fd_, nullptr, nullptr);
+    if (a < 0) return;
+    int b = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in t{};
+    t.sin_family = AF_INET;
+    t.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    t.sin_port = htons(static_cast<uint16_t>(target_port_));
+    if (::connect(b, reinterpret_cast<sockaddr*>(&t), sizeof t) == 0) {
+      std::vector<char> buf(1 << 16);
+      while (!stop_) {
+        if (frozen_) {
+          std::this_thread::sleep_for(5ms);
+          continue;
+        }
+        pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+        if (::poll(fds, 2, 5) <= 0) continue;
+        for (int i = 0; i < 2; ++i) {
+          if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
+          ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+          if (n <= 0 || ::write(fds[1 - i].fd, buf.data(), static_cast<size_t>(n)) != n)
+            stop_ = true;
+        }
+      }
+    }
+    ::close(a);
+    ::close(b);
+  }
+
+  int target_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false}, frozen_{false};
+  std::thread thread_;
+};
+
+// With neither FIN nor RST, keepalive pings are what notice the lost peer.
+TEST(GrpcTransport, SilentPeerDetectedByKeepalive) {
+  GrpcOptions sopts;
+  sopts.keepalive = 200ms;
+  auto l = MustListen(sopts);
+  ASSERT_TRUE(l);
+  FreezableRelay relay(l->port());
+  ASSERT_NE(relay.port(), 0);
+  GrpcClientOptions copts;
+  copts.keepalive = 200ms;
+  auto c = GrpcConnect("127.0.0.1:" + std::to_string(relay.port()), copts, Deadline::In(5s));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  PeerInfo peer;
+  auto s = l->Accept(peer, Deadline::In(5s));
+  ASSERT_TRUE(s.ok());
+  ExpectOrderedDelivery(**c, **s, 5, 11);
+  relay.Freeze();
+  Frame f;
+  EXPECT_EQ((*s)->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
+  EXPECT_EQ((*c)->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
 }
 
 TEST(GrpcTransport, ServerChannelCloseSeenByClient) {

@@ -291,8 +291,11 @@ Result<std::unique_ptr<Channel>> GrpcConnect(const std::string& target, GrpcClie
   args.SetMaxSendMessageSize(static_cast<int>(opts.max_message_bytes));
   // One TCP connection per session: a tenant's bulk copy never queues behind another's.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  // A silently vanished server breaks the stream within two keepalive periods.
+  const int keepalive_ms = static_cast<int>(opts.keepalive.count());
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   auto channel = grpc::CreateCustomChannel(target, creds, args);
   if (!channel->WaitForConnected(ToGpr(deadline)))
     return Error(err::kInitializationError, "cannot reach grpc server " + target);

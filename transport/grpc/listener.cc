@@ -105,10 +105,14 @@ Result<std::unique_ptr<GrpcListener>> GrpcListener::Listen(const std::string& ho
   builder.SetMaxReceiveMessageSize(static_cast<int>(l->opts_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(l->opts_.max_message_bytes));
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Notice a silently vanished client within seconds, not hours.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000);
+  // Notice a silently vanished client (no FIN/RST) within two keepalive
+  // periods, however long the session idles; accept client pings as often.
+  const int keepalive_ms = static_cast<int>(l->opts_.keepalive.count());
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             keepalive_ms / 2);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   l->server_ = builder.BuildAndStart();
   if (l->server_ == nullptr || l->port_ == 0)

@@ -41,6 +41,9 @@ struct GrpcOptions {
   // pays with idle cores: on a busy 2-core host it slows the round trip
   // (bench/transport_grpc). 0 sleeps at once.
   std::chrono::nanoseconds receive_spin{0};
+  // Ping period and ping timeout for detecting a vanished peer. Keep the
+  // client's no shorter than the server's, or the server refuses its pings.
+  std::chrono::milliseconds keepalive{2000};
   std::string tls_cert_path{};  // PEM certificate chain
   std::string tls_key_path{};   // PEM private key
   std::string token{};          // required "authorization: Bearer <token>"
@@ -50,9 +53,10 @@ struct GrpcOptions {
 struct GrpcClientOptions {
   size_t max_message_bytes = kGrpcDefaultMaxMessage;
   size_t max_body = kGrpcDefaultMaxBody;
-  std::string tls_root_cert_path{};  // PEM roots the server certificate must chain to
-  std::string tls_target_name{};     // overrides the name checked against the certificate
-  std::string token{};               // sent as "authorization: Bearer <token>"
+  std::chrono::milliseconds keepalive{2000};  // see GrpcOptions::keepalive
+  std::string tls_root_cert_path{};           // PEM roots the server certificate must chain to
+  std::string tls_target_name{};              // overrides the name checked against the certificate
+  std::string token{};                        // sent as "authorization: Bearer <token>"
 };
 
 }  // namespace remora::transport
