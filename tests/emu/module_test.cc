@@ -363,6 +363,36 @@ TEST_F(EmuKernels, IllegalAddressBreaksTheContextUntilReset) {
   EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
 }
 
+// A device fault breaks the context with the CUresult NVIDIA's driver uses; a
+// launch that does not fault leaves it healthy.
+TEST_F(EmuKernels, DeviceAssertAndTrapAreStickyWithTheirOwnCodes) {
+  struct Case {
+    const char* kernel;
+    int arg;
+    CUresult want;
+  };
+  const Case cases[] = {
+      {"checkPositive", 5, CUDA_SUCCESS},
+      {"checkPositive", -5, CUDA_ERROR_ASSERT},
+      {"trapIf", 0, CUDA_SUCCESS},
+      {"trapIf", 1, CUDA_ERROR_LAUNCH_FAILED},
+  };
+  for (const Case& c : cases) {
+    CUmodule m;
+    ASSERT_EQ(api.cuModuleLoadData(&m, ptx_.c_str()), CUDA_SUCCESS);
+    CUfunction f;
+    ASSERT_EQ(api.cuModuleGetFunction(&f, m, c.kernel), CUDA_SUCCESS);
+    int arg = c.arg;
+    void* args[] = {&arg};
+    ASSERT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuCtxSynchronize(), c.want) << c.kernel << "(" << c.arg << ")";
+    CUdeviceptr p;
+    EXPECT_EQ(api.cuMemAlloc(&p, 256), c.want) << c.kernel << "(" << c.arg << ")";
+    ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  }
+  mod_ = nullptr;  // unloaded by the resets
+}
+
 TEST_F(EmuModule, LinkerResolvesExternsAcrossRdcUnits) {
   const std::string lib = ReadFile(REMORA_EMU_DATA "/rdc_lib.ptx");
   const std::string main = ReadFile(REMORA_EMU_DATA "/rdc_main.ptx");

@@ -1,4 +1,5 @@
 // tests/emu/data/kernels.cu - kernels the emulator tests load as PTX and as a fat binary.
+#include <cassert>
 #include <cstdio>
 
 __device__ int counter = 7;
@@ -34,4 +35,10 @@ extern "C" __global__ void mixedParams(char c, Mixed m, const short* s, double d
   (void)m;
   (void)s;
   (void)d;
+}
+
+extern "C" __global__ void checkPositive(int v) { assert(v > 0); }
+
+extern "C" __global__ void trapIf(int v) {
+  if (v != 0) __trap();
 }
