@@ -1,5 +1,6 @@
 // emu/driver_module.cc - entry points: modules, functions, launches, the linker.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -333,7 +334,10 @@ REMORA_EMU_API CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOu
   // Link now, as nvlink would, so unresolved symbols fail here and not at load.
   for (const auto& src : link->sources) EMU_RETURN_IF_ERROR(CheckPtxHeader(src));
   auto program = ptx::Load(link->sources);
-  if (!program.ok()) return ToCuResult(program.status());
+  if (!program.ok()) {
+    std::fprintf(stderr, "remora-emu: cannot link: %s\n", program.status().ToString().c_str());
+    return ToCuResult(program.status());
+  }
   link->image = EncodeLinked(link->sources);
   *cubinOut = link->image.data();
   *sizeOut = link->image.size();

@@ -2,6 +2,7 @@
 #include "emu/module.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "emu/device.h"
@@ -35,7 +36,12 @@ CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,
     if (CUresult r = CheckPtxHeader(src); r != CUDA_SUCCESS) return r;
   }
   auto program = ptx::Load(ptx);
-  if (!program.ok()) return ToCuResult(program.status());
+  if (!program.ok()) {
+    // The driver has no JIT log here: the reason (module, line, token) goes to stderr.
+    std::fprintf(stderr, "remora-emu: cannot load module: %s\n",
+                 program.status().ToString().c_str());
+    return ToCuResult(program.status());
+  }
   auto mod = std::make_shared<Module>();
   mod->program = std::move(program).value();
   for (const ptx::GlobalInfo& g : mod->program->globals()) {
