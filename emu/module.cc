@@ -57,7 +57,6 @@ CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,
   const auto& kernels = mod->program->kernels();
   for (size_t i = 0; i < kernels.size(); ++i) {
     Function& f = mod->functions.emplace_back();
-    f.module = mod.get();
     f.index = i;
     f.info = &kernels[i];
     f.max_dynamic_shared =

@@ -19,10 +19,7 @@
 
 namespace remora::emu {
 
-struct Module;
-
 struct Function {
-  Module* module;
   size_t index;  // into program->kernels()
   const ptx::KernelInfo* info;
   std::atomic<int> max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
