@@ -60,9 +60,6 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(a, pinned, n, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(portable, a, n, cudaMemcpyDeviceToHost));
   expect(std::memcmp(portable, src.data(), n) == 0, "pinned copies");
-  unsigned int flags = 0;
-  CHECK(cudaHostGetFlags(&flags, portable));
-  expect((flags & cudaHostAllocPortable) != 0, "cudaHostGetFlags reports Portable");
   CHECK(cudaFreeHost(pinned));
   CHECK(cudaFreeHost(portable));
 

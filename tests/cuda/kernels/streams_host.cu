@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
   CHECK(cudaEventRecord(done, s2));
 
   cudaError_t q = cudaStreamQuery(s2);
+  if (q != cudaSuccess && q != cudaErrorNotReady)
+    std::printf("cudaStreamQuery: %s\n", cudaGetErrorName(q));
   expect(q == cudaSuccess || q == cudaErrorNotReady, "cudaStreamQuery while busy");
   CHECK(cudaEventSynchronize(done));
   CHECK(cudaStreamSynchronize(s2));
