@@ -195,6 +195,25 @@ TEST(SplitSection, RdcRelocatableFatbin) {
   EXPECT_NE(ptx->find("_Z5twicei"), std::string::npos);  // declared, defined in rdc_b
 }
 
+TEST(SplitSection, ExecutableSection) {
+  auto section = ReadData("saxpy_exe.nv_fatbin");
+  ASSERT_FALSE(section.empty());
+  auto fatbins = SplitSection(section);
+  ASSERT_TRUE(fatbins.ok()) << fatbins.status().ToString();
+  // The device-link fatbin (an sm_75 ELF, no PTX), then one per .cu in link order.
+  ASSERT_EQ(fatbins->size(), 3u);
+  EXPECT_EQ(SelectPtx((*fatbins)[0], 75).status().code(), err::kNoKernelImage);
+  auto saxpy = SelectPtx((*fatbins)[1], 75);
+  ASSERT_TRUE(saxpy.ok()) << saxpy.status().ToString();
+  auto reference = SelectPtx(Saxpy("zstd"), 75);
+  ASSERT_TRUE(reference.ok());
+  EXPECT_EQ(*saxpy, *reference);
+  auto kernelless = SelectPtx((*fatbins)[2], 75);  // exe_main.cu: PTX without entries
+  ASSERT_TRUE(kernelless.ok()) << kernelless.status().ToString();
+  EXPECT_NE(kernelless->find(".version "), std::string::npos);
+  EXPECT_EQ(kernelless->find(".entry"), std::string::npos);
+}
+
 TEST(SplitSection, ConcatenatedWithPadding) {
   auto a = Saxpy("zstd");
   auto b = Saxpy("lz4");
@@ -287,6 +306,9 @@ TEST(Malformed, EntryHeader) {
   bytes = good;
   Store<uint64_t>(bytes, ptx + 56, uint64_t{1} << 40);
   ExpectParseRefused(bytes, "absurd uncompressed size");
+  bytes = good;
+  Store<uint64_t>(bytes, ptx + 56, uint64_t{300} << 20);  // below the cap, beyond ZSTD's ratio
+  ExpectParseRefused(bytes, "uncompressed size beyond the codec's ratio");
   bytes = good;
   Store<uint32_t>(bytes, ptx + 32, 60);  // name at 60 of length 1000
   Store<uint32_t>(bytes, ptx + 36, 1000);

@@ -28,6 +28,7 @@ std::vector<std::vector<std::byte>> Seeds() {
   for (const char* mode : {"zstd", "lz4", "raw", "zlib", "lz4frame", "sm80", "ptx2", "debug"})
     seeds.push_back(ReadData(std::string("saxpy_") + mode + ".fatbin"));
   seeds.push_back(ReadData("rdc_a.relfatbin"));
+  seeds.push_back(ReadData("saxpy_exe.nv_fatbin"));
   for (const auto& s : seeds) EXPECT_FALSE(s.empty());
   return seeds;
 }
