@@ -110,6 +110,10 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   welcome.set_memory_limit(quota.limit);
   welcome.set_memory_request(quota.request);
   if (transport::Arena* a = channel_->arena()) {
+    // Registered (page-locked on a GPU) so copies to and from it are truly
+    // asynchronous and single-pass, as from cudaMallocHost memory.
+    RETURN_IF_ERROR(Check(drv().cuMemHostRegister(a->base(), a->size(), 0), "cuMemHostRegister"));
+    arena_registered_ = true;
     uint64_t staging = arena::StagingBytes(kStagingSlots, kStagingSlotBytes);
     if (a->size() > staging + arena::kPage) {
       welcome.set_staging_offset(0);
@@ -611,18 +615,21 @@ Status Session::OnGoodbye(const v1::Empty&, v1::Empty&) {
 Result<CUmodule> Session::LoadModule(const FatbinImages& images) {
   CUmodule mod = nullptr;
   if (images.images.empty()) return Error(err::kInvalidPtx, "no fat binary images");
-  if (!images.rdc) {
-    RETURN_IF_ERROR(Check(drv().cuModuleLoadData(&mod, images.images[0].data()), "cuModuleLoadData"));
-    return mod;
-  }
+  // images[0] is the whole program (v1) or, for -rdc (v2), the device-linked
+  // fatbin: machine code only. A GPU of that architecture loads it as it is.
+  CUresult r = drv().cuModuleLoadData(&mod, images.images[0].data());
+  if (r == CUDA_SUCCESS) return mod;
+  if (!images.rdc || images.images.size() < 2 || r != CUDA_ERROR_NO_BINARY_FOR_GPU)
+    return Check(r, "cuModuleLoadData");
+  // Otherwise link the per-translation-unit fatbins (their PTX) into one module.
   CUlinkState link = nullptr;
   RETURN_IF_ERROR(Check(drv().cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
   Status st;
-  for (const std::string& img : images.images) {
+  for (size_t i = 1; i < images.images.size() && st.ok(); ++i) {
+    const std::string& img = images.images[i];
     st = Check(drv().cuLinkAddData(link, CU_JIT_INPUT_FATBINARY, const_cast<char*>(img.data()),
                                    img.size(), "tenant", 0, nullptr, nullptr),
                "cuLinkAddData");
-    if (!st.ok()) break;
   }
   void* cubin = nullptr;
   size_t cubin_size = 0;
@@ -793,6 +800,7 @@ void Session::Teardown() {
     env_.device->ReleaseStream(it->second.s);
     streams_.clear();
   }
+  if (arena_registered_) (void)drv().cuMemHostUnregister(channel_->arena()->base());
   if (admitted_) env_.ledger->Remove(id_);
   Log(Level::kInfo, "session",
       {{"event", "closed"}, {"session", id_}, {"tenant", tenant_}, {"freed_bytes", held},

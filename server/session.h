@@ -115,6 +115,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const SessionEnv env_;
   std::string tenant_;
   bool admitted_ = false;
+  bool arena_registered_ = false;
 
   // Tables: touched only by the session thread.
   std::map<uint64_t, uint64_t> allocations_;  // device pointer -> size (cudaMalloc)
