@@ -5,13 +5,18 @@
 // a server thread echoing through Accept/Receive/Send. Both carry a 64 B body;
 // the two round trips alternate within each iteration so machine noise hits
 // both alike. Counters: ratio (channel p50 RTT / bare p50 RTT), mean_ratio,
-// p50_ns and p99_ns of each. spin_us:-1 isolates the client side. Bulk: 64 MiB
-// in 4 MiB frames, acknowledged by the peer; ratio is time channel / bare.
+// p50_ns and p99_ns of each; floor_ratio, the same for bare gRPC whose echo
+// reactor hands each reply to another thread (the hop any session thread adds). spin_us:-1 isolates
+// the client side. Bulk: 64 MiB in 4 MiB frames, acknowledged by the peer; ratio is time channel /
+// bare.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -29,47 +34,120 @@ constexpr size_t kBulkBytes = size_t{64} << 20;
 constexpr size_t kBulkFrame = size_t{4} << 20;
 constexpr uint32_t kLastFlag = 1;
 
-// Echoes each frame at once, except bulk frames (body > 1 KiB), which it
-// swallows, answering the one flagged last with an empty frame.
+class EchoReactor;
+
+// Writes each echo from its own thread, woken through a condition variable,
+// one write outstanding: the least any design with a session thread behind
+// the reactor pays.
+class Handoff {
+ public:
+  Handoff() : worker_([this] { Run(); }) {}
+  ~Handoff() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    worker_.join();
+  }
+  // Takes `msg` (leaving it empty) for `r` to write.
+  void Post(EchoReactor* r, v1::Frame& msg) {
+    {
+      std::lock_guard lock(mu_);
+      next_.Swap(&msg);
+      target_ = r;
+    }
+    cv_.notify_one();
+  }
+  void WriteDone() {
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Run();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  EchoReactor* target_ = nullptr;  // a frame waits in next_
+  v1::Frame next_;
+  v1::Frame out_;  // being written; untouched until WriteDone
+  bool writing_ = false;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+// Echoes each frame (directly, or through `handoff`), except bulk frames
+// (body > 1 KiB), which it swallows, answering the one flagged last with an
+// empty frame.
 class EchoReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
  public:
-  EchoReactor() {
+  explicit EchoReactor(Handoff* handoff) : handoff_(handoff) {
     StartSendInitialMetadata();
     StartRead(&msg_);
   }
   void OnReadDone(bool ok) override {
     if (!ok) return Finish(grpc::Status::OK);
-    if (msg_.body().size() <= 1024) return StartWrite(&msg_);
-    if (msg_.flags() & kLastFlag) {
+    if (msg_.body().size() > 1024) {
+      if (!(msg_.flags() & kLastFlag)) return StartRead(&msg_);
       msg_.clear_body();
-      return StartWrite(&msg_);
     }
+    if (handoff_ == nullptr) return StartWrite(&msg_);
+    // Full duplex, as a session must be: a read stays outstanding while the
+    // other thread writes.
+    handoff_->Post(this, msg_);
     StartRead(&msg_);
   }
   void OnWriteDone(bool ok) override {
     if (!ok) return Finish(grpc::Status::OK);
-    StartRead(&msg_);
+    if (handoff_ == nullptr) return StartRead(&msg_);
+    handoff_->WriteDone();
   }
   void OnDone() override { self_.reset(); }
   std::unique_ptr<EchoReactor> self_;  // owns this reactor until OnDone
 
  private:
+  Handoff* handoff_;
   v1::Frame msg_;
 };
 
+void Handoff::Run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || (target_ != nullptr && !writing_); });
+    if (stop_) return;
+    EchoReactor* r = std::exchange(target_, nullptr);
+    out_.Swap(&next_);
+    writing_ = true;
+    lock.unlock();
+    r->StartWrite(&out_);
+    lock.lock();
+  }
+}
+
 class EchoService final : public v1::Remora::CallbackService {
+ public:
+  explicit EchoService(Handoff* handoff) : handoff_(handoff) {}
+
+ private:
   grpc::ServerBidiReactor<v1::Frame, v1::Frame>* Session(
       grpc::CallbackServerContext* ctx) override {
     ctx->AddInitialMetadata(kSessionAcceptedKey, "1");  // lets GrpcConnect talk to it too
-    auto r = std::make_unique<EchoReactor>();
+    auto r = std::make_unique<EchoReactor>(handoff_);
     EchoReactor* raw = r.get();
     raw->self_ = std::move(r);
     return raw;
   }
+  Handoff* handoff_;
 };
 
 // Bare gRPC: echo server plus a sync bidi stream.
 struct Bare {
+  explicit Bare(bool with_handoff = false)
+      : handoff(with_handoff ? std::make_unique<Handoff>() : nullptr), service(handoff.get()) {}
+  std::unique_ptr<Handoff> handoff;  // outlives the server
   EchoService service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<v1::Remora::Stub> stub;
@@ -179,20 +257,22 @@ double Nanos(Clock::duration d) {
 // Arg 0: spin_us, the listener's receive_spin; -1 pairs a GrpcConnect client
 // with the bare echo server (client-side cost alone).
 void BM_RoundTrip64B(benchmark::State& state) {
-  Bare bare;
+  Bare bare, floor(/*with_handoff=*/true);
   Remote remote;
   const int64_t spin_us = state.range(0);
-  if (!bare.Start() || !(spin_us < 0 ? remote.StartClientOnly(bare.port)
-                                     : remote.Start(std::chrono::microseconds(spin_us))))
+  if (!bare.Start() || !floor.Start() ||
+      !(spin_us < 0 ? remote.StartClientOnly(bare.port)
+                    : remote.Start(std::chrono::microseconds(spin_us))))
     return state.SkipWithError("loopback setup failed");
   const std::string body_s(kSmallBody, 'x');
   const std::vector<std::byte> body(kSmallBody, std::byte{'x'});
   for (uint64_t i = 0; i < 200; ++i) {  // warm both paths
-    if (!bare.RoundTrip(body_s, i) || !remote.RoundTrip(body, i))
+    if (!bare.RoundTrip(body_s, i) || !floor.RoundTrip(body_s, i) || !remote.RoundTrip(body, i))
       return state.SkipWithError("warm-up round trip failed");
   }
-  std::vector<double> bare_ns, chan_ns;
+  std::vector<double> bare_ns, floor_ns, chan_ns;
   bare_ns.reserve(state.max_iterations);
+  floor_ns.reserve(state.max_iterations);
   chan_ns.reserve(state.max_iterations);
   uint64_t seq = 1000;
   for (auto _ : state) {
@@ -201,9 +281,12 @@ void BM_RoundTrip64B(benchmark::State& state) {
     auto t1 = Clock::now();
     ok = ok && remote.RoundTrip(body, seq);
     auto t2 = Clock::now();
+    ok = ok && floor.RoundTrip(body_s, seq);
+    auto t3 = Clock::now();
     if (!ok) return state.SkipWithError("round trip failed");
     bare_ns.push_back(Nanos(t1 - t0));
     chan_ns.push_back(Nanos(t2 - t1));
+    floor_ns.push_back(Nanos(t3 - t2));
     state.SetIterationTime(std::chrono::duration<double>(t2 - t1).count());
   }
   const double p50 = Percentile(chan_ns, 0.50), bare_p50 = Percentile(bare_ns, 0.50);
@@ -213,6 +296,8 @@ void BM_RoundTrip64B(benchmark::State& state) {
   state.counters["p99_ns"] = Percentile(chan_ns, 0.99);
   state.counters["bare_p50_ns"] = bare_p50;
   state.counters["bare_p99_ns"] = Percentile(bare_ns, 0.99);
+  // Bare gRPC plus one thread hand-off per reply: what any session thread costs.
+  state.counters["floor_ratio"] = Percentile(floor_ns, 0.50) / bare_p50;
 }
 BENCHMARK(BM_RoundTrip64B)
     ->ArgName("spin_us")

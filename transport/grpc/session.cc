@@ -145,7 +145,6 @@ bool SessionCore::PeerAlive() const {
   return !gone_ && !closed_;
 }
 
-// Wakes the receiver after unlocking, so it does not wake only to block on mu_.
 bool SessionCore::OnRead(v1::Frame& msg) {
   std::unique_lock lock(mu_);
   if (finish_started_) return false;
@@ -162,9 +161,11 @@ bool SessionCore::OnRead(v1::Frame& msg) {
   const bool more = inbox_bytes_ < max_inbox_bytes_;
   read_paused_ = !more;
   events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged
-  lock.unlock();
-  readable_.notify_one();
   return more;
+}
+
+void SessionCore::WakeReceiver() {
+  readable_.notify_one();
 }
 
 void SessionCore::OnReadClosed() {
@@ -242,7 +243,9 @@ void SessionReactor::OnReadDone(bool ok) {
     core_->OnReadClosed();
     return;
   }
+  // Re-arm before waking the receiver, so its Send does not meet our StartRead.
   if (core_->OnRead(read_buf_)) StartRead(&read_buf_);
+  core_->WakeReceiver();
 }
 
 void SessionReactor::OnWriteDone(bool ok) {

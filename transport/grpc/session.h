@@ -48,9 +48,12 @@ class SessionCore {
 
   // Reactor side; called from gRPC callbacks, never block.
   void Attach(SessionReactor* reactor);
-  // Stores a read frame. Returns false if no further read should be started
-  // now: the session is finishing, or the inbox is full (Receive resumes).
+  // Stores a read frame without waking the receiver. Returns false if no
+  // further read should be started now: the session is finishing, or the
+  // inbox is full (Receive resumes).
   bool OnRead(v1::Frame& msg);
+  // Wakes a Receive sleeping on the frames OnRead stored. Called unlocked.
+  void WakeReceiver();
   void OnReadClosed();
   void OnWriteDone(bool ok);
   void OnDone();
