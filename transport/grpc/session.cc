@@ -9,6 +9,8 @@ namespace remora::transport {
 namespace {
 
 constexpr size_t kMaxSpareBodies = 8;
+// What a buffered frame costs beyond its body, so empty frames count too.
+constexpr size_t kFrameOverhead = 64;
 
 void FillMessage(v1::Frame& msg, const FrameHeader& header, std::span<const std::byte> body) {
   msg.set_call(header.call);
@@ -86,7 +88,7 @@ Status SessionCore::Receive(Frame& out, Deadline deadline) {
   Frame& f = inbox_.front();
   out.header = f.header;
   std::swap(out.body, f.body);
-  inbox_bytes_ -= out.body.size();
+  inbox_bytes_ -= out.body.size() + kFrameOverhead;
   if (spare_bodies_.size() < kMaxSpareBodies) spare_bodies_.push_back(std::move(f.body));
   inbox_.pop_front();
   if (read_paused_ && inbox_bytes_ <= max_inbox_bytes_ / 2) [[unlikely]]
@@ -115,7 +117,7 @@ void SessionCore::ResumeRead(std::unique_lock<std::mutex>& lock) {
 // frame arriving soon is taken without a futex wake-up and a reschedule.
 void SessionCore::SpinUntilChanged(uint64_t seen, Clock::time_point until) const {
   for (uint32_t i = 0;; ++i) {
-    // Pairs with the release increments in Notify().
+    // Pairs with the release increments in OnRead() and Notify().
     if (events_.load(std::memory_order_acquire) != seen) return;
     if ((i & 7) == 7 && Clock::now() >= until) return;
     std::this_thread::yield();
@@ -157,7 +159,7 @@ bool SessionCore::OnRead(v1::Frame& msg) {
   const std::string& b = msg.body();
   const auto* p = reinterpret_cast<const std::byte*>(b.data());
   f.body.assign(p, p + b.size());
-  inbox_bytes_ += b.size();
+  inbox_bytes_ += b.size() + kFrameOverhead;
   const bool more = inbox_bytes_ < max_inbox_bytes_;
   read_paused_ = !more;
   events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged

@@ -65,7 +65,8 @@ class SessionCore {
   // REQUIRES: mu_ held. Records an event for spinners and wakes sleepers.
   void Notify();
   void SpinUntilChanged(uint64_t seen, Clock::time_point until) const;
-  // REQUIRES: `lock` holds mu_ and read_paused_. Returns with it held again.
+  // REQUIRES: `lock` holds mu_ and read_paused_. May return with `lock`
+  // released (when it had to Finish the RPC).
   void ResumeRead(std::unique_lock<std::mutex>& lock);
 
   const size_t max_body_;
