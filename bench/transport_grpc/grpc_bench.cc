@@ -1,14 +1,17 @@
 // bench/transport_grpc/grpc_bench.cc - Channel-over-gRPC cost against bare gRPC, same run.
 //
-// Baseline: the generated sync stub doing Write + Read against an echo reactor
-// in this process (loopback). Measured: GrpcConnect/GrpcListener channels with
-// a server thread echoing through Accept/Receive/Send. Both carry a 64 B body;
-// the two round trips alternate within each iteration so machine noise hits
-// both alike. Counters: ratio (channel p50 RTT / bare p50 RTT), mean_ratio,
-// p50_ns and p99_ns of each; floor_ratio, the same for bare gRPC whose echo
-// reactor hands each reply to another thread (the hop any session thread adds). spin_us:-1 isolates
-// the client side. Bulk: 64 MiB in 4 MiB frames, acknowledged by the peer; ratio is time channel /
-// bare.
+// Baseline: the generated sync stub doing Write + Read against an echo
+// reactor in this process (loopback). Measured: GrpcConnect/GrpcListener
+// channels with a server thread echoing through Accept/Receive/Send. 64 B
+// bodies; the round trips alternate within each iteration so a shared host's
+// noise hits all alike.
+//   ratio        channel p50 RTT / bare p50 RTT (mean_ratio: the same for means)
+//   p50_ns, p99_ns; bare_p50_ns, bare_p99_ns
+//   floor_ratio  bare gRPC whose reactor keeps a read outstanding and hands each
+//                reply to another thread: the least any session thread costs
+// spin_us is the listener's receive_spin; -1 pairs a GrpcConnect client with
+// the bare echo server, isolating the client side. Bulk: 64 MiB in 4 MiB
+// frames, acknowledged by the peer; ratio is channel time / bare time.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
