@@ -46,7 +46,7 @@ template <typename Done>
 void SpinUntil(Done&& done) {
   for (uint32_t i = 1; !done(); ++i) {
     __builtin_ia32_pause();
-    if ((i & 0x3FFF) == 0) sched_yield();
+    if ((i & 0x3FF) == 0) sched_yield();
   }
 }
 

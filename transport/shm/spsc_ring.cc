@@ -81,7 +81,7 @@ uint64_t SpscRing::Producer::Needed(size_t length) const {
   const uint64_t aligned = Align(kHeaderSize + length);
   const uint64_t index = tail_ & mask_;
   const uint64_t to_end = capacity() - index;
-  return aligned <= to_end ? aligned : to_end + aligned;
+  return (aligned <= to_end ? aligned : to_end + aligned) + kHeaderSize;  // + next slot
 }
 
 bool SpscRing::Producer::RefreshHead(std::memory_order order) {
@@ -111,6 +111,7 @@ Result<std::byte*> SpscRing::Producer::TryClaim(size_t length) {
   const uint64_t record = kHeaderSize + length;
   if (index + Align(record) > capacity()) {
     const uint64_t pad = capacity() - index;
+    HeaderAt(data_, 0).store(0, std::memory_order_relaxed);                            // P2
     HeaderAt(data_, index).store(Pack(pad, kPaddingType), std::memory_order_seq_cst);  // P3
     tail_ += pad;
     index = 0;
@@ -123,9 +124,11 @@ void SpscRing::Producer::Commit(uint32_t type) {
   assert(claim_len_ != 0 && "Commit without a claim");
   assert(type != 0 && type != kPaddingType);
   const uint64_t index = tail_ & mask_;
+  const uint64_t next = tail_ + Align(claim_len_);
+  HeaderAt(data_, next & mask_).store(0, std::memory_order_relaxed);  // P2
   // P3: written last; seq_cst so that P5 below cannot be ordered before it.
   HeaderAt(data_, index).store(Pack(claim_len_, type), std::memory_order_seq_cst);
-  tail_ += Align(claim_len_);
+  tail_ = next;
   claim_len_ = 0;
   trailer_->tail.store(tail_, std::memory_order_release);  // P4
   WaitStrategy::WakeIfParked(trailer_->data_waiter);       // P5
@@ -207,12 +210,6 @@ bool SpscRing::Consumer::Pending() const {
 
 void SpscRing::Consumer::Publish() {
   if (head_ == published_) return;
-  // C3. A corrupt padding record can push head_ past a full lap; never zero more than the ring.
-  const uint64_t n = head_ - published_ < capacity() ? head_ - published_ : capacity();
-  const uint64_t index = published_ & mask_;
-  const uint64_t first = n < capacity() - index ? n : capacity() - index;
-  std::memset(data_ + index, 0, first);
-  if (n > first) std::memset(data_, 0, n - first);
   trailer_->head.store(head_, std::memory_order_seq_cst);  // C4: pairs with P1 and P6
   published_ = head_;
   WaitStrategy::WakeIfParked(trailer_->space_waiter);  // C6

@@ -6,20 +6,24 @@
 //
 // Region = [data: capacity bytes][RingTrailer: 512 B]; capacity is a power of two.
 // Positions are free-running uint64 byte counts, never wrapped; index = pos & (capacity-1).
-// Empty: head == tail. Full: tail - head == capacity. No byte is wasted.
+// Empty: head == tail. The producer keeps 8 bytes free beyond its tail (see P2), so at
+// most capacity - 8 bytes are in flight.
 // A record is 8-byte aligned: a 64-bit header word (low 32 bits length = 8 + payload
 // bytes, high 32 bits type), then the payload; it occupies align8(length) bytes and never
 // wraps: when it would not fit before the end of the data, the producer first writes a
 // padding record (type kPaddingType) that fills the gap. A header word of 0 means "not
-// written yet", so the consumer zeroes every byte it consumed before handing it back.
-// Payloads above capacity/8 are refused.
+// written yet". Payloads above capacity/8 are refused.
+// Unlike Aeron, the consumer never writes the data area (so the lines it reads never
+// have to travel back to the producer): the producer zeroes the header slot that follows
+// each record before publishing the record, so the next read finds 0 until it is written.
 //
 // Producer (TryClaim, Commit):
-//   P1 When its private cached head leaves too little room, head.load(acquire), pairing
-//      with C4, so the consumer's zeroing (C3) is visible before P2 overwrites the bytes.
-//      The head must lie in [previous head, tail], else the consumer is corrupt (error).
-//   P2 Plain stores of the payload.
-//   P3 header.store(seq_cst): publishes P2 to C1 (release/acquire) and is the publish
+//   P1 When its private cached head leaves too little room (record + padding + the 8-byte
+//      next slot), head.load(acquire), pairing with C4: the consumer is done with those
+//      bytes. The head must lie in [previous head, tail], else the consumer is corrupt.
+//   P2 Plain stores of the payload, then a relaxed store of 0 to the header slot after the
+//      record (index 0 after a padding record).
+//   P3 header.store(seq_cst): its release half publishes P2 to C1; it is also the publish
 //      half of the data_waiter Dekker pair with C5. Padding headers are stored the same way.
 //   P4 tail.store(release): for observers (size()); the consumer never depends on it.
 //   P5 data_waiter.load(seq_cst); only if it reads 1 (consumer parked): exchange(0) and
@@ -29,9 +33,9 @@
 // Consumer (TryRead, Publish):
 //   C1 header.load(acquire) at its private head; 0 -> nothing yet. Validate length and
 //      type against private constants, then C2 memcpy the payload out.
-//   C3 On Publish, memset 0 every byte consumed since the last Publish.
 //   C4 head.store(seq_cst), once per batch: when TryRead finds the ring empty, or a
-//      quarter of the ring has been consumed. Release half pairs with P1.
+//      quarter of the ring has been consumed. Release half pairs with P1 (C2's reads are
+//      done before the producer reuses the bytes).
 //   C5 Parking when empty: data_waiter.exchange(1, seq_cst), then Pending() re-reads the
 //      header with seq_cst (Dekker with P3/P5), then futex-waits.
 //   C6 After C4: space_waiter.load(seq_cst); if 1, exchange(0) and FUTEX_WAKE.
@@ -162,7 +166,7 @@ class SpscRing::Consumer {
   // True if a header is written at the read position (seq_cst load): usable as
   // WaitStrategy's ready() when parked on data_waiter().
   bool Pending() const;
-  // Hands the bytes of every record read so far back to the producer (C3, C4, C6).
+  // Hands the bytes of every record read so far back to the producer (C4, C6).
   void Publish();
   std::atomic<uint32_t>& data_waiter() { return trailer_->data_waiter; }
   // The word the producer parks on (to wake it on shutdown).
