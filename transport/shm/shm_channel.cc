@@ -40,6 +40,11 @@ std::span<std::byte> HeaderBytes(FrameHeader& h) {
   return Error(err::kDevicesUnavailable, why);
 }
 
+[[gnu::cold, gnu::noinline]] Status BodyTooLong(size_t size, size_t max) {
+  return Error(err::kInvalidValue, "shm: frame body of " + std::to_string(size) +
+                                       " bytes exceeds max_body " + std::to_string(max));
+}
+
 [[gnu::cold, gnu::noinline]] Status InitError(const std::string& path, const std::string& why) {
   return Error(err::kInitializationError, "shm connect " + path + ": " + why);
 }
@@ -134,8 +139,7 @@ bool ShmChannel::PeerAlive() const {
 
 Status ShmChannel::Send(const FrameHeader& header, std::span<const std::byte> body) {
   if (body.size() > max_body_) [[unlikely]]
-    return Error(err::kInvalidValue, "shm: frame body of " + std::to_string(body.size()) +
-                                         " bytes exceeds max_body " + std::to_string(max_body_));
+    return BodyTooLong(body.size(), max_body_);
   const size_t length = sizeof(FrameHeader) + body.size();
   for (;;) {
     if (Stopped()) [[unlikely]]

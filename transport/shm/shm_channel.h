@@ -48,6 +48,7 @@ class ShmChannel final : public Channel {
   // Errors: kNotReady on deadline; kDevicesUnavailable after Close(), or when the peer is
   // gone and its frames are drained, or for a corrupt frame.
   Status Receive(Frame& out, Deadline deadline) override;
+  // The sending ring's capacity / 8, less the 16-byte FrameHeader that shares the record.
   size_t max_body() const override { return max_body_; }
   Arena* arena() override { return &arena_; }
   bool PeerAlive() const override;

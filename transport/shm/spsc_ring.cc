@@ -85,7 +85,7 @@ uint64_t SpscRing::Producer::Needed(size_t length) const {
 }
 
 bool SpscRing::Producer::RefreshHead(std::memory_order order) {
-  const uint64_t head = trailer_->head.load(order);  // P1: pairs with C4
+  const uint64_t head = trailer_->head.load(order);  // P1: pairs with C3
   // 64-bit positions never wrap, so a head that moves backwards or passes tail is a lie.
   if (head < cached_head_ || head > tail_ || tail_ - head > capacity()) [[unlikely]] {
     broken_ = true;
@@ -148,7 +148,7 @@ bool SpscRing::Producer::HasSpace(size_t length) {
   if (broken_ || length > max_payload()) return true;  // TryClaim reports the error
   const uint64_t need = Needed(length);
   if (tail_ - cached_head_ + need <= capacity()) return true;
-  if (!RefreshHead(std::memory_order_seq_cst)) return true;  // P6: Dekker with C4/C6
+  if (!RefreshHead(std::memory_order_seq_cst)) return true;  // P6: Dekker with C3/C5
   return tail_ - cached_head_ + need <= capacity();
 }
 
@@ -204,15 +204,15 @@ Result<uint32_t> SpscRing::Consumer::TryRead(std::span<std::byte> prefix,
 }
 
 bool SpscRing::Consumer::Pending() const {
-  // C5: seq_cst, the re-check half of the data_waiter Dekker pair.
+  // C4: seq_cst, the re-check half of the data_waiter Dekker pair.
   return HeaderAt(data_, head_ & mask_).load(std::memory_order_seq_cst) != 0;
 }
 
 void SpscRing::Consumer::Publish() {
   if (head_ == published_) return;
-  trailer_->head.store(head_, std::memory_order_seq_cst);  // C4: pairs with P1 and P6
+  trailer_->head.store(head_, std::memory_order_seq_cst);  // C3: pairs with P1 and P6
   published_ = head_;
-  WaitStrategy::WakeIfParked(trailer_->space_waiter);  // C6
+  WaitStrategy::WakeIfParked(trailer_->space_waiter);  // C5
 }
 
 }  // namespace remora::transport::shm

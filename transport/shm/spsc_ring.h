@@ -19,26 +19,26 @@
 //
 // Producer (TryClaim, Commit):
 //   P1 When its private cached head leaves too little room (record + padding + the 8-byte
-//      next slot), head.load(acquire), pairing with C4: the consumer is done with those
+//      next slot), head.load(acquire), pairing with C3: the consumer is done with those
 //      bytes. The head must lie in [previous head, tail], else the consumer is corrupt.
 //   P2 Plain stores of the payload, then a relaxed store of 0 to the header slot after the
 //      record (index 0 after a padding record).
 //   P3 header.store(seq_cst): its release half publishes P2 to C1; it is also the publish
-//      half of the data_waiter Dekker pair with C5. Padding headers are stored the same way.
+//      half of the data_waiter Dekker pair with C4. Padding headers are stored the same way.
 //   P4 tail.store(release): for observers (size()); the consumer never depends on it.
 //   P5 data_waiter.load(seq_cst); only if it reads 1 (consumer parked): exchange(0) and
 //      FUTEX_WAKE (WaitStrategy::WakeIfParked). No fence: P3 and P5 are seq_cst.
 //   P6 Parking when full: space_waiter.exchange(1, seq_cst), then HasSpace() re-reads
-//      head with seq_cst (Dekker with C4/C6), then futex-waits.
+//      head with seq_cst (Dekker with C3/C5), then futex-waits.
 // Consumer (TryRead, Publish):
 //   C1 header.load(acquire) at its private head; 0 -> nothing yet. Validate length and
 //      type against private constants, then C2 memcpy the payload out.
-//   C4 head.store(seq_cst), once per batch: when TryRead finds the ring empty, or a
+//   C3 head.store(seq_cst), once per batch: when TryRead finds the ring empty, or a
 //      quarter of the ring has been consumed. Release half pairs with P1 (C2's reads are
 //      done before the producer reuses the bytes).
-//   C5 Parking when empty: data_waiter.exchange(1, seq_cst), then Pending() re-reads the
+//   C4 Parking when empty: data_waiter.exchange(1, seq_cst), then Pending() re-reads the
 //      header with seq_cst (Dekker with P3/P5), then futex-waits.
-//   C6 After C4: space_waiter.load(seq_cst); if 1, exchange(0) and FUTEX_WAKE.
+//   C5 After C3: space_waiter.load(seq_cst); if 1, exchange(0) and FUTEX_WAKE.
 // Neither side ever reads tail or head to find where to read or write: each keeps its own
 // position privately, so a peer scribbling the shared positions can only cause a refused
 // claim (P1 check) or garbage records (C1 check), never an access outside the region.
@@ -65,11 +65,11 @@ namespace remora::transport::shm {
 struct RingTrailer {
   // Writer: producer (P4, release). Read by observers only.
   alignas(128) std::atomic<uint64_t> tail;
-  // Writer: consumer (C4, seq_cst). Read by the producer (P1 acquire, P6 seq_cst).
+  // Writer: consumer (C3, seq_cst). Read by the producer (P1 acquire, P6 seq_cst).
   alignas(128) std::atomic<uint64_t> head;
-  // Writers: consumer sets 1 before parking (C5); producer resets to 0 when it wakes it (P5).
+  // Writers: consumer sets 1 before parking (C4); producer resets to 0 when it wakes it (P5).
   alignas(128) std::atomic<uint32_t> data_waiter;
-  // Writers: producer sets 1 before parking (P6); consumer resets to 0 when it wakes it (C6).
+  // Writers: producer sets 1 before parking (P6); consumer resets to 0 when it wakes it (C5).
   alignas(128) std::atomic<uint32_t> space_waiter;
 };
 static_assert(sizeof(RingTrailer) == 512);
@@ -166,7 +166,7 @@ class SpscRing::Consumer {
   // True if a header is written at the read position (seq_cst load): usable as
   // WaitStrategy's ready() when parked on data_waiter().
   bool Pending() const;
-  // Hands the bytes of every record read so far back to the producer (C4, C6).
+  // Hands the bytes of every record read so far back to the producer (C3, C5).
   void Publish();
   std::atomic<uint32_t>& data_waiter() { return trailer_->data_waiter; }
   // The word the producer parks on (to wake it on shutdown).
