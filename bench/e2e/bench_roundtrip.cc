@@ -1,0 +1,142 @@
+// bench/e2e/bench_roundtrip.cc - a synchronous CUDA call's round trip against its floor, same run.
+//
+//   BM_ShmRoundTrip/0  cudaStreamQuery on an idle created stream, through the stub, over
+//                      shm to remora-server (--device=emu) and back; /1 cudaMemGetInfo.
+//                      Floor: two threads bouncing one cache line (pinned to CPUs 0 and 1),
+//                      measured at the start of the same benchmark. The calling thread
+//                      stays pinned to CPU 0; the server's threads run where they may.
+//                      ratio = p50 / floor p50; mean_ratio = mean / floor mean.
+//   BM_GrpcRoundTrip   the same cudaStreamQuery from a remote tenant (a child process of
+//                      this binary with REMORA_SERVER=grpc://127.0.0.1:N, loopback).
+//                      Floor: remora_e2e_grpc_floor, an echo Session service in one process
+//                      and a sync bidi client in another, 16-byte Frames. Each iteration
+//                      runs floor then remote, 20000 samples each.
+//                      ratio = p50 / floor p50; mean_ratio = mean / floor mean.
+// p50_ns/p99_ns are the measured call's; floor_p50_ns/floor_p99_ns the baseline's.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+#include <x86intrin.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/e2e/server.h"
+#include "bench/e2e/sync_call.h"
+
+namespace remora::bench::e2e {
+namespace {
+
+constexpr size_t kFloorIters = 50'000;
+constexpr int kGrpcIters = 20'000;
+
+void ReportRatios(benchmark::State& state, const Stats& rt, const Stats& floor) {
+  state.counters["p50_ns"] = rt.p50_ns;
+  state.counters["p99_ns"] = rt.p99_ns;
+  state.counters["mean_ns"] = rt.mean_ns;
+  state.counters["floor_p50_ns"] = floor.p50_ns;
+  state.counters["floor_p99_ns"] = floor.p99_ns;
+  state.counters["floor_mean_ns"] = floor.mean_ns;
+  state.counters["ratio"] = floor.p50_ns > 0 ? rt.p50_ns / floor.p50_ns : 0;
+  state.counters["mean_ratio"] = floor.mean_ns > 0 ? rt.mean_ns / floor.mean_ns : 0;
+}
+
+void BM_ShmRoundTrip(benchmark::State& state) {
+  const auto which = static_cast<SyncCall>(state.range(0));
+  state.SetLabel(SyncCallName(which));
+  if (AllowedCpus() < 2) return state.SkipWithError("the floor needs two CPUs");
+  const Stats floor = PingPong(kFloorIters);  // leaves this thread on CPU 0
+
+  cudaStream_t stream = nullptr;
+  if (cudaError_t e = cudaStreamCreate(&stream)) {
+    Unpin();
+    return state.SkipWithError((std::string("cudaStreamCreate: ") + cudaGetErrorName(e)).c_str());
+  }
+  for (int i = 0; i < 5000; ++i) (void)DoSyncCall(which, stream);  // warm rings and caches
+  std::vector<uint64_t> ticks;
+  ticks.reserve(4'000'000);
+  TickClock clock;
+  for (auto _ : state) {
+    const uint64_t t0 = __rdtsc();
+    const int e = DoSyncCall(which, stream);
+    const uint64_t dt = __rdtsc() - t0;
+    if (e != cudaSuccess) [[unlikely]] {
+      state.SkipWithError(cudaGetErrorName(static_cast<cudaError_t>(e)));
+      break;
+    }
+    if (ticks.size() < ticks.capacity()) ticks.push_back(dt);
+  }
+  const double ns_per_tick = clock.NsPerTick();
+  (void)cudaStreamDestroy(stream);
+  Unpin();
+  if (ticks.empty()) return;
+  const Stats rt = Summarize(ticks, ns_per_tick);
+  ReportRatios(state, rt, floor);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ShmRoundTrip)->Arg(0)->Arg(1)->UseRealTime()->MinTime(2.0);
+
+// Runs `argv` to completion, parses its key=value stdout into *out. False with *err.
+bool RunStats(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+              const std::string& what, Stats* out, std::string* err) {
+  int status = 0;
+  const std::string text = RunToCompletion(argv, env, Env().dir + "/children.log", &status);
+  auto kv = ParseKeyValues(text);
+  if (status != 0 || kv.count("p50_ns") == 0) {
+    *err =
+        what + " failed (exit " + std::to_string(status) + "); see " + Env().dir + "/children.log";
+    return false;
+  }
+  out->mean_ns = kv["mean_ns"];
+  out->p50_ns = kv["p50_ns"];
+  out->p99_ns = kv["p99_ns"];
+  out->n = static_cast<uint64_t>(kv["n"]);
+  return true;
+}
+
+void BM_GrpcRoundTrip(benchmark::State& state) {
+  state.SetLabel("cudaStreamQuery");
+  BenchServer* server = Env().server;
+  if (server == nullptr || server->grpc_address().empty())
+    return state.SkipWithError("remora-server has no gRPC listener");
+
+  Child echo;
+  std::string err, line;
+  if (!echo.Start({Paths::GrpcFloor(), "--serve"}, {}, Env().dir + "/grpc_floor.log", &err))
+    return state.SkipWithError(err.c_str());
+  if (!echo.ReadLine(&line, std::chrono::seconds(10)) || line.rfind("port=", 0) != 0)
+    return state.SkipWithError("remora_e2e_grpc_floor --serve did not report its port");
+  const std::string echo_target = "127.0.0.1:" + line.substr(5);
+  const std::string iters = std::to_string(kGrpcIters);
+
+  Stats rt_sum, floor_sum;
+  int64_t n = 0;
+  for (auto _ : state) {
+    Stats floor, rt;
+    if (!RunStats({Paths::GrpcFloor(), "--client", echo_target, iters}, {}, "gRPC floor client",
+                  &floor, &err) ||
+        !RunStats({SelfExe(), "--e2e_child=grpc_rt", iters},
+                  {{"REMORA_SERVER", server->grpc_address()}}, "remote tenant child", &rt, &err)) {
+      state.SkipWithError(err.c_str());
+      break;
+    }
+    state.SetIterationTime(rt.mean_ns * 1e-9);
+    for (auto [sum, s] : {std::pair{&rt_sum, &rt}, std::pair{&floor_sum, &floor}}) {
+      sum->mean_ns += s->mean_ns;
+      sum->p50_ns += s->p50_ns;
+      sum->p99_ns += s->p99_ns;
+    }
+    ++n;
+  }
+  echo.Stop();
+  if (n == 0) return;
+  for (Stats* s : {&rt_sum, &floor_sum}) {
+    s->mean_ns /= static_cast<double>(n);
+    s->p50_ns /= static_cast<double>(n);
+    s->p99_ns /= static_cast<double>(n);
+  }
+  ReportRatios(state, rt_sum, floor_sum);
+}
+BENCHMARK(BM_GrpcRoundTrip)->Iterations(3)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace remora::bench::e2e

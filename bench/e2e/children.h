@@ -1,0 +1,25 @@
+// bench/e2e/children.h - the child modes of remora_e2e_bench (re-executed with --e2e_child=MODE).
+//
+// Some measurements cannot share the parent's process: the stub connects once
+// per process (so a gRPC tenant needs its own), and the in-process launch
+// baseline must not run the emulator beside the stub. The parent re-executes
+// itself with --e2e_child=MODE and reads key=value results from the child's stdout.
+//
+//   remora_e2e_bench --e2e_child=grpc_rt 20000          (REMORA_SERVER=grpc://...)
+//   remora_e2e_bench --e2e_child=emu_launch 10000 5
+#pragma once
+
+namespace remora::bench::e2e {
+
+// Round trips of cudaStreamQuery on an idle created stream through the stub over
+// whatever REMORA_SERVER names, `iters` samples after a warm-up. Prints
+// mean_ns, p50_ns, p99_ns, n. Returns the process exit code.
+int RunRoundTripChild(int iters);
+
+// The in-process launch baseline (emu_launch.cc). Prints launches_per_s.
+int RunEmuLaunchChild(int launches, int batches);
+
+// If argv names a child mode, runs it and stores its exit code in *rc; false otherwise.
+bool MaybeRunChild(int argc, char** argv, int* rc);
+
+}  // namespace remora::bench::e2e

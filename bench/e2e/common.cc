@@ -1,0 +1,273 @@
+// bench/e2e/common.cc - timing, pinning, the ping-pong floor and child processes.
+#include "bench/e2e/common.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace remora::bench::e2e {
+namespace {
+
+// The affinity the process started with, captured before anything pins.
+const cpu_set_t& StartAffinity() {
+  static const cpu_set_t set = [] {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    if (sched_getaffinity(0, sizeof s, &s) != 0) CPU_SET(0, &s);
+    return s;
+  }();
+  return set;
+}
+
+[[maybe_unused]] const bool kCaptured = (StartAffinity(), true);
+
+}  // namespace
+
+bool PinTo(int cpu) {
+  if (!CPU_ISSET(cpu, &StartAffinity())) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+}
+
+void Unpin() {
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &StartAffinity());
+}
+
+int AllowedCpus() {
+  return CPU_COUNT(&StartAffinity());
+}
+
+TickClock::TickClock() : t0_(Clock::now()), c0_(__rdtsc()) {}
+
+double TickClock::NsPerTick() const {
+  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0_).count();
+  const double ticks = static_cast<double>(__rdtsc() - c0_);
+  return ticks > 0 ? ns / ticks : 0;
+}
+
+Stats Summarize(std::vector<uint64_t>& ticks, double ns_per_tick) {
+  Stats s;
+  if (ticks.empty()) return s;
+  double sum = 0;
+  for (uint64_t t : ticks) sum += static_cast<double>(t);
+  std::sort(ticks.begin(), ticks.end());
+  s.n = ticks.size();
+  s.mean_ns = sum / static_cast<double>(ticks.size()) * ns_per_tick;
+  s.p50_ns = static_cast<double>(ticks[ticks.size() / 2]) * ns_per_tick;
+  s.p99_ns = static_cast<double>(ticks[ticks.size() * 99 / 100]) * ns_per_tick;
+  return s;
+}
+
+Stats PingPong(size_t iters) {
+  struct alignas(128) Line {
+    std::atomic<uint64_t> v{0};
+  };
+  auto line = std::make_unique<Line>();
+  std::thread peer([&] {
+    PinTo(1);
+    for (uint64_t i = 0; i < iters; ++i) {
+      // Acquire pairs with the release store of 2i+1 below.
+      SpinUntil([&] { return line->v.load(std::memory_order_acquire) == 2 * i + 1; });
+      line->v.store(2 * i + 2, std::memory_order_release);
+    }
+  });
+  PinTo(0);
+  std::vector<uint64_t> ticks(iters);
+  TickClock clock;
+  for (uint64_t i = 0; i < iters; ++i) {
+    const uint64_t t0 = __rdtsc();
+    line->v.store(2 * i + 1, std::memory_order_release);  // pairs with the peer's acquire
+    SpinUntil([&] { return line->v.load(std::memory_order_acquire) == 2 * i + 2; });
+    ticks[i] = __rdtsc() - t0;
+  }
+  const double ns_per_tick = clock.NsPerTick();
+  peer.join();
+  return Summarize(ticks, ns_per_tick);
+}
+
+std::map<std::string, double> ParseKeyValues(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string tok;
+  while (in >> tok) {
+    const size_t eq = tok.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    char* end = nullptr;
+    const double v = std::strtod(tok.c_str() + eq + 1, &end);
+    if (end != tok.c_str() + eq + 1) out[tok.substr(0, eq)] = v;
+  }
+  return out;
+}
+
+Child::~Child() {
+  if (pid_ > 0 && status_ < 0) Stop();
+  if (out_fd_ >= 0) ::close(out_fd_);
+}
+
+bool Child::Start(const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env, const std::string& stderr_path,
+                  std::string* err) {
+  // Everything the child needs is built before fork: only async-signal-safe calls after.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string s(*e);
+    const std::string key = s.substr(0, s.find('='));
+    if (env.count(key) == 0) env_strings.push_back(std::move(s));
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (std::string& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    *err = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  const int log_fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    *err = "open " + stderr_path + ": " + std::strerror(errno);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return false;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    *err = std::string("fork: ") + std::strerror(errno);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::close(log_fd);
+    return false;
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the benchmark
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  ::close(log_fd);
+  pid_ = pid;
+  out_fd_ = fds[0];
+  status_ = -1;
+  return true;
+}
+
+std::string Child::ReadAll() {
+  std::string out = std::move(pending_);
+  pending_.clear();
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(out_fd_, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  return out;
+}
+
+bool Child::ReadLine(std::string* line, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (const size_t nl = pending_.find('\n'); nl != std::string::npos) {
+      *line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return true;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{.fd = out_fd_, .events = POLLIN, .revents = 0};
+    const int r = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    char buf[4096];
+    const ssize_t n = ::read(out_fd_, buf, sizeof buf);
+    if (n <= 0) return false;
+    pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+int Child::Wait() {
+  if (pid_ <= 0) return -1;
+  if (status_ >= 0) return status_;
+  int st = 0;
+  while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+  }
+  status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return status_;
+}
+
+bool Child::Running() {
+  if (pid_ <= 0 || status_ >= 0) return false;
+  int st = 0;
+  if (::waitpid(pid_, &st, WNOHANG) != pid_) return true;
+  status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return false;
+}
+
+void Child::Stop(std::chrono::milliseconds grace) {
+  if (pid_ <= 0 || status_ >= 0) return;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = Clock::now() + grace;
+  int st = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      return;
+    }
+    if (Clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid_, SIGKILL);
+  Wait();
+}
+
+std::string RunToCompletion(const std::vector<std::string>& argv,
+                            const std::map<std::string, std::string>& env,
+                            const std::string& stderr_path, int* status) {
+  Child c;
+  std::string err;
+  if (!c.Start(argv, env, stderr_path, &err)) {
+    *status = -1;
+    return err;
+  }
+  std::string out = c.ReadAll();
+  *status = c.Wait();
+  return out;
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace remora::bench::e2e

@@ -1,0 +1,117 @@
+// bench/e2e/common.h - timing, pinning, the ping-pong floor and child processes for the e2e
+// benches.
+//
+// The e2e benchmark binary is a CUDA tenant: it links the stub libcudart.so.13
+// and must never link server or protobuf code. Everything it needs besides the
+// CUDA runtime API lives here:
+//   - TickClock/Summarize: per-operation rdtsc samples -> mean, p50, p99 in ns;
+//   - PingPong: the bare two-thread cache-line round trip (the shm floor);
+//   - Child: fork/exec of a helper (the server, the gRPC floor, this binary in a
+//     child mode) with its stdout on a pipe and its stderr in a file.
+//
+//   remora::bench::e2e::Child c;
+//   std::string err;
+//   if (!c.Start({"/bin/echo", "hi"}, {}, "/tmp/x.log", &err)) ...;
+//   std::string out = c.ReadAll();   // "hi\n"
+#pragma once
+
+#include <sched.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace remora::bench::e2e {
+
+using Clock = std::chrono::steady_clock;
+
+// Pins the calling thread to `cpu`. Returns false (and leaves affinity alone) if the
+// process may not run there.
+bool PinTo(int cpu);
+// Restores the calling thread's affinity to every CPU the process started with.
+void Unpin();
+// Number of CPUs this process may run on.
+int AllowedCpus();
+
+// Spins with pause until done(); yields now and then so a preempted peer can run on a
+// shared 2-core machine.
+template <typename Done>
+void SpinUntil(Done&& done) {
+  for (uint32_t i = 1; !done(); ++i) {
+    __builtin_ia32_pause();
+    if ((i & 0x3FFF) == 0) sched_yield();
+  }
+}
+
+// Converts rdtsc ticks to ns, calibrated against steady_clock over its own lifetime.
+class TickClock {
+ public:
+  TickClock();
+  // ns per tick over [construction, now]; call after at least ~10 ms.
+  double NsPerTick() const;
+
+ private:
+  Clock::time_point t0_;
+  uint64_t c0_;
+};
+
+// Summary of per-operation samples, in ns.
+struct Stats {
+  double mean_ns = 0, p50_ns = 0, p99_ns = 0;
+  uint64_t n = 0;
+};
+
+// Sorts `ticks` and summarizes it. Empty input gives n == 0.
+Stats Summarize(std::vector<uint64_t>& ticks, double ns_per_tick);
+
+// `iters` cache-line ping-pong round trips between this thread (pinned to CPU 0) and
+// a helper thread (CPU 1); one sample per round trip. Leaves this thread pinned.
+Stats PingPong(size_t iters);
+
+// Parses "key=value" tokens (whitespace-separated) into a map; later keys win.
+std::map<std::string, double> ParseKeyValues(const std::string& text);
+
+// A helper process: fork/exec with stdout on a pipe, stderr appended to a file.
+// The destructor kills (SIGTERM, then SIGKILL after 5 s) and reaps it if still running.
+class Child {
+ public:
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  // Starts argv[0] with `argv`, the current environment plus `env` (overriding).
+  // Returns false with *err set if fork/exec setup fails (exec failure shows as exit 127).
+  bool Start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+             const std::string& stderr_path, std::string* err);
+  // Reads stdout until EOF (the child exited or closed it).
+  std::string ReadAll();
+  // Reads one line from stdout, waiting at most `timeout`; false on EOF or timeout.
+  bool ReadLine(std::string* line, std::chrono::milliseconds timeout);
+  // Waits for exit; returns the exit status (128+signal if killed), -1 if not started.
+  int Wait();
+  // True while the child has not exited (reaps it if it has).
+  bool Running();
+  // SIGTERM, then SIGKILL if it has not exited within `grace`; reaps it.
+  void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string pending_;  // bytes read past the last returned line
+  int status_ = -1;
+};
+
+// Runs `argv` to completion and returns its stdout; *status gets its exit status.
+std::string RunToCompletion(const std::vector<std::string>& argv,
+                            const std::map<std::string, std::string>& env,
+                            const std::string& stderr_path, int* status);
+
+// Path of the running executable (/proc/self/exe).
+std::string SelfExe();
+
+}  // namespace remora::bench::e2e

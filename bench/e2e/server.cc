@@ -1,0 +1,47 @@
+// bench/e2e/server.cc - starting and stopping the benchmarks' remora-server.
+#include "bench/e2e/server.h"
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace remora::bench::e2e {
+
+BenchEnv& Env() {
+  static BenchEnv env;
+  return env;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::string* err) {
+  auto s = std::make_unique<BenchServer>();
+  const std::string sock = dir + "/gpu.sock";
+  s->log_path_ = dir + "/server.log";
+  s->shm_address_ = "unix:" + sock;
+  if (!s->child_.Start(
+          {Paths::Server(), "--device=emu", "--listen", s->shm_address_, "--grpc", "127.0.0.1:0"},
+          {}, s->log_path_, err))
+    return nullptr;
+  const std::regex port_re(R"(transport=grpc .*port=(\d+))");
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    const std::string log = ReadFile(s->log_path_);
+    std::smatch m;
+    if (s->grpc_address_.empty() && std::regex_search(log, m, port_re))
+      s->grpc_address_ = "grpc://127.0.0.1:" + m[1].str();
+    if (log.find("event=ready") != std::string::npos && !s->grpc_address_.empty()) return s;
+    if (!s->child_.Running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  *err = "remora-server did not become ready; log:\n" + ReadFile(s->log_path_);
+  return nullptr;
+}
+
+}  // namespace remora::bench::e2e

@@ -1,0 +1,57 @@
+// bench/e2e/server.h - the remora-server the e2e benchmarks run against, and their paths.
+//
+// The benchmark process starts one remora-server (--device=emu, shm and gRPC
+// listeners) before the first CUDA call and stops it at exit. Paths of the
+// server, the stub, the emulated driver, the kernel's PTX and the gRPC floor
+// helper come from compile definitions set in CMakeLists.txt.
+//
+//   std::string err;
+//   auto srv = remora::bench::e2e::BenchServer::Start("/tmp/remora-e2e-XXXX", &err);
+//   setenv("REMORA_SERVER", srv->shm_address().c_str(), 1);
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bench/e2e/common.h"
+
+namespace remora::bench::e2e {
+
+// Build-time paths (absolute).
+struct Paths {
+  static const char* Server() { return REMORA_E2E_SERVER; }
+  static const char* Stub() { return REMORA_E2E_STUB; }
+  static const char* EmuDriver() { return REMORA_E2E_EMU; }
+  static const char* KernelPtx() { return REMORA_E2E_PTX; }
+  static const char* GrpcFloor() { return REMORA_E2E_GRPC_FLOOR; }
+};
+
+// A running remora-server; destroying it sends SIGTERM and reaps it.
+class BenchServer {
+ public:
+  // Starts the server with its log in `dir`/server.log and waits (<= 30 s) for
+  // event=ready and the gRPC port. Null with *err (and the log's tail) on failure.
+  static std::unique_ptr<BenchServer> Start(const std::string& dir, std::string* err);
+
+  const std::string& shm_address() const { return shm_address_; }    // unix:PATH
+  const std::string& grpc_address() const { return grpc_address_; }  // grpc://127.0.0.1:N
+  const std::string& log_path() const { return log_path_; }
+  pid_t pid() const { return child_.pid(); }
+  bool Running() { return child_.Running(); }
+
+ private:
+  Child child_;
+  std::string shm_address_, grpc_address_, log_path_;
+};
+
+// The process-wide server and scratch directory, set by main before benchmarks run.
+struct BenchEnv {
+  std::string dir;  // private scratch directory (logs, socket)
+  BenchServer* server = nullptr;
+};
+BenchEnv& Env();
+
+// Reads a whole file; empty if it cannot.
+std::string ReadFile(const std::string& path);
+
+}  // namespace remora::bench::e2e
