@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -359,6 +360,60 @@ TEST_F(ShmChannelTest, ListenRejectsBadOptions) {
   o = SmallOptions();
   o.arena_bytes = 12345;
   EXPECT_EQ(ShmListener::Listen(path_, o).status().code(), err::kInvalidValue);
+}
+
+// A hostile client does the handshake by hand and writes into the memfd directly: a
+// record too short for a FrameHeader, then a reply-ring head past the tail. The server
+// refuses both with kDevicesUnavailable and reads nothing outside the mapping.
+TEST_F(ShmChannelTest, HostileClientWritingTheMemfdGetsErrors) {
+  auto l = MustListen();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path_.c_str());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  PeerInfo who;
+  auto server = l->Accept(who, Deadline::In(10s));
+  ASSERT_TRUE(server.ok());
+
+  shm::HandshakeHeader h;
+  iovec iov{&h, sizeof h};
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  ASSERT_EQ(::recvmsg(fd, &msg, 0), static_cast<ssize_t>(sizeof h));
+  int memfd;
+  std::memcpy(&memfd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof memfd);
+  auto layout = shm::ShmLayout::Make(h.request_capacity, h.reply_capacity, h.arena_size);
+  ASSERT_TRUE(layout.ok());
+  void* p = ::mmap(nullptr, layout->total_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* base = static_cast<std::byte*>(p);
+  EXPECT_NE(::ftruncate(memfd, 4096), 0) << "the memfd is sealed against shrinking";
+
+  auto req = shm::SpscRing::Producer::Attach(
+      {base + layout->request_offset, shm::SpscRing::RegionSize(layout->request_capacity)},
+      layout->request_capacity);
+  ASSERT_TRUE(req.ok());
+  ASSERT_TRUE(req->TryWrite(1, Bytes(4)).ok());  // 4 bytes: shorter than a FrameHeader
+  Frame f;
+  EXPECT_EQ((*server)->Receive(f, Deadline::In(10s)).code(), err::kDevicesUnavailable);
+
+  auto* reply_trailer =
+      reinterpret_cast<shm::RingTrailer*>(base + layout->reply_offset + layout->reply_capacity);
+  const Bytes body(4000);
+  Status st;
+  for (int i = 0; i < 10000 && st.ok(); ++i) {  // fill the reply ring, then lie about head
+    if (i == 10) reply_trailer->head.store(uint64_t{1} << 50);
+    st = (*server)->Send({.seq = uint64_t(i)}, body);
+  }
+  EXPECT_EQ(st.code(), err::kDevicesUnavailable) << st.ToString();
+  ::munmap(p, layout->total_size);
+  ::close(memfd);
+  ::close(fd);
 }
 
 // A client process streaming frames is SIGKILLed; the server drains what it sent, then
