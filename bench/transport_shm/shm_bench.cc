@@ -5,6 +5,8 @@
 //   BM_ShmRoundTrip   client Send (64 B body) + Receive of the echo from a server thread,
 //                     over a ShmChannel; ratio = mean round trip / ping-pong floor, both
 //                     measured here, with the two threads pinned to different cores.
+//   BM_ShmSendReceiveOneThread  Send + Receive on one thread: the software cost per frame,
+//                     as a ratio to copying header+body into a buffer and back out.
 //   BM_ArenaCopy      64 MiB memcpy into the shared arena; ratio = its time / a plain
 //                     memcpy into private memory, interleaved iteration by iteration.
 // Per-iteration times come from rdtsc (calibrated against steady_clock) for p50/p99.
@@ -196,6 +198,64 @@ void BM_ShmRoundTrip(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBlock));
 }
 BENCHMARK(BM_ShmRoundTrip)->Arg(64)->Arg(1024)->UseManualTime()->MinTime(2.0);
+
+// Software cost alone: one thread sends a frame and receives it on the other end of the
+// same channel (no second core involved, so scheduling noise stays out). Baseline: the two
+// copies any transport makes, header+body into a buffer and back out.
+void BM_ShmSendReceiveOneThread(benchmark::State& state) {
+  const size_t body_bytes = static_cast<size_t>(state.range(0));
+  ShmOptions opts;
+  opts.arena_bytes = 4 << 20;
+  const std::string path = BenchSocketPath();
+  auto listener = ShmListener::Listen(path, opts);
+  if (!listener.ok()) return state.SkipWithError(listener.status().ToString().c_str());
+  Result<std::unique_ptr<Channel>> server = Status(err::kUnknown, "not accepted");
+  std::thread acceptor([&] {
+    PeerInfo who;
+    server = (*listener)->Accept(who, Deadline::In(std::chrono::seconds(10)));
+  });
+  auto client = ShmConnect(path, Deadline::In(std::chrono::seconds(10)));
+  acceptor.join();
+  if (!client.ok() || !server.ok()) return state.SkipWithError("shm connect failed");
+  Channel& tx = **client;
+  Channel& rx = **server;
+  const std::vector<std::byte> body(body_bytes, std::byte{7});
+  Frame f;
+  f.body.reserve(body_bytes);
+
+  constexpr int kBase = 1'000'000;
+  std::vector<std::byte> staging(sizeof(FrameHeader) + body_bytes), out(body_bytes);
+  FrameHeader h{.call = 1}, h_out;
+  const auto b0 = Clock::now();
+  for (int i = 0; i < kBase; ++i) {
+    h.seq = static_cast<uint64_t>(i);
+    std::memcpy(staging.data(), &h, sizeof h);
+    std::memcpy(staging.data() + sizeof h, body.data(), body_bytes);
+    benchmark::ClobberMemory();
+    std::memcpy(&h_out, staging.data(), sizeof h_out);
+    std::memcpy(out.data(), staging.data() + sizeof h, body_bytes);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(h_out);
+  }
+  const double base_ns =
+      std::chrono::duration<double, std::nano>(Clock::now() - b0).count() / kBase;
+
+  uint64_t seq = 0;
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    Status s = tx.Send({.call = 1, .seq = ++seq}, body);
+    if (s.ok()) s = rx.Receive(f, Deadline::Never());
+    if (!s.ok() || f.header.seq != seq) [[unlikely]] {
+      state.SkipWithError("send/receive failed");
+      break;
+    }
+  }
+  const double per_iter = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() /
+                          static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  state.counters["copy_baseline_ns"] = base_ns;
+  state.counters["ratio"] = base_ns > 0 ? per_iter / base_ns : 0;
+}
+BENCHMARK(BM_ShmSendReceiveOneThread)->Arg(64)->Arg(4096);
 
 void BM_ArenaCopy(benchmark::State& state) {
   constexpr size_t kBytes = 64 << 20;
