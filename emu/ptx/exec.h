@@ -36,6 +36,7 @@ struct Cta;
 struct Warp {
   uint32_t index = 0;  // warp number within the CTA
   uint32_t valid = 0;  // lanes that exist (the last warp may be partial)
+  uint32_t carry = 0;  // CC.CF of each lane (bit l), written by .cc, read by addc/subc/madc
   uint32_t pc[32];
   uint32_t rbase[32];  // register frame base, in slots
   uint32_t lbase[32];  // local frame base, in bytes

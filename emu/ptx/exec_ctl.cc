@@ -450,6 +450,23 @@ int exec_mov_sreg(Exec& x, const Inst& in) {
     case SReg::kTotalSmem:
       u = L.shared_total;
       break;
+    case SReg::kClockHi:
+      u = uint32_t(__rdtsc() >> 32);
+      break;
+    case SReg::kGlobaltimerLo:
+    case SReg::kGlobaltimerHi: {
+      uint64_t t = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+      u = s == SReg::kGlobaltimerLo ? uint32_t(t) : uint32_t(t >> 32);
+      break;
+    }
+    case SReg::kZero:
+      u = 0;
+      break;
+    case SReg::kOne:
+      u = 1;
+      break;
   }
   ForLanes(x.mask, [&](int l) { d[l] = u; });
   return kNext;

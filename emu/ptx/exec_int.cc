@@ -366,6 +366,76 @@ int Dp4a(Exec& x, const Inst& in) {
   return kNext;
 }
 
+// ---- extended precision (PTX ISA "Extended-Precision Integer Arithmetic") ----
+// add.cc/addc, sub.cc/subc, mad{.lo,.hi}.cc/madc: the same for signed and unsigned types
+// except the .hi product; carry (borrow for sub) in and out through Warp::carry, one bit per lane.
+enum class CarryOp { kAdd, kSub, kMadLo, kMadHi };
+template <class T, CarryOp kOp, bool kCin, bool kCout>
+int Carry(Exec& x, const Inst& in) {
+  using UT = U<T>;
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = kOp == CarryOp::kMadLo || kOp == CarryOp::kMadHi ? Src(x, in.a[2]) : b;
+  uint32_t cc = x.w->carry;
+  uint32_t out = cc & ~x.mask;
+  ForLanes(x.mask, [&](int l) {
+    UT cin = kCin ? UT((cc >> l) & 1) : UT(0);
+    UT r;
+    bool co;
+    if constexpr (kOp == CarryOp::kSub) {
+      UT av = UT(Get<T>(a[l])), bv = UT(Get<T>(b[l]));
+      bool b1 = __builtin_sub_overflow(av, bv, &r);
+      bool b2 = __builtin_sub_overflow(r, cin, &r);
+      co = b1 || b2;
+    } else {
+      UT lhs;
+      if constexpr (kOp == CarryOp::kAdd)
+        lhs = UT(Get<T>(a[l]));
+      else if constexpr (kOp == CarryOp::kMadLo)
+        lhs = UT(MulLoO<T>::f(Get<T>(a[l]), Get<T>(b[l])));
+      else
+        lhs = UT(MulHiO<T>::f(Get<T>(a[l]), Get<T>(b[l])));
+      UT rhs = UT(Get<T>(kOp == CarryOp::kAdd ? b[l] : c[l]));
+      bool c1 = __builtin_add_overflow(lhs, rhs, &r);
+      bool c2 = __builtin_add_overflow(r, cin, &r);
+      co = c1 || c2;
+    }
+    d[l] = Put<T>(T(r));
+    out |= uint32_t(co) << l;
+  });
+  if (kCout) x.w->carry = out;
+  return kNext;
+}
+
+template <class T, CarryOp kOp, bool kCin>
+ExecFn PickCarryOut(const Inst& in) {
+  return (in.flags & kFlagCarryOut) ? &Carry<T, kOp, kCin, true> : &Carry<T, kOp, kCin, false>;
+}
+template <CarryOp kOp, bool kCin>
+ExecFn PickCarry(const Inst& in) {
+  if (in.flags & (kFlagSat | kFlagFtz)) return nullptr;
+  switch (in.ty) {
+    case Ty::kU32:
+      return PickCarryOut<uint32_t, kOp, kCin>(in);
+    case Ty::kS32:
+      return PickCarryOut<int32_t, kOp, kCin>(in);
+    case Ty::kU64:
+      return PickCarryOut<uint64_t, kOp, kCin>(in);
+    case Ty::kS64:
+      return PickCarryOut<int64_t, kOp, kCin>(in);
+    default:
+      return nullptr;
+  }
+}
+// mad.cc / madc: .lo or .hi must be given (.wide has no carry form).
+template <bool kCin>
+ExecFn PickMadCarry(const Inst& in) {
+  if (in.sub2 == Sub::kLo) return PickCarry<CarryOp::kMadLo, kCin>(in);
+  if (in.sub2 == Sub::kHi) return PickCarry<CarryOp::kMadHi, kCin>(in);
+  return nullptr;
+}
+
 // Picks an instantiation of Fn<T> for an integer type (bN as uN).
 template <template <class> class Fn>
 ExecFn PickInt(Ty t) {
@@ -594,8 +664,9 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kEq)
     CASE(kNe)
     CASE(kLt)
-    CASE(kLe) CASE(kGt) CASE(kGe) CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu)
-        CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
+    CASE(kLe)
+    CASE(kGt) CASE(kGe) CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu)
+        CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
 #undef CASE
             default : return nullptr;
   }
@@ -704,11 +775,13 @@ ExecFn select_float_div(Inst& in);
 ExecFn select_Mad_float(Inst& in);
 
 ExecFn select_Add(Inst& in) {
+  if (in.flags & kFlagCarryOut) return PickCarry<CarryOp::kAdd, false>(in);
   if (TyIsFloat(in.ty)) return select_float_add(in);
   if (in.flags & kFlagSat) return in.ty == Ty::kS32 ? &Bin<int32_t, AddSatO<int32_t>> : nullptr;
   return PickInt<AddF>(in.ty);
 }
 ExecFn select_Sub(Inst& in) {
+  if (in.flags & kFlagCarryOut) return PickCarry<CarryOp::kSub, false>(in);
   if (TyIsFloat(in.ty)) return select_float_sub(in);
   if (in.flags & kFlagSat) return in.ty == Ty::kS32 ? &Bin<int32_t, SubSatO<int32_t>> : nullptr;
   return PickInt<SubF>(in.ty);
@@ -723,6 +796,7 @@ ExecFn select_Mul(Inst& in) {
   return PickInt<MulLoF>(in.ty);
 }
 ExecFn select_Mad(Inst& in) {
+  if (in.flags & kFlagCarryOut) return PickMadCarry<false>(in);
   if (TyIsFloat(in.ty)) return select_Mad_float(in);
   if (in.flags & kFlagSat) return nullptr;
   if (in.sub2 == Sub::kWide) {
@@ -731,6 +805,15 @@ ExecFn select_Mad(Inst& in) {
   }
   if (in.sub2 == Sub::kHi) return PickInt<MadHiF>(in.ty);
   return PickInt<MadLoF>(in.ty);
+}
+ExecFn select_Addc(Inst& in) {
+  return PickCarry<CarryOp::kAdd, true>(in);
+}
+ExecFn select_Subc(Inst& in) {
+  return PickCarry<CarryOp::kSub, true>(in);
+}
+ExecFn select_Madc(Inst& in) {
+  return PickMadCarry<true>(in);
 }
 ExecFn select_Mul24(Inst& in) {
   if (in.ty == Ty::kS32)

@@ -164,6 +164,7 @@ enum : uint16_t {
   kFlagPredOut = 2048,
   kFlagArrive = 4096,
   kFlagSecondDest = 8192,
+  kFlagCarryOut = 16384,  // .cc: write the per-lane carry flag (Warp::carry)
 };
 
 inline constexpr uint32_t kConstSlot = 1u << 31;  // operand refers to the constant pool
@@ -207,6 +208,11 @@ enum class SReg : uint8_t {
   kEnvreg,
   kDynSmem,
   kTotalSmem,
+  kClockHi,
+  kGlobaltimerLo,
+  kGlobaltimerHi,
+  kZero,  // registers whose value is 0 here: %pm*, cluster ranks/ids in a 1-CTA cluster, ...
+  kOne,   // registers whose value is 1 here: cluster sizes (every CTA is its own cluster)
 };
 
 struct Exec;
@@ -292,7 +298,8 @@ struct Global {
 class ProgramImpl {
  public:
   std::vector<Inst> code;
-  std::vector<uint64_t> consts;  // constant pool: nconst * 32 lanes
+  std::vector<std::string> code_text;  // mnemonic as written ("mad.hi.sat.s32"), one per code entry
+  std::vector<uint64_t> consts;        // constant pool: nconst * 32 lanes
   std::vector<Function> funcs;
   std::vector<CallSite> calls;
   std::vector<Global> globals;  // .global and .const only

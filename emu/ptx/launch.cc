@@ -69,7 +69,10 @@ const char* TyName(Ty t) {
   return kNames[size_t(t)];
 }
 
-std::string Describe(const ProgramImpl&, const Inst& in) {
+std::string Describe(const ProgramImpl& P, const Inst& in) {
+  size_t pc = size_t(&in - P.code.data());
+  if (pc < P.code_text.size())
+    return P.code_text[pc] + " (PTX line " + std::to_string(in.line) + ")";
   std::string s = OpName(in.op);
   if (in.space != Space::kGeneric) s += std::string(".") + SpaceName(in.space);
   s += TyName(in.ty);
@@ -214,6 +217,7 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
     Warp& w = cta.warps[wi];
     w.index = wi;
     w.valid = 0;
+    w.carry = 0;
     if (w.regs.size() < size_t(f.nregs) * 32) w.regs.resize(size_t(f.nregs) * 32);
     if (w.stack.size() < 32) w.stack.resize(32);
     w.cache_lo = 1;

@@ -93,6 +93,7 @@ constexpr ModRow kMods[] = {
     {"shiftamt", ModKind::kFlag, 8},
     {"volatile", ModKind::kFlag, 10},
     {"arrive", ModKind::kFlag, 12},
+    {"cc", ModKind::kFlag, 14},
     {"global", ModKind::kSpace, uint8_t(Space::kGlobal)},
     {"shared", ModKind::kSpace, uint8_t(Space::kShared)},
     {"shared::cta", ModKind::kSpace, uint8_t(Space::kShared)},
@@ -422,13 +423,49 @@ std::optional<SReg> FindSReg(std::string_view n) {
       {"%clock", SReg::kClock},
       {"%clock64", SReg::kClock64},
       {"%globaltimer", SReg::kGlobaltimer},
-      {"%globaltimer_lo", SReg::kGlobaltimer},
+      {"%globaltimer_lo", SReg::kGlobaltimerLo},
+      {"%globaltimer_hi", SReg::kGlobaltimerHi},
+      {"%clock_hi", SReg::kClockHi},
+      // Clusters (sm_90): a launch without cluster dimensions runs each CTA as its own cluster.
+      {"%clusterid.x", SReg::kCtaidX},
+      {"%clusterid.y", SReg::kCtaidY},
+      {"%clusterid.z", SReg::kCtaidZ},
+      {"%nclusterid.x", SReg::kNctaidX},
+      {"%nclusterid.y", SReg::kNctaidY},
+      {"%nclusterid.z", SReg::kNctaidZ},
+      {"%cluster_ctaid.x", SReg::kZero},
+      {"%cluster_ctaid.y", SReg::kZero},
+      {"%cluster_ctaid.z", SReg::kZero},
+      {"%cluster_nctaid.x", SReg::kOne},
+      {"%cluster_nctaid.y", SReg::kOne},
+      {"%cluster_nctaid.z", SReg::kOne},
+      {"%cluster_ctarank", SReg::kZero},
+      {"%cluster_nctarank", SReg::kOne},
+      {"%is_explicit_cluster", SReg::kZero},
+      {"%aggr_smem_size", SReg::kTotalSmem},
+      {"%reserved_smem_offset_begin", SReg::kZero},
+      {"%reserved_smem_offset_end", SReg::kZero},
+      {"%reserved_smem_offset_cap", SReg::kZero},
+      {"%current_graph_exec", SReg::kZero},
       {"%dynamic_smem_size", SReg::kDynSmem},
       {"%total_smem_size", SReg::kTotalSmem},
   };
   for (auto& [name, id] : kRows)
     if (n == name) return id;
   if (n.starts_with("%envreg")) return SReg::kEnvreg;
+  if (n.starts_with("%pm") || n.starts_with("%reserved_smem_offset_"))
+    return SReg::kZero;  // performance monitor counters %pm0..7(_64): nothing counted
+  return std::nullopt;
+}
+
+// Predefined identifiers that are constants rather than special registers (PTX ISA "Predefined
+// Identifiers"; the %-names are in FindSReg).
+std::optional<int64_t> FindPredefinedConstant(std::string_view n) {
+  static const std::pair<const char*, int64_t> kRows[] = {
+      {"WARP_SZ", 32},
+  };
+  for (auto& [name, v] : kRows)
+    if (n == name) return v;
   return std::nullopt;
 }
 
@@ -493,6 +530,9 @@ Status Parser::ParseOperand(RawOp* op) {
   if (n == "_") {
     op->kind = RawOp::kSink;
     op->reg = sink_slot_;
+  } else if (auto c = FindPredefinedConstant(n)) {
+    op->kind = RawOp::kImm;
+    op->imm = *c;
   } else if (auto it = regs_.find(n); it != regs_.end()) {
     op->kind = RawOp::kReg;
     op->reg = it->second;
@@ -891,6 +931,7 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   ret.op = Op::kRet;
   ret.fn = select_Ret(ret);
   P.code.push_back(ret);
+  P.code_text.emplace_back("ret");
   return OkStatus();
 }
 
@@ -936,6 +977,7 @@ Status Parser::ParseInstruction(Function& f, uint32_t fidx) {
   Next();
   RETURN_IF_ERROR(Decode(f, fidx, mnemonic, ops, in));
   P.code.push_back(in);
+  P.code_text.push_back(std::move(mnemonic));
   return OkStatus();
 }
 

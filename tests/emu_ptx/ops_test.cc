@@ -96,6 +96,62 @@ const Row kRows[] = {
      [](uint32_t a, uint32_t b, uint32_t c) { return One(a * b + c); }},
     {"mad.hi.u32", "mad.hi.u32 %r4, %r1, %r2, %r3;", Gen::kBits,
      [](uint32_t a, uint32_t b, uint32_t c) { return One(uint32_t((uint64_t(a) * b) >> 32) + c); }},
+    // Extended precision: the carry (borrow for sub) flows through CC.CF between instructions.
+    {"add.cc+addc.cc+addc.u32",
+     "add.cc.u32 %r4, %r1, %r2; addc.cc.u32 %r5, %r2, %r3; addc.u32 %r6, 0, 0; shl.b32 %r6, "
+     "%r6, 31; or.b32 %r5, %r5, %r6;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint64_t lo = uint64_t(a) + b;
+       uint64_t hi = uint64_t(b) + c + (lo >> 32);
+       uint32_t carry_out = uint32_t(hi >> 32);
+       return std::pair<uint32_t, uint32_t>{uint32_t(lo), uint32_t(hi) | (carry_out << 31)};
+     }},
+    {"sub.cc+subc.cc+subc.u32",
+     "sub.cc.u32 %r4, %r1, %r2; subc.cc.u32 %r5, %r3, %r1; subc.u32 %r6, 0, 0; xor.b32 %r5, %r5, "
+     "%r6;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint32_t b1 = a < b;
+       uint32_t hi = c - a - b1;
+       uint32_t b2 = uint64_t(c) < uint64_t(a) + b1;
+       return std::pair<uint32_t, uint32_t>{a - b, hi ^ (0u - b2)};
+     }},
+    {"mad.lo.cc+madc.hi.u32 (a*b+c as 64 bits)",
+     "mad.lo.cc.u32 %r4, %r1, %r2, %r3; madc.hi.u32 %r5, %r1, %r2, 0;", Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) { return Two(uint64_t(a) * b + c); }},
+    {"madc.lo.cc+madc.hi.cc.u32 (128-bit a*b + (c:c) + 1)",
+     "add.cc.u32 %r7, 0xffffffff, 1; madc.lo.cc.u32 %r4, %r1, %r2, %r3; madc.hi.cc.u32 %r5, %r1, "
+     "%r2, %r3; addc.u32 %r6, 0, 0; add.u32 %r5, %r5, %r6;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       unsigned __int128 v =
+           (unsigned __int128)(uint64_t(a) * b) + ((unsigned __int128)c << 32 | c) + 1;
+       return std::pair<uint32_t, uint32_t>{uint32_t(v), uint32_t(v >> 32) + uint32_t(v >> 64)};
+     }},
+    {"mad.hi.cc.s32+addc.s32", "mad.hi.cc.s32 %r4, %r1, %r2, %r3; addc.s32 %r5, %r3, %r1;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint32_t hi = uint32_t(uint64_t(int64_t(int32_t(a)) * int32_t(b)) >> 32);
+       uint64_t s = uint64_t(hi) + c;
+       return std::pair<uint32_t, uint32_t>{uint32_t(s), c + a + uint32_t(s >> 32)};
+     }},
+    {"add.cc+addc.u64 (128-bit add)",
+     "mul.wide.u32 %rd7, %r1, %r2; mul.wide.u32 %rd8, %r3, %r3; add.cc.u64 %rd9, %rd7, %rd8; "
+     "addc.u64 %rd10, %rd7, %rd8; mov.b64 {%r6, %r7}, %rd9; mov.b64 {%r8, %r10}, %rd10; xor.b32 "
+     "%r4, %r6, %r7; xor.b32 %r5, %r8, %r10;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       uint64_t x = uint64_t(a) * b, y = uint64_t(c) * c;
+       unsigned __int128 s = (unsigned __int128)x + y;
+       uint64_t lo = uint64_t(s), hi = x + y + uint64_t(s >> 64);
+       return std::pair<uint32_t, uint32_t>{uint32_t(lo) ^ uint32_t(lo >> 32),
+                                            uint32_t(hi) ^ uint32_t(hi >> 32)};
+     }},
+    {"WARP_SZ", "mov.u32 %r4, WARP_SZ; add.s32 %r5, %r1, WARP_SZ;", Gen::kBits,
+     [](uint32_t a, uint32_t, uint32_t) {
+       return std::pair<uint32_t, uint32_t>{32u, a + 32u};
+     }},
     {"mul24.lo.u32", "mul24.lo.u32 %r4, %r1, %r2;", Gen::kBits,
      [](uint32_t a, uint32_t b, uint32_t) {
        return One(uint32_t(uint64_t(a & 0xffffff) * (b & 0xffffff)));
