@@ -11,7 +11,8 @@
 //                reply to another thread: the least any session thread costs
 // spin_us is the listener's receive_spin; -1 pairs a GrpcConnect client with
 // the bare echo server, isolating the client side. Bulk: 64 MiB in 4 MiB
-// frames, acknowledged by the peer; ratio is channel time / bare time.
+// frames up (acknowledged by the peer) and down (one request); ratio is
+// channel time / bare time.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -36,6 +37,8 @@ constexpr size_t kSmallBody = 64;
 constexpr size_t kBulkBytes = size_t{64} << 20;
 constexpr size_t kBulkFrame = size_t{4} << 20;
 constexpr uint32_t kLastFlag = 1;
+constexpr uint32_t kDownloadFlag = 2;  // reply with kBulkBytes in kBulkFrame frames
+constexpr int kBulkFrames = static_cast<int>(kBulkBytes / kBulkFrame);
 
 class EchoReactor;
 
@@ -93,6 +96,12 @@ class EchoReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
   }
   void OnReadDone(bool ok) override {
     if (!ok) return Finish(grpc::Status::OK);
+    if (msg_.flags() & kDownloadFlag) {
+      download_left_ = kBulkFrames;
+      bulk_.set_seq(msg_.seq());
+      bulk_.set_body(std::string(kBulkFrame, 'z'));
+      return StartWrite(&bulk_);
+    }
     if (msg_.body().size() > 1024) {
       if (!(msg_.flags() & kLastFlag)) return StartRead(&msg_);
       msg_.clear_body();
@@ -105,6 +114,7 @@ class EchoReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
   }
   void OnWriteDone(bool ok) override {
     if (!ok) return Finish(grpc::Status::OK);
+    if (download_left_ > 0 && --download_left_ > 0) return StartWrite(&bulk_);
     if (handoff_ == nullptr) return StartRead(&msg_);
     handoff_->WriteDone();
   }
@@ -114,6 +124,8 @@ class EchoReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
  private:
   Handoff* handoff_;
   v1::Frame msg_;
+  v1::Frame bulk_;  // download frames (no handoff)
+  int download_left_ = 0;
 };
 
 void Handoff::Run() {
@@ -220,7 +232,13 @@ struct Remote {
     if (!s.ok()) return false;
     echo = std::thread([ch = std::move(s).value()] {
       Frame f;
+      const std::vector<std::byte> bulk(kBulkFrame, std::byte{'z'});
       while (ch->Receive(f, Deadline::Never()).ok()) {
+        if (f.header.flags & kDownloadFlag) {
+          for (int i = 0; i < kBulkFrames; ++i)
+            if (!ch->Send(f.header, bulk).ok()) return;
+          continue;
+        }
         if (f.body.size() > 1024) {
           if (!(f.header.flags & kLastFlag)) continue;
           f.body.clear();
@@ -319,7 +337,7 @@ void BM_Bulk64MiB(benchmark::State& state) {
     return state.SkipWithError("loopback setup failed");
   const std::string chunk_s(kBulkFrame, 'y');
   const std::vector<std::byte> chunk(kBulkFrame, std::byte{'y'});
-  constexpr int kFrames = static_cast<int>(kBulkBytes / kBulkFrame);
+  constexpr int kFrames = kBulkFrames;
   double bare_s = 0, chan_s = 0;
   uint64_t seq = 0;
   for (auto _ : state) {
@@ -351,6 +369,44 @@ void BM_Bulk64MiB(benchmark::State& state) {
       static_cast<double>(state.iterations() * kBulkBytes) / bare_s;
 }
 BENCHMARK(BM_Bulk64MiB)->UseManualTime()->Iterations(10)->Unit(benchmark::kMillisecond);
+
+// 64 MiB download: one request, answered with 4 MiB frames (server Send queues).
+void BM_BulkDownload64MiB(benchmark::State& state) {
+  Bare bare;
+  Remote remote;
+  if (!bare.Start() || !remote.Start(std::chrono::nanoseconds(0)))
+    return state.SkipWithError("loopback setup failed");
+  double bare_s = 0, chan_s = 0;
+  uint64_t seq = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    bare.out.set_seq(++seq);
+    bare.out.set_flags(kDownloadFlag);
+    bare.out.clear_body();
+    if (!bare.stream->Write(bare.out)) return state.SkipWithError("bare write failed");
+    for (int i = 0; i < kBulkFrames; ++i) {
+      if (!bare.stream->Read(&bare.in) || bare.in.body().size() != kBulkFrame)
+        return state.SkipWithError("bare read failed");
+    }
+    auto t1 = Clock::now();
+    if (!remote.client->Send({.flags = kDownloadFlag, .seq = ++seq}, {}).ok())
+      return state.SkipWithError("channel send failed");
+    for (int i = 0; i < kBulkFrames; ++i) {
+      if (!remote.client->Receive(remote.in, Deadline::Never()).ok() ||
+          remote.in.body.size() != kBulkFrame)
+        return state.SkipWithError("channel receive failed");
+    }
+    auto t2 = Clock::now();
+    bare_s += std::chrono::duration<double>(t1 - t0).count();
+    chan_s += std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(std::chrono::duration<double>(t2 - t1).count());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kBulkBytes));
+  state.counters["ratio"] = chan_s / bare_s;  // time: channel / bare
+  state.counters["bare_bytes_per_second"] =
+      static_cast<double>(state.iterations() * kBulkBytes) / bare_s;
+}
+BENCHMARK(BM_BulkDownload64MiB)->UseManualTime()->Iterations(10)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace remora::transport
