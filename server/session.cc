@@ -297,6 +297,14 @@ Status Session::Wait(CUstream s) {
   }
 }
 
+Status Session::DrainForPageable(CUstream s) {
+  // A copy with pageable host memory blocks in the driver until the stream
+  // reaches it; with a tenant host function ahead of it that would deadlock,
+  // so empty the stream first while serving the tenant's frames.
+  if (hf_pending_.load(std::memory_order_acquire) == 0) return OkStatus();
+  return Wait(s);
+}
+
 Status Session::WaitEvent(CUevent e) {
   if (hf_pending_.load(std::memory_order_acquire) == 0)
     return Check(drv().cuEventSynchronize(e), "cuEventSynchronize");
@@ -385,7 +393,8 @@ Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
   RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
   ASSIGN_OR_RETURN(const std::byte* src, HostSource(req.src(), req.size()));
   ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  Status st = Check(drv().cuMemcpyHtoDAsync(req.dst(), src, req.size(), s), "cuMemcpyHtoD");
+  Status st = req.src().has_data() ? DrainForPageable(s) : OkStatus();
+  if (st.ok()) st = Check(drv().cuMemcpyHtoDAsync(req.dst(), src, req.size(), s), "cuMemcpyHtoD");
   if (st.ok()) st = Wait(s);
   ReleaseStagingSlot(req.staging_slot());
   return st;
@@ -402,6 +411,7 @@ Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) 
   if (req.src().has_data()) {
     // The frame's bytes die with the frame: keep a copy until the stream copied it.
     auto keep = std::make_shared<std::string>(req.src().data());
+    RETURN_IF_ERROR(DrainForPageable(*s));
     RETURN_IF_ERROR(Check(drv().cuMemcpyHtoDAsync(req.dst(), keep->data(), req.size(), *s),
                           "cuMemcpyHtoDAsync"));
     return EnqueueHost(*s, [keep] {});
@@ -430,6 +440,7 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
     dst = reinterpret_cast<std::byte*>(rep.mutable_data()->data());
   }
   ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
+  if (!req.to_arena()) RETURN_IF_ERROR(DrainForPageable(s));
   RETURN_IF_ERROR(Check(drv().cuMemcpyDtoHAsync(dst, req.src(), req.size(), s), "cuMemcpyDtoH"));
   return Wait(s);
 }
