@@ -64,6 +64,8 @@ def main():
     ap.add_argument("--stdout-file")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--remora-arg", action="append", default=[])
+    ap.add_argument("--tenants", type=int, default=1,
+                    help="run this many copies at once, each its own tenant")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     prog = [p for p in a.program if p != "--"]
@@ -71,26 +73,36 @@ def main():
         proc, log, address = start_server(a.bindir, a.transport, tmp, [])
         cmd = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"] + prog
         ok = True
-        try:
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-            out, err, rc = run.stdout, run.stderr, run.returncode
-        except subprocess.TimeoutExpired as e:
-            out, err, rc = (e.stdout or b"").decode(errors="replace"), (e.stderr or b"").decode(errors="replace"), "timeout"
-            ok = False
-        sys.stdout.write(out)
-        sys.stderr.write(err)
-        if rc != a.expect:
-            print(f"harness: exit code {rc}, expected {a.expect}")
-            ok = False
-        if a.expect == 0 and ("PASS" not in out or "FAIL" in out):
-            print("harness: the program did not print PASS (or printed FAIL)")
-            ok = False
-        if a.stdout_file:
-            with open(a.stdout_file) as f:
-                want = f.read()
-            if out != want:
-                print("harness: stdout differs from " + a.stdout_file)
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(a.tenants)]
+        for i, p in enumerate(procs):
+            try:
+                out, err = p.communicate(timeout=a.timeout)
+                rc = p.returncode
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                rc = "timeout"
+            tag = f"[tenant {i}] " if a.tenants > 1 else ""
+            sys.stdout.write(out)
+            sys.stderr.write(err)
+            if rc != a.expect:
+                print(f"harness: {tag}exit code {rc}, expected {a.expect}")
                 ok = False
+            if a.expect == 0 and ("PASS" not in out or "FAIL" in out):
+                print(f"harness: {tag}the program did not print PASS (or printed FAIL)")
+                ok = False
+            if a.stdout_file:
+                with open(a.stdout_file) as f:
+                    want = f.read()
+                if out != want:
+                    print(f"harness: {tag}stdout differs from " + a.stdout_file)
+                    ok = False
+        log.seek(0)
+        opened = log.read().count("event=open")
+        if opened != a.tenants:
+            print(f"harness: the server saw {opened} sessions, expected {a.tenants}")
+            ok = False
         src = stop_server(proc)
         if src != 0:
             print(f"harness: remora-server exited with {src}")
