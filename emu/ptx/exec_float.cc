@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "emu/ptx/exec.h"
+#include "emu/ptx/half.h"
 
 namespace remora::emu::ptx {
 
@@ -267,55 +268,6 @@ Kind KindOf(Ty t) {
   return TyIsSigned(t) ? Kind::kSigned : Kind::kUnsigned;
 }
 
-float HalfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
-  if (exp == 0) {
-    float v = std::ldexp(float(man), -24);
-    return sign ? -v : v;
-  }
-  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-// Rounds |v| scaled to an integer per the PTX rounding mode (sign-aware for rm/rp).
-double RoundMag(double m, Rnd r, bool neg) {
-  switch (r) {
-    case Rnd::kRz:
-      return std::trunc(m);
-    case Rnd::kRm:
-      return neg ? std::ceil(m) : std::floor(m);
-    case Rnd::kRp:
-      return neg ? std::floor(m) : std::ceil(m);
-    default:
-      return std::nearbyint(m);
-  }
-}
-
-uint16_t FloatToHalf(double v, Rnd r) {
-  if (v != v) return 0x7fff;
-  bool neg = std::signbit(v);
-  uint16_t sign = neg ? 0x8000 : 0;
-  double a = std::fabs(v);
-  if (std::isinf(a)) return sign | 0x7c00;
-  if (a == 0) return sign;
-  int e = std::ilogb(a);
-  int q = std::max(e - 10, -24);
-  double n = RoundMag(std::ldexp(a, -q), r, neg);
-  if (n >= 2048) {
-    n /= 2;
-    ++q;
-  }
-  double val = std::ldexp(n, q);
-  if (val > 65504.0) {
-    bool to_inf =
-        r == Rnd::kRn || r == Rnd::kNone || (r == Rnd::kRp && !neg) || (r == Rnd::kRm && neg);
-    return to_inf ? (sign | 0x7c00) : (sign | 0x7bff);
-  }
-  if (n < 1024) return sign | uint16_t(n);
-  int exp = q + 10 + 15;
-  return sign | uint16_t(exp << 10) | uint16_t(uint32_t(n) - 1024);
-}
-
 template <class T>
 T SatInt(double v) {
   if (v != v) return 0;
@@ -414,15 +366,15 @@ uint64_t CvtOne(const Inst& in, uint64_t raw) {
       out = Put<double>(f);
     } else {
       std::fesetround(FE_TONEAREST);
-      double f = s ? double(sv) : double(uv);  // exact for |v| < 2^53; enough for f16 range
-      out = FloatToHalf(f, in.rnd);
+      double f = s ? double(sv) : double(uv);  // exact for |v| < 2^53
+      out = DoubleToHalf(f, in.rnd, dt == Ty::kBF16 ? kBF16 : kF16);
     }
     std::fesetround(FE_TONEAREST);
     return out;
   }
   double v = st == Ty::kF64   ? Get<double>(raw)
              : st == Ty::kF32 ? double(Get<float>(raw))
-                              : double(HalfToFloat(uint16_t(raw)));
+                              : HalfToDouble(uint16_t(raw), st == Ty::kBF16 ? kBF16 : kF16);
   if (ftz && st == Ty::kF32 && std::fabs(v) < double(std::numeric_limits<float>::min()))
     v = std::copysign(0.0, v);
   if (dk != Kind::kFloat) {  // float -> int
@@ -461,6 +413,7 @@ uint64_t CvtOne(const Inst& in, uint64_t raw) {
       break;
   }
   if (sat) v = (v != v || v < 0) ? 0.0 : v > 1 ? 1.0 : v;
+  if ((in.flags & kFlagRelu) && v == v && std::signbit(v)) v = 0.0;
   if (dt == Ty::kF64) return Put<double>(Canon(v));
   if (dt == Ty::kF32) {
     std::fesetround(IntRoundingMode(in.rnd));
@@ -469,11 +422,8 @@ uint64_t CvtOne(const Inst& in, uint64_t raw) {
     if (ftz && std::fabs(f) < std::numeric_limits<float>::min()) f = std::copysign(0.0f, f);
     return Put<float>(Canon(f));
   }
-  if (dt == Ty::kF16) {
-    // Round from the exact source: an f64 source is rounded once (no double rounding).
-    return FloatToHalf(v, in.rnd == Rnd::kNone ? Rnd::kRn : in.rnd);
-  }
-  return 0;
+  // .f16/.bf16: round from the exact source, so an f64 source is rounded once.
+  return DoubleToHalf(v, in.rnd == Rnd::kNone ? Rnd::kRn : in.rnd, dt == Ty::kBF16 ? kBF16 : kF16);
 }
 
 int CvtGeneric(Exec& x, const Inst& in) {
@@ -505,6 +455,7 @@ int CvtF32S32(Exec& x, const Inst& in) {
 }  // namespace
 
 ExecFn select_Fma(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kFma);
   return PickFma(in);
 }
 ExecFn select_Mad_float(Inst& in) {
@@ -512,12 +463,15 @@ ExecFn select_Mad_float(Inst& in) {
 }
 
 ExecFn select_float_add(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kAdd);
   return Rounded(in, PickFBin<FAdd>(in));
 }
 ExecFn select_float_sub(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kSub);
   return Rounded(in, PickFBin<FSub>(in));
 }
 ExecFn select_float_mul(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kMul);
   return Rounded(in, PickFBin<FMul>(in));
 }
 
@@ -525,11 +479,13 @@ ExecFn select_float_div(Inst& in) {
   return Rounded(in, PickFBin<FDiv>(in));
 }
 ExecFn select_float_abs(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kAbs);
   if (in.ty == Ty::kF32) return in.flags & kFlagFtz ? &FAbs<float, true> : &FAbs<float, false>;
   if (in.ty == Ty::kF64) return &FAbs<double, false>;
   return select_int_abs(in);
 }
 ExecFn select_float_neg(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kNeg);
   if (in.ty == Ty::kF32) return in.flags & kFlagFtz ? &FNeg<float, true> : &FNeg<float, false>;
   if (in.ty == Ty::kF64) return &FNeg<double, false>;
   return select_int_neg(in);
@@ -542,9 +498,11 @@ ExecFn select_Neg(Inst& in) {
   return select_float_neg(in);
 }
 ExecFn select_Min(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kMin);
   return TyIsFloat(in.ty) ? PickFBin<FMin>(in) : select_int_min(in);
 }
 ExecFn select_Max(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kMax);
   return TyIsFloat(in.ty) ? PickFBin<FMax>(in) : select_int_max(in);
 }
 ExecFn select_Copysign(Inst& in) {
@@ -580,9 +538,10 @@ ExecFn select_Testp(Inst&) {
 
 ExecFn select_Cvt(Inst& in) {
   if (in.ty == Ty::kNone || in.ty2 == Ty::kNone) return nullptr;
-  if (in.ty == Ty::kF16x2 || in.ty2 == Ty::kF16x2 || in.ty == Ty::kBF16 || in.ty2 == Ty::kBF16 ||
-      in.ty == Ty::kBF16x2 || in.ty2 == Ty::kBF16x2 || in.ty == Ty::kPred || in.ty2 == Ty::kPred)
+  if (in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2) return select_cvt_pack2(in);
+  if (in.ty2 == Ty::kF16x2 || in.ty2 == Ty::kBF16x2 || in.ty == Ty::kPred || in.ty2 == Ty::kPred)
     return nullptr;
+  if ((in.flags & kFlagRelu) && in.ty != Ty::kF16 && in.ty != Ty::kBF16) return nullptr;
   bool plain = !(in.flags & (kFlagSat | kFlagFtz));
   if (plain && in.ty == Ty::kU64 && in.ty2 == Ty::kU32) return &CvtU64U32;
   if (plain && in.ty == Ty::kS64 && in.ty2 == Ty::kS32) return &CvtS64S32;

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "emu/ptx/exec.h"
+#include "emu/ptx/half.h"
 
 namespace remora::emu::ptx {
 namespace {
@@ -639,6 +640,38 @@ int Setp(Exec& x, const Inst& in) {
   return kNext;
 }
 
+// setp on .f16/.bf16 (one compare; q = !p) and .f16x2/.bf16x2 (p: low half, q: high half).
+template <HalfFmt F, bool kX2, Cmp C>
+int SetpHalf(Exec& x, const Inst& in) {
+  uint64_t* p = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = in.na >= 3 ? Src(x, in.a[2]) : nullptr;
+  bool cneg = in.src_neg & 4;
+  bool ftz = in.flags & kFlagFtz;
+  uint64_t* q = (in.flags & kFlagSecondDest) ? Dst(x, in.d[1]) : nullptr;
+  auto val = [&](uint64_t raw, int k) {
+    uint16_t h = uint16_t(raw >> (16 * k));
+    if (ftz && (h & 0x7c00) == 0) h &= 0x8000;
+    return HalfToDouble(h, F);
+  };
+  ForLanes(x.mask, [&](int l) {
+    bool v0 = Compare<double, C>(val(a[l], 0), val(b[l], 0));
+    bool v1 = kX2 ? Compare<double, C>(val(a[l], 1), val(b[l], 1)) : !v0;
+    bool cv = c ? ((c[l] != 0) != cneg) : true;
+    p[l] = c ? Combine(in.sub2, v0, cv) : v0;
+    if (q) q[l] = c ? Combine(in.sub2, v1, cv) : v1;
+  });
+  return kNext;
+}
+template <HalfFmt F, bool kX2>
+struct SetpHalfW {
+  template <class, Cmp C>
+  struct K {
+    static int run(Exec& x, const Inst& in) { return SetpHalf<F, kX2, C>(x, in); }
+  };
+};
+
 template <class T, Cmp C>
 int Set(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
@@ -665,8 +698,9 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kNe)
     CASE(kLt)
     CASE(kLe)
-    CASE(kGt) CASE(kGe) CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu)
-        CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
+    CASE(kGt)
+    CASE(kGe) CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu)
+        CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
 #undef CASE
             default : return nullptr;
   }
@@ -919,6 +953,20 @@ ExecFn select_int_max(Inst& in) {
 }
 
 ExecFn select_Setp(Inst& in) {
+  if (TyIsHalf(in.ty)) {
+    if ((in.flags & kFlagFtz) && (in.ty == Ty::kBF16 || in.ty == Ty::kBF16x2)) return nullptr;
+    if (in.cmp == Cmp::kNone || (in.cmp >= Cmp::kLo && in.cmp <= Cmp::kHs)) return nullptr;
+    switch (in.ty) {
+      case Ty::kF16:
+        return PickCmpT<SetpHalfW<kF16, false>::K, double>(in.cmp);
+      case Ty::kF16x2:
+        return PickCmpT<SetpHalfW<kF16, true>::K, double>(in.cmp);
+      case Ty::kBF16:
+        return PickCmpT<SetpHalfW<kBF16, false>::K, double>(in.cmp);
+      default:
+        return PickCmpT<SetpHalfW<kBF16, true>::K, double>(in.cmp);
+    }
+  }
   return PickCmp<SetpW>(in.ty, in.cmp);
 }
 ExecFn select_Set(Inst& in) {

@@ -165,6 +165,7 @@ enum : uint16_t {
   kFlagArrive = 4096,
   kFlagSecondDest = 8192,
   kFlagCarryOut = 16384,  // .cc: write the per-lane carry flag (Warp::carry)
+  kFlagRelu = 32768,      // .relu: negative results become +0 (fma/cvt to half types)
 };
 
 inline constexpr uint32_t kConstSlot = 1u << 31;  // operand refers to the constant pool

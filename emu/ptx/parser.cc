@@ -94,6 +94,7 @@ constexpr ModRow kMods[] = {
     {"volatile", ModKind::kFlag, 10},
     {"arrive", ModKind::kFlag, 12},
     {"cc", ModKind::kFlag, 14},
+    {"relu", ModKind::kFlag, 15},
     {"global", ModKind::kSpace, uint8_t(Space::kGlobal)},
     {"shared", ModKind::kSpace, uint8_t(Space::kShared)},
     {"shared::cta", ModKind::kSpace, uint8_t(Space::kShared)},
@@ -1187,6 +1188,8 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
                    : row->shape == Shape::DAB  ? 3
                    : row->shape == Shape::DABC ? 4
                                                : 5;
+      if (in.op == Op::kCvt && (in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2))
+        cnt = 3;  // cvt.rn.f16x2.f32 d, a, b packs two conversions
       RETURN_IF_ERROR(need(cnt, cnt));
       if (in.op == Op::kMov) {
         if (ops[0].kind == RawOp::kVec) {  // unpack

@@ -385,6 +385,21 @@ const Row kRows[] = {
        if (F(a) != F(a)) return std::pair<uint32_t, uint32_t>{0x7fffu, 0x7fffffffu};
        return std::pair<uint32_t, uint32_t>{hb, B(float(h))};
      }},
+    {"cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; cvt.rn.f16x2.f32 %r4, %f1, %f2; cvt.rn.bf16x2.f32 %r5, "
+     "%f1, %f2;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       auto h = [](uint32_t f) {
+         _Float16 v = _Float16(F(f));
+         return v != v ? 0x7fffu : uint32_t(std::bit_cast<uint16_t>(v));
+       };
+       auto bf = [](uint32_t u) {  // nearest even on the float's bits
+         if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;
+         return (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
+       };
+       return std::pair<uint32_t, uint32_t>{(h(a) << 16) | h(b), (bf(a) << 16) | bf(b)};
+     }},
     {"cvt int widths",
      "cvt.s64.s32 %rd7, %r1; cvt.u16.u32 %h1, %r2; cvt.s32.s16 %r6, %h1; cvt.sat.s8.s32 %r7, %r3; "
      "cvt.s32.s8 %r8, %r7; add.s32 %r5, %r6, %r8; mov.b64 {%r4, %r10}, %rd7; xor.b32 %r5, %r5, "
@@ -511,11 +526,10 @@ TEST(Errors, UnknownModifierIsRefusedAtLoad) {
 }
 
 TEST(Errors, UnimplementedFormFailsWhenReached) {
-  // add.f16 decodes (known mnemonic and modifiers) but has no exec function: loading works,
-  // threads that never reach it are fine, reaching it is a named launch failure.
-  auto prog =
-      MustLoad({Wrap("setp.gt.u32 %p1, %r9, 40; @!%p1 bra SKIP; cvt.u16.u32 %h1, %r1; add.f16 %h2, "
-                     "%h1, %h1; SKIP:")});
+  // mad.hi.sat.s32 decodes (known mnemonic and modifiers) but has no exec function: loading
+  // works, threads that never reach it are fine, reaching it is a named launch failure.
+  auto prog = MustLoad(
+      {Wrap("setp.gt.u32 %p1, %r9, 40; @!%p1 bra SKIP; mad.hi.sat.s32 %r4, %r1, %r1, %r1; SKIP:")});
   ASSERT_TRUE(prog);
   TestMemory mem;
   std::vector<uint32_t> in(64 * 3, 1);
@@ -527,7 +541,7 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
   Status s = RunKernel(
       *prog, "k", {1}, {64}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
   EXPECT_EQ(s.code(), err::kLaunchFailure);
-  EXPECT_NE(s.message().find("add.f16"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("mad.hi.sat.s32"), std::string::npos) << s.message();
 }
 
 TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {

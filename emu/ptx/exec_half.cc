@@ -1,0 +1,181 @@
+// emu/ptx/exec_half.cc - .f16/.f16x2/.bf16/.bf16x2 arithmetic (add sub mul fma neg abs min max)
+// and the packing cvt. Built with -frounding-math.
+//
+// Each operation widens its operands to double exactly and computes the result rounded to odd
+// (round toward zero, then set the last bit if inexact): with 53 bits against the formats' 11 and
+// 8, a single final rounding to the 16-bit format (rn) then equals the exactly rounded result, as
+// the GPU computes it. add/sub/mul of .f16 are exact in double and skip the odd rounding.
+#include <cfenv>
+#include <cmath>
+
+#include "emu/ptx/exec.h"
+#include "emu/ptx/half.h"
+
+namespace remora::emu::ptx {
+namespace {
+
+template <class F>
+inline double RoundedToOdd(F&& f) {
+  std::fesetround(FE_TOWARDZERO);
+  std::feclearexcept(FE_INEXACT);
+  volatile double r = f();
+  bool inexact = std::fetestexcept(FE_INEXACT);
+  std::fesetround(FE_TONEAREST);
+  double v = r;
+  if (inexact) v = std::bit_cast<double>(std::bit_cast<uint64_t>(v) | 1);
+  return v;
+}
+
+// Flushes a subnormal .f16 to a sign-preserving zero (.ftz; .bf16 has no .ftz form).
+inline uint16_t FlushHalf(uint16_t h) {
+  return (h & 0x7c00) == 0 ? uint16_t(h & 0x8000) : h;
+}
+
+struct Flags {
+  bool ftz, sat, relu;
+};
+
+// Final rounding of a (rounded-to-odd) double, with .sat/.relu/.ftz applied to the result.
+template <HalfFmt F>
+inline uint16_t Finish(double v, Flags fl) {
+  if (fl.sat) v = (v != v || v <= 0) ? 0.0 : v > 1 ? 1.0 : v;
+  if (fl.relu && v == v && (v < 0 || std::signbit(v))) v = 0.0;
+  uint16_t h = DoubleToHalf(v, Rnd::kRn, F);
+  if (fl.ftz) h = FlushHalf(h);
+  return h;
+}
+
+template <HalfFmt F>
+inline bool IsNan(uint16_t h) {
+  uint16_t e = uint16_t(((1 << F.ebits) - 1) << F.man);
+  return (h & e) == e && (h & ((1 << F.man) - 1)) != 0;
+}
+
+// One element: a, b, c are the raw 16-bit operands.
+template <HalfFmt F, HalfOp kOp>
+inline uint16_t Elem(uint16_t a, uint16_t b, uint16_t c, Flags fl) {
+  if (fl.ftz) {
+    a = FlushHalf(a);
+    b = FlushHalf(b);
+    c = FlushHalf(c);
+  }
+  if constexpr (kOp == HalfOp::kNeg) {
+    return uint16_t(a ^ 0x8000);
+  } else if constexpr (kOp == HalfOp::kAbs) {
+    return uint16_t(a & 0x7fff);
+  } else if constexpr (kOp == HalfOp::kMin || kOp == HalfOp::kMax) {
+    bool an = IsNan<F>(a), bn = IsNan<F>(b);
+    if (an && bn) return 0x7fff;
+    if (an) return b;
+    if (bn) return a;
+    double x = HalfToDouble(a, F), y = HalfToDouble(b, F);
+    if (x == y) {  // -0 is below +0
+      bool pick_a = kOp == HalfOp::kMin ? std::signbit(x) : !std::signbit(x);
+      return pick_a ? a : b;
+    }
+    return (kOp == HalfOp::kMin) == (x < y) ? a : b;
+  } else {
+    double x = HalfToDouble(a, F), y = HalfToDouble(b, F);
+    double v;
+    if constexpr (kOp == HalfOp::kFma) {
+      double z = HalfToDouble(c, F);
+      v = RoundedToOdd([&] { return std::fma(x, y, z); });
+    } else if constexpr (F.ebits == 5) {  // exact in double
+      v = kOp == HalfOp::kAdd ? x + y : kOp == HalfOp::kSub ? x - y : x * y;
+    } else {
+      v = RoundedToOdd([&] {
+        return kOp == HalfOp::kAdd ? x + y : kOp == HalfOp::kSub ? x - y : x * y;
+      });
+    }
+    return Finish<F>(v, fl);
+  }
+}
+
+// d = op(a, b[, c]) over the active lanes, on N packed elements (1 or 2).
+template <HalfFmt F, int N, HalfOp kOp>
+int Half(Exec& x, const Inst& in) {
+  constexpr int kArgs = kOp == HalfOp::kFma                            ? 3
+                        : (kOp == HalfOp::kNeg || kOp == HalfOp::kAbs) ? 1
+                                                                       : 2;
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = kArgs > 1 ? Src(x, in.a[1]) : a;
+  const uint64_t* c = kArgs > 2 ? Src(x, in.a[2]) : a;
+  Flags fl{(in.flags & kFlagFtz) != 0, (in.flags & kFlagSat) != 0, (in.flags & kFlagRelu) != 0};
+  ForLanes(x.mask, [&](int l) {
+    uint64_t r = 0;
+    for (int k = 0; k < N; ++k) {
+      int sh = 16 * k;
+      r |= uint64_t(
+               Elem<F, kOp>(uint16_t(a[l] >> sh), uint16_t(b[l] >> sh), uint16_t(c[l] >> sh), fl))
+           << sh;
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+
+template <HalfFmt F, int N>
+ExecFn PickHalfOp(HalfOp op) {
+  switch (op) {
+    case HalfOp::kAdd:
+      return &Half<F, N, HalfOp::kAdd>;
+    case HalfOp::kSub:
+      return &Half<F, N, HalfOp::kSub>;
+    case HalfOp::kMul:
+      return &Half<F, N, HalfOp::kMul>;
+    case HalfOp::kFma:
+      return &Half<F, N, HalfOp::kFma>;
+    case HalfOp::kNeg:
+      return &Half<F, N, HalfOp::kNeg>;
+    case HalfOp::kAbs:
+      return &Half<F, N, HalfOp::kAbs>;
+    case HalfOp::kMin:
+      return &Half<F, N, HalfOp::kMin>;
+    case HalfOp::kMax:
+      return &Half<F, N, HalfOp::kMax>;
+  }
+  return nullptr;
+}
+
+template <HalfFmt F>
+int CvtPack2(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  Rnd r = in.rnd;
+  bool relu = in.flags & kFlagRelu;
+  auto one = [&](uint64_t raw) {
+    double v = double(Get<float>(raw));
+    if (relu && v == v && std::signbit(v)) v = 0.0;
+    return uint64_t(DoubleToHalf(v, r, F));
+  };
+  ForLanes(x.mask, [&](int l) { d[l] = (one(a[l]) << 16) | one(b[l]); });
+  return kNext;
+}
+
+}  // namespace
+
+ExecFn select_half(Inst& in, HalfOp op) {
+  bool bf = in.ty == Ty::kBF16 || in.ty == Ty::kBF16x2;
+  bool x2 = in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2;
+  bool rounds =
+      op == HalfOp::kAdd || op == HalfOp::kSub || op == HalfOp::kMul || op == HalfOp::kFma;
+  // Only .rn exists for these; fma must name it, add/sub/mul may omit it.
+  if (rounds ? (in.rnd != Rnd::kNone && in.rnd != Rnd::kRn) : in.rnd != Rnd::kNone) return nullptr;
+  if (op == HalfOp::kFma && in.rnd != Rnd::kRn) return nullptr;
+  if ((in.flags & kFlagRelu) && op != HalfOp::kFma) return nullptr;
+  if ((in.flags & kFlagSat) && (!rounds || bf)) return nullptr;
+  if ((in.flags & kFlagFtz) && bf) return nullptr;
+  if (bf) return x2 ? PickHalfOp<kBF16, 2>(op) : PickHalfOp<kBF16, 1>(op);
+  return x2 ? PickHalfOp<kF16, 2>(op) : PickHalfOp<kF16, 1>(op);
+}
+
+ExecFn select_cvt_pack2(Inst& in) {
+  if (in.ty2 != Ty::kF32 || in.na != 2) return nullptr;
+  if (in.rnd != Rnd::kRn && in.rnd != Rnd::kRz) return nullptr;
+  if (in.flags & (kFlagSat | kFlagFtz)) return nullptr;
+  return in.ty == Ty::kBF16x2 ? &CvtPack2<kBF16> : &CvtPack2<kF16>;
+}
+
+}  // namespace remora::emu::ptx
