@@ -2,15 +2,17 @@
 //
 //   BM_ShmRoundTrip/0  cudaStreamQuery on an idle created stream, through the stub, over
 //                      shm to remora-server (--device=emu) and back; /1 cudaMemGetInfo.
-//                      Floor: two threads bouncing one cache line (pinned to CPUs 0 and 1),
-//                      measured at the start of the same benchmark. The calling thread
-//                      stays pinned to CPU 0; the server's threads run where they may.
+//                      Floor: two threads bouncing one cache line (pinned to CPUs 0 and 1).
+//                      Each iteration is a block of 1000 floor round trips, then 1000
+//                      calls (the time column is per call block), so machine load hits
+//                      both alike. The calling thread is pinned to CPU 0; the server's
+//                      threads run where they may.
 //                      ratio = p50 / floor p50; mean_ratio = mean / floor mean.
 //   BM_GrpcRoundTrip   the same cudaStreamQuery from a remote tenant (a child process of
 //                      this binary with REMORA_SERVER=grpc://127.0.0.1:N, loopback).
 //                      Floor: remora_e2e_grpc_floor, an echo Session service in one process
 //                      and a sync bidi client in another, 16-byte Frames. Each iteration
-//                      runs floor then remote, 20000 samples each.
+//                      runs floor then remote, 10000 samples each.
 //                      ratio = p50 / floor p50; mean_ratio = mean / floor mean.
 // p50_ns/p99_ns are the measured call's; floor_p50_ns/floor_p99_ns the baseline's.
 #include <benchmark/benchmark.h>
@@ -26,8 +28,8 @@
 namespace remora::bench::e2e {
 namespace {
 
-constexpr size_t kFloorIters = 50'000;
-constexpr int kGrpcIters = 20'000;
+constexpr size_t kBlock = 1000;  // samples per block; floor and call blocks alternate
+constexpr int kGrpcIters = 10'000;
 
 void ReportRatios(benchmark::State& state, const Stats& rt, const Stats& floor) {
   state.counters["p50_ns"] = rt.p50_ns;
@@ -44,36 +46,42 @@ void BM_ShmRoundTrip(benchmark::State& state) {
   const auto which = static_cast<SyncCall>(state.range(0));
   state.SetLabel(SyncCallName(which));
   if (AllowedCpus() < 2) return state.SkipWithError("the floor needs two CPUs");
-  const Stats floor = PingPong(kFloorIters);  // leaves this thread on CPU 0
-
+  PingPonger floor_pp;
   cudaStream_t stream = nullptr;
-  if (cudaError_t e = cudaStreamCreate(&stream)) {
-    Unpin();
+  if (cudaError_t e = cudaStreamCreate(&stream))
     return state.SkipWithError((std::string("cudaStreamCreate: ") + cudaGetErrorName(e)).c_str());
-  }
+  PinTo(0);
   for (int i = 0; i < 5000; ++i) (void)DoSyncCall(which, stream);  // warm rings and caches
-  std::vector<uint64_t> ticks;
-  ticks.reserve(4'000'000);
+
+  std::vector<uint64_t> floor_ticks, rt_ticks;
+  floor_ticks.reserve(kBlock * 1024);
+  rt_ticks.reserve(kBlock * 1024);
   TickClock clock;
   for (auto _ : state) {
-    const uint64_t t0 = __rdtsc();
-    const int e = DoSyncCall(which, stream);
-    const uint64_t dt = __rdtsc() - t0;
-    if (e != cudaSuccess) [[unlikely]] {
-      state.SkipWithError(cudaGetErrorName(static_cast<cudaError_t>(e)));
-      break;
+    floor_pp.Block(kBlock, &floor_ticks);
+    uint64_t block_ticks = 0;
+    for (size_t i = 0; i < kBlock; ++i) {
+      const uint64_t t0 = __rdtsc();
+      const int e = DoSyncCall(which, stream);
+      const uint64_t dt = __rdtsc() - t0;
+      if (e != cudaSuccess) [[unlikely]] {
+        state.SkipWithError(cudaGetErrorName(static_cast<cudaError_t>(e)));
+        break;
+      }
+      rt_ticks.push_back(dt);
+      block_ticks += dt;
     }
-    if (ticks.size() < ticks.capacity()) ticks.push_back(dt);
+    if (state.error_occurred()) break;
+    state.SetIterationTime(static_cast<double>(block_ticks) * clock.NsPerTick() * 1e-9);
   }
   const double ns_per_tick = clock.NsPerTick();
   (void)cudaStreamDestroy(stream);
   Unpin();
-  if (ticks.empty()) return;
-  const Stats rt = Summarize(ticks, ns_per_tick);
-  ReportRatios(state, rt, floor);
-  state.SetItemsProcessed(state.iterations());
+  if (state.error_occurred() || rt_ticks.empty()) return;
+  ReportRatios(state, Summarize(rt_ticks, ns_per_tick), Summarize(floor_ticks, ns_per_tick));
+  state.SetItemsProcessed(static_cast<int64_t>(rt_ticks.size()));
 }
-BENCHMARK(BM_ShmRoundTrip)->Arg(0)->Arg(1)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_ShmRoundTrip)->Arg(0)->Arg(1)->UseManualTime()->Iterations(200);
 
 // Runs `argv` to completion, parses its key=value stdout into *out. False with *err.
 bool RunStats(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
@@ -136,7 +144,7 @@ void BM_GrpcRoundTrip(benchmark::State& state) {
   }
   ReportRatios(state, rt_sum, floor_sum);
 }
-BENCHMARK(BM_GrpcRoundTrip)->Iterations(3)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GrpcRoundTrip)->Iterations(6)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace remora::bench::e2e

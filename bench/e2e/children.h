@@ -16,7 +16,8 @@ namespace remora::bench::e2e {
 // mean_ns, p50_ns, p99_ns, n. Returns the process exit code.
 int RunRoundTripChild(int iters);
 
-// The in-process launch baseline (emu_launch.cc). Prints launches_per_s.
+// The in-process launch baseline (emu_launch.cc); batches == 0 serves batches on
+// request from stdin (see emu_launch.cc).
 int RunEmuLaunchChild(int launches, int batches);
 
 // If argv names a child mode, runs it and stores its exit code in *rc; false otherwise.

@@ -103,6 +103,45 @@ Stats PingPong(size_t iters) {
   return Summarize(ticks, ns_per_tick);
 }
 
+PingPonger::PingPonger() : line_(std::make_unique<Line>()), peer_([this] { Peer(); }) {}
+
+PingPonger::~PingPonger() {
+  stop_.store(true, std::memory_order_release);
+  go_.fetch_add(1, std::memory_order_release);  // pairs with the peer's acquire wait
+  go_.notify_one();
+  peer_.join();
+}
+
+void PingPonger::Peer() {
+  PinTo(1);
+  uint32_t seen = 0;
+  for (;;) {
+    go_.wait(seen, std::memory_order_acquire);  // pairs with Block's release increment
+    seen = go_.load(std::memory_order_acquire);
+    if (stop_.load(std::memory_order_acquire)) return;
+    const uint64_t n = iters_.load(std::memory_order_relaxed);
+    for (uint64_t i = 0; i < n; ++i) {
+      // Acquire pairs with the caller's release store of 2i+1.
+      SpinUntil([&] { return line_->v.load(std::memory_order_acquire) == 2 * i + 1; });
+      line_->v.store(2 * i + 2, std::memory_order_release);
+    }
+  }
+}
+
+void PingPonger::Block(size_t iters, std::vector<uint64_t>* ticks) {
+  PinTo(0);
+  line_->v.store(0, std::memory_order_relaxed);
+  iters_.store(iters, std::memory_order_relaxed);
+  go_.fetch_add(1, std::memory_order_release);  // publishes v and iters_ to the peer
+  go_.notify_one();
+  for (uint64_t i = 0; i < iters; ++i) {
+    const uint64_t t0 = __rdtsc();
+    line_->v.store(2 * i + 1, std::memory_order_release);  // pairs with the peer's acquire
+    SpinUntil([&] { return line_->v.load(std::memory_order_acquire) == 2 * i + 2; });
+    ticks->push_back(__rdtsc() - t0);
+  }
+}
+
 std::map<std::string, double> ParseKeyValues(const std::string& text) {
   std::map<std::string, double> out;
   std::istringstream in(text);
@@ -118,13 +157,14 @@ std::map<std::string, double> ParseKeyValues(const std::string& text) {
 }
 
 Child::~Child() {
+  CloseStdin();
   if (pid_ > 0 && status_ < 0) Stop();
   if (out_fd_ >= 0) ::close(out_fd_);
 }
 
 bool Child::Start(const std::vector<std::string>& argv,
                   const std::map<std::string, std::string>& env, const std::string& stderr_path,
-                  std::string* err) {
+                  std::string* err, bool with_stdin) {
   // Everything the child needs is built before fork: only async-signal-safe calls after.
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -145,11 +185,23 @@ bool Child::Start(const std::vector<std::string>& argv,
     *err = std::string("pipe: ") + std::strerror(errno);
     return false;
   }
+  int in_fds[2] = {-1, -1};
+  if (with_stdin && ::pipe2(in_fds, O_CLOEXEC) != 0) {
+    *err = std::string("pipe: ") + std::strerror(errno);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return false;
+  }
+  auto close_in = [&] {
+    if (in_fds[0] >= 0) ::close(in_fds[0]);
+    if (in_fds[1] >= 0) ::close(in_fds[1]);
+  };
   const int log_fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     *err = "open " + stderr_path + ": " + std::strerror(errno);
     ::close(fds[0]);
     ::close(fds[1]);
+    close_in();
     return false;
   }
   const pid_t pid = ::fork();
@@ -158,10 +210,13 @@ bool Child::Start(const std::vector<std::string>& argv,
     ::close(fds[0]);
     ::close(fds[1]);
     ::close(log_fd);
+    close_in();
     return false;
   }
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the benchmark
+    ::signal(SIGPIPE, SIG_DFL);          // the parent ignores it
+    if (in_fds[0] >= 0) ::dup2(in_fds[0], STDIN_FILENO);
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     ::execve(args[0], args.data(), envp.data());
@@ -169,10 +224,30 @@ bool Child::Start(const std::vector<std::string>& argv,
   }
   ::close(fds[1]);
   ::close(log_fd);
+  if (in_fds[0] >= 0) ::close(in_fds[0]);
+  in_fd_ = in_fds[1];
   pid_ = pid;
   out_fd_ = fds[0];
   status_ = -1;
   return true;
+}
+
+bool Child::WriteLine(const std::string& line) {
+  if (in_fd_ < 0) return false;
+  const std::string s = line + "\n";
+  size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(in_fd_, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void Child::CloseStdin() {
+  if (in_fd_ >= 0) ::close(in_fd_);
+  in_fd_ = -1;
 }
 
 std::string Child::ReadAll() {

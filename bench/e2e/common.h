@@ -18,10 +18,13 @@
 #include <sched.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace remora::bench::e2e {
@@ -71,6 +74,32 @@ Stats Summarize(std::vector<uint64_t>& ticks, double ns_per_tick);
 // a helper thread (CPU 1); one sample per round trip. Leaves this thread pinned.
 Stats PingPong(size_t iters);
 
+// The same floor in short blocks, to interleave with the measured operation on a
+// shared machine: a peer thread pinned to CPU 1 that sleeps (futex) between blocks.
+// Not thread-safe: one caller (the benchmark thread).
+class PingPonger {
+ public:
+  PingPonger();
+  ~PingPonger();
+  PingPonger(const PingPonger&) = delete;
+  PingPonger& operator=(const PingPonger&) = delete;
+
+  // Pins the caller to CPU 0 and appends `iters` round-trip samples (rdtsc ticks) to *ticks.
+  void Block(size_t iters, std::vector<uint64_t>* ticks);
+
+ private:
+  void Peer();
+  struct alignas(128) Line {
+    std::atomic<uint64_t> v{0};
+  };
+  std::unique_ptr<Line> line_;
+  std::atomic<uint32_t> go_{0};     // block number the peer should serve; futex word
+  std::atomic<uint64_t> iters_{0};  // round trips in the current block
+  std::atomic<bool> stop_{false};
+  uint32_t block_ = 0;
+  std::thread peer_;
+};
+
 // Parses "key=value" tokens (whitespace-separated) into a map; later keys win.
 std::map<std::string, double> ParseKeyValues(const std::string& text);
 
@@ -85,8 +114,13 @@ class Child {
 
   // Starts argv[0] with `argv`, the current environment plus `env` (overriding).
   // Returns false with *err set if fork/exec setup fails (exec failure shows as exit 127).
+  // With `with_stdin`, the child's stdin is a pipe written by WriteLine.
   bool Start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-             const std::string& stderr_path, std::string* err);
+             const std::string& stderr_path, std::string* err, bool with_stdin = false);
+  // Writes `line` and a newline to the child's stdin; false if it cannot.
+  bool WriteLine(const std::string& line);
+  // Closes the child's stdin (it sees EOF).
+  void CloseStdin();
   // Reads stdout until EOF (the child exited or closed it).
   std::string ReadAll();
   // Reads one line from stdout, waiting at most `timeout`; false on EOF or timeout.
@@ -102,6 +136,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  int in_fd_ = -1;
   std::string pending_;  // bytes read past the last returned line
   int status_ = -1;
 };

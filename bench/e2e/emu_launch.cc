@@ -4,8 +4,11 @@
 // Runs in a child process (this binary with --e2e_child=emu_launch) so the
 // emulator's threads never share a process with the stub: dlopen the emulated
 // libcuda.so.1, cuInit, retain the primary context, cuModuleLoadData the
-// kernel's PTX, then per batch cuLaunchKernel x N + cuCtxSynchronize. Prints
-// key=value lines: launches_per_s (median batch), best_launches_per_s, batches.
+// kernel's PTX, then per batch cuLaunchKernel x N + cuCtxSynchronize, after one
+// warm-up batch. With batches > 0, runs them and prints launches_per_s (median)
+// and best_launches_per_s. With batches == 0, prints "ready", then runs one batch
+// per line read from stdin and prints "s=<seconds>" for each, until EOF: the
+// parent interleaves these with its own batches.
 #include "bench/e2e/children.h"
 
 #include <cuda.h>
@@ -88,6 +91,18 @@ int RunEmuLaunchChild(int launches, int batches) {
     return d.cuCtxSynchronize();
   };
   if (CUresult r = batch()) return Fail("warm-up batch", r);
+  if (batches == 0) {
+    std::printf("ready\n");
+    std::fflush(stdout);
+    char line[64];
+    while (std::fgets(line, sizeof line, stdin) != nullptr) {
+      const auto t0 = Clock::now();
+      if (CUresult r = batch()) return Fail("batch", r);
+      std::printf("s=%.9f\n", std::chrono::duration<double>(Clock::now() - t0).count());
+      std::fflush(stdout);
+    }
+    return 0;
+  }
   std::vector<double> rates;
   for (int b = 0; b < batches; ++b) {
     const auto t0 = Clock::now();

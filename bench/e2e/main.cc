@@ -5,6 +5,7 @@
 // from an atexit handler registered before that first call, so it runs after the
 // stub's own (which says Goodbye). Child modes (children.h) are dispatched first.
 #include <benchmark/benchmark.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (MaybeRunChild(argc, argv, &rc)) return rc;
 
+  ::signal(SIGPIPE, SIG_IGN);  // a dead child shows as a failed write, not our death
   char dir[] = "/tmp/remora-e2e-XXXXXX";
   if (::mkdtemp(dir) == nullptr) {
     std::perror("mkdtemp");
