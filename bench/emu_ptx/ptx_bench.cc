@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "emu/ptx/interp.h"
@@ -192,6 +193,42 @@ void BM_VectorAdd(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * n * 12);
 }
 BENCHMARK(BM_VectorAdd)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+const char* kEmptyPtx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry empty() {
+  ret;
+})";
+
+// Launch overhead: an empty kernel, grid state.range(0) x 128 threads, default workers.
+// Counters: ns_per_launch, ns_per_block, and ratio = launch time / the time to create and join
+// one std::thread (measured here), the cost a launch pays if it spawns its workers.
+void BM_EmptyLaunch(benchmark::State& state) {
+  auto prog = Load(std::vector<std::string>{kEmptyPtx});
+  if (!prog.ok()) return state.SkipWithError(prog.status().ToString().c_str());
+  const uint32_t blocks = uint32_t(state.range(0));
+  LaunchConfig cfg;
+  cfg.grid[0] = blocks;
+  cfg.block[0] = 128;
+  auto t0 = std::chrono::steady_clock::now();
+  const int spawns = 200;
+  for (int i = 0; i < spawns; ++i) std::thread([] {}).join();
+  double spawn_s = Seconds(std::chrono::steady_clock::now() - t0) / spawns;
+  double emu_s = 0;
+  for (auto _ : state) {
+    auto t1 = std::chrono::steady_clock::now();
+    Status s = Launch(**prog, 0, cfg);
+    emu_s += Seconds(std::chrono::steady_clock::now() - t1);
+    if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
+  }
+  double per = emu_s / double(state.iterations());
+  state.counters["ns_per_launch"] = per * 1e9;
+  state.counters["ns_per_block"] = per * 1e9 / blocks;
+  state.counters["launches_per_second"] = 1.0 / per;
+  state.counters["ratio"] = per / spawn_s;
+}
+BENCHMARK(BM_EmptyLaunch)->Arg(1)->Arg(1024)->UseRealTime();
 
 }  // namespace
 }  // namespace remora::emu::ptx

@@ -141,6 +141,7 @@ struct LaunchCtx {
   uint32_t shared_total;
   uint32_t kernel_index;
   bool own_globals;  // globals live in the Program's own storage (no driver addresses)
+  bool has_calls;    // the program calls non-builtin functions (lanes may have call stacks)
   std::atomic<bool>* failed;
   Status* fault;  // first fault, guarded by fault_mu
   std::mutex* fault_mu;

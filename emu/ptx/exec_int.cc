@@ -699,8 +699,9 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kLt)
     CASE(kLe)
     CASE(kGt)
-    CASE(kGe) CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu)
-        CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
+    CASE(kGe)
+    CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu)
+        CASE(kGeu) CASE(kNum) CASE(kNan)
 #undef CASE
             default : return nullptr;
   }

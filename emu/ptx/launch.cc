@@ -6,6 +6,9 @@
 // lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
 // back to back until it branches apart, reaches another group's PC, or parks.
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -94,6 +97,91 @@ int FaultAt(Exec& x, int32_t code, const Inst& in, const std::string& what) {
 
 namespace {
 
+// Helper threads shared by all launches, created on first need and kept: a launch posts one
+// ticket per helper it wants, runs worker 0 itself, then takes back the tickets no helper has
+// started and waits for the started ones. A small grid therefore pays no thread creation, and
+// a ticket that arrives after the work ran out costs one wake-up.
+class WorkerPool {
+ public:
+  static WorkerPool& Get() {
+    static WorkerPool pool;
+    return pool;
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  // Runs fn(0) on the calling thread and fn(1..n-1) on helpers; returns when all have returned.
+  template <class Fn>
+  void Run(unsigned n, Fn& fn) {
+    if (n <= 1) {
+      fn(0u);
+      return;
+    }
+    Job job;
+    job.fn = [&fn](unsigned w) { fn(w); };
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      while (threads_.size() < n - 1) threads_.emplace_back([this] { Loop(); });
+      for (unsigned i = 1; i < n; ++i) queue_.push_back(&job);
+      job.outstanding = n - 1;
+    }
+    if (n == 2)
+      work_cv_.notify_one();
+    else
+      work_cv_.notify_all();
+    fn(0u);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {  // tickets nobody started
+      if (*it == &job) {
+        it = queue_.erase(it);
+        --job.outstanding;
+      } else {
+        ++it;
+      }
+    }
+    done_cv_.wait(lock, [&] { return job.outstanding == 0; });
+  }
+
+ private:
+  struct Job {
+    std::function<void(unsigned)> fn;
+    unsigned next_worker = 1;  // guarded by mu_
+    unsigned outstanding = 0;  // tickets queued or running; guarded by mu_
+  };
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      Job* job = queue_.front();
+      queue_.pop_front();
+      unsigned worker = job->next_worker++;
+      lock.unlock();
+      job->fn(worker);
+      lock.lock();
+      if (--job->outstanding == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Job*> queue_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+template <class Fn>
+void RunOnWorkers(unsigned n, Fn& fn) {
+  WorkerPool::Get().Run(n, fn);
+}
+
 bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
   const ProgramImpl& P = *L.P;
   const Inst* code = P.code.data();
@@ -136,6 +224,7 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
            w.lbase[best],
            force};
     uint64_t warp_n = 0, thread_n = 0;
+    const uint32_t group_n = uint32_t(std::popcount(group));  // popcount is a libgcc call here
     for (;;) {
       const Inst& in = code[x.pc];
       uint32_t m = x.group;
@@ -150,7 +239,7 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
         ++x.pc;
       } else {
         x.mask = m;
-        thread_n += uint32_t(std::popcount(m));
+        thread_n += m == group ? group_n : uint32_t(std::popcount(m));
         int r = in.fn(x, in);
         if (r == kNext) [[likely]] {
           ++x.pc;
@@ -205,6 +294,54 @@ bool ReleaseBarriers(const LaunchCtx& L, Cta& cta, uint32_t live) {
   return released;
 }
 
+// Per launch and worker: sizes the reused Cta for this kernel and block shape, computes each
+// lane's %tid (the same for every block), zeroes shared and local memory.
+void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
+  const ProgramImpl& P = *L.P;
+  const Function& f = P.funcs[P.kernel_func[L.kernel_index]];
+  cta.worker = worker;
+  cta.nthreads = L.nthreads;
+  cta.local_stride = L.local_stride;
+  cta.shared_size = L.shared_total;
+  size_t shared_words = (size_t(L.shared_total) + 7) / 8 + 1;
+  size_t local_words = (size_t(L.local_stride) * L.nthreads + 7) / 8 + 1;
+  if (cta.shared.size() < shared_words) cta.shared.resize(shared_words);
+  if (cta.local.size() < local_words) cta.local.resize(local_words);
+  std::fill_n(cta.shared.begin(), shared_words, 0);
+  std::fill_n(cta.local.begin(), local_words, 0);
+  uint32_t nwarps = (L.nthreads + 31) / 32;
+  if (cta.warps.size() < nwarps) cta.warps.resize(nwarps);
+  for (uint32_t wi = 0; wi < nwarps; ++wi) {
+    Warp& w = cta.warps[wi];
+    w.index = wi;
+    w.valid = 0;
+    w.instructions = w.thread_instructions = 0;
+    w.cache_lo = 1;  // allocations may have changed since the last launch
+    w.cache_hi = 0;
+    if (w.regs.size() < size_t(f.nregs) * 32) w.regs.resize(size_t(f.nregs) * 32);
+    if (w.stack.size() < 32) w.stack.resize(32);
+    for (int l = 0; l < 32; ++l) {
+      uint32_t t = wi * 32 + uint32_t(l);
+      w.stack[l].clear();
+      if (t < L.nthreads) {
+        w.valid |= 1u << l;
+        w.tid[0][l] = t % L.ntid[0];
+        w.tid[1][l] = t / L.ntid[0] % L.ntid[1];
+        w.tid[2][l] = t / (L.ntid[0] * L.ntid[1]);
+      } else {
+        w.tid[0][l] = w.tid[1][l] = w.tid[2][l] = 0;
+      }
+    }
+  }
+}
+
+// After a launch: keep a worker's buffers for the next one unless they are large.
+void TrimCta(Cta& cta) {
+  constexpr size_t kKeepWords = (4u << 20) / 8;
+  if (cta.local.size() > kKeepWords) std::vector<uint64_t>().swap(cta.local);
+  if (cta.warps.size() > 32) std::vector<Warp>().swap(cta.warps);
+}
+
 bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
   const ProgramImpl& P = *L.P;
   const Function& f = P.funcs[P.kernel_func[L.kernel_index]];
@@ -212,34 +349,17 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
   cta.ctaid[1] = uint32_t(linear / L.nctaid[0] % L.nctaid[1]);
   cta.ctaid[2] = uint32_t(linear / (uint64_t(L.nctaid[0]) * L.nctaid[1]));
   uint32_t nwarps = (L.nthreads + 31) / 32;
-  if (cta.warps.size() < nwarps) cta.warps.resize(nwarps);
   for (uint32_t wi = 0; wi < nwarps; ++wi) {
     Warp& w = cta.warps[wi];
-    w.index = wi;
-    w.valid = 0;
     w.carry = 0;
-    if (w.regs.size() < size_t(f.nregs) * 32) w.regs.resize(size_t(f.nregs) * 32);
-    if (w.stack.size() < 32) w.stack.resize(32);
-    w.cache_lo = 1;
-    w.cache_hi = 0;
-    for (int l = 0; l < 32; ++l) {
-      uint32_t t = wi * 32 + uint32_t(l);
-      w.stack[l].clear();
-      w.pc[l] = f.entry_pc;
-      w.rbase[l] = 0;
-      w.lbase[l] = 0;
-      w.bar_id[l] = 0;
-      if (t < L.nthreads) {
-        w.valid |= 1u << l;
-        w.state[l] = LaneState::kRun;
-        w.tid[0][l] = t % L.ntid[0];
-        w.tid[1][l] = t / L.ntid[0] % L.ntid[1];
-        w.tid[2][l] = t / (L.ntid[0] * L.ntid[1]);
-      } else {
-        w.state[l] = LaneState::kInvalid;
-        w.tid[0][l] = w.tid[1][l] = w.tid[2][l] = 0;
-      }
-    }
+    std::fill_n(w.pc, 32, f.entry_pc);
+    std::fill_n(w.rbase, 32, 0u);
+    std::fill_n(w.lbase, 32, 0u);
+    std::fill_n(w.bar_id, 32, 0u);
+    for (int l = 0; l < 32; ++l)
+      w.state[l] = (w.valid >> l & 1) ? LaneState::kRun : LaneState::kInvalid;
+    if (L.has_calls)
+      for (auto& st : w.stack) st.clear();
   }
   std::fill(std::begin(cta.bar_arrived), std::end(cta.bar_arrived), 0u);
   std::fill(std::begin(cta.bar_expected), std::end(cta.bar_expected), 0u);
@@ -320,7 +440,8 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     L.ntid[i] = cfg.block[i];
   }
   L.nthreads = uint32_t(nthreads);
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  // hardware_concurrency() reads sysfs on every call: ask once.
+  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   unsigned workers = cfg.workers ? cfg.workers : hw;
   workers = unsigned(std::min<uint64_t>(workers, nblocks));
   L.nworkers = workers;
@@ -331,16 +452,15 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
   L.fault = &fault;
   L.fault_mu = &fault_mu;
 
+  L.has_calls = has_calls;
+
   std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> total_warp{0}, total_thread{0};
   auto work = [&](unsigned worker) {
-    Cta cta;
-    cta.worker = worker;
-    cta.nthreads = L.nthreads;
-    cta.local_stride = stride;
-    cta.shared_size = uint32_t(shared_total);
-    cta.shared.assign((shared_total + 7) / 8 + 1, 0);
-    cta.local.assign((size_t(stride) * L.nthreads + 7) / 8 + 1, 0);
+    // Each thread keeps its Cta (warps, register files, shared and local buffers) from launch
+    // to launch, so a launch allocates nothing once the shapes have been seen.
+    thread_local Cta cta;
+    PrepareCta(L, cta, worker);
     for (;;) {
       if (failed.load(std::memory_order_relaxed)) break;
       uint64_t b = next.fetch_add(1, std::memory_order_relaxed);  // work distribution only
@@ -348,17 +468,15 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
       if (!RunCta(L, cta, b)) break;
     }
     uint64_t wn = 0, tn = 0;
-    for (Warp& w : cta.warps) {
-      wn += w.instructions;
-      tn += w.thread_instructions;
+    for (uint32_t wi = 0; wi < (L.nthreads + 31) / 32; ++wi) {
+      wn += cta.warps[wi].instructions;
+      tn += cta.warps[wi].thread_instructions;
     }
     total_warp.fetch_add(wn, std::memory_order_relaxed);
     total_thread.fetch_add(tn, std::memory_order_relaxed);
+    TrimCta(cta);
   };
-  std::vector<std::thread> threads;
-  for (unsigned i = 1; i < workers; ++i) threads.emplace_back(work, i);
-  work(0);
-  for (auto& t : threads) t.join();
+  RunOnWorkers(workers, work);
   if (stats) {
     stats->warp_instructions = total_warp.load();
     stats->thread_instructions = total_thread.load();
