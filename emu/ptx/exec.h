@@ -6,6 +6,7 @@
 // PC) and runs decoded instructions over it; an Exec is that group's view while it runs.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -45,7 +46,37 @@ struct Warp {
   uint32_t tid[3][32];
   std::vector<std::vector<Frame>> stack;  // per lane call stack
   std::vector<uint64_t> regs;             // slot * 32 + lane
-  uint64_t cache_lo = 1, cache_hi = 0;    // last global allocation hit
+  // The last kCacheWays global allocations hit ([lo, hi) each; empty when lo > hi), most recent
+  // first: kernels stream through a few buffers, each check is two compares.
+  static constexpr int kCacheWays = 4;
+  uint64_t cache_lo[kCacheWays] = {1, 1, 1, 1}, cache_hi[kCacheWays] = {};
+  void ClearCache() {
+    std::fill_n(cache_lo, kCacheWays, 1);
+    std::fill_n(cache_hi, kCacheWays, 0);
+  }
+  // True if [lo, hi) lies in a cached allocation; moves that entry to the front.
+  bool CacheHit(uint64_t lo, uint64_t hi) {
+    if (hi < lo) [[unlikely]]
+      return false;  // the access wraps around the address space
+    if (lo >= cache_lo[0] && hi <= cache_hi[0]) [[likely]]
+      return true;
+    for (int i = 1; i < kCacheWays; ++i) {
+      if (lo >= cache_lo[i] && hi <= cache_hi[i]) {
+        std::swap(cache_lo[0], cache_lo[i]);
+        std::swap(cache_hi[0], cache_hi[i]);
+        return true;
+      }
+    }
+    return false;
+  }
+  void CacheInsert(uint64_t lo, uint64_t hi) {
+    for (int i = kCacheWays - 1; i > 0; --i) {
+      cache_lo[i] = cache_lo[i - 1];
+      cache_hi[i] = cache_hi[i - 1];
+    }
+    cache_lo[0] = lo;
+    cache_hi[0] = hi;
+  }
   uint64_t instructions = 0, thread_instructions = 0;
 };
 

@@ -42,6 +42,10 @@ uint8_t* FramePtr(Exec& x, int lane, uint32_t off) {
 int Ret(Exec& x, const Inst&) {
   Warp& w = *x.w;
   SkipUnmasked(x);
+  if (!x.L->has_calls) {  // no call stacks: ret ends the thread
+    ForLanes(x.mask, [&](int l) { w.state[l] = LaneState::kExited; });
+    return kRepick;
+  }
   const ProgramImpl& P = *x.L->P;
   ForLanes(x.mask, [&](int l) {
     auto& st = w.stack[l];

@@ -700,8 +700,10 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kLe)
     CASE(kGt)
     CASE(kGe)
-    CASE(kLo) CASE(kLs) CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu)
-        CASE(kGeu) CASE(kNum) CASE(kNan)
+    CASE(kLo)
+    CASE(kLs)
+    CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum)
+        CASE(kNan)
 #undef CASE
             default : return nullptr;
   }

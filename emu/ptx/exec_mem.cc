@@ -58,8 +58,7 @@ namespace {
     }
   }
   if (!found || addr + size > base + len || addr + size < addr) return false;
-  x.w->cache_lo = base;
-  x.w->cache_hi = base + len;
+  x.w->CacheInsert(base, base + len);
   return true;
 }
 
@@ -67,7 +66,7 @@ namespace {
 template <Space S>
 inline uint8_t* Resolve(Exec& x, const Inst& in, int l, uint64_t addr, uint32_t size) {
   if constexpr (S == Space::kGlobal || S == Space::kConst) {
-    if (addr >= x.w->cache_lo && addr + size <= x.w->cache_hi) [[likely]]
+    if (x.w->CacheHit(addr, addr + size)) [[likely]]
       return reinterpret_cast<uint8_t*>(addr);
     if (GlobalSlow(x, addr, size)) return reinterpret_cast<uint8_t*>(addr);
     AddressFault(x, in, l, addr, size, S);
@@ -117,10 +116,48 @@ inline uint64_t LoadBytes(const uint8_t* p) {
   return 0;
 }
 
+// Fast path of a converged global/const access: when the 32 lanes' bytes [lo, hi) all lie in
+// one cached allocation, one check covers the warp and the per-lane loop has no branches.
+template <Space S>
+inline bool WarpInCache(Exec& x, const uint64_t* base, uint64_t ub, uint32_t bytes) {
+  if constexpr (S != Space::kGlobal && S != Space::kConst) {
+    return false;
+  } else {
+    if (!base || x.mask != 0xffffffffu) return false;
+    // Four independent min/max chains (the compiler keeps them in registers).
+    uint64_t lo[4] = {~0ull, ~0ull, ~0ull, ~0ull}, hi[4] = {0, 0, 0, 0};
+    for (int l = 0; l < 32; l += 4) {
+      for (int k = 0; k < 4; ++k) {
+        uint64_t a = base[l + k];
+        lo[k] = a < lo[k] ? a : lo[k];
+        hi[k] = a > hi[k] ? a : hi[k];
+      }
+    }
+    uint64_t mn = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
+    uint64_t mx = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+    return x.w->CacheHit(mn + ub, mx + ub + bytes);
+  }
+}
+
 template <Space S, int N, int V, bool kSext>
 int Ld(Exec& x, const Inst& in) {
   uint64_t ub = UniformBase(x, in);
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
+  if (WarpInCache<S>(x, base, ub, N * V)) {
+    if constexpr (V == 1) {
+      uint64_t* d = Dst(x, in.d[0]);
+      for (int l = 0; l < 32; ++l)
+        d[l] = LoadBytes<N, kSext>(reinterpret_cast<const uint8_t*>(base[l] + ub));
+    } else {
+      uint64_t tmp[V][32];
+      for (int l = 0; l < 32; ++l)
+        for (int k = 0; k < V; ++k)
+          tmp[k][l] = LoadBytes<N, kSext>(reinterpret_cast<const uint8_t*>(base[l] + ub) + k * N);
+      for (int k = 0; k < V; ++k)
+        if (in.d[k] != kNoReg) std::memcpy(Dst(x, in.d[k]), tmp[k], sizeof tmp[k]);
+    }
+    return kNext;
+  }
   if constexpr (V == 1) {
     uint64_t* d = Dst(x, in.d[0]);
     // A uniform address outside per-thread memory reads one value for every lane.
@@ -169,6 +206,13 @@ int St(Exec& x, const Inst& in) {
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
   const uint64_t* v[V];
   for (int k = 0; k < V; ++k) v[k] = Src(x, in.a[k]);
+  if (WarpInCache<S>(x, base, ub, N * V)) {
+    for (int l = 0; l < 32; ++l) {
+      uint8_t* p = reinterpret_cast<uint8_t*>(base[l] + ub);
+      for (int k = 0; k < V; ++k) std::memcpy(p + k * N, &v[k][l], N);
+    }
+    return kNext;
+  }
   uint32_t m = x.mask;
   while (m) {
     int l = std::countr_zero(m);

@@ -186,31 +186,30 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
   const ProgramImpl& P = *L.P;
   const Inst* code = P.code.data();
   for (;;) {
-    int best = -1;
-    bool force = false;
-    for (int pass = 0; pass < 2 && best < 0; ++pass) {
-      LaneState want = pass == 0 ? LaneState::kRun : LaneState::kWaitColl;
-      for (int l = 0; l < 32; ++l) {
-        if (w.state[l] != want) continue;
-        if (best < 0 || w.rbase[l] > w.rbase[best] ||
-            (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
-          best = l;
-      }
-      force = pass == 1;
+    // Lanes that can run, as masks; collectives' waiters only run when no lane can (force).
+    uint32_t run = 0, coll = 0;
+    for (int l = 0; l < 32; ++l) {
+      run |= uint32_t(w.state[l] == LaneState::kRun) << l;
+      coll |= uint32_t(w.state[l] == LaneState::kWaitColl) << l;
     }
-    if (best < 0) return true;
+    uint32_t cand = run ? run : coll;
+    if (cand == 0) return true;
+    bool force = run == 0;
+    int best = std::countr_zero(cand);
+    ForLanes(cand & (cand - 1), [&](int l) {
+      if (w.rbase[l] > w.rbase[best] || (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
+        best = l;
+    });
     uint32_t pc = w.pc[best], rb = w.rbase[best];
     uint32_t group = 0, stop = 0xffffffffu;
-    for (int l = 0; l < 32; ++l) {
-      LaneState s = w.state[l];
-      if ((s != LaneState::kRun && s != LaneState::kWaitColl) || w.rbase[l] != rb) continue;
-      if (w.pc[l] == pc) {
+    ForLanes(run | coll, [&](int l) {
+      if (w.rbase[l] != rb) return;
+      if (w.pc[l] == pc)
         group |= 1u << l;
-        w.state[l] = LaneState::kRun;
-      } else if (w.pc[l] > pc && w.pc[l] < stop) {
+      else if (w.pc[l] > pc && w.pc[l] < stop)
         stop = w.pc[l];
-      }
-    }
+    });
+    ForLanes(group & coll, [&](int l) { w.state[l] = LaneState::kRun; });
     Exec x{&w,
            &cta,
            &L,
@@ -316,8 +315,7 @@ void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
     w.index = wi;
     w.valid = 0;
     w.instructions = w.thread_instructions = 0;
-    w.cache_lo = 1;  // allocations may have changed since the last launch
-    w.cache_hi = 0;
+    w.ClearCache();  // allocations may have changed since the last launch
     if (w.regs.size() < size_t(f.nregs) * 32) w.regs.resize(size_t(f.nregs) * 32);
     if (w.stack.size() < 32) w.stack.resize(32);
     for (int l = 0; l < 32; ++l) {
