@@ -4,9 +4,9 @@
 //                      shm to remora-server (--device=emu) and back; /1 cudaMemGetInfo.
 //                      Floor: two threads bouncing one cache line (pinned to CPUs 0 and 1).
 //                      Each iteration is a block of 1000 floor round trips, then 1000
-//                      calls (the time column is per call block), so machine load hits
-//                      both alike. The calling thread is pinned to CPU 0; the server's
-//                      threads run where they may.
+//                      calls (the time column is the mean call), so machine load hits
+//                      both alike. As in the floor, the calling thread is pinned to
+//                      CPU 0 and every thread of remora-server to CPU 1 (restored after).
 //                      ratio = p50 / floor p50; mean_ratio = mean / floor mean.
 //   BM_GrpcRoundTrip   the same cudaStreamQuery from a remote tenant (a child process of
 //                      this binary with REMORA_SERVER=grpc://127.0.0.1:N, loopback).
@@ -50,7 +50,16 @@ void BM_ShmRoundTrip(benchmark::State& state) {
   cudaStream_t stream = nullptr;
   if (cudaError_t e = cudaStreamCreate(&stream))
     return state.SkipWithError((std::string("cudaStreamCreate: ") + cudaGetErrorName(e)).c_str());
+  // Like the floor's two threads: the caller on CPU 0, every server thread on CPU 1
+  // (left to the scheduler, a busy machine may stack the server's session thread on the
+  // spinning caller's CPU, and every call then waits for a futex wake-up).
   PinTo(0);
+  const pid_t server = Env().server != nullptr ? Env().server->pid() : -1;
+  if (server <= 0 || PinProcess(server, 1) == 0) {
+    (void)cudaStreamDestroy(stream);
+    Unpin();
+    return state.SkipWithError("cannot pin remora-server's threads to CPU 1");
+  }
   for (int i = 0; i < 5000; ++i) (void)DoSyncCall(which, stream);  // warm rings and caches
 
   std::vector<uint64_t> floor_ticks, rt_ticks;
@@ -72,14 +81,16 @@ void BM_ShmRoundTrip(benchmark::State& state) {
       block_ticks += dt;
     }
     if (state.error_occurred()) break;
-    state.SetIterationTime(static_cast<double>(block_ticks) * clock.NsPerTick() * 1e-9);
+    // The time column is per call: the block's mean.
+    state.SetIterationTime(static_cast<double>(block_ticks) * clock.NsPerTick() * 1e-9 / kBlock);
   }
   const double ns_per_tick = clock.NsPerTick();
   (void)cudaStreamDestroy(stream);
+  PinProcess(server, -1);
   Unpin();
   if (state.error_occurred() || rt_ticks.empty()) return;
   ReportRatios(state, Summarize(rt_ticks, ns_per_tick), Summarize(floor_ticks, ns_per_tick));
-  state.SetItemsProcessed(static_cast<int64_t>(rt_ticks.size()));
+  state.SetItemsProcessed(state.iterations());  // per-call times: items/s = calls/s
 }
 BENCHMARK(BM_ShmRoundTrip)->Arg(0)->Arg(1)->UseManualTime()->Iterations(200);
 

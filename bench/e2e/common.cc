@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -49,6 +50,22 @@ bool PinTo(int cpu) {
 
 void Unpin() {
   (void)pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &StartAffinity());
+}
+
+int PinProcess(pid_t pid, int cpu) {
+  cpu_set_t set = StartAffinity();
+  if (cpu >= 0) {
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+  }
+  int changed = 0;
+  std::error_code ec;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    if (tid > 0 && sched_setaffinity(tid, sizeof set, &set) == 0) ++changed;
+  }
+  return changed;
 }
 
 int AllowedCpus() {

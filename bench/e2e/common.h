@@ -39,6 +39,10 @@ void Unpin();
 // Number of CPUs this process may run on.
 int AllowedCpus();
 
+// Sets the affinity of every thread of process `pid` to `cpu` alone (cpu < 0: every
+// CPU this process started with). Returns the number of threads changed.
+int PinProcess(pid_t pid, int cpu);
+
 // Spins with pause until done(); yields now and then so a preempted peer can run on a
 // shared 2-core machine.
 template <typename Done>
