@@ -93,26 +93,44 @@ std::string DriverTable::Describe(CUresult r) const {
   return std::string(name) + " (" + std::to_string(r) + "): " + text;
 }
 
+// How driver results read to a tenant. Codes absent here are reported as
+// cudaErrorUnknown, with the driver's own text in the server log.
+struct ErrorMapping {
+  CUresult driver;
+  int32_t runtime;
+};
+constexpr ErrorMapping kErrorMap[] = {
+    {CUDA_SUCCESS, 0},
+    {CUDA_ERROR_INVALID_VALUE, err::kInvalidValue},
+    {CUDA_ERROR_OUT_OF_MEMORY, err::kMemoryAllocation},
+    {CUDA_ERROR_NOT_INITIALIZED, err::kInitializationError},
+    {CUDA_ERROR_INVALID_DEVICE, err::kInvalidDevice},
+    {CUDA_ERROR_INVALID_HANDLE, err::kInvalidResourceHandle},
+    {CUDA_ERROR_NOT_READY, err::kNotReady},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, err::kIllegalAddress},
+    {CUDA_ERROR_LAUNCH_FAILED, err::kLaunchFailure},
+    {CUDA_ERROR_ASSERT, err::kAssert},
+    {CUDA_ERROR_NOT_SUPPORTED, err::kNotSupported},
+    {CUDA_ERROR_NOT_PERMITTED, err::kNotPermitted},
+    {CUDA_ERROR_NOT_FOUND, err::kInvalidDeviceFunction},
+    {CUDA_ERROR_INVALID_PTX, err::kInvalidPtx},
+    {CUDA_ERROR_INVALID_IMAGE, err::kInvalidPtx},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, err::kNoKernelImage},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701},  // cudaErrorLaunchOutOfResources
+    {CUDA_ERROR_LAUNCH_TIMEOUT, 702},           // cudaErrorLaunchTimeout
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, 714},     // cudaErrorHardwareStackError
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, 715},      // cudaErrorIllegalInstruction
+    {CUDA_ERROR_MISALIGNED_ADDRESS, 716},       // cudaErrorMisalignedAddress
+    {CUDA_ERROR_INVALID_ADDRESS_SPACE, 717},    // cudaErrorInvalidAddressSpace
+    {CUDA_ERROR_INVALID_PC, 718},               // cudaErrorInvalidPc
+    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712},
+    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 713},
+};
+
 int32_t ToCudaError(CUresult r) {
-  switch (r) {
-    case CUDA_SUCCESS: return 0;
-    case CUDA_ERROR_INVALID_VALUE: return err::kInvalidValue;
-    case CUDA_ERROR_OUT_OF_MEMORY: return err::kMemoryAllocation;
-    case CUDA_ERROR_NOT_INITIALIZED: return err::kInitializationError;
-    case CUDA_ERROR_INVALID_HANDLE: return err::kInvalidResourceHandle;
-    case CUDA_ERROR_NOT_READY: return err::kNotReady;
-    case CUDA_ERROR_ILLEGAL_ADDRESS: return err::kIllegalAddress;
-    case CUDA_ERROR_LAUNCH_FAILED: return err::kLaunchFailure;
-    case CUDA_ERROR_ASSERT: return err::kAssert;
-    case CUDA_ERROR_NOT_SUPPORTED: return err::kNotSupported;
-    case CUDA_ERROR_NOT_FOUND: return err::kInvalidDeviceFunction;
-    case CUDA_ERROR_INVALID_PTX: return err::kInvalidPtx;
-    case CUDA_ERROR_NO_BINARY_FOR_GPU: return err::kNoKernelImage;
-    case CUDA_ERROR_INVALID_IMAGE: return err::kInvalidPtx;
-    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return 701;  // cudaErrorLaunchOutOfResources
-    case CUDA_ERROR_INVALID_DEVICE: return err::kInvalidDevice;
-    default: return err::kUnknown;
-  }
+  for (const ErrorMapping& m : kErrorMap)
+    if (m.driver == r) return m.runtime;
+  return err::kUnknown;
 }
 
 }  // namespace remora::server
