@@ -42,13 +42,13 @@ Result<std::shared_ptr<DriverTable>> Open(const std::string& path, bool emulated
   t->library = path;
   t->emulated = emulated;
   int missing = 0;
-#define DRIVER_FN(name)                                                  \
-  if (void* f = dlsym(lib, REMORA_XSTR(name))) {                         \
-    t->name = reinterpret_cast<decltype(t->name)>(f);                    \
-  } else {                                                               \
-    t->name = NotSupportedFor(t->name);                                  \
-    ++missing;                                                           \
-    Log(Level::kDebug, "driver", {{"missing", REMORA_XSTR(name)}});      \
+#define DRIVER_FN(name)                                             \
+  if (void* f = dlsym(lib, REMORA_XSTR(name))) {                    \
+    t->name = reinterpret_cast<decltype(t->name)>(f);               \
+  } else {                                                          \
+    t->name = NotSupportedFor(t->name);                             \
+    ++missing;                                                      \
+    Log(Level::kDebug, "driver", {{"missing", REMORA_XSTR(name)}}); \
   }
 #include "server/driver.def"
   t->remoraEmuSetPrintfHandler =
@@ -75,7 +75,8 @@ Result<DeviceKind> ParseDeviceKind(const std::string& s) {
   return Error(err::kInvalidValue, "--device must be auto, cuda or emu, not '" + s + "'");
 }
 
-Result<std::shared_ptr<DriverTable>> DriverTable::Load(DeviceKind kind, const std::string& emu_dir) {
+Result<std::shared_ptr<DriverTable>> DriverTable::Load(DeviceKind kind,
+                                                       const std::string& emu_dir) {
   const std::string emu = emu_dir + "/libcuda.so.1";
   if (kind == DeviceKind::kEmu) return Open(emu, true);
   auto nvidia = Open("libcuda.so.1", false);
@@ -116,13 +117,13 @@ constexpr ErrorMapping kErrorMap[] = {
     {CUDA_ERROR_INVALID_PTX, err::kInvalidPtx},
     {CUDA_ERROR_INVALID_IMAGE, err::kInvalidPtx},
     {CUDA_ERROR_NO_BINARY_FOR_GPU, err::kNoKernelImage},
-    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701},  // cudaErrorLaunchOutOfResources
-    {CUDA_ERROR_LAUNCH_TIMEOUT, 702},           // cudaErrorLaunchTimeout
-    {CUDA_ERROR_HARDWARE_STACK_ERROR, 714},     // cudaErrorHardwareStackError
-    {CUDA_ERROR_ILLEGAL_INSTRUCTION, 715},      // cudaErrorIllegalInstruction
-    {CUDA_ERROR_MISALIGNED_ADDRESS, 716},       // cudaErrorMisalignedAddress
-    {CUDA_ERROR_INVALID_ADDRESS_SPACE, 717},    // cudaErrorInvalidAddressSpace
-    {CUDA_ERROR_INVALID_PC, 718},               // cudaErrorInvalidPc
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, err::kLaunchOutOfResources},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, err::kLaunchTimeout},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, err::kHardwareStackError},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, err::kIllegalInstruction},
+    {CUDA_ERROR_MISALIGNED_ADDRESS, err::kMisalignedAddress},
+    {CUDA_ERROR_INVALID_ADDRESS_SPACE, err::kInvalidAddressSpace},
+    {CUDA_ERROR_INVALID_PC, err::kInvalidPc},
     {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712},
     {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 713},
 };
