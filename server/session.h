@@ -148,6 +148,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::mutex send_mu_;
   std::string send_buf_;
+  v1::Reply reply_;  // reused by Finish (session thread only)
   mutable std::mutex out_mu_;
   std::string device_output_;
   std::set<CUstream> mapped_;  // guarded by out_mu_, for printf routing
