@@ -1498,7 +1498,10 @@ Status Parser::Link() {
                      ? f.maxntid[0] * std::max(1u, f.maxntid[1]) * std::max(1u, f.maxntid[2])
                      : 1024;
     k.max_threads_per_block = m;
-    k.num_regs = f.nregs;
+    // PTX registers are virtual and unbounded; ptxas would allocate far fewer.
+    // Report a count that lets any block nvcc accepts (<= 1024 threads) launch,
+    // so the emulator is never stricter than a GPU on register pressure.
+    k.num_regs = std::clamp<uint32_t>(f.nregs, 16, 64);
     f.kernel_index = uint32_t(P.kernels.size());
     P.kernels.push_back(std::move(k));
     P.kernel_func.push_back(uint32_t(fi));
