@@ -358,7 +358,7 @@ Result<int64_t> Parser::ParseInt() {
   if (Peek().kind != Token::kNumber) return Err("expected an integer");
   auto v = ParseIntText(Next().text);
   if (!v) return Err("bad integer");
-  return neg ? -*v : *v;
+  return neg ? int64_t(0 - uint64_t(*v)) : *v;  // wraps: -(-2^63) is -2^63, as in PTX
 }
 
 // Parses a number token into a RawOp immediate (integer, 0f/0d float bits, decimal float).
@@ -392,7 +392,7 @@ bool ParseNumber(std::string_view t, bool neg, RawOp* op) {
   }
   auto v = ParseIntText(t);
   if (!v) return false;
-  op->imm = neg ? -*v : *v;
+  op->imm = neg ? int64_t(0 - uint64_t(*v)) : *v;  // wraps: -(-2^63) is -2^63, as in PTX
   return true;
 }
 
