@@ -7,11 +7,14 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <filesystem>
 #include <string>
 
 namespace remora::emu::test {
@@ -55,8 +58,25 @@ inline const Api& Lib() {
 }
 
 // A fresh, independent copy of the library (its own globals, never initialised).
+// Under ASan, dlmopen(LM_ID_NEWLM) would load a second ASan runtime into the new namespace,
+// which aborts ("ASan runtime does not come first") or collides with the first one's shadow
+// memory; instead a byte copy of the library under a new name is dlopened: a distinct file,
+// so the loader maps it as a new object with its own globals, sharing the one runtime.
 inline Api FreshLib() {
+#if defined(__SANITIZE_ADDRESS__)
+  char path[] = "/tmp/remora_emu_fresh_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return Api{};
+  close(fd);
+  std::error_code ec;
+  std::filesystem::copy_file(REMORA_EMU_LIB, path,
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  void* handle = ec ? nullptr : dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  unlink(path);  // the mapping outlives the name
+  return Resolve(handle);
+#else
   return Resolve(dlmopen(LM_ID_NEWLM, REMORA_EMU_LIB, RTLD_NOW | RTLD_LOCAL));
+#endif
 }
 
 class EmuTest : public ::testing::Test {
