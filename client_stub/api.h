@@ -76,6 +76,21 @@ cudaError_t CUDARTAPI cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, s
                                         size_t height);
 cudaError_t CUDARTAPI cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width,
                                              size_t height, cudaStream_t stream);
+cudaError_t CUDARTAPI cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count,
+                                                struct cudaMemLocation location, unsigned int flags,
+                                                cudaStream_t stream);
+cudaError_t CUDARTAPI cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr,
+                                                    size_t length, unsigned int flags);
+cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                                  enum cudaStreamCaptureMode mode);
+cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph);
+cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t stream,
+                                                 enum cudaStreamCaptureStatus* pCaptureStatus);
+cudaError_t CUDARTAPI cudaStreamGetCaptureInfo_ptsz(
+    cudaStream_t stream, enum cudaStreamCaptureStatus* captureStatus_out,
+    unsigned long long* id_out, cudaGraph_t* graph_out, const cudaGraphNode_t** dependencies_out,
+    const cudaGraphEdgeData** edgeData_out, size_t* numDependencies_out);
+cudaError_t CUDARTAPI cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long* streamId);
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                             void** args, size_t sharedMem, cudaStream_t stream);
 }

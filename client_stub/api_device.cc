@@ -1,4 +1,5 @@
 // client_stub/api_device.cc - device management, versions, errors, limits: answered locally.
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -194,25 +195,114 @@ cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
   return cudaSuccess;
 }
 
+// Device allocations and symbols: cudaMemoryTypeDevice. Managed (arena)
+// memory: cudaMemoryTypeManaged, one pointer for both sides. Pinned memory:
+// cudaMemoryTypeHost, with a device pointer only when it is device-mapped.
+// Anything else: cudaMemoryTypeUnregistered (device -2), as CUDA 11+ answers.
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
   if (!attributes) return Ret(cudaErrorInvalidValue);
   std::memset(attributes, 0, sizeof *attributes);
   auto& st = St();
   auto p = reinterpret_cast<uintptr_t>(ptr);
+  void* self = const_cast<void*>(ptr);
   if (st.device_ranges.Find(p)) {
     attributes->type = cudaMemoryTypeDevice;
     attributes->device = 0;
-    attributes->devicePointer = const_cast<void*>(ptr);
+    attributes->devicePointer = self;
+  } else if (st.host.IsManaged(ptr)) {
+    attributes->type = cudaMemoryTypeManaged;
+    attributes->device = 0;
+    attributes->devicePointer = self;
+    attributes->hostPointer = self;
   } else if (st.host.IsPinned(ptr)) {
     attributes->type = cudaMemoryTypeHost;
     attributes->device = 0;
-    attributes->devicePointer = const_cast<void*>(ptr);
-    attributes->hostPointer = const_cast<void*>(ptr);
+    attributes->devicePointer = st.host.IsDeviceMapped(ptr) ? self : nullptr;
+    attributes->hostPointer = self;
   } else {
     attributes->type = cudaMemoryTypeUnregistered;
     attributes->device = -2;
   }
   return cudaSuccess;
+}
+
+// ---- Cache and shared-memory preferences: recorded, as hints a GPU may ignore. ----
+
+namespace {
+std::atomic<int> g_cache_config{cudaFuncCachePreferNone};
+std::atomic<int> g_shared_config{cudaSharedMemBankSizeDefault};
+}  // namespace
+
+cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
+  if (static_cast<unsigned>(cacheConfig) > cudaFuncCachePreferEqual)
+    return Ret(cudaErrorInvalidValue);
+  g_cache_config.store(cacheConfig, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* pCacheConfig) {
+  if (!pCacheConfig) return Ret(cudaErrorInvalidValue);
+  *pCacheConfig = static_cast<cudaFuncCache>(g_cache_config.load(std::memory_order_relaxed));
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config) {
+  if (static_cast<unsigned>(config) > cudaSharedMemBankSizeEightByte)
+    return Ret(cudaErrorInvalidValue);
+  g_shared_config.store(config, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig* pConfig) {
+  if (!pConfig) return Ret(cudaErrorInvalidValue);
+  *pConfig = static_cast<cudaSharedMemConfig>(g_shared_config.load(std::memory_order_relaxed));
+  return cudaSuccess;
+}
+
+// ---- Peers: there is one device, which is not its own peer. ----
+
+cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
+  if (flags != 0) return Ret(cudaErrorInvalidValue);
+  (void)peerDevice;
+  return Ret(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
+  (void)peerDevice;
+  return Ret(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags) {
+  if (cudaError_t e = CheckDevice(device)) return Ret(e);
+  if (flags != 0) return Ret(cudaErrorInvalidValue);
+  if (deviceFlags != 0)
+    if (cudaError_t e = cudaSetDeviceFlags(deviceFlags)) return e;
+  return Ret(Ready());
+}
+
+// ---- Driver entry points: the tenant has no driver of its own to hand out. ----
+
+cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult* driverStatus) {
+  (void)flags;
+  if (!symbol || !funcPtr) return Ret(cudaErrorInvalidValue);
+  *funcPtr = nullptr;
+  if (driverStatus) *driverStatus = cudaDriverEntryPointSymbolNotFound;
+  return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
+      "cudaGetDriverEntryPoint", "the driver runs in remora-server; tenants cannot call it")));
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult* driverStatus) {
+  (void)cudaVersion;
+  (void)flags;
+  if (!symbol || !funcPtr) return Ret(cudaErrorInvalidValue);
+  *funcPtr = nullptr;
+  if (driverStatus) *driverStatus = cudaDriverEntryPointSymbolNotFound;
+  return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
+      "cudaGetDriverEntryPointByVersion",
+      "the driver runs in remora-server; tenants cannot call it")));
 }
 
 }  // extern "C"

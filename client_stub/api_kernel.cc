@@ -169,4 +169,24 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlock
   return cudaSuccess;
 }
 
+// The name the kernel was registered under (its mangled device name).
+cudaError_t cudaFuncGetName(const char** name, const void* func) {
+  if (!name || !func) return Ret(cudaErrorInvalidValue);
+  cs::Kernel* k = cs::FindKernel(func);
+  if (!k) return Ret(cudaErrorInvalidDeviceFunction);
+  *name = k->name.c_str();
+  return cudaSuccess;
+}
+
+// From the parameter layout the server sent at registration.
+cudaError_t cudaFuncGetParamInfo(const void* func, size_t paramIndex, size_t* paramOffset,
+                                 size_t* paramSize) {
+  cs::Kernel* k;
+  if (cudaError_t e = Registered(func, &k)) return Ret(e);
+  if (paramIndex >= k->offsets.size()) return Ret(cudaErrorInvalidValue);
+  if (paramOffset) *paramOffset = k->offsets[paramIndex];
+  if (paramSize) *paramSize = k->sizes[paramIndex];
+  return cudaSuccess;
+}
+
 }  // extern "C"

@@ -2,9 +2,11 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 
 #include "client_stub/api.h"
 #include "client_stub/connection.h"
+#include "client_stub/errors.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
 #include "client_stub/state.h"
@@ -25,11 +27,28 @@ constexpr unsigned kHostAllocFlags =
 constexpr unsigned kHostRegisterFlags = cudaHostRegisterPortable | cudaHostRegisterMapped |
                                         cudaHostRegisterIoMemory | cudaHostRegisterReadOnly;
 
-cudaError_t AllocHost(void** ptr, size_t size) {
+cudaError_t AllocHost(void** ptr, size_t size, unsigned flags) {
   if (!ptr) return Ret(cudaErrorInvalidValue);
-  if (cudaError_t e = Connection::Get().Ensure()) return Ret(e);
-  *ptr = St().host.Allocate(size);
+  *ptr = nullptr;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return Ret(e);
+  bool mapped = flags & cudaHostAllocMapped;
+  if (mapped && !c.zero_copy())
+    return Ret(static_cast<cudaError_t>(cs::Unsupported(
+        "cudaHostAlloc(cudaHostAllocMapped)",
+        "mapped host memory needs a local (shm) session whose arena the server maps at the same "
+        "address")));
+  *ptr = St().host.Allocate(size, flags, mapped);
   return *ptr ? cudaSuccess : Ret(cudaErrorMemoryAllocation);
+}
+
+// Validates a managed range for cudaMemAdvise/cudaMemPrefetchAsync/cudaStreamAttachMemAsync.
+cudaError_t CheckManaged(const void* p, size_t count) {
+  if (!p) return cudaErrorInvalidValue;
+  if (!St().host.IsManaged(p)) return cudaErrorInvalidValue;
+  if (count > 0 && !St().host.IsManaged(static_cast<const char*>(p) + count - 1))
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
 }
 
 // The device address of [symbol + offset, +count), checked against the variable's size.
@@ -84,13 +103,68 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
   return Ret(e);
 }
 
-// Managed (unified) memory cannot be shared with a remote GPU process: refused.
-cudaError_t cudaMallocManaged(void** devPtr, size_t, unsigned int) {
-  static std::atomic<bool> printed{false};
-  if (!printed.exchange(true))
-    std::fprintf(stderr, "remora: cudaMallocManaged is not supported (cudaErrorNotSupported)\n");
-  if (devPtr) *devPtr = nullptr;
-  return Ret(cudaErrorNotSupported);
+// Managed memory lives in the arena heap, which the server maps at the same
+// address and registers device-mapped: host and kernels use one pointer, and it
+// is coherent at synchronisation points (no concurrentManagedAccess). Remote
+// sessions, or an arena mapped elsewhere, cannot have it: cudaErrorNotSupported.
+cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
+  if (!devPtr) return Ret(cudaErrorInvalidValue);
+  *devPtr = nullptr;
+  if (size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
+    return Ret(cudaErrorInvalidValue);
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return Ret(e);
+  if (!c.zero_copy())
+    return Ret(static_cast<cudaError_t>(cs::Unsupported(
+        "cudaMallocManaged",
+        "managed memory needs a local (shm) session whose arena the server maps at the same "
+        "address")));
+  *devPtr = St().host.AllocateManaged(size);
+  return *devPtr ? cudaSuccess : Ret(cudaErrorMemoryAllocation);
+}
+
+// Hints only: managed memory never migrates here, so there is nothing to do.
+cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
+                          struct cudaMemLocation) {
+  if (advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy)
+    return Ret(cudaErrorInvalidValue);
+  return Ret(CheckManaged(devPtr, count));
+}
+
+cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, struct cudaMemLocation,
+                                 unsigned int flags, cudaStream_t) {
+  if (flags != 0) return Ret(cudaErrorInvalidValue);
+  return Ret(CheckManaged(devPtr, count));
+}
+
+cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count,
+                                      struct cudaMemLocation location, unsigned int flags,
+                                      cudaStream_t stream) {
+  return cudaMemPrefetchAsync(devPtr, count, location, flags, stream);
+}
+
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t, void* devPtr, size_t length,
+                                     unsigned int flags) {
+  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
+    return Ret(cudaErrorInvalidValue);
+  return Ret(CheckManaged(devPtr, length));
+}
+
+cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length,
+                                          unsigned int flags) {
+  return cudaStreamAttachMemAsync(stream, devPtr, length, flags);
+}
+
+// One device: a peer copy is a device-to-device copy on device 0.
+cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
+  if (dstDevice != 0 || srcDevice != 0) return Ret(cudaErrorInvalidDevice);
+  return Ret(Copy(dst, src, count, cudaMemcpyDeviceToDevice, nullptr, false));
+}
+
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
+                                size_t count, cudaStream_t stream) {
+  if (dstDevice != 0 || srcDevice != 0) return Ret(cudaErrorInvalidDevice);
+  return Ret(Copy(dst, src, count, cudaMemcpyDeviceToDevice, stream, true));
 }
 
 // Rows are padded to kPitchAlign bytes.
@@ -145,6 +219,12 @@ cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t
 
 cudaError_t cudaFree(void* devPtr) {
   if (!devPtr) return cudaSuccess;
+  if (St().host.IsManaged(devPtr)) {
+    // cudaFree synchronizes: no kernel may still be using the block.
+    if (cudaError_t e = Connection::Get().Call(CallId::kDeviceSynchronize, v1::Empty()))
+      return Ret(e);
+    return St().host.FreeManaged(devPtr) ? cudaSuccess : Ret(cudaErrorInvalidValue);
+  }
   auto p = reinterpret_cast<uintptr_t>(devPtr);
   v1::FreeRequest req;
   req.set_dptr(p);
@@ -154,12 +234,22 @@ cudaError_t cudaFree(void* devPtr) {
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
-  return AllocHost(ptr, size);
+  return AllocHost(ptr, size, cudaHostAllocDefault);
 }
 
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
   if (flags & ~kHostAllocFlags) return Ret(cudaErrorInvalidValue);
-  return AllocHost(pHost, size);
+  return AllocHost(pHost, size, flags);
+}
+
+// The flags cudaHostAlloc was given (0 for cudaMallocHost), for any pointer
+// inside the allocation; cudaErrorInvalidValue for any other memory.
+cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost) {
+  if (!pFlags || !pHost) return Ret(cudaErrorInvalidValue);
+  std::optional<unsigned> f = St().host.Flags(pHost);
+  if (!f) return Ret(cudaErrorInvalidValue);
+  *pFlags = *f;
+  return cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void* ptr) {
@@ -178,10 +268,31 @@ cudaError_t cudaHostUnregister(void* ptr) {
   return St().host.Unregister(ptr) ? cudaSuccess : Ret(cudaErrorHostMemoryNotRegistered);
 }
 
+// Pinned arena memory is device-mapped at its host address (unified addressing,
+// as every cudaHostAlloc/cudaMallocHost block is on a GPU with UVA). Pageable
+// memory and pinned memory outside the arena (heap exhausted) are not mapped:
+// cudaErrorInvalidValue, as a GPU answers for unmapped memory. Sessions without
+// a device-mapped arena, and cudaHostRegister'ed memory (it stays in this
+// process), cannot be mapped at all: cudaErrorNotSupported.
 cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
   if (!pDevice || !pHost || flags != 0) return Ret(cudaErrorInvalidValue);
-  if (!St().host.IsPinned(pHost)) return Ret(cudaErrorInvalidValue);
-  *pDevice = pHost;  // unified addressing
+  *pDevice = nullptr;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return Ret(e);
+  cs::HostMemory& host = St().host;
+  if (!host.IsPinned(pHost)) return Ret(cudaErrorInvalidValue);
+  if (!c.zero_copy())
+    return Ret(static_cast<cudaError_t>(cs::Unsupported(
+        "cudaHostGetDevicePointer",
+        "mapped host memory needs a local (shm) session whose arena the server maps at the same "
+        "address")));
+  if (host.IsRegistered(pHost))
+    return Ret(static_cast<cudaError_t>(cs::Unsupported(
+        "cudaHostGetDevicePointer",
+        "memory registered with cudaHostRegister stays in the tenant process; allocate it with "
+        "cudaHostAlloc to map it")));
+  if (!host.IsDeviceMapped(pHost)) return Ret(cudaErrorInvalidValue);
+  *pDevice = pHost;
   return cudaSuccess;
 }
 

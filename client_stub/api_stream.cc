@@ -4,6 +4,7 @@
 // null, legacy and per-thread streams are stream 0. Event handles are event ids.
 #include "client_stub/api.h"
 #include "client_stub/connection.h"
+#include "client_stub/errors.h"
 #include "client_stub/state.h"
 
 using remora::CallId;
@@ -269,6 +270,90 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   cudaError_t e = Connection::Get().Call(CallId::kEventDestroy, req);
   if (e == cudaSuccess) St().events.Remove(EventId(event));
   return Ret(e);
+}
+
+// ---- Stream capture (CUDA graphs): not supported. Nothing is ever captured,
+// so queries truthfully answer "not capturing"; beginning a capture fails. ----
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  if (cudaError_t e = CheckStream(stream)) return Ret(e);
+  if (mode > cudaStreamCaptureModeRelaxed) return Ret(cudaErrorInvalidValue);
+  return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
+      "cudaStreamBeginCapture", "stream capture (CUDA graphs) is not supported through Remora")));
+}
+
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  return cudaStreamBeginCapture(stream, mode);
+}
+
+// No stream is ever capturing: as CUDA answers for a stream not capturing.
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
+  if (!pGraph) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckStream(stream)) return Ret(e);
+  *pGraph = nullptr;
+  return Ret(cudaErrorIllegalState);
+}
+
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
+  return cudaStreamEndCapture(stream, pGraph);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
+  if (!status) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckStream(stream)) return Ret(e);
+  *status = cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
+  return cudaStreamIsCapturing(stream, status);
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
+                                     enum cudaStreamCaptureStatus* captureStatus_out,
+                                     unsigned long long* id_out, cudaGraph_t* graph_out,
+                                     const cudaGraphNode_t** dependencies_out,
+                                     const cudaGraphEdgeData** edgeData_out,
+                                     size_t* numDependencies_out) {
+  if (!captureStatus_out) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckStream(stream)) return Ret(e);
+  *captureStatus_out = cudaStreamCaptureStatusNone;
+  (void)id_out;  // defined only while capturing
+  if (graph_out) *graph_out = nullptr;
+  if (dependencies_out) *dependencies_out = nullptr;
+  if (edgeData_out) *edgeData_out = nullptr;
+  if (numDependencies_out) *numDependencies_out = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
+                                          enum cudaStreamCaptureStatus* captureStatus_out,
+                                          unsigned long long* id_out, cudaGraph_t* graph_out,
+                                          const cudaGraphNode_t** dependencies_out,
+                                          const cudaGraphEdgeData** edgeData_out,
+                                          size_t* numDependencies_out) {
+  return cudaStreamGetCaptureInfo(stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                                  edgeData_out, numDependencies_out);
+}
+
+// The mode is recorded per thread (it only matters while capturing, which never happens).
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
+  thread_local cudaStreamCaptureMode t_mode = cudaStreamCaptureModeGlobal;
+  if (!mode || *mode > cudaStreamCaptureModeRelaxed) return Ret(cudaErrorInvalidValue);
+  std::swap(*mode, t_mode);
+  return cudaSuccess;
+}
+
+// The server's stream id (0 for the legacy default stream).
+cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId) {
+  if (!streamId) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckStream(hStream)) return Ret(e);
+  *streamId = StreamId(hStream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long* streamId) {
+  return cudaStreamGetId(hStream, streamId);
 }
 
 }  // extern "C"

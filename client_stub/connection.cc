@@ -140,10 +140,16 @@ void Connection::Connect() {
 
   arena_ = ch_->arena();
   max_body_ = ch_->max_body();
+  // Kernels reach arena memory at our addresses only if the server mapped it
+  // at the same address and registered it device-mapped.
+  zero_copy_ = arena_ && welcome_.arena_device_address() != 0 &&
+               welcome_.arena_device_address() == reinterpret_cast<uintptr_t>(arena_->base());
+  ApplySessionCaps(welcome_.mutable_device(), zero_copy_);
   State& st = St();
   st.prop = BuildDeviceProp(welcome_.device());
   if (arena_)
-    st.host.Attach(arena_->base(), arena_->size(), welcome_.heap_offset(), welcome_.heap_bytes());
+    st.host.Attach(arena_->base(), arena_->size(), welcome_.heap_offset(), welcome_.heap_bytes(),
+                   zero_copy_);
   std::atexit(AtExit);
 }
 

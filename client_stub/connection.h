@@ -98,6 +98,10 @@ class Connection {
   size_t max_body() const { return max_body_; }
   // False once the session failed, was lost or shut down (no syscall).
   bool Alive() const { return fail_.load(std::memory_order_relaxed) == 0; }
+  // True when kernels can dereference arena memory at this process's addresses
+  // (shm, same-address mapping, device-mapped): zero-copy and managed memory
+  // work. Valid after Ensure() returned cudaSuccess.
+  bool zero_copy() const { return zero_copy_; }
 
   // Sends Goodbye and stops the callback thread; later calls fail with
   // cudaErrorCudartUnloading. Runs from atexit; idempotent.
@@ -128,6 +132,7 @@ class Connection {
   std::unique_ptr<transport::Channel> ch_;
   transport::Arena* arena_ = nullptr;
   size_t max_body_ = 0;
+  bool zero_copy_ = false;
   v1::Welcome welcome_;
   std::atomic<uint64_t> next_seq_{1};
 

@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include "client_stub/no_destructor.h"
 
 namespace remora::client_stub {
 namespace {
@@ -43,6 +48,18 @@ const char* CudaErrorName(int32_t code) {
 const char* CudaErrorText(int32_t code) {
   const CudaError* e = Find(code);
   return e ? e->text : nullptr;
+}
+
+int32_t Unsupported(const char* call, const char* why) {
+  static NoDestructor<std::mutex> mu;
+  static NoDestructor<std::set<const char*>> printed;  // string literals: pointers suffice
+  bool first;
+  {
+    std::lock_guard lock(*mu);
+    first = printed->insert(call).second;
+  }
+  if (first) std::fprintf(stderr, "remora: %s: %s (cudaErrorNotSupported)\n", call, why);
+  return 801;  // cudaErrorNotSupported
 }
 
 }  // namespace remora::client_stub

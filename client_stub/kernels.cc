@@ -57,9 +57,10 @@ cudaError_t Register(Module& m) {
   Result<std::vector<fatbin::Bytes>> images = fatbin::WrapperImages(m.wrapper);
   if (!images.ok()) return static_cast<cudaError_t>(images.status().code());
 
+  // The hash alone first: the server keeps every fat binary it was sent, so a
+  // program run again (or a second tenant running it) ships its images once.
   v1::RegisterModuleRequest req;
   req.set_hash(ModuleHash(*images));
-  for (fatbin::Bytes img : *images) req.add_images(img.data(), img.size());
   uint32_t version;
   std::memcpy(&version, static_cast<const std::byte*>(m.wrapper) + 4, sizeof version);
   req.set_rdc(version == 2);
@@ -68,6 +69,12 @@ cudaError_t Register(Module& m) {
 
   v1::RegisterModuleReply rep;
   if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return e;
+  if (rep.images_needed()) {
+    for (fatbin::Bytes img : *images) req.add_images(img.data(), img.size());
+    rep.Clear();
+    if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return e;
+    if (rep.images_needed()) return cudaErrorUnknown;  // a server that lost them: a protocol fault
+  }
   m.server_id = rep.module();
   for (const v1::KernelLayout& l : rep.kernels()) {
     for (auto& k : m.kernels) {

@@ -2,9 +2,11 @@
 //
 // nvcc's constructors register each translation unit's fat binary, kernels and
 // variables before main; nothing is sent then. A module goes to the server
-// (RegisterModule: content hash, images, rdc flag, names) the first time one of
-// its kernels or symbols is needed; the reply's KernelLayout packs `void** args`
-// into LaunchRequest.params. Launches are posted, never waited for.
+// (RegisterModule: content hash, rdc flag, names) the first time one of its
+// kernels or symbols is needed; the images follow in a second RegisterModule
+// only if the server answers images_needed (it has not seen the hash). The
+// reply's KernelLayout packs `void** args` into LaunchRequest.params. Launches
+// are posted, never waited for.
 #pragma once
 
 #include <driver_types.h>

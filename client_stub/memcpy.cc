@@ -20,6 +20,19 @@ bool IsDevice(const void* p) {
   return St().device_ranges.Find(Addr(p)).has_value();
 }
 
+// Managed or mapped pinned memory: host memory kernels also reach (arena).
+bool IsDeviceMappedHost(const void* p) {
+  return St().host.IsDeviceMapped(p);
+}
+
+// Waits for stream `sid` (0: the legacy stream, which waits for every blocking
+// stream) before the host touches memory its kernels may be using.
+cudaError_t SyncStream(Connection& c, uint64_t sid) {
+  v1::StreamRequest req;
+  req.set_stream(sid);
+  return c.Call(CallId::kStreamSynchronize, req);
+}
+
 // True if [p, p+n) starts inside a known allocation but runs past its end.
 bool Overruns(const void* p, size_t n) {
   auto r = St().device_ranges.Find(Addr(p));
@@ -194,6 +207,10 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   if (!dst || !src) return cudaErrorInvalidValue;
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
+  // Managed and mapped memory is host memory to the copy engine, whatever kind
+  // the app named (unified addressing: the pointer says where it is).
+  bool mapped_host = IsDeviceMappedHost(dst) || IsDeviceMappedHost(src);
+  if (mapped_host) kind = cudaMemcpyDefault;
   if (kind == cudaMemcpyDefault) {
     bool d = IsDevice(dst), s = IsDevice(src);
     kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
@@ -211,6 +228,9 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
     case cudaMemcpyDeviceToDevice:
       return DeviceToDevice(c, Addr(dst), Addr(src), n, sid, async);
     default:
+      // Kernels may still be writing managed/mapped memory: wait for the stream.
+      if (mapped_host)
+        if (cudaError_t e = SyncStream(c, sid)) return e;
       std::memmove(dst, src, n);
       return cudaSuccess;
   }
@@ -221,6 +241,11 @@ cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async
   if (!dst) return cudaErrorInvalidValue;
   if (Overruns(dst, n)) return cudaErrorInvalidValue;
   Connection& c = Connection::Get();
+  if (IsDeviceMappedHost(dst)) {  // managed memory: set by the host, in stream order
+    if (cudaError_t e = SyncStream(c, StreamId(stream))) return e;
+    std::memset(dst, value, n);
+    return cudaSuccess;
+  }
   v1::MemsetRequest req;
   req.set_dst(Addr(dst));
   req.set_value(static_cast<uint32_t>(value) & 0xFF);

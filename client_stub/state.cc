@@ -27,6 +27,23 @@ cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info) {
   return p;
 }
 
+void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy) {
+  const std::pair<cudaDeviceAttr, int> caps[] = {
+      {cudaDevAttrCanMapHostMemory, zero_copy},
+      {cudaDevAttrManagedMemory, zero_copy},
+      {cudaDevAttrConcurrentManagedAccess, 0},
+      {cudaDevAttrPageableMemoryAccess, 0},
+      {cudaDevAttrPageableMemoryAccessUsesHostPageTables, 0},
+      {cudaDevAttrDirectManagedMemAccessFromHost, 0},
+      {cudaDevAttrCanUseHostPointerForRegisteredMem, 0},
+  };
+  for (auto [attr, value] : caps) {
+    auto i = static_cast<int>(attr);
+    if (i >= info->attributes_size()) info->mutable_attributes()->Resize(i + 1, 0);
+    info->mutable_attributes()->Set(i, value);
+  }
+}
+
 // ---- errors ---------------------------------------------------------------------
 
 namespace {
@@ -133,34 +150,114 @@ void HostMemory::FreeDeleter::operator()(void* p) const {
   std::free(p);
 }
 
-void HostMemory::Attach(std::byte* base, uint64_t size, uint64_t heap_offset, uint64_t heap_bytes) {
+void HostMemory::Attach(std::byte* base, uint64_t size, uint64_t heap_offset, uint64_t heap_bytes,
+                        bool device_mapped) {
   std::lock_guard lock(mu_);
   base_ = base;
   size_ = base ? size : 0;
+  device_mapped_ = base && device_mapped;
   if (base && heap_offset <= size && heap_bytes <= size - heap_offset)
     heap_ = PinnedHeap(heap_offset, heap_bytes);
 }
 
-void* HostMemory::Allocate(size_t bytes) {
+void* HostMemory::Allocate(size_t bytes, unsigned flags, bool need_mapped) {
   std::lock_guard lock(mu_);
-  if (base_) {
-    if (std::optional<uint64_t> off = heap_.Allocate(bytes)) return base_ + *off;
+  if (base_ && (device_mapped_ || !need_mapped)) {
+    if (std::optional<uint64_t> off = heap_.Allocate(bytes)) {
+      arena_flags_[*off] = flags;
+      return base_ + *off;
+    }
   }
+  if (need_mapped) return nullptr;
   size_t rounded =
       (std::max<size_t>(bytes, 1) + PinnedHeap::kAlign - 1) & ~(PinnedHeap::kAlign - 1);
   void* p = std::aligned_alloc(PinnedHeap::kAlign, rounded);
   if (!p) return nullptr;
-  malloced_.emplace(
-      reinterpret_cast<uintptr_t>(p),
-      std::make_pair(std::unique_ptr<std::byte, FreeDeleter>(static_cast<std::byte*>(p)), rounded));
+  malloced_.emplace(reinterpret_cast<uintptr_t>(p),
+                    Malloced{std::unique_ptr<std::byte, FreeDeleter>(static_cast<std::byte*>(p)),
+                             rounded, flags});
   return p;
+}
+
+void* HostMemory::AllocateManaged(size_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!device_mapped_) return nullptr;
+  std::optional<uint64_t> off = heap_.Allocate(bytes);
+  if (!off) return nullptr;
+  managed_.insert(*off);
+  return base_ + *off;
 }
 
 bool HostMemory::Free(void* p) {
   std::lock_guard lock(mu_);
   auto* b = static_cast<std::byte*>(p);
-  if (base_ && b >= base_ && b < base_ + size_) return heap_.Free(static_cast<uint64_t>(b - base_));
+  if (base_ && b >= base_ && b < base_ + size_) {
+    auto off = static_cast<uint64_t>(b - base_);
+    if (arena_flags_.erase(off) == 0) return false;  // not pinned: managed, staging, or inside
+    return heap_.Free(off);
+  }
   return malloced_.erase(reinterpret_cast<uintptr_t>(p)) != 0;
+}
+
+bool HostMemory::FreeManaged(void* p) {
+  std::lock_guard lock(mu_);
+  auto* b = static_cast<std::byte*>(p);
+  if (!base_ || b < base_ || b >= base_ + size_) return false;
+  auto off = static_cast<uint64_t>(b - base_);
+  if (managed_.erase(off) == 0) return false;
+  return heap_.Free(off);
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> HostMemory::ArenaBlockLocked(const void* p) const {
+  auto* b = static_cast<const std::byte*>(p);
+  if (!base_ || b < base_ || b >= base_ + size_) return std::nullopt;
+  return heap_.Find(static_cast<uint64_t>(b - base_));
+}
+
+namespace {
+template <class Map>
+bool InMap(const Map& m, uintptr_t v, auto size_of) {
+  auto it = m.upper_bound(v);
+  if (it == m.begin()) return false;
+  --it;
+  return v - it->first < size_of(it->second);
+}
+}  // namespace
+
+std::optional<unsigned> HostMemory::Flags(const void* p) const {
+  std::lock_guard lock(mu_);
+  if (auto block = ArenaBlockLocked(p)) {
+    auto it = arena_flags_.find(block->first);
+    if (it == arena_flags_.end()) return std::nullopt;
+    return it->second;
+  }
+  auto v = reinterpret_cast<uintptr_t>(p);
+  auto it = malloced_.upper_bound(v);
+  if (it == malloced_.begin()) return std::nullopt;
+  --it;
+  if (v - it->first >= it->second.size) return std::nullopt;
+  return it->second.flags;
+}
+
+bool HostMemory::IsManaged(const void* p) const {
+  std::lock_guard lock(mu_);
+  auto block = ArenaBlockLocked(p);
+  return block && managed_.count(block->first) > 0;
+}
+
+bool HostMemory::IsDeviceMapped(const void* p) const {
+  std::lock_guard lock(mu_);
+  return device_mapped_ && ArenaBlockLocked(p).has_value();
+}
+
+bool HostMemory::IsRegistered(const void* p) const {
+  std::lock_guard lock(mu_);
+  return InMap(registered_, reinterpret_cast<uintptr_t>(p), [](size_t s) { return s; });
+}
+
+bool HostMemory::device_mapped() const {
+  std::lock_guard lock(mu_);
+  return device_mapped_;
 }
 
 bool HostMemory::Register(void* p, size_t bytes) {
@@ -181,23 +278,14 @@ bool HostMemory::Unregister(void* p) {
   return registered_.erase(reinterpret_cast<uintptr_t>(p)) != 0;
 }
 
-namespace {
-template <class Map>
-bool InMap(const Map& m, uintptr_t v, auto size_of) {
-  auto it = m.upper_bound(v);
-  if (it == m.begin()) return false;
-  --it;
-  return v - it->first < size_of(it->second);
-}
-}  // namespace
-
 HostMemory::Where HostMemory::Locate(const void* p, size_t n) const {
   std::lock_guard lock(mu_);
   auto* b = static_cast<const std::byte*>(p);
   if (base_ && b >= base_ && b < base_ + size_ && n <= size_ - static_cast<uint64_t>(b - base_))
     return {Kind::kArena, static_cast<uint64_t>(b - base_)};
   auto v = reinterpret_cast<uintptr_t>(p);
-  if (InMap(malloced_, v, [](const auto& e) { return e.second; })) return {Kind::kPinnedMalloc, 0};
+  if (InMap(malloced_, v, [](const Malloced& m) { return m.size; }))
+    return {Kind::kPinnedMalloc, 0};
   if (InMap(registered_, v, [](size_t s) { return s; })) return {Kind::kRegistered, 0};
   return {};
 }
@@ -205,9 +293,9 @@ HostMemory::Where HostMemory::Locate(const void* p, size_t n) const {
 bool HostMemory::IsPinned(const void* p) const {
   {
     std::lock_guard lock(mu_);
+    if (auto block = ArenaBlockLocked(p)) return arena_flags_.count(block->first) > 0;
     auto* b = static_cast<const std::byte*>(p);
-    if (base_ && b >= base_ && b < base_ + size_)
-      return heap_.Find(static_cast<uint64_t>(b - base_)).has_value();
+    if (base_ && b >= base_ && b < base_ + size_) return false;
   }
   return Locate(p, 1).kind != Kind::kPageable;
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -28,6 +29,12 @@ namespace remora::client_stub {
 // every field that has a cudaDeviceAttr, read from `info.attributes` (0 where the
 // vector is short).
 cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info);
+
+// Rewrites the attributes that depend on the session, not the GPU: mapped host
+// memory and managed memory exist only with `zero_copy` (shm, same-address
+// arena); managed memory is never concurrently accessible (the host touches it
+// only between synchronisations) and pageable memory never device-accessible.
+void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy);
 
 // ---- errors ---------------------------------------------------------------------
 
@@ -87,8 +94,12 @@ class RangeTable {
 
 // ---- host memory ----------------------------------------------------------------
 
-// Pinned and registered host memory. Pinned blocks come from the arena heap when
-// there is one, else from page-aligned malloc. Thread-safe.
+// Pinned, managed and registered host memory. Pinned blocks come from the arena
+// heap when there is one, else from page-aligned malloc; managed blocks only
+// from the arena heap, and only when the arena is device-mapped: the server
+// maps it at the same address as this process and registers it with
+// CU_MEMHOSTREGISTER_DEVICEMAP, so a kernel dereferences the very pointer the
+// host uses (zero-copy, and managed memory without page migration). Thread-safe.
 class HostMemory {
  public:
   enum class Kind { kPageable, kArena, kPinnedMalloc, kRegistered };
@@ -98,18 +109,39 @@ class HostMemory {
   };
 
   // Attaches the arena (base may be nullptr: remote session, no arena).
-  void Attach(std::byte* base, uint64_t size, uint64_t heap_offset, uint64_t heap_bytes);
-  // Allocates pinned memory. nullptr only if even malloc fails.
-  void* Allocate(size_t bytes);
-  // Frees what Allocate returned. False for any other pointer.
+  // `device_mapped`: kernels may access arena memory at the host's addresses.
+  void Attach(std::byte* base, uint64_t size, uint64_t heap_offset, uint64_t heap_bytes,
+              bool device_mapped = false);
+  // Allocates pinned memory, recording `flags` (cudaHostAlloc*). nullptr only
+  // if even malloc fails. With `need_mapped`, only device-mapped arena memory
+  // will do: nullptr if there is none left (or no device-mapped arena).
+  void* Allocate(size_t bytes, unsigned flags = 0, bool need_mapped = false);
+  // Allocates managed memory from the device-mapped arena heap; nullptr if the
+  // arena is not device-mapped or the heap is full.
+  void* AllocateManaged(size_t bytes);
+  // Frees what Allocate returned. False for any other pointer (managed too).
   bool Free(void* p);
+  // Frees what AllocateManaged returned. False for any other pointer.
+  bool FreeManaged(void* p);
+  // The flags recorded for the pinned allocation containing `p`, or nullopt
+  // (managed, registered, pageable or device memory).
+  std::optional<unsigned> Flags(const void* p) const;
+  // True if `p` lies in a managed allocation.
+  bool IsManaged(const void* p) const;
+  // True if `p` lies in a pinned or managed allocation kernels can access at `p`.
+  bool IsDeviceMapped(const void* p) const;
+  // True if `p` lies in host memory the app registered with cudaHostRegister.
+  bool IsRegistered(const void* p) const;
+  // Whether the arena is device-mapped (zero-copy and managed memory work).
+  bool device_mapped() const;
   // cudaHostRegister bookkeeping. Register fails (false) on overlap; Unregister
   // on a pointer that was not registered.
   bool Register(void* p, size_t bytes);
   bool Unregister(void* p);
   // Where [p, p + n) lives: inside the arena (any region) counts as kArena.
   Where Locate(const void* p, size_t n) const;
-  // True for pinned (either kind) or registered memory containing p.
+  // True for pinned (either kind) or registered memory containing p; false
+  // for managed memory.
   bool IsPinned(const void* p) const;
   std::byte* arena_base() const { return base_; }
 
@@ -117,11 +149,22 @@ class HostMemory {
   struct FreeDeleter {
     void operator()(void* p) const;
   };
+  struct Malloced {
+    std::unique_ptr<std::byte, FreeDeleter> block;
+    size_t size;
+    unsigned flags;
+  };
+  // The arena heap block containing `p`: {offset, size}, or nullopt. REQUIRES: mu_ held.
+  std::optional<std::pair<uint64_t, uint64_t>> ArenaBlockLocked(const void* p) const;
+
   mutable std::mutex mu_;
   std::byte* base_ = nullptr;
   uint64_t size_ = 0;
+  bool device_mapped_ = false;
   PinnedHeap heap_;
-  std::map<uintptr_t, std::pair<std::unique_ptr<std::byte, FreeDeleter>, size_t>> malloced_;
+  std::map<uint64_t, unsigned> arena_flags_;  // pinned arena block offset -> flags
+  std::set<uint64_t> managed_;                // managed arena block offsets
+  std::map<uintptr_t, Malloced> malloced_;
   std::map<uintptr_t, size_t> registered_;
 };
 

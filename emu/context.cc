@@ -304,7 +304,7 @@ CUresult Context::WaitEvent(CUstream s, CUevent e) {
 
 // --- host registrations -------------------------------------------------------
 
-CUresult Context::RegisterHost(void* p, size_t bytes) {
+CUresult Context::RegisterHost(void* p, size_t bytes, unsigned flags) {
   const auto base = reinterpret_cast<uintptr_t>(p);
   std::lock_guard lock(mu_);
   auto next = host_regs_.lower_bound(base);
@@ -313,17 +313,20 @@ CUresult Context::RegisterHost(void* p, size_t bytes) {
   }
   if (next != host_regs_.begin()) {
     auto prev = std::prev(next);
-    if (prev->first + prev->second > base) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    if (prev->first + prev->second.bytes > base) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   }
-  host_regs_.emplace(base, bytes);
+  host_regs_.emplace(base, HostReg{bytes, flags});
+  if (flags & CU_MEMHOSTREGISTER_DEVICEMAP) memory_->MapHost(base, bytes);
   return CUDA_SUCCESS;
 }
 
 CUresult Context::UnregisterHost(void* p) {
   std::lock_guard lock(mu_);
-  return host_regs_.erase(reinterpret_cast<uintptr_t>(p)) == 1
-             ? CUDA_SUCCESS
-             : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  auto it = host_regs_.find(reinterpret_cast<uintptr_t>(p));
+  if (it == host_regs_.end()) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  if (it->second.flags & CU_MEMHOSTREGISTER_DEVICEMAP) memory_->UnmapHost(it->first);
+  host_regs_.erase(it);
+  return CUDA_SUCCESS;
 }
 
 bool Context::IsPinned(const void* p, size_t bytes) const {
@@ -332,7 +335,20 @@ bool Context::IsPinned(const void* p, size_t bytes) const {
   auto it = host_regs_.upper_bound(addr);
   if (it == host_regs_.begin()) return false;
   --it;
-  return addr - it->first < it->second && bytes <= it->second - (addr - it->first);
+  const size_t size = it->second.bytes;
+  return addr - it->first < size && bytes <= size - (addr - it->first);
+}
+
+CUresult Context::HostDevicePointer(const void* p, CUdeviceptr* out) const {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard lock(mu_);
+  auto it = host_regs_.upper_bound(addr);
+  if (it == host_regs_.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  if (addr - it->first >= it->second.bytes || !(it->second.flags & CU_MEMHOSTREGISTER_DEVICEMAP))
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = static_cast<CUdeviceptr>(addr);
+  return CUDA_SUCCESS;
 }
 
 CUresult Context::FreeMemory(CUdeviceptr p) {

@@ -100,11 +100,18 @@ class Context {
   CUresult ElapsedTime(float* ms, CUevent start, CUevent end);
   CUresult WaitEvent(CUstream s, CUevent e);
 
-  // --- host registrations (bookkeeping: decides async copy semantics) ---------
-  CUresult RegisterHost(void* p, size_t bytes);
+  // --- host registrations (decide async copy semantics; DEVICEMAP ones are
+  // also device-accessible at their host address) ------------------------------
+  // Errors: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED on overlap.
+  CUresult RegisterHost(void* p, size_t bytes, unsigned flags);
+  // Errors: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED unless `p` starts a registration.
   CUresult UnregisterHost(void* p);
   // True if [p, p + bytes) lies in one registered range.
   bool IsPinned(const void* p, size_t bytes) const;
+  // The device address of host pointer `p` (== p: unified addressing) if it lies
+  // in a range registered with CU_MEMHOSTREGISTER_DEVICEMAP; else
+  // CUDA_ERROR_INVALID_VALUE, as NVIDIA's driver answers for unmapped memory.
+  CUresult HostDevicePointer(const void* p, CUdeviceptr* out) const;
 
   // --- device memory ----------------------------------------------------------
   // Waits for the context's pending work, then frees `p`.
@@ -148,7 +155,11 @@ class Context {
   std::unordered_map<CUmodule, std::shared_ptr<Module>> modules_;
   std::unordered_map<CUfunction, FunctionRef> functions_;
   std::unordered_map<CUlinkState, std::unique_ptr<LinkState>> links_;
-  std::map<uintptr_t, size_t> host_regs_;  // base -> bytes
+  struct HostReg {
+    size_t bytes;
+    unsigned flags;
+  };
+  std::map<uintptr_t, HostReg> host_regs_;  // base -> registration
 };
 
 // Device printf delivery (remoraEmuSetPrintfHandler): the handler, or stdout

@@ -120,7 +120,7 @@ REMORA_EMU_API CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* pbase, size_t*
                                                      CUdeviceptr dptr) {
   EMU_CURRENT_CONTEXT(ctx);
   uint64_t base = 0, size = 0;
-  if (!ctx->memory().Lookup(dptr, &base, &size)) return CUDA_ERROR_NOT_FOUND;
+  if (!ctx->memory().LookupAllocation(dptr, &base, &size)) return CUDA_ERROR_NOT_FOUND;
   if (pbase != nullptr) *pbase = base;
   if (psize != nullptr) *psize = size;
   return CUDA_SUCCESS;
@@ -179,7 +179,15 @@ REMORA_EMU_API CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytesize, unsi
   if (p == nullptr || bytesize == 0 || (Flags & ~kHostRegisterFlags) != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return ctx->RegisterHost(p, bytesize);
+  return ctx->RegisterHost(p, bytesize, Flags);
+}
+
+// Unified addressing: the device pointer of mapped host memory is its host address.
+REMORA_EMU_API CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* pdptr, void* p,
+                                                          unsigned int Flags) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pdptr == nullptr || p == nullptr || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->HostDevicePointer(p, pdptr);
 }
 
 REMORA_EMU_API CUresult CUDAAPI cuMemHostUnregister(void* p) {

@@ -106,6 +106,7 @@ void DeviceMemory::Decommit(uint64_t offset, uint64_t size) {
 
 void DeviceMemory::FreeAll() {
   std::unique_lock lock(mu_);
+  mapped_host_.clear();
   live_.clear();
   free_.clear();
   used_ = 0;
@@ -114,7 +115,29 @@ void DeviceMemory::FreeAll() {
   Decommit(0, total_);
 }
 
+void DeviceMemory::MapHost(uint64_t base, uint64_t bytes) {
+  std::unique_lock lock(mu_);
+  mapped_host_[base] = bytes;
+}
+
+void DeviceMemory::UnmapHost(uint64_t base) {
+  std::unique_lock lock(mu_);
+  mapped_host_.erase(base);
+}
+
 bool DeviceMemory::Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const {
+  if (LookupAllocation(addr, base, size)) return true;
+  std::shared_lock lock(mu_);
+  auto it = mapped_host_.upper_bound(addr);
+  if (it == mapped_host_.begin()) return false;
+  --it;
+  if (addr - it->first >= it->second) return false;
+  *base = it->first;
+  *size = it->second;
+  return true;
+}
+
+bool DeviceMemory::LookupAllocation(uint64_t addr, uint64_t* base, uint64_t* size) const {
   const uint64_t begin = reinterpret_cast<uint64_t>(base_);
   if (base_ == nullptr || addr < begin || addr >= begin + total_) return false;
   std::shared_lock lock(mu_);
@@ -129,7 +152,7 @@ bool DeviceMemory::Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const {
 
 bool DeviceMemory::Contains(uint64_t addr, uint64_t bytes) const {
   uint64_t base = 0, size = 0;
-  if (bytes == 0 || !Lookup(addr, &base, &size)) return false;
+  if (bytes == 0 || !LookupAllocation(addr, &base, &size)) return false;
   return bytes <= size - (addr - base);
 }
 

@@ -6,6 +6,11 @@
 // access to freed device memory faults. Allocations are 256-byte aligned and
 // sized in 256-byte units; the free list is coalesced on every free.
 //
+// Host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP is mapped into the
+// device's address space at its host address (unified addressing): kernels may
+// access it (Lookup finds it), while copies and memsets, which take device
+// pointers, still accept only allocations (Contains).
+//
 //   DeviceMemory mem(16ull << 30);
 //   CUdeviceptr p;
 //   if (mem.Allocate(1000, &p) == CUDA_SUCCESS) { ... mem.Free(p); }
@@ -39,11 +44,21 @@ class DeviceMemory final : public ptx::AddressSpace {
   // Frees the allocation starting exactly at `p`.
   // Errors: CUDA_ERROR_INVALID_VALUE for any other address. Thread-safe.
   CUresult Free(CUdeviceptr p);
-  // Frees every allocation (context reset). Thread-safe.
+  // Frees every allocation and forgets every mapped host range (context reset).
+  // Thread-safe.
   void FreeAll();
 
-  // The live allocation containing `addr`. Thread-safe (shared lock).
+  // Makes host range [base, base + bytes) device-accessible (DEVICEMAP). The
+  // caller (Context) has already refused overlapping registrations. Thread-safe.
+  void MapHost(uint64_t base, uint64_t bytes);
+  // Forgets the mapped host range starting at `base`, if any. Thread-safe.
+  void UnmapHost(uint64_t base);
+
+  // The live allocation or mapped host range containing `addr`: what a kernel
+  // may touch. Thread-safe (shared lock).
   bool Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const override;
+  // The live allocation (device memory only) containing `addr`. Thread-safe.
+  bool LookupAllocation(uint64_t addr, uint64_t* base, uint64_t* size) const;
   // True if [addr, addr + bytes) lies inside one live allocation (bytes > 0).
   bool Contains(uint64_t addr, uint64_t bytes) const;
 
@@ -62,7 +77,8 @@ class DeviceMemory final : public ptx::AddressSpace {
     uint64_t size;     // as requested
     uint64_t rounded;  // as carved from the free list
   };
-  std::map<uint64_t, Live> live_;  // offset -> allocation
+  std::map<uint64_t, Live> live_;             // offset -> allocation
+  std::map<uint64_t, uint64_t> mapped_host_;  // host address -> bytes (DEVICEMAP)
   uint64_t used_ = 0;
 };
 

@@ -111,9 +111,21 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   welcome.set_memory_request(quota.request);
   if (transport::Arena* a = channel_->arena()) {
     // Registered (page-locked on a GPU) so copies to and from it are truly
-    // asynchronous and single-pass, as from cudaMallocHost memory.
-    RETURN_IF_ERROR(Check(drv().cuMemHostRegister(a->base(), a->size(), 0), "cuMemHostRegister"));
+    // asynchronous and single-pass, as from cudaMallocHost memory, and mapped
+    // into the device's address space so kernels may dereference arena memory
+    // (zero-copy and managed memory). The tenant can use that only if it mapped
+    // the arena at the same address as we did (the shm handshake asks it to).
+    RETURN_IF_ERROR(Check(
+        drv().cuMemHostRegister(a->base(), a->size(), CU_MEMHOSTREGISTER_DEVICEMAP),
+        "cuMemHostRegister"));
     arena_registered_ = true;
+    CUdeviceptr device_address = 0;
+    CUresult r = drv().cuMemHostGetDevicePointer(&device_address, a->base(), 0);
+    if (r != CUDA_SUCCESS)
+      Log(Level::kWarn, "session",
+          {{"session", id_}, {"zero_copy", "off"}, {"why", "cuMemHostGetDevicePointer failed"},
+           {"code", static_cast<int>(r)}});
+    welcome.set_arena_device_address(device_address);
     uint64_t staging = arena::StagingBytes(kStagingSlots, kStagingSlotBytes);
     if (a->size() > staging + arena::kPage) {
       welcome.set_staging_offset(0);
@@ -658,7 +670,10 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
   std::shared_ptr<const FatbinImages> images;
   if (req.images_size() == 0) {
     images = env_.modules->Get(req.hash());
-    if (!images) return Error(err::kInvalidPtx, "unknown fat binary hash; send the images");
+    if (!images) {  // not an error: the stub sends the images next (session.proto)
+      rep.set_images_needed(true);
+      return OkStatus();
+    }
   } else {
     FatbinImages fresh;
     fresh.rdc = req.rdc();

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 #include "client_stub/api.h"
 #include "client_stub/env.h"
@@ -247,6 +249,74 @@ TEST(DeviceProp, BuiltFromAttributes) {
   cudaDeviceProp q = BuildDeviceProp(empty);
   EXPECT_EQ(q.maxThreadsPerBlock, 0);
   EXPECT_STREQ(q.name, "");
+}
+
+TEST(DeviceProp, SessionCapsFollowTheSessionKind) {
+  v1::DeviceInfo info;
+  info.mutable_attributes()->Resize(10, 1);  // short: caps extend it
+  info.mutable_attributes()->Set(cudaDevAttrMaxThreadsPerBlock, 1024);
+  ApplySessionCaps(&info, true);
+  cudaDeviceProp p = BuildDeviceProp(info);
+  EXPECT_EQ(p.managedMemory, 1);
+  EXPECT_EQ(p.canMapHostMemory, 1);
+  EXPECT_EQ(p.concurrentManagedAccess, 0);
+  EXPECT_EQ(p.pageableMemoryAccess, 0);
+  EXPECT_EQ(p.maxThreadsPerBlock, 1024);
+  ApplySessionCaps(&info, false);
+  p = BuildDeviceProp(info);
+  EXPECT_EQ(p.managedMemory, 0);
+  EXPECT_EQ(p.canMapHostMemory, 0);
+}
+
+// ---- host memory ----------------------------------------------------------------
+
+TEST(HostMemory, DeviceMappedArenaHoldsPinnedAndManagedBlocks) {
+  std::vector<std::byte> arena(1 << 20);
+  HostMemory m;
+  m.Attach(arena.data(), arena.size(), 64 << 10, (1 << 20) - (64 << 10), /*device_mapped=*/true);
+  EXPECT_TRUE(m.device_mapped());
+  void* pinned = m.Allocate(5000, cudaHostAllocMapped, /*need_mapped=*/true);
+  void* managed = m.AllocateManaged(100);
+  ASSERT_NE(pinned, nullptr);
+  ASSERT_NE(managed, nullptr);
+  auto* pb = static_cast<std::byte*>(pinned);
+  EXPECT_EQ(m.Flags(pb + 4999), std::optional<unsigned>(cudaHostAllocMapped));
+  EXPECT_EQ(m.Flags(managed), std::nullopt);
+  EXPECT_TRUE(m.IsManaged(static_cast<char*>(managed) + 99));
+  EXPECT_FALSE(m.IsManaged(pinned));
+  EXPECT_TRUE(m.IsDeviceMapped(pb + 10));
+  EXPECT_TRUE(m.IsDeviceMapped(managed));
+  EXPECT_FALSE(m.IsDeviceMapped(arena.data()));  // staging, not a heap block
+  EXPECT_TRUE(m.IsPinned(pinned));
+  EXPECT_FALSE(m.IsPinned(managed));
+  EXPECT_FALSE(m.Free(managed)) << "cudaFreeHost does not free managed memory";
+  EXPECT_FALSE(m.FreeManaged(pinned));
+  EXPECT_TRUE(m.FreeManaged(managed));
+  EXPECT_FALSE(m.IsManaged(managed));
+  EXPECT_TRUE(m.Free(pinned));
+  EXPECT_EQ(m.Flags(pinned), std::nullopt);
+  EXPECT_EQ(m.AllocateManaged(2 << 20), nullptr) << "larger than the heap";
+}
+
+TEST(HostMemory, WithoutADeviceMappedArenaNothingIsMapped) {
+  std::vector<std::byte> arena(1 << 20);
+  HostMemory m;
+  m.Attach(arena.data(), arena.size(), 64 << 10, (1 << 20) - (64 << 10), /*device_mapped=*/false);
+  EXPECT_EQ(m.AllocateManaged(100), nullptr);
+  EXPECT_EQ(m.Allocate(100, cudaHostAllocMapped, /*need_mapped=*/true), nullptr);
+  void* p = m.Allocate(100, cudaHostAllocPortable);
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(m.IsDeviceMapped(p));
+  EXPECT_EQ(m.Flags(p), std::optional<unsigned>(cudaHostAllocPortable));
+  // Past the heap: page-aligned malloc, still with its flags, never mapped.
+  void* big = m.Allocate(4 << 20, cudaHostAllocWriteCombined);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(m.Locate(big, 1).kind, HostMemory::Kind::kPinnedMalloc);
+  EXPECT_EQ(m.Flags(static_cast<char*>(big) + 12345),
+            std::optional<unsigned>(cudaHostAllocWriteCombined));
+  EXPECT_FALSE(m.IsDeviceMapped(big));
+  EXPECT_TRUE(m.Free(big));
+  EXPECT_TRUE(m.Free(p));
 }
 
 // ---- streams and kernels ----------------------------------------------------------

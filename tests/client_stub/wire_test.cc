@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "client_stub/api.h"
@@ -304,6 +305,16 @@ class FakeServer {
       case CallId::kRegisterModule: {
         auto req = Parse<v1::RegisterModuleRequest>(f);
         v1::RegisterModuleReply rep;
+        bool known;
+        {
+          std::lock_guard lock(mu_);
+          if (req.images_size() > 0) known_hashes_.insert(req.hash());
+          known = known_hashes_.count(req.hash()) > 0;
+        }
+        if (!known) {  // as the real server: ask for the images
+          rep.set_images_needed(true);
+          return Reply(f, 0, &rep);
+        }
         rep.set_module(42);
         uint64_t handle = 500;
         for (const std::string& k : req.kernels()) {
@@ -337,6 +348,7 @@ class FakeServer {
   std::mutex mu_;
   std::vector<Logged> log_;
   std::map<uint64_t, std::vector<std::byte>> mem_;
+  std::set<std::string> known_hashes_;
   std::string device_output_;
   uint64_t next_addr_ = 0x700000000000;
   uint64_t next_handle_ = 1;
@@ -461,11 +473,13 @@ TEST_F(Wire, PageableCopiesAreChunked) {
 TEST_F(Wire, PinnedCopiesUseArenaOffsetsInOnePass) {
   void* h = nullptr;
   ASSERT_EQ(cudaMallocHost(&h, 3 * kSlotBytes), cudaSuccess);
+  // The fake server does not map the arena for kernels (it cannot share this
+  // process's addresses): pinned memory is not device-mapped.
   void* dev_view = nullptr;
-  ASSERT_EQ(cudaHostGetDevicePointer(&dev_view, h, 0), cudaSuccess);
-  EXPECT_EQ(dev_view, h);
+  EXPECT_EQ(cudaHostGetDevicePointer(&dev_view, h, 0), cudaErrorNotSupported);
   std::vector<std::byte> pageable(16);
   EXPECT_EQ(cudaHostGetDevicePointer(&dev_view, pageable.data(), 0), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
 
   auto src = Pattern(3 * kSlotBytes, 2);
   std::memcpy(h, src.data(), src.size());
@@ -642,7 +656,22 @@ TEST_F(Wire, KernelsRegisterLazilyAndLaunchWithPackedParams) {
   int b = 99;
   void* args[] = {&a, &b};
   ASSERT_EQ(__cudaLaunchKernel(k, grid, block, args, shmem, stream), cudaSuccess);
-  EXPECT_EQ(server_->Count(CallId::kRegisterModule), registers + 1);
+  // Dedup: the hash alone, then (the server lacking it) again with the images.
+  EXPECT_EQ(server_->Count(CallId::kRegisterModule), registers + 2);
+  {
+    auto log = server_->Log();
+    std::vector<v1::RegisterModuleRequest> regs;
+    for (const Logged& l : log)
+      if (l.call == static_cast<uint32_t>(CallId::kRegisterModule))
+        regs.emplace_back().ParseFromString(l.body);
+    ASSERT_GE(regs.size(), 2u);
+    const auto& first = regs[regs.size() - 2];
+    const auto& second = regs.back();
+    EXPECT_EQ(first.images_size(), 0);
+    EXPECT_EQ(second.images_size(), 1);
+    EXPECT_EQ(first.hash(), second.hash());
+    EXPECT_EQ(first.kernels_size(), 1);
+  }
   auto reg = server_->Last<v1::RegisterModuleRequest>(CallId::kRegisterModule);
   EXPECT_EQ(reg.kernels_size(), 1);
   EXPECT_EQ(reg.variables(0), "dvar");
@@ -690,6 +719,141 @@ TEST_F(Wire, KernelsRegisterLazilyAndLaunchWithPackedParams) {
   EXPECT_EQ(__cudaGetKernel(&k, reinterpret_cast<const void*>(&FakeKernel)),
             cudaErrorInvalidDeviceFunction);
   (void)cudaGetLastError();
+}
+
+void OtherFakeKernel(int64_t, int) {}
+
+// A second module with the same fat binary (another run of the program, as far
+// as the server knows): only the hash travels.
+TEST_F(Wire, KnownFatBinariesAreSentOnce) {
+  static FakeFatbin a, b;
+  void** ha = __cudaRegisterFatBinary(&a.wrapper);
+  __cudaRegisterFunction(ha, reinterpret_cast<const char*>(&FakeKernel), nullptr, "_Z4fakeli", -1,
+                         nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(ha);
+  void** hb = __cudaRegisterFatBinary(&b.wrapper);
+  __cudaRegisterFunction(hb, reinterpret_cast<const char*>(&OtherFakeKernel), nullptr, "_Z4fakeli",
+                         -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(hb);
+  int64_t x = 1;
+  int y = 2;
+  void* args[] = {&x, &y};
+  ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&FakeKernel), dim3(1), dim3(1), args, 0,
+                             nullptr),
+            cudaSuccess);
+  size_t before = server_->Count(CallId::kRegisterModule);
+  ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&OtherFakeKernel), dim3(1), dim3(1),
+                             args, 0, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(server_->Count(CallId::kRegisterModule), before + 1);
+  EXPECT_EQ(server_->Last<v1::RegisterModuleRequest>(CallId::kRegisterModule).images_size(), 0);
+  const char* name = nullptr;
+  ASSERT_EQ(cudaFuncGetName(&name, reinterpret_cast<const void*>(&OtherFakeKernel)), cudaSuccess);
+  EXPECT_STREQ(name, "_Z4fakeli");
+  size_t off = 0, size = 0;
+  ASSERT_EQ(cudaFuncGetParamInfo(reinterpret_cast<const void*>(&FakeKernel), 1, &off, &size),
+            cudaSuccess);
+  EXPECT_EQ(off, 8u);
+  EXPECT_EQ(size, 4u);
+  EXPECT_EQ(cudaFuncGetName(&name, &x), cudaErrorInvalidDeviceFunction);
+  (void)cudaGetLastError();
+  __cudaUnregisterFatBinary(ha);
+  __cudaUnregisterFatBinary(hb);
+}
+
+// Without a device-mapped same-address arena (gRPC; or this in-process fake,
+// whose arena mapping cannot share the stub's address), mapped and managed
+// memory fail clearly and the device says so.
+TEST_F(Wire, MappedAndManagedMemoryNeedAZeroCopySession) {
+  int v = -1;
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrManagedMemory, 0), cudaSuccess);
+  EXPECT_EQ(v, 0);
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrCanMapHostMemory, 0), cudaSuccess);
+  EXPECT_EQ(v, 0);
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, 0), cudaSuccess);
+  EXPECT_EQ(v, 0);
+  cudaDeviceProp p;
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  EXPECT_EQ(p.managedMemory, 0);
+  EXPECT_EQ(p.canMapHostMemory, 0);
+
+  void* m = reinterpret_cast<void*>(1);
+  EXPECT_EQ(cudaMallocManaged(&m, 4096), cudaErrorNotSupported);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
+  EXPECT_EQ(cudaMallocManaged(&m, 0), cudaErrorInvalidValue);
+  void* h = nullptr;
+  EXPECT_EQ(cudaHostAlloc(&h, 4096, cudaHostAllocMapped), cudaErrorNotSupported);
+  (void)cudaGetLastError();
+
+  // Flags are recorded per allocation, for any pointer inside it.
+  ASSERT_EQ(cudaHostAlloc(&h, 3 * 4096, cudaHostAllocPortable | cudaHostAllocWriteCombined),
+            cudaSuccess);
+  unsigned flags = 99;
+  ASSERT_EQ(cudaHostGetFlags(&flags, static_cast<char*>(h) + 5000), cudaSuccess);
+  EXPECT_EQ(flags, unsigned{cudaHostAllocPortable | cudaHostAllocWriteCombined});
+  void* plain = nullptr;
+  ASSERT_EQ(cudaMallocHost(&plain, 100), cudaSuccess);
+  ASSERT_EQ(cudaHostGetFlags(&flags, plain), cudaSuccess);
+  EXPECT_EQ(flags, 0u);
+  int stack = 0;
+  EXPECT_EQ(cudaHostGetFlags(&flags, &stack), cudaErrorInvalidValue);
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 64), cudaSuccess);
+  EXPECT_EQ(cudaHostGetFlags(&flags, d), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  cudaPointerAttributes attr;
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, h), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeHost);
+  EXPECT_EQ(attr.hostPointer, h);
+  EXPECT_EQ(attr.devicePointer, nullptr);  // not device-mapped here
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, d), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(attr.hostPointer, nullptr);
+  ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
+  ASSERT_EQ(cudaFreeHost(plain), cudaSuccess);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST_F(Wire, SmallLocalAnswers) {
+  size_t before = server_->LogSize();
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+  ASSERT_EQ(cudaStreamIsCapturing(nullptr, &cs), cudaSuccess);
+  EXPECT_EQ(cs, cudaStreamCaptureStatusNone);
+  EXPECT_EQ(cudaStreamBeginCapture(nullptr, cudaStreamCaptureModeGlobal), cudaErrorNotSupported);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
+  cudaGraph_t g;
+  EXPECT_EQ(cudaStreamEndCapture(nullptr, &g), cudaErrorIllegalState);
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  EXPECT_EQ(mode, cudaStreamCaptureModeGlobal);
+  void* fn = reinterpret_cast<void*>(1);
+  EXPECT_EQ(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, 13000, 0, nullptr),
+            cudaErrorNotSupported);
+  EXPECT_EQ(fn, nullptr);
+  ASSERT_EQ(cudaDeviceSetCacheConfig(cudaFuncCachePreferShared), cudaSuccess);
+  cudaFuncCache cache;
+  ASSERT_EQ(cudaDeviceGetCacheConfig(&cache), cudaSuccess);
+  EXPECT_EQ(cache, cudaFuncCachePreferShared);
+  size_t limit = 0;
+  ASSERT_EQ(cudaDeviceGetLimit(&limit, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(limit, 1024u);
+  unsigned dflags = 0;
+  ASSERT_EQ(cudaGetDeviceFlags(&dflags), cudaSuccess);
+  EXPECT_EQ(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);
+  (void)cudaGetLastError();
+  EXPECT_EQ(server_->LogSize(), before);  // all answered locally
+
+  void *a = nullptr, *b = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, 64), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, 64), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyPeer(b, 0, a, 1, 64), cudaErrorInvalidDevice);
+  size_t dtod = server_->Count(CallId::kMemcpyDtoD);
+  ASSERT_EQ(cudaMemcpyPeer(b, 0, a, 0, 64), cudaSuccess);
+  EXPECT_EQ(server_->Count(CallId::kMemcpyDtoD), dtod + 1);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaFree(a), cudaSuccess);
+  ASSERT_EQ(cudaFree(b), cudaSuccess);
 }
 
 // Last: a sticky error never clears.

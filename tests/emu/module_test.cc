@@ -363,6 +363,44 @@ TEST_F(EmuKernels, IllegalAddressBreaksTheContextUntilReset) {
   EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
 }
 
+// Host memory registered with DEVICEMAP is reachable by kernels at its host
+// address; the same memory registered without it, or after unregistering, is not.
+TEST_F(EmuKernels, DeviceMappedHostMemoryIsKernelAccessible) {
+  std::vector<int> host(1024, 0);
+  CUdeviceptr dev = 0;
+  EXPECT_EQ(api.cuMemHostGetDevicePointer(&dev, host.data(), 0), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(
+      api.cuMemHostRegister(host.data(), host.size() * sizeof(int), CU_MEMHOSTREGISTER_DEVICEMAP),
+      CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostGetDevicePointer(&dev, host.data() + 10, 1), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(api.cuMemHostGetDevicePointer(&dev, host.data() + 10, 0), CUDA_SUCCESS);
+  EXPECT_EQ(dev, reinterpret_cast<CUdeviceptr>(host.data() + 10));  // unified addressing
+  int v = 77;
+  void* args[] = {&dev, &v};
+  ASSERT_EQ(api.cuLaunchKernel(Fn("poke"), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(host[10], 77);
+  // Copies still take device allocations only.
+  EXPECT_EQ(api.cuMemsetD8(dev, 0, 4), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr base = 0;
+  EXPECT_EQ(api.cuMemGetAddressRange(&base, nullptr, dev), CUDA_ERROR_NOT_FOUND);
+  ASSERT_EQ(api.cuMemHostUnregister(host.data()), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostGetDevicePointer(&dev, host.data(), 0), CUDA_ERROR_INVALID_VALUE);
+
+  std::vector<int> plain(64, 0);
+  ASSERT_EQ(api.cuMemHostRegister(plain.data(), plain.size() * sizeof(int), 0), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostGetDevicePointer(&dev, plain.data(), 0), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr unmapped = reinterpret_cast<CUdeviceptr>(plain.data());
+  void* args2[] = {&unmapped, &v};
+  ASSERT_EQ(api.cuLaunchKernel(Fn("poke"), 1, 1, 1, 1, 1, 1, 0, nullptr, args2, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(plain[0], 0);
+  ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  mod_ = nullptr;
+}
+
 // A device fault breaks the context with the CUresult NVIDIA's driver uses; a
 // launch that does not fault leaves it healthy.
 TEST_F(EmuKernels, DeviceAssertAndTrapAreStickyWithTheirOwnCodes) {

@@ -28,7 +28,8 @@ namespace v1 = remora::v1;
 
 std::string SocketPath() {
   static int n = 0;
-  return "/tmp/remora-server-test-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".sock";
+  return "/tmp/remora-server-test-" + std::to_string(getpid()) + "-" + std::to_string(n++) +
+         ".sock";
 }
 
 class Client {
@@ -127,6 +128,46 @@ TEST_F(ServerTest, WelcomeDescribesTheDeviceAndArena) {
   EXPECT_EQ(c->welcome().device().attributes(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), 7);
   EXPECT_EQ(c->welcome().staging_slots(), 16u);
   EXPECT_GT(c->welcome().heap_bytes(), 0u);
+}
+
+TEST_F(ServerTest, ArenaIsDeviceMappedForZeroCopy) {
+  auto c = Client::Connect(path_);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->welcome_status(), 0);
+  // The server's address of arena byte 0: kernels may dereference it there.
+  EXPECT_NE(c->welcome().arena_device_address(), 0u);
+  EXPECT_EQ(c->welcome().arena_device_address() % 4096, 0u);
+}
+
+// Dedup: a hash alone that the server has not seen gets images_needed (not an
+// error); once the images came, any session may send the hash alone.
+TEST_F(ServerTest, FatBinariesAreKeptByHash) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  v1::RegisterModuleRequest req;
+  req.set_hash(std::string(32, '\x42'));
+  req.add_kernels("k");
+  v1::RegisterModuleReply rep;
+  ASSERT_EQ(a->Call(CallId::kRegisterModule, req, &rep), 0);
+  EXPECT_TRUE(rep.images_needed());
+  EXPECT_EQ(rep.module(), 0u);
+  EXPECT_EQ(rep.kernels_size(), 0);
+
+  // An image (PTX text, as cuModuleLoadData accepts) with no kernels.
+  const char ptx[] = ".version 7.5\n.target sm_75\n.address_size 64\n";
+  req.add_images(std::string(ptx, sizeof ptx));
+  rep.Clear();
+  ASSERT_EQ(a->Call(CallId::kRegisterModule, req, &rep), 0);
+  EXPECT_FALSE(rep.images_needed());
+  EXPECT_NE(rep.module(), 0u);
+
+  auto b = Client::Connect(path_);
+  ASSERT_TRUE(b);
+  req.clear_images();
+  rep.Clear();
+  ASSERT_EQ(b->Call(CallId::kRegisterModule, req, &rep), 0);
+  EXPECT_FALSE(rep.images_needed()) << "the images were found by hash";
+  EXPECT_NE(rep.module(), 0u);
 }
 
 TEST_F(ServerTest, CopiesRoundTripThroughArenaAndInline) {
