@@ -15,7 +15,7 @@
 namespace remora::transport::shm {
 
 inline constexpr uint64_t kShmMagic = 0x4853'4152'4F4D'4552ull;  // "REMORASH" little-endian
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;
 inline constexpr uint64_t kPageSize = 4096;
 
 // Sent once by the server, as the data of the SCM_RIGHTS message carrying the memfd.
@@ -27,10 +27,15 @@ struct HandshakeHeader {
   uint64_t reply_capacity = 0;    // server -> client ring data bytes
   uint64_t arena_size = 0;
   uint64_t total_size = 0;  // bytes of the memfd
+  // Where the server mapped the memfd. The client maps it at the same address
+  // when that range is free there (MAP_FIXED_NOREPLACE), else anywhere: arena
+  // pointers then mean the same memory in both processes (zero-copy).
+  uint64_t server_address = 0;
 };
-static_assert(sizeof(HandshakeHeader) == 48);
+static_assert(sizeof(HandshakeHeader) == 56);
 static_assert(offsetof(HandshakeHeader, request_capacity) == 16);
 static_assert(offsetof(HandshakeHeader, total_size) == 40);
+static_assert(offsetof(HandshakeHeader, server_address) == 48);
 
 // Offsets of each part; a pure function of the three sizes.
 struct ShmLayout {

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -67,6 +68,20 @@ int PollTimeoutMs(Deadline deadline) {
   if (left <= nanoseconds::zero()) return 0;
   const auto ms = duration_cast<milliseconds>(left + milliseconds(1) - nanoseconds(1)).count();
   return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+// Where the server asks the kernel to map a session: a window at 32 TiB, below
+// PIE executables, heaps and shared libraries (and above ASan's shadow), so the
+// same range is very likely free in the client too. Sessions step through it
+// 1 GiB-aligned; the kernel treats the hint as a hint and maps elsewhere when
+// it is taken.
+void* MapHint(uint64_t bytes) {
+  constexpr uint64_t kBase = uint64_t{32} << 40, kWindow = uint64_t{8} << 40, kAlign = 1 << 30;
+  static std::atomic<uint64_t> next{0};
+  const uint64_t stride = (bytes + kAlign - 1) / kAlign * kAlign;
+  const uint64_t slots = stride == 0 || stride > kWindow ? 1 : kWindow / stride;
+  const uint64_t i = next.fetch_add(1, std::memory_order_relaxed) % slots;
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(kBase + i * stride));
 }
 
 bool PeerCred(int fd, PeerInfo& peer) {
@@ -298,7 +313,8 @@ Result<std::unique_ptr<Channel>> ShmListener::Handshake(UniqueFd conn, const Pee
   // Sealed size: a client cannot shrink the file under our mapping (SIGBUS in the server).
   if (::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
     return Error(err::kUnknown, ErrnoMessage("memfd seal", errno));
-  void* p = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, mem.get(), 0);
+  void* p =
+      ::mmap(MapHint(l.total_size), l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, mem.get(), 0);
   if (p == MAP_FAILED) return Error(err::kMemoryAllocation, ErrnoMessage("memfd mmap", errno));
   Mapping map(p, l.total_size);
 
@@ -311,6 +327,7 @@ Result<std::unique_ptr<Channel>> ShmListener::Handshake(UniqueFd conn, const Pee
       {map.data() + l.reply_offset, SpscRing::RegionSize(l.reply_capacity)}, l.reply_capacity));
 
   HandshakeHeader header = l.Header();
+  header.server_address = reinterpret_cast<uintptr_t>(map.data());
   iovec iov{&header, sizeof header};
   alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
@@ -399,7 +416,20 @@ Result<std::unique_ptr<Channel>> ShmConnect(const std::string& path, Deadline de
   const int seals = ::fcntl(mem.get(), F_GET_SEALS);
   if (seals < 0 || !(seals & F_SEAL_SHRINK))
     return InitError(path, "the memfd is not sealed against shrinking");
-  void* p = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, mem.get(), 0);
+  void* p = MAP_FAILED;
+  if (header.server_address != 0 && header.server_address % shm::kPageSize == 0) {
+    // Same address as the server when free here; a kernel ignoring the flag
+    // (before Linux 4.17) may map elsewhere: then map anywhere, as below.
+    void* want = reinterpret_cast<void*>(static_cast<uintptr_t>(header.server_address));
+    p = ::mmap(want, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+               mem.get(), 0);
+    if (p != MAP_FAILED && p != want) {
+      ::munmap(p, l.total_size);
+      p = MAP_FAILED;
+    }
+  }
+  if (p == MAP_FAILED)
+    p = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, mem.get(), 0);
   if (p == MAP_FAILED) return InitError(path, ErrnoMessage("mmap", errno));
   Mapping map(p, l.total_size);
   PeerInfo server;
