@@ -2,8 +2,16 @@
 //
 // The server describes the arena in Welcome: a staging region (copy staging for
 // pageable host memory, `staging_slots` slots of `staging_slot_bytes`) and a heap
-// region (pinned host memory from cudaMallocHost/cudaHostAlloc, managed by the
-// stub alone). The server only ever bounds-checks heap offsets.
+// region (pinned host memory from cudaMallocHost/cudaHostAlloc, and managed
+// memory from cudaMallocManaged, both allocated by the stub alone). The server
+// only ever bounds-checks heap offsets.
+//
+// Same address: the client maps the memfd at the server's address when it can
+// (transport/shm); the server registers the arena CU_MEMHOSTREGISTER_DEVICEMAP
+// and sends its device address in Welcome.arena_device_address. When that equals
+// the client's own arena base, a heap pointer means the same bytes to the host
+// and to kernels: zero-copy (cudaHostGetDevicePointer) and managed memory work,
+// coherent at synchronisation points (no concurrent host and device access).
 //
 // Staging slot protocol: slot i owns a 32-bit flag at StagingFlagOffset(i).
 //   stub:   waits for flag == 0 (acquire), fills the slot, stores 1, sends a

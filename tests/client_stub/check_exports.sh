@@ -18,7 +18,10 @@ bad_name=$(echo "$defined" | awk '{print $2}' | grep -v -E '^(cuda|__cuda)' || t
 [ -z "$bad_name" ] || fail "exported symbols that are not cuda*/__cuda*: $bad_name"
 for sym in __cudaRegisterFatBinary __cudaRegisterFunction __cudaPushCallConfiguration \
            __cudaPopCallConfiguration __cudaGetKernel __cudaLaunchKernel cudaMalloc cudaMemcpy \
-           cudaGetDeviceProperties cudaGetErrorString cudaStreamCreate cudaLaunchHostFunc; do
+           cudaGetDeviceProperties cudaGetErrorString cudaStreamCreate cudaLaunchHostFunc \
+           cudaMallocManaged cudaHostGetFlags cudaHostGetDevicePointer cudaMemPrefetchAsync \
+           cudaMemAdvise cudaStreamBeginCapture cudaStreamIsCapturing cudaMemcpyPeer \
+           cudaFuncGetName cudaGetDriverEntryPoint cudaDeviceGetCacheConfig; do
   echo "$defined" | grep -q " $sym\$" || fail "missing export $sym"
 done
 echo "ok: $(echo "$defined" | wc -l) symbols, all libcudart.so.13"
