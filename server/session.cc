@@ -296,19 +296,26 @@ Result<CUstream> Session::Enqueue(uint64_t id) {
 
 // ---- Waiting -------------------------------------------------------------------
 
-Status Session::Wait(CUstream s) {
-  if (hf_pending_.load(std::memory_order_acquire) == 0)
-    return Check(drv().cuStreamSynchronize(s), "cuStreamSynchronize");
-  // A host function on this stream waits for the tenant; keep reading its frames.
+// Polls `query` (cuStreamQuery/cuEventQuery) until the work is done, reading
+// the tenant's frames meanwhile: a host function ahead in the stream waits for
+// the tenant's HostFuncDone, which only this thread can receive.
+template <typename Query>
+Status Session::PollUntilDone(Query query, const char* what) {
   Frame f;
   for (;;) {
-    CUresult r = drv().cuStreamQuery(s);
-    if (r != CUDA_ERROR_NOT_READY) return Check(r, "cuStreamQuery");
+    CUresult r = query();
+    if (r != CUDA_ERROR_NOT_READY) return Check(r, what);
     if (channel_->PeerAlive() && channel_->Receive(f, Deadline::In(kWaitPoll)).ok())
       ServeBacklogFrame(f);
     else
       std::this_thread::sleep_for(kWaitPoll);
   }
+}
+
+Status Session::Wait(CUstream s) {
+  if (hf_pending_.load(std::memory_order_acquire) == 0)
+    return Check(drv().cuStreamSynchronize(s), "cuStreamSynchronize");
+  return PollUntilDone([&] { return drv().cuStreamQuery(s); }, "cuStreamQuery");
 }
 
 Status Session::DrainForPageable(CUstream s) {
@@ -322,15 +329,7 @@ Status Session::DrainForPageable(CUstream s) {
 Status Session::WaitEvent(CUevent e) {
   if (hf_pending_.load(std::memory_order_acquire) == 0)
     return Check(drv().cuEventSynchronize(e), "cuEventSynchronize");
-  Frame f;
-  for (;;) {
-    CUresult r = drv().cuEventQuery(e);
-    if (r != CUDA_ERROR_NOT_READY) return Check(r, "cuEventQuery");
-    if (channel_->PeerAlive() && channel_->Receive(f, Deadline::In(kWaitPoll)).ok())
-      ServeBacklogFrame(f);
-    else
-      std::this_thread::sleep_for(kWaitPoll);
-  }
+  return PollUntilDone([&] { return drv().cuEventQuery(e); }, "cuEventQuery");
 }
 
 Status Session::SyncAll() {

@@ -99,6 +99,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // completions meanwhile so the tenant's callbacks cannot deadlock it.
   Status Wait(CUstream s);
   Status WaitEvent(CUevent e);
+  template <typename Query>
+  Status PollUntilDone(Query query, const char* what);
   // Before a copy from or to pageable host memory: see session.cc.
   Status DrainForPageable(CUstream s);
   Status SyncAll();
