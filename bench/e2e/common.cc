@@ -40,14 +40,6 @@ const cpu_set_t& StartAffinity() {
 
 }  // namespace
 
-bool PinTo(int cpu) {
-  if (!CPU_ISSET(cpu, &StartAffinity())) return false;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
-}
-
 void Unpin() {
   (void)pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &StartAffinity());
 }
@@ -72,52 +64,12 @@ int AllowedCpus() {
   return CPU_COUNT(&StartAffinity());
 }
 
-TickClock::TickClock() : t0_(Clock::now()), c0_(__rdtsc()) {}
-
-double TickClock::NsPerTick() const {
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0_).count();
-  const double ticks = static_cast<double>(__rdtsc() - c0_);
-  return ticks > 0 ? ns / ticks : 0;
-}
-
-Stats Summarize(std::vector<uint64_t>& ticks, double ns_per_tick) {
-  Stats s;
-  if (ticks.empty()) return s;
-  double sum = 0;
-  for (uint64_t t : ticks) sum += static_cast<double>(t);
-  std::sort(ticks.begin(), ticks.end());
-  s.n = ticks.size();
-  s.mean_ns = sum / static_cast<double>(ticks.size()) * ns_per_tick;
-  s.p50_ns = static_cast<double>(ticks[ticks.size() / 2]) * ns_per_tick;
-  s.p99_ns = static_cast<double>(ticks[ticks.size() * 99 / 100]) * ns_per_tick;
-  return s;
-}
-
 Stats PingPong(size_t iters) {
-  struct alignas(128) Line {
-    std::atomic<uint64_t> v{0};
-  };
-  auto line = std::make_unique<Line>();
-  std::thread peer([&] {
-    PinTo(1);
-    for (uint64_t i = 0; i < iters; ++i) {
-      // Acquire pairs with the release store of 2i+1 below.
-      SpinUntil([&] { return line->v.load(std::memory_order_acquire) == 2 * i + 1; });
-      line->v.store(2 * i + 2, std::memory_order_release);
-    }
-  });
-  PinTo(0);
-  std::vector<uint64_t> ticks(iters);
+  std::vector<uint64_t> ticks;
+  ticks.reserve(iters);
   TickClock clock;
-  for (uint64_t i = 0; i < iters; ++i) {
-    const uint64_t t0 = __rdtsc();
-    line->v.store(2 * i + 1, std::memory_order_release);  // pairs with the peer's acquire
-    SpinUntil([&] { return line->v.load(std::memory_order_acquire) == 2 * i + 2; });
-    ticks[i] = __rdtsc() - t0;
-  }
-  const double ns_per_tick = clock.NsPerTick();
-  peer.join();
-  return Summarize(ticks, ns_per_tick);
+  bench::PingPong(iters, ticks);
+  return Summarize(ticks, clock.NsPerTick());
 }
 
 PingPonger::PingPonger() : line_(std::make_unique<Line>()), peer_([this] { Peer(); }) {}

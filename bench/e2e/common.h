@@ -27,13 +27,17 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/timing.h"
+
 namespace remora::bench::e2e {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::PinTo;
+using bench::SpinUntil;
+using bench::Stats;
+using bench::Summarize;
+using bench::TickClock;
 
-// Pins the calling thread to `cpu`. Returns false (and leaves affinity alone) if the
-// process may not run there.
-bool PinTo(int cpu);
 // Restores the calling thread's affinity to every CPU the process started with.
 void Unpin();
 // Number of CPUs this process may run on.
@@ -42,37 +46,6 @@ int AllowedCpus();
 // Sets the affinity of every thread of process `pid` to `cpu` alone (cpu < 0: every
 // CPU this process started with). Returns the number of threads changed.
 int PinProcess(pid_t pid, int cpu);
-
-// Spins with pause until done(); yields now and then so a preempted peer can run on a
-// shared 2-core machine.
-template <typename Done>
-void SpinUntil(Done&& done) {
-  for (uint32_t i = 1; !done(); ++i) {
-    __builtin_ia32_pause();
-    if ((i & 0x3FFF) == 0) sched_yield();
-  }
-}
-
-// Converts rdtsc ticks to ns, calibrated against steady_clock over its own lifetime.
-class TickClock {
- public:
-  TickClock();
-  // ns per tick over [construction, now]; call after at least ~10 ms.
-  double NsPerTick() const;
-
- private:
-  Clock::time_point t0_;
-  uint64_t c0_;
-};
-
-// Summary of per-operation samples, in ns.
-struct Stats {
-  double mean_ns = 0, p50_ns = 0, p99_ns = 0;
-  uint64_t n = 0;
-};
-
-// Sorts `ticks` and summarizes it. Empty input gives n == 0.
-Stats Summarize(std::vector<uint64_t>& ticks, double ns_per_tick);
 
 // `iters` cache-line ping-pong round trips between this thread (pinned to CPU 0) and
 // a helper thread (CPU 1); one sample per round trip. Leaves this thread pinned.

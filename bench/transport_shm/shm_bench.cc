@@ -26,86 +26,19 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/timing.h"
 #include "transport/shm/shm_channel.h"
 
 namespace remora::transport {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Pins the calling thread to `cpu`; false if that is not allowed (then it stays put).
-bool PinTo(int cpu) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
-}
-
-// Spins on `done` with pause; yields now and then so a preempted peer can run (the
-// machine has 2 cores shared with other work).
-template <typename Done>
-void SpinUntil(Done&& done) {
-  for (uint32_t i = 1; !done(); ++i) {
-    __builtin_ia32_pause();
-    if ((i & 0x3FF) == 0) sched_yield();
-  }
-}
-
-// Converts rdtsc ticks to ns, calibrated over the span of one measurement.
-class TickClock {
- public:
-  TickClock() : t0_(Clock::now()), c0_(__rdtsc()) {}
-  double NsPerTick() const {
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0_).count();
-    const double ticks = static_cast<double>(__rdtsc() - c0_);
-    return ticks > 0 ? ns / ticks : 0;
-  }
-
- private:
-  Clock::time_point t0_;
-  uint64_t c0_;
-};
-
-struct Stats {
-  double mean_ns = 0, p50_ns = 0, p99_ns = 0;
-};
-
-// Sorts `ticks` (one per iteration) and summarizes it in ns.
-Stats Summarize(std::vector<uint64_t>& ticks, double ns_per_tick) {
-  Stats s;
-  if (ticks.empty()) return s;
-  double sum = 0;
-  for (uint64_t t : ticks) sum += static_cast<double>(t);
-  std::sort(ticks.begin(), ticks.end());
-  s.mean_ns = sum / static_cast<double>(ticks.size()) * ns_per_tick;
-  s.p50_ns = static_cast<double>(ticks[ticks.size() / 2]) * ns_per_tick;
-  s.p99_ns = static_cast<double>(ticks[ticks.size() * 99 / 100]) * ns_per_tick;
-  return s;
-}
-
-// Runs `iters` cache-line ping-pong round trips between this thread (CPU 0) and a helper
-// (CPU 1), appending one rdtsc sample per round trip to `ticks`.
-void PingPong(size_t iters, std::vector<uint64_t>& ticks) {
-  struct alignas(128) Line {
-    std::atomic<uint64_t> v{0};
-  };
-  auto line = std::make_unique<Line>();
-  PinTo(1);  // the helper inherits CPU 1 at creation (matters under SCHED_FIFO)
-  std::thread peer([&] {
-    for (uint64_t i = 0; i < iters; ++i) {
-      SpinUntil([&] { return line->v.load(std::memory_order_acquire) == 2 * i + 1; });
-      line->v.store(2 * i + 2, std::memory_order_release);
-    }
-  });
-  PinTo(0);
-  for (uint64_t i = 0; i < iters; ++i) {
-    const uint64_t t0 = __rdtsc();
-    line->v.store(2 * i + 1, std::memory_order_release);
-    SpinUntil([&] { return line->v.load(std::memory_order_acquire) == 2 * i + 2; });
-    ticks.push_back(__rdtsc() - t0);
-  }
-  peer.join();
-}
+using bench::Clock;
+using bench::PingPong;
+using bench::PinTo;
+using bench::SpinUntil;
+using bench::Stats;
+using bench::Summarize;
+using bench::TickClock;
 
 void BM_PingPongFloor(benchmark::State& state) {
   constexpr size_t kBlock = 1000;
