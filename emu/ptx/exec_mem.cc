@@ -311,46 +311,46 @@ ExecFn PickMem(const Inst& in, bool store) {
 }
 
 // ---- atomics ----
+// The value an atomic `op` leaves in memory that held `old` (b, c: its operands).
+template <class T>
+T AtomNewValue(Sub op, T old, T b, T c) {
+  switch (op) {
+    case Sub::kAdd:
+      return T(old + b);
+    case Sub::kMin:
+      return old < b ? old : b;
+    case Sub::kMax:
+      return old < b ? b : old;
+    case Sub::kExch:
+      return b;
+    case Sub::kCas:
+      return old == b ? c : old;
+    case Sub::kInc:
+      if constexpr (std::is_integral_v<T>) return old >= b ? T(0) : T(old + 1);
+      break;
+    case Sub::kDec:
+      if constexpr (std::is_integral_v<T>) return (old == 0 || old > b) ? b : T(old - 1);
+      break;
+    case Sub::kAnd:
+      if constexpr (std::is_integral_v<T>) return T(old & b);
+      break;
+    case Sub::kOr:
+      if constexpr (std::is_integral_v<T>) return T(old | b);
+      break;
+    case Sub::kXor:
+      if constexpr (std::is_integral_v<T>) return T(old ^ b);
+      break;
+    default:
+      break;
+  }
+  return old;
+}
+
 template <class T>
 T AtomOp(Sub op, T* p, T b, T c, bool shared_space) {
   if (shared_space) {  // a CTA runs on one worker thread: plain read-modify-write is atomic
     T old = *p;
-    T nv = old;
-    switch (op) {
-      case Sub::kAdd:
-        nv = T(old + b);
-        break;
-      case Sub::kMin:
-        nv = old < b ? old : b;
-        break;
-      case Sub::kMax:
-        nv = old < b ? b : old;
-        break;
-      case Sub::kExch:
-        nv = b;
-        break;
-      case Sub::kCas:
-        nv = old == b ? c : old;
-        break;
-      case Sub::kInc:
-        if constexpr (std::is_integral_v<T>) nv = old >= b ? T(0) : T(old + 1);
-        break;
-      case Sub::kDec:
-        if constexpr (std::is_integral_v<T>) nv = (old == 0 || old > b) ? b : T(old - 1);
-        break;
-      case Sub::kAnd:
-        if constexpr (std::is_integral_v<T>) nv = T(old & b);
-        break;
-      case Sub::kOr:
-        if constexpr (std::is_integral_v<T>) nv = T(old | b);
-        break;
-      case Sub::kXor:
-        if constexpr (std::is_integral_v<T>) nv = T(old ^ b);
-        break;
-      default:
-        break;
-    }
-    *p = nv;
+    *p = AtomNewValue(op, old, b, c);
     return old;
   }
   // Global memory is shared by every worker: seq_cst read-modify-writes (they pair with each
@@ -377,35 +377,9 @@ T AtomOp(Sub op, T* p, T b, T c, bool shared_space) {
       break;
   }
   T old = r.load();
-  for (;;) {
-    T nv = old;
-    switch (op) {
-      case Sub::kMin:
-        nv = old < b ? old : b;
-        break;
-      case Sub::kMax:
-        nv = old < b ? b : old;
-        break;
-      case Sub::kInc:
-        if constexpr (std::is_integral_v<T>) nv = old >= b ? T(0) : T(old + 1);
-        break;
-      case Sub::kDec:
-        if constexpr (std::is_integral_v<T>) nv = (old == 0 || old > b) ? b : T(old - 1);
-        break;
-      case Sub::kAnd:
-        if constexpr (std::is_integral_v<T>) nv = T(old & b);
-        break;
-      case Sub::kOr:
-        if constexpr (std::is_integral_v<T>) nv = T(old | b);
-        break;
-      case Sub::kXor:
-        if constexpr (std::is_integral_v<T>) nv = T(old ^ b);
-        break;
-      default:
-        break;
-    }
-    if (r.compare_exchange_weak(old, nv)) return old;
+  while (!r.compare_exchange_weak(old, AtomNewValue(op, old, b, c))) {
   }
+  return old;
 }
 
 template <class T, bool kRed>
