@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -114,6 +115,14 @@ inline std::shared_ptr<const Program> MustLoad(std::vector<std::string> sources)
   auto r = Load(sources);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? std::move(r).value() : nullptr;
+}
+
+// The Program for kernels/<name>.cu, loaded once per test binary. Not thread-safe.
+inline std::shared_ptr<const Program> CachedKernel(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const Program>> cache;
+  auto& p = cache[name];
+  if (!p) p = MustLoad({KernelPtx(name)});
+  return p;
 }
 
 }  // namespace remora::emu::ptx::testing

@@ -12,12 +12,7 @@ namespace {
 
 class Samples : public ::testing::Test {
  protected:
-  static std::shared_ptr<const Program> Get(const std::string& name) {
-    static std::map<std::string, std::shared_ptr<const Program>> cache;
-    auto& p = cache[name];
-    if (!p) p = MustLoad({KernelPtx(name)});
-    return p;
-  }
+  static std::shared_ptr<const Program> Get(const std::string& name) { return CachedKernel(name); }
   std::mt19937 rng{777};
   TestMemory mem;
 };
