@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: remora run [--server unix:PATH|grpc://HOST:PORT] [--token T]\n"
-    "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | --gpu-memory-limit M]\n"
+    "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | "
+    "--gpu-memory-limit M]\n"
     "                  -- CMD ARGS\n"
     "  Runs CMD as a tenant: it loads Remora's CUDA runtime and shares the server's GPU.\n"
     "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n";
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   for (std::string& a : opts->command) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   execvp(cargv[0], cargv.data());
-  std::cerr << "remora run: cannot run '" << opts->command[0] << "': " << std::strerror(errno) << "\n";
+  std::cerr << "remora run: cannot run '" << opts->command[0] << "': " << std::strerror(errno)
+            << "\n";
   return 127;
 }

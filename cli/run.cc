@@ -54,12 +54,14 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
     if (!matched) return Error(err::kInvalidValue, "unknown option '" + a + "'");
   }
   o.command.assign(args.begin() + static_cast<long>(i), args.end());
-  if (o.command.empty()) return Error(err::kInvalidValue, "no command to run (remora run [options] -- CMD ARGS)");
+  if (o.command.empty())
+    return Error(err::kInvalidValue, "no command to run (remora run [options] -- CMD ARGS)");
 
   bool fractions = !o.gpu_fraction.empty() || !o.gpu_fraction_limit.empty();
   bool bytes = !o.gpu_memory.empty() || !o.gpu_memory_limit.empty();
   if (fractions && bytes)
-    return Error(err::kInvalidValue, "give the quota as --gpu-fraction* or as --gpu-memory*, not both");
+    return Error(err::kInvalidValue,
+                 "give the quota as --gpu-fraction* or as --gpu-memory*, not both");
   if (!o.gpu_fraction.empty()) RETURN_IF_ERROR(CheckFraction("--gpu-fraction", o.gpu_fraction));
   if (!o.gpu_fraction_limit.empty())
     RETURN_IF_ERROR(CheckFraction("--gpu-fraction-limit", o.gpu_fraction_limit));
@@ -70,9 +72,11 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
   if (!o.gpu_memory_limit.empty()) {
     ASSIGN_OR_RETURN(lim, sched::ParseBytes(o.gpu_memory_limit));
   }
-  if (lim && req > lim) return Error(err::kInvalidValue, "--gpu-memory-limit is below --gpu-memory");
+  if (lim && req > lim)
+    return Error(err::kInvalidValue, "--gpu-memory-limit is below --gpu-memory");
   if (!o.gpu_fraction.empty() && !o.gpu_fraction_limit.empty() &&
-      std::strtod(o.gpu_fraction_limit.c_str(), nullptr) < std::strtod(o.gpu_fraction.c_str(), nullptr))
+      std::strtod(o.gpu_fraction_limit.c_str(), nullptr) <
+          std::strtod(o.gpu_fraction.c_str(), nullptr))
     return Error(err::kInvalidValue, "--gpu-fraction-limit is below --gpu-fraction");
   return o;
 }

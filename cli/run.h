@@ -10,10 +10,10 @@
 namespace remora::cli {
 
 struct RunOptions {
-  std::string server;                 // REMORA_SERVER; empty keeps the environment's
+  std::string server;  // REMORA_SERVER; empty keeps the environment's
   std::string gpu_fraction, gpu_fraction_limit, gpu_memory, gpu_memory_limit;
   std::string token;
-  std::vector<std::string> command;   // program and its arguments
+  std::vector<std::string> command;  // program and its arguments
 };
 
 // Parses `remora run` arguments (after "run"). Errors: kInvalidValue with the

@@ -29,13 +29,15 @@ namespace remora::arena {
 inline constexpr uint64_t kFlagStride = 64;
 inline constexpr uint64_t kPage = 4096;
 
-constexpr uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+constexpr uint64_t AlignUp(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
 
 constexpr uint64_t StagingFlagOffset(uint64_t staging_offset, uint32_t slot) {
   return staging_offset + kFlagStride * slot;
 }
-constexpr uint64_t StagingSlotOffset(uint64_t staging_offset, uint32_t slots,
-                                     uint64_t slot_bytes, uint32_t slot) {
+constexpr uint64_t StagingSlotOffset(uint64_t staging_offset, uint32_t slots, uint64_t slot_bytes,
+                                     uint32_t slot) {
   return staging_offset + AlignUp(kFlagStride * slots, kPage) + slot_bytes * slot;
 }
 // Bytes the staging region occupies.

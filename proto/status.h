@@ -50,7 +50,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status OkStatus() { return Status(); }
+inline Status OkStatus() {
+  return Status();
+}
 // Builds an error status. REQUIRES: code != 0 (debug assert).
 inline Status Error(int32_t code, std::string message) {
   assert(code != 0);
@@ -63,7 +65,7 @@ inline Status Error(int32_t code, std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "Result built from an ok Status");
   }
@@ -93,7 +95,9 @@ class [[nodiscard]] Result {
 };
 
 namespace internal {
-inline Status AsStatus(Status s) { return s; }
+inline Status AsStatus(Status s) {
+  return s;
+}
 template <typename T>
 Status AsStatus(const Result<T>& r) {
   return r.status();
@@ -106,11 +110,11 @@ Status AsStatus(const Result<T>& r) {
 #define REMORA_CONCAT(a, b) REMORA_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` (a Status or Result) failed.
-#define RETURN_IF_ERROR(expr)                                           \
-  do {                                                                  \
-    auto&& remora_s_ = (expr);                                          \
-    if (!remora_s_.ok()) [[unlikely]]                                   \
-      return ::remora::internal::AsStatus(std::move(remora_s_));        \
+#define RETURN_IF_ERROR(expr)                                    \
+  do {                                                           \
+    auto&& remora_s_ = (expr);                                   \
+    if (!remora_s_.ok()) [[unlikely]]                            \
+      return ::remora::internal::AsStatus(std::move(remora_s_)); \
   } while (0)
 
 // `ASSIGN_OR_RETURN(T x, ResultExpr)`: declares x from the value, or returns the error.

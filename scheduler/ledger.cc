@@ -20,11 +20,22 @@ Result<uint64_t> ParseBytes(const std::string& text) {
     const char* name;
     double scale;
   };
-  static constexpr Unit kUnits[] = {
-      {"", 1},           {"b", 1},          {"k", 1e3},          {"kb", 1e3},
-      {"ki", 1024.0},    {"kib", 1024.0},   {"m", 1e6},          {"mb", 1e6},
-      {"mi", 1048576.0}, {"mib", 1048576.0}, {"g", 1e9},         {"gb", 1e9},
-      {"gi", 1073741824.0}, {"gib", 1073741824.0}, {"t", 1e12},  {"ti", 1099511627776.0}};
+  static constexpr Unit kUnits[] = {{"", 1},
+                                    {"b", 1},
+                                    {"k", 1e3},
+                                    {"kb", 1e3},
+                                    {"ki", 1024.0},
+                                    {"kib", 1024.0},
+                                    {"m", 1e6},
+                                    {"mb", 1e6},
+                                    {"mi", 1048576.0},
+                                    {"mib", 1048576.0},
+                                    {"g", 1e9},
+                                    {"gb", 1e9},
+                                    {"gi", 1073741824.0},
+                                    {"gib", 1073741824.0},
+                                    {"t", 1e12},
+                                    {"ti", 1099511627776.0}};
   for (const Unit& u : kUnits) {
     if (unit == u.name) {
       double bytes = v * u.scale;
@@ -45,8 +56,9 @@ Result<Quota> ResolveQuota(const QuotaSpec& s, uint64_t usable) {
   Quota q;
   if (fractions) {
     q.request = static_cast<uint64_t>(s.fraction * static_cast<double>(usable));
-    q.limit = s.fraction_limit > 0 ? static_cast<uint64_t>(s.fraction_limit * static_cast<double>(usable))
-                                   : q.request;
+    q.limit = s.fraction_limit > 0
+                  ? static_cast<uint64_t>(s.fraction_limit * static_cast<double>(usable))
+                  : q.request;
   } else if (bytes) {
     q.request = s.bytes;
     q.limit = s.bytes_limit > 0 ? s.bytes_limit : s.bytes;

@@ -13,7 +13,8 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   d->drv_ = std::move(drv);
   const DriverTable& t = *d->drv_;
   RETURN_IF_ERROR(d->Check(t.cuDeviceGet(&d->dev_, 0), "cuDeviceGet"));
-  RETURN_IF_ERROR(d->Check(t.cuDevicePrimaryCtxRetain(&d->ctx_, d->dev_), "cuDevicePrimaryCtxRetain"));
+  RETURN_IF_ERROR(
+      d->Check(t.cuDevicePrimaryCtxRetain(&d->ctx_, d->dev_), "cuDevicePrimaryCtxRetain"));
   RETURN_IF_ERROR(d->MakeCurrent());
 
   char name[256] = {};
@@ -30,7 +31,8 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   d->info_.set_driver_version(version);
   for (int a = 0; a < CU_DEVICE_ATTRIBUTE_MAX; ++a) {
     int v = 0;
-    if (a == 0 || t.cuDeviceGetAttribute(&v, static_cast<CUdevice_attribute>(a), d->dev_) != CUDA_SUCCESS)
+    if (a == 0 ||
+        t.cuDeviceGetAttribute(&v, static_cast<CUdevice_attribute>(a), d->dev_) != CUDA_SUCCESS)
       v = 0;
     d->info_.add_attributes(v);
   }
@@ -38,8 +40,11 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   RETURN_IF_ERROR(d->Check(t.cuMemGetInfo(&free, &tot), "cuMemGetInfo"));
   d->usable_ = free > kContextReserve ? free - kContextReserve : 0;
   Log(Level::kInfo, "device",
-      {{"name", name}, {"total_mem", total}, {"usable_mem", d->usable_},
-       {"driver", t.library}, {"emulated", t.emulated ? "yes" : "no"}});
+      {{"name", name},
+       {"total_mem", total},
+       {"usable_mem", d->usable_},
+       {"driver", t.library},
+       {"emulated", t.emulated ? "yes" : "no"}});
   return d;
 }
 
@@ -51,7 +56,9 @@ Device::~Device() {
   (void)drv_->cuDevicePrimaryCtxRelease(dev_);
 }
 
-Status Device::MakeCurrent() const { return Check(drv_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+Status Device::MakeCurrent() const {
+  return Check(drv_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
 
 Result<CUstream> Device::AcquireStream() {
   {

@@ -35,11 +35,10 @@ constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
 #define ORDERED CallClass::kOrdered
 #define NOTIFY CallClass::kNotify
 #define LOCAL CallClass::kLocal
-#define REMORA_CALL(id, Name, Class, Request, Reply)                                        \
-  static_assert(id <= kMaxCallId);                                                          \
-  t[id].fn = &Handle<v1::Request, v1::Reply, &Session::On##Name,                            \
-                     (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync \
-                                                                                 : Class>;
+#define REMORA_CALL(id, Name, Class, Request, Reply)               \
+  static_assert(id <= kMaxCallId);                                 \
+  t[id].fn = &Handle < v1::Request, v1::Reply, &Session::On##Name, \
+  (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync : Class > ;
 #include "proto/calls.def"
 #undef SETUP
 #undef SYNC
@@ -80,13 +79,13 @@ void Session::Dispatch(const transport::Frame& f) {
 // Rows the server never serves: answered locally by the stub, sent by the
 // server, or the handshake repeated mid-session.
 #define REFUSE_SETUP(Name, Request, Reply)
-#define REFUSE_LOCAL(Name, Request, Reply)                                    \
-  Status Session::On##Name(const v1::Request&, v1::Reply&) {                  \
+#define REFUSE_LOCAL(Name, Request, Reply)                                      \
+  Status Session::On##Name(const v1::Request&, v1::Reply&) {                    \
     return Error(err::kNotSupported, #Name " is answered by the stub runtime"); \
   }
-#define REFUSE_NOTIFY(Name, Request, Reply)                                   \
-  Status Session::On##Name(const v1::Request&, v1::Reply&) {                  \
-    return Error(err::kNotPermitted, #Name " is sent by the server only");    \
+#define REFUSE_NOTIFY(Name, Request, Reply)                                \
+  Status Session::On##Name(const v1::Request&, v1::Reply&) {               \
+    return Error(err::kNotPermitted, #Name " is sent by the server only"); \
   }
 #define REFUSE_SYNC(Name, Request, Reply)
 #define REFUSE_ORDERED(Name, Request, Reply)

@@ -47,7 +47,9 @@ void Append(std::string& out, const LogValue& v) {
 
 }  // namespace
 
-bool LogEnabled(Level level) { return level >= Threshold(); }
+bool LogEnabled(Level level) {
+  return level >= Threshold();
+}
 
 void Log(Level level, std::string_view component, std::initializer_list<LogField> fields) {
   if (!LogEnabled(level)) return;

@@ -21,8 +21,7 @@ struct LogValue {
   LogValue(const char* s) : text(s ? s : ""), quoted(true) {}
   LogValue(const std::string& s) : text(s), quoted(true) {}
   template <typename T>
-    requires std::is_arithmetic_v<T>
-  LogValue(T v) : text(std::to_string(v)) {}
+  requires std::is_arithmetic_v<T> LogValue(T v) : text(std::to_string(v)) {}
   std::string text;
   bool quoted = false;
 };

@@ -1,10 +1,10 @@
 // server/main.cc - remora-server: flags, signals, run.
+#include <unistd.h>
 #include <csignal>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 #include "server/log.h"
 #include "server/server.h"

@@ -35,12 +35,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     ASSIGN_OR_RETURN(auto l, transport::GrpcListener::Listen(addr, go));
     s->grpc_ports_.push_back(l->port());
     Log(Level::kInfo, "server",
-        {{"event", "listening"}, {"transport", "grpc"}, {"address", addr}, {"port", l->port()},
+        {{"event", "listening"},
+         {"transport", "grpc"},
+         {"address", addr},
+         {"port", l->port()},
          {"tls", opts.tls_cert.empty() ? "no" : "yes"}});
     s->listeners_.push_back(std::move(l));
   }
   if (s->listeners_.empty())
-    return Error(err::kInvalidValue, "no listener: give --listen unix:PATH and/or --grpc HOST:PORT");
+    return Error(err::kInvalidValue,
+                 "no listener: give --listen unix:PATH and/or --grpc HOST:PORT");
   for (auto& l : s->listeners_) {
     transport::Listener* raw = l.get();
     s->acceptors_.emplace_back([srv = s.get(), raw] { srv->AcceptLoop(raw); });
@@ -68,9 +72,8 @@ void Server::AcceptLoop(transport::Listener* listener) {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     uint64_t id = next_id_++;
-    auto session = std::make_shared<Session>(
-        id, std::move(ch).value(), peer,
-        SessionEnv{device_.get(), ledger_.get(), &modules_});
+    auto session = std::make_shared<Session>(id, std::move(ch).value(), peer,
+                                             SessionEnv{device_.get(), ledger_.get(), &modules_});
     Live& live = live_[id];
     live.session = session;
     live.thread = std::thread([session] { session->Run(); });
@@ -117,7 +120,9 @@ size_t Server::sessions() const {
   return n;
 }
 
-int Server::grpc_port(size_t i) const { return i < grpc_ports_.size() ? grpc_ports_[i] : -1; }
+int Server::grpc_port(size_t i) const {
+  return i < grpc_ports_.size() ? grpc_ports_[i] : -1;
+}
 
 void Server::OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len) {
   auto* self = static_cast<Server*>(user);

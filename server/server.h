@@ -23,12 +23,12 @@ namespace remora::server {
 
 struct ServerOptions {
   DeviceKind device = DeviceKind::kAuto;
-  std::string emu_dir;                   // where the emulated libcuda.so.1 lives
-  std::vector<std::string> unix_paths;   // shm listeners
-  std::vector<std::string> grpc_addrs;   // gRPC listeners, HOST:PORT
-  std::string grpc_token;                // bearer token remote tenants must present
-  std::string tls_cert, tls_key;         // PEM files: gRPC over TLS when both are set
-  uint64_t arena_bytes = 1ull << 30;     // shm arena per session
+  std::string emu_dir;                  // where the emulated libcuda.so.1 lives
+  std::vector<std::string> unix_paths;  // shm listeners
+  std::vector<std::string> grpc_addrs;  // gRPC listeners, HOST:PORT
+  std::string grpc_token;               // bearer token remote tenants must present
+  std::string tls_cert, tls_key;        // PEM files: gRPC over TLS when both are set
+  uint64_t arena_bytes = 1ull << 30;    // shm arena per session
 };
 
 class Server {

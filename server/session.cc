@@ -36,8 +36,8 @@ void RunHostClosure(void* p) {
 
 }  // namespace
 
-Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel,
-                 transport::PeerInfo peer, SessionEnv env)
+Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, transport::PeerInfo peer,
+                 SessionEnv env)
     : id_(id), channel_(std::move(channel)), peer_(std::move(peer)), env_(env) {
   tenant_ = "session-" + std::to_string(id);
 }
@@ -115,15 +115,17 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     // into the device's address space so kernels may dereference arena memory
     // (zero-copy and managed memory). The tenant can use that only if it mapped
     // the arena at the same address as we did (the shm handshake asks it to).
-    RETURN_IF_ERROR(Check(
-        drv().cuMemHostRegister(a->base(), a->size(), CU_MEMHOSTREGISTER_DEVICEMAP),
-        "cuMemHostRegister"));
+    RETURN_IF_ERROR(
+        Check(drv().cuMemHostRegister(a->base(), a->size(), CU_MEMHOSTREGISTER_DEVICEMAP),
+              "cuMemHostRegister"));
     arena_registered_ = true;
     CUdeviceptr device_address = 0;
     CUresult r = drv().cuMemHostGetDevicePointer(&device_address, a->base(), 0);
     if (r != CUDA_SUCCESS)
       Log(Level::kWarn, "session",
-          {{"session", id_}, {"zero_copy", "off"}, {"why", "cuMemHostGetDevicePointer failed"},
+          {{"session", id_},
+           {"zero_copy", "off"},
+           {"why", "cuMemHostGetDevicePointer failed"},
            {"code", static_cast<int>(r)}});
     welcome.set_arena_device_address(device_address);
     uint64_t staging = arena::StagingBytes(kStagingSlots, kStagingSlotBytes);
@@ -136,8 +138,12 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     }
   }
   Log(Level::kInfo, "session",
-      {{"event", "open"}, {"session", id_}, {"tenant", tenant_}, {"peer", channel_->Describe()},
-       {"request", quota.request}, {"limit", quota.limit}});
+      {{"event", "open"},
+       {"session", id_},
+       {"tenant", tenant_},
+       {"peer", channel_->Describe()},
+       {"request", quota.request},
+       {"limit", quota.limit}});
   return OkStatus();
 }
 
@@ -277,8 +283,8 @@ Result<CUstream> Session::Enqueue(uint64_t id) {
   auto order_after = [&](uint64_t other_id, Stream& other) -> Status {
     if (other.gen <= st->seen[other_id]) return OkStatus();
     if (!other.marker)
-      RETURN_IF_ERROR(Check(drv().cuEventCreate(&other.marker, CU_EVENT_DISABLE_TIMING),
-                            "cuEventCreate"));
+      RETURN_IF_ERROR(
+          Check(drv().cuEventCreate(&other.marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     RETURN_IF_ERROR(Check(drv().cuEventRecord(other.marker, other.s), "cuEventRecord"));
     RETURN_IF_ERROR(Check(drv().cuStreamWaitEvent(st->s, other.marker, 0), "cuStreamWaitEvent"));
     st->seen[other_id] = other.gen;
@@ -343,7 +349,8 @@ Status Session::SyncAll() {
 
 Status Session::EnqueueHost(CUstream s, std::function<void()> fn) {
   auto boxed = std::make_unique<std::function<void()>>(std::move(fn));
-  RETURN_IF_ERROR(Check(drv().cuLaunchHostFunc(s, &RunHostClosure, boxed.get()), "cuLaunchHostFunc"));
+  RETURN_IF_ERROR(
+      Check(drv().cuLaunchHostFunc(s, &RunHostClosure, boxed.get()), "cuLaunchHostFunc"));
   (void)boxed.release();  // owned by RunHostClosure now
   return OkStatus();
 }
@@ -390,9 +397,9 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
   if (req.dptr() == 0) return OkStatus();
   auto it = allocations_.find(req.dptr());
   if (it == allocations_.end())
-    return Error(err::kInvalidValue,
-                 Hex(req.dptr()) + " is not the start of an allocation of this tenant "
-                                   "(already freed, never allocated, or interior)");
+    return Error(err::kInvalidValue, Hex(req.dptr()) +
+                                         " is not the start of an allocation of this tenant "
+                                         "(already freed, never allocated, or interior)");
   RETURN_IF_ERROR(SyncAll());  // cudaFree waits for the device, as CUDA does
   RETURN_IF_ERROR(Check(drv().cuMemFree(it->first), "cuMemFree"));
   uint64_t charged = arena::AlignUp(it->second, 256);
@@ -415,7 +422,8 @@ Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
 
 Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
   Status st = CheckDeviceRange(req.dst(), req.size(), "destination");
-  Result<const std::byte*> src = st.ok() ? HostSource(req.src(), req.size()) : Result<const std::byte*>(st);
+  Result<const std::byte*> src =
+      st.ok() ? HostSource(req.src(), req.size()) : Result<const std::byte*>(st);
   Result<CUstream> s = src.ok() ? Enqueue(req.stream()) : Result<CUstream>(src.status());
   if (!s.ok()) {
     ReleaseStagingSlot(req.staging_slot());
@@ -482,8 +490,9 @@ Status Session::OnMemcpyDtoD(const v1::MemcpyDtoDRequest& req, v1::Empty& rep) {
 Status Session::OnMemsetAsync(const v1::MemsetRequest& req, v1::Empty&) {
   RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
   ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  return Check(drv().cuMemsetD8Async(req.dst(), static_cast<unsigned char>(req.value()), req.size(), s),
-               "cuMemsetD8Async");
+  return Check(
+      drv().cuMemsetD8Async(req.dst(), static_cast<unsigned char>(req.value()), req.size(), s),
+      "cuMemsetD8Async");
 }
 
 Status Session::OnMemset(const v1::MemsetRequest& req, v1::Empty& rep) {
@@ -556,7 +565,8 @@ Status Session::OnLaunchHostFunc(const v1::HostFuncRequest& req, v1::Empty&) {
 void Session::RunHostFunc(uint64_t id) {
   v1::HostFuncRun run;
   run.set_id(id);
-  Status st = Send({.call = static_cast<uint32_t>(CallId::kHostFuncRun), .flags = 0, .seq = 0}, run);
+  Status st =
+      Send({.call = static_cast<uint32_t>(CallId::kHostFuncRun), .flags = 0, .seq = 0}, run);
   std::unique_lock lock(hf_mu_);
   if (st.ok()) hf_cv_.wait(lock, [&] { return hf_done_.count(id) > 0 || closing_; });
   hf_done_.erase(id);
@@ -578,7 +588,8 @@ Status Session::OnEventCreate(const v1::EventCreateRequest& req, v1::HandleReply
   constexpr uint32_t kKnown = 0x1 | 0x2;  // cudaEventBlockingSync | cudaEventDisableTiming
   if (req.flags() & 0x4)
     return Error(err::kNotSupported, "interprocess events are not supported through Remora");
-  if (req.flags() & ~kKnown) return Error(err::kInvalidValue, "unknown event flags " + Hex(req.flags()));
+  if (req.flags() & ~kKnown)
+    return Error(err::kInvalidValue, "unknown event flags " + Hex(req.flags()));
   CUevent e = nullptr;
   RETURN_IF_ERROR(Check(drv().cuEventCreate(&e, req.flags()), "cuEventCreate"));
   uint64_t id = next_handle_++;
@@ -620,7 +631,9 @@ Status Session::OnEventDestroy(const v1::EventRequest& req, v1::Empty&) {
 
 // ---- Device-wide ---------------------------------------------------------------
 
-Status Session::OnDeviceSynchronize(const v1::Empty&, v1::Empty&) { return SyncAll(); }
+Status Session::OnDeviceSynchronize(const v1::Empty&, v1::Empty&) {
+  return SyncAll();
+}
 
 Status Session::OnDeviceReset(const v1::Empty&, v1::Empty&) {
   Status st = FreeAll();
@@ -729,7 +742,8 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
 Status Session::OnUnregisterModule(const v1::UnregisterModuleRequest& req, v1::Empty&) {
   auto it = modules_.find(req.module());
   if (it == modules_.end())
-    return Error(err::kInvalidResourceHandle, "module " + Hex(req.module()) + " is not this tenant's");
+    return Error(err::kInvalidResourceHandle,
+                 "module " + Hex(req.module()) + " is not this tenant's");
   RETURN_IF_ERROR(SyncAll());
   std::erase_if(kernels_, [&](const auto& kv) { return kv.second.module == req.module(); });
   Status st = Check(drv().cuModuleUnload(it->second), "cuModuleUnload");
@@ -743,8 +757,9 @@ Status Session::OnLaunchKernel(const v1::LaunchRequest& req, v1::Empty&) {
     return Error(err::kInvalidDeviceFunction, "kernel " + Hex(req.kernel()) + " is not registered");
   const Kernel& k = it->second;
   if (req.params().size() != k.param_bytes)
-    return Error(err::kInvalidValue, "kernel parameters are " + std::to_string(req.params().size()) +
-                                         " bytes, the kernel takes " + std::to_string(k.param_bytes));
+    return Error(err::kInvalidValue,
+                 "kernel parameters are " + std::to_string(req.params().size()) +
+                     " bytes, the kernel takes " + std::to_string(k.param_bytes));
   ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
   size_t size = req.params().size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<char*>(req.params().data()),
@@ -759,8 +774,8 @@ Status Session::OnFuncSetAttribute(const v1::FuncAttributeRequest& req, v1::Empt
   auto it = kernels_.find(req.kernel());
   if (it == kernels_.end())
     return Error(err::kInvalidDeviceFunction, "kernel " + Hex(req.kernel()) + " is not registered");
-  return Check(drv().cuFuncSetAttribute(it->second.fn, static_cast<CUfunction_attribute>(req.attribute()),
-                                        req.value()),
+  return Check(drv().cuFuncSetAttribute(
+                   it->second.fn, static_cast<CUfunction_attribute>(req.attribute()), req.value()),
                "cuFuncSetAttribute");
 }
 
@@ -830,8 +845,13 @@ void Session::Teardown() {
   if (arena_registered_) (void)drv().cuMemHostUnregister(channel_->arena()->base());
   if (admitted_) env_.ledger->Remove(id_);
   Log(Level::kInfo, "session",
-      {{"event", "closed"}, {"session", id_}, {"tenant", tenant_}, {"freed_bytes", held},
-       {"freed_allocations", n_alloc}, {"streams", n_streams}, {"events", n_events}});
+      {{"event", "closed"},
+       {"session", id_},
+       {"tenant", tenant_},
+       {"freed_bytes", held},
+       {"freed_allocations", n_alloc},
+       {"streams", n_streams},
+       {"events", n_events}});
 }
 
 }  // namespace remora::server

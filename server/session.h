@@ -76,9 +76,9 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   struct Stream {
     CUstream s = nullptr;
-    bool blocking = true;       // synchronizes with the legacy default stream
-    uint64_t gen = 0;           // work items enqueued so far
-    CUevent marker = nullptr;   // recorded on demand for cross-stream ordering
+    bool blocking = true;               // synchronizes with the legacy default stream
+    uint64_t gen = 0;                   // work items enqueued so far
+    CUevent marker = nullptr;           // recorded on demand for cross-stream ordering
     std::map<uint64_t, uint64_t> seen;  // other stream id -> its gen this one waited for
   };
 
@@ -110,8 +110,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
   void ServeBacklogFrame(const transport::Frame& f);
   Status FreeAll();
-  Status Check(CUresult r, const char* what) const { return env_.device->Check(r, what); }
-  const DriverTable& drv() const { return env_.device->drv(); }
+  Status Check(CUresult r, const char* what) const {
+    return env_.device->Check(r, what);
+  }
+  const DriverTable& drv() const {
+    return env_.device->drv();
+  }
 
   const uint64_t id_;
   std::unique_ptr<transport::Channel> channel_;
