@@ -163,8 +163,13 @@ CUresult Context::DestroyStream(CUstream s) {
 CUresult Context::EnqueueLocked(Stream* st, Work& w) {
   if (st == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (st == legacy_.get()) {
-    auto tails = TailsLocked(st);
-    w.deps.insert(w.deps.end(), tails.begin() + 1, tails.end());
+    // TailsLocked(st) minus its first entry, appended in place: no temporary.
+    for (const auto& [h, other] : streams_) {
+      if (Blocking(*other)) w.deps.push_back(other->tail());
+    }
+    for (const auto& other : retired_) {
+      if (Blocking(*other)) w.deps.push_back(other->tail());
+    }
   } else if (Blocking(*st) && legacy_ != nullptr) {
     w.deps.push_back(legacy_->tail());
   }
@@ -192,12 +197,19 @@ CUresult Context::SyncStream(CUstream s) {
   return Check();
 }
 
+// Checks the same markers as TailsLocked without building the vector: a
+// polled query allocates nothing.
 CUresult Context::QueryStream(CUstream s) {
   std::lock_guard lock(mu_);
   const Stream* st = ResolveLocked(s);
   if (st == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  for (const auto& m : TailsLocked(st)) {
-    if (m != nullptr && !m->done.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_READY;
+  if (!st->idle()) return CUDA_ERROR_NOT_READY;
+  if (st != legacy_.get()) return CUDA_SUCCESS;
+  for (const auto& [h, other] : streams_) {
+    if (Blocking(*other) && !other->idle()) return CUDA_ERROR_NOT_READY;
+  }
+  for (const auto& other : retired_) {
+    if (Blocking(*other) && !other->idle()) return CUDA_ERROR_NOT_READY;
   }
   return CUDA_SUCCESS;
 }

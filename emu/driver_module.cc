@@ -248,27 +248,30 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
   if (uint64_t{k.num_regs} * ((threads + 31) / 32 * 32) > kRegistersPerBlock) {
     return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   }
-  auto params = std::make_shared<std::vector<std::byte>>();
-  EMU_RETURN_IF_ERROR(PackParams(k, kernelParams, extra, params.get()));
+  std::vector<std::byte> params;
+  EMU_RETURN_IF_ERROR(PackParams(k, kernelParams, extra, &params));
 
+  // Per launch the closure owns the packed parameters (no shared_ptr), and the
+  // printf buffer lives on the worker's stack: ptx::Launch returns only after
+  // every block ran, so the sink (one pointer, stored inline) cannot outlive it.
   Work w;
   w.device_time = true;
-  w.run = [ctx, mod = fr.module, index = fr.fn->index, params, hStream, grid = std::to_array(grid),
-           block = std::to_array(block), sharedMemBytes] {
-    auto out = std::make_shared<PrintfBuffer>();
+  w.run = [ctx, mod = fr.module, index = fr.fn->index, params = std::move(params), hStream,
+           grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes] {
+    PrintfBuffer out;
     ptx::LaunchConfig cfg;
     std::copy(grid.begin(), grid.end(), cfg.grid);
     std::copy(block.begin(), block.end(), cfg.block);
     cfg.dynamic_shared_bytes = sharedMemBytes;
-    cfg.params = *params;
+    cfg.params = params;
     cfg.global_addresses = mod->global_addrs;
     cfg.memory = &ctx->memory();
-    cfg.printf_sink = [out](std::string_view text) {
-      std::lock_guard lock(out->mu);
-      out->text.append(text);
+    cfg.printf_sink = [sink = &out](std::string_view text) {
+      std::lock_guard lock(sink->mu);
+      sink->text.append(text);
     };
     const remora::Status s = ptx::Launch(*mod->program, index, cfg);
-    if (!out->text.empty()) DeliverPrintf(hStream, out->text);
+    if (!out.text.empty()) DeliverPrintf(hStream, out.text);
     if (!s.ok()) {
       CUresult code = ToCuResult(s);
       if (code != CUDA_ERROR_ILLEGAL_ADDRESS && code != CUDA_ERROR_ASSERT) {

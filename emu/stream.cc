@@ -41,13 +41,17 @@ Stream::~Stream() {
   if (worker_.joinable()) worker_.join();
 }
 
+// Signals only a worker that is (about to be) asleep: while it drains a busy
+// queue it re-checks queue_ under mu_ before waiting, so no wake-up is lost.
 void Stream::Push(Work w) {
+  bool wake;
   {
     std::lock_guard lock(mu_);
     tail_ = w.done;
     queue_.push_back(std::move(w));
+    wake = sleeping_;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 std::shared_ptr<Marker> Stream::tail() const {
@@ -74,7 +78,11 @@ void Stream::Loop() {
     Work w;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+      while (!closed_ && queue_.empty()) {
+        sleeping_ = true;
+        cv_.wait(lock);
+        sleeping_ = false;
+      }
       if (queue_.empty()) break;
       w = std::move(queue_.front());
       queue_.pop_front();

@@ -94,6 +94,7 @@ class Stream {
   std::deque<Work> queue_;
   std::shared_ptr<Marker> tail_;
   bool closed_ = false;
+  bool sleeping_ = false;  // the worker waits on cv_; Push signals only then (guarded by mu_)
   std::atomic<bool> finished_{false};
   std::atomic<uint64_t> busy_ns_{0};
   std::thread worker_;  // last: starts after every member above exists
