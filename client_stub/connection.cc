@@ -207,33 +207,85 @@ cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, st
 }
 
 // Receives frames until the one with `seq` arrives, either as the receiver or
-// by being handed it by whichever thread is.
+// by being handed it by whichever thread is. A lone caller (receiver role free,
+// nothing handed over) receives without taking mu_; see TryClaimReceiver.
 cudaError_t Connection::WaitReply(uint64_t seq, Frame& out) {
+  if (fail_.load(std::memory_order_acquire) == 0 && TryClaimReceiver()) [[likely]] {
+    Status s = ch_->Receive(out, Deadline::Never());
+    if (!s.ok()) [[unlikely]] {
+      ReleaseReceiver();
+      return Lost(s);
+    }
+    if (out.header.seq == seq && out.header.call != static_cast<uint32_t>(CallId::kHostFuncRun))
+        [[likely]] {
+      ReleaseReceiver();
+      return cudaSuccess;
+    }
+    // Someone else's reply or a HostFuncRun: hand it over before giving up the
+    // role, so whoever claims the role next sees handed_ != 0.
+    {
+      std::lock_guard lock(mu_);
+      Dispatch(std::move(out));
+      receiving_.store(false, std::memory_order_seq_cst);
+    }
+    cv_.notify_all();
+  }
   std::unique_lock lock(mu_);
   for (;;) {
     if (auto it = ready_.find(seq); it != ready_.end()) {
       out = std::move(it->second);
       ready_.erase(it);
+      handed_.store(ready_.size(), std::memory_order_relaxed);
       return cudaSuccess;
     }
     if (int f = fail_.load(std::memory_order_acquire)) return static_cast<cudaError_t>(f);
-    if (receiving_) {
+    // seq_cst increment before the role check: pairs with ReleaseReceiver.
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    bool expected = false;
+    if (!receiving_.compare_exchange_strong(expected, true, std::memory_order_seq_cst)) {
       cv_.wait(lock);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       continue;
     }
-    receiving_ = true;
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
     lock.unlock();
     Status s = ch_->Receive(out, Deadline::Never());
     lock.lock();
-    receiving_ = false;
+    const bool mine = s.ok() && out.header.seq == seq &&
+                      out.header.call != static_cast<uint32_t>(CallId::kHostFuncRun);
+    if (s.ok() && !mine) Dispatch(std::move(out));
+    receiving_.store(false, std::memory_order_seq_cst);
     cv_.notify_all();  // a reply for someone else, or the receiver role is free
     if (!s.ok()) {
       lock.unlock();
       return Lost(s);
     }
-    if (out.header.seq == seq && out.header.call != static_cast<uint32_t>(CallId::kHostFuncRun))
-      return cudaSuccess;
-    Dispatch(std::move(out));
+    if (mine) return cudaSuccess;
+  }
+}
+
+// Claims the receiver role without mu_. Fails if another thread holds it or a
+// frame was handed over (possibly ours): the caller then takes the locked path.
+// handed_ is written under mu_ before the role is released (seq_cst store), so
+// the claiming CAS that reads that release also sees the hand-over.
+bool Connection::TryClaimReceiver() {
+  if (handed_.load(std::memory_order_acquire) != 0) return false;
+  bool expected = false;
+  if (!receiving_.compare_exchange_strong(expected, true, std::memory_order_seq_cst)) return false;
+  if (handed_.load(std::memory_order_seq_cst) == 0) [[likely]]
+    return true;
+  ReleaseReceiver();
+  return false;
+}
+
+// Gives up the role taken by TryClaimReceiver. The store and the sleepers_
+// load are seq_cst, as are a waiter's sleepers_ increment and role CAS: either
+// the waiter sees the role free or we see the waiter and wake it under mu_.
+void Connection::ReleaseReceiver() {
+  receiving_.store(false, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) != 0) [[unlikely]] {
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
   }
 }
 
@@ -245,6 +297,7 @@ void Connection::Dispatch(Frame&& f) {
     return;
   }
   ready_[f.header.seq] = std::move(f);
+  handed_.store(ready_.size(), std::memory_order_relaxed);
 }
 
 uint64_t Connection::AddHostFunc(std::function<void(cudaError_t)> fn) {
@@ -285,24 +338,26 @@ void Connection::CallbackLoop() {
       lock.lock();
       continue;
     }
-    if (!host_funcs_.empty() && !receiving_ && fail_.load(std::memory_order_acquire) == 0) {
-      receiving_ = true;
+    bool expected = false;
+    if (!host_funcs_.empty() && fail_.load(std::memory_order_acquire) == 0 &&
+        receiving_.compare_exchange_strong(expected, true, std::memory_order_seq_cst)) {
       lock.unlock();
       Frame f;
       Status s = ch_->Receive(f, Deadline::In(kCallbackPoll));
       lock.lock();
-      receiving_ = false;
+      if (s.ok()) Dispatch(std::move(f));  // before the role is free: see TryClaimReceiver
+      receiving_.store(false, std::memory_order_seq_cst);
       cv_.notify_all();
-      if (s.ok()) {
-        Dispatch(std::move(f));
-      } else if (s.code() != err::kNotReady) {
+      if (!s.ok() && s.code() != err::kNotReady) {
         lock.unlock();
         Lost(s);
         lock.lock();
       }
       continue;
     }
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
     cv_.wait_for(lock, kCallbackPoll);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

@@ -123,6 +123,8 @@ class Connection {
   cudaError_t Lost(const Status& s);
   cudaError_t Send(CallId id, uint64_t seq, std::span<const std::byte> body);
   cudaError_t WaitReply(uint64_t seq, transport::Frame& out);
+  bool TryClaimReceiver();
+  void ReleaseReceiver();
   void Dispatch(transport::Frame&& f);  // REQUIRES: mu_ held
   void CallbackLoop();
 
@@ -138,9 +140,17 @@ class Connection {
 
   std::mutex send_mu_;
 
+  // The receiver role: claimed by CAS (under mu_, or without it on the lone-caller
+  // fast path), released by a seq_cst store followed by a sleepers_ check.
+  std::atomic<bool> receiving_{false};
+  // Threads in cv_ waits (written under mu_, read without it by ReleaseReceiver).
+  std::atomic<int> sleepers_{0};
+  // ready_.size(), written under mu_ (before the role is released); read without
+  // it by TryClaimReceiver.
+  std::atomic<size_t> handed_{0};
+
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
-  bool receiving_ = false;
   std::unordered_map<uint64_t, transport::Frame> ready_;
   struct HostRun {
     uint64_t id;
