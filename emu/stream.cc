@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace remora::emu {
@@ -14,20 +15,31 @@ int64_t NowNs() {
 }
 
 void Progress::Complete(Marker& m) {
-  m.time_ns.store(NowNs(), std::memory_order_relaxed);
+  Complete(m, NowNs());
+}
+
+// Wakes waiters only when one waits for `m`: a thread synchronising on a
+// stream's tail is not woken by every launch completing before it.
+void Progress::Complete(Marker& m, int64_t now_ns) {
+  m.time_ns.store(now_ns, std::memory_order_relaxed);
+  bool wake;
   {
     std::lock_guard lock(mu_);
     // release: pairs with the acquire loads in Wait and in callers polling done.
     m.done.store(true, std::memory_order_release);
+    wake = std::find(waited_.begin(), waited_.end(), &m) != waited_.end();
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
 }
 
 void Progress::Wait(std::span<const std::shared_ptr<Marker>> markers) {
   std::unique_lock lock(mu_);
   for (const auto& m : markers) {
-    if (m == nullptr) continue;
+    if (m == nullptr || m->done.load(std::memory_order_acquire)) continue;
+    // Registered under mu_, as Complete checks it: no wake-up is lost.
+    waited_.push_back(m.get());
     cv_.wait(lock, [&] { return m->done.load(std::memory_order_acquire); });
+    waited_.erase(std::find(waited_.begin(), waited_.end(), m.get()));
   }
 }
 
@@ -88,14 +100,16 @@ void Stream::Loop() {
       queue_.pop_front();
     }
     progress_.Wait(w.deps);
-    if (w.run && skip_.load(std::memory_order_acquire) == 0) {
-      const int64_t start = NowNs();
-      w.run();
-      if (w.device_time) {
-        busy_ns_.fetch_add(static_cast<uint64_t>(NowNs() - start), std::memory_order_relaxed);
-      }
+    // One clock read per item (two for device_time): the end of the run is
+    // also the completion time.
+    const bool run = w.run && skip_.load(std::memory_order_acquire) == 0;
+    const int64_t start = run && w.device_time ? NowNs() : 0;
+    if (run) w.run();
+    const int64_t end = NowNs();
+    if (run && w.device_time) {
+      busy_ns_.fetch_add(static_cast<uint64_t>(end - start), std::memory_order_relaxed);
     }
-    progress_.Complete(*w.done);
+    progress_.Complete(*w.done, end);
   }
   finished_.store(true, std::memory_order_release);
 }

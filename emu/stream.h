@@ -35,14 +35,18 @@ struct Marker {
 // context, notified whenever any marker of the context completes.
 class Progress {
  public:
-  // Marks `m` done at the current steady-clock time and wakes all waiters.
+  // Marks `m` done at the current steady-clock time and wakes the threads
+  // waiting for it.
   void Complete(Marker& m);
+  // As above, with the completion time `now_ns` (from NowNs) read by the caller.
+  void Complete(Marker& m, int64_t now_ns);
   // Blocks until every marker in `markers` (nulls ignored) is done.
   void Wait(std::span<const std::shared_ptr<Marker>> markers);
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
+  std::vector<const Marker*> waited_;  // markers some Wait blocks on (guarded by mu_)
 };
 
 // Returns the steady-clock time in nanoseconds.
