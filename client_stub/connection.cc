@@ -12,6 +12,8 @@
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 
+#include "transport/fragment.h"
+
 #ifdef REMORA_STUB_HAVE_GRPC
 #include "transport/grpc/client.h"
 #endif
@@ -108,7 +110,7 @@ void Connection::Connect() {
                                                   (env ? env : kDefaultServer) + ": " +
                                                   ch.status().message());
   }
-  ch_ = std::move(*ch);
+  ch_ = std::make_unique<transport::FragmentingChannel>(std::move(*ch));
 
   v1::Hello hello;
   hello.set_protocol_version(kProtocolVersion);

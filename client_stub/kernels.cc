@@ -1,8 +1,6 @@
 // client_stub/kernels.cc - the module registry, lazy RegisterModule, launch packing.
 #include "client_stub/kernels.h"
 
-#include <openssl/evp.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -60,7 +58,7 @@ cudaError_t Register(Module& m) {
   // The hash alone first: the server keeps every fat binary it was sent, so a
   // program run again (or a second tenant running it) ships its images once.
   v1::RegisterModuleRequest req;
-  req.set_hash(ModuleHash(*images));
+  req.set_hash(fatbin::ImagesDigest(*images));
   uint32_t version;
   std::memcpy(&version, static_cast<const std::byte*>(m.wrapper) + 4, sizeof version);
   req.set_rdc(version == 2);
@@ -87,6 +85,9 @@ cudaError_t Register(Module& m) {
       k->shared_size_bytes = l.shared_size_bytes();
       k->local_size_bytes = l.local_size_bytes();
       k->num_regs = l.num_regs();
+      k->ptx_version = l.ptx_version();
+      k->binary_version = l.binary_version();
+      k->const_size_bytes = l.const_size_bytes();
     }
   }
   for (const v1::VariableInfo& vi : rep.variables()) {
@@ -286,20 +287,6 @@ bool PopConfig(LaunchConfig* c) {
   *c = t_configs.back();
   t_configs.pop_back();
   return true;
-}
-
-std::string ModuleHash(const std::vector<std::span<const std::byte>>& images) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return {};
-  for (std::span<const std::byte> img : images) {
-    uint64_t n = img.size();
-    EVP_DigestUpdate(ctx.get(), &n, sizeof n);
-    EVP_DigestUpdate(ctx.get(), img.data(), img.size());
-  }
-  EVP_DigestFinal_ex(ctx.get(), out, &len);
-  return std::string(reinterpret_cast<char*>(out), len);
 }
 
 }  // namespace remora::client_stub

@@ -34,6 +34,7 @@ struct Kernel {
   std::vector<uint32_t> offsets, sizes;
   uint32_t param_bytes = 0;
   int32_t max_threads_per_block = 0, shared_size_bytes = 0, local_size_bytes = 0, num_regs = 0;
+  int32_t ptx_version = 0, binary_version = 0, const_size_bytes = 0;
 };
 
 // A __device__/__constant__ variable, by its host shadow.
@@ -87,9 +88,6 @@ struct LaunchConfig {
 void PushConfig(const LaunchConfig& c);
 // False if the stack is empty.
 bool PopConfig(LaunchConfig* c);
-
-// Digest the server deduplicates modules by: SHA-256 over each image's length and bytes.
-std::string ModuleHash(const std::vector<std::span<const std::byte>>& images);
 
 // Packs `args` (one pointer per parameter) per the layout into `out`
 // (param_bytes long). False if the layout is inconsistent.

@@ -3,6 +3,7 @@
 
 #include <lz4.h>
 #include <lz4frame.h>
+#include <openssl/evp.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -258,11 +259,7 @@ std::string PtxText(Bytes decoded) {
 
 Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch) {
   ASSIGN_OR_RETURN(std::vector<Entry> entries, Parse(fatbin));
-  const Entry* best = nullptr;
-  for (const Entry& e : entries) {
-    if (e.kind != Kind::kPtx || e.arch > device_arch) continue;
-    if (best == nullptr || e.arch < best->arch) best = &e;
-  }
+  const Entry* best = Choose(entries, device_arch, /*ptx_only=*/true);
   if (best == nullptr)
     return Error(err::kNoKernelImage,
                  "fatbin: no PTX for compute_" + std::to_string(device_arch) + " or older");
@@ -302,6 +299,50 @@ Result<std::vector<Bytes>> WrapperImages(const void* wrapper) {
     }
   }
   return images;
+}
+
+const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool ptx_only) {
+  const Entry* elf = nullptr;
+  const Entry* ptx = nullptr;
+  for (const Entry& e : entries) {
+    if (e.arch > device_arch) continue;
+    if (e.kind == Kind::kElf && !ptx_only && e.arch / 10 == device_arch / 10 &&
+        (!elf || e.arch > elf->arch))
+      elf = &e;
+    if (e.kind == Kind::kPtx && (!ptx || (ptx_only ? e.arch < ptx->arch : e.arch > ptx->arch)))
+      ptx = &e;
+  }
+  return elf ? elf : ptx;
+}
+
+std::string EntryName(const Entry& e) {
+  const char* prefix = e.kind == Kind::kPtx ? "compute_" : e.kind == Kind::kElf ? "sm_" : "kind?_";
+  return prefix + std::to_string(e.arch);
+}
+
+std::string Describe(Bytes fatbin) {
+  Result<std::vector<Entry>> entries = Parse(fatbin);
+  if (!entries.ok()) return "malformed (" + entries.status().message() + ")";
+  std::string out;
+  for (const Entry& e : *entries) {
+    if (!out.empty()) out += ' ';
+    out += EntryName(e);
+  }
+  return out.empty() ? "empty" : out;
+}
+
+std::string ImagesDigest(std::span<const Bytes> images) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return {};
+  for (Bytes img : images) {
+    const uint64_t n = img.size();
+    EVP_DigestUpdate(ctx.get(), &n, sizeof n);
+    EVP_DigestUpdate(ctx.get(), img.data(), img.size());
+  }
+  EVP_DigestFinal_ex(ctx.get(), out, &len);
+  return std::string(reinterpret_cast<char*>(out), len);
 }
 
 }  // namespace remora::fatbin

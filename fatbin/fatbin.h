@@ -95,4 +95,22 @@ Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch);
 // version and sizes are still checked (kInvalidPtx).
 Result<std::vector<Bytes>> WrapperImages(const void* wrapper);
 
+// The entry a driver for compute capability `device_arch` (e.g. 90) loads:
+// the ELF of the highest arch <= device_arch with the same major version
+// (binary compatible), else the PTX it JIT-compiles, of the highest arch <=
+// device_arch. With `ptx_only` (an emulator: no ELF, the oldest ISA is the
+// simplest) the lowest-arch PTX <= device_arch. nullptr if none fits.
+const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool ptx_only);
+
+// "sm_75" / "compute_75" for an entry, as nvcc's -gencode spells them.
+std::string EntryName(const Entry& e);
+
+// The entries of a fat binary in one line for logs ("sm_75 compute_75 sm_90 ..."),
+// or "malformed (<why>)".
+std::string Describe(Bytes fatbin);
+
+// The digest modules are deduplicated by: SHA-256 over each image's length
+// (u64, little-endian) and bytes, in order, so the boundaries count.
+std::string ImagesDigest(std::span<const Bytes> images);
+
 }  // namespace remora::fatbin

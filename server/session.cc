@@ -2,10 +2,13 @@
 #include "server/session.h"
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
+#include "fatbin/fatbin.h"
 #include "proto/arena.h"
 #include "server/log.h"
+#include "transport/fragment.h"
 
 namespace remora::server {
 
@@ -38,7 +41,10 @@ void RunHostClosure(void* p) {
 
 Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, transport::PeerInfo peer,
                  SessionEnv env)
-    : id_(id), channel_(std::move(channel)), peer_(std::move(peer)), env_(env) {
+    : id_(id),
+      channel_(std::make_unique<transport::FragmentingChannel>(std::move(channel))),
+      peer_(std::move(peer)),
+      env_(env) {
   tenant_ = "session-" + std::to_string(id);
 }
 
@@ -649,25 +655,82 @@ Status Session::OnGoodbye(const v1::Empty&, v1::Empty&) {
 
 // ---- Kernels -------------------------------------------------------------------
 
-Result<CUmodule> Session::LoadModule(const FatbinImages& images) {
+namespace {
+
+// The images' entries for the module log, and the one a driver of `arch`
+// takes from `img` (the emulator runs PTX only).
+bool IsFatbin(const std::string& img) {
+  return img.size() >= 4 && std::memcmp(img.data(), &fatbin::kFatbinMagic, 4) == 0;
+}
+
+// What cuModuleLoadData takes besides fat binaries.
+const char* PlainImageKind(const std::string& img) {
+  return img.starts_with(
+             "\x7f"
+             "ELF")
+             ? "cubin"
+             : "PTX text";
+}
+
+std::string OfferedImages(const FatbinImages& images) {
+  std::string out;
+  for (size_t i = 0; i < images.images.size(); ++i) {
+    const std::string& img = images.images[i];
+    if (i) out += " | ";
+    out += IsFatbin(img) ? fatbin::Describe(std::as_bytes(std::span(img.data(), img.size())))
+                         : PlainImageKind(img);
+  }
+  return out;
+}
+
+// Appends `name` to a log list of at most a few names, then counts the rest.
+void AppendCapped(std::string& list, int& count, const std::string& name) {
+  constexpr int kShown = 5;
+  if (++count <= kShown) list += (list.empty() ? "" : " ") + name;
+}
+
+std::string ChosenEntry(const std::string& img, uint32_t arch, bool ptx_only) {
+  if (!IsFatbin(img)) return PlainImageKind(img);
+  Result<std::vector<fatbin::Entry>> entries =
+      fatbin::Parse(std::as_bytes(std::span(img.data(), img.size())));
+  if (!entries.ok()) return "none";
+  const fatbin::Entry* e = fatbin::Choose(*entries, arch, ptx_only);
+  return e ? fatbin::EntryName(*e) : "none";
+}
+
+}  // namespace
+
+Result<CUmodule> Session::LoadModule(const FatbinImages& images, std::string* how) {
   CUmodule mod = nullptr;
   if (images.images.empty()) return Error(err::kInvalidPtx, "no fat binary images");
+  const auto& attrs = env_.device->info().attributes();
+  auto attr = [&](int a) { return a < attrs.size() ? attrs[a] : 0; };
+  const uint32_t arch = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                        attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  const bool ptx_only = drv().emulated;
   // images[0] is the whole program (v1) or, for -rdc (v2), the device-linked
   // fatbin: machine code only. A GPU of that architecture loads it as it is.
   CUresult r = drv().cuModuleLoadData(&mod, images.images[0].data());
-  if (r == CUDA_SUCCESS) return mod;
+  if (r == CUDA_SUCCESS) {
+    *how = (images.rdc ? "device-linked image " : "image ") +
+           ChosenEntry(images.images[0], arch, ptx_only);
+    return mod;
+  }
   if (!images.rdc || images.images.size() < 2 || r != CUDA_ERROR_NO_BINARY_FOR_GPU)
     return Check(r, "cuModuleLoadData");
   // Otherwise link the per-translation-unit fatbins (their PTX) into one module.
   CUlinkState link = nullptr;
   RETURN_IF_ERROR(Check(drv().cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
   Status st;
+  *how = "linked";
   for (size_t i = 1; i < images.images.size() && st.ok(); ++i) {
     const std::string& img = images.images[i];
+    *how += " " + ChosenEntry(img, arch, true);
     st = Check(drv().cuLinkAddData(link, CU_JIT_INPUT_FATBINARY, const_cast<char*>(img.data()),
                                    img.size(), "tenant", 0, nullptr, nullptr),
                "cuLinkAddData");
   }
+  *how += " of " + std::to_string(images.images.size() - 1) + " translation units";
   void* cubin = nullptr;
   size_t cubin_size = 0;
   if (st.ok()) st = Check(drv().cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete");
@@ -680,6 +743,7 @@ Result<CUmodule> Session::LoadModule(const FatbinImages& images) {
 Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
                                  v1::RegisterModuleReply& rep) {
   std::shared_ptr<const FatbinImages> images;
+  std::string digest = req.hash();
   if (req.images_size() == 0) {
     images = env_.modules->Get(req.hash());
     if (!images) {  // not an error: the stub sends the images next (session.proto)
@@ -687,19 +751,45 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
       return OkStatus();
     }
   } else {
+    // The cache key is our own digest of the bytes received, never the tenant's
+    // claim, so no tenant can plant images under another program's hash.
     FatbinImages fresh;
     fresh.rdc = req.rdc();
-    for (const std::string& img : req.images()) fresh.images.push_back(img);
-    images = env_.modules->Put(req.hash(), std::move(fresh));
+    std::vector<fatbin::Bytes> views;
+    for (const std::string& img : req.images()) {
+      fresh.images.push_back(img);
+      views.push_back(std::as_bytes(std::span(img.data(), img.size())));
+    }
+    digest = fatbin::ImagesDigest(views);
+    if (digest != req.hash())
+      Log(Level::kWarn, "module", {{"tenant", tenant_}, {"event", "hash_mismatch"}});
+    images = env_.modules->Put(digest, std::move(fresh));
   }
-  ASSIGN_OR_RETURN(CUmodule mod, LoadModule(*images));
+  const std::string first_kernel = req.kernels_size() ? req.kernels(0) : "";
+  std::string how;
+  Result<CUmodule> loaded = LoadModule(*images, &how);
+  if (!loaded.ok()) {
+    Log(Level::kWarn, "module",
+        {{"tenant", tenant_},
+         {"event", "refused"},
+         {"offered", OfferedImages(*images)},
+         {"kernels", req.kernels_size()},
+         {"first_kernel", first_kernel},
+         {"error", loaded.status().ToString()}});
+    return Error(loaded.status().code(), "module with kernel " + first_kernel + " (images " +
+                                             OfferedImages(*images) +
+                                             "): " + loaded.status().message());
+  }
+  CUmodule mod = *loaded;
   uint64_t module_id = next_handle_++;
   modules_[module_id] = mod;
   rep.set_module(module_id);
+  std::string missing;
+  int missing_count = 0;
   for (const std::string& name : req.kernels()) {
     CUfunction fn = nullptr;
     if (drv().cuModuleGetFunction(&fn, mod, name.c_str()) != CUDA_SUCCESS) {
-      Log(Level::kWarn, "module", {{"tenant", tenant_}, {"missing_kernel", name}});
+      AppendCapped(missing, missing_count, name);
       continue;
     }
     v1::KernelLayout* k = rep.add_kernels();
@@ -722,6 +812,9 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
     k->set_shared_size_bytes(attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
     k->set_local_size_bytes(attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
     k->set_num_regs(attr(CU_FUNC_ATTRIBUTE_NUM_REGS));
+    k->set_ptx_version(attr(CU_FUNC_ATTRIBUTE_PTX_VERSION));
+    k->set_binary_version(attr(CU_FUNC_ATTRIBUTE_BINARY_VERSION));
+    k->set_const_size_bytes(attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
     uint64_t handle = next_handle_++;
     k->set_handle(handle);
     kernels_[handle] = Kernel{fn, bytes, module_id};
@@ -729,13 +822,27 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
   for (const std::string& name : req.variables()) {
     CUdeviceptr p = 0;
     size_t size = 0;
-    if (drv().cuModuleGetGlobal(&p, &size, mod, name.c_str()) != CUDA_SUCCESS) continue;
+    if (drv().cuModuleGetGlobal(&p, &size, mod, name.c_str()) != CUDA_SUCCESS) {
+      AppendCapped(missing, missing_count, name);
+      continue;
+    }
     symbols_[p] = size;
     v1::VariableInfo* v = rep.add_variables();
     v->set_name(name);
     v->set_dptr(p);
     v->set_size(size);
   }
+  Log(missing_count ? Level::kWarn : Level::kInfo, "module",
+      {{"tenant", tenant_},
+       {"event", "loaded"},
+       {"module", module_id},
+       {"offered", OfferedImages(*images)},
+       {"chosen", how},
+       {"kernels_found", rep.kernels_size()},
+       {"kernels_registered", req.kernels_size()},
+       {"variables_found", rep.variables_size()},
+       {"missing_count", missing_count},
+       {"missing", missing}});
   return OkStatus();
 }
 

@@ -138,7 +138,8 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   std::unordered_map<uint64_t, CUmodule> modules_;
   std::unordered_map<uint64_t, Kernel> kernels_;
-  Result<CUmodule> LoadModule(const FatbinImages& images);
+  // Loads a module from `images`; `how` says which image or linked PTX it used.
+  Result<CUmodule> LoadModule(const FatbinImages& images, std::string* how);
   uint64_t next_handle_ = 0x1000;
 
   Status deferred_;  // first failure of a stream-ordered call since the last reply

@@ -353,15 +353,6 @@ TEST(Kernels, PackParamsFollowsTheLayout) {
   EXPECT_FALSE(PackParams(k, args, &out));
 }
 
-TEST(Kernels, ModuleHashDependsOnBoundaries) {
-  std::byte ab[] = {std::byte{1}, std::byte{2}};
-  std::span<const std::byte> whole(ab, 2), first(ab, 1), second(ab + 1, 1);
-  std::string h1 = ModuleHash({whole}), h2 = ModuleHash({first, second});
-  EXPECT_EQ(h1.size(), 32u);
-  EXPECT_NE(h1, h2);
-  EXPECT_EQ(h1, ModuleHash({whole}));
-}
-
 TEST(Errors, LastErrorIsPerThreadAndReset) {
   EXPECT_EQ(TakeLastError(), cudaSuccess);
   RecordError(cudaErrorInvalidValue);

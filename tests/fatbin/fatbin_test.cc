@@ -372,5 +372,16 @@ TEST(PtxText, StripsOnlyTrailingNuls) {
   EXPECT_EQ(PtxText({}), "");
 }
 
+TEST(ImagesDigest, DependsOnBoundariesAndBytes) {
+  std::byte ab[] = {std::byte{1}, std::byte{2}};
+  Bytes whole(ab, 2), first(ab, 1), second(ab + 1, 1);
+  const std::string h1 = ImagesDigest(std::vector<Bytes>{whole});
+  EXPECT_EQ(h1.size(), 32u);
+  EXPECT_NE(h1, ImagesDigest(std::vector<Bytes>{first, second}));
+  EXPECT_EQ(h1, ImagesDigest(std::vector<Bytes>{whole}));
+  ab[1] = std::byte{3};
+  EXPECT_NE(h1, ImagesDigest(std::vector<Bytes>{whole}));
+}
+
 }  // namespace
 }  // namespace remora::fatbin

@@ -13,10 +13,12 @@
 #include <random>
 #include <thread>
 
+#include "fatbin/fatbin.h"
 #include "proto/arena.h"
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
 #include "server/server.h"
+#include "transport/fragment.h"
 #include "transport/shm/shm_channel.h"
 
 namespace remora {
@@ -38,7 +40,7 @@ class Client {
     auto ch = transport::ShmConnect(path, Deadline::In(5s));
     if (!ch.ok()) return nullptr;
     auto c = std::make_unique<Client>();
-    c->ch_ = std::move(ch).value();
+    c->ch_ = std::make_unique<transport::FragmentingChannel>(std::move(ch).value());
     hello.set_protocol_version(kProtocolVersion);
     hello.set_client_pid(getpid());
     hello.set_program("server_test");
@@ -139,27 +141,44 @@ TEST_F(ServerTest, ArenaIsDeviceMappedForZeroCopy) {
   EXPECT_EQ(c->welcome().arena_device_address() % 4096, 0u);
 }
 
+std::string Digest(const v1::RegisterModuleRequest& req) {
+  std::vector<fatbin::Bytes> views;
+  for (const std::string& img : req.images())
+    views.push_back(std::as_bytes(std::span(img.data(), img.size())));
+  return fatbin::ImagesDigest(views);
+}
+
+// PTX text (as cuModuleLoadData accepts) with one kernel, `_Z3addPi`.
+constexpr char kAddPtx[] =
+    ".version 7.5\n.target sm_75\n.address_size 64\n"
+    ".visible .entry _Z3addPi(.param .u64 p)\n{\n"
+    ".reg .b64 %rd<3>;\n.reg .b32 %r<3>;\n"
+    "ld.param.u64 %rd1, [p];\ncvta.to.global.u64 %rd2, %rd1;\n"
+    "ld.global.u32 %r1, [%rd2];\nadd.s32 %r2, %r1, 1;\nst.global.u32 [%rd2], %r2;\nret;\n}\n";
+
 // Dedup: a hash alone that the server has not seen gets images_needed (not an
 // error); once the images came, any session may send the hash alone.
 TEST_F(ServerTest, FatBinariesAreKeptByHash) {
   auto a = Client::Connect(path_);
   ASSERT_TRUE(a);
   v1::RegisterModuleRequest req;
-  req.set_hash(std::string(32, '\x42'));
-  req.add_kernels("k");
+  req.add_images(std::string(kAddPtx, sizeof kAddPtx));
+  req.set_hash(Digest(req));
+  req.clear_images();
+  req.add_kernels("_Z3addPi");
   v1::RegisterModuleReply rep;
   ASSERT_EQ(a->Call(CallId::kRegisterModule, req, &rep), 0);
   EXPECT_TRUE(rep.images_needed());
   EXPECT_EQ(rep.module(), 0u);
   EXPECT_EQ(rep.kernels_size(), 0);
 
-  // An image (PTX text, as cuModuleLoadData accepts) with no kernels.
-  const char ptx[] = ".version 7.5\n.target sm_75\n.address_size 64\n";
-  req.add_images(std::string(ptx, sizeof ptx));
+  req.add_images(std::string(kAddPtx, sizeof kAddPtx));
   rep.Clear();
   ASSERT_EQ(a->Call(CallId::kRegisterModule, req, &rep), 0);
   EXPECT_FALSE(rep.images_needed());
   EXPECT_NE(rep.module(), 0u);
+  ASSERT_EQ(rep.kernels_size(), 1);
+  EXPECT_EQ(rep.kernels(0).ptx_version(), 75);
 
   auto b = Client::Connect(path_);
   ASSERT_TRUE(b);
@@ -168,6 +187,64 @@ TEST_F(ServerTest, FatBinariesAreKeptByHash) {
   ASSERT_EQ(b->Call(CallId::kRegisterModule, req, &rep), 0);
   EXPECT_FALSE(rep.images_needed()) << "the images were found by hash";
   EXPECT_NE(rep.module(), 0u);
+}
+
+// The cache is keyed by the server's own digest: images sent under another
+// program's hash are not found by that hash.
+TEST_F(ServerTest, ATenantCannotPlantImagesUnderAnotherHash) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  v1::RegisterModuleRequest req;
+  req.set_hash(std::string(32, '\x42'));
+  req.add_images(std::string(kAddPtx, sizeof kAddPtx));
+  v1::RegisterModuleReply rep;
+  ASSERT_EQ(a->Call(CallId::kRegisterModule, req, &rep), 0);
+  EXPECT_NE(rep.module(), 0u);
+
+  req.clear_images();
+  rep.Clear();
+  ASSERT_EQ(a->Call(CallId::kRegisterModule, req, &rep), 0);
+  EXPECT_TRUE(rep.images_needed());
+}
+
+// An image the device cannot run is refused with the GPU's error and the
+// module named; a registration larger than a frame arrives whole; a kernel the
+// module lacks gets no handle, so no launch of it can succeed.
+TEST_F(ServerTest, ModulesAreRefusedByNameAndKernelsNeverSilentlyMissing) {
+  auto c = Client::Connect(path_);
+  ASSERT_TRUE(c);
+  v1::RegisterModuleRequest elf;
+  elf.add_images(
+      std::string("\x7f"
+                  "ELF\x02\x01\x01\0\0\0\0\0",
+                  16));
+  elf.set_hash(Digest(elf));
+  elf.add_kernels("_Z6sm80_kv");
+  EXPECT_EQ(c->Call(CallId::kRegisterModule, elf), 209);  // cudaErrorNoKernelImageForDevice
+  EXPECT_NE(c->last().message().find("_Z6sm80_kv"), std::string::npos) << c->last().message();
+
+  v1::RegisterModuleRequest req;
+  req.add_images(std::string(kAddPtx, sizeof kAddPtx));
+  req.set_hash(Digest(req));
+  for (int i = 0; i < 2000; ++i)
+    req.add_kernels("_Z7missing" + std::string(200, 'x') + std::to_string(i));
+  req.add_kernels("_Z3addPi");
+  ASSERT_GT(req.ByteSizeLong(), 256u << 10) << "must not fit one shm frame";
+  v1::RegisterModuleReply rep;
+  ASSERT_EQ(c->Call(CallId::kRegisterModule, req, &rep), 0);
+  ASSERT_EQ(rep.kernels_size(), 1);
+  EXPECT_EQ(rep.kernels(0).name(), "_Z3addPi");
+  EXPECT_NE(rep.kernels(0).handle(), 0u);
+  ASSERT_EQ(rep.kernels(0).sizes_size(), 1);
+  EXPECT_EQ(rep.kernels(0).sizes(0), 8u);
+
+  v1::LaunchRequest launch;
+  launch.set_kernel(rep.kernels(0).handle() + 0x777);
+  launch.set_grid_x(1), launch.set_grid_y(1), launch.set_grid_z(1);
+  launch.set_block_x(1), launch.set_block_y(1), launch.set_block_z(1);
+  launch.set_params(std::string(8, '\0'));
+  c->Post(CallId::kLaunchKernel, launch);
+  EXPECT_EQ(c->Call(CallId::kDeviceSynchronize, v1::Empty()), 98);  // InvalidDeviceFunction
 }
 
 TEST_F(ServerTest, CopiesRoundTripThroughArenaAndInline) {
