@@ -12,12 +12,13 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: remora run [--server unix:PATH|grpc://HOST:PORT] [--token T]\n"
+    "usage: remora run [--server unix:PATH|grpc://HOST:PORT] [--token T] [--trace]\n"
     "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | "
     "--gpu-memory-limit M]\n"
     "                  -- CMD ARGS\n"
     "  Runs CMD as a tenant: it loads Remora's CUDA runtime and shares the server's GPU.\n"
-    "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n";
+    "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n"
+    "  --trace prints each forwarded CUDA call, its arguments and result on CMD's stderr.\n";
 
 std::string ExeDir() {
   char buf[4096];

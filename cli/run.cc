@@ -38,6 +38,10 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
       break;
     }
     if (a.rfind("--", 0) != 0) break;  // the command starts
+    if (a == "--trace") {
+      o.trace = true;
+      continue;
+    }
     bool matched = false;
     for (const Opt& opt : kOpts) {
       std::string name = opt.name;
@@ -92,6 +96,7 @@ std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
   if (!o.gpu_fraction_limit.empty()) env["REMORA_GPU_FRACTION_LIMIT"] = o.gpu_fraction_limit;
   if (!o.gpu_memory.empty()) env["REMORA_GPU_MEMORY"] = o.gpu_memory;
   if (!o.gpu_memory_limit.empty()) env["REMORA_GPU_MEMORY_LIMIT"] = o.gpu_memory_limit;
+  if (o.trace) env.insert_or_assign("REMORA_TRACE", std::string("1"));
   return env;
 }
 

@@ -13,6 +13,7 @@ struct RunOptions {
   std::string server;  // REMORA_SERVER; empty keeps the environment's
   std::string gpu_fraction, gpu_fraction_limit, gpu_memory, gpu_memory_limit;
   std::string token;
+  bool trace = false;                // REMORA_TRACE=1: the stub prints every forwarded call
   std::vector<std::string> command;  // program and its arguments
 };
 

@@ -155,6 +155,17 @@ void Connection::Connect() {
   std::atexit(AtExit);
 }
 
+namespace {
+std::string& FailureMessage() {
+  thread_local std::string why;
+  return why;
+}
+}  // namespace
+
+const std::string& Connection::LastFailureMessage() {
+  return FailureMessage();
+}
+
 cudaError_t Connection::Send(CallId id, uint64_t seq, std::span<const std::byte> body) {
   Status s;
   {
@@ -178,6 +189,7 @@ cudaError_t Connection::PostBytes(CallId id, std::span<const std::byte> body) {
 cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, std::string* result,
                                   bool* have_result) {
   *have_result = false;
+  FailureMessage().clear();
   if (cudaError_t e = Ensure()) [[unlikely]]
     return e;
   if (cudaError_t e = StickyError()) [[unlikely]]
@@ -198,6 +210,7 @@ cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, st
     std::fflush(stdout);
   }
   auto code = static_cast<cudaError_t>(reply.code());
+  FailureMessage() = reply.deferred_code() != 0 ? reply.deferred_message() : reply.message();
   if (code == cudaSuccess && result) {
     result->swap(*reply.mutable_result());
     *have_result = true;

@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "client_stub/env.h"
+#include "client_stub/trace.h"
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
 #include "transport/channel.h"
@@ -63,7 +64,9 @@ class Connection {
     std::string result;
     bool have = false;
     cudaError_t e = CallBytes(id, AsBytes(buf), rep ? &result : nullptr, &have);
-    if (rep && have && !rep->ParseFromString(result)) return cudaErrorUnknown;
+    if (rep && have && !rep->ParseFromString(result)) e = cudaErrorUnknown;
+    if (TraceEnabled()) [[unlikely]]
+      TraceCall(id, req, e, rep && have ? rep : nullptr, LastFailureMessage());
     return e;
   }
   template <class Req>
@@ -77,12 +80,18 @@ class Connection {
   cudaError_t Post(CallId id, const Req& req) {
     std::string& buf = SendBuffer();
     req.SerializeToString(&buf);
-    return PostBytes(id, AsBytes(buf));
+    cudaError_t e = PostBytes(id, AsBytes(buf));
+    if (TraceEnabled()) [[unlikely]]
+      TracePost(id, req, e);
+    return e;
   }
 
   cudaError_t CallBytes(CallId id, std::span<const std::byte> body, std::string* result,
                         bool* have_result);
   cudaError_t PostBytes(CallId id, std::span<const std::byte> body);
+  // The server's message for the calling thread's last failed SYNC call (its
+  // own failure or a deferred one), "" after a success.
+  static const std::string& LastFailureMessage();
 
   // Queues `fn` to run on the callback thread when the server reports host
   // function `id` reached (fn gets HostFuncRun.status); returns that id, which

@@ -12,6 +12,7 @@
 #include "client_stub/connection.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
+#include "client_stub/trace.h"
 #include "fatbin/fatbin.h"
 
 namespace remora::client_stub {
@@ -261,8 +262,16 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
       over(grid.x, p.maxGridSize[0]) || over(grid.y, p.maxGridSize[1]) ||
       over(grid.z, p.maxGridSize[2]))
     return RecordError(cudaErrorInvalidConfiguration);
-  if (cudaError_t e = EnsureRegistered(*k)) return RecordError(e);
-  if (k->handle == 0) return RecordError(cudaErrorInvalidDeviceFunction);  // no layout came back
+  if (cudaError_t e = EnsureRegistered(*k)) {
+    if (TraceEnabled()) TraceLocal("LaunchKernel", k->name, e, "its module did not register");
+    return RecordError(e);
+  }
+  if (k->handle == 0) {  // the server found no such kernel in the module (its log names it)
+    if (TraceEnabled())
+      TraceLocal("LaunchKernel", k->name, cudaErrorInvalidDeviceFunction,
+                 "the loaded module has no kernel of this name");
+    return RecordError(cudaErrorInvalidDeviceFunction);
+  }
 
   thread_local v1::LaunchRequest req;
   if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);

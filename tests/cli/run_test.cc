@@ -17,6 +17,15 @@ TEST(Run, ParsesQuotaAndCommand) {
   EXPECT_EQ(env["REMORA_GPU_FRACTION"], "0.25");
   EXPECT_EQ(env["REMORA_GPU_FRACTION_LIMIT"], "0.5");
   EXPECT_EQ(env.count("REMORA_GPU_MEMORY"), 0u);
+  EXPECT_EQ(env.count("REMORA_TRACE"), 0u);
+}
+
+TEST(Run, TraceFlagSetsRemoraTrace) {
+  auto o = ParseRun({"--trace", "--server", "unix:/s", "./app", "--trace"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->trace);
+  EXPECT_EQ(o->command, (std::vector<std::string>{"./app", "--trace"}));
+  EXPECT_EQ(TenantEnvironment(*o, "/stub", "")["REMORA_TRACE"], "1");
 }
 
 TEST(Run, RefusesBadQuotas) {

@@ -4,7 +4,9 @@
 Starts remora-server on the emulated device (a private socket or a free gRPC
 port), runs the program unmodified through `remora run`, and checks its exit
 code (and, when it is expected to succeed, that it printed PASS and no FAIL).
-Optional --stdout-file compares the program's stdout with a golden file.
+Optional --stdout-file compares the program's stdout with a golden file;
+--stderr-contains and --log-contains check the program's stderr and the
+server's log against regular expressions.
 The server's log is shown when anything fails.
 """
 import argparse
@@ -66,6 +68,10 @@ def main():
     ap.add_argument("--remora-arg", action="append", default=[])
     ap.add_argument("--tenants", type=int, default=1,
                     help="run this many copies at once, each its own tenant")
+    ap.add_argument("--stderr-contains", action="append", default=[],
+                    help="a regex the program's stderr must match (repeatable)")
+    ap.add_argument("--log-contains", action="append", default=[],
+                    help="a regex the server's log must match (repeatable)")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     prog = [p for p in a.program if p != "--"]
@@ -92,6 +98,10 @@ def main():
             if a.expect == 0 and ("PASS" not in out or "FAIL" in out):
                 print(f"harness: {tag}the program did not print PASS (or printed FAIL)")
                 ok = False
+            for pattern in a.stderr_contains:
+                if not re.search(pattern, err, re.M):
+                    print(f"harness: {tag}stderr does not match /{pattern}/")
+                    ok = False
             if a.stdout_file:
                 with open(a.stdout_file) as f:
                     want = f.read()
@@ -99,7 +109,12 @@ def main():
                     print(f"harness: {tag}stdout differs from " + a.stdout_file)
                     ok = False
         log.seek(0)
-        opened = log.read().count("event=open")
+        text = log.read()
+        opened = text.count("event=open")
+        for pattern in a.log_contains:
+            if not re.search(pattern, text, re.M):
+                print(f"harness: the server log does not match /{pattern}/")
+                ok = False
         if opened != a.tenants:
             print(f"harness: the server saw {opened} sessions, expected {a.tenants}")
             ok = False
