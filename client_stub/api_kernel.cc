@@ -19,11 +19,55 @@ cs::Kernel* AsKernel(cudaKernel_t k) {
   return reinterpret_cast<cs::Kernel*>(k);
 }
 
+// What the stub does with each cudaLaunchAttribute of cudaLaunchKernelExC.
+enum class AttrUse : uint8_t {
+  kIgnore,       // a hint, or an ordering already given: the launch runs fully stream-ordered
+  kUnsupported,  // cudaErrorNotSupported rather than a launch that silently differs
+};
+struct AttrRow {
+  cudaLaunchAttributeID id;
+  AttrUse use;
+};
+constexpr AttrRow kLaunchAttrs[] = {
+    {cudaLaunchAttributeIgnore, AttrUse::kIgnore},
+    {cudaLaunchAttributeAccessPolicyWindow, AttrUse::kIgnore},
+    {cudaLaunchAttributeCooperative, AttrUse::kUnsupported},
+    {cudaLaunchAttributeSynchronizationPolicy, AttrUse::kIgnore},
+    {cudaLaunchAttributeClusterDimension, AttrUse::kUnsupported},
+    {cudaLaunchAttributeClusterSchedulingPolicyPreference, AttrUse::kIgnore},
+    // Programmatic dependent launch only lets a kernel start before its predecessor ends.
+    {cudaLaunchAttributeProgrammaticStreamSerialization, AttrUse::kIgnore},
+    {cudaLaunchAttributeProgrammaticEvent, AttrUse::kUnsupported},
+    {cudaLaunchAttributePriority, AttrUse::kIgnore},
+    {cudaLaunchAttributeMemSyncDomainMap, AttrUse::kIgnore},
+    {cudaLaunchAttributeMemSyncDomain, AttrUse::kIgnore},
+    {cudaLaunchAttributePreferredClusterDimension, AttrUse::kIgnore},
+    {cudaLaunchAttributeLaunchCompletionEvent, AttrUse::kUnsupported},
+    {cudaLaunchAttributeDeviceUpdatableKernelNode, AttrUse::kUnsupported},
+    {cudaLaunchAttributePreferredSharedMemoryCarveout, AttrUse::kIgnore},
+};
+
+// cudaSuccess if every attribute of `config` can be honoured by a plain stream-ordered launch.
+cudaError_t CheckLaunchAttrs(const cudaLaunchConfig_t& config) {
+  if (config.numAttrs > 0 && !config.attrs) return cudaErrorInvalidValue;
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config.attrs[i];
+    const AttrRow* row = nullptr;
+    for (const AttrRow& r : kLaunchAttrs)
+      if (r.id == a.id) row = &r;
+    if (!row) return cudaErrorInvalidValue;
+    bool trivial = a.id == cudaLaunchAttributeCooperative && a.val.cooperative == 0;
+    if (row->use == AttrUse::kUnsupported && !trivial) return cudaErrorNotSupported;
+  }
+  return cudaSuccess;
+}
+
 // The kernel for `func`, registered with the server.
 cudaError_t Registered(const void* func, cs::Kernel** out) {
   cs::Kernel* k = cs::FindKernel(func);
   if (!k) return cudaErrorInvalidDeviceFunction;
   if (cudaError_t e = cs::EnsureRegistered(*k)) return e;
+  if (k->handle == 0) return cudaErrorInvalidDeviceFunction;  // not in the loaded module
   *out = k;
   return cudaSuccess;
 }
@@ -106,6 +150,21 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
   return cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream);
 }
 
+// Launch attributes that only hint or relax ordering are accepted (the launch stays fully
+// ordered); those that change what runs (cooperative, clusters, launch events) are refused with
+// cudaErrorNotSupported.
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (!config) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckLaunchAttrs(*config)) return Ret(e);
+  return cs::Launch(cs::FindKernel(func), config->gridDim, config->blockDim, args,
+                    config->dynamicSmemBytes, config->stream);
+}
+
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                     void** args) {
+  return cudaLaunchKernelExC(config, func, args);
+}
+
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func) {
   if (!attr) return Ret(cudaErrorInvalidValue);
   cs::Kernel* k;
@@ -117,8 +176,9 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
   attr->maxThreadsPerBlock =
       k->max_threads_per_block ? k->max_threads_per_block : p.maxThreadsPerBlock;
   attr->numRegs = k->num_regs;
-  attr->ptxVersion = p.major * 10 + p.minor;
-  attr->binaryVersion = p.major * 10 + p.minor;
+  attr->constSizeBytes = k->const_size_bytes;
+  attr->ptxVersion = k->ptx_version ? k->ptx_version : p.major * 10 + p.minor;
+  attr->binaryVersion = k->binary_version ? k->binary_version : p.major * 10 + p.minor;
   attr->maxDynamicSharedSizeBytes =
       static_cast<int>(p.sharedMemPerBlock) - k->shared_size_bytes > 0
           ? static_cast<int>(p.sharedMemPerBlock) - k->shared_size_bytes

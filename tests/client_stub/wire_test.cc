@@ -19,6 +19,7 @@
 #include "proto/arena.h"
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
+#include "transport/fragment.h"
 #include "transport/shm/shm_channel.h"
 #ifdef REMORA_WIRE_GRPC
 #include "transport/grpc/listener.h"
@@ -125,7 +126,7 @@ class FakeServer {
     transport::PeerInfo peer;
     while (!stop_ && !ch_) {
       auto ch = listener_->Accept(peer, Deadline::In(100ms));
-      if (ch.ok()) ch_ = std::move(*ch);
+      if (ch.ok()) ch_ = std::make_unique<transport::FragmentingChannel>(std::move(*ch));
     }
     Frame f;
     while (!stop_ && ch_) {
@@ -318,6 +319,7 @@ class FakeServer {
         rep.set_module(42);
         uint64_t handle = 500;
         for (const std::string& k : req.kernels()) {
+          if (k.find("missing") != std::string::npos) continue;  // as if not in the module
           v1::KernelLayout* l = rep.add_kernels();
           l->set_name(k);
           l->set_handle(handle++);
@@ -722,6 +724,56 @@ TEST_F(Wire, KernelsRegisterLazilyAndLaunchWithPackedParams) {
 }
 
 void OtherFakeKernel(int64_t, int) {}
+void MissingFakeKernel(int64_t, int) {}
+
+// A fat binary of several MiB (nine architectures, many kernels) registers
+// whole, whatever the transport's frame limit; a kernel the server found no
+// code for is never launched: the launch fails with the GPU's error.
+TEST_F(Wire, LargeFatBinariesRegisterAndMissingKernelsNeverLaunch) {
+  struct Big {
+    std::vector<uint64_t> words = std::vector<uint64_t>(3 << 17);  // 3 MiB
+    struct {
+      uint32_t magic = 0x466243B1, version = 1;
+      const void* data;
+      const void* extra = nullptr;
+    } wrapper{};
+  };
+  static Big big;
+  const uint32_t header[4] = {0xBA55ED50, 0x00100001, static_cast<uint32_t>((3 << 20) - 16), 0};
+  std::memcpy(big.words.data(), header, sizeof header);
+  for (size_t i = 2; i < big.words.size(); ++i) big.words[i] = i * 0x9E3779B97F4A7C15ull;
+  big.wrapper.data = big.words.data();
+  void** h = __cudaRegisterFatBinary(&big.wrapper);
+  __cudaRegisterFunction(h, reinterpret_cast<const char*>(&FakeKernel), nullptr, "_Z4fakeli", -1,
+                         nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFunction(h, reinterpret_cast<const char*>(&MissingFakeKernel), nullptr,
+                         "_Z7missingli", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(h);
+  int64_t x = 1;
+  int y = 2;
+  void* args[] = {&x, &y};
+  ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&FakeKernel), dim3(1), dim3(1), args, 0,
+                             nullptr),
+            cudaSuccess);
+  auto reg = server_->Last<v1::RegisterModuleRequest>(CallId::kRegisterModule);
+  ASSERT_EQ(reg.images_size(), 1);
+  ASSERT_EQ(reg.images(0).size(), size_t{3} << 20);
+  EXPECT_EQ(std::memcmp(reg.images(0).data(), big.words.data(), size_t{3} << 20), 0);
+
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the server has logged the launch
+  size_t launches = server_->Count(CallId::kLaunchKernel);
+  EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&MissingFakeKernel), dim3(1), dim3(1),
+                             args, 0, nullptr),
+            cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  cudaFuncAttributes attr;
+  EXPECT_EQ(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&MissingFakeKernel)),
+            cudaErrorInvalidDeviceFunction);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(server_->Count(CallId::kLaunchKernel), launches) << "nothing was sent";
+  __cudaUnregisterFatBinary(h);
+}
 
 // A second module with the same fat binary (another run of the program, as far
 // as the server knows): only the hash travels.
