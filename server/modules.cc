@@ -3,10 +3,11 @@
 
 namespace remora::server {
 
-std::shared_ptr<const FatbinImages> ModuleCache::Put(const std::string& hash, FatbinImages images) {
+std::shared_ptr<const FatbinImages> ModuleCache::Put(const std::string& hash,
+                                                     std::shared_ptr<const FatbinImages> images) {
   std::lock_guard lock(mu_);
   auto& slot = by_hash_[hash];
-  if (!slot) slot = std::make_shared<const FatbinImages>(std::move(images));
+  if (!slot) slot = std::move(images);
   return slot;
 }
 

@@ -20,8 +20,10 @@ struct FatbinImages {
 
 class ModuleCache {
  public:
-  // Stores `images` under `hash` (the first copy wins). Thread-safe.
-  std::shared_ptr<const FatbinImages> Put(const std::string& hash, FatbinImages images);
+  // Stores `images` under `hash` (the first copy wins) and returns the stored
+  // copy. Thread-safe.
+  std::shared_ptr<const FatbinImages> Put(const std::string& hash,
+                                          std::shared_ptr<const FatbinImages> images);
   // The images stored under `hash`, or null. Thread-safe.
   std::shared_ptr<const FatbinImages> Get(const std::string& hash) const;
   size_t size() const;

@@ -743,7 +743,7 @@ Result<CUmodule> Session::LoadModule(const FatbinImages& images, std::string* ho
 Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
                                  v1::RegisterModuleReply& rep) {
   std::shared_ptr<const FatbinImages> images;
-  std::string digest = req.hash();
+  std::string digest;
   if (req.images_size() == 0) {
     images = env_.modules->Get(req.hash());
     if (!images) {  // not an error: the stub sends the images next (session.proto)
@@ -753,17 +753,17 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
   } else {
     // The cache key is our own digest of the bytes received, never the tenant's
     // claim, so no tenant can plant images under another program's hash.
-    FatbinImages fresh;
-    fresh.rdc = req.rdc();
+    auto fresh = std::make_shared<FatbinImages>();
+    fresh->rdc = req.rdc();
     std::vector<fatbin::Bytes> views;
     for (const std::string& img : req.images()) {
-      fresh.images.push_back(img);
+      fresh->images.push_back(img);
       views.push_back(std::as_bytes(std::span(img.data(), img.size())));
     }
     digest = fatbin::ImagesDigest(views);
     if (digest != req.hash())
       Log(Level::kWarn, "module", {{"tenant", tenant_}, {"event", "hash_mismatch"}});
-    images = env_.modules->Put(digest, std::move(fresh));
+    images = std::move(fresh);
   }
   const std::string first_kernel = req.kernels_size() ? req.kernels(0) : "";
   std::string how;
@@ -780,6 +780,8 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
                                              OfferedImages(*images) +
                                              "): " + loaded.status().message());
   }
+  // Only images that loaded are kept for other sessions.
+  if (!digest.empty()) (void)env_.modules->Put(digest, images);
   CUmodule mod = *loaded;
   uint64_t module_id = next_handle_++;
   modules_[module_id] = mod;

@@ -222,6 +222,11 @@ TEST_F(ServerTest, ModulesAreRefusedByNameAndKernelsNeverSilentlyMissing) {
   elf.add_kernels("_Z6sm80_kv");
   EXPECT_EQ(c->Call(CallId::kRegisterModule, elf), 209);  // cudaErrorNoKernelImageForDevice
   EXPECT_NE(c->last().message().find("_Z6sm80_kv"), std::string::npos) << c->last().message();
+  // An image that failed to load is not kept: its hash alone is not enough.
+  elf.clear_images();
+  v1::RegisterModuleReply again;
+  ASSERT_EQ(c->Call(CallId::kRegisterModule, elf, &again), 0);
+  EXPECT_TRUE(again.images_needed());
 
   v1::RegisterModuleRequest req;
   req.add_images(std::string(kAddPtx, sizeof kAddPtx));
