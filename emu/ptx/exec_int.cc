@@ -298,6 +298,25 @@ int Bfi(Exec& x, const Inst& in) {
   return kNext;
 }
 
+// bmsk: the mask of b bits starting at bit a; .clamp zeroes it for a >= 32 and saturates b at
+// 32, .wrap takes both modulo 32 (PTX ISA 9.7.1.21).
+template <bool kClamp>
+int Bmsk(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  ForLanes(x.mask, [&](int l) {
+    uint32_t pos = uint32_t(a[l]), width = uint32_t(b[l]);
+    uint32_t p1 = pos & 31, w1 = width & 31, sum = p1 + w1;
+    uint32_t low = ~0u << p1;
+    bool pos_over = kClamp && pos >= 32, width_over = kClamp && width >= 32;
+    if (pos_over) low = 0;
+    uint32_t high = sum >= 32 || pos_over || width_over ? 0u : w1 == 0 ? ~0u : ~0u << sum;
+    d[l] = low & ~high;
+  });
+  return kNext;
+}
+
 int Prmt(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
@@ -901,6 +920,11 @@ ExecFn select_Bfe(Inst& in) {
 }
 ExecFn select_Bfi(Inst& in) {
   return in.ty == Ty::kB32 || in.ty == Ty::kB64 ? PickInt<BfiF>(in.ty) : nullptr;
+}
+ExecFn select_Bmsk(Inst& in) {
+  if (in.ty != Ty::kB32) return nullptr;
+  if (in.flags & kFlagClamp) return &Bmsk<true>;
+  return in.flags & kFlagWrap ? &Bmsk<false> : nullptr;
 }
 ExecFn select_Prmt(Inst& in) {
   return in.ty == Ty::kB32 && in.sub == Sub::kNone ? &Prmt : nullptr;

@@ -4,6 +4,8 @@
 // each warp caches the last allocation it hit, so the common case is two compares. Shared,
 // local and param are per-CTA / per-thread / per-launch buffers addressed by offset; generic
 // addresses select them through the windows in exec.h.
+#include <emmintrin.h>
+
 #include <atomic>
 #include <cstdio>
 
@@ -116,6 +118,42 @@ inline uint64_t LoadBytes(const uint8_t* p) {
   return 0;
 }
 
+// Copies one vector access of B bytes. 8 and 16 bytes go as one host access (a 16-byte SSE move
+// is single-copy atomic on AVX-capable x86), so another core sees all of the elements or none,
+// as it would on a GPU: CUB's decoupled look-back reads {status, value} pairs this way while
+// other blocks store them.
+template <int B>
+inline void CopyVector(uint8_t* dst, const uint8_t* src) {
+  if constexpr (B == 8) {
+    uint64_t v;
+    __atomic_load(reinterpret_cast<const uint64_t*>(src), &v, __ATOMIC_RELAXED);
+    __atomic_store(reinterpret_cast<uint64_t*>(dst), &v, __ATOMIC_RELAXED);
+  } else if constexpr (B == 16) {
+    // asm, so the compiler cannot split the move into two 8-byte halves.
+    __m128i v;
+    asm volatile("movdqu %1, %0" : "=x"(v) : "m"(*reinterpret_cast<const __m128i*>(src)));
+    asm volatile("movdqu %1, %0" : "=m"(*reinterpret_cast<__m128i*>(dst)) : "x"(v));
+  } else {
+    std::memcpy(dst, src, B);
+  }
+}
+
+// Loads the V elements of lane l's vector at p into tmp[k][l].
+template <int N, int V, bool kSext>
+inline void LoadVector(const uint8_t* p, uint64_t (&tmp)[V][32], int l) {
+  alignas(16) uint8_t buf[N * V];
+  CopyVector<N * V>(buf, p);
+  for (int k = 0; k < V; ++k) tmp[k][l] = LoadBytes<N, kSext>(buf + k * N);
+}
+
+// Stores lane l's V elements v[k][l] to p as one vector access.
+template <int N, int V>
+inline void StoreVector(uint8_t* p, const uint64_t* const (&v)[V], int l) {
+  alignas(16) uint8_t buf[N * V];
+  for (int k = 0; k < V; ++k) std::memcpy(buf + k * N, &v[k][l], N);
+  CopyVector<N * V>(p, buf);
+}
+
 // Fast path of a converged global/const access: when the 32 lanes' bytes [lo, hi) all lie in
 // one cached allocation, one check covers the warp and the per-lane loop has no branches.
 template <Space S>
@@ -151,8 +189,7 @@ int Ld(Exec& x, const Inst& in) {
     } else {
       uint64_t tmp[V][32];
       for (int l = 0; l < 32; ++l)
-        for (int k = 0; k < V; ++k)
-          tmp[k][l] = LoadBytes<N, kSext>(reinterpret_cast<const uint8_t*>(base[l] + ub) + k * N);
+        LoadVector<N, V, kSext>(reinterpret_cast<const uint8_t*>(base[l] + ub), tmp, l);
       for (int k = 0; k < V; ++k)
         if (in.d[k] != kNoReg) std::memcpy(Dst(x, in.d[k]), tmp[k], sizeof tmp[k]);
     }
@@ -189,7 +226,7 @@ int Ld(Exec& x, const Inst& in) {
       uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
       if (!p) [[unlikely]]
         return kFault;
-      for (int k = 0; k < V; ++k) tmp[k][l] = LoadBytes<N, kSext>(p + k * N);
+      LoadVector<N, V, kSext>(p, tmp, l);
     }
     for (int k = 0; k < V; ++k) {
       if (in.d[k] == kNoReg) continue;
@@ -207,10 +244,7 @@ int St(Exec& x, const Inst& in) {
   const uint64_t* v[V];
   for (int k = 0; k < V; ++k) v[k] = Src(x, in.a[k]);
   if (WarpInCache<S>(x, base, ub, N * V)) {
-    for (int l = 0; l < 32; ++l) {
-      uint8_t* p = reinterpret_cast<uint8_t*>(base[l] + ub);
-      for (int k = 0; k < V; ++k) std::memcpy(p + k * N, &v[k][l], N);
-    }
+    for (int l = 0; l < 32; ++l) StoreVector<N, V>(reinterpret_cast<uint8_t*>(base[l] + ub), v, l);
     return kNext;
   }
   uint32_t m = x.mask;
@@ -221,7 +255,7 @@ int St(Exec& x, const Inst& in) {
     uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
     if (!p) [[unlikely]]
       return kFault;
-    for (int k = 0; k < V; ++k) std::memcpy(p + k * N, &v[k][l], N);
+    StoreVector<N, V>(p, v, l);
   }
   return kNext;
 }

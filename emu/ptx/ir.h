@@ -176,6 +176,7 @@ enum class SymKind : uint8_t {
   kNone,    // just the immediate `off`
   kGlobal,  // launch's address of global `sym`, plus `off`
   kFrame,   // the executing frame's local base, plus `off` (depots, .func params, call temps)
+  kShared,  // parse time only: static .shared variable `sym`; link adds its offset to `off`
 };
 
 // Special registers (mov from %tid.x and friends).
@@ -309,7 +310,6 @@ class ProgramImpl {
   std::vector<uint32_t> kernel_func;  // kernel index -> function index
   std::unordered_map<std::string, uint32_t> func_by_name;
   std::unordered_map<std::string, uint32_t> global_by_name;
-  uint32_t shared_bytes = 0;  // every static .shared of the program, laid out once
   uint32_t dyn_shared_align = 16;
   // Default storage for globals when a launch supplies no addresses (tests, tools).
   std::vector<std::vector<uint64_t>> own_storage;

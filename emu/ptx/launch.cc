@@ -393,7 +393,7 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
       cfg.grid[1] > 65535 || cfg.grid[2] > 65535 || cfg.grid[0] > 0x7fffffffu)
     return Error(err::kInvalidValue, "kernel " + k.name + ": invalid launch dimensions");
   uint32_t dyn_base =
-      (P.shared_bytes + P.dyn_shared_align - 1) / P.dyn_shared_align * P.dyn_shared_align;
+      (k.static_shared_bytes + P.dyn_shared_align - 1) / P.dyn_shared_align * P.dyn_shared_align;
   uint64_t shared_total = uint64_t(dyn_base) + cfg.dynamic_shared_bytes;
   if (shared_total > 227 * 1024)
     return Error(err::kInvalidValue, "kernel " + k.name + ": too much shared memory");

@@ -215,10 +215,13 @@ struct PendingCall {
 
 struct ModuleScope {
   std::unordered_map<std::string, uint32_t> globals, funcs;
-  std::unordered_map<std::string, uint32_t> shared;  // name -> offset
+  std::unordered_map<std::string, uint32_t> shared;  // name -> index into Parser::shared_vars_
   std::string dyn_shared;                            // name of the extern dynamic shared array
   std::unordered_map<std::string, bool> dyn_names;
 };
+
+// What ptxas accepts: statically allocated shared memory is limited to 48 KiB per kernel.
+constexpr uint64_t kMaxStaticShared = 48 * 1024;
 
 uint32_t AlignUp(uint32_t v, uint32_t a) {
   return a ? (v + a - 1) / a * a : v;
@@ -283,6 +286,7 @@ class Parser {
   Result<uint32_t> SrcSlot(const RawOp& op, Ty ty);
   Result<uint32_t> DstSlot(const RawOp& op);
   uint32_t ConstSlot(uint64_t bits);
+  uint32_t SharedConstSlot(uint32_t var, int64_t imm);
   Status ResolveSymbol(const std::string& name, int64_t off, Inst& in, Space* space);
   Status DecodeAddress(const RawOp& op, Inst& in);
   Status Decode(Function& f, uint32_t fidx, const std::string& mnemonic, std::vector<RawOp>& ops,
@@ -305,6 +309,22 @@ class Parser {
   std::map<int, ModuleScope> scopes_;
   std::unordered_map<uint64_t, uint32_t> const_index_;
   std::vector<PendingCall> pending_calls_;
+  // Static .shared variables, laid out per kernel at link (LayOutShared).
+  struct SharedVar {
+    uint32_t size, align;
+  };
+  struct SharedConst {  // a constant-pool slot holding a shared variable's offset plus imm
+    uint32_t slot, var;
+    int64_t imm;
+  };
+  std::vector<SharedVar> shared_vars_;
+  std::vector<SharedConst> shared_consts_;
+  std::vector<std::vector<uint32_t>> func_shared_;  // function -> shared variables it names
+  std::vector<std::vector<uint32_t>> func_sites_;   // function -> call sites in its body
+  uint32_t cur_fidx_ = 0;
+  uint32_t AddSharedVar(uint32_t size, uint32_t align);
+  void NoteSharedUse(uint32_t var);
+  Status LayOutShared();
   std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, int>>> call_funcs_;  // unused
 
   // Per-function state.
@@ -687,9 +707,7 @@ Status Parser::ParseModuleVar(bool is_extern, bool is_visible) {
       scope().dyn_names[d.name] = true;
       P.dyn_shared_align = std::max(P.dyn_shared_align, d.align);
     } else {
-      P.shared_bytes = AlignUp(P.shared_bytes, d.align);
-      scope().shared[d.name] = P.shared_bytes;
-      P.shared_bytes += uint32_t(d.count * esize);
+      scope().shared[d.name] = AddSharedVar(uint32_t(d.count * esize), d.align);
     }
     if (IsP("=")) return Err("initialiser on .shared");
     return Expect(";");
@@ -848,6 +866,7 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   labels_.clear();
   label_fixups_.clear();
   cur_ = &fref;
+  cur_fidx_ = fidx;
   Function& f = fref;
   sink_slot_ = f.nregs++;
   for (auto& p : f.params)
@@ -902,9 +921,7 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
       Next();
       VarDecl d;
       RETURN_IF_ERROR(ParseVarDecl(&d));
-      P.shared_bytes = AlignUp(P.shared_bytes, d.align);
-      scope().shared[d.name] = P.shared_bytes;
-      P.shared_bytes += uint32_t(d.count * std::max(1, TySize(d.ty)));
+      scope().shared[d.name] = AddSharedVar(uint32_t(d.count * std::max(1, TySize(d.ty))), d.align);
       RETURN_IF_ERROR(Expect(";"));
       continue;
     }
@@ -982,6 +999,25 @@ Status Parser::ParseInstruction(Function& f, uint32_t fidx) {
   return OkStatus();
 }
 
+// A slot of its own (never shared with an equal constant): LayOutShared writes the value.
+uint32_t Parser::SharedConstSlot(uint32_t var, int64_t imm) {
+  NoteSharedUse(var);
+  uint32_t idx = uint32_t(P.consts.size() / 32);
+  P.consts.insert(P.consts.end(), 32, 0);
+  shared_consts_.push_back({idx, var, imm});
+  return idx | kConstSlot;
+}
+
+uint32_t Parser::AddSharedVar(uint32_t size, uint32_t align) {
+  shared_vars_.push_back({size, std::max<uint32_t>(align, 1)});
+  return uint32_t(shared_vars_.size() - 1);
+}
+
+void Parser::NoteSharedUse(uint32_t var) {
+  func_shared_.resize(std::max<size_t>(func_shared_.size(), cur_fidx_ + 1));
+  func_shared_[cur_fidx_].push_back(var);
+}
+
 uint32_t Parser::ConstSlot(uint64_t bits) {
   auto it = const_index_.find(bits);
   if (it != const_index_.end()) return it->second | kConstSlot;
@@ -1010,7 +1046,7 @@ Result<uint32_t> Parser::SrcSlot(const RawOp& op, Ty ty) {
     }
     case RawOp::kSym: {
       auto sh = scope().shared.find(op.sym);
-      if (sh != scope().shared.end()) return ConstSlot(sh->second + uint64_t(op.imm));
+      if (sh != scope().shared.end()) return SharedConstSlot(sh->second, op.imm);
       return Err("symbol " + op.sym + " cannot be used as a value here");
     }
     default:
@@ -1044,8 +1080,10 @@ Status Parser::ResolveSymbol(const std::string& name, int64_t off, Inst& in, Spa
     }
   }
   if (auto it = scope().shared.find(name); it != scope().shared.end()) {
-    in.symkind = SymKind::kNone;
-    in.off = int64_t(it->second) + off;
+    NoteSharedUse(it->second);
+    in.symkind = SymKind::kShared;
+    in.sym = it->second;
+    in.off = off;
     *space = Space::kShared;
     return OkStatus();
   }
@@ -1393,6 +1431,8 @@ Status Parser::DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool) 
   if (k != ops.size()) return Err("unexpected operands after call arguments");
   pc.site = uint32_t(P.calls.size());
   P.calls.emplace_back();
+  func_sites_.resize(std::max<size_t>(func_sites_.size(), cur_fidx_ + 1));
+  func_sites_[cur_fidx_].push_back(pc.site);
   in.target = pc.site;
   pending_calls_.push_back(std::move(pc));
   in.fn = select_Call(in);
@@ -1438,6 +1478,53 @@ Status Parser::ParseModule(std::string_view src, int module) {
       return Err("unknown directive");
     }
   }
+  return OkStatus();
+}
+
+// Lays out each kernel's static shared memory as a GPU does: only the .shared variables a kernel
+// reaches (named in its body or, transitively, in a function it calls) take space in its CTAs. A
+// variable has one offset for every kernel reaching it (they share its code), placed after all
+// that is already placed for each of those kernels, so no kernel's variables overlap.
+Status Parser::LayOutShared() {
+  const size_t nk = P.kernels.size(), nv = shared_vars_.size();
+  std::vector<std::vector<uint32_t>> kernels_of(nv);
+  for (uint32_t k = 0; k < nk; ++k) {
+    std::vector<bool> func_seen(P.funcs.size()), var_seen(nv);
+    std::vector<uint32_t> stack{P.kernel_func[k]};
+    while (!stack.empty()) {
+      uint32_t f = stack.back();
+      stack.pop_back();
+      if (func_seen[f]) continue;
+      func_seen[f] = true;
+      if (f < func_shared_.size()) {
+        for (uint32_t v : func_shared_[f]) {
+          if (!var_seen[v]) kernels_of[v].push_back(k);
+          var_seen[v] = true;
+        }
+      }
+      if (f < func_sites_.size())
+        for (uint32_t site : func_sites_[f]) stack.push_back(P.calls[site].callee);
+    }
+  }
+  std::vector<uint32_t> end(nk, 0), offset(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    uint64_t at = 0;
+    for (uint32_t k : kernels_of[v]) at = std::max<uint64_t>(at, end[k]);
+    at = AlignUp(uint32_t(at), shared_vars_[v].align);
+    if (at + shared_vars_[v].size > kMaxStaticShared)
+      return Error(err::kInvalidPtx, "static .shared memory of a kernel exceeds 48 KiB");
+    offset[v] = uint32_t(at);
+    for (uint32_t k : kernels_of[v]) end[k] = uint32_t(at) + shared_vars_[v].size;
+  }
+  for (size_t k = 0; k < nk; ++k) P.kernels[k].static_shared_bytes = end[k];
+  for (Inst& in : P.code) {
+    if (in.symkind != SymKind::kShared) continue;
+    in.off += offset[in.sym];
+    in.symkind = SymKind::kNone;
+    in.sym = 0;
+  }
+  for (const SharedConst& c : shared_consts_)
+    std::fill_n(P.consts.begin() + ptrdiff_t(c.slot) * 32, 32, offset[c.var] + uint64_t(c.imm));
   return OkStatus();
 }
 
@@ -1492,7 +1579,6 @@ Status Parser::Link() {
     k.name = f.name;
     for (auto& p : f.params) k.params.push_back({p.offset, p.size});
     k.param_bytes = f.params.empty() ? 0 : f.params.back().offset + f.params.back().size;
-    k.static_shared_bytes = P.shared_bytes;
     k.local_bytes = f.frame_bytes;
     uint32_t m = f.maxntid[0]
                      ? f.maxntid[0] * std::max(1u, f.maxntid[1]) * std::max(1u, f.maxntid[2])
@@ -1506,6 +1592,7 @@ Status Parser::Link() {
     P.kernels.push_back(std::move(k));
     P.kernel_func.push_back(uint32_t(fi));
   }
+  RETURN_IF_ERROR(LayOutShared());
   for (const Global& g : P.globals) {
     GlobalInfo gi;
     gi.name = g.name;

@@ -225,6 +225,17 @@ const Row kRows[] = {
          r |= ((i < len && pos + i < 32) ? (a >> (pos + i)) & 1u : sbit) << i;
        return One(r);
      }},
+    // Inputs 0..39: positions and widths at and past 32 hit both modes' edge cases.
+    {"bmsk.clamp/wrap", "bmsk.clamp.b32 %r4, %r1, %r2; bmsk.wrap.b32 %r5, %r1, %r2;", Gen::kSmall,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       auto bits = [](uint32_t pos, uint32_t width) {
+         uint32_t r = 0;
+         for (uint32_t i = pos; i < pos + width && i < 32; ++i) r |= 1u << i;
+         return r;
+       };
+       uint32_t clamp = a >= 32 ? 0 : bits(a, std::min(b, 32u));
+       return std::pair<uint32_t, uint32_t>{clamp, bits(a & 31, b & 31)};
+     }},
     {"bfi.b32",
      "and.b32 %r6, %r3, 31; shr.u32 %r7, %r3, 8; and.b32 %r7, %r7, 31; bfi.b32 %r4, %r1, %r2, %r6, "
      "%r7;",
@@ -585,6 +596,194 @@ TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
       *prog, "k", {1}, {64}, [&](Params& p) { p.Add(out); }, &mem);
   ASSERT_TRUE(s.ok()) << s.ToString();
   for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], (t ^ 1) * 3 + t + 100) << t;
+}
+
+// Each kernel's static shared memory holds only the .shared variables it reaches (directly or
+// through the functions it calls), as ptxas lays it out; a variable two kernels reach is at the
+// same offset in both.
+TEST(SharedLayout, PerKernelAndReachable) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.shared .align 4 .b8 big_a[40960];
+.shared .align 4 .b8 big_b[40960];
+.shared .align 8 .b8 common[128];
+.func (.param .b32 r) twice(.param .b32 x) {
+  .reg .b32 %r<6>;
+  ld.param.b32 %r1, [x];
+  mov.u32 %r2, %tid.x;
+  shl.b32 %r2, %r2, 2;
+  mov.u32 %r3, common;
+  add.u32 %r3, %r3, %r2;
+  st.shared.u32 [%r3], %r1;
+  ld.shared.u32 %r4, [%r3];
+  add.u32 %r4, %r4, %r4;
+  st.param.b32 [r], %r4;
+  ret;
+}
+.visible .entry ka(.param .u64 out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  mov.u64 %rd3, big_a;
+  add.s64 %rd4, %rd3, %rd2;
+  mul.lo.s32 %r2, %r1, 3;
+  st.shared.u32 [%rd4], %r2;
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 r0;
+  call.uni (r0), twice, (p0);
+  ld.param.b32 %r3, [r0];
+  }
+  ld.shared.u32 %r4, [%rd4];
+  add.s32 %r5, %r4, %r3;
+  add.s64 %rd5, %rd1, %rd2;
+  st.global.u32 [%rd5], %r5;
+  ret;
+}
+.visible .entry kb(.param .u64 out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  st.shared.u32 [big_b+40956], %r1;
+  ld.shared.u32 %r2, [big_b+40956];
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 r0;
+  call.uni (r0), twice, (p0);
+  ld.param.b32 %r3, [r0];
+  }
+  add.s32 %r4, %r3, 5;
+  add.s64 %rd5, %rd1, %rd2;
+  st.global.u32 [%rd5], %r4;
+  ret;
+}
+.visible .entry kc(.param .u64 out) {
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  st.global.u32 [%rd1], 7;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  auto shared_of = [&](const char* name) {
+    return prog->kernels()[*prog->FindKernel(name)].static_shared_bytes;
+  };
+  EXPECT_EQ(shared_of("ka"), 40960u + 128u);
+  EXPECT_EQ(shared_of("kb"), 40960u + 128u);
+  EXPECT_EQ(shared_of("kc"), 0u);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(32);
+  Status ska = RunKernel(
+      *prog, "ka", {2}, {32}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(ska.ok()) << ska.ToString();
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], 3 * t + 2 * t) << t;
+  Status skb = RunKernel(
+      *prog, "kb", {2}, {32}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(skb.ok()) << skb.ToString();
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], 2 * t + 5) << t;
+  // With dynamic shared memory past the static part, 48 KiB in all per CTA.
+  Status s = RunKernel(
+      *prog, "ka", {1}, {32}, [&](Params& p) { p.Add(out); }, &mem, 49152 - 41088);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(SharedLayout, MoreThan48KiBStaticIsRefused) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .shared .align 4 .b8 big[49156];
+  st.shared.u32 [big+49152], 1;
+  ret;
+})";
+  auto r = Load(std::vector<std::string>{ptx});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), err::kInvalidPtx);
+}
+
+// A vector access of 8 or 16 bytes is seen whole by a thread of another CTA, as on a GPU (CUB's
+// decoupled look-back publishes {status, value} with one st.relaxed.v2 and polls with one ld):
+// block 0 stores (i, ~i) pairs while block 1 loads them and counts the torn ones.
+TEST(Memory, VectorAccessIsNotTornAcrossCtas) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry pairs32(.param .u64 cell, .param .u64 out, .param .u32 n) {
+  .reg .b32 %r<12>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+  ld.param.u64 %rd1, [cell];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, 0;
+  mov.u32 %r9, 0;
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra READ;
+WRITE:
+  add.u32 %r3, %r3, 1;
+  not.b32 %r4, %r3;
+  st.relaxed.gpu.v2.u32 [%rd1], {%r3, %r4};
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra WRITE;
+  ret;
+READ:
+  ld.relaxed.gpu.v2.u32 {%r5, %r6}, [%rd1];
+  not.b32 %r7, %r6;
+  setp.ne.u32 %p3, %r5, %r7;
+  selp.u32 %r8, 1, 0, %p3;
+  add.u32 %r9, %r9, %r8;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra READ;
+  st.global.u32 [%rd2], %r9;
+  ret;
+}
+.visible .entry pairs64(.param .u64 cell, .param .u64 out, .param .u32 n) {
+  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<4>;
+  ld.param.u64 %rd1, [cell];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, 0;
+  mov.u32 %r9, 0;
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra READ;
+WRITE:
+  add.u32 %r3, %r3, 1;
+  cvt.u64.u32 %rd3, %r3;
+  not.b64 %rd4, %rd3;
+  st.relaxed.gpu.v2.u64 [%rd1], {%rd3, %rd4};
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra WRITE;
+  ret;
+READ:
+  ld.relaxed.gpu.v2.u64 {%rd5, %rd6}, [%rd1];
+  not.b64 %rd7, %rd6;
+  setp.ne.u64 %p3, %rd5, %rd7;
+  selp.u32 %r8, 1, 0, %p3;
+  add.u32 %r9, %r9, %r8;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra READ;
+  st.global.u32 [%rd2], %r9;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  for (const char* kernel : {"pairs32", "pairs64"}) {
+    SCOPED_TRACE(kernel);
+    TestMemory mem;
+    uint64_t* cell = mem.Upload(std::vector<uint64_t>{0xffffffff00000000ull, ~0ull});
+    uint32_t* torn = mem.Alloc<uint32_t>(1);
+    auto args = [&](Params& p) { p.Add(cell).Add(torn).Add(uint32_t{2000000}); };
+    Status s = RunKernel(*prog, kernel, {2}, {1}, args, &mem, 0, nullptr, nullptr, 2);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(*torn, 0u);
+  }
 }
 
 }  // namespace
