@@ -42,7 +42,8 @@ bool FunctionAttribute(const Function& f, const Module& m, CUfunction_attribute 
       {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, static_cast<int>(m.const_bytes)},
       {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, static_cast<int>(k.local_bytes)},
       {CU_FUNC_ATTRIBUTE_NUM_REGS, static_cast<int>(k.num_regs)},
-      {CU_FUNC_ATTRIBUTE_PTX_VERSION, kPtxVersion},
+      // The arch the PTX was compiled for: CUB picks its tuning from it.
+      {CU_FUNC_ATTRIBUTE_PTX_VERSION, m.ptx_target ? m.ptx_target : kPtxVersion},
       {CU_FUNC_ATTRIBUTE_BINARY_VERSION, kBinaryVersion},
       {CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, 0},
       {CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f.max_dynamic_shared.load()},

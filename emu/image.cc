@@ -95,6 +95,11 @@ CUresult CheckPtxHeader(const std::string& ptx) {
   return CUDA_SUCCESS;
 }
 
+int PtxTarget(const std::string& ptx) {
+  std::string_view target = Directive(ptx, ".target ");
+  return target.starts_with("sm_") ? Digits(target.substr(3)) : 0;
+}
+
 CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx) {
   const auto* p = static_cast<const std::byte*>(fatbin);
   if (size == 0) {

@@ -37,4 +37,7 @@ std::vector<std::byte> EncodeLinked(std::span<const std::string> sources);
 // CUDA_ERROR_UNSUPPORTED_PTX_VERSION). Text without the directives passes.
 CUresult CheckPtxHeader(const std::string& ptx);
 
+// N of the `.target sm_N` directive of PTX text; 0 if it has none.
+int PtxTarget(const std::string& ptx);
+
 }  // namespace remora::emu

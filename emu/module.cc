@@ -44,6 +44,10 @@ CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,
   }
   auto mod = std::make_shared<Module>();
   mod->program = std::move(program).value();
+  for (const auto& src : ptx) {
+    const int t = PtxTarget(src);
+    if (t && (!mod->ptx_target || t < mod->ptx_target)) mod->ptx_target = t;
+  }
   for (const ptx::GlobalInfo& g : mod->program->globals()) {
     CUdeviceptr p = 0;
     if (CUresult r = memory.Allocate(g.size == 0 ? 1 : g.size, &p); r != CUDA_SUCCESS) {

@@ -31,6 +31,7 @@ struct Module {
   std::shared_ptr<const ptx::Program> program;
   std::vector<uint64_t> global_addrs;  // device address of each program->globals()
   uint64_t const_bytes = 0;            // total size of .const variables
+  int ptx_target = 0;                  // lowest `.target sm_N` of its sources (0: none)
   std::deque<Function> functions;      // one per kernel, same order
 };
 

@@ -309,8 +309,7 @@ const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool p
     if (e.kind == Kind::kElf && !ptx_only && e.arch / 10 == device_arch / 10 &&
         (!elf || e.arch > elf->arch))
       elf = &e;
-    if (e.kind == Kind::kPtx && (!ptx || (ptx_only ? e.arch < ptx->arch : e.arch > ptx->arch)))
-      ptx = &e;
+    if (e.kind == Kind::kPtx && (!ptx || e.arch > ptx->arch)) ptx = &e;
   }
   return elf ? elf : ptx;
 }

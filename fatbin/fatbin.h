@@ -82,10 +82,11 @@ Result<std::vector<std::byte>> Decompress(const Entry& e);
 // Returns decoded PTX as text, without the NUL padding nvcc appends.
 std::string PtxText(Bytes decoded);
 
-// Returns the decoded text of the lowest-arch PTX entry with arch <= device_arch
-// (an emulator prefers the oldest ISA). kNoKernelImage if there is none (e.g. an
-// sm_XX-only build or the PTX-free linked fatbin of an -rdc program);
-// kInvalidPtx if the fat binary or that payload is malformed.
+// Returns the decoded text of the PTX entry a driver would JIT for device_arch:
+// the highest arch <= device_arch (so host code reading cudaFuncAttributes::
+// ptxVersion, as CUB does, sees the arch the device code was compiled for). kNoKernelImage if there
+// is none (e.g. an sm_XX-only build or the PTX-free linked fatbin of an -rdc program); kInvalidPtx
+// if the fat binary or that payload is malformed.
 Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch);
 
 // Returns the fat binaries a registration wrapper (the argument of
@@ -98,8 +99,8 @@ Result<std::vector<Bytes>> WrapperImages(const void* wrapper);
 // The entry a driver for compute capability `device_arch` (e.g. 90) loads:
 // the ELF of the highest arch <= device_arch with the same major version
 // (binary compatible), else the PTX it JIT-compiles, of the highest arch <=
-// device_arch. With `ptx_only` (an emulator: no ELF, the oldest ISA is the
-// simplest) the lowest-arch PTX <= device_arch. nullptr if none fits.
+// device_arch. With `ptx_only` (an emulator, which runs no machine code) that
+// PTX in any case. nullptr if none fits.
 const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool ptx_only);
 
 // "sm_75" / "compute_75" for an entry, as nvcc's -gencode spells them.

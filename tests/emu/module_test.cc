@@ -57,6 +57,23 @@ TEST_F(EmuModule, BadImagesAreRefused) {
             CUDA_ERROR_INVALID_HANDLE);
 }
 
+// cudaFuncAttributes::ptxVersion is the arch the PTX was compiled for (CUB
+// chooses its tuning from it), not the device's.
+TEST_F(EmuModule, PtxVersionIsTheModulesTarget) {
+  std::string older = kTinyPtx;
+  older.replace(older.find("sm_75"), 5, "sm_60");
+  CUmodule m;
+  ASSERT_EQ(api.cuModuleLoadData(&m, older.c_str()), CUDA_SUCCESS);
+  CUfunction f;
+  ASSERT_EQ(api.cuModuleGetFunction(&f, m, "tiny"), CUDA_SUCCESS);
+  int v = 0;
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, 60);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, 75);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 TEST_F(EmuModule, LinkerValidatesItsInputs) {
   CUlinkState l;
   EXPECT_EQ(api.cuLinkCreate(0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);

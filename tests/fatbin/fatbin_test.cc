@@ -143,7 +143,7 @@ TEST(SelectPtx, NoPtxInAnSmOnlyBuild) {
   }
 }
 
-TEST(SelectPtx, PicksTheLowestArchNotAboveTheDevice) {
+TEST(SelectPtx, PicksTheHighestArchNotAboveTheDevice) {
   auto bytes = Saxpy("ptx2");
   auto entries = Parse(bytes);
   ASSERT_TRUE(entries.ok());
@@ -155,14 +155,38 @@ TEST(SelectPtx, PicksTheLowestArchNotAboveTheDevice) {
   std::sort(archs.begin(), archs.end());
   EXPECT_EQ(archs, (std::vector<uint32_t>{75, 86}));
 
-  for (uint32_t device : {75u, 86u, 120u}) {
+  for (uint32_t device : {75u, 80u, 86u, 120u}) {
     auto ptx = SelectPtx(bytes, device);
     ASSERT_TRUE(ptx.ok()) << device;
-    EXPECT_NE(ptx->find(".target sm_75"), std::string::npos) << device;
+    const char* want = device < 86 ? ".target sm_75" : ".target sm_86";
+    EXPECT_NE(ptx->find(want), std::string::npos) << device;
   }
   auto too_old = SelectPtx(bytes, 70);
   ASSERT_FALSE(too_old.ok());
   EXPECT_EQ(CodeOf(too_old.status()), err::kNoKernelImage);
+}
+
+TEST(Choose, TakesCompatibleMachineCodeElsePtxAsADriverWould) {
+  auto entry = [](Kind kind, uint32_t arch) {
+    Entry e{};
+    e.kind = kind;
+    e.arch = arch;
+    return e;
+  };
+  const std::vector<Entry> entries = {entry(Kind::kElf, 75), entry(Kind::kPtx, 75),
+                                      entry(Kind::kElf, 80), entry(Kind::kElf, 86),
+                                      entry(Kind::kPtx, 86), entry(Kind::kElf, 120)};
+  auto name = [&](uint32_t arch, bool ptx_only) {
+    const Entry* e = Choose(entries, arch, ptx_only);
+    return e ? EntryName(*e) : std::string("none");
+  };
+  EXPECT_EQ(name(75, false), "sm_75");
+  EXPECT_EQ(name(89, false), "sm_86");       // same major, highest not above
+  EXPECT_EQ(name(90, false), "compute_86");  // no sm_9x code: JIT the newest PTX
+  EXPECT_EQ(name(120, false), "sm_120");
+  EXPECT_EQ(name(75, true), "compute_75");
+  EXPECT_EQ(name(90, true), "compute_86");
+  EXPECT_EQ(name(70, false), "none");
 }
 
 TEST(Parse, DebugBuildCarriesNameAndOptions) {
