@@ -171,6 +171,7 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int s
 cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
   constexpr size_t kPitchAlign = 512;
   if (!devPtr || !pitch) return Ret(cudaErrorInvalidValue);
+  if (width > SIZE_MAX - kPitchAlign) return Ret(cudaErrorMemoryAllocation);
   size_t p = (width + kPitchAlign - 1) / kPitchAlign * kPitchAlign;
   if (height != 0 && p > SIZE_MAX / height) return Ret(cudaErrorMemoryAllocation);
   *pitch = p;

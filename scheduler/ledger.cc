@@ -47,12 +47,13 @@ Result<uint64_t> ParseBytes(const std::string& text) {
 }
 
 Result<Quota> ResolveQuota(const QuotaSpec& s, uint64_t usable) {
+  // Written so that NaN fails every check: it is no fraction at all.
+  for (double f : {s.fraction, s.fraction_limit})
+    if (!(f >= 0 && f <= 1)) return Error(err::kInvalidValue, "GPU fractions lie in (0, 1]");
   bool fractions = s.fraction > 0 || s.fraction_limit > 0;
   bool bytes = s.bytes > 0 || s.bytes_limit > 0;
   if (fractions && bytes)
     return Error(err::kInvalidValue, "a quota is either fractions of the GPU or bytes, not both");
-  for (double f : {s.fraction, s.fraction_limit})
-    if (f < 0 || f > 1) return Error(err::kInvalidValue, "GPU fractions lie in (0, 1]");
   Quota q;
   if (fractions) {
     q.request = static_cast<uint64_t>(s.fraction * static_cast<double>(usable));

@@ -415,7 +415,18 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
   return OkStatus();
 }
 
+Status Session::CheckStagingSlot(uint32_t slot_plus_one) const {
+  if (slot_plus_one == 0) return OkStatus();
+  if (!channel_->arena() || slot_plus_one > kStagingSlots)
+    return Error(err::kInvalidValue, "staging slot " + std::to_string(slot_plus_one) +
+                                         " does not exist (this session has " +
+                                         std::to_string(channel_->arena() ? kStagingSlots : 0) +
+                                         ")");
+  return OkStatus();
+}
+
 Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
   RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
   ASSIGN_OR_RETURN(const std::byte* src, HostSource(req.src(), req.size()));
   ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
@@ -427,6 +438,7 @@ Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
 }
 
 Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
   Status st = CheckDeviceRange(req.dst(), req.size(), "destination");
   Result<const std::byte*> src =
       st.ok() ? HostSource(req.src(), req.size()) : Result<const std::byte*>(st);

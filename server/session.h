@@ -105,6 +105,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Status DrainForPageable(CUstream s);
   Status SyncAll();
   void ReleaseStagingSlot(uint32_t slot_plus_one);
+  // kInvalidValue unless `slot_plus_one` is 0 (none) or one of this session's slots.
+  Status CheckStagingSlot(uint32_t slot_plus_one) const;
   // Enqueues `fn` to run on the stream when it gets there.
   Status EnqueueHost(CUstream s, std::function<void()> fn);
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);

@@ -442,6 +442,17 @@ TEST_F(Wire, MallocSendsRequestAndReturnsThePointer) {
   size_t free = 0, total = 0;
   ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
   EXPECT_EQ(free, 3u << 20);
+
+  // A pitched allocation whose row size overflows is refused, never a null success.
+  size_t pitch = 0;
+  d = reinterpret_cast<void*>(1);
+  EXPECT_EQ(cudaMallocPitch(&d, &pitch, SIZE_MAX - 3, 2), cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaMallocPitch(&d, &pitch, SIZE_MAX / 2, 4), cudaErrorMemoryAllocation);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaMallocPitch(&d, &pitch, 1000, 3), cudaSuccess);
+  EXPECT_EQ(pitch, 1024u);
+  EXPECT_EQ(server_->Last<v1::MallocRequest>(CallId::kMalloc).size(), 3072u);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
 }
 
 TEST_F(Wire, PageableCopiesAreChunked) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <random>
 
 namespace remora::sched {
@@ -32,6 +34,12 @@ TEST(ResolveQuota, Kinds) {
   EXPECT_FALSE(ResolveQuota({.fraction = 0.5, .bytes = kGiB}, 8 * kGiB).ok());
   EXPECT_FALSE(ResolveQuota({.bytes = 2 * kGiB, .bytes_limit = kGiB}, 8 * kGiB).ok());
   EXPECT_FALSE(ResolveQuota({.fraction = 1.5}, 8 * kGiB).ok());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(ResolveQuota({.fraction = nan}, 8 * kGiB).ok());
+  EXPECT_FALSE(ResolveQuota({.fraction = 0.25, .fraction_limit = nan}, 8 * kGiB).ok());
+  EXPECT_FALSE(ResolveQuota({.fraction = inf}, 8 * kGiB).ok());
+  EXPECT_FALSE(ResolveQuota({.fraction = -0.5}, 8 * kGiB).ok());
 }
 
 TEST(Ledger, AdmissionKeepsRequestsWithinUsable) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -309,6 +310,15 @@ TEST_F(ServerTest, RefusesRangesOutsideTheTenantsAllocations) {
   h.set_dst(pb);
   h.mutable_src()->set_arena_offset(a->arena()->size() - 2);  // arena overrun, b's memory anyway
   EXPECT_EQ(b->Call(CallId::kMemcpyHtoD, h), err::kInvalidValue);
+  // A staging slot the session does not have is refused, not ignored.
+  h.mutable_src()->set_data("abcd");
+  h.set_staging_slot(0xFFFFFFFF);
+  EXPECT_EQ(b->Call(CallId::kMemcpyHtoD, h), err::kInvalidValue);
+  EXPECT_NE(b->last().message().find("staging slot"), std::string::npos) << b->last().message();
+  b->Post(CallId::kMemcpyHtoDAsync, h);
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  h.set_staging_slot(0);
+  EXPECT_EQ(b->Call(CallId::kMemcpyHtoD, h), 0);
 }
 
 TEST_F(ServerTest, RefusesOtherTenantsHandles) {
@@ -394,6 +404,12 @@ TEST_F(ServerTest, AdmissionRefusesRequestsBeyondTheDevice) {
   auto b = Client::Connect(path_, h);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->welcome_status(), err::kMemoryAllocation);
+  // A NaN fraction is no quota at all, not an unlimited one.
+  v1::Hello nan;
+  nan.mutable_quota()->set_gpu_fraction(std::numeric_limits<double>::quiet_NaN());
+  auto c = Client::Connect(path_, nan);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->welcome_status(), err::kInvalidValue);
 }
 
 TEST_F(ServerTest, DeadClientIsReapedWithinASecondAndOthersKeepRunning) {
