@@ -130,6 +130,10 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
   return cudaSuccess;
 }
 
+cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr) {
+  return __cudaGetKernel(kernelPtr, entryFuncAddr);
+}
+
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                size_t sharedMem, cudaStream_t stream) {
   return cs::Launch(AsKernel(kernel), gridDim, blockDim, args, sharedMem, stream);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "client_stub/connection.h"
 #include "client_stub/no_destructor.h"
@@ -35,6 +36,7 @@ struct Registry {
   std::shared_mutex mu;
   std::unordered_map<Module*, std::unique_ptr<Module>> modules;
   std::unordered_map<const void*, Kernel*> kernels;
+  std::unordered_set<const void*> handles;  // every live Kernel*, the app's cudaKernel_t
   std::unordered_map<const void*, Variable*> variables;
 };
 
@@ -136,6 +138,7 @@ void AddFunction(void** handle, const void* host_fun, const char* name) {
   k->host_fun = host_fun;
   k->name = name;
   r.kernels[host_fun] = k.get();
+  r.handles.insert(k.get());
   it->second->kernels.push_back(std::move(k));
 }
 
@@ -178,9 +181,11 @@ void RemoveModule(void** handle) {
     if (it == r.modules.end()) return;
     m = std::move(it->second);
     r.modules.erase(it);
-    for (const auto& k : m->kernels)
+    for (const auto& k : m->kernels) {
       if (auto f = r.kernels.find(k->host_fun); f != r.kernels.end() && f->second == k.get())
         r.kernels.erase(f);
+      r.handles.erase(k.get());
+    }
     for (const auto& v : m->variables)
       if (auto f = r.variables.find(v->host_var); f != r.variables.end() && f->second == v.get())
         r.variables.erase(f);
@@ -215,7 +220,10 @@ Kernel* FindKernel(const void* host_fun) {
   Registry& r = Reg();
   std::shared_lock lock(r.mu);
   auto it = r.kernels.find(host_fun);
-  return it == r.kernels.end() ? nullptr : it->second;
+  if (it != r.kernels.end()) return it->second;
+  // A cudaKernel_t from cudaGetKernel stands for its kernel wherever a function may.
+  if (r.handles.count(host_fun)) return const_cast<Kernel*>(static_cast<const Kernel*>(host_fun));
+  return nullptr;
 }
 
 cudaError_t EnsureRegistered(Kernel& k) {

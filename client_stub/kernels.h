@@ -61,7 +61,8 @@ void RemoveModule(void** handle);
 // module's registration (modules register again on next use).
 void ForgetDeviceState();
 
-// The kernel registered for `host_fun`, or nullptr.
+// The kernel registered for `host_fun` (a kernel's host stub, or a
+// cudaKernel_t the stub handed out), or nullptr.
 Kernel* FindKernel(const void* host_fun);
 
 // Registers the kernel's module with the server if not done yet. Returns the

@@ -820,6 +820,20 @@ TEST_F(Wire, KnownFatBinariesAreSentOnce) {
   EXPECT_EQ(size, 4u);
   EXPECT_EQ(cudaFuncGetName(&name, &x), cudaErrorInvalidDeviceFunction);
   (void)cudaGetLastError();
+
+  // A cudaKernel_t from cudaGetKernel launches and describes its kernel.
+  cudaKernel_t handle = nullptr;
+  ASSERT_EQ(cudaGetKernel(&handle, reinterpret_cast<const void*>(&OtherFakeKernel)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // earlier launches are logged
+  size_t launches_before = server_->Count(CallId::kLaunchKernel);
+  ASSERT_EQ(
+      cudaLaunchKernel(reinterpret_cast<const void*>(handle), dim3(2), dim3(3), args, 0, nullptr),
+      cudaSuccess);
+  ASSERT_EQ(cudaFuncGetName(&name, reinterpret_cast<const void*>(handle)), cudaSuccess);
+  EXPECT_STREQ(name, "_Z4fakeli");
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(server_->Count(CallId::kLaunchKernel), launches_before + 1);
+  EXPECT_EQ(server_->Last<v1::LaunchRequest>(CallId::kLaunchKernel).block_x(), 3u);
   __cudaUnregisterFatBinary(ha);
   __cudaUnregisterFatBinary(hb);
 }
