@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "scheduler/ledger.h"
+#include "proto/quantity.h"
 
 namespace remora::cli {
 namespace {
@@ -71,10 +71,10 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
     RETURN_IF_ERROR(CheckFraction("--gpu-fraction-limit", o.gpu_fraction_limit));
   uint64_t req = 0, lim = 0;
   if (!o.gpu_memory.empty()) {
-    ASSIGN_OR_RETURN(req, sched::ParseBytes(o.gpu_memory));
+    ASSIGN_OR_RETURN(req, ParseQuantity(o.gpu_memory));
   }
   if (!o.gpu_memory_limit.empty()) {
-    ASSIGN_OR_RETURN(lim, sched::ParseBytes(o.gpu_memory_limit));
+    ASSIGN_OR_RETURN(lim, ParseQuantity(o.gpu_memory_limit));
   }
   if (lim && req > lim)
     return Error(err::kInvalidValue, "--gpu-memory-limit is below --gpu-memory");

@@ -1,31 +1,14 @@
 // client_stub/env.cc - parsing REMORA_SERVER, REMORA_TOKEN and the quota variables.
 #include "client_stub/env.h"
 
+#include "proto/quantity.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
 
 namespace remora::client_stub {
 namespace {
-
-struct Suffix {
-  std::string_view text;
-  double scale;
-};
-constexpr Suffix kSuffixes[] = {
-    {"", 1},
-    {"k", 1e3},
-    {"K", 1e3},
-    {"M", 1e6},
-    {"G", 1e9},
-    {"T", 1e12},
-    {"P", 1e15},
-    {"Ki", 1024.0},
-    {"Mi", 1048576.0},
-    {"Gi", 1073741824.0},
-    {"Ti", 1099511627776.0},
-    {"Pi", 1125899906842624.0},
-};
 
 Status Bad(const std::string& what, const std::string& text) {
   return Error(err::kInvalidValue, what + ": cannot parse '" + text + "'");
@@ -46,19 +29,6 @@ bool SplitNumber(const std::string& text, double* value, std::string_view* rest)
 }
 
 }  // namespace
-
-Result<uint64_t> ParseBytes(const std::string& text) {
-  double value;
-  std::string_view rest;
-  if (!SplitNumber(text, &value, &rest)) return Bad("size", text);
-  for (const Suffix& s : kSuffixes) {
-    if (rest != s.text) continue;
-    double bytes = std::round(value * s.scale);
-    if (!(bytes < 18446744073709551616.0)) return Bad("size", text);
-    return static_cast<uint64_t>(bytes);
-  }
-  return Bad("size", text);
-}
 
 Result<double> ParseFraction(const std::string& text) {
   double value;
@@ -117,7 +87,7 @@ Result<Settings> ReadSettings(const std::function<const char*(const char*)>& get
                      BytesVar{"REMORA_GPU_MEMORY_LIMIT", &s.quota.memory_limit}}) {
     const char* text = get(v.name);
     if (!text || !*text) continue;
-    Result<uint64_t> b = ParseBytes(text);
+    Result<uint64_t> b = ParseQuantity(text);
     if (!b.ok())
       return Error(err::kInvalidValue, std::string(v.name) + ": " + b.status().message());
     *v.out = *b;

@@ -2,7 +2,6 @@
 //
 // Read once, at connect time. Parsing is separate from getenv so tests can feed
 // strings:
-//   ASSIGN_OR_RETURN(uint64_t bytes, ParseBytes("512Mi"));   // 536870912
 //   ASSIGN_OR_RETURN(Settings s, SettingsFromEnv());
 #pragma once
 
@@ -37,11 +36,6 @@ struct Settings {
 };
 
 inline constexpr const char* kDefaultServer = "unix:/run/remora/gpu0.sock";
-
-// Parses a byte count: a non-negative number, optionally with a decimal part and
-// a suffix k/K, M, G, T, P (powers of 1000) or Ki, Mi, Gi, Ti, Pi (powers of 1024).
-// Errors: kInvalidValue for anything else, or a value past 2^64.
-Result<uint64_t> ParseBytes(const std::string& text);
 
 // Parses a GPU fraction in (0, 1]. Errors: kInvalidValue otherwise.
 Result<double> ParseFraction(const std::string& text);

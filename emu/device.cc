@@ -3,8 +3,11 @@
 
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "proto/quantity.h"
 
 namespace remora::emu {
 namespace {
@@ -15,7 +18,12 @@ constexpr int kDefaultSms = 40;
 DeviceConfig ReadConfig() {
   DeviceConfig cfg{kDefaultMemory, kDefaultSms};
   if (const char* mem = std::getenv("REMORA_EMU_MEMORY")) {
-    if (auto v = ParseMemorySize(mem)) cfg.total_memory = *v;
+    Result<uint64_t> v = ParseQuantity(mem);
+    if (v.ok() && *v > 0)
+      cfg.total_memory = *v;
+    else
+      std::fprintf(stderr, "remora-emu: REMORA_EMU_MEMORY: %s; using 16Gi\n",
+                   v.ok() ? "zero bytes" : v.status().message().c_str());
   }
   if (const char* sms = std::getenv("REMORA_EMU_SMS")) {
     char* end = nullptr;
@@ -46,28 +54,6 @@ AttrTable BuildAttrs(const DeviceConfig& cfg) {
 const DeviceConfig& Config() {
   static const DeviceConfig cfg = ReadConfig();
   return cfg;
-}
-
-std::optional<uint64_t> ParseMemorySize(std::string_view text) {
-  size_t i = 0;
-  uint64_t v = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(text[i++] - '0');
-  }
-  if (i == 0) return std::nullopt;
-  int shift = 0;
-  if (i < text.size()) {
-    constexpr std::string_view kUnits = "KMGT";
-    size_t u = kUnits.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text[i]))));
-    if (u == std::string_view::npos) return std::nullopt;
-    shift = 10 * static_cast<int>(u + 1);
-    ++i;
-    if (i < text.size() && (text[i] == 'i' || text[i] == 'I')) ++i;
-    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
-  }
-  if (i != text.size() || v == 0 || v > (UINT64_MAX >> shift)) return std::nullopt;
-  return v << shift;
 }
 
 std::optional<int> DeviceAttribute(int attr) {

@@ -39,10 +39,6 @@ struct DeviceConfig {
 // Thread-safe. A malformed variable falls back to the default.
 const DeviceConfig& Config();
 
-// Parses a memory size: digits with an optional K/M/G/T suffix (binary units,
-// an optional trailing "i"/"B" is accepted). Returns nullopt if malformed or 0.
-std::optional<uint64_t> ParseMemorySize(std::string_view text);
-
 // Returns the value of `attr`, or nullopt if it is not a CUdevice_attribute.
 std::optional<int> DeviceAttribute(int attr);
 

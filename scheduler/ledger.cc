@@ -8,44 +8,6 @@
 
 namespace remora::sched {
 
-Result<uint64_t> ParseBytes(const std::string& text) {
-  if (text.empty()) return Error(err::kInvalidValue, "empty size");
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(v >= 0) || !std::isfinite(v))
-    return Error(err::kInvalidValue, "'" + text + "' is not a size");
-  std::string unit(end);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  struct Unit {
-    const char* name;
-    double scale;
-  };
-  static constexpr Unit kUnits[] = {{"", 1},
-                                    {"b", 1},
-                                    {"k", 1e3},
-                                    {"kb", 1e3},
-                                    {"ki", 1024.0},
-                                    {"kib", 1024.0},
-                                    {"m", 1e6},
-                                    {"mb", 1e6},
-                                    {"mi", 1048576.0},
-                                    {"mib", 1048576.0},
-                                    {"g", 1e9},
-                                    {"gb", 1e9},
-                                    {"gi", 1073741824.0},
-                                    {"gib", 1073741824.0},
-                                    {"t", 1e12},
-                                    {"ti", 1099511627776.0}};
-  for (const Unit& u : kUnits) {
-    if (unit == u.name) {
-      double bytes = v * u.scale;
-      if (bytes >= 1.8e19) return Error(err::kInvalidValue, "size '" + text + "' overflows");
-      return static_cast<uint64_t>(bytes);
-    }
-  }
-  return Error(err::kInvalidValue, "'" + text + "' has an unknown unit (use K, M, G, Ki, Mi, Gi)");
-}
-
 Result<Quota> ResolveQuota(const QuotaSpec& s, uint64_t usable) {
   // Written so that NaN fails every check: it is no fraction at all.
   for (double f : {s.fraction, s.fraction_limit})

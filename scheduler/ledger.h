@@ -40,9 +40,6 @@ struct QuotaSpec {
 // or limit < request.
 Result<Quota> ResolveQuota(const QuotaSpec& spec, uint64_t usable);
 
-// Parses "4G", "512Mi", "1.5GiB", "1048576" into bytes. Errors: kInvalidValue.
-Result<uint64_t> ParseBytes(const std::string& text);
-
 class MemoryLedger {
  public:
   explicit MemoryLedger(uint64_t usable) : usable_(usable) {}

@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "proto/quantity.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     } else if (Flag(argc, argv, i, "--emu-dir", v)) {
       opts.emu_dir = v;
     } else if (Flag(argc, argv, i, "--arena", v)) {
-      auto b = sched::ParseBytes(v);
+      auto b = ParseQuantity(v);
       if (!b.ok()) {
         std::cerr << b.status().message() << "\n";
         return 2;

@@ -128,17 +128,6 @@ TEST(PinnedHeap, RandomSequencesNeverOverlapAndCoalesceFully) {
 
 // ---- settings ---------------------------------------------------------------------
 
-TEST(Env, ParseBytes) {
-  EXPECT_EQ(V(ParseBytes("1073741824")), 1073741824u);
-  EXPECT_EQ(V(ParseBytes("4G")), 4000000000u);
-  EXPECT_EQ(V(ParseBytes("4Gi")), 4ull << 30);
-  EXPECT_EQ(V(ParseBytes("512Mi")), 512ull << 20);
-  EXPECT_EQ(V(ParseBytes("1.5Ki")), 1536u);
-  EXPECT_EQ(V(ParseBytes("0")), 0u);
-  for (const char* junk : {"", "G", "4GB", "-1", "4 G", "abc", "1e9", "4g", "99999999999P", "."})
-    EXPECT_FALSE(ParseBytes(junk).ok()) << junk;
-}
-
 TEST(Env, ParseFraction) {
   EXPECT_DOUBLE_EQ(V(ParseFraction("0.5")), 0.5);
   EXPECT_DOUBLE_EQ(V(ParseFraction("1")), 1.0);

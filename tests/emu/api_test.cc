@@ -57,7 +57,7 @@ TEST(EmuInit, EverythingRefusedBeforeCuInit) {
 }
 
 TEST(EmuDevice, MemorySizeComesFromTheEnvironment) {
-  ASSERT_EQ(setenv("REMORA_EMU_MEMORY", "512M", 1), 0);
+  ASSERT_EQ(setenv("REMORA_EMU_MEMORY", "512Mi", 1), 0);
   Api fresh = FreshLib();  // reads the environment on first use
   ASSERT_NE(fresh.handle, nullptr) << dlerror();
   ASSERT_EQ(fresh.cuInit(0), CUDA_SUCCESS);

@@ -12,18 +12,6 @@ namespace {
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-TEST(ParseBytes, Units) {
-  EXPECT_EQ(ParseBytes("4G").value(), 4000000000ull);
-  EXPECT_EQ(ParseBytes("4Gi").value(), 4 * kGiB);
-  EXPECT_EQ(ParseBytes("512Mi").value(), 512ull << 20);
-  EXPECT_EQ(ParseBytes("1.5GiB").value(), 3 * kGiB / 2);
-  EXPECT_EQ(ParseBytes("1048576").value(), 1048576ull);
-  EXPECT_FALSE(ParseBytes("").ok());
-  EXPECT_FALSE(ParseBytes("12Q").ok());
-  EXPECT_FALSE(ParseBytes("-1G").ok());
-  EXPECT_FALSE(ParseBytes("99999999999T").ok());
-}
-
 TEST(ResolveQuota, Kinds) {
   EXPECT_EQ(ResolveQuota({}, 10 * kGiB).value().limit, 10 * kGiB);
   Quota q = ResolveQuota({.fraction = 0.25, .fraction_limit = 0.5}, 8 * kGiB).value();
