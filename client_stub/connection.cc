@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <cuda_runtime_api.h>
+
 #include "client_stub/errors.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
@@ -215,8 +217,13 @@ cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, st
     result->swap(*reply.mutable_result());
     *have_result = true;
   }
-  if (reply.deferred_code() != 0)
-    return RecordError(static_cast<cudaError_t>(reply.deferred_code()));
+  const auto returned =
+      reply.deferred_code() != 0 ? static_cast<cudaError_t>(reply.deferred_code()) : code;
+  if (ErrorIsSticky(returned) && !sticky_printed_.exchange(true)) [[unlikely]] {
+    // A device fault ends the program's GPU work: say once why, and whose.
+    std::fprintf(stderr, "remora: %s (%s)\n", FailureMessage().c_str(), cudaGetErrorName(returned));
+  }
+  if (reply.deferred_code() != 0) return RecordError(returned);
   if (code != cudaSuccess && ErrorIsSticky(code)) RecordError(code);
   return code;
 }

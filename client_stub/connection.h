@@ -140,6 +140,7 @@ class Connection {
   std::once_flag once_;
   std::atomic<int> fail_{0};
   std::atomic<bool> fail_printed_{false};
+  std::atomic<bool> sticky_printed_{false};  // a sticky error's reason went to stderr
   std::unique_ptr<transport::Channel> ch_;
   transport::Arena* arena_ = nullptr;
   size_t max_body_ = 0;

@@ -59,6 +59,7 @@ void Context::Reset() {
 // REQUIRES: mu_ held.
 void Context::Activate() {
   error_.store(0, std::memory_order_release);
+  fault_stream_.store(nullptr, std::memory_order_release);
   legacy_ = std::make_unique<Stream>(progress_, error_, 0u, kStreamPriorityLeast);
   active_.store(true, std::memory_order_release);
 }
@@ -97,10 +98,18 @@ CUresult Context::Check() const {
   return static_cast<CUresult>(error_.load(std::memory_order_acquire));
 }
 
-void Context::Fail(CUresult code, const std::string& why) {
+void Context::Fail(CUresult code, const std::string& why, CUstream stream) {
   int expected = 0;
-  error_.compare_exchange_strong(expected, code, std::memory_order_acq_rel);
+  if (error_.compare_exchange_strong(expected, code, std::memory_order_acq_rel))
+    fault_stream_.store(stream, std::memory_order_release);
   std::fprintf(stderr, "remora-emu: %s\n", why.c_str());
+}
+
+CUstream Context::FaultStream() const {
+  return error_.load(std::memory_order_acquire) > 0 &&
+                 error_.load(std::memory_order_acquire) != CUDA_ERROR_CONTEXT_IS_DESTROYED
+             ? fault_stream_.load(std::memory_order_acquire)
+             : nullptr;
 }
 
 // --- streams ------------------------------------------------------------------

@@ -65,9 +65,13 @@ class Context {
   // What every context-bound call checks first: CUDA_ERROR_CONTEXT_IS_DESTROYED
   // while inactive, the sticky error after a fault, else CUDA_SUCCESS.
   CUresult Check() const;
-  // Breaks the context with `code` (the first failure wins) and writes `why` to
-  // stderr prefixed "remora-emu:". Thread-safe; called from stream workers.
-  void Fail(CUresult code, const std::string& why);
+  // Breaks the context with `code` (the first failure wins, and `stream`, the
+  // one whose work failed, is kept with it) and writes `why` to stderr prefixed
+  // "remora-emu:". Thread-safe; called from stream workers.
+  void Fail(CUresult code, const std::string& why, CUstream stream = nullptr);
+  // The stream (as the caller named it) whose work broke the context; nullptr
+  // while healthy.
+  CUstream FaultStream() const;
 
   DeviceMemory& memory() { return *memory_; }
 
@@ -144,6 +148,7 @@ class Context {
   // Non-zero while work must be skipped: the sticky error, or
   // CUDA_ERROR_CONTEXT_IS_DESTROYED during teardown.
   std::atomic<int> error_{0};
+  std::atomic<CUstream> fault_stream_{nullptr};  // set with the first failure
 
   mutable std::mutex mu_;  // guards everything below
   int retain_count_ = 0;

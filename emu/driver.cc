@@ -212,6 +212,13 @@ REMORA_EMU_API CUresult remoraEmuSetPrintfHandler(PrintfHandler fn, void* user) 
   return CUDA_SUCCESS;
 }
 
+REMORA_EMU_API CUresult remoraEmuGetFaultStream(CUstream* stream) {
+  EMU_RETURN_IF_ERROR(CheckInit());
+  if (stream == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *stream = TheDriver().primary.FaultStream();
+  return CUDA_SUCCESS;
+}
+
 REMORA_EMU_API CUresult remoraEmuGetStreamBusyTime(CUstream s, unsigned long long* ns) {
   EMU_CURRENT_CONTEXT(ctx);
   if (ns == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -278,7 +278,8 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
       if (code != CUDA_ERROR_ILLEGAL_ADDRESS && code != CUDA_ERROR_ASSERT) {
         code = CUDA_ERROR_LAUNCH_FAILED;
       }
-      ctx->Fail(code, "kernel " + mod->program->kernels()[index].name + " failed: " + s.ToString());
+      ctx->Fail(code, "kernel " + mod->program->kernels()[index].name + " failed: " + s.ToString(),
+                hStream);
     }
   };
   return ctx->Enqueue(hStream, std::move(w));

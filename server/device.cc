@@ -1,6 +1,9 @@
 // server/device.cc - context, description and stream pool of the server's GPU.
 #include "server/device.h"
 
+#include <chrono>
+#include <utility>
+
 #include "server/log.h"
 
 namespace remora::server {
@@ -82,6 +85,73 @@ void Device::ReleaseStream(CUstream s) {
   }
   std::lock_guard lock(pool_mu_);
   pool_.push_back(s);
+}
+
+Device::Use::~Use() {
+  if (!d_) return;
+  if (d_->users_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      d_->closing_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(d_->gate_mu_);
+    d_->gate_cv_.notify_all();
+  }
+}
+
+Device::Use Device::Enter() {
+  for (;;) {
+    // seq_cst on both sides (Dekker): either Recover sees our increment, or we
+    // see its closing_ and step back.
+    users_.fetch_add(1, std::memory_order_seq_cst);
+    if (!closing_.load(std::memory_order_seq_cst)) [[likely]]
+      return Use(this, epoch_.load(std::memory_order_acquire));
+    if (users_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+      std::lock_guard lock(gate_mu_);
+      gate_cv_.notify_all();
+    }
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait(lock, [&] { return !closing_.load(std::memory_order_seq_cst); });
+  }
+}
+
+Device::Fault Device::last_fault() const {
+  std::lock_guard lock(gate_mu_);
+  return last_fault_;
+}
+
+Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& fault) {
+  std::lock_guard one(recover_mu_);
+  if (epoch() != seen) return OkStatus();  // someone else already rebuilt it
+  const auto start = std::chrono::steady_clock::now();
+  closing_.store(true, std::memory_order_seq_cst);
+  {
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait(lock, [&] { return users_.load(std::memory_order_seq_cst) == 0; });
+  }
+  // Every stream, event, module and allocation of the old context dies here.
+  Status st = Check(drv_->cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
+  if (st.ok()) st = Check(drv_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+  if (st.ok()) st = MakeCurrent();
+  {
+    std::lock_guard lock(pool_mu_);
+    pool_.clear();
+  }
+  {
+    std::lock_guard lock(gate_mu_);
+    last_fault_ = Fault{seen, culprit, fault};
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+    closing_.store(false, std::memory_order_seq_cst);
+  }
+  gate_cv_.notify_all();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  Log(st.ok() ? Level::kWarn : Level::kError, "device",
+      {{"event", "recovered"},
+       {"culprit", culprit},
+       {"fault", fault.ToString()},
+       {"epoch", epoch()},
+       {"took_ms", ms},
+       {"status", st.ok() ? std::string("ok") : st.ToString()}});
+  return st;
 }
 
 Status Device::Check(CUresult r, const char* what) const {

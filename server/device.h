@@ -2,12 +2,21 @@
 //
 // Every thread that calls the driver first calls MakeCurrent(). Tenants' streams
 // are virtual; the Device hands out real streams from a pool and takes them back.
+//
+// Fault recovery: a device fault (illegal address, trap, assert) breaks the
+// context for everyone. Every thread holds a Use while it calls the driver;
+// Recover() closes the gate, waits for the Uses in flight to end, resets the
+// context and opens the gate on a new epoch. A session whose epoch is older
+// than the device's has lost its device state and must not touch its handles.
 #pragma once
 
 #include <cuda.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "proto/status.h"
@@ -45,6 +54,39 @@ class Device {
   // and the driver's own description.
   Status Check(CUresult r, const char* what) const;
 
+  // Permission to call the driver in the current epoch; held for the length of
+  // one tenant call. Cheap: one atomic increment when no recovery is pending.
+  class Use {
+   public:
+    Use(Use&& o) noexcept : d_(std::exchange(o.d_, nullptr)), epoch_(o.epoch_) {}
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    ~Use();
+    uint64_t epoch() const { return epoch_; }
+
+   private:
+    friend class Device;
+    Use(Device* d, uint64_t epoch) : d_(d), epoch_(epoch) {}
+    Device* d_;
+    uint64_t epoch_;
+  };
+  // Waits while a recovery is in progress, then returns a Use of the epoch.
+  Use Enter();
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+
+  // What broke the context last, and who.
+  struct Fault {
+    uint64_t epoch = 0;   // the epoch the fault ended
+    std::string culprit;  // tenant whose work faulted (or who saw it first)
+    Status status;        // the fault, as its first observer got it
+  };
+  Fault last_fault() const;
+
+  // Rebuilds the context after a fault seen in epoch `seen`; does nothing if
+  // that epoch already ended. REQUIRES: the caller holds no Use. Returns the
+  // reset's outcome.
+  Status Recover(uint64_t seen, const std::string& culprit, const Status& fault);
+
  private:
   std::shared_ptr<DriverTable> drv_;
   CUdevice dev_ = 0;
@@ -53,6 +95,15 @@ class Device {
   uint64_t usable_ = 0;
   std::mutex pool_mu_;
   std::vector<CUstream> pool_;
+
+  // The gate: users_ counts Uses in flight; closing_ turns new ones away.
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<int> users_{0};
+  std::atomic<bool> closing_{false};
+  mutable std::mutex gate_mu_;  // for the waits below, and recover_mu_'s data
+  std::condition_variable gate_cv_;
+  std::mutex recover_mu_;  // one recovery at a time
+  Fault last_fault_;       // guarded by gate_mu_
 };
 
 }  // namespace remora::server

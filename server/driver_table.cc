@@ -55,6 +55,8 @@ Result<std::shared_ptr<DriverTable>> Open(const std::string& path, bool emulated
       reinterpret_cast<SetPrintfHandlerFn>(dlsym(lib, "remoraEmuSetPrintfHandler"));
   t->remoraEmuGetStreamBusyTime =
       reinterpret_cast<StreamBusyTimeFn>(dlsym(lib, "remoraEmuGetStreamBusyTime"));
+  t->remoraEmuGetFaultStream =
+      reinterpret_cast<FaultStreamFn>(dlsym(lib, "remoraEmuGetFaultStream"));
   if (missing) Log(Level::kWarn, "driver", {{"library", path}, {"missing_rows", missing}});
   CUresult r = t->cuInit(0);
   if (r != CUDA_SUCCESS)

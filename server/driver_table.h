@@ -26,12 +26,14 @@ Result<DeviceKind> ParseDeviceKind(const std::string& s);
 using PrintfHandler = void (*)(void* user, CUstream stream, const char* text, size_t len);
 using SetPrintfHandlerFn = CUresult (*)(PrintfHandler fn, void* user);
 using StreamBusyTimeFn = CUresult (*)(CUstream s, unsigned long long* ns);
+using FaultStreamFn = CUresult (*)(CUstream* s);
 
 struct DriverTable {
 #define DRIVER_FN(name) decltype(&::name) name = nullptr;
 #include "server/driver.def"
   SetPrintfHandlerFn remoraEmuSetPrintfHandler = nullptr;
   StreamBusyTimeFn remoraEmuGetStreamBusyTime = nullptr;
+  FaultStreamFn remoraEmuGetFaultStream = nullptr;  // the stream whose work broke the context
 
   std::string library;  // path or soname that was loaded
   bool emulated = false;

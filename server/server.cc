@@ -72,8 +72,12 @@ void Server::AcceptLoop(transport::Listener* listener) {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     uint64_t id = next_id_++;
-    auto session = std::make_shared<Session>(id, std::move(ch).value(), peer,
-                                             SessionEnv{device_.get(), ledger_.get(), &modules_});
+    SessionEnv env{device_.get(), ledger_.get(), &modules_,
+                   [this](uint64_t epoch, const std::string& observer, const Status& fault) {
+                     OnFault(epoch, observer, fault);
+                   },
+                   [this] { return FaultCulprit(); }};
+    auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
     live.thread = std::thread([session] { session->Run(); });
@@ -122,6 +126,32 @@ size_t Server::sessions() const {
 
 int Server::grpc_port(size_t i) const {
   return i < grpc_ports_.size() ? grpc_ports_[i] : -1;
+}
+
+std::string Server::FaultCulprit() {
+  // The emulator says which stream's work faulted; NVIDIA's driver does not.
+  CUstream faulted = nullptr;
+  const DriverTable& drv = device_->drv();
+  if (!drv.remoraEmuGetFaultStream || drv.remoraEmuGetFaultStream(&faulted) != CUDA_SUCCESS ||
+      !faulted)
+    return "";
+  std::lock_guard lock(mu_);
+  for (auto& [id, live] : live_)
+    if (live.session->OwnsStream(faulted)) return live.session->tenant();
+  return "";
+}
+
+void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {
+  std::string culprit = FaultCulprit();
+  if (culprit.empty()) culprit = observer + " (first to see the fault)";
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, live] : live_) sessions.push_back(live.session);
+  }
+  // Host functions waiting for their tenants would hold up the reset.
+  for (auto& s : sessions) s->AbandonHostFuncs();
+  (void)device_->Recover(epoch, culprit, fault);
 }
 
 void Server::OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len) {

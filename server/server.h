@@ -56,6 +56,10 @@ class Server {
   };
   void AcceptLoop(transport::Listener* listener);
   void Reap(bool all);
+  // The tenant owning the stream whose work broke the context; "" if unknown.
+  std::string FaultCulprit();
+  // A session saw a device fault in `epoch`: names the culprit, rebuilds the context.
+  void OnFault(uint64_t epoch, const std::string& observer, const Status& fault);
   static void OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len);
 
   ServerOptions opts_;

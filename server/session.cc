@@ -26,6 +26,11 @@ constexpr uint64_t kStagingSlotBytes = 4ull << 20;
 // Bytes an inline (remote) payload may take in one frame, leaving room for the header.
 constexpr uint64_t kFrameOverhead = 4096;
 
+// A fault of the device's work that breaks the context (not a lost connection).
+bool IsDeviceFault(int code) {
+  return ErrorIsSticky(code) && code != err::kDevicesUnavailable;
+}
+
 std::string Hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -60,11 +65,75 @@ void Session::Stop() {
 }
 
 void Session::Run() {
-  Status st = env_.device->MakeCurrent();
-  if (st.ok()) st = Handshake();
-  if (st.ok()) Serve();
-  Teardown();
+  if (Handshake().ok()) Serve();
+  Status torn;
+  {
+    Device::Use use = EnterDevice();
+    torn = Teardown();
+  }
+  // A fault nobody saw before this tenant left (it never synchronised).
+  if (!fault_reported_ && IsDeviceFault(torn.code()) && env_.on_fault)
+    env_.on_fault(epoch_, tenant_, torn);
   finished_.store(true, std::memory_order_release);
+}
+
+// ---- Device faults -------------------------------------------------------------
+
+Device::Use Session::EnterDevice() {
+  Device::Use use = env_.device->Enter();
+  if (use.epoch() != epoch_) {
+    if (admitted_) LoseState();
+    epoch_ = use.epoch();
+    (void)env_.device->MakeCurrent();
+  }
+  return use;
+}
+
+void Session::LoseState() {
+  const Device::Fault f = env_.device->last_fault();
+  const size_t n_alloc = allocations_.size();
+  const uint64_t held = allocated_bytes_;
+  events_.clear();
+  streams_.clear();
+  kernels_.clear();
+  modules_.clear();
+  symbols_.clear();
+  allocations_.clear();
+  {
+    std::lock_guard lock(out_mu_);
+    mapped_.clear();
+  }
+  env_.ledger->Release(id_, allocated_bytes_);
+  allocated_bytes_ = 0;
+  arena_registered_ = false;
+  deferred_ = OkStatus();
+  sticky_ = Error(f.status.code(),
+                  "the GPU context was rebuilt after a device fault caused by " + f.culprit + " (" +
+                      f.status.message() +
+                      "); this session's device memory, streams and modules are gone: restart "
+                      "the program");
+  fault_reported_ = true;
+  Log(Level::kWarn, "session",
+      {{"event", "lost"},
+       {"session", id_},
+       {"tenant", tenant_},
+       {"culprit", f.culprit},
+       {"freed_bytes", held},
+       {"freed_allocations", n_alloc}});
+}
+
+void Session::ReportFault() {
+  if (fault_reported_ || sticky_.ok() || !IsDeviceFault(sticky_.code())) return;
+  fault_reported_ = true;
+  if (env_.on_fault) env_.on_fault(epoch_, tenant_, sticky_);
+}
+
+void Session::AbandonHostFuncs() {
+  {
+    std::lock_guard lock(hf_mu_);
+    abandoned_ = true;
+  }
+  hf_cv_.notify_all();
 }
 
 // ---- Handshake -----------------------------------------------------------------
@@ -75,15 +144,28 @@ Status Session::Handshake() {
   if (!st.ok()) return st;
   v1::Hello hello;
   v1::Welcome welcome;
-  if (f.header.call != static_cast<uint32_t>(CallId::kHello)) {
-    st = Error(err::kInitializationError, "the first frame must be Hello (call 0)");
-  } else if (!hello.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) {
-    st = Error(err::kInitializationError, "malformed Hello");
-  } else {
-    st = OnHello(hello, welcome);
+  for (int attempt = 0;; ++attempt) {
+    {
+      Device::Use use = EnterDevice();
+      if (f.header.call != static_cast<uint32_t>(CallId::kHello)) {
+        st = Error(err::kInitializationError, "the first frame must be Hello (call 0)");
+      } else if (!hello.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) {
+        st = Error(err::kInitializationError, "malformed Hello");
+      } else {
+        st = OnHello(hello, welcome);
+      }
+      // A context broken by an earlier tenant's fault that nobody reported yet
+      // (it exited first): rebuild it and admit this tenant into the new one.
+      if (attempt > 0 || !IsDeviceFault(st.code())) {
+        Finish(f.header, CallClass::kSetup, st, welcome);
+        return st;
+      }
+      streams_.clear();  // stream 0 died with the context
+      std::lock_guard lock(out_mu_);
+      mapped_.clear();
+    }
+    if (env_.on_fault) env_.on_fault(epoch_, "an earlier tenant", st);
   }
-  Finish(f.header, CallClass::kSetup, st, welcome);
-  return st;
 }
 
 Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
@@ -99,15 +181,18 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                    sched::ResolveQuota({q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(),
                                         q.gpu_memory_limit()},
                                        env_.ledger->usable()));
-  RETURN_IF_ERROR(env_.ledger->Admit(id_, quota));
-  admitted_ = true;
-
+  // The stream first: a context an earlier tenant broke shows here, before
+  // this tenant is admitted.
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
   streams_[0].s = s;
   {
     std::lock_guard lock(out_mu_);
     mapped_.insert(s);
   }
+  if (CUresult r = drv().cuStreamQuery(s); r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+    return Check(r, "cuStreamQuery");
+  RETURN_IF_ERROR(env_.ledger->Admit(id_, quota));
+  admitted_ = true;
 
   welcome.set_protocol_version(kProtocolVersion);
   welcome.set_session_id(id_);
@@ -161,6 +246,7 @@ void Session::Serve() {
     if (!backlog_.empty()) {
       Frame b = std::move(backlog_.front());
       backlog_.pop_front();
+      Device::Use use = EnterDevice();
       Dispatch(b);
     } else {
       Status st = channel_->Receive(f, Deadline::Never());
@@ -169,8 +255,10 @@ void Session::Serve() {
             {{"event", "peer_gone"}, {"session", id_}, {"tenant", tenant_}, {"why", st.message()}});
         return;
       }
+      Device::Use use = EnterDevice();
       Dispatch(f);
     }
+    ReportFault();
     if (closing_) return;
   }
 }
@@ -179,6 +267,15 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
                      const google::protobuf::Message& result) {
   const CallInfo* info = FindCall(h.call);
   const char* name = info ? info->name.data() : "unknown";
+  if (IsDeviceFault(st.code()) && sticky_.ok() && env_.fault_culprit) {
+    // Say whose kernel broke the context, as the first word of what every
+    // tenant learns of it.
+    const std::string who = env_.fault_culprit();
+    if (!who.empty())
+      st = Error(st.code(), st.message() + " (device fault caused by " +
+                                (who == tenant_ ? "this tenant's own work" : who) +
+                                "; the GPU context is rebuilt, other tenants' work cannot go on)");
+  }
   if (!st.ok() && st.code() != err::kNotReady) {
     Log(Level::kInfo, "call",
         {{"tenant", tenant_}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
@@ -586,7 +683,7 @@ void Session::RunHostFunc(uint64_t id) {
   Status st =
       Send({.call = static_cast<uint32_t>(CallId::kHostFuncRun), .flags = 0, .seq = 0}, run);
   std::unique_lock lock(hf_mu_);
-  if (st.ok()) hf_cv_.wait(lock, [&] { return hf_done_.count(id) > 0 || closing_; });
+  if (st.ok()) hf_cv_.wait(lock, [&] { return hf_done_.count(id) > 0 || closing_ || abandoned_; });
   hf_done_.erase(id);
   hf_pending_.fetch_sub(1, std::memory_order_acq_rel);
 }
@@ -945,7 +1042,7 @@ Status Session::FreeAll() {
   return st;
 }
 
-void Session::Teardown() {
+Status Session::Teardown() {
   {
     std::lock_guard lock(hf_mu_);
     closing_ = true;
@@ -954,7 +1051,7 @@ void Session::Teardown() {
   channel_->Close();
   uint64_t held = allocated_bytes_;
   size_t n_alloc = allocations_.size(), n_streams = streams_.size(), n_events = events_.size();
-  (void)FreeAll();
+  Status st = FreeAll();
   if (auto it = streams_.find(0); it != streams_.end()) {
     {
       std::lock_guard lock(out_mu_);
@@ -973,6 +1070,7 @@ void Session::Teardown() {
        {"freed_allocations", n_alloc},
        {"streams", n_streams},
        {"events", n_events}});
+  return st;
 }
 
 }  // namespace remora::server

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,11 @@ struct SessionEnv {
   Device* device;
   sched::MemoryLedger* ledger;
   ModuleCache* modules;
+  // Called (holding no Device::Use) when this session saw a device fault in
+  // `epoch`: the server names the culprit and rebuilds the context.
+  std::function<void(uint64_t epoch, const std::string& observer, const Status& fault)> on_fault;
+  // The tenant whose work broke the context, "" if the driver cannot tell.
+  std::function<std::string()> fault_culprit;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -61,6 +67,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void AppendDeviceOutput(std::string_view text);
   // Owner of `stream` among this session's mapped streams.
   bool OwnsStream(CUstream s) const;
+  // Ends every host function of this session that is waiting for the tenant
+  // and makes later ones return at once (their context is about to be reset).
+  // Thread-safe.
+  void AbandonHostFuncs();
 
   // ---- Handlers: one per calls.def row the server answers. -------------------
 #define REMORA_CALL(id, Name, Class, Request, Reply) \
@@ -84,7 +94,17 @@ class Session : public std::enable_shared_from_this<Session> {
 
   Status Handshake();
   void Serve();
-  void Teardown();
+  // Enters the device for one call; if the context was rebuilt since this
+  // session's epoch, first forgets the state that died with it (LoseState).
+  Device::Use EnterDevice();
+  // Forgets every handle of a context that no longer exists (never passing one
+  // to the driver), returns its memory to the ledger, and makes every later
+  // call fail with the fault that ended it, naming the culprit.
+  void LoseState();
+  // After a call: reports a device fault this session saw first to the server.
+  void ReportFault();
+  // Frees all the session held; returns how freeing went (a device fault shows here).
+  Status Teardown();
   void Dispatch(const transport::Frame& f);
 
   Result<Stream*> FindStream(uint64_t id);
@@ -126,6 +146,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string tenant_;
   bool admitted_ = false;
   bool arena_registered_ = false;
+  // The device epoch this session's handles belong to (none yet: the first
+  // EnterDevice makes the context current on this thread).
+  uint64_t epoch_ = ~uint64_t{0};
+  bool fault_reported_ = false;  // a device fault of this session's was reported
 
   // Tables: touched only by the session thread.
   std::map<uint64_t, uint64_t> allocations_;  // device pointer -> size (cudaMalloc)
@@ -153,6 +177,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::set<uint64_t> hf_done_;
   std::atomic<int> hf_pending_{0};  // enqueued and not yet completed
   std::atomic<bool> closing_{false};
+  std::atomic<bool> abandoned_{false};    // host functions return at once (AbandonHostFuncs)
   std::deque<transport::Frame> backlog_;  // frames read while waiting
 
   std::mutex send_mu_;

@@ -44,7 +44,7 @@ class Client {
     c->ch_ = std::make_unique<transport::FragmentingChannel>(std::move(ch).value());
     hello.set_protocol_version(kProtocolVersion);
     hello.set_client_pid(getpid());
-    hello.set_program("server_test");
+    if (hello.program().empty()) hello.set_program("server_test");
     c->welcome_status_ = c->Call(CallId::kHello, hello, &c->welcome_);
     return c;
   }
@@ -215,10 +215,8 @@ TEST_F(ServerTest, ModulesAreRefusedByNameAndKernelsNeverSilentlyMissing) {
   auto c = Client::Connect(path_);
   ASSERT_TRUE(c);
   v1::RegisterModuleRequest elf;
-  elf.add_images(
-      std::string("\x7f"
-                  "ELF\x02\x01\x01\0\0\0\0\0",
-                  16));
+  const char kElfHeader[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};  // a cubin's first bytes
+  elf.add_images(std::string(kElfHeader, sizeof kElfHeader));
   elf.set_hash(Digest(elf));
   elf.add_kernels("_Z6sm80_kv");
   EXPECT_EQ(c->Call(CallId::kRegisterModule, elf), 209);  // cudaErrorNoKernelImageForDevice
@@ -410,6 +408,89 @@ TEST_F(ServerTest, AdmissionRefusesRequestsBeyondTheDevice) {
   auto c = Client::Connect(path_, nan);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->welcome_status(), err::kInvalidValue);
+}
+
+// PTX with one kernel that stores to an address no allocation covers.
+constexpr char kFaultPtx[] =
+    ".version 7.5\n.target sm_75\n.address_size 64\n"
+    ".visible .entry _Z3badv()\n{\n.reg .b64 %rd<2>;\n.reg .b32 %r<2>;\n"
+    "mov.u64 %rd1, 16;\nmov.u32 %r1, 7;\nst.global.u32 [%rd1], %r1;\nret;\n}\n";
+
+// Registers `ptx` and returns the handle of its kernel `name` (0 on failure).
+uint64_t LoadKernel(Client& c, const char* ptx, size_t size, const char* name) {
+  v1::RegisterModuleRequest req;
+  req.add_images(std::string(ptx, size));
+  req.set_hash(Digest(req));
+  req.add_kernels(name);
+  v1::RegisterModuleReply rep;
+  if (c.Call(CallId::kRegisterModule, req, &rep) != 0 || rep.kernels_size() != 1) return 0;
+  return rep.kernels(0).handle();
+}
+
+v1::LaunchRequest OneThread(uint64_t kernel, std::string params) {
+  v1::LaunchRequest l;
+  l.set_kernel(kernel);
+  l.set_grid_x(1), l.set_grid_y(1), l.set_grid_z(1);
+  l.set_block_x(1), l.set_block_y(1), l.set_block_z(1);
+  l.set_params(std::move(params));
+  return l;
+}
+
+// A device fault breaks the context for every tenant, as on a GPU; the server
+// names the tenant whose kernel faulted, rebuilds the context, tells the other
+// tenants (whose state is gone) why, and serves new tenants at once.
+TEST_F(ServerTest, ADeviceFaultNamesTheCulpritAndNewTenantsAreServed) {
+  v1::Hello culprit_hello, bystander_hello, newcomer_hello;
+  culprit_hello.set_program("culprit");
+  bystander_hello.set_program("bystander");
+  newcomer_hello.set_program("newcomer");
+  auto a = Client::Connect(path_, culprit_hello);
+  auto b = Client::Connect(path_, bystander_hello);
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->welcome_status(), 0);
+  ASSERT_NE(b->Malloc(1 << 20), 0u);
+
+  uint64_t bad = LoadKernel(*a, kFaultPtx, sizeof kFaultPtx, "_Z3badv");
+  ASSERT_NE(bad, 0u);
+  a->Post(CallId::kLaunchKernel, OneThread(bad, ""));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kIllegalAddress);
+
+  // The bystander's state died with the context; its calls say whose fault it was.
+  bool named = false;
+  for (int i = 0; i < 200 && !named; ++i) {
+    EXPECT_EQ(b->Call(CallId::kMemGetInfo, v1::Empty()), err::kIllegalAddress);
+    named = b->last().message().find("caused by culprit-") != std::string::npos;
+    if (!named) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(named) << b->last().message();
+  v1::MallocRequest m;
+  m.set_size(4096);
+  EXPECT_EQ(b->Call(CallId::kMalloc, m), err::kIllegalAddress);  // sticky
+
+  // A new tenant gets a working device: its kernel runs and computes.
+  auto c = Client::Connect(path_, newcomer_hello);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->welcome_status(), 0);
+  uint64_t p = c->Malloc(4);
+  ASSERT_NE(p, 0u);
+  v1::MemcpyHtoDRequest h;
+  h.set_dst(p);
+  h.set_size(4);
+  h.mutable_src()->set_data(std::string("\x29\0\0\0", 4));  // 41
+  ASSERT_EQ(c->Call(CallId::kMemcpyHtoD, h), 0);
+  uint64_t add = LoadKernel(*c, kAddPtx, sizeof kAddPtx, "_Z3addPi");
+  ASSERT_NE(add, 0u);
+  c->Post(CallId::kLaunchKernel, OneThread(add, std::string(reinterpret_cast<char*>(&p), 8)));
+  v1::MemcpyDtoHRequest d;
+  d.set_src(p);
+  d.set_size(4);
+  v1::MemcpyDtoHReply out;
+  ASSERT_EQ(c->Call(CallId::kMemcpyDtoH, d, &out), 0);
+  ASSERT_EQ(out.data().size(), 4u);
+  EXPECT_EQ(out.data()[0], 42);
+  EXPECT_EQ(server_->device().last_fault().culprit.rfind("culprit-", 0), 0u)
+      << server_->device().last_fault().culprit;
+  EXPECT_GE(server_->device().epoch(), 1u);
 }
 
 TEST_F(ServerTest, DeadClientIsReapedWithinASecondAndOthersKeepRunning) {
