@@ -638,14 +638,19 @@ struct FakeFatbin {
 };
 
 void FakeKernel(int64_t, int) {}
+
+// What nvcc's constructor does for one kernel of a module.
+void RegisterKernel(void** module, void (*host_stub)(int64_t, int), const char* name) {
+  __cudaRegisterFunction(module, reinterpret_cast<const char*>(host_stub), nullptr, name, -1,
+                         nullptr, nullptr, nullptr, nullptr, nullptr);
+}
 int g_device_var_shadow;
 
 TEST_F(Wire, KernelsRegisterLazilyAndLaunchWithPackedParams) {
   static FakeFatbin fb;
   size_t registers = server_->Count(CallId::kRegisterModule);
   void** h = __cudaRegisterFatBinary(&fb.wrapper);
-  __cudaRegisterFunction(h, reinterpret_cast<const char*>(&FakeKernel), nullptr, "_Z4fakeli", -1,
-                         nullptr, nullptr, nullptr, nullptr, nullptr);
+  RegisterKernel(h, &FakeKernel, "_Z4fakeli");
   __cudaRegisterVar(h, reinterpret_cast<char*>(&g_device_var_shadow), nullptr, "dvar", 0,
                     sizeof(int), 0, 0);
   __cudaRegisterFatBinaryEnd(h);
@@ -755,10 +760,8 @@ TEST_F(Wire, LargeFatBinariesRegisterAndMissingKernelsNeverLaunch) {
   for (size_t i = 2; i < big.words.size(); ++i) big.words[i] = i * 0x9E3779B97F4A7C15ull;
   big.wrapper.data = big.words.data();
   void** h = __cudaRegisterFatBinary(&big.wrapper);
-  __cudaRegisterFunction(h, reinterpret_cast<const char*>(&FakeKernel), nullptr, "_Z4fakeli", -1,
-                         nullptr, nullptr, nullptr, nullptr, nullptr);
-  __cudaRegisterFunction(h, reinterpret_cast<const char*>(&MissingFakeKernel), nullptr,
-                         "_Z7missingli", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  RegisterKernel(h, &FakeKernel, "_Z4fakeli");
+  RegisterKernel(h, &MissingFakeKernel, "_Z7missingli");
   __cudaRegisterFatBinaryEnd(h);
   int64_t x = 1;
   int y = 2;
@@ -791,12 +794,10 @@ TEST_F(Wire, LargeFatBinariesRegisterAndMissingKernelsNeverLaunch) {
 TEST_F(Wire, KnownFatBinariesAreSentOnce) {
   static FakeFatbin a, b;
   void** ha = __cudaRegisterFatBinary(&a.wrapper);
-  __cudaRegisterFunction(ha, reinterpret_cast<const char*>(&FakeKernel), nullptr, "_Z4fakeli", -1,
-                         nullptr, nullptr, nullptr, nullptr, nullptr);
+  RegisterKernel(ha, &FakeKernel, "_Z4fakeli");
   __cudaRegisterFatBinaryEnd(ha);
   void** hb = __cudaRegisterFatBinary(&b.wrapper);
-  __cudaRegisterFunction(hb, reinterpret_cast<const char*>(&OtherFakeKernel), nullptr, "_Z4fakeli",
-                         -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  RegisterKernel(hb, &OtherFakeKernel, "_Z4fakeli");
   __cudaRegisterFatBinaryEnd(hb);
   int64_t x = 1;
   int y = 2;
