@@ -69,7 +69,7 @@ cudaError_t ToSymbol(const void* symbol, const void* src, size_t count, size_t o
   if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyDefault)
     return Ret(cudaErrorInvalidMemcpyDirection);
-  uint64_t dptr;
+  uint64_t dptr = 0;
   if (cudaError_t e = SymbolRange(symbol, count, offset, &dptr)) return Ret(e);
   return Ret(Copy(AsPtr(dptr), src, count, kind, stream, async));
 }
@@ -79,7 +79,7 @@ cudaError_t FromSymbol(void* dst, const void* symbol, size_t count, size_t offse
   if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyDefault)
     return Ret(cudaErrorInvalidMemcpyDirection);
-  uint64_t dptr;
+  uint64_t dptr = 0;
   if (cudaError_t e = SymbolRange(symbol, count, offset, &dptr)) return Ret(e);
   return Ret(Copy(dst, AsPtr(dptr), count, kind, stream, async));
 }
@@ -375,7 +375,7 @@ cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t
 
 cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
   if (!devPtr) return Ret(cudaErrorInvalidValue);
-  uint64_t dptr;
+  uint64_t dptr = 0;
   if (cudaError_t e = SymbolRange(symbol, 0, 0, &dptr)) return Ret(e);
   *devPtr = AsPtr(dptr);
   return cudaSuccess;
