@@ -14,7 +14,9 @@
 #include <random>
 #include <thread>
 
+#include <google/protobuf/dynamic_message.h>
 #include "fatbin/fatbin.h"
+
 #include "proto/arena.h"
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
@@ -359,16 +361,30 @@ TEST_F(ServerTest, MalformedFramesGetErrorsNotCrashes) {
   EXPECT_EQ(a->CallRaw(9999, ""), err::kNotSupported);
   EXPECT_EQ(a->CallRaw(static_cast<uint32_t>(CallId::kHello), ""), err::kNotPermitted);
   EXPECT_EQ(a->CallRaw(static_cast<uint32_t>(CallId::kGetDevice), ""), err::kNotSupported);
+  // Random bytes for every synchronous call: bytes that are no valid request
+  // get cudaErrorInvalidValue, never success; the session keeps serving.
   std::mt19937 rng(3);
+  const google::protobuf::DescriptorPool* pool = v1::Empty::descriptor()->file()->pool();
+  google::protobuf::DynamicMessageFactory factory(pool);
+  int refused = 0;
   for (int i = 0; i < 300; ++i) {
     std::string junk(rng() % 64, '\0');
     for (char& ch : junk) ch = static_cast<char>(rng());
     uint32_t call = 32 + rng() % 70;
     const CallInfo* info = FindCall(call);
     if (!info || info->cls != CallClass::kSync) continue;
+    const auto* type = pool->FindMessageTypeByName("remora.v1." + std::string(info->request));
+    ASSERT_NE(type, nullptr) << info->request;
+    std::unique_ptr<google::protobuf::Message> parsed(factory.GetPrototype(type)->New());
+    const bool valid = parsed->ParseFromString(junk);
     int code = a->CallRaw(call, junk);
-    EXPECT_GE(code, 0) << "call " << call;
+    EXPECT_GE(code, 0) << "call " << call << ": no reply";
+    if (!valid) {
+      EXPECT_EQ(code, err::kInvalidValue) << info->name << " took bytes that are no request";
+      ++refused;
+    }
   }
+  EXPECT_GT(refused, 50) << "the junk should mostly not parse";
   EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()) >= 0, true);
   EXPECT_NE(a->Malloc(64), 0u);  // still serving
 }
