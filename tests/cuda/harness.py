@@ -12,6 +12,7 @@ The server's log is shown when anything fails.
 import argparse
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -68,6 +69,9 @@ def main():
     ap.add_argument("--remora-arg", action="append", default=[])
     ap.add_argument("--tenants", type=int, default=1,
                     help="run this many copies at once, each its own tenant")
+    ap.add_argument("--also", action="append", default=[],
+                    help="another program (a quoted command line) run at the same time as its "
+                         "own tenant; it must exit 0 and print PASS (repeatable)")
     ap.add_argument("--stderr-contains", action="append", default=[],
                     help="a regex the program's stderr must match (repeatable)")
     ap.add_argument("--log-contains", action="append", default=[],
@@ -79,9 +83,24 @@ def main():
         proc, log, address = start_server(a.bindir, a.transport, tmp, [])
         cmd = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"] + prog
         ok = True
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(a.tenants)]
+        run = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"]
+        others = [run + shlex.split(line) for line in a.also]
+        procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for c in [cmd] * a.tenants + others]
         for i, p in enumerate(procs):
+            if i >= a.tenants:  # an --also program: its own checks, no golden output
+                try:
+                    out, err = p.communicate(timeout=a.timeout)
+                    rc = p.returncode
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, err = p.communicate()
+                    rc = "timeout"
+                name = a.also[i - a.tenants]
+                if rc != 0 or "PASS" not in out or "FAIL" in out:
+                    print(f"harness: [{name}] exit code {rc}, or no PASS:\n{out}{err}")
+                    ok = False
+                continue
             try:
                 out, err = p.communicate(timeout=a.timeout)
                 rc = p.returncode
@@ -89,7 +108,7 @@ def main():
                 p.kill()
                 out, err = p.communicate()
                 rc = "timeout"
-            tag = f"[tenant {i}] " if a.tenants > 1 else ""
+            tag = f"[tenant {i}] " if len(procs) > 1 else ""
             sys.stdout.write(out)
             sys.stderr.write(err)
             if rc != a.expect:
@@ -115,8 +134,8 @@ def main():
             if not re.search(pattern, text, re.M):
                 print(f"harness: the server log does not match /{pattern}/")
                 ok = False
-        if opened != a.tenants:
-            print(f"harness: the server saw {opened} sessions, expected {a.tenants}")
+        if opened != len(procs):
+            print(f"harness: the server saw {opened} sessions, expected {len(procs)}")
             ok = False
         src = stop_server(proc)
         if src != 0:
