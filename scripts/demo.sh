@@ -24,5 +24,11 @@ demo tenant-a --server "unix:$sock" --gpu-fraction 0.25 --gpu-fraction-limit 0.5
 demo tenant-b --server "unix:$sock" --gpu-memory 2Gi -- "$progs/vector_add" &
 demo tenant-c --server "grpc://127.0.0.1:$port" --gpu-memory 1Gi -- "$progs/matmul_tiled" &
 wait %2 %3 %4 2>/dev/null || true
+echo "== programs built like real projects: Thrust/CUB, and a separable CMake project (9 architectures) =="
+demo tenant-d --server "unix:$sock" --gpu-memory 1Gi -- "$progs/thrust_cub" &
+d=$!
+demo tenant-e --server "grpc://127.0.0.1:$port" --gpu-memory 1Gi -- "$progs/separable/separable" &
+e=$!
+wait $d $e || true
 echo "== server log =="
 grep -E 'comp=session' "$run/server.log" | sed 's/^/server | /'
