@@ -14,7 +14,6 @@ enum class CallId : uint32_t {
 #include "proto/calls.def"
 };
 
-inline constexpr uint32_t kMaxCallId = 127;
 inline constexpr uint32_t kProtocolVersion = 1;
 
 struct CallInfo {
@@ -40,6 +39,14 @@ inline constexpr CallInfo kCalls[] = {
 #undef NOTIFY
 #undef LOCAL
 };
+
+// The largest id in calls.def; the server's dispatch table has a row per id up
+// to it, so keep ids dense within each library's range (calls.def says which).
+inline constexpr uint32_t kMaxCallId = [] {
+  uint32_t max = 0;
+  for (const CallInfo& c : kCalls) max = c.id > max ? c.id : max;
+  return max;
+}();
 
 // The row for `id`, or nullptr if no row has it.
 constexpr const CallInfo* FindCall(uint32_t id) {

@@ -23,6 +23,8 @@ TEST(Calls, IdsAreUniqueAndInRange) {
     EXPECT_EQ(FindCall(c.id), &c);
   }
   EXPECT_EQ(FindCall(kMaxCallId + 1), nullptr);
+  EXPECT_NE(FindCall(kMaxCallId), nullptr) << "kMaxCallId is the largest id of a row";
+  EXPECT_LT(kMaxCallId, 4000u) << "ids stay within the library ranges of calls.def";
 }
 
 TEST(Calls, EveryRowNamesMessagesOfTheSchema) {
