@@ -8,8 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <cuda_runtime_api.h>
-
 #include "client_stub/errors.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
@@ -221,7 +219,8 @@ cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, st
       reply.deferred_code() != 0 ? static_cast<cudaError_t>(reply.deferred_code()) : code;
   if (ErrorIsSticky(returned) && !sticky_printed_.exchange(true)) [[unlikely]] {
     // A device fault ends the program's GPU work: say once why, and whose.
-    std::fprintf(stderr, "remora: %s (%s)\n", FailureMessage().c_str(), cudaGetErrorName(returned));
+    const char* name = CudaErrorName(returned);
+    std::fprintf(stderr, "remora: %s (%s)\n", FailureMessage().c_str(), name ? name : "?");
   }
   if (reply.deferred_code() != 0) return RecordError(returned);
   if (code != cudaSuccess && ErrorIsSticky(code)) RecordError(code);

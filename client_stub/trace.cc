@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include <cuda_runtime_api.h>
+#include "client_stub/errors.h"
 
 namespace remora::client_stub {
 namespace {
@@ -42,6 +42,11 @@ std::string OneLine(const google::protobuf::Message& m) {
   return "{" + out + "}";
 }
 
+std::string ErrorName(cudaError_t e) {
+  const char* name = CudaErrorName(e);
+  return name ? name : "cudaError(" + std::to_string(static_cast<int>(e)) + ")";
+}
+
 std::string_view Name(CallId id) {
   const CallInfo* info = FindCall(static_cast<uint32_t>(id));
   return info ? info->name : std::string_view("call?");
@@ -66,7 +71,7 @@ bool TraceEnabled() {
 
 void TraceCall(CallId id, const google::protobuf::Message& req, cudaError_t result,
                const google::protobuf::Message* reply, std::string_view why) {
-  std::string line = std::string(Name(id)) + " " + OneLine(req) + " -> " + cudaGetErrorName(result);
+  std::string line = std::string(Name(id)) + " " + OneLine(req) + " -> " + ErrorName(result);
   if (result == cudaSuccess && reply && reply->ByteSizeLong() > 0) line += " " + OneLine(*reply);
   if (!why.empty()) line += " (" + std::string(why) + ")";
   Emit(std::move(line));
@@ -74,13 +79,13 @@ void TraceCall(CallId id, const google::protobuf::Message& req, cudaError_t resu
 
 void TracePost(CallId id, const google::protobuf::Message& req, cudaError_t result) {
   Emit(std::string(Name(id)) + " " + OneLine(req) + " -> " +
-       (result == cudaSuccess ? "posted" : cudaGetErrorName(result)));
+       (result == cudaSuccess ? "posted" : ErrorName(result)));
 }
 
 void TraceLocal(std::string_view call, std::string_view what, cudaError_t result,
                 std::string_view why) {
-  std::string line = std::string(call) + " " + std::string(what) + " -> " +
-                     cudaGetErrorName(result) + " (not sent";
+  std::string line =
+      std::string(call) + " " + std::string(what) + " -> " + ErrorName(result) + " (not sent";
   if (!why.empty()) line += ": " + std::string(why);
   Emit(line + ")");
 }

@@ -24,4 +24,17 @@ for sym in __cudaRegisterFatBinary __cudaRegisterFunction __cudaPushCallConfigur
            cudaFuncGetName cudaGetDriverEntryPoint cudaDeviceGetCacheConfig; do
   echo "$defined" | grep -q " $sym\$" || fail "missing export $sym"
 done
-echo "ok: $(echo "$defined" | wc -l) symbols, all libcudart.so.13"
+# One client core per process: libcudart.so.13 uses libremora_client.so (beside it) and carries
+# no copy of the connection or of the generated wire messages, so later stub libraries
+# (cuBLAS, cuDNN) share its session, connection and pointer table.
+readelf -d "$lib" | grep -q 'NEEDED.*\[libremora_client\.so\]' || fail "does not use libremora_client.so"
+core="$(dirname "$lib")/libremora_client.so"
+[ -f "$core" ] || fail "no libremora_client.so beside $lib"
+copies=$(nm "$lib" | awk '$2 ~ /^[TtDdBbRrWwVv]$/ {print $3}' |
+         grep -cE '^_ZN6remora(11client_stub10Connection|2v1)|descriptor_table_remora' || true)
+[ "$copies" = 0 ] || fail "$copies client-core or wire-message symbols defined inside $lib"
+nm -D --defined-only "$core" | grep -q '_ZN6remora11client_stub10Connection3GetEv' ||
+  fail "libremora_client.so does not export Connection::Get"
+bad_core=$(nm -D --defined-only "$core" | awk '{print $3}' | grep -vE '^_Z(N|NK|TVN|TIN|TSN|THN|TWN)6remora|remora_2fv1|^REMORA_CLIENT' || true)
+[ -z "$bad_core" ] || fail "libremora_client.so exports names outside namespace remora: $bad_core"
+echo "ok: $(echo "$defined" | wc -l) symbols, all libcudart.so.13; one client core"
