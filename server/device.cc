@@ -136,7 +136,7 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
   }
   {
     std::lock_guard lock(gate_mu_);
-    last_fault_ = Fault{seen, culprit, fault};
+    last_fault_ = Fault{culprit, fault};
     epoch_.fetch_add(1, std::memory_order_acq_rel);
     closing_.store(false, std::memory_order_seq_cst);
   }

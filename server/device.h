@@ -76,7 +76,6 @@ class Device {
 
   // What broke the context last, and who.
   struct Fault {
-    uint64_t epoch = 0;   // the epoch the fault ended
     std::string culprit;  // tenant whose work faulted (or who saw it first)
     Status status;        // the fault, as its first observer got it
   };

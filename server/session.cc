@@ -876,18 +876,18 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
   }
   const std::string first_kernel = req.kernels_size() ? req.kernels(0) : "";
   std::string how;
+  const std::string offered = OfferedImages(*images);
   Result<CUmodule> loaded = LoadModule(*images, &how);
   if (!loaded.ok()) {
     Log(Level::kWarn, "module",
         {{"tenant", tenant_},
          {"event", "refused"},
-         {"offered", OfferedImages(*images)},
+         {"offered", offered},
          {"kernels", req.kernels_size()},
          {"first_kernel", first_kernel},
          {"error", loaded.status().ToString()}});
     return Error(loaded.status().code(), "module with kernel " + first_kernel + " (images " +
-                                             OfferedImages(*images) +
-                                             "): " + loaded.status().message());
+                                             offered + "): " + loaded.status().message());
   }
   // Only images that loaded are kept for other sessions.
   if (!digest.empty()) (void)env_.modules->Put(digest, images);
@@ -947,7 +947,7 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
       {{"tenant", tenant_},
        {"event", "loaded"},
        {"module", module_id},
-       {"offered", OfferedImages(*images)},
+       {"offered", offered},
        {"chosen", how},
        {"kernels_found", rep.kernels_size()},
        {"kernels_registered", req.kernels_size()},

@@ -1,7 +1,6 @@
 // transport/fragment.cc - splitting and reassembling messages larger than a frame.
 #include "transport/fragment.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace remora::transport {

@@ -627,14 +627,17 @@ TEST_F(Wire, HostFunctionsRunOnTheCallbackThreadAndAreAcknowledged) {
   (void)cudaGetLastError();
 }
 
+// What __cudaRegisterFatBinary receives: a v1 wrapper around one fat binary.
+struct FatbinWrapper {
+  uint32_t magic = 0x466243B1, version = 1;
+  const void* data;
+  const void* extra = nullptr;
+};
+
 // A registered "module": an empty fat binary behind a v1 wrapper.
 struct FakeFatbin {
   alignas(8) uint32_t fatbin[4] = {0xBA55ED50, 0x00100001, 0, 0};  // magic, v1, header 16, 0 bytes
-  struct {
-    uint32_t magic = 0x466243B1, version = 1;
-    const void* data;
-    const void* extra = nullptr;
-  } wrapper{.data = fatbin};
+  FatbinWrapper wrapper{.data = fatbin};
 };
 
 void FakeKernel(int64_t, int) {}
@@ -748,11 +751,7 @@ void MissingFakeKernel(int64_t, int) {}
 TEST_F(Wire, LargeFatBinariesRegisterAndMissingKernelsNeverLaunch) {
   struct Big {
     std::vector<uint64_t> words = std::vector<uint64_t>(3 << 17);  // 3 MiB
-    struct {
-      uint32_t magic = 0x466243B1, version = 1;
-      const void* data;
-      const void* extra = nullptr;
-    } wrapper{};
+    FatbinWrapper wrapper{.data = nullptr};
   };
   static Big big;
   const uint32_t header[4] = {0xBA55ED50, 0x00100001, static_cast<uint32_t>((3 << 20) - 16), 0};

@@ -59,6 +59,17 @@ def stop_server(proc):
         return -999
 
 
+def collect(p, timeout):
+    """Waits for `p`; returns its stdout, stderr and exit code ("timeout" if killed)."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return out, err, p.returncode
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return out, err, "timeout"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir", required=True)
@@ -81,33 +92,19 @@ def main():
     prog = [p for p in a.program if p != "--"]
     with tempfile.TemporaryDirectory(prefix="remora-test-") as tmp:
         proc, log, address = start_server(a.bindir, a.transport, tmp, [])
-        cmd = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"] + prog
-        ok = True
         run = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"]
+        ok = True
         others = [run + shlex.split(line) for line in a.also]
         procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for c in [cmd] * a.tenants + others]
+                 for c in [run + prog] * a.tenants + others]
         for i, p in enumerate(procs):
+            out, err, rc = collect(p, a.timeout)
             if i >= a.tenants:  # an --also program: its own checks, no golden output
-                try:
-                    out, err = p.communicate(timeout=a.timeout)
-                    rc = p.returncode
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    out, err = p.communicate()
-                    rc = "timeout"
                 name = a.also[i - a.tenants]
                 if rc != 0 or "PASS" not in out or "FAIL" in out:
                     print(f"harness: [{name}] exit code {rc}, or no PASS:\n{out}{err}")
                     ok = False
                 continue
-            try:
-                out, err = p.communicate(timeout=a.timeout)
-                rc = p.returncode
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, err = p.communicate()
-                rc = "timeout"
             tag = f"[tenant {i}] " if len(procs) > 1 else ""
             sys.stdout.write(out)
             sys.stderr.write(err)
