@@ -107,6 +107,29 @@ REMORA_EMU_API CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   return ctx->FreeMemory(dptr);
 }
 
+// Stream-ordered allocation: memory comes from the device at once (usable by
+// any stream after the caller orders its work after `hStream`); a free takes
+// effect when `hStream` reaches it and waits for nothing else.
+REMORA_EMU_API CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize,
+                                                CUstream hStream) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  EMU_RETURN_IF_ERROR(Submit(
+      ctx, hStream, [] {}, false));  // checks the stream
+  return ctx->memory().Allocate(bytesize, dptr);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  EMU_CURRENT_CONTEXT(ctx);
+  uint64_t base = 0, size = 0;
+  if (!ctx->memory().LookupAllocation(dptr, &base, &size) || base != dptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  DeviceMemory* mem = &ctx->memory();
+  return Submit(
+      ctx, hStream, [mem, dptr] { (void)mem->Free(dptr); }, false);
+}
+
 REMORA_EMU_API CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
   EMU_CURRENT_CONTEXT(ctx);
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;

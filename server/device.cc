@@ -55,6 +55,7 @@ Device::~Device() {
   if (!ctx_) return;
   if (MakeCurrent().ok()) {
     for (CUstream s : pool_) (void)drv_->cuStreamDestroy(s);
+    for (CUstream s : draining_) (void)drv_->cuStreamDestroy(s);
   }
   (void)drv_->cuDevicePrimaryCtxRelease(dev_);
 }
@@ -66,6 +67,16 @@ Status Device::MakeCurrent() const {
 Result<CUstream> Device::AcquireStream() {
   {
     std::lock_guard lock(pool_mu_);
+    // Streams given back while their last work ran join the pool once done.
+    std::erase_if(draining_, [&](CUstream s) {
+      CUresult r = drv_->cuStreamQuery(s);
+      if (r == CUDA_ERROR_NOT_READY) return false;
+      if (r == CUDA_SUCCESS)
+        pool_.push_back(s);
+      else
+        (void)drv_->cuStreamDestroy(s);  // a stream whose work failed is not reused
+      return true;
+    });
     if (!pool_.empty()) {
       CUstream s = pool_.back();
       pool_.pop_back();
@@ -78,13 +89,8 @@ Result<CUstream> Device::AcquireStream() {
 }
 
 void Device::ReleaseStream(CUstream s) {
-  if (drv_->cuStreamSynchronize(s) != CUDA_SUCCESS) {
-    // A stream whose work failed is not reused.
-    (void)drv_->cuStreamDestroy(s);
-    return;
-  }
   std::lock_guard lock(pool_mu_);
-  pool_.push_back(s);
+  draining_.push_back(s);
 }
 
 Device::Use::~Use() {
@@ -133,6 +139,7 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
   {
     std::lock_guard lock(pool_mu_);
     pool_.clear();
+    draining_.clear();
   }
   {
     std::lock_guard lock(gate_mu_);

@@ -47,7 +47,8 @@ class Device {
   // A non-blocking stream from the pool (created when the pool is empty).
   // REQUIRES: the context is current. Thread-safe.
   Result<CUstream> AcquireStream();
-  // Returns a stream to the pool once its work is done (synchronizes it).
+  // Returns a stream to the pool; it is handed out again once its work is
+  // done. Never waits. REQUIRES: the context is current.
   void ReleaseStream(CUstream s);
 
   // Wraps a driver result: ok, or the tenant-visible cudaError_t with `what`
@@ -94,6 +95,7 @@ class Device {
   uint64_t usable_ = 0;
   std::mutex pool_mu_;
   std::vector<CUstream> pool_;
+  std::vector<CUstream> draining_;  // given back with work possibly in flight
 
   // The gate: users_ counts Uses in flight; closing_ turns new ones away.
   std::atomic<uint64_t> epoch_{0};

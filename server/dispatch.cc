@@ -67,12 +67,15 @@ void Session::Dispatch(const transport::Frame& f) {
            v1::Empty());
     return;
   }
-  if (!sticky_.ok() && !always) {
-    // After a device fault every call fails as on a GPU; still answer SYNC calls.
-    const CallInfo* info = FindCall(call);
-    Finish(f.header, info ? info->cls : CallClass::kSync, sticky_, v1::Empty());
-    return;
+  if (!always) {
+    if (Status st = sticky(); !st.ok()) {
+      // After a device fault every call fails as on a GPU; still answer SYNC calls.
+      const CallInfo* info = FindCall(call);
+      Finish(f.header, info ? info->cls : CallClass::kSync, st, v1::Empty());
+      return;
+    }
   }
+  current_ = f.header;
   kTable[call].fn(*this, f);
 }
 

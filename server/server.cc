@@ -17,6 +17,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   ASSIGN_OR_RETURN(auto drv, DriverTable::Load(opts.device, opts.emu_dir));
   ASSIGN_OR_RETURN(s->device_, Device::Open(std::move(drv)));
   s->ledger_ = std::make_unique<sched::MemoryLedger>(s->device_->usable_memory());
+  s->executor_ = std::make_unique<Executor>(
+      *s->device_, std::make_unique<sched::FifoQueue>(),
+      [srv = s.get()](uint64_t epoch, const std::string& observer, const Status& fault) {
+        srv->OnFault(epoch, observer, fault);
+      });
   if (auto set = s->device_->drv().remoraEmuSetPrintfHandler)
     (void)set(&Server::OnDevicePrintf, s.get());
 
@@ -54,6 +59,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
 
 Server::~Server() {
   Shutdown();
+  executor_.reset();  // runs the last completions (sessions' teardowns)
   if (device_ && device_->drv().remoraEmuSetPrintfHandler)
     (void)device_->drv().remoraEmuSetPrintfHandler(nullptr, nullptr);
 }
@@ -72,7 +78,10 @@ void Server::AcceptLoop(transport::Listener* listener) {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     uint64_t id = next_id_++;
-    SessionEnv env{device_.get(), ledger_.get(), &modules_,
+    SessionEnv env{device_.get(),
+                   executor_.get(),
+                   ledger_.get(),
+                   &modules_,
                    [this](uint64_t epoch, const std::string& observer, const Status& fault) {
                      OnFault(epoch, observer, fault);
                    },
@@ -144,13 +153,6 @@ std::string Server::FaultCulprit() {
 void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {
   std::string culprit = FaultCulprit();
   if (culprit.empty()) culprit = observer + " (first to see the fault)";
-  std::vector<std::shared_ptr<Session>> sessions;
-  {
-    std::lock_guard lock(mu_);
-    for (auto& [id, live] : live_) sessions.push_back(live.session);
-  }
-  // Host functions waiting for their tenants would hold up the reset.
-  for (auto& s : sessions) s->AbandonHostFuncs();
   (void)device_->Recover(epoch, culprit, fault);
 }
 

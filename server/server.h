@@ -15,6 +15,7 @@
 
 #include "scheduler/ledger.h"
 #include "server/device.h"
+#include "server/executor.h"
 #include "server/modules.h"
 #include "server/session.h"
 #include "transport/channel.h"
@@ -66,6 +67,7 @@ class Server {
   std::unique_ptr<Device> device_;
   std::unique_ptr<sched::MemoryLedger> ledger_;
   ModuleCache modules_;
+  std::unique_ptr<Executor> executor_;  // after what its completions use
   std::vector<std::unique_ptr<transport::Listener>> listeners_;
   std::vector<int> grpc_ports_;
   std::vector<std::thread> acceptors_;

@@ -19,7 +19,6 @@ using transport::FrameHeader;
 namespace {
 
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
-constexpr auto kWaitPoll = std::chrono::microseconds(200);
 // Shm staging: 16 slots of 4 MiB at the start of the arena; the heap follows.
 constexpr uint32_t kStagingSlots = 16;
 constexpr uint64_t kStagingSlotBytes = 4ull << 20;
@@ -37,11 +36,6 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-void RunHostClosure(void* p) {
-  std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(p));
-  (*fn)();
-}
-
 }  // namespace
 
 Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, transport::PeerInfo peer,
@@ -56,25 +50,25 @@ Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, trans
 Session::~Session() = default;
 
 void Session::Stop() {
-  {
-    std::lock_guard lock(hf_mu_);
-    closing_ = true;
-  }
-  hf_cv_.notify_all();
+  closing_ = true;
   channel_->Close();
 }
 
 void Session::Run() {
   if (Handshake().ok()) Serve();
-  Status torn;
   {
     Device::Use use = EnterDevice();
-    torn = Teardown();
+    (void)Teardown();
   }
-  // A fault nobody saw before this tenant left (it never synchronised).
+  // A fault nobody saw before this tenant left (it never synchronised), seen
+  // by a teardown that completed at once; the executor reports later ones.
+  Status torn;
+  {
+    std::lock_guard lock(err_mu_);
+    torn = torn_;
+  }
   if (!fault_reported_ && IsDeviceFault(torn.code()) && env_.on_fault)
     env_.on_fault(epoch_, tenant_, torn);
-  finished_.store(true, std::memory_order_release);
 }
 
 // ---- Device faults -------------------------------------------------------------
@@ -93,6 +87,12 @@ void Session::LoseState() {
   const Device::Fault f = env_.device->last_fault();
   const size_t n_alloc = allocations_.size();
   const uint64_t held = allocated_bytes_;
+  const Status lost(f.status.code(),
+                    "the GPU context was rebuilt after a device fault caused by " + f.culprit +
+                        " (" + f.status.message() +
+                        "); this session's device memory, streams and modules are gone: restart "
+                        "the program");
+  if (work_) work_->Reset(lost);
   events_.clear();
   streams_.clear();
   kernels_.clear();
@@ -106,12 +106,11 @@ void Session::LoseState() {
   env_.ledger->Release(id_, allocated_bytes_);
   allocated_bytes_ = 0;
   arena_registered_ = false;
-  deferred_ = OkStatus();
-  sticky_ = Error(f.status.code(),
-                  "the GPU context was rebuilt after a device fault caused by " + f.culprit + " (" +
-                      f.status.message() +
-                      "); this session's device memory, streams and modules are gone: restart "
-                      "the program");
+  {
+    std::lock_guard lock(err_mu_);
+    deferred_ = OkStatus();
+    sticky_ = lost;
+  }
   fault_reported_ = true;
   Log(Level::kWarn, "session",
       {{"event", "lost"},
@@ -123,17 +122,23 @@ void Session::LoseState() {
 }
 
 void Session::ReportFault() {
-  if (fault_reported_ || sticky_.ok() || !IsDeviceFault(sticky_.code())) return;
+  if (fault_reported_) return;
+  Status st = sticky();
+  if (st.ok() || !IsDeviceFault(st.code())) return;
   fault_reported_ = true;
-  if (env_.on_fault) env_.on_fault(epoch_, tenant_, sticky_);
+  if (env_.on_fault) env_.on_fault(epoch_, tenant_, st);
 }
 
-void Session::AbandonHostFuncs() {
-  {
-    std::lock_guard lock(hf_mu_);
-    abandoned_ = true;
-  }
-  hf_cv_.notify_all();
+void Session::RecordError(const Status& st) {
+  if (st.ok() || st.code() == err::kNotReady) return;
+  std::lock_guard lock(err_mu_);
+  if (deferred_.ok()) deferred_ = st;
+  if (ErrorIsSticky(st.code()) && sticky_.ok()) sticky_ = st;
+}
+
+Status Session::sticky() const {
+  std::lock_guard lock(err_mu_);
+  return sticky_;
 }
 
 // ---- Handshake -----------------------------------------------------------------
@@ -184,7 +189,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   // The stream first: a context an earlier tenant broke shows here, before
   // this tenant is admitted.
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
-  streams_[0].s = s;
+  streams_[0] = s;
   {
     std::lock_guard lock(out_mu_);
     mapped_.insert(s);
@@ -193,6 +198,23 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     return Check(r, "cuStreamQuery");
   RETURN_IF_ERROR(env_.ledger->Admit(id_, quota));
   admitted_ = true;
+  std::weak_ptr<Session> weak = weak_from_this();
+  work_ = env_.executor->Join(
+      id_, tenant_,
+      {.run_host_func =
+           [weak](uint64_t id) {
+             v1::HostFuncRun run;
+             run.set_id(id);
+             if (auto self = weak.lock())
+               (void)self->Send(
+                   {.call = static_cast<uint32_t>(CallId::kHostFuncRun), .flags = 0, .seq = 0},
+                   run);
+           },
+       .on_error =
+           [weak](const Status& st) {
+             if (auto self = weak.lock()) self->RecordError(st);
+           }});
+  work_->AddStream(0, s, true);
 
   welcome.set_protocol_version(kProtocolVersion);
   welcome.set_session_id(id_);
@@ -243,18 +265,13 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
 void Session::Serve() {
   Frame f;
   for (;;) {
-    if (!backlog_.empty()) {
-      Frame b = std::move(backlog_.front());
-      backlog_.pop_front();
-      Device::Use use = EnterDevice();
-      Dispatch(b);
-    } else {
-      Status st = channel_->Receive(f, Deadline::Never());
-      if (!st.ok()) {
-        Log(Level::kInfo, "session",
-            {{"event", "peer_gone"}, {"session", id_}, {"tenant", tenant_}, {"why", st.message()}});
-        return;
-      }
+    Status st = channel_->Receive(f, Deadline::Never());
+    if (!st.ok()) {
+      Log(Level::kInfo, "session",
+          {{"event", "peer_gone"}, {"session", id_}, {"tenant", tenant_}, {"why", st.message()}});
+      return;
+    }
+    {
       Device::Use use = EnterDevice();
       Dispatch(f);
     }
@@ -265,9 +282,10 @@ void Session::Serve() {
 
 void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
                      const google::protobuf::Message& result) {
+  if (st.code() == kReplyLater) return;
   const CallInfo* info = FindCall(h.call);
   const char* name = info ? info->name.data() : "unknown";
-  if (IsDeviceFault(st.code()) && sticky_.ok() && env_.fault_culprit) {
+  if (IsDeviceFault(st.code()) && sticky().ok() && env_.fault_culprit) {
     // Say whose kernel broke the context, as the first word of what every
     // tenant learns of it.
     const std::string who = env_.fault_culprit();
@@ -276,34 +294,41 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
                                 (who == tenant_ ? "this tenant's own work" : who) +
                                 "; the GPU context is rebuilt, other tenants' work cannot go on)");
   }
-  if (!st.ok() && st.code() != err::kNotReady) {
+  if (!st.ok() && st.code() != err::kNotReady)
     Log(Level::kInfo, "call",
         {{"tenant", tenant_}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
-    if (ErrorIsSticky(st.code()) && sticky_.ok()) sticky_ = st;
-  }
   if (cls != CallClass::kSync && cls != CallClass::kSetup) {
-    if (!st.ok() && deferred_.ok()) deferred_ = st;
+    RecordError(st);
     return;
   }
+  Status deferred;
+  {
+    std::lock_guard lock(err_mu_);
+    if (!st.ok() && st.code() != err::kNotReady && ErrorIsSticky(st.code()) && sticky_.ok())
+      sticky_ = st;
+    deferred = std::exchange(deferred_, OkStatus());
+  }
+  std::lock_guard lock(send_mu_);
   // One Reply per session, cleared per call, so its strings keep their capacity.
   v1::Reply& reply = reply_;
   reply.Clear();
   reply.set_code(st.code());
   if (!st.ok()) reply.set_message(std::string(name) + ": " + st.message());
-  if (!deferred_.ok()) {
-    reply.set_deferred_code(deferred_.code());
-    reply.set_deferred_message(deferred_.message());
-    deferred_ = OkStatus();
+  if (!deferred.ok()) {
+    reply.set_deferred_code(deferred.code());
+    reply.set_deferred_message(deferred.message());
   }
   {
-    std::lock_guard lock(out_mu_);
+    std::lock_guard out(out_mu_);
     if (!device_output_.empty()) {
       reply.mutable_device_output()->swap(device_output_);
       device_output_.clear();
     }
   }
   if (st.ok()) result.SerializeToString(reply.mutable_result());
-  (void)Send({.call = h.call, .flags = 0, .seq = h.seq}, reply);
+  if (!reply.SerializeToString(&send_buf_)) return;
+  (void)channel_->Send({.call = h.call, .flags = 0, .seq = h.seq},
+                       std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
 }
 
 Status Session::Send(const FrameHeader& h, const google::protobuf::Message& m) {
@@ -312,12 +337,17 @@ Status Session::Send(const FrameHeader& h, const google::protobuf::Message& m) {
   return channel_->Send(h, std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
 }
 
-void Session::ServeBacklogFrame(const Frame& f) {
-  if (f.header.call == static_cast<uint32_t>(CallId::kHostFuncDone)) {
-    Dispatch(f);
-    return;
-  }
-  backlog_.push_back(f);
+Executor::Completion Session::Later(std::shared_ptr<const google::protobuf::Message> result) {
+  return [self = shared_from_this(), h = current_, result = std::move(result)](const Status& st) {
+    static const v1::Empty kEmpty;
+    self->Finish(h, CallClass::kSync, st, result ? *result : kEmpty);
+  };
+}
+
+Status Session::ReplyWhenDone(std::optional<uint64_t> stream,
+                              std::shared_ptr<const google::protobuf::Message> result) {
+  work_->WhenDone(stream, Later(std::move(result)), /*spin=*/true);
+  return ReplyLater();
 }
 
 void Session::AppendDeviceOutput(std::string_view text) {
@@ -332,14 +362,14 @@ bool Session::OwnsStream(CUstream s) const {
 
 // ---- Validation ----------------------------------------------------------------
 
-Result<Session::Stream*> Session::FindStream(uint64_t id) {
+Result<CUstream> Session::FindStream(uint64_t id) const {
   auto it = streams_.find(id);
   if (it == streams_.end())
     return Error(err::kInvalidResourceHandle, "stream " + Hex(id) + " is not one of this tenant's");
-  return &it->second;
+  return it->second;
 }
 
-Result<CUevent> Session::FindEvent(uint64_t id) {
+Result<CUevent> Session::FindEvent(uint64_t id) const {
   auto it = events_.find(id);
   if (it == events_.end())
     return Error(err::kInvalidResourceHandle, "event " + Hex(id) + " is not one of this tenant's");
@@ -380,84 +410,6 @@ Result<const std::byte*> Session::HostSource(const v1::HostBytes& src, uint64_t 
   return reinterpret_cast<const std::byte*>(src.data().data());
 }
 
-Result<CUstream> Session::Enqueue(uint64_t id) {
-  ASSIGN_OR_RETURN(Stream * st, FindStream(id));
-  // The legacy default stream waits for all blocking streams, and they for it.
-  auto order_after = [&](uint64_t other_id, Stream& other) -> Status {
-    if (other.gen <= st->seen[other_id]) return OkStatus();
-    if (!other.marker)
-      RETURN_IF_ERROR(
-          Check(drv().cuEventCreate(&other.marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
-    RETURN_IF_ERROR(Check(drv().cuEventRecord(other.marker, other.s), "cuEventRecord"));
-    RETURN_IF_ERROR(Check(drv().cuStreamWaitEvent(st->s, other.marker, 0), "cuStreamWaitEvent"));
-    st->seen[other_id] = other.gen;
-    return OkStatus();
-  };
-  if (id == 0) {
-    for (auto& [oid, other] : streams_)
-      if (oid != 0 && other.blocking) RETURN_IF_ERROR(order_after(oid, other));
-  } else if (st->blocking) {
-    RETURN_IF_ERROR(order_after(0, streams_[0]));
-  }
-  ++st->gen;
-  return st->s;
-}
-
-// ---- Waiting -------------------------------------------------------------------
-
-// Polls `query` (cuStreamQuery/cuEventQuery) until the work is done, reading
-// the tenant's frames meanwhile: a host function ahead in the stream waits for
-// the tenant's HostFuncDone, which only this thread can receive.
-template <typename Query>
-Status Session::PollUntilDone(Query query, const char* what) {
-  Frame f;
-  for (;;) {
-    CUresult r = query();
-    if (r != CUDA_ERROR_NOT_READY) return Check(r, what);
-    if (channel_->PeerAlive() && channel_->Receive(f, Deadline::In(kWaitPoll)).ok())
-      ServeBacklogFrame(f);
-    else
-      std::this_thread::sleep_for(kWaitPoll);
-  }
-}
-
-Status Session::Wait(CUstream s) {
-  if (hf_pending_.load(std::memory_order_acquire) == 0)
-    return Check(drv().cuStreamSynchronize(s), "cuStreamSynchronize");
-  return PollUntilDone([&] { return drv().cuStreamQuery(s); }, "cuStreamQuery");
-}
-
-Status Session::DrainForPageable(CUstream s) {
-  // A copy with pageable host memory blocks in the driver until the stream
-  // reaches it; with a tenant host function ahead of it that would deadlock,
-  // so empty the stream first while serving the tenant's frames.
-  if (hf_pending_.load(std::memory_order_acquire) == 0) return OkStatus();
-  return Wait(s);
-}
-
-Status Session::WaitEvent(CUevent e) {
-  if (hf_pending_.load(std::memory_order_acquire) == 0)
-    return Check(drv().cuEventSynchronize(e), "cuEventSynchronize");
-  return PollUntilDone([&] { return drv().cuEventQuery(e); }, "cuEventQuery");
-}
-
-Status Session::SyncAll() {
-  Status first;
-  for (auto& [id, st] : streams_) {
-    Status s = Wait(st.s);
-    if (!s.ok() && first.ok()) first = s;
-  }
-  return first;
-}
-
-Status Session::EnqueueHost(CUstream s, std::function<void()> fn) {
-  auto boxed = std::make_unique<std::function<void()>>(std::move(fn));
-  RETURN_IF_ERROR(
-      Check(drv().cuLaunchHostFunc(s, &RunHostClosure, boxed.get()), "cuLaunchHostFunc"));
-  (void)boxed.release();  // owned by RunHostClosure now
-  return OkStatus();
-}
-
 void Session::ReleaseStagingSlot(uint32_t slot_plus_one) {
   transport::Arena* a = channel_->arena();
   if (!a || slot_plus_one == 0 || slot_plus_one > kStagingSlots) return;
@@ -465,6 +417,16 @@ void Session::ReleaseStagingSlot(uint32_t slot_plus_one) {
   auto* flag = reinterpret_cast<uint32_t*>(a->base() + off);
   // Pairs with the stub's acquire load before it refills the slot.
   std::atomic_ref<uint32_t>(*flag).store(0, std::memory_order_release);
+}
+
+Status Session::CheckStagingSlot(uint32_t slot_plus_one) const {
+  if (slot_plus_one == 0) return OkStatus();
+  if (!channel_->arena() || slot_plus_one > kStagingSlots)
+    return Error(err::kInvalidValue, "staging slot " + std::to_string(slot_plus_one) +
+                                         " does not exist (this session has " +
+                                         std::to_string(channel_->arena() ? kStagingSlots : 0) +
+                                         ")");
+  return OkStatus();
 }
 
 // ---- Device and memory ---------------------------------------------------------
@@ -484,15 +446,14 @@ Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
   if (req.size() > (1ull << 62)) return Error(err::kMemoryAllocation, "allocation size overflows");
   uint64_t charged = arena::AlignUp(req.size(), 256);
   RETURN_IF_ERROR(env_.ledger->Charge(id_, charged));
-  CUdeviceptr p = 0;
-  Status st = Check(drv().cuMemAlloc(&p, req.size()), "cuMemAlloc");
-  if (!st.ok()) {
+  Result<CUdeviceptr> p = env_.executor->Allocate(req.size());
+  if (!p.ok()) {
     env_.ledger->Release(id_, charged);
-    return st;
+    return p.status();
   }
-  allocations_[p] = req.size();
+  allocations_[*p] = req.size();
   allocated_bytes_ += charged;
-  rep.set_dptr(p);
+  rep.set_dptr(*p);
   return OkStatus();
 }
 
@@ -503,68 +464,69 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
     return Error(err::kInvalidValue, Hex(req.dptr()) +
                                          " is not the start of an allocation of this tenant "
                                          "(already freed, never allocated, or interior)");
-  RETURN_IF_ERROR(SyncAll());  // cudaFree waits for the device, as CUDA does
-  RETURN_IF_ERROR(Check(drv().cuMemFree(it->first), "cuMemFree"));
-  uint64_t charged = arena::AlignUp(it->second, 256);
-  env_.ledger->Release(id_, charged);
-  allocated_bytes_ -= charged;
+  // cudaFree waits for the device, as CUDA does, but only for this tenant's
+  // work: the memory goes back once that is done.
+  Held held;
+  held.epoch = epoch_;
+  held.charged = arena::AlignUp(it->second, 256);
+  held.allocations[it->first] = held.charged;
+  allocated_bytes_ -= held.charged;
   allocations_.erase(it);
-  return OkStatus();
+  work_->WhenDone(
+      std::nullopt,
+      [self = shared_from_this(), held = std::move(held),
+       reply = Later()](const Status& st) mutable {
+        self->GiveBack(held);
+        reply(st);
+      },
+      /*spin=*/true);
+  return ReplyLater();
 }
 
-Status Session::CheckStagingSlot(uint32_t slot_plus_one) const {
-  if (slot_plus_one == 0) return OkStatus();
-  if (!channel_->arena() || slot_plus_one > kStagingSlots)
-    return Error(err::kInvalidValue, "staging slot " + std::to_string(slot_plus_one) +
-                                         " does not exist (this session has " +
-                                         std::to_string(channel_->arena() ? kStagingSlots : 0) +
-                                         ")");
-  return OkStatus();
-}
-
-Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
-  RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
-  RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
-  ASSIGN_OR_RETURN(const std::byte* src, HostSource(req.src(), req.size()));
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  Status st = req.src().has_data() ? DrainForPageable(s) : OkStatus();
-  if (st.ok()) st = Check(drv().cuMemcpyHtoDAsync(req.dst(), src, req.size(), s), "cuMemcpyHtoD");
-  if (st.ok()) st = Wait(s);
-  ReleaseStagingSlot(req.staging_slot());
-  return st;
+Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {
+  RETURN_IF_ERROR(OnMemcpyHtoDAsync(req, rep));
+  return ReplyWhenDone(req.stream());
 }
 
 Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
   RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
+  const uint32_t slot = req.staging_slot();
   Status st = CheckDeviceRange(req.dst(), req.size(), "destination");
   Result<const std::byte*> src =
       st.ok() ? HostSource(req.src(), req.size()) : Result<const std::byte*>(st);
-  Result<CUstream> s = src.ok() ? Enqueue(req.stream()) : Result<CUstream>(src.status());
-  if (!s.ok()) {
-    ReleaseStagingSlot(req.staging_slot());
-    return s.status();
+  if (src.ok() && !streams_.count(req.stream()))
+    src = Error(err::kInvalidResourceHandle,
+                "stream " + Hex(req.stream()) + " is not one of this tenant's");
+  if (!src.ok()) {
+    ReleaseStagingSlot(slot);
+    return src.status();
   }
+  // Bytes that came in the frame die with it: the copy keeps its own until done.
+  std::shared_ptr<std::string> keep;
+  const void* from = *src;
   if (req.src().has_data()) {
-    // The frame's bytes die with the frame: keep a copy until the stream copied it.
-    auto keep = std::make_shared<std::string>(req.src().data());
-    RETURN_IF_ERROR(DrainForPageable(*s));
-    RETURN_IF_ERROR(Check(drv().cuMemcpyHtoDAsync(req.dst(), keep->data(), req.size(), *s),
-                          "cuMemcpyHtoDAsync"));
-    return EnqueueHost(*s, [keep] {});
+    keep = std::make_shared<std::string>(req.src().data());
+    from = keep->data();
   }
-  st = Check(drv().cuMemcpyHtoDAsync(req.dst(), *src, req.size(), *s), "cuMemcpyHtoDAsync");
-  if (!st.ok()) {
-    ReleaseStagingSlot(req.staging_slot());
-    return st;
+  const uint64_t dst = req.dst(), size = req.size();
+  Status sub = work_->Submit(req.stream(), [dev = env_.device, dst, from, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyHtoDAsync(dst, from, size, s), "cuMemcpyHtoDAsync");
+  });
+  if (!sub.ok()) {
+    ReleaseStagingSlot(slot);
+    return sub;
   }
-  if (req.staging_slot() == 0) return OkStatus();
-  uint32_t slot = req.staging_slot();
-  auto self = shared_from_this();
-  return EnqueueHost(*s, [self, slot] { self->ReleaseStagingSlot(slot); });
+  if (keep || slot)
+    work_->WhenDone(req.stream(), [self = shared_from_this(), keep, slot](const Status&) {
+      self->ReleaseStagingSlot(slot);
+    });
+  return OkStatus();
 }
 
-Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHReply& rep) {
+Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHReply&) {
   RETURN_IF_ERROR(CheckDeviceRange(req.src(), req.size(), "source"));
+  RETURN_IF_ERROR(FindStream(req.stream()).status());
+  auto out = std::make_shared<v1::MemcpyDtoHReply>();
   std::byte* dst = nullptr;
   if (req.to_arena()) {
     ASSIGN_OR_RETURN(dst, ArenaRange(req.dst_arena_offset(), req.size()));
@@ -572,13 +534,14 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
     if (req.size() + kFrameOverhead > channel_->max_body())
       return Error(err::kInvalidValue, "an inline copy of " + std::to_string(req.size()) +
                                            " bytes exceeds one frame; chunk it");
-    rep.mutable_data()->resize(req.size());
-    dst = reinterpret_cast<std::byte*>(rep.mutable_data()->data());
+    out->mutable_data()->resize(req.size());
+    dst = reinterpret_cast<std::byte*>(out->mutable_data()->data());
   }
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  if (!req.to_arena()) RETURN_IF_ERROR(DrainForPageable(s));
-  RETURN_IF_ERROR(Check(drv().cuMemcpyDtoHAsync(dst, req.src(), req.size(), s), "cuMemcpyDtoH"));
-  return Wait(s);
+  const uint64_t src = req.src(), size = req.size();
+  RETURN_IF_ERROR(work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoH");
+  }));
+  return ReplyWhenDone(req.stream(), std::move(out));
 }
 
 Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) {
@@ -586,33 +549,38 @@ Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) 
   if (!req.to_arena())
     return Error(err::kInvalidValue, "an asynchronous device-to-host copy needs arena memory");
   ASSIGN_OR_RETURN(std::byte * dst, ArenaRange(req.dst_arena_offset(), req.size()));
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  return Check(drv().cuMemcpyDtoHAsync(dst, req.src(), req.size(), s), "cuMemcpyDtoHAsync");
+  const uint64_t src = req.src(), size = req.size();
+  return work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoHAsync");
+  });
 }
 
 Status Session::OnMemcpyDtoDAsync(const v1::MemcpyDtoDRequest& req, v1::Empty&) {
   RETURN_IF_ERROR(CheckDeviceRange(req.src(), req.size(), "source"));
   RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  return Check(drv().cuMemcpyDtoDAsync(req.dst(), req.src(), req.size(), s), "cuMemcpyDtoDAsync");
+  const uint64_t src = req.src(), dst = req.dst(), size = req.size();
+  return work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyDtoDAsync(dst, src, size, s), "cuMemcpyDtoDAsync");
+  });
 }
 
 Status Session::OnMemcpyDtoD(const v1::MemcpyDtoDRequest& req, v1::Empty& rep) {
   RETURN_IF_ERROR(OnMemcpyDtoDAsync(req, rep));
-  return Wait(streams_[req.stream()].s);
+  return ReplyWhenDone(req.stream());
 }
 
 Status Session::OnMemsetAsync(const v1::MemsetRequest& req, v1::Empty&) {
   RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  return Check(
-      drv().cuMemsetD8Async(req.dst(), static_cast<unsigned char>(req.value()), req.size(), s),
-      "cuMemsetD8Async");
+  const uint64_t dst = req.dst(), size = req.size();
+  const auto value = static_cast<unsigned char>(req.value());
+  return work_->Submit(req.stream(), [dev = env_.device, dst, value, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemsetD8Async(dst, value, size, s), "cuMemsetD8Async");
+  });
 }
 
 Status Session::OnMemset(const v1::MemsetRequest& req, v1::Empty& rep) {
   RETURN_IF_ERROR(OnMemsetAsync(req, rep));
-  return Wait(streams_[req.stream()].s);
+  return ReplyWhenDone(req.stream());
 }
 
 // ---- Streams -------------------------------------------------------------------
@@ -623,9 +591,8 @@ Status Session::OnStreamCreate(const v1::StreamCreateRequest& req, v1::HandleRep
     return Error(err::kInvalidValue, "unknown stream flags " + Hex(req.flags()));
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
   uint64_t id = next_handle_++;
-  Stream& st = streams_[id];
-  st.s = s;
-  st.blocking = !(req.flags() & kNonBlocking);
+  streams_[id] = s;
+  work_->AddStream(id, s, !(req.flags() & kNonBlocking));
   {
     std::lock_guard lock(out_mu_);
     mapped_.insert(s);
@@ -637,63 +604,43 @@ Status Session::OnStreamCreate(const v1::StreamCreateRequest& req, v1::HandleRep
 Status Session::OnStreamDestroy(const v1::StreamRequest& req, v1::Empty&) {
   if (req.stream() == 0)
     return Error(err::kInvalidResourceHandle, "the default stream cannot be destroyed");
-  ASSIGN_OR_RETURN(Stream * st, FindStream(req.stream()));
-  Status s = Wait(st->s);  // pending work completes, as CUDA promises
-  if (st->marker) (void)drv().cuEventDestroy(st->marker);
-  {
-    std::lock_guard lock(out_mu_);
-    mapped_.erase(st->s);
-  }
-  env_.device->ReleaseStream(st->s);
+  RETURN_IF_ERROR(FindStream(req.stream()).status());
   streams_.erase(req.stream());
-  for (auto& [id, other] : streams_) other.seen.erase(req.stream());
-  return s;
+  // Returns at once, as CUDA does; the stream's work completes first.
+  work_->RemoveStream(req.stream(), [weak = weak_from_this(), dev = env_.device](CUstream s) {
+    if (auto self = weak.lock()) {
+      std::lock_guard lock(self->out_mu_);
+      self->mapped_.erase(s);
+    }
+    dev->ReleaseStream(s);
+  });
+  return OkStatus();
 }
 
 Status Session::OnStreamSynchronize(const v1::StreamRequest& req, v1::Empty&) {
-  ASSIGN_OR_RETURN(Stream * st, FindStream(req.stream()));
-  if (req.stream() == 0) return SyncAll();  // the legacy stream waits for every blocking stream
-  return Wait(st->s);
+  RETURN_IF_ERROR(FindStream(req.stream()).status());
+  // The legacy stream waits for every blocking stream.
+  return ReplyWhenDone(req.stream() == 0 ? std::nullopt : std::optional<uint64_t>(req.stream()));
 }
 
 Status Session::OnStreamQuery(const v1::StreamRequest& req, v1::Empty&) {
-  ASSIGN_OR_RETURN(Stream * st, FindStream(req.stream()));
-  return Check(drv().cuStreamQuery(st->s), "cuStreamQuery");
+  RETURN_IF_ERROR(FindStream(req.stream()).status());
+  return work_->Query(req.stream());
 }
 
 Status Session::OnStreamWaitEvent(const v1::StreamWaitEventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, FindEvent(req.event()));
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  return Check(drv().cuStreamWaitEvent(s, e, 0), "cuStreamWaitEvent");
+  RETURN_IF_ERROR(FindStream(req.stream()).status());
+  return work_->WaitEvent(req.stream(), e);
 }
 
 Status Session::OnLaunchHostFunc(const v1::HostFuncRequest& req, v1::Empty&) {
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  hf_pending_.fetch_add(1, std::memory_order_acq_rel);
-  auto self = shared_from_this();
-  uint64_t id = req.id();
-  Status st = EnqueueHost(s, [self, id] { self->RunHostFunc(id); });
-  if (!st.ok()) hf_pending_.fetch_sub(1, std::memory_order_acq_rel);
-  return st;
-}
-
-void Session::RunHostFunc(uint64_t id) {
-  v1::HostFuncRun run;
-  run.set_id(id);
-  Status st =
-      Send({.call = static_cast<uint32_t>(CallId::kHostFuncRun), .flags = 0, .seq = 0}, run);
-  std::unique_lock lock(hf_mu_);
-  if (st.ok()) hf_cv_.wait(lock, [&] { return hf_done_.count(id) > 0 || closing_ || abandoned_; });
-  hf_done_.erase(id);
-  hf_pending_.fetch_sub(1, std::memory_order_acq_rel);
+  RETURN_IF_ERROR(FindStream(req.stream()).status());
+  return work_->HostFunc(req.stream(), req.id());
 }
 
 Status Session::OnHostFuncDone(const v1::HostFuncDone& req, v1::Empty&) {
-  {
-    std::lock_guard lock(hf_mu_);
-    hf_done_.insert(req.id());
-  }
-  hf_cv_.notify_all();
+  if (work_) work_->HostFuncDone(req.id());
   return OkStatus();
 }
 
@@ -715,23 +662,26 @@ Status Session::OnEventCreate(const v1::EventCreateRequest& req, v1::HandleReply
 
 Status Session::OnEventRecord(const v1::EventRecordRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, FindEvent(req.event()));
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  return Check(drv().cuEventRecord(e, s), "cuEventRecord");
+  RETURN_IF_ERROR(FindStream(req.stream()).status());
+  return work_->Record(req.stream(), e);
 }
 
 Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, FindEvent(req.event()));
-  return WaitEvent(e);
+  work_->WhenEventDone(e, Later());
+  return ReplyLater();
 }
 
 Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, FindEvent(req.event()));
-  return Check(drv().cuEventQuery(e), "cuEventQuery");
+  return work_->QueryEvent(e);
 }
 
 Status Session::OnEventElapsedTime(const v1::EventElapsedRequest& req, v1::EventElapsedReply& rep) {
   ASSIGN_OR_RETURN(CUevent a, FindEvent(req.start()));
   ASSIGN_OR_RETURN(CUevent b, FindEvent(req.end()));
+  RETURN_IF_ERROR(work_->QueryEvent(a));
+  RETURN_IF_ERROR(work_->QueryEvent(b));
   float ms = 0;
   RETURN_IF_ERROR(Check(drv().cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime"));
   rep.set_ms(ms);
@@ -741,20 +691,37 @@ Status Session::OnEventElapsedTime(const v1::EventElapsedRequest& req, v1::Event
 Status Session::OnEventDestroy(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, FindEvent(req.event()));
   events_.erase(req.event());
-  return Check(drv().cuEventDestroy(e), "cuEventDestroy");
+  // Queued work may still name it: it goes once this tenant's work is done.
+  Held held;
+  held.epoch = epoch_;
+  held.events.push_back(e);
+  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held)](
+                                    const Status&) mutable { self->GiveBack(held); });
+  return OkStatus();
 }
 
 // ---- Device-wide ---------------------------------------------------------------
 
 Status Session::OnDeviceSynchronize(const v1::Empty&, v1::Empty&) {
-  return SyncAll();
+  return ReplyWhenDone(std::nullopt);
 }
 
 Status Session::OnDeviceReset(const v1::Empty&, v1::Empty&) {
-  Status st = FreeAll();
-  sticky_ = OkStatus();
-  deferred_ = OkStatus();
-  return st;
+  Held held = TakeAll();
+  {
+    std::lock_guard lock(err_mu_);
+    sticky_ = OkStatus();
+    deferred_ = OkStatus();
+  }
+  work_->WhenDone(
+      std::nullopt,
+      [self = shared_from_this(), held = std::move(held),
+       reply = Later()](const Status& st) mutable {
+        self->GiveBack(held);
+        reply(st);
+      },
+      /*spin=*/true);
+  return ReplyLater();
 }
 
 Status Session::OnGoodbye(const v1::Empty&, v1::Empty&) {
@@ -962,11 +929,15 @@ Status Session::OnUnregisterModule(const v1::UnregisterModuleRequest& req, v1::E
   if (it == modules_.end())
     return Error(err::kInvalidResourceHandle,
                  "module " + Hex(req.module()) + " is not this tenant's");
-  RETURN_IF_ERROR(SyncAll());
   std::erase_if(kernels_, [&](const auto& kv) { return kv.second.module == req.module(); });
-  Status st = Check(drv().cuModuleUnload(it->second), "cuModuleUnload");
+  // Unloaded once this tenant's work that may run its kernels is done.
+  Held held;
+  held.epoch = epoch_;
+  held.modules.push_back(it->second);
   modules_.erase(it);
-  return st;
+  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held)](
+                                    const Status&) mutable { self->GiveBack(held); });
+  return OkStatus();
 }
 
 Status Session::OnLaunchKernel(const v1::LaunchRequest& req, v1::Empty&) {
@@ -978,14 +949,25 @@ Status Session::OnLaunchKernel(const v1::LaunchRequest& req, v1::Empty&) {
     return Error(err::kInvalidValue,
                  "kernel parameters are " + std::to_string(req.params().size()) +
                      " bytes, the kernel takes " + std::to_string(k.param_bytes));
-  ASSIGN_OR_RETURN(CUstream s, Enqueue(req.stream()));
-  size_t size = req.params().size();
-  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<char*>(req.params().data()),
-                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  return Check(drv().cuLaunchKernel(k.fn, req.grid_x(), req.grid_y(), req.grid_z(), req.block_x(),
-                                    req.block_y(), req.block_z(), req.shared_bytes(), s, nullptr,
-                                    size ? extra : nullptr),
-               "cuLaunchKernel");
+  struct Launch {
+    CUfunction fn;
+    unsigned grid[3], block[3], shared;
+    std::string params;
+  };
+  auto l = std::make_shared<Launch>(Launch{k.fn,
+                                           {req.grid_x(), req.grid_y(), req.grid_z()},
+                                           {req.block_x(), req.block_y(), req.block_z()},
+                                           req.shared_bytes(),
+                                           req.params()});
+  return work_->Submit(req.stream(), [dev = env_.device, l](CUstream s) {
+    size_t size = l->params.size();
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, l->params.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &size, CU_LAUNCH_PARAM_END};
+    return dev->Check(dev->drv().cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2],
+                                                l->block[0], l->block[1], l->block[2], l->shared, s,
+                                                nullptr, size ? extra : nullptr),
+                      "cuLaunchKernel");
+  });
 }
 
 Status Session::OnFuncSetAttribute(const v1::FuncAttributeRequest& req, v1::Empty&) {
@@ -1011,66 +993,94 @@ Status Session::OnOccupancyMaxActiveBlocks(const v1::OccupancyRequest& req, v1::
 
 // ---- Teardown ------------------------------------------------------------------
 
-Status Session::FreeAll() {
-  Status st = SyncAll();
-  for (auto& [id, e] : events_) (void)drv().cuEventDestroy(e);
+Session::Held Session::TakeAll() {
+  Held held;
+  held.epoch = epoch_;
+  for (auto& [id, e] : events_) held.events.push_back(e);
   events_.clear();
   for (auto it = streams_.begin(); it != streams_.end();) {
-    if (it->second.marker) (void)drv().cuEventDestroy(it->second.marker);
-    it->second.marker = nullptr;
-    it->second.seen.clear();
-    it->second.gen = 0;
     if (it->first == 0) {
       ++it;
       continue;
     }
-    {
-      std::lock_guard lock(out_mu_);
-      mapped_.erase(it->second.s);
-    }
-    env_.device->ReleaseStream(it->second.s);
+    work_->RemoveStream(it->first, [weak = weak_from_this(), dev = env_.device](CUstream s) {
+      if (auto self = weak.lock()) {
+        std::lock_guard lock(self->out_mu_);
+        self->mapped_.erase(s);
+      }
+      dev->ReleaseStream(s);
+    });
     it = streams_.erase(it);
   }
   kernels_.clear();
-  for (auto& [id, m] : modules_) (void)drv().cuModuleUnload(m);
+  for (auto& [id, m] : modules_) held.modules.push_back(m);
   modules_.clear();
   symbols_.clear();
-  for (auto& [p, size] : allocations_) (void)drv().cuMemFree(p);
+  for (auto& [p, size] : allocations_) held.allocations[p] = arena::AlignUp(size, 256);
   allocations_.clear();
-  if (admitted_) env_.ledger->Release(id_, allocated_bytes_);
+  held.charged = allocated_bytes_;
   allocated_bytes_ = 0;
-  return st;
+  return held;
+}
+
+void Session::GiveBack(Held& held) {
+  if (env_.device->epoch() == held.epoch) {
+    for (CUevent e : held.events) (void)drv().cuEventDestroy(e);
+    for (CUmodule m : held.modules) (void)drv().cuModuleUnload(m);
+    for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
+  }
+  if (admitted_) env_.ledger->Release(id_, held.charged);
+  held = Held{};
 }
 
 Status Session::Teardown() {
-  {
-    std::lock_guard lock(hf_mu_);
-    closing_ = true;
-  }
-  hf_cv_.notify_all();
+  closing_ = true;
   channel_->Close();
-  uint64_t held = allocated_bytes_;
-  size_t n_alloc = allocations_.size(), n_streams = streams_.size(), n_events = events_.size();
-  Status st = FreeAll();
-  if (auto it = streams_.find(0); it != streams_.end()) {
-    {
-      std::lock_guard lock(out_mu_);
-      mapped_.erase(it->second.s);
-    }
-    env_.device->ReleaseStream(it->second.s);
+  if (!work_) {
+    // Never admitted: only the default stream, if any, to give back.
+    for (auto& [id, s] : streams_) env_.device->ReleaseStream(s);
     streams_.clear();
+    finished_.store(true, std::memory_order_release);
+    return OkStatus();
   }
-  if (arena_registered_) (void)drv().cuMemHostUnregister(channel_->arena()->base());
-  if (admitted_) env_.ledger->Remove(id_);
-  Log(Level::kInfo, "session",
-      {{"event", "closed"},
-       {"session", id_},
-       {"tenant", tenant_},
-       {"freed_bytes", held},
-       {"freed_allocations", n_alloc},
-       {"streams", n_streams},
-       {"events", n_events}});
-  return st;
+  // Queued work is dropped (host functions never run: the tenant is gone);
+  // what was issued runs to its end before anything it may use goes back.
+  work_->Abandon(Error(err::kDevicesUnavailable, "the session ended"));
+  const size_t n_alloc = allocations_.size(), n_streams = streams_.size(),
+               n_events = events_.size();
+  Held held = TakeAll();
+  const uint64_t bytes = held.charged;
+  CUstream zero = streams_.count(0) ? streams_[0] : nullptr;
+  streams_.clear();
+  void* arena = arena_registered_ ? channel_->arena()->base() : nullptr;
+  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held), zero, arena,
+                                 bytes, n_alloc, n_streams, n_events](const Status& st) mutable {
+    self->GiveBack(held);
+    if (arena && self->env_.device->epoch() == self->epoch_)
+      (void)self->drv().cuMemHostUnregister(arena);
+    if (zero) {
+      {
+        std::lock_guard lock(self->out_mu_);
+        self->mapped_.erase(zero);
+      }
+      self->env_.device->ReleaseStream(zero);
+    }
+    if (self->admitted_) self->env_.ledger->Remove(self->id_);
+    {
+      std::lock_guard lock(self->err_mu_);
+      self->torn_ = st;
+    }
+    Log(Level::kInfo, "session",
+        {{"event", "closed"},
+         {"session", self->id_},
+         {"tenant", self->tenant_},
+         {"freed_bytes", bytes},
+         {"freed_allocations", n_alloc},
+         {"streams", n_streams},
+         {"events", n_events}});
+    self->finished_.store(true, std::memory_order_release);
+  });
+  return OkStatus();
 }
 
 }  // namespace remora::server

@@ -1,14 +1,18 @@
-// server/session.h - one tenant's session: its handle tables and every call it makes.
+// server/session.h - one tenant's session: decode, validate, hand work to the executor.
 //
-// A Session owns the tenant's channel, and everything the tenant created on the
-// device: allocations, streams (virtual ids mapped onto pool streams), events,
-// modules. Every handle and every pointer range in a request is checked against
-// these tables before the driver sees it, so no tenant reaches another's memory
-// through the API. Calls arrive on one thread (Run); when the session ends for
-// any reason (Goodbye, a dead client, shutdown), Teardown frees all it held.
+// A Session owns the tenant's channel and its tables: allocations, streams
+// (virtual ids mapped onto pool streams the tenant alone uses), events,
+// modules, kernels. Every handle and every pointer range in a request is
+// checked against these tables before anything reaches the device, so no
+// tenant reaches another's memory through the API. Stream-ordered work goes to
+// the tenant's queues in the Executor; a call that must wait for the device
+// replies from a completion (see Later), so no thread waits for the device.
+// When the session ends for any reason (Goodbye, a dead client, shutdown),
+// Teardown hands everything it held back once its own work is done.
 //
 // Handlers are Session::On<Name> for each calls.def row the server answers; the
-// dispatch table (dispatch.cc) is generated from calls.def.
+// dispatch table (dispatch.cc) is generated from calls.def. Calls arrive on one
+// thread at a time; completions may run on the executor's thread.
 #pragma once
 
 #include <cuda.h>
@@ -20,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -29,6 +34,7 @@
 #include "remora/v1/session.pb.h"
 #include "scheduler/ledger.h"
 #include "server/device.h"
+#include "server/executor.h"
 #include "server/modules.h"
 #include "transport/channel.h"
 
@@ -39,6 +45,7 @@ namespace v1 = ::remora::v1;
 // What a session needs from the server around it.
 struct SessionEnv {
   Device* device;
+  Executor* executor;
   sched::MemoryLedger* ledger;
   ModuleCache* modules;
   // Called (holding no Device::Use) when this session saw a device fault in
@@ -67,31 +74,21 @@ class Session : public std::enable_shared_from_this<Session> {
   void AppendDeviceOutput(std::string_view text);
   // Owner of `stream` among this session's mapped streams.
   bool OwnsStream(CUstream s) const;
-  // Ends every host function of this session that is waiting for the tenant
-  // and makes later ones return at once (their context is about to be reset).
-  // Thread-safe.
-  void AbandonHostFuncs();
 
   // ---- Handlers: one per calls.def row the server answers. -------------------
 #define REMORA_CALL(id, Name, Class, Request, Reply) \
   Status On##Name(const v1::Request& req, v1::Reply& rep);
 #include "proto/calls.def"
 
-  // Called by the generated dispatcher after a handler ran.
+  // Called by the generated dispatcher after a handler ran, and by the
+  // completions Later() makes. Thread-safe.
   void Finish(const transport::FrameHeader& h, CallClass cls, Status st,
               const google::protobuf::Message& result);
-  // Runs a host function's rendezvous with the tenant (on a driver thread).
-  void RunHostFunc(uint64_t id);
+
+  // A handler returns this when a completion made by Later() will reply.
+  static constexpr int32_t kReplyLater = -1;
 
  private:
-  struct Stream {
-    CUstream s = nullptr;
-    bool blocking = true;               // synchronizes with the legacy default stream
-    uint64_t gen = 0;                   // work items enqueued so far
-    CUevent marker = nullptr;           // recorded on demand for cross-stream ordering
-    std::map<uint64_t, uint64_t> seen;  // other stream id -> its gen this one waited for
-  };
-
   Status Handshake();
   void Serve();
   // Enters the device for one call; if the context was rebuilt since this
@@ -107,31 +104,44 @@ class Session : public std::enable_shared_from_this<Session> {
   Status Teardown();
   void Dispatch(const transport::Frame& f);
 
-  Result<Stream*> FindStream(uint64_t id);
-  Result<CUevent> FindEvent(uint64_t id);
-  // Orders work about to go onto stream `id` after what the legacy default
-  // stream semantics require, then counts it.
-  Result<CUstream> Enqueue(uint64_t id);
+  Result<CUstream> FindStream(uint64_t id) const;
+  Result<CUevent> FindEvent(uint64_t id) const;
   Status CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) const;
   Result<std::byte*> ArenaRange(uint64_t offset, uint64_t size) const;
   Result<const std::byte*> HostSource(const v1::HostBytes& src, uint64_t size) const;
-  // Waits for `s` (or every stream when null), serving host-function
-  // completions meanwhile so the tenant's callbacks cannot deadlock it.
-  Status Wait(CUstream s);
-  Status WaitEvent(CUevent e);
-  template <typename Query>
-  Status PollUntilDone(Query query, const char* what);
-  // Before a copy from or to pageable host memory: see session.cc.
-  Status DrainForPageable(CUstream s);
-  Status SyncAll();
   void ReleaseStagingSlot(uint32_t slot_plus_one);
   // kInvalidValue unless `slot_plus_one` is 0 (none) or one of this session's slots.
   Status CheckStagingSlot(uint32_t slot_plus_one) const;
-  // Enqueues `fn` to run on the stream when it gets there.
-  Status EnqueueHost(CUstream s, std::function<void()> fn);
+
+  // The reply to the call being handled, sent when the returned completion
+  // runs, with `result` (kept alive until then) on success. The handler then
+  // returns kReplyLater.
+  Executor::Completion Later(std::shared_ptr<const google::protobuf::Message> result = nullptr);
+  Status ReplyLater() const {
+    return Status(kReplyLater, "reply follows");
+  }
+  // Waits for `stream` (every stream: nullopt) and then replies with `result`.
+  Status ReplyWhenDone(std::optional<uint64_t> stream,
+                       std::shared_ptr<const google::protobuf::Message> result = nullptr);
+
+  // What the tenant held, taken out of the tables to be given back once its
+  // work is done (device state cannot go while kernels may still use it).
+  struct Held {
+    std::map<uint64_t, uint64_t> allocations;  // pointer -> charged bytes
+    std::vector<CUmodule> modules;
+    std::vector<CUevent> events;
+    uint64_t charged = 0;
+    uint64_t epoch = 0;  // the context they live in
+  };
+  // Empties the tables (all streams but the default one go back too).
+  Held TakeAll();
+  // Gives `held` back (REQUIRES: a Use; the tenant's work on it is done).
+  // Handles of an older context are forgotten, never passed to the driver.
+  void GiveBack(Held& held);
+  // Records the failure of a call that returned no reply (deferred; sticky for a fault).
+  void RecordError(const Status& st);
+  Status sticky() const;
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
-  void ServeBacklogFrame(const transport::Frame& f);
-  Status FreeAll();
   Status Check(CUresult r, const char* what) const {
     return env_.device->Check(r, what);
   }
@@ -151,11 +161,11 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t epoch_ = ~uint64_t{0};
   bool fault_reported_ = false;  // a device fault of this session's was reported
 
-  // Tables: touched only by the session thread.
+  // Tables: touched only by the thread serving the session.
   std::map<uint64_t, uint64_t> allocations_;  // device pointer -> size (cudaMalloc)
   std::map<uint64_t, uint64_t> symbols_;      // module variables: address -> size
   uint64_t allocated_bytes_ = 0;
-  std::unordered_map<uint64_t, Stream> streams_;  // 0 = legacy default stream
+  std::unordered_map<uint64_t, CUstream> streams_;  // 0 = legacy default stream
   std::unordered_map<uint64_t, CUevent> events_;
   struct Kernel {
     CUfunction fn = nullptr;
@@ -167,22 +177,18 @@ class Session : public std::enable_shared_from_this<Session> {
   // Loads a module from `images`; `how` says which image or linked PTX it used.
   Result<CUmodule> LoadModule(const FatbinImages& images, std::string* how);
   uint64_t next_handle_ = 0x1000;
+  std::shared_ptr<Executor::Tenant> work_;  // this tenant's queues, once admitted
+  transport::FrameHeader current_;          // the call being handled
 
+  mutable std::mutex err_mu_;
   Status deferred_;  // first failure of a stream-ordered call since the last reply
   Status sticky_;    // a device fault: every later call returns it
+  Status torn_;      // how the teardown's wait ended
 
-  // Host functions: the driver thread waits until the tenant says it ran one.
-  std::mutex hf_mu_;
-  std::condition_variable hf_cv_;
-  std::set<uint64_t> hf_done_;
-  std::atomic<int> hf_pending_{0};  // enqueued and not yet completed
   std::atomic<bool> closing_{false};
-  std::atomic<bool> abandoned_{false};    // host functions return at once (AbandonHostFuncs)
-  std::deque<transport::Frame> backlog_;  // frames read while waiting
-
-  std::mutex send_mu_;
+  std::mutex send_mu_;  // guards send_buf_ and reply_
   std::string send_buf_;
-  v1::Reply reply_;  // reused by Finish (session thread only)
+  v1::Reply reply_;  // reused by Finish
   mutable std::mutex out_mu_;
   std::string device_output_;
   std::set<CUstream> mapped_;  // guarded by out_mu_, for printf routing

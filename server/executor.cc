@@ -1,0 +1,645 @@
+// server/executor.cc - stream queues, ordering, issue and asynchronous completion.
+#include "server/executor.h"
+
+#include <sched.h>
+
+#include <chrono>
+
+#include "server/log.h"
+
+namespace remora::server {
+
+namespace {
+
+// How long a wait spins on the calling thread before the executor's thread
+// takes it over: covers a small copy's round trip through the device.
+constexpr auto kInlineSpin = std::chrono::microseconds(30);
+// The executor thread's polling interval grows from the first to the last
+// while nothing completes.
+constexpr auto kPollMin = std::chrono::microseconds(20);
+constexpr auto kPollMax = std::chrono::microseconds(1000);
+
+bool IsDeviceFault(int code) {
+  return ErrorIsSticky(code) && code != err::kDevicesUnavailable;
+}
+
+}  // namespace
+
+struct Executor::Poll {
+  uint64_t epoch = 0;
+  CUevent event = nullptr;  // null: already complete with `status`
+  bool marker = false;      // a pooled marker to give back when done
+  Completion done;
+  std::string observer;  // whose work, for the fault log
+  Status status;
+
+  // A poll of `event` (a pooled marker when `marker`).
+  static Poll Of(uint64_t epoch, CUevent event, bool marker, Completion done, std::string who) {
+    Poll p;
+    p.epoch = epoch;
+    p.event = event;
+    p.marker = marker;
+    p.done = std::move(done);
+    p.observer = std::move(who);
+    return p;
+  }
+  // A completion already decided: it runs with `status` on the executor's thread.
+  static Poll Decided(uint64_t epoch, Completion done, std::string who, Status status) {
+    Poll p = Of(epoch, nullptr, false, std::move(done), std::move(who));
+    p.status = std::move(status);
+    return p;
+  }
+};
+
+struct Executor::Tenant::Item {
+  enum class Kind { kIssue, kRecord, kWaitEvent, kHostFunc, kWait };
+  Kind kind = Kind::kIssue;
+  uint64_t index = 0;  // position in its stream, from 1
+  Issue issue;
+  CUevent event = nullptr;
+  uint64_t host_id = 0;
+  Completion done;
+  std::vector<Completion> waiters;  // kRecord: WhenEventDone calls made while it was queued
+  // (stream, index) pairs that must have been issued first.
+  std::vector<std::pair<uint64_t, uint64_t>> after;
+
+  static Item Of(Kind kind) {
+    Item i;
+    i.kind = kind;
+    return i;
+  }
+};
+
+struct Executor::Tenant::Stream {
+  uint64_t id = 0;
+  CUstream s = nullptr;
+  bool blocking = true;
+  std::deque<Item> queue;
+  uint64_t submitted = 0;  // items enqueued so far
+  uint64_t issued = 0;     // index of the last item issued (a host function: answered)
+  bool held = false;       // a host function at the head waits for the tenant
+  uint64_t held_id = 0;
+  CUevent order_marker = nullptr;     // recorded when another stream must follow this one
+  std::map<uint64_t, uint64_t> seen;  // other stream -> its `issued` this one is ordered after
+  bool removed = false;
+};
+
+// ---- Executor ------------------------------------------------------------------
+
+Executor::Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, FaultHook on_fault)
+    : dev_(device),
+      on_fault_(std::move(on_fault)),
+      order_(std::move(order)),
+      polls_(new std::vector<Poll>()) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Executor::~Executor() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  delete polls_;
+}
+
+std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, TenantHooks hooks) {
+  std::shared_ptr<Tenant> t(new Tenant(*this, id, std::move(name), std::move(hooks)));
+  std::lock_guard lock(mu_);
+  tenants_[id] = t.get();
+  return t;
+}
+
+Result<CUstream> Executor::MemStreamLocked() {
+  if (mem_epoch_ != dev_.epoch()) {
+    mem_stream_ = nullptr;  // died with its context
+    mem_epoch_ = dev_.epoch();
+  }
+  if (!mem_stream_)
+    RETURN_IF_ERROR(dev_.Check(dev_.drv().cuStreamCreate(&mem_stream_, CU_STREAM_NON_BLOCKING),
+                               "cuStreamCreate"));
+  return mem_stream_;
+}
+
+// Stream-ordered allocation, because cuMemFree waits for the whole device (the
+// work of every tenant) and a tenant's free must wait for its own work at most.
+Result<CUdeviceptr> Executor::Allocate(uint64_t bytes) {
+  std::lock_guard lock(mem_mu_);
+  CUdeviceptr p = 0;
+  if (pools_) {
+    ASSIGN_OR_RETURN(CUstream s, MemStreamLocked());
+    CUresult r = dev_.drv().cuMemAllocAsync(&p, bytes, s);
+    if (r == CUDA_SUCCESS) {
+      RETURN_IF_ERROR(dev_.Check(dev_.drv().cuStreamSynchronize(s), "cuStreamSynchronize"));
+      return p;
+    }
+    if (r != CUDA_ERROR_NOT_SUPPORTED) return dev_.Check(r, "cuMemAllocAsync");
+    pools_ = false;
+    Log(Level::kWarn, "executor",
+        {{"event", "no_memory_pools"}, {"why", "cuMemAllocAsync is not supported; frees wait"}});
+  }
+  RETURN_IF_ERROR(dev_.Check(dev_.drv().cuMemAlloc(&p, bytes), "cuMemAlloc"));
+  return p;
+}
+
+Status Executor::Free(CUdeviceptr p) {
+  std::lock_guard lock(mem_mu_);
+  if (!pools_) return dev_.Check(dev_.drv().cuMemFree(p), "cuMemFree");
+  ASSIGN_OR_RETURN(CUstream s, MemStreamLocked());
+  return dev_.Check(dev_.drv().cuMemFreeAsync(p, s), "cuMemFreeAsync");
+}
+
+size_t Executor::pending_waits() const {
+  std::lock_guard lock(mu_);
+  return polls_->size();
+}
+
+uint64_t Executor::NowNs() const {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Result<CUevent> Executor::AcquireMarkerLocked() {
+  if (marker_epoch_ != dev_.epoch()) {
+    markers_.clear();  // they died with their context
+    marker_epoch_ = dev_.epoch();
+  }
+  if (!markers_.empty()) {
+    CUevent e = markers_.back();
+    markers_.pop_back();
+    return e;
+  }
+  CUevent e = nullptr;
+  RETURN_IF_ERROR(
+      dev_.Check(dev_.drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+  return e;
+}
+
+void Executor::WatchLocked(Poll p) {
+  polls_->push_back(std::move(p));
+  cv_.notify_one();
+}
+
+void Executor::PumpLocked() {
+  const uint64_t now = NowNs();
+  while (std::optional<sched::TenantId> t = order_->Next(now)) {
+    auto it = tenants_.find(*t);
+    if (it == tenants_.end()) continue;
+    Tenant* tn = it->second;
+    if (tn->IssueOneLocked() && tn->AnyReadyLocked()) order_->Ready(*t, now);
+  }
+}
+
+void Executor::Loop() {
+  auto interval = std::chrono::nanoseconds(kPollMin);
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !polls_->empty(); });
+    if (polls_->empty() && stop_) return;
+    lock.unlock();
+    std::vector<std::function<void()>> run;
+    std::optional<std::pair<std::string, Status>> fault;
+    uint64_t epoch = 0;
+    bool progress = false;
+    {
+      Device::Use use = dev_.Enter();
+      epoch = use.epoch();
+      (void)dev_.MakeCurrent();
+      lock.lock();
+      std::vector<Poll>& polls = *polls_;
+      Status lost;
+      for (size_t i = 0; i < polls.size();) {
+        Poll& p = polls[i];
+        Status st;
+        if (p.epoch != epoch) {
+          if (lost.ok()) {
+            const Device::Fault f = dev_.last_fault();
+            lost = Error(f.status.ok() ? err::kDevicesUnavailable : f.status.code(),
+                         "the GPU context was rebuilt (" +
+                             (f.status.ok() ? std::string("server shutting down")
+                                            : f.culprit + ": " + f.status.message()) +
+                             ")");
+          }
+          st = lost;
+          p.marker = false;  // its event died with the context
+        } else if (p.event == nullptr) {
+          st = p.status;
+        } else if (stop_) {
+          st = Error(err::kDevicesUnavailable, "the server is shutting down");
+        } else {
+          CUresult r = dev_.drv().cuEventQuery(p.event);
+          if (r == CUDA_ERROR_NOT_READY) {
+            ++i;
+            continue;
+          }
+          st = dev_.Check(r, "waiting for the device");
+          if (IsDeviceFault(st.code()) && !fault) fault.emplace(p.observer, st);
+        }
+        if (p.marker && st.ok()) markers_.push_back(p.event);
+        run.push_back([done = std::move(p.done), st] { done(st); });
+        p = std::move(polls.back());
+        polls.pop_back();
+      }
+      PumpLocked();
+      lock.unlock();
+      for (auto& f : run) f();
+      progress = !run.empty();
+      run.clear();  // what the completions held goes here, unlocked
+    }
+    if (fault && on_fault_) on_fault_(epoch, fault->first, fault->second);
+    lock.lock();
+    if (stop_) continue;
+    // Poll again soon while work completes, less often while it runs long.
+    interval = fault || progress ? std::chrono::nanoseconds(kPollMin)
+                                 : std::min<std::chrono::nanoseconds>(interval * 2, kPollMax);
+    cv_.wait_for(lock, interval, [&] { return stop_; });
+  }
+}
+
+// ---- Tenant --------------------------------------------------------------------
+
+Executor::Tenant::Tenant(Executor& ex, uint64_t id, std::string name, TenantHooks hooks)
+    : ex_(ex), id_(id), name_(std::move(name)), hooks_(std::move(hooks)) {}
+
+Executor::Tenant::~Tenant() {
+  std::lock_guard lock(ex_.mu_);
+  ex_.tenants_.erase(id_);
+  ex_.order_->Remove(id_);
+}
+
+void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
+  std::lock_guard lock(ex_.mu_);
+  auto st = std::make_unique<Stream>();
+  st->id = id;
+  st->s = s;
+  st->blocking = blocking;
+  streams_[id] = std::move(st);
+}
+
+bool Executor::Tenant::HasStream(uint64_t id) const {
+  std::lock_guard lock(ex_.mu_);
+  auto it = streams_.find(id);
+  return it != streams_.end() && !it->second->removed;
+}
+
+void Executor::Tenant::RemoveStream(uint64_t id, std::function<void(CUstream)> released) {
+  {
+    std::lock_guard lock(ex_.mu_);
+    auto it = streams_.find(id);
+    if (it == streams_.end() || it->second->removed) return;
+    it->second->removed = true;
+  }
+  WhenDone(id, [self = shared_from_this(), id, released = std::move(released)](const Status&) {
+    std::unique_ptr<Stream> gone;
+    {
+      std::lock_guard lock(self->ex_.mu_);
+      auto it = self->streams_.find(id);
+      if (it == self->streams_.end()) return;
+      gone = std::move(it->second);
+      self->streams_.erase(it);
+      for (auto& [other_id, other] : self->streams_) other->seen.erase(id);
+    }
+    if (gone->order_marker) (void)self->ex_.dev_.drv().cuEventDestroy(gone->order_marker);
+    released(gone->s);
+  });
+}
+
+void Executor::Tenant::MarkReadyLocked() {
+  if (AnyReadyLocked()) ex_.order_->Ready(id_, ex_.NowNs());
+}
+
+Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || it->second->removed)
+    return Error(err::kInvalidResourceHandle, "stream is not one of this tenant's");
+  Stream& st = *it->second;
+  // The legacy default stream waits for every blocking stream, and they for it:
+  // here, for what was submitted before; OrderLocked adds the device's side.
+  auto follow = [&](const Stream& other) {
+    if (other.submitted > other.issued) item.after.emplace_back(other.id, other.submitted);
+  };
+  if (stream == 0) {
+    for (const auto& [oid, other] : streams_)
+      if (oid != 0 && other->blocking && !other->removed) follow(*other);
+  } else if (st.blocking) {
+    if (auto zero = streams_.find(0); zero != streams_.end()) follow(*zero->second);
+  }
+  item.index = ++st.submitted;
+  st.queue.push_back(std::move(item));
+  MarkReadyLocked();
+  ex_.PumpLocked();
+  return OkStatus();
+}
+
+bool Executor::Tenant::HeadReadyLocked(const Stream& st) const {
+  if (st.held || st.queue.empty()) return false;
+  for (const auto& [sid, index] : st.queue.front().after) {
+    auto it = streams_.find(sid);
+    if (it != streams_.end() && it->second->issued < index) return false;
+  }
+  return true;
+}
+
+bool Executor::Tenant::AnyReadyLocked() const {
+  for (const auto& [id, st] : streams_)
+    if (HeadReadyLocked(*st)) return true;
+  return false;
+}
+
+bool Executor::Tenant::IssueOneLocked() {
+  // Round-robin over the streams, so one busy stream cannot starve the others.
+  const size_t n = streams_.size();
+  if (n == 0) return false;
+  auto it = streams_.begin();
+  std::advance(it, next_stream_hint_ % n);
+  for (size_t k = 0; k < n; ++k, ++it) {
+    if (it == streams_.end()) it = streams_.begin();
+    if (!HeadReadyLocked(*it->second)) continue;
+    next_stream_hint_ = (next_stream_hint_ + k + 1) % n;
+    Stream& st = *it->second;
+    IssueLocked(st, st.queue.front());
+    return true;
+  }
+  return false;
+}
+
+Status Executor::Tenant::OrderLocked(Stream& st) {
+  const DriverTable& drv = ex_.dev_.drv();
+  auto order_after = [&](Stream& other) -> Status {
+    auto [seen, fresh] = st.seen.try_emplace(other.id, 0);
+    if (other.issued <= seen->second) return OkStatus();
+    if (!other.order_marker)
+      RETURN_IF_ERROR(ex_.dev_.Check(
+          drv.cuEventCreate(&other.order_marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    RETURN_IF_ERROR(
+        ex_.dev_.Check(drv.cuEventRecord(other.order_marker, other.s), "cuEventRecord"));
+    RETURN_IF_ERROR(
+        ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, other.order_marker, 0), "cuStreamWaitEvent"));
+    seen->second = other.issued;
+    return OkStatus();
+  };
+  if (st.id == 0) {
+    for (auto& [oid, other] : streams_)
+      if (oid != 0 && other->blocking) RETURN_IF_ERROR(order_after(*other));
+  } else if (st.blocking) {
+    if (auto zero = streams_.find(0); zero != streams_.end())
+      RETURN_IF_ERROR(order_after(*zero->second));
+  }
+  return OkStatus();
+}
+
+void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
+  const DriverTable& drv = ex_.dev_.drv();
+  Status s = OrderLocked(st);
+  if (s.ok()) {
+    switch (item.kind) {
+      case Item::Kind::kIssue:
+        s = item.issue(st.s);
+        break;
+      case Item::Kind::kRecord:
+        s = ex_.dev_.Check(drv.cuEventRecord(item.event, st.s), "cuEventRecord");
+        for (Completion& w : item.waiters)
+          ex_.WatchLocked(s.ok()
+                              ? Poll::Of(ex_.dev_.epoch(), item.event, false, std::move(w), name_)
+                              : Poll::Decided(ex_.dev_.epoch(), std::move(w), name_, s));
+        break;
+      case Item::Kind::kWaitEvent:
+        s = ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, item.event, 0), "cuStreamWaitEvent");
+        break;
+      case Item::Kind::kWait:
+        WatchStreamLocked(st, std::move(item.done));
+        break;
+      case Item::Kind::kHostFunc: {
+        // Held (not popped) until the tenant answers; counted as issued then.
+        st.held = true;
+        st.held_id = item.host_id;
+        const uint64_t id = item.host_id;
+        auto self = weak_from_this();
+        WatchStreamLocked(st, [self, id](const Status& reached) {
+          if (auto t = self.lock()) {
+            if (reached.ok())
+              t->hooks_.run_host_func(id);
+            else
+              t->HostFuncDone(id);  // never runs: the context broke first
+          }
+        });
+        return;
+      }
+    }
+  }
+  if (!s.ok() && hooks_.on_error) hooks_.on_error(s);
+  st.issued = item.index;
+  st.queue.pop_front();
+}
+
+void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then) {
+  Result<CUevent> m = ex_.AcquireMarkerLocked();
+  Status r =
+      m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
+  ex_.WatchLocked(r.ok() ? Poll::Of(ex_.dev_.epoch(), *m, true, std::move(then), name_)
+                         : Poll::Decided(ex_.dev_.epoch(), std::move(then), name_, r));
+}
+
+Status Executor::Tenant::Submit(uint64_t stream, Issue issue) {
+  std::lock_guard lock(ex_.mu_);
+  Item item = Item::Of(Item::Kind::kIssue);
+  item.issue = std::move(issue);
+  return EnqueueLocked(stream, std::move(item));
+}
+
+Status Executor::Tenant::Record(uint64_t stream, CUevent e) {
+  std::lock_guard lock(ex_.mu_);
+  Item item = Item::Of(Item::Kind::kRecord);
+  item.event = e;
+  RETURN_IF_ERROR(EnqueueLocked(stream, std::move(item)));
+  Stream& st = *streams_.at(stream);
+  events_[e] = EventState{.stream = stream, .index = st.submitted};
+  return OkStatus();
+}
+
+Status Executor::Tenant::WaitEvent(uint64_t stream, CUevent e) {
+  std::lock_guard lock(ex_.mu_);
+  Item item = Item::Of(Item::Kind::kWaitEvent);
+  item.event = e;
+  auto ev = events_.find(e);
+  if (ev != events_.end()) {
+    auto rs = streams_.find(ev->second.stream);
+    if (rs != streams_.end() && rs->second->issued < ev->second.index)
+      item.after.emplace_back(ev->second.stream, ev->second.index);
+  }
+  return EnqueueLocked(stream, std::move(item));
+}
+
+Status Executor::Tenant::HostFunc(uint64_t stream, uint64_t id) {
+  std::lock_guard lock(ex_.mu_);
+  Item item = Item::Of(Item::Kind::kHostFunc);
+  item.host_id = id;
+  return EnqueueLocked(stream, std::move(item));
+}
+
+void Executor::Tenant::HostFuncDone(uint64_t id) {
+  std::lock_guard lock(ex_.mu_);
+  for (auto& [sid, st] : streams_) {
+    if (!st->held || st->held_id != id) continue;
+    st->held = false;
+    st->issued = st->queue.front().index;
+    st->queue.pop_front();
+    MarkReadyLocked();
+    ex_.PumpLocked();
+    return;
+  }
+}
+
+void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done, bool spin) {
+  if (!stream) {
+    // Every stream: one completion after the last, with the first error.
+    struct Join {
+      std::mutex mu;
+      size_t left = 0;
+      Status first;
+      Completion done;
+    };
+    auto join = std::make_shared<Join>();
+    join->done = std::move(done);
+    std::vector<uint64_t> ids;
+    {
+      std::lock_guard lock(ex_.mu_);
+      for (const auto& [id, st] : streams_) ids.push_back(id);
+    }
+    join->left = ids.size() + 1;
+    auto part = [join](const Status& st) {
+      Completion run;
+      Status first;
+      {
+        std::lock_guard lock(join->mu);
+        if (!st.ok() && join->first.ok()) join->first = st;
+        if (--join->left != 0) return;
+        run = std::move(join->done);
+        first = join->first;
+      }
+      run(first);
+    };
+    for (uint64_t id : ids) WhenDone(id, part, spin);
+    part(OkStatus());
+    return;
+  }
+  std::unique_lock lock(ex_.mu_);
+  auto it = streams_.find(*stream);
+  if (it == streams_.end()) {
+    lock.unlock();
+    done(OkStatus());  // gone: its work is done
+    return;
+  }
+  Stream& st = *it->second;
+  if (!st.queue.empty()) {
+    Item item = Item::Of(Item::Kind::kWait);
+    item.done = std::move(done);
+    (void)EnqueueLocked(*stream, std::move(item));
+    return;
+  }
+  // Everything is issued: mark the spot and spin briefly here before the
+  // executor's thread takes the wait over.
+  Result<CUevent> m = ex_.AcquireMarkerLocked();
+  Status r =
+      m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
+  if (!r.ok()) {
+    lock.unlock();
+    done(r);
+    return;
+  }
+  lock.unlock();
+  const auto until =
+      std::chrono::steady_clock::now() + (spin ? kInlineSpin : std::chrono::microseconds(0));
+  for (;;) {
+    CUresult q = ex_.dev_.drv().cuEventQuery(*m);
+    if (q != CUDA_ERROR_NOT_READY) {
+      Status st_done = ex_.dev_.Check(q, "waiting for the device");
+      if (st_done.ok()) {
+        std::lock_guard relock(ex_.mu_);
+        ex_.markers_.push_back(*m);
+      }
+      done(st_done);
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= until) break;
+    sched_yield();
+  }
+  lock.lock();
+  ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), *m, true, std::move(done), name_));
+}
+
+void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
+  std::lock_guard lock(ex_.mu_);
+  auto ev = events_.find(e);
+  if (ev != events_.end()) {
+    auto rs = streams_.find(ev->second.stream);
+    if (rs != streams_.end() && rs->second->issued < ev->second.index) {
+      // The record is still queued: wait with it, for it.
+      for (Item& item : rs->second->queue) {
+        if (item.index != ev->second.index) continue;
+        item.waiters.push_back(std::move(done));
+        return;
+      }
+    }
+  }
+  ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_));
+}
+
+Status Executor::Tenant::Query(uint64_t stream) {
+  std::unique_lock lock(ex_.mu_);
+  auto it = streams_.find(stream);
+  if (it == streams_.end())
+    return Error(err::kInvalidResourceHandle, "stream is not one of this tenant's");
+  if (!it->second->queue.empty()) return Error(err::kNotReady, "work is queued");
+  CUstream s = it->second->s;
+  lock.unlock();
+  return ex_.dev_.Check(ex_.dev_.drv().cuStreamQuery(s), "cuStreamQuery");
+}
+
+Status Executor::Tenant::QueryEvent(CUevent e) {
+  {
+    std::lock_guard lock(ex_.mu_);
+    auto ev = events_.find(e);
+    if (ev != events_.end()) {
+      auto rs = streams_.find(ev->second.stream);
+      if (rs != streams_.end() && rs->second->issued < ev->second.index)
+        return Error(err::kNotReady, "the event's record is queued");
+    }
+  }
+  return ex_.dev_.Check(ex_.dev_.drv().cuEventQuery(e), "cuEventQuery");
+}
+
+void Executor::Tenant::ForgetEvent(CUevent e) {
+  std::lock_guard lock(ex_.mu_);
+  events_.erase(e);
+}
+
+void Executor::Tenant::DropLocked(Stream& st, const Status& why) {
+  auto fail = [&](Completion& done) {
+    ex_.WatchLocked(Poll::Decided(ex_.dev_.epoch(), std::move(done), name_, why));
+  };
+  for (Item& item : st.queue) {
+    if (item.kind == Item::Kind::kWait) fail(item.done);
+    for (Completion& w : item.waiters) fail(w);
+  }
+  st.queue.clear();
+  st.held = false;
+  st.issued = st.submitted;
+}
+
+void Executor::Tenant::Abandon(const Status& why) {
+  std::lock_guard lock(ex_.mu_);
+  for (auto& [id, st] : streams_) DropLocked(*st, why);
+  ex_.order_->Remove(id_);
+}
+
+void Executor::Tenant::Reset(const Status& why) {
+  Abandon(why);
+  std::lock_guard lock(ex_.mu_);
+  streams_.clear();  // their handles died with the context: never passed to the driver
+  events_.clear();
+}
+
+}  // namespace remora::server

@@ -1,0 +1,196 @@
+// server/executor.h - the executor: every tenant's stream-ordered work, in order, on one device.
+//
+// Sessions decode and validate; the executor runs their work. Each tenant's
+// streams are queues of work items (never shared between tenants). An item is
+// issued to the driver (an asynchronous call on the tenant's own CUstream) once
+// everything CUDA orders before it has been issued — its stream's earlier
+// items, the legacy default stream's implicit ordering, the latest record of an
+// event it waits for — and a tenant host function it follows has run. Which
+// tenant's ready item goes next is the scheduler's choice (sched::DispatchQueue).
+//
+// Nothing blocks in the driver. A wait (a synchronous copy, a stream, event or
+// device synchronize, a free) is a completion: a marker event recorded where
+// the wait stands in the stream, polled by the executor's one thread, which
+// runs the completion when the marker is reached (or with the error that broke
+// the context). A tenant host function holds its stream's later items in the
+// executor until the tenant answers, so a tenant that never answers, or dies,
+// holds up nobody but itself.
+//
+// Threads: items are issued on the submitting thread when the scheduler lets
+// them go at once, else on the executor's thread; completions run on the
+// executor's thread (or inline, when the work is already done), holding a
+// Device::Use of their epoch and no executor lock, so they may call the driver.
+#pragma once
+
+#include <cuda.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "proto/status.h"
+#include "scheduler/dispatch.h"
+#include "server/device.h"
+
+namespace remora::server {
+
+class Executor {
+ public:
+  // Runs with the outcome of a wait: ok, the error that stopped the work, or
+  // kDevicesUnavailable when the tenant left first.
+  using Completion = std::function<void(const Status&)>;
+  // Makes the item's asynchronous driver calls on the tenant's stream.
+  using Issue = std::function<Status(CUstream)>;
+
+  // What the executor tells a tenant's session.
+  struct TenantHooks {
+    // A host function reached its place in its stream: ask the tenant to run it.
+    std::function<void(uint64_t id)> run_host_func;
+    // Issuing an item of the tenant failed (deferred, or sticky for a fault).
+    std::function<void(const Status&)> on_error;
+  };
+  // A device fault seen by the executor in `epoch` while polling `observer`'s work.
+  using FaultHook = std::function<void(uint64_t epoch, const std::string& observer, const Status&)>;
+
+  class Tenant;
+
+  Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, FaultHook on_fault);
+  ~Executor();  // stops the thread; every tenant must have closed
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // A new tenant with no streams. Thread-safe.
+  std::shared_ptr<Tenant> Join(uint64_t id, std::string name, TenantHooks hooks);
+
+  // Device memory from the stream-ordered pool, usable on every stream once
+  // this returns. REQUIRES: a Use. Errors: the driver's (kMemoryAllocation).
+  Result<CUdeviceptr> Allocate(uint64_t bytes);
+  // Gives `p` back without waiting for any stream: the caller has made sure
+  // the owner's work on it is done. REQUIRES: a Use.
+  Status Free(CUdeviceptr p);
+
+  // Waits queued in the executor (for tests and metrics). Thread-safe.
+  size_t pending_waits() const;
+
+ private:
+  friend class Tenant;
+  struct Poll;
+  void Loop();
+  // Issues whatever the scheduler lets go now. REQUIRES: mu_ and a Use held.
+  void PumpLocked();
+  // REQUIRES: mu_ and a Use held.
+  Result<CUevent> AcquireMarkerLocked();
+  // Hands a poll to the executor thread. REQUIRES: mu_.
+  void WatchLocked(Poll p);
+  uint64_t NowNs() const;
+  // The allocation stream of the current epoch. REQUIRES: mem_mu_, a Use.
+  Result<CUstream> MemStreamLocked();
+
+  Device& dev_;
+  const FaultHook on_fault_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unique_ptr<sched::DispatchQueue> order_;  // guarded by mu_
+  std::unordered_map<uint64_t, Tenant*> tenants_;
+  std::vector<Poll>* polls_;  // guarded by mu_ (a pointer so Poll may stay incomplete here)
+  std::vector<CUevent> markers_;
+  uint64_t marker_epoch_ = 0;
+  std::mutex mem_mu_;  // the allocation stream: created per epoch
+  CUstream mem_stream_ = nullptr;
+  uint64_t mem_epoch_ = ~uint64_t{0};
+  bool pools_ = true;  // false once the driver refused stream-ordered allocation
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// One tenant's queues. Every method REQUIRES the caller to hold a Device::Use
+// of the epoch the tenant's handles belong to, with the context current, and
+// is called by the tenant's session (one thread at a time) unless it says so.
+class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
+ public:
+  ~Tenant();
+
+  // A stream of the tenant (0: its legacy default stream) on `s`, which the
+  // tenant owns alone. `blocking`: ordered with the legacy default stream.
+  void AddStream(uint64_t id, CUstream s, bool blocking);
+  bool HasStream(uint64_t id) const;
+  // Takes no more work on `id`; once its work is done, `released(s)` runs
+  // (on the executor's thread or inline) to give the CUstream back.
+  void RemoveStream(uint64_t id, std::function<void(CUstream)> released);
+
+  // Stream-ordered work. Errors: kInvalidResourceHandle for an unknown stream
+  // or event; the tenant's sticky fault. An issue failure later reaches
+  // TenantHooks::on_error.
+  Status Submit(uint64_t stream, Issue issue);
+  Status Record(uint64_t stream, CUevent e);
+  Status WaitEvent(uint64_t stream, CUevent e);
+  // The tenant's host function `id`: when the stream reaches it the executor
+  // calls run_host_func(id); the stream's later work waits for HostFuncDone.
+  Status HostFunc(uint64_t stream, uint64_t id);
+  void HostFuncDone(uint64_t id);
+
+  // `done` runs once the work submitted so far on `stream` (every stream of
+  // the tenant when nullopt) has completed, or failed. With `spin`, the
+  // calling thread first polls briefly (a caller about to reply).
+  void WhenDone(std::optional<uint64_t> stream, Completion done, bool spin = false);
+  // `done` runs once the latest record of `e` submitted so far has completed.
+  void WhenEventDone(CUevent e, Completion done);
+  // kNotReady while work submitted on `stream` is queued or running.
+  Status Query(uint64_t stream);
+  Status QueryEvent(CUevent e);
+  // An event is being destroyed: forget it (its queued records still run).
+  void ForgetEvent(CUevent e);
+
+  // Drops every queued item; their waits complete with `why`. Streams stay.
+  void Abandon(const Status& why);
+  // Forgets every stream and event (the context they lived in is gone);
+  // queued items are dropped, their waits complete with `why`.
+  void Reset(const Status& why);
+
+ private:
+  friend class Executor;
+  struct Item;
+  struct Stream;
+  Tenant(Executor& ex, uint64_t id, std::string name, TenantHooks hooks);
+  // Appends `item` to `stream`'s queue with the ordering CUDA implies, then
+  // issues what may go. REQUIRES: mu_.
+  Status EnqueueLocked(uint64_t stream, Item item);
+  // True if `st`'s head item may be issued now. REQUIRES: mu_.
+  bool HeadReadyLocked(const Stream& st) const;
+  bool AnyReadyLocked() const;
+  // Issues one ready head item; returns false if none was ready. REQUIRES: mu_, a Use.
+  bool IssueOneLocked();
+  void IssueLocked(Stream& st, Item& item);
+  // Orders `st` after the streams CUDA's legacy semantics tie it to. REQUIRES: mu_, a Use.
+  Status OrderLocked(Stream& st);
+  // Queues completions of dropped items with `why`. REQUIRES: mu_.
+  void DropLocked(Stream& st, const Status& why);
+  // Records a marker on `st` and watches it; `then` runs when it is reached.
+  void WatchStreamLocked(Stream& st, Completion then);
+  void MarkReadyLocked();
+
+  Executor& ex_;
+  const uint64_t id_;
+  const std::string name_;
+  const TenantHooks hooks_;
+  // Guarded by ex_.mu_.
+  std::unordered_map<uint64_t, std::unique_ptr<Stream>> streams_;
+  struct EventState {
+    uint64_t stream = 0;  // where its latest record was submitted
+    uint64_t index = 0;   // that record's item index: issued once the stream's issued >= it
+  };
+  std::unordered_map<CUevent, EventState> events_;
+  size_t next_stream_hint_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace remora::server
