@@ -38,10 +38,12 @@ struct Frame {
   std::vector<std::byte> body;
 };
 
-// When a blocking call gives up. Never() waits until the peer is gone.
+// When a blocking call gives up. Never() waits until the peer is gone; Passed()
+// does not wait at all (Receive takes what is already there).
 struct Deadline {
   std::chrono::steady_clock::time_point at;
   static Deadline Never() { return {std::chrono::steady_clock::time_point::max()}; }
+  static Deadline Passed() { return {std::chrono::steady_clock::time_point()}; }
   static Deadline In(std::chrono::nanoseconds d) { return {std::chrono::steady_clock::now() + d}; }
   bool passed() const { return std::chrono::steady_clock::now() >= at; }
 };
@@ -88,6 +90,43 @@ class Channel {
 
   // "shm uid=1000 pid=4242" / "grpc ipv4:10.0.0.2:5123", for logs.
   virtual std::string Describe() const = 0;
+
+  // ---- Event-driven serving (the server end) ----
+  // Lets a fixed pool of threads serve many mostly idle channels: instead of a thread
+  // parked in Receive per channel, each idle channel is armed and its wake_fd() sits in
+  // one epoll set. Serving one channel, by whichever thread picked it up:
+  //
+  //   for (;;) {
+  //     Status s;
+  //     while ((s = ch.Receive(frame, Deadline::Passed())).ok()) Handle(frame);
+  //     if (s.code() != err::kNotReady) break;  // closed or the peer is gone: drop it
+  //     if (!ch.Arm()) continue;                // a frame slipped in: receive again
+  //     ... sleep until epoll reports ch.wake_fd() (level-triggered, EPOLLIN) ...
+  //     ch.Disarm();
+  //   }
+  //
+  // Busy channels cost no syscall: Receive finds frames, and Arm is a few atomic
+  // operations. A wake-up is never lost. Rarely, wake_fd() polls readable with nothing
+  // to receive, even while not armed (a doorbell that raced a Receive): harmless, as
+  // Receive then reports kNotReady and the next Arm/Disarm round consumes it.
+
+  // A descriptor that polls readable (EPOLLIN, or EPOLLHUP/EPOLLERR) once a frame may
+  // be waiting or the peer is gone, while armed (see Arm). Stable for the channel's
+  // life: remove it from any epoll set before destroying the channel. -1 if this kind
+  // of channel (or this end of it) cannot be served this way: then Arm() returns false
+  // and Disarm() does nothing; serve it with a blocking Receive.
+  virtual int wake_fd() const = 0;
+  // Announces that the caller is about to sleep on wake_fd(). Returns false, arming
+  // nothing, if a frame is already waiting or the peer is gone (call Receive instead).
+  // After true, the peer's next Send, its Close or its death, or a local Close(), makes
+  // wake_fd() readable. REQUIRES: the receiving thread; no Receive until Disarm().
+  virtual bool Arm() = 0;
+  // Consumes a wake-up (after wake_fd() fired, or to cancel an Arm), so that wake_fd()
+  // stops polling readable until the next Arm and wake-up (but see above); then
+  // Receive(out, Deadline::Passed()) finds the frames, or the peer's loss, without
+  // blocking. A no-op when not armed (after Arm returned false). REQUIRES: the
+  // receiving thread.
+  virtual void Disarm() = 0;
 };
 
 // The identity the kernel vouches for (SO_PEERCRED) or, remotely, the address.

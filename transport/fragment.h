@@ -43,9 +43,10 @@ class FragmentingChannel final : public Channel {
   // Errors: kInvalidValue if body is larger than max_message or header
   // already has kFrameMore set; the inner channel's errors.
   Status Send(const FrameHeader& header, std::span<const std::byte> body) override;
-  // Returns the next whole message. A deadline that passes mid-message keeps
-  // the fragments read so far for the next call. Errors: the inner channel's;
-  // kInvalidValue for an inconsistent or oversized fragment sequence.
+  // Returns the next whole message. A deadline that passes mid-message (a passed
+  // one included) keeps the fragments read so far here, returns kNotReady with
+  // `out` unspecified, and the next call continues the message. Errors: the inner
+  // channel's; kInvalidValue for an inconsistent or oversized fragment sequence.
   Status Receive(Frame& out, Deadline deadline) override;
   // The inner channel's frame limit: callers that stream bulk data chunk to it.
   size_t max_body() const override { return inner_->max_body(); }
@@ -53,6 +54,11 @@ class FragmentingChannel final : public Channel {
   bool PeerAlive() const override { return inner_->PeerAlive(); }
   void Close() override { inner_->Close(); }
   std::string Describe() const override { return inner_->Describe(); }
+  // The inner channel's. A message whose first fragments were read waits for the rest
+  // like any frame: Arm is true while the inner channel holds no further fragment.
+  int wake_fd() const override { return inner_->wake_fd(); }
+  bool Arm() override { return inner_->Arm(); }
+  void Disarm() override { inner_->Disarm(); }
 
  private:
   std::unique_ptr<Channel> inner_;

@@ -63,6 +63,10 @@ class GrpcClientChannel final : public Channel {
   bool PeerAlive() const override;
   void Close() override;
   std::string Describe() const override { return "grpc " + peer_; }
+  // The client end is not served event-driven: its receiver polls the completion queue.
+  int wake_fd() const override { return -1; }
+  bool Arm() override { return false; }
+  void Disarm() override {}
 
  private:
   enum Op { kStart, kMeta, kRead, kWrite, kFinish, kNumOps };

@@ -1,7 +1,11 @@
 // transport/grpc/session.cc - SessionCore, SessionReactor and the reactor registry.
 #include "transport/grpc/session.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <thread>
 #include <utility>
 
@@ -29,7 +33,12 @@ SessionCore::SessionCore(const GrpcOptions& opts)
     : max_body_(opts.max_body),
       max_queued_bytes_(opts.max_queued_bytes),
       max_inbox_bytes_(opts.max_inbox_bytes),
-      receive_spin_(opts.receive_spin) {}
+      receive_spin_(opts.receive_spin),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+SessionCore::~SessionCore() {
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
 
 void SessionCore::Attach(SessionReactor* reactor) {
   std::lock_guard lock(mu_);
@@ -68,7 +77,8 @@ Status SessionCore::Send(const FrameHeader& header, std::span<const std::byte> b
 Status SessionCore::Receive(Frame& out, Deadline deadline) {
   std::unique_lock lock(mu_);
   auto ready = [&] { return !inbox_.empty() || gone_ || closed_; };
-  if (!ready() && receive_spin_.count() > 0) {
+  // No spin for a deadline already passed (event-driven serving polls that way).
+  if (!ready() && receive_spin_.count() > 0 && Clock::now() < deadline.at) {
     uint64_t seen = events_.load(std::memory_order_relaxed);
     lock.unlock();
     SpinUntilChanged(seen, std::min(deadline.at, Clock::now() + receive_spin_));
@@ -77,7 +87,7 @@ Status SessionCore::Receive(Frame& out, Deadline deadline) {
   if (!ready()) {
     if (deadline.at == Deadline::Never().at) {
       readable_.wait(lock, ready);
-    } else if (!readable_.wait_until(lock, deadline.at, ready)) {
+    } else if (deadline.passed() || !readable_.wait_until(lock, deadline.at, ready)) {
       return Error(err::kNotReady, "grpc receive deadline passed");
     }
   }
@@ -124,6 +134,41 @@ void SessionCore::SpinUntilChanged(uint64_t seen, Clock::time_point until) const
   }
 }
 
+bool SessionCore::Arm() {
+  if (wake_fd_ < 0) return false;
+  std::lock_guard lock(mu_);
+  if (!inbox_.empty() || gone_ || closed_) return false;
+  armed_ = true;
+  return true;
+}
+
+void SessionCore::Disarm() {
+  bool rang;
+  {
+    std::lock_guard lock(mu_);
+    armed_ = false;
+    rang = std::exchange(rang_, false);
+  }
+  // Only this thread reads the eventfd, and nobody writes it while disarmed: the read
+  // empties it for good.
+  if (rang) {
+    uint64_t count;
+    while (::read(wake_fd_, &count, sizeof count) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+// REQUIRES: mu_ held. Called from gRPC callbacks too: eventfd writes never block
+// (EFD_NONBLOCK; the counter cannot approach its limit with one write per Arm).
+void SessionCore::RingIfArmedLocked() {
+  if (!armed_) return;
+  armed_ = false;
+  rang_ = true;
+  const uint64_t one = 1;
+  while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
 void SessionCore::Close() {
   std::unique_lock lock(mu_);
   if (closed_) return;
@@ -140,6 +185,7 @@ void SessionCore::Close() {
 void SessionCore::Notify() {
   events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged
   readable_.notify_all();
+  RingIfArmedLocked();
 }
 
 bool SessionCore::PeerAlive() const {
@@ -163,6 +209,7 @@ bool SessionCore::OnRead(v1::Frame& msg) {
   const bool more = inbox_bytes_ < max_inbox_bytes_;
   read_paused_ = !more;
   events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged
+  RingIfArmedLocked();
   return more;
 }
 

@@ -4,7 +4,13 @@
 // threads) share one SessionCore. The reactor only moves frames: each frame it
 // reads goes to the core's inbox, and the core starts one write at a time from
 // its outbox. No callback ever blocks; the Channel's Receive waits on a
-// condition variable. Internal to remora_transport_grpc.
+// condition variable, or, event-driven (Channel::Arm), the server sleeps in epoll
+// on the core's eventfd: Arm, under mu_, sets armed_ unless the inbox holds a
+// frame or the session is over, and every event that would wake a Receive
+// (OnRead, OnReadClosed, a failed write, OnDone, Close) writes the eventfd, under
+// mu_, if armed_ (and clears it). Both sides decide under the one mutex, so no
+// wake-up is lost and none is stale: Disarm clears armed_ and reads the eventfd
+// only if it was written. Internal to remora_transport_grpc.
 #pragma once
 
 #include <atomic>
@@ -37,6 +43,9 @@ class SessionCore {
   using Clock = std::chrono::steady_clock;
   // Takes max_body, max_queued_bytes, max_inbox_bytes and receive_spin from `opts`.
   explicit SessionCore(const GrpcOptions& opts);
+  ~SessionCore();
+  SessionCore(const SessionCore&) = delete;
+  SessionCore& operator=(const SessionCore&) = delete;
 
   // Channel side. Thread-safe; one sender and one receiver at a time.
   Status Send(const FrameHeader& header, std::span<const std::byte> body);
@@ -45,6 +54,11 @@ class SessionCore {
   void Close();
   bool PeerAlive() const;
   size_t max_body() const { return max_body_; }
+  // Channel::wake_fd/Arm/Disarm (see the file head). The eventfd lives as long
+  // as the core; -1 if it could not be created.
+  int wake_fd() const { return wake_fd_; }
+  bool Arm();
+  void Disarm();
 
   // Reactor side; called from gRPC callbacks, never block.
   void Attach(SessionReactor* reactor);
@@ -64,6 +78,8 @@ class SessionCore {
   SessionReactor* TakeFinishLocked();
   // REQUIRES: mu_ held. Records an event for spinners and wakes sleepers.
   void Notify();
+  // REQUIRES: mu_ held. Writes the eventfd if armed_ (non-blocking) and disarms.
+  void RingIfArmedLocked();
   void SpinUntilChanged(uint64_t seen, Clock::time_point until) const;
   // REQUIRES: `lock` holds mu_ and read_paused_. May return with `lock`
   // released (when it had to Finish the RPC).
@@ -73,6 +89,7 @@ class SessionCore {
   const size_t max_queued_bytes_;
   const size_t max_inbox_bytes_;
   const std::chrono::nanoseconds receive_spin_;
+  const int wake_fd_;  // eventfd (non-blocking), closed by the destructor
   // Bumped (under mu_) whenever readable_ would wake a Receive; read unlocked by spinners.
   std::atomic<uint64_t> events_{0};
 
@@ -92,6 +109,8 @@ class SessionCore {
   bool gone_ = false;            // the peer stopped sending, cancelled or the RPC ended
   bool closed_ = false;          // Close() was called here
   bool finish_started_ = false;  // Finish was (or is being) called
+  bool armed_ = false;           // Arm returned true; no wake-up or Disarm since
+  bool rang_ = false;            // the eventfd was written and not read back yet
 };
 
 // One stream's reactor. Owned by the listener's ReactorRegistry, which drops it
@@ -168,6 +187,9 @@ class GrpcServerChannel final : public Channel {
   bool PeerAlive() const override { return core_->PeerAlive(); }
   void Close() override { core_->Close(); }
   std::string Describe() const override { return "grpc " + peer_; }
+  int wake_fd() const override { return core_->wake_fd(); }
+  bool Arm() override { return core_->Arm(); }
+  void Disarm() override { core_->Disarm(); }
 
  private:
   std::shared_ptr<SessionCore> core_;

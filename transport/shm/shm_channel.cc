@@ -163,7 +163,8 @@ Status ShmChannel::Send(const FrameHeader& header, std::span<const std::byte> bo
     if (p != nullptr) [[likely]] {
       std::memcpy(p, &header, sizeof header);
       if (!body.empty()) std::memcpy(p + sizeof header, body.data(), body.size());
-      out_.Commit(kFrameRecord);
+      if (out_.Commit(kFrameRecord)) [[unlikely]]
+        RingDoorbell();  // the peer's receiver is armed (asleep in epoll)
       return OkStatus();
     }
     wait_.Wait(
@@ -194,6 +195,43 @@ Status ShmChannel::Receive(Frame& out, Deadline deadline) {
   }
 }
 
+bool ShmChannel::Arm() {
+  // Dekker with the peer's Commit (wait.h): either Pending() sees its frame or its
+  // WakeIfParked takes our kWaiterArmed and rings. Liveness needs no handshake: a closed
+  // or dead peer leaves the socket readable for good.
+  armed_ = shm::WaitStrategy::Arm(in_.data_waiter(), [&] { return in_.Pending() || Stopped(); });
+  return armed_;
+}
+
+void ShmChannel::Disarm() {
+  if (!armed_) return;
+  armed_ = false;
+  shm::WaitStrategy::Disarm(in_.data_waiter());
+  // Drain even when nobody took the arming: a doorbell from an earlier round can arrive
+  // late (the peer took a kWaiterArmed, then Arm returned false on its frame).
+  DrainDoorbell();
+}
+
+void ShmChannel::RingDoorbell() {
+  const char bell = 1;
+  // EAGAIN: the buffer is full of doorbells, so the socket is readable anyway. EPIPE etc.:
+  // the receiver is gone, and its socket end says so.
+  [[maybe_unused]] const ssize_t n = ::send(sock_.get(), &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void ShmChannel::DrainDoorbell() {
+  char bells[64];
+  // Bounded: a peer that floods the socket only gets a spurious wake-up next round.
+  for (int i = 0; i < 8; ++i) {
+    const ssize_t n = ::recv(sock_.get(), bells, sizeof bells, MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    // 0: end of stream, the peer closed or died (after our own Close, shutdown gives 0 too).
+    if (n == 0 && !closed_.load(std::memory_order_relaxed)) PeerLost();
+    return;  // or EAGAIN: drained
+  }
+}
+
 void ShmChannel::CheckPeer() {
   if (peer_lost_.load(std::memory_order_relaxed)) return;
   pollfd p{sock_.get(), POLLIN | POLLRDHUP, 0};
@@ -202,19 +240,24 @@ void ShmChannel::CheckPeer() {
     if (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) {
       lost = true;
     } else if (p.revents & POLLIN) {
-      // The peer never writes after the handshake: readable means EOF (or junk, dropped).
-      char junk[64];
-      lost = ::recv(sock_.get(), junk, sizeof junk, MSG_DONTWAIT) == 0;
+      // After the handshake the peer writes only doorbells: readable means EOF or
+      // doorbells. Peek, so that a doorbell stays for the epoll sleeper it is meant for.
+      char bell;
+      lost = ::recv(sock_.get(), &bell, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
     }
   }
-  if (lost) {
-    peer_lost_.store(true, std::memory_order_seq_cst);  // read by Stopped() in ready()
-    WakeAll();
-  }
+  if (lost) PeerLost();
+}
+
+void ShmChannel::PeerLost() {
+  peer_lost_.store(true, std::memory_order_seq_cst);  // read by Stopped() in ready()
+  WakeAll();
 }
 
 void ShmChannel::WakeAll() {
   // Our receiver and sender, and the peer's (they park on the other halves of the rings).
+  // An armed receiver needs no doorbell here: WakeAll follows a shutdown or a lost peer,
+  // and either leaves the socket readable on both ends.
   shm::WaitStrategy::WakeIfParked(in_.data_waiter());
   shm::WaitStrategy::WakeIfParked(out_.space_waiter());
   shm::WaitStrategy::WakeIfParked(out_.data_waiter());

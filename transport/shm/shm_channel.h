@@ -7,6 +7,16 @@
 // stays open as the liveness signal: a waiter whose futex sleep times out polls it, so a
 // crashed or closed peer is noticed within one park period (100 ms by default).
 //
+// Event-driven serving (Channel::Arm): the socket is also the doorbell, and wake_fd().
+// Arm marks the receiving ring's data_waiter kWaiterArmed (wait.h has the handshake);
+// the peer's Send that takes the arming writes one byte to its end of the socket
+// (non-blocking: if the buffer is full, the socket is readable anyway). The peer's Close
+// (shutdown) or death (the kernel closes its end) makes the socket readable too. So the
+// only bytes that ever travel after the handshake are doorbells: whoever reads the socket
+// treats recv() == 0 as "peer gone" and bytes as doorbells. Disarm drains them; CheckPeer
+// only peeks, so it never swallows a doorbell meant for an epoll sleeper. Both ends work
+// the same way (a client end may arm too).
+//
 //   ASSIGN_OR_RETURN(auto listener, ShmListener::Listen("/run/remora/gpu0.sock"));
 //   PeerInfo who;
 //   ASSIGN_OR_RETURN(std::unique_ptr<Channel> ch, listener->Accept(who, Deadline::Never()));
@@ -54,6 +64,11 @@ class ShmChannel final : public Channel {
   bool PeerAlive() const override;
   void Close() override;
   std::string Describe() const override;
+  // The Unix socket (see the file head).
+  int wake_fd() const override { return sock_.get(); }
+  bool Arm() override;
+  // One non-blocking recv() when armed (it also notices a closed socket); none otherwise.
+  void Disarm() override;
 
   // Checks the socket now (one poll syscall) and records a lost peer. Thread-safe.
   void CheckPeer();
@@ -78,6 +93,12 @@ class ShmChannel final : public Channel {
   // True once this end is closed, the peer closed, or the peer was found dead.
   bool Stopped() const;
   void WakeAll();
+  // Records the peer as gone and wakes every waiter. Thread-safe.
+  void PeerLost();
+  // Writes one doorbell byte to the peer; never blocks, ignores errors.
+  void RingDoorbell();
+  // Reads pending doorbell bytes without blocking; recv() == 0 means the peer is gone.
+  void DrainDoorbell();
 
   const Side side_;
   shm::UniqueFd sock_;
@@ -93,6 +114,7 @@ class ShmChannel final : public Channel {
   size_t max_body_;
   std::atomic<bool> closed_{false};
   std::atomic<bool> peer_lost_{false};  // set by whichever local thread noticed; private
+  bool armed_ = false;                  // Arm returned true, no Disarm yet; receiving thread
 };
 
 // Server side: accepts clients on a Unix socket and gives each its own ShmChannel.

@@ -120,7 +120,7 @@ Result<std::byte*> SpscRing::Producer::TryClaim(size_t length) {
   return data_ + index + kHeaderSize;
 }
 
-void SpscRing::Producer::Commit(uint32_t type) {
+bool SpscRing::Producer::Commit(uint32_t type) {
   assert(claim_len_ != 0 && "Commit without a claim");
   assert(type != 0 && type != kPaddingType);
   const uint64_t index = tail_ & mask_;
@@ -130,8 +130,8 @@ void SpscRing::Producer::Commit(uint32_t type) {
   HeaderAt(data_, index).store(Pack(claim_len_, type), std::memory_order_seq_cst);
   tail_ = next;
   claim_len_ = 0;
-  trailer_->tail.store(tail_, std::memory_order_release);  // P4
-  WaitStrategy::WakeIfParked(trailer_->data_waiter);       // P5
+  trailer_->tail.store(tail_, std::memory_order_release);    // P4
+  return WaitStrategy::WakeIfParked(trailer_->data_waiter);  // P5
 }
 
 Result<bool> SpscRing::Producer::TryWrite(uint32_t type, std::span<const std::byte> a,
@@ -140,7 +140,7 @@ Result<bool> SpscRing::Producer::TryWrite(uint32_t type, std::span<const std::by
   if (p == nullptr) return false;
   if (!a.empty()) std::memcpy(p, a.data(), a.size());
   if (!b.empty()) std::memcpy(p + a.size(), b.data(), b.size());
-  Commit(type);
+  [[maybe_unused]] const bool ring = Commit(type);
   return true;
 }
 

@@ -26,8 +26,10 @@
 //   P3 header.store(seq_cst): its release half publishes P2 to C1; it is also the publish
 //      half of the data_waiter Dekker pair with C4. Padding headers are stored the same way.
 //   P4 tail.store(release): for observers (size()); the consumer never depends on it.
-//   P5 data_waiter.load(seq_cst); only if it reads 1 (consumer parked): exchange(0) and
-//      FUTEX_WAKE (WaitStrategy::WakeIfParked). No fence: P3 and P5 are seq_cst.
+//   P5 data_waiter.load(seq_cst); only if it reads non-zero: exchange(0), then FUTEX_WAKE
+//      if it took 1 (consumer parked), or, if it took 2 (consumer armed, asleep in epoll),
+//      Commit returns true and the caller rings the consumer's doorbell
+//      (WaitStrategy::WakeIfParked). No fence: P3 and P5 are seq_cst.
 //   P6 Parking when full: space_waiter.exchange(1, seq_cst), then HasSpace() re-reads
 //      head with seq_cst (Dekker with C3/C5), then futex-waits.
 // Consumer (TryRead, Publish):
@@ -37,7 +39,8 @@
 //      quarter of the ring has been consumed. Release half pairs with P1 (C2's reads are
 //      done before the producer reuses the bytes).
 //   C4 Parking when empty: data_waiter.exchange(1, seq_cst), then Pending() re-reads the
-//      header with seq_cst (Dekker with P3/P5), then futex-waits.
+//      header with seq_cst (Dekker with P3/P5), then futex-waits. Arming (event-driven):
+//      the same with exchange(2), then sleeping on the doorbell (WaitStrategy::Arm).
 //   C5 After C3: space_waiter.load(seq_cst); if 1, exchange(0) and FUTEX_WAKE.
 // Neither side ever reads tail or head to find where to read or write: each keeps its own
 // position privately, so a peer scribbling the shared positions can only cause a refused
@@ -116,10 +119,12 @@ class SpscRing::Producer {
   // max_payload(); kDevicesUnavailable if the consumer published an impossible head
   // (sticky). REQUIRES: no claim outstanding (debug assert).
   Result<std::byte*> TryClaim(size_t length);
-  // Publishes the claimed record as `type` and wakes a parked consumer.
+  // Publishes the claimed record as `type` and wakes a parked consumer. Returns true if
+  // the consumer was armed (P5): the caller must ring its doorbell.
   // REQUIRES: a claim outstanding; type is neither 0 nor kPaddingType (debug assert).
-  void Commit(uint32_t type);
-  // TryClaim + copy of a then b + Commit. Returns false if the ring is full.
+  [[nodiscard]] bool Commit(uint32_t type);
+  // TryClaim + copy of a then b + Commit. Returns false if the ring is full. Rings no
+  // doorbell: for consumers that never arm.
   Result<bool> TryWrite(uint32_t type, std::span<const std::byte> a,
                         std::span<const std::byte> b = {});
 
