@@ -10,11 +10,17 @@
 //                      ratio = p50 / floor p50; mean_ratio = mean / floor mean.
 //   BM_GrpcRoundTrip   the same cudaStreamQuery from a remote tenant (a child process of
 //                      this binary with REMORA_SERVER=grpc://127.0.0.1:N, loopback).
-//                      Floor: remora_e2e_grpc_floor, an echo Session service in one process
-//                      and a sync bidi client in another, 16-byte Frames. Each iteration
-//                      runs floor then remote, 10000 samples each.
-//                      ratio = p50 / floor p50; mean_ratio = mean / floor mean.
-// p50_ns/p99_ns are the measured call's; floor_p50_ns/floor_p99_ns the baseline's.
+//                      Floor: remora_e2e_grpc_floor --serve-handoff, an echo Session service
+//                      whose reactor hands each frame to a worker thread that writes the
+//                      reply (one thread hand-off, as between remora-server's transport and
+//                      its session), in one process, and a sync bidi client in another,
+//                      16-byte Frames. Diagnostic: the bare echo (--serve, the reactor
+//                      writes back itself). Each iteration runs bare floor, hand-off floor,
+//                      then remote, 10000 samples each.
+//                      ratio = p50 / hand-off floor p50 (target <= 1.2); mean_ratio = means;
+//                      bare_ratio = p50 / bare floor p50.
+// p50_ns/p99_ns are the measured call's; floor_p50_ns/floor_p99_ns the baseline's
+// (bare_floor_p50_ns/bare_floor_p99_ns the bare echo's).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 #include <x86intrin.h>
@@ -112,48 +118,65 @@ bool RunStats(const std::vector<std::string>& argv, const std::map<std::string, 
   return true;
 }
 
+// Starts remora_e2e_grpc_floor in `mode` and returns its target, or "" with *err.
+std::string StartEcho(Child* echo, const std::string& mode, std::string* err) {
+  std::string line;
+  if (!echo->Start({Paths::GrpcFloor(), mode}, {}, Env().dir + "/grpc_floor.log", err)) return "";
+  if (!echo->ReadLine(&line, std::chrono::seconds(10)) || line.rfind("port=", 0) != 0) {
+    *err = "remora_e2e_grpc_floor " + mode + " did not report its port";
+    return "";
+  }
+  return "127.0.0.1:" + line.substr(5);
+}
+
 void BM_GrpcRoundTrip(benchmark::State& state) {
   state.SetLabel("cudaStreamQuery");
   BenchServer* server = Env().server;
   if (server == nullptr || server->grpc_address().empty())
     return state.SkipWithError("remora-server has no gRPC listener");
 
-  Child echo;
-  std::string err, line;
-  if (!echo.Start({Paths::GrpcFloor(), "--serve"}, {}, Env().dir + "/grpc_floor.log", &err))
-    return state.SkipWithError(err.c_str());
-  if (!echo.ReadLine(&line, std::chrono::seconds(10)) || line.rfind("port=", 0) != 0)
-    return state.SkipWithError("remora_e2e_grpc_floor --serve did not report its port");
-  const std::string echo_target = "127.0.0.1:" + line.substr(5);
+  Child bare_echo, handoff_echo;
+  std::string err;
+  const std::string bare_target = StartEcho(&bare_echo, "--serve", &err);
+  if (bare_target.empty()) return state.SkipWithError(err.c_str());
+  const std::string handoff_target = StartEcho(&handoff_echo, "--serve-handoff", &err);
+  if (handoff_target.empty()) return state.SkipWithError(err.c_str());
   const std::string iters = std::to_string(kGrpcIters);
 
-  Stats rt_sum, floor_sum;
+  Stats rt_sum, floor_sum, bare_sum;
   int64_t n = 0;
   for (auto _ : state) {
-    Stats floor, rt;
-    if (!RunStats({Paths::GrpcFloor(), "--client", echo_target, iters}, {}, "gRPC floor client",
-                  &floor, &err) ||
+    Stats bare, floor, rt;
+    if (!RunStats({Paths::GrpcFloor(), "--client", bare_target, iters}, {},
+                  "bare gRPC floor client", &bare, &err) ||
+        !RunStats({Paths::GrpcFloor(), "--client", handoff_target, iters}, {},
+                  "hand-off gRPC floor client", &floor, &err) ||
         !RunStats({SelfExe(), "--e2e_child=grpc_rt", iters},
                   {{"REMORA_SERVER", server->grpc_address()}}, "remote tenant child", &rt, &err)) {
       state.SkipWithError(err.c_str());
       break;
     }
     state.SetIterationTime(rt.mean_ns * 1e-9);
-    for (auto [sum, s] : {std::pair{&rt_sum, &rt}, std::pair{&floor_sum, &floor}}) {
+    for (auto [sum, s] :
+         {std::pair{&rt_sum, &rt}, std::pair{&floor_sum, &floor}, std::pair{&bare_sum, &bare}}) {
       sum->mean_ns += s->mean_ns;
       sum->p50_ns += s->p50_ns;
       sum->p99_ns += s->p99_ns;
     }
     ++n;
   }
-  echo.Stop();
+  bare_echo.Stop();
+  handoff_echo.Stop();
   if (n == 0) return;
-  for (Stats* s : {&rt_sum, &floor_sum}) {
+  for (Stats* s : {&rt_sum, &floor_sum, &bare_sum}) {
     s->mean_ns /= static_cast<double>(n);
     s->p50_ns /= static_cast<double>(n);
     s->p99_ns /= static_cast<double>(n);
   }
   ReportRatios(state, rt_sum, floor_sum);
+  state.counters["bare_floor_p50_ns"] = bare_sum.p50_ns;
+  state.counters["bare_floor_p99_ns"] = bare_sum.p99_ns;
+  state.counters["bare_ratio"] = bare_sum.p50_ns > 0 ? rt_sum.p50_ns / bare_sum.p50_ns : 0;
 }
 BENCHMARK(BM_GrpcRoundTrip)->Iterations(6)->UseManualTime()->Unit(benchmark::kMicrosecond);
 

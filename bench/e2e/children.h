@@ -7,9 +7,17 @@
 //
 //   remora_e2e_bench --e2e_child=grpc_rt 20000          (REMORA_SERVER=grpc://...)
 //   remora_e2e_bench --e2e_child=emu_launch 10000 5
+//   remora_e2e_bench --e2e_child=emu_sync 1            (blocks on request from stdin)
+//   remora_e2e_bench --e2e_child=fault                 (REMORA_SERVER=unix:...)
+//   remora_e2e_bench --e2e_child=fresh                 (REMORA_SERVER=unix:...)
 #pragma once
 
+#include <cstddef>
+
 namespace remora::bench::e2e {
+
+// Samples per block of the added-latency benchmark (floor, remote and in-process blocks).
+inline constexpr size_t kSyncBlock = 1000;
 
 // Round trips of cudaStreamQuery on an idle created stream through the stub over
 // whatever REMORA_SERVER names, `iters` samples after a warm-up. Prints
@@ -19,6 +27,15 @@ int RunRoundTripChild(int iters);
 // The in-process launch baseline (emu_launch.cc); batches == 0 serves batches on
 // request from stdin (see emu_launch.cc).
 int RunEmuLaunchChild(int launches, int batches);
+
+// The added-latency baseline (emu_sync.cc): `which` 0 = cuStreamQuery, 1 = a 4-byte
+// cuMemcpyDtoH on the emulated driver in-process, kSyncBlock calls per stdin line.
+int RunEmuSyncChild(int which);
+
+// The fault benchmark's tenants (bench_fault.cc): a tenant whose kernel writes through a
+// null pointer, and a brand-new tenant whose first calls are timed.
+int RunFaultChild();
+int RunFreshTenantChild();
 
 // If argv names a child mode, runs it and stores its exit code in *rc; false otherwise.
 bool MaybeRunChild(int argc, char** argv, int* rc);

@@ -276,6 +276,14 @@ bool Child::Running() {
   return false;
 }
 
+int Child::WaitOrStop(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Running() && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Stop();
+  return Wait();
+}
+
 void Child::Stop(std::chrono::milliseconds grace) {
   if (pid_ <= 0 || status_ >= 0) return;
   ::kill(pid_, SIGTERM);

@@ -106,6 +106,9 @@ class Child {
   int Wait();
   // True while the child has not exited (reaps it if it has).
   bool Running();
+  // Waits up to `timeout` for the child to exit by itself, then Stop()s it. Returns the
+  // exit status, as Wait.
+  int WaitOrStop(std::chrono::milliseconds timeout);
   // SIGTERM, then SIGKILL if it has not exited within `grace`; reaps it.
   void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
   pid_t pid() const { return pid_; }

@@ -6,6 +6,10 @@
 //   --serve              echo server for remora.v1.Remora/Session on 127.0.0.1:0
 //                        (a callback reactor: each frame is written back as read);
 //                        prints "port=N", then serves until killed.
+//   --serve-handoff      the same, but as remora-server does between its transport and its
+//                        session: the reactor hands each frame it reads to the stream's own
+//                        worker thread (mutex + condition variable, the worker sleeping
+//                        while idle) and reads on; the worker writes the reply.
 //   --client HOST:PORT N opens one Session stream with the generated sync stub and
 //                        times N Write+Read round trips of a 16-byte Frame after a
 //                        warm-up; prints mean_ns, p50_ns, p99_ns, n.
@@ -13,11 +17,15 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -53,17 +61,116 @@ class EchoReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
   v1::Frame msg_;
 };
 
+// Echoes through a hand-off, as remora-server's transport hands frames to its session
+// thread (transport/grpc/session.cc): OnReadDone queues the frame, re-arms the read and
+// wakes the worker, which sleeps on a condition variable while the inbox is empty; the
+// worker starts the reply's write itself, or queues it behind a write in flight for
+// OnWriteDone to start. Once reading ended the stream finishes after the last write. The
+// worker outlives every callback and deletes the reactor after OnDone.
+class HandoffReactor final : public grpc::ServerBidiReactor<v1::Frame, v1::Frame> {
+ public:
+  HandoffReactor() {
+    std::thread([this] { Work(); }).detach();
+    StartSendInitialMetadata();
+    StartRead(&msg_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::lock_guard lock(mu_);
+      reading_ = false;
+      cv_.notify_one();
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      inbox_.push_back(std::move(msg_));
+    }
+    // Re-arm before waking the worker, so its StartWrite does not meet this StartRead.
+    // (OnDone cannot run before this callback returns.)
+    StartRead(&msg_);
+    cv_.notify_one();
+  }
+  void OnWriteDone(bool ok) override {
+    std::unique_lock lock(mu_);
+    if (ok && !outbox_.empty()) {
+      reply_ = std::move(outbox_.front());
+      outbox_.pop_front();
+      lock.unlock();
+      StartWrite(&reply_);
+      return;
+    }
+    writing_ = false;
+    if (!ok) broken_ = true;
+    if (!ok || finish_wanted_) FinishLocked(lock);
+  }
+  void OnDone() override {
+    // Notified under the lock: once it is released the worker may delete this.
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_one();
+  }
+  std::unique_ptr<HandoffReactor> self_;  // owns this reactor until the worker ends
+
+ private:
+  // Finishes the stream once, unless a write is still in flight (OnWriteDone then does).
+  void FinishLocked(std::unique_lock<std::mutex>& lock) {
+    if (finished_ || writing_) return;
+    finished_ = true;
+    lock.unlock();
+    Finish(grpc::Status::OK);
+    lock.lock();
+  }
+
+  void Work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return done_ || !inbox_.empty() || !reading_ || broken_; });
+      if (done_) break;
+      if (inbox_.empty() || broken_) {  // reading ended: finish after the last write
+        finish_wanted_ = true;
+        FinishLocked(lock);
+        cv_.wait(lock, [&] { return done_; });
+        break;
+      }
+      if (writing_) {
+        outbox_.push_back(std::move(inbox_.front()));
+        inbox_.pop_front();
+        continue;
+      }
+      reply_ = std::move(inbox_.front());
+      inbox_.pop_front();
+      writing_ = true;
+      lock.unlock();
+      StartWrite(&reply_);
+      lock.lock();
+    }
+    std::unique_ptr<HandoffReactor> me = std::move(self_);
+    lock.unlock();
+    // `me` deletes this reactor here; nothing below touches it.
+  }
+
+  v1::Frame msg_;    // the read in flight
+  v1::Frame reply_;  // the write in flight
+  std::mutex mu_;
+  std::condition_variable cv_;  // wakes the worker: a frame, reading ended, or OnDone
+  std::deque<v1::Frame> inbox_, outbox_;
+  bool reading_ = true, writing_ = false, broken_ = false, finish_wanted_ = false,
+       finished_ = false, done_ = false;
+};
+
+template <typename Reactor>
 class EchoService final : public v1::Remora::CallbackService {
   grpc::ServerBidiReactor<v1::Frame, v1::Frame>* Session(grpc::CallbackServerContext*) override {
-    auto r = std::make_unique<EchoReactor>();
-    EchoReactor* raw = r.get();
+    auto r = std::make_unique<Reactor>();
+    Reactor* raw = r.get();
     raw->self_ = std::move(r);
     return raw;
   }
 };
 
+template <typename Reactor>
 int Serve() {
-  EchoService service;
+  EchoService<Reactor> service;
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -123,9 +230,10 @@ int Client(const std::string& target, int iters) {
 
 int main(int argc, char** argv) {
   using namespace remora::bench::e2e;
-  if (argc == 2 && std::strcmp(argv[1], "--serve") == 0) return Serve();
+  if (argc == 2 && std::strcmp(argv[1], "--serve") == 0) return Serve<EchoReactor>();
+  if (argc == 2 && std::strcmp(argv[1], "--serve-handoff") == 0) return Serve<HandoffReactor>();
   if (argc == 4 && std::strcmp(argv[1], "--client") == 0)
     return Client(argv[2], std::atoi(argv[3]));
-  std::fprintf(stderr, "usage: %s --serve | --client HOST:PORT ITERS\n", argv[0]);
+  std::fprintf(stderr, "usage: %s --serve | --serve-handoff | --client HOST:PORT ITERS\n", argv[0]);
   return 2;
 }

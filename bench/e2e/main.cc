@@ -61,6 +61,12 @@ bool MaybeRunChild(int argc, char** argv, int* rc) {
     *rc = RunRoundTripChild(std::atoi(argv[2]));
   } else if (mode == "emu_launch" && argc == 4) {
     *rc = RunEmuLaunchChild(std::atoi(argv[2]), std::atoi(argv[3]));
+  } else if (mode == "emu_sync" && argc == 3) {
+    *rc = RunEmuSyncChild(std::atoi(argv[2]));
+  } else if (mode == "fault" && argc == 2) {
+    *rc = RunFaultChild();
+  } else if (mode == "fresh" && argc == 2) {
+    *rc = RunFreshTenantChild();
   } else {
     std::fprintf(stderr, "unknown child mode: %s\n", argv[1]);
     *rc = 2;

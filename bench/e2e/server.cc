@@ -20,15 +20,16 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::string* err) {
+std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::string* err,
+                                                const std::vector<std::string>& extra) {
   auto s = std::make_unique<BenchServer>();
   const std::string sock = dir + "/gpu.sock";
   s->log_path_ = dir + "/server.log";
   s->shm_address_ = "unix:" + sock;
-  if (!s->child_.Start(
-          {Paths::Server(), "--device=emu", "--listen", s->shm_address_, "--grpc", "127.0.0.1:0"},
-          {}, s->log_path_, err))
-    return nullptr;
+  std::vector<std::string> argv = {Paths::Server(), "--device=emu", "--listen",
+                                   s->shm_address_, "--grpc",       "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  if (!s->child_.Start(argv, {}, s->log_path_, err)) return nullptr;
   const std::regex port_re(R"(transport=grpc .*port=(\d+))");
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   while (Clock::now() < deadline) {

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/e2e/common.h"
 
@@ -24,14 +25,17 @@ struct Paths {
   static const char* EmuDriver() { return REMORA_E2E_EMU; }
   static const char* KernelPtx() { return REMORA_E2E_PTX; }
   static const char* GrpcFloor() { return REMORA_E2E_GRPC_FLOOR; }
+  static const char* Tenants() { return REMORA_E2E_TENANTS; }
 };
 
 // A running remora-server; destroying it sends SIGTERM and reaps it.
 class BenchServer {
  public:
-  // Starts the server with its log in `dir`/server.log and waits (<= 30 s) for
-  // event=ready and the gRPC port. Null with *err (and the log's tail) on failure.
-  static std::unique_ptr<BenchServer> Start(const std::string& dir, std::string* err);
+  // Starts the server with its log in `dir`/server.log, its socket `dir`/gpu.sock and
+  // `extra` arguments appended, and waits (<= 30 s) for event=ready and the gRPC port.
+  // Null with *err (and the log's tail) on failure.
+  static std::unique_ptr<BenchServer> Start(const std::string& dir, std::string* err,
+                                            const std::vector<std::string>& extra = {});
 
   const std::string& shm_address() const { return shm_address_; }    // unix:PATH
   const std::string& grpc_address() const { return grpc_address_; }  // grpc://127.0.0.1:N
