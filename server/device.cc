@@ -64,19 +64,16 @@ Status Device::MakeCurrent() const {
   return Check(drv_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
+namespace {
+// Streams kept for reuse once their tenants are gone; the rest are destroyed,
+// so a crowd of tenants that came and went leaves nothing behind.
+constexpr size_t kMaxPooledStreams = 32;
+}  // namespace
+
 Result<CUstream> Device::AcquireStream() {
   {
     std::lock_guard lock(pool_mu_);
-    // Streams given back while their last work ran join the pool once done.
-    std::erase_if(draining_, [&](CUstream s) {
-      CUresult r = drv_->cuStreamQuery(s);
-      if (r == CUDA_ERROR_NOT_READY) return false;
-      if (r == CUDA_SUCCESS)
-        pool_.push_back(s);
-      else
-        (void)drv_->cuStreamDestroy(s);  // a stream whose work failed is not reused
-      return true;
-    });
+    ReapDrainedLocked();
     if (!pool_.empty()) {
       CUstream s = pool_.back();
       pool_.pop_back();
@@ -88,9 +85,23 @@ Result<CUstream> Device::AcquireStream() {
   return s;
 }
 
+void Device::ReapDrainedLocked() {
+  // Streams given back while their last work ran join the pool once done.
+  std::erase_if(draining_, [&](CUstream s) {
+    CUresult r = drv_->cuStreamQuery(s);
+    if (r == CUDA_ERROR_NOT_READY) return false;
+    if (r == CUDA_SUCCESS && pool_.size() < kMaxPooledStreams)
+      pool_.push_back(s);
+    else
+      (void)drv_->cuStreamDestroy(s);  // failed work, or enough kept for reuse
+    return true;
+  });
+}
+
 void Device::ReleaseStream(CUstream s) {
   std::lock_guard lock(pool_mu_);
   draining_.push_back(s);
+  ReapDrainedLocked();
 }
 
 Device::Use::~Use() {
@@ -107,8 +118,20 @@ Device::Use Device::Enter() {
     // seq_cst on both sides (Dekker): either Recover sees our increment, or we
     // see its closing_ and step back.
     users_.fetch_add(1, std::memory_order_seq_cst);
-    if (!closing_.load(std::memory_order_seq_cst)) [[likely]]
-      return Use(this, epoch_.load(std::memory_order_acquire));
+    if (!closing_.load(std::memory_order_seq_cst)) [[likely]] {
+      Use use(this, epoch_.load(std::memory_order_acquire));
+      // Sessions move between serving threads: the context must be current
+      // on whichever thread enters, in the context of this epoch.
+      thread_local const Device* current_device = nullptr;
+      thread_local uint64_t current_epoch = 0;
+      if (current_device != this || current_epoch != use.epoch()) {
+        if (MakeCurrent().ok()) {
+          current_device = this;
+          current_epoch = use.epoch();
+        }
+      }
+      return use;
+    }
     if (users_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
       std::lock_guard lock(gate_mu_);
       gate_cv_.notify_all();

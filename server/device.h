@@ -71,7 +71,8 @@ class Device {
     Device* d_;
     uint64_t epoch_;
   };
-  // Waits while a recovery is in progress, then returns a Use of the epoch.
+  // Waits while a recovery is in progress, then returns a Use of the epoch,
+  // with the epoch's context current on the calling thread.
   Use Enter();
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
 
@@ -96,6 +97,8 @@ class Device {
   std::mutex pool_mu_;
   std::vector<CUstream> pool_;
   std::vector<CUstream> draining_;  // given back with work possibly in flight
+  // Moves finished streams from draining_ to the pool. REQUIRES: pool_mu_, context current.
+  void ReapDrainedLocked();
 
   // The gate: users_ counts Uses in flight; closing_ turns new ones away.
   std::atomic<uint64_t> epoch_{0};

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "server/handlers/util.h"
 #include "server/log.h"
 
 namespace remora::server {
@@ -18,10 +19,6 @@ constexpr auto kInlineSpin = std::chrono::microseconds(30);
 // while nothing completes.
 constexpr auto kPollMin = std::chrono::microseconds(20);
 constexpr auto kPollMax = std::chrono::microseconds(1000);
-
-bool IsDeviceFault(int code) {
-  return ErrorIsSticky(code) && code != err::kDevicesUnavailable;
-}
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 // server/main.cc - remora-server: flags, signals, run.
+#include <sys/resource.h>
 #include <unistd.h>
+
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -49,6 +51,13 @@ bool Flag(int argc, char** argv, int& i, const char* name, std::string& out) {
 
 int main(int argc, char** argv) {
   using namespace remora;
+  // Every tenant holds a few descriptors (a socket, a memfd, a doorbell): take
+  // every descriptor the system lets this process have.
+  if (rlimit nofile{};
+      getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   server::ServerOptions opts;
   opts.emu_dir = ExeDir() + "/../lib/emu";
   std::string v;

@@ -22,6 +22,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
       [srv = s.get()](uint64_t epoch, const std::string& observer, const Status& fault) {
         srv->OnFault(epoch, observer, fault);
       });
+  // Two serving threads per core: enough that a slow call (a module load)
+  // does not hold up every tenant; no thread per session.
+  ASSIGN_OR_RETURN(s->pollers_,
+                   PollerPool::Start(std::max(2u, 2 * std::thread::hardware_concurrency())));
   if (auto set = s->device_->drv().remoraEmuSetPrintfHandler)
     (void)set(&Server::OnDevicePrintf, s.get());
 
@@ -59,6 +63,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
 
 Server::~Server() {
   Shutdown();
+  pollers_.reset();   // every session has ended
   executor_.reset();  // runs the last completions (sessions' teardowns)
   if (device_ && device_->drv().remoraEmuSetPrintfHandler)
     (void)device_->drv().remoraEmuSetPrintfHandler(nullptr, nullptr);
@@ -75,7 +80,7 @@ void Server::AcceptLoop(transport::Listener* listener) {
       Log(Level::kWarn, "server", {{"event", "accept_failed"}, {"error", ch.status().ToString()}});
       continue;
     }
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (stopping_) return;
     uint64_t id = next_id_++;
     SessionEnv env{device_.get(),
@@ -89,7 +94,13 @@ void Server::AcceptLoop(transport::Listener* listener) {
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
-    live.thread = std::thread([session] { session->Run(); });
+    if (session->wake_fd() < 0) {
+      live.thread = std::thread([session] { session->Run(); });
+      continue;
+    }
+    lock.unlock();  // the pool's first look may answer Hello, which may need mu_
+    if (Status st = pollers_->Add(session); !st.ok())
+      Log(Level::kWarn, "server", {{"event", "serve_failed"}, {"error", st.ToString()}});
   }
 }
 
@@ -97,7 +108,9 @@ void Server::Reap(bool all) {
   std::vector<Live> done;
   {
     std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
     for (auto it = live_.begin(); it != live_.end();) {
+      if (it->second.session->HandshakeOverdue(now)) it->second.session->Stop();
       if (all || it->second.session->finished()) {
         if (all) it->second.session->Stop();
         done.push_back(std::move(it->second));

@@ -17,6 +17,7 @@
 #include "server/device.h"
 #include "server/executor.h"
 #include "server/modules.h"
+#include "server/pollers.h"
 #include "server/session.h"
 #include "transport/channel.h"
 
@@ -67,7 +68,8 @@ class Server {
   std::unique_ptr<Device> device_;
   std::unique_ptr<sched::MemoryLedger> ledger_;
   ModuleCache modules_;
-  std::unique_ptr<Executor> executor_;  // after what its completions use
+  std::unique_ptr<Executor> executor_;   // after what its completions use
+  std::unique_ptr<PollerPool> pollers_;  // after the executor: sessions end first
   std::vector<std::unique_ptr<transport::Listener>> listeners_;
   std::vector<int> grpc_ports_;
   std::vector<std::thread> acceptors_;

@@ -18,6 +18,7 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -36,6 +37,7 @@
 #include "server/device.h"
 #include "server/executor.h"
 #include "server/modules.h"
+#include "server/tables.h"
 #include "transport/channel.h"
 
 namespace remora::server {
@@ -61,8 +63,17 @@ class Session : public std::enable_shared_from_this<Session> {
           SessionEnv env);
   ~Session();
 
-  // Serves the session until it ends, then tears it down. Runs on its own thread.
+  // Serves the session until it ends, then tears it down, on the calling
+  // thread (a channel that cannot be served by events, see ServeReady).
   void Run();
+  // Event-driven serving: handles every frame waiting now, then arms the
+  // channel and returns true (call again once wake_fd() polls readable), or
+  // tears the session down and returns false when it ended. One thread at a time.
+  bool ServeReady();
+  // Polls readable when ServeReady has work; -1 if the channel needs Run().
+  int wake_fd() const { return channel_->wake_fd(); }
+  // True once a session has waited too long for its Hello (Stop it). Thread-safe.
+  bool HandshakeOverdue(std::chrono::steady_clock::time_point now) const;
   // Asks the session to end: its channel closes, Run returns after Teardown.
   // Thread-safe.
   void Stop();
@@ -90,7 +101,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   Status Handshake();
+  // Answers the first frame, which must be Hello.
+  Status Greet(const transport::Frame& f);
   void Serve();
+  // Tears down and reports a fault the teardown saw first.
+  void End();
   // Enters the device for one call; if the context was rebuilt since this
   // session's epoch, first forgets the state that died with it (LoseState).
   Device::Use EnterDevice();
@@ -104,8 +119,6 @@ class Session : public std::enable_shared_from_this<Session> {
   Status Teardown();
   void Dispatch(const transport::Frame& f);
 
-  Result<CUstream> FindStream(uint64_t id) const;
-  Result<CUevent> FindEvent(uint64_t id) const;
   Status CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) const;
   Result<std::byte*> ArenaRange(uint64_t offset, uint64_t size) const;
   Result<const std::byte*> HostSource(const v1::HostBytes& src, uint64_t size) const;
@@ -162,18 +175,22 @@ class Session : public std::enable_shared_from_this<Session> {
   bool fault_reported_ = false;  // a device fault of this session's was reported
 
   // Tables: touched only by the thread serving the session.
-  std::map<uint64_t, uint64_t> allocations_;  // device pointer -> size (cudaMalloc)
-  std::map<uint64_t, uint64_t> symbols_;      // module variables: address -> size
+  RangeTable allocations_;  // cudaMalloc: device pointer -> size
+  RangeTable symbols_;      // module variables: address -> size
   uint64_t allocated_bytes_ = 0;
-  std::unordered_map<uint64_t, CUstream> streams_;  // 0 = legacy default stream
-  std::unordered_map<uint64_t, CUevent> events_;
+  HandleTable<CUstream> streams_{"stream", err::kInvalidResourceHandle};  // 0: legacy default
+  HandleTable<CUevent> events_{"event", err::kInvalidResourceHandle};
   struct Kernel {
     CUfunction fn = nullptr;
     uint32_t param_bytes = 0;
     uint64_t module = 0;
   };
-  std::unordered_map<uint64_t, CUmodule> modules_;
-  std::unordered_map<uint64_t, Kernel> kernels_;
+  struct Module {
+    CUmodule mod = nullptr;
+    std::shared_ptr<const FatbinImages> images;  // keeps the program in the cache
+  };
+  HandleTable<Module> modules_{"module", err::kInvalidResourceHandle};
+  HandleTable<Kernel> kernels_{"kernel", err::kInvalidDeviceFunction};
   // Loads a module from `images`; `how` says which image or linked PTX it used.
   Result<CUmodule> LoadModule(const FatbinImages& images, std::string* how);
   uint64_t next_handle_ = 0x1000;
@@ -186,7 +203,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Status torn_;      // how the teardown's wait ended
 
   std::atomic<bool> closing_{false};
-  std::mutex send_mu_;  // guards send_buf_ and reply_
+  const std::chrono::steady_clock::time_point created_;
+  std::atomic<bool> greeted_{false};  // the first frame was answered
+  transport::Frame frame_;            // reused by ServeReady
+  std::mutex send_mu_;                // guards send_buf_ and reply_
   std::string send_buf_;
   v1::Reply reply_;  // reused by Finish
   mutable std::mutex out_mu_;

@@ -6,10 +6,13 @@
 // clients.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <thread>
@@ -190,6 +193,16 @@ TEST_F(ServerTest, FatBinariesAreKeptByHash) {
   ASSERT_EQ(b->Call(CallId::kRegisterModule, req, &rep), 0);
   EXPECT_FALSE(rep.images_needed()) << "the images were found by hash";
   EXPECT_NE(rep.module(), 0u);
+
+  // Once no session uses the program, the server keeps nothing of it.
+  a.reset();
+  b.reset();
+  ASSERT_TRUE(WaitForSessions(0, 5s));
+  auto c = Client::Connect(path_);
+  ASSERT_TRUE(c);
+  rep.Clear();
+  ASSERT_EQ(c->Call(CallId::kRegisterModule, req, &rep), 0);
+  EXPECT_TRUE(rep.images_needed()) << "the images outlived every session using them";
 }
 
 // The cache is keyed by the server's own digest: images sent under another

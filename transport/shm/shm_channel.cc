@@ -363,11 +363,14 @@ Result<std::unique_ptr<Channel>> ShmListener::Handshake(UniqueFd conn, const Pee
 
   auto* control = new (map.data()) ControlBlock{};
   control->header = l.Header();
+  // A new memfd reads as zeros: touching the rings here would cost every
+  // session their full size in resident memory before its first frame.
   RETURN_IF_ERROR(SpscRing::Initialize(
-      {map.data() + l.request_offset, SpscRing::RegionSize(l.request_capacity)},
-      l.request_capacity));
+      {map.data() + l.request_offset, SpscRing::RegionSize(l.request_capacity)}, l.request_capacity,
+      /*zeroed=*/true));
   RETURN_IF_ERROR(SpscRing::Initialize(
-      {map.data() + l.reply_offset, SpscRing::RegionSize(l.reply_capacity)}, l.reply_capacity));
+      {map.data() + l.reply_offset, SpscRing::RegionSize(l.reply_capacity)}, l.reply_capacity,
+      /*zeroed=*/true));
 
   HandshakeHeader header = l.Header();
   header.server_address = reinterpret_cast<uintptr_t>(map.data());

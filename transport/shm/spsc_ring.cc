@@ -62,9 +62,9 @@ Status SpscRing::CheckCapacity(size_t capacity) {
   return OkStatus();
 }
 
-Status SpscRing::Initialize(std::span<std::byte> region, size_t capacity) {
+Status SpscRing::Initialize(std::span<std::byte> region, size_t capacity, bool zeroed) {
   RETURN_IF_ERROR(CheckRegion(region, capacity));
-  std::memset(region.data(), 0, RegionSize(capacity));
+  if (!zeroed) std::memset(region.data(), 0, RegionSize(capacity));
   new (region.data() + capacity) RingTrailer{};
   return OkStatus();
 }

@@ -97,9 +97,11 @@ class SpscRing {
   static constexpr size_t MaxPayload(size_t capacity) { return capacity / 8; }
   // Ok if `capacity` is a power of two in [kMinCapacity, kMaxCapacity]; else kInvalidValue.
   static Status CheckCapacity(size_t capacity);
-  // Zeroes the region and constructs the trailer. REQUIRES: nobody attached yet.
-  // Errors: kInvalidValue for a bad capacity, a short or misaligned (< 128 B) region.
-  static Status Initialize(std::span<std::byte> region, size_t capacity);
+  // Zeroes the region (unless `zeroed`: fresh memory, such as a new memfd, whose
+  // pages are better left untouched) and constructs the trailer. REQUIRES: nobody
+  // attached yet. Errors: kInvalidValue for a bad capacity, a short or misaligned
+  // (< 128 B) region.
+  static Status Initialize(std::span<std::byte> region, size_t capacity, bool zeroed = false);
 
   class Producer;
   class Consumer;

@@ -1,0 +1,165 @@
+// server/handlers/memory.cc - cudaMalloc/Free, copies and memsets: checked, then queued.
+#include "server/session.h"
+
+#include <cstring>
+
+#include "fatbin/fatbin.h"
+#include "proto/arena.h"
+#include "server/handlers/util.h"
+#include "server/log.h"
+
+namespace remora::server {
+
+// ---- Device and memory ---------------------------------------------------------
+
+Status Session::OnMemGetInfo(const v1::Empty&, v1::MemGetInfoReply& rep) {
+  sched::MemoryLedger::View v = env_.ledger->Slice(id_);
+  rep.set_free(v.free);
+  rep.set_total(v.total);
+  return OkStatus();
+}
+
+Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
+  if (req.size() == 0) {
+    rep.set_dptr(0);
+    return OkStatus();
+  }
+  if (req.size() > (1ull << 62)) return Error(err::kMemoryAllocation, "allocation size overflows");
+  uint64_t charged = arena::AlignUp(req.size(), 256);
+  RETURN_IF_ERROR(env_.ledger->Charge(id_, charged));
+  Result<CUdeviceptr> p = env_.executor->Allocate(req.size());
+  if (!p.ok()) {
+    env_.ledger->Release(id_, charged);
+    return p.status();
+  }
+  allocations_.Add(*p, req.size());
+  allocated_bytes_ += charged;
+  rep.set_dptr(*p);
+  return OkStatus();
+}
+
+Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
+  if (req.dptr() == 0) return OkStatus();
+  std::optional<uint64_t> size = allocations_.SizeAt(req.dptr());
+  if (!size)
+    return Error(err::kInvalidValue, Hex(req.dptr()) +
+                                         " is not the start of an allocation of this tenant "
+                                         "(already freed, never allocated, or interior)");
+  // cudaFree waits for the device, as CUDA does, but only for this tenant's
+  // work: the memory goes back once that is done.
+  Held held;
+  held.epoch = epoch_;
+  held.charged = arena::AlignUp(*size, 256);
+  held.allocations[req.dptr()] = held.charged;
+  allocated_bytes_ -= held.charged;
+  allocations_.Erase(req.dptr());
+  work_->WhenDone(
+      std::nullopt,
+      [self = shared_from_this(), held = std::move(held),
+       reply = Later()](const Status& st) mutable {
+        self->GiveBack(held);
+        reply(st);
+      },
+      /*spin=*/true);
+  return ReplyLater();
+}
+
+Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {
+  RETURN_IF_ERROR(OnMemcpyHtoDAsync(req, rep));
+  return ReplyWhenDone(req.stream());
+}
+
+Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
+  const uint32_t slot = req.staging_slot();
+  Status st = CheckDeviceRange(req.dst(), req.size(), "destination");
+  Result<const std::byte*> src =
+      st.ok() ? HostSource(req.src(), req.size()) : Result<const std::byte*>(st);
+  if (Status known = streams_.Check(req.stream()); src.ok() && !known.ok()) src = known;
+  if (!src.ok()) {
+    ReleaseStagingSlot(slot);
+    return src.status();
+  }
+  // Bytes that came in the frame die with it: the copy keeps its own until done.
+  std::shared_ptr<std::string> keep;
+  const void* from = *src;
+  if (req.src().has_data()) {
+    keep = std::make_shared<std::string>(req.src().data());
+    from = keep->data();
+  }
+  const uint64_t dst = req.dst(), size = req.size();
+  Status sub = work_->Submit(req.stream(), [dev = env_.device, dst, from, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyHtoDAsync(dst, from, size, s), "cuMemcpyHtoDAsync");
+  });
+  if (!sub.ok()) {
+    ReleaseStagingSlot(slot);
+    return sub;
+  }
+  if (keep || slot)
+    work_->WhenDone(req.stream(), [self = shared_from_this(), keep, slot](const Status&) {
+      self->ReleaseStagingSlot(slot);
+    });
+  return OkStatus();
+}
+
+Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHReply&) {
+  RETURN_IF_ERROR(CheckDeviceRange(req.src(), req.size(), "source"));
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  auto out = std::make_shared<v1::MemcpyDtoHReply>();
+  std::byte* dst = nullptr;
+  if (req.to_arena()) {
+    ASSIGN_OR_RETURN(dst, ArenaRange(req.dst_arena_offset(), req.size()));
+  } else {
+    if (req.size() + kFrameOverhead > channel_->max_body())
+      return Error(err::kInvalidValue, "an inline copy of " + std::to_string(req.size()) +
+                                           " bytes exceeds one frame; chunk it");
+    out->mutable_data()->resize(req.size());
+    dst = reinterpret_cast<std::byte*>(out->mutable_data()->data());
+  }
+  const uint64_t src = req.src(), size = req.size();
+  RETURN_IF_ERROR(work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoH");
+  }));
+  return ReplyWhenDone(req.stream(), std::move(out));
+}
+
+Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(CheckDeviceRange(req.src(), req.size(), "source"));
+  if (!req.to_arena())
+    return Error(err::kInvalidValue, "an asynchronous device-to-host copy needs arena memory");
+  ASSIGN_OR_RETURN(std::byte * dst, ArenaRange(req.dst_arena_offset(), req.size()));
+  const uint64_t src = req.src(), size = req.size();
+  return work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoHAsync");
+  });
+}
+
+Status Session::OnMemcpyDtoDAsync(const v1::MemcpyDtoDRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(CheckDeviceRange(req.src(), req.size(), "source"));
+  RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
+  const uint64_t src = req.src(), dst = req.dst(), size = req.size();
+  return work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemcpyDtoDAsync(dst, src, size, s), "cuMemcpyDtoDAsync");
+  });
+}
+
+Status Session::OnMemcpyDtoD(const v1::MemcpyDtoDRequest& req, v1::Empty& rep) {
+  RETURN_IF_ERROR(OnMemcpyDtoDAsync(req, rep));
+  return ReplyWhenDone(req.stream());
+}
+
+Status Session::OnMemsetAsync(const v1::MemsetRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
+  const uint64_t dst = req.dst(), size = req.size();
+  const auto value = static_cast<unsigned char>(req.value());
+  return work_->Submit(req.stream(), [dev = env_.device, dst, value, size](CUstream s) {
+    return dev->Check(dev->drv().cuMemsetD8Async(dst, value, size, s), "cuMemsetD8Async");
+  });
+}
+
+Status Session::OnMemset(const v1::MemsetRequest& req, v1::Empty& rep) {
+  RETURN_IF_ERROR(OnMemsetAsync(req, rep));
+  return ReplyWhenDone(req.stream());
+}
+
+}  // namespace remora::server

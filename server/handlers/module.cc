@@ -1,0 +1,266 @@
+// server/handlers/module.cc - fat binaries, modules, kernels and launches.
+#include "server/session.h"
+
+#include <cstring>
+
+#include "fatbin/fatbin.h"
+#include "proto/arena.h"
+#include "server/handlers/util.h"
+#include "server/log.h"
+
+namespace remora::server {
+
+// ---- Kernels -------------------------------------------------------------------
+
+namespace {
+
+// The images' entries for the module log, and the one a driver of `arch`
+// takes from `img` (the emulator runs PTX only).
+bool IsFatbin(const std::string& img) {
+  return img.size() >= 4 && std::memcmp(img.data(), &fatbin::kFatbinMagic, 4) == 0;
+}
+
+// What cuModuleLoadData takes besides fat binaries.
+const char* PlainImageKind(const std::string& img) {
+  return img.starts_with(
+             "\x7f"
+             "ELF")
+             ? "cubin"
+             : "PTX text";
+}
+
+std::string OfferedImages(const FatbinImages& images) {
+  std::string out;
+  for (size_t i = 0; i < images.images.size(); ++i) {
+    const std::string& img = images.images[i];
+    if (i) out += " | ";
+    out += IsFatbin(img) ? fatbin::Describe(std::as_bytes(std::span(img.data(), img.size())))
+                         : PlainImageKind(img);
+  }
+  return out;
+}
+
+// Appends `name` to a log list of at most a few names, then counts the rest.
+void AppendCapped(std::string& list, int& count, const std::string& name) {
+  constexpr int kShown = 5;
+  if (++count <= kShown) list += (list.empty() ? "" : " ") + name;
+}
+
+std::string ChosenEntry(const std::string& img, uint32_t arch, bool ptx_only) {
+  if (!IsFatbin(img)) return PlainImageKind(img);
+  Result<std::vector<fatbin::Entry>> entries =
+      fatbin::Parse(std::as_bytes(std::span(img.data(), img.size())));
+  if (!entries.ok()) return "none";
+  const fatbin::Entry* e = fatbin::Choose(*entries, arch, ptx_only);
+  return e ? fatbin::EntryName(*e) : "none";
+}
+
+}  // namespace
+
+Result<CUmodule> Session::LoadModule(const FatbinImages& images, std::string* how) {
+  CUmodule mod = nullptr;
+  if (images.images.empty()) return Error(err::kInvalidPtx, "no fat binary images");
+  const auto& attrs = env_.device->info().attributes();
+  auto attr = [&](int a) { return a < attrs.size() ? attrs[a] : 0; };
+  const uint32_t arch = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                        attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  const bool ptx_only = drv().emulated;
+  // images[0] is the whole program (v1) or, for -rdc (v2), the device-linked
+  // fatbin: machine code only. A GPU of that architecture loads it as it is.
+  CUresult r = drv().cuModuleLoadData(&mod, images.images[0].data());
+  if (r == CUDA_SUCCESS) {
+    *how = (images.rdc ? "device-linked image " : "image ") +
+           ChosenEntry(images.images[0], arch, ptx_only);
+    return mod;
+  }
+  if (!images.rdc || images.images.size() < 2 || r != CUDA_ERROR_NO_BINARY_FOR_GPU)
+    return Check(r, "cuModuleLoadData");
+  // Otherwise link the per-translation-unit fatbins (their PTX) into one module.
+  CUlinkState link = nullptr;
+  RETURN_IF_ERROR(Check(drv().cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
+  Status st;
+  *how = "linked";
+  for (size_t i = 1; i < images.images.size() && st.ok(); ++i) {
+    const std::string& img = images.images[i];
+    *how += " " + ChosenEntry(img, arch, true);
+    st = Check(drv().cuLinkAddData(link, CU_JIT_INPUT_FATBINARY, const_cast<char*>(img.data()),
+                                   img.size(), "tenant", 0, nullptr, nullptr),
+               "cuLinkAddData");
+  }
+  *how += " of " + std::to_string(images.images.size() - 1) + " translation units";
+  void* cubin = nullptr;
+  size_t cubin_size = 0;
+  if (st.ok()) st = Check(drv().cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete");
+  if (st.ok()) st = Check(drv().cuModuleLoadData(&mod, cubin), "cuModuleLoadData");
+  (void)drv().cuLinkDestroy(link);
+  if (!st.ok()) return st;
+  return mod;
+}
+
+Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
+                                 v1::RegisterModuleReply& rep) {
+  std::shared_ptr<const FatbinImages> images;
+  std::string digest;
+  if (req.images_size() == 0) {
+    images = env_.modules->Get(req.hash());
+    if (!images) {  // not an error: the stub sends the images next (session.proto)
+      rep.set_images_needed(true);
+      return OkStatus();
+    }
+  } else {
+    // The cache key is our own digest of the bytes received, never the tenant's
+    // claim, so no tenant can plant images under another program's hash.
+    auto fresh = std::make_shared<FatbinImages>();
+    fresh->rdc = req.rdc();
+    std::vector<fatbin::Bytes> views;
+    for (const std::string& img : req.images()) {
+      fresh->images.push_back(img);
+      views.push_back(std::as_bytes(std::span(img.data(), img.size())));
+    }
+    digest = fatbin::ImagesDigest(views);
+    if (digest != req.hash())
+      Log(Level::kWarn, "module", {{"tenant", tenant_}, {"event", "hash_mismatch"}});
+    images = std::move(fresh);
+  }
+  const std::string first_kernel = req.kernels_size() ? req.kernels(0) : "";
+  std::string how;
+  const std::string offered = OfferedImages(*images);
+  Result<CUmodule> loaded = LoadModule(*images, &how);
+  if (!loaded.ok()) {
+    Log(Level::kWarn, "module",
+        {{"tenant", tenant_},
+         {"event", "refused"},
+         {"offered", offered},
+         {"kernels", req.kernels_size()},
+         {"first_kernel", first_kernel},
+         {"error", loaded.status().ToString()}});
+    return Error(loaded.status().code(), "module with kernel " + first_kernel + " (images " +
+                                             offered + "): " + loaded.status().message());
+  }
+  // Only images that loaded are kept for other sessions.
+  if (!digest.empty()) images = env_.modules->Put(digest, images);
+  CUmodule mod = *loaded;
+  uint64_t module_id = next_handle_++;
+  modules_.Put(module_id, Module{mod, images});
+  rep.set_module(module_id);
+  std::string missing;
+  int missing_count = 0;
+  for (const std::string& name : req.kernels()) {
+    CUfunction fn = nullptr;
+    if (drv().cuModuleGetFunction(&fn, mod, name.c_str()) != CUDA_SUCCESS) {
+      AppendCapped(missing, missing_count, name);
+      continue;
+    }
+    v1::KernelLayout* k = rep.add_kernels();
+    k->set_name(name);
+    uint32_t bytes = 0;
+    for (size_t i = 0;; ++i) {
+      size_t off = 0, size = 0;
+      if (drv().cuFuncGetParamInfo(fn, i, &off, &size) != CUDA_SUCCESS) break;
+      k->add_offsets(static_cast<uint32_t>(off));
+      k->add_sizes(static_cast<uint32_t>(size));
+      bytes = std::max<uint32_t>(bytes, static_cast<uint32_t>(off + size));
+    }
+    k->set_param_bytes(bytes);
+    auto attr = [&](CUfunction_attribute a) {
+      int v = 0;
+      (void)drv().cuFuncGetAttribute(&v, a, fn);
+      return v;
+    };
+    k->set_max_threads_per_block(attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+    k->set_shared_size_bytes(attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
+    k->set_local_size_bytes(attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
+    k->set_num_regs(attr(CU_FUNC_ATTRIBUTE_NUM_REGS));
+    k->set_ptx_version(attr(CU_FUNC_ATTRIBUTE_PTX_VERSION));
+    k->set_binary_version(attr(CU_FUNC_ATTRIBUTE_BINARY_VERSION));
+    k->set_const_size_bytes(attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
+    uint64_t handle = next_handle_++;
+    k->set_handle(handle);
+    kernels_.Put(handle, Kernel{fn, bytes, module_id});
+  }
+  for (const std::string& name : req.variables()) {
+    CUdeviceptr p = 0;
+    size_t size = 0;
+    if (drv().cuModuleGetGlobal(&p, &size, mod, name.c_str()) != CUDA_SUCCESS) {
+      AppendCapped(missing, missing_count, name);
+      continue;
+    }
+    symbols_.Add(p, size);
+    v1::VariableInfo* v = rep.add_variables();
+    v->set_name(name);
+    v->set_dptr(p);
+    v->set_size(size);
+  }
+  Log(missing_count ? Level::kWarn : Level::kInfo, "module",
+      {{"tenant", tenant_},
+       {"event", "loaded"},
+       {"module", module_id},
+       {"offered", offered},
+       {"chosen", how},
+       {"kernels_found", rep.kernels_size()},
+       {"kernels_registered", req.kernels_size()},
+       {"variables_found", rep.variables_size()},
+       {"missing_count", missing_count},
+       {"missing", missing}});
+  return OkStatus();
+}
+
+Status Session::OnUnregisterModule(const v1::UnregisterModuleRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
+  kernels_.EraseIf([&](const Kernel& k) { return k.module == req.module(); });
+  // Unloaded once this tenant's work that may run its kernels is done.
+  Held held;
+  held.epoch = epoch_;
+  held.modules.push_back(m->mod);
+  modules_.Erase(req.module());
+  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held)](
+                                    const Status&) mutable { self->GiveBack(held); });
+  return OkStatus();
+}
+
+Status Session::OnLaunchKernel(const v1::LaunchRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(Kernel * kernel, kernels_.Find(req.kernel()));
+  const Kernel& k = *kernel;
+  if (req.params().size() != k.param_bytes)
+    return Error(err::kInvalidValue,
+                 "kernel parameters are " + std::to_string(req.params().size()) +
+                     " bytes, the kernel takes " + std::to_string(k.param_bytes));
+  struct Launch {
+    CUfunction fn;
+    unsigned grid[3], block[3], shared;
+    std::string params;
+  };
+  auto l = std::make_shared<Launch>(Launch{k.fn,
+                                           {req.grid_x(), req.grid_y(), req.grid_z()},
+                                           {req.block_x(), req.block_y(), req.block_z()},
+                                           req.shared_bytes(),
+                                           req.params()});
+  return work_->Submit(req.stream(), [dev = env_.device, l](CUstream s) {
+    size_t size = l->params.size();
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, l->params.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &size, CU_LAUNCH_PARAM_END};
+    return dev->Check(dev->drv().cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2],
+                                                l->block[0], l->block[1], l->block[2], l->shared, s,
+                                                nullptr, size ? extra : nullptr),
+                      "cuLaunchKernel");
+  });
+}
+
+Status Session::OnFuncSetAttribute(const v1::FuncAttributeRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(Kernel * kernel, kernels_.Find(req.kernel()));
+  return Check(drv().cuFuncSetAttribute(
+                   kernel->fn, static_cast<CUfunction_attribute>(req.attribute()), req.value()),
+               "cuFuncSetAttribute");
+}
+
+Status Session::OnOccupancyMaxActiveBlocks(const v1::OccupancyRequest& req, v1::IntReply& rep) {
+  ASSIGN_OR_RETURN(Kernel * kernel, kernels_.Find(req.kernel()));
+  int blocks = 0;
+  RETURN_IF_ERROR(Check(drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                            &blocks, kernel->fn, req.block_size(), req.dynamic_shared()),
+                        "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
+  rep.set_value(blocks);
+  return OkStatus();
+}
+
+}  // namespace remora::server

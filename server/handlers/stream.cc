@@ -1,0 +1,159 @@
+// server/handlers/stream.cc - streams, host functions, events, device-wide calls.
+#include "server/session.h"
+
+#include <cstring>
+
+#include "fatbin/fatbin.h"
+#include "proto/arena.h"
+#include "server/handlers/util.h"
+#include "server/log.h"
+
+namespace remora::server {
+
+// ---- Streams -------------------------------------------------------------------
+
+Status Session::OnStreamCreate(const v1::StreamCreateRequest& req, v1::HandleReply& rep) {
+  constexpr uint32_t kNonBlocking = 1;  // cudaStreamNonBlocking
+  if (req.flags() & ~kNonBlocking)
+    return Error(err::kInvalidValue, "unknown stream flags " + Hex(req.flags()));
+  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
+  uint64_t id = next_handle_++;
+  streams_.Put(id, s);
+  work_->AddStream(id, s, !(req.flags() & kNonBlocking));
+  {
+    std::lock_guard lock(out_mu_);
+    mapped_.insert(s);
+  }
+  rep.set_handle(id);
+  return OkStatus();
+}
+
+Status Session::OnStreamDestroy(const v1::StreamRequest& req, v1::Empty&) {
+  if (req.stream() == 0)
+    return Error(err::kInvalidResourceHandle, "the default stream cannot be destroyed");
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  streams_.Erase(req.stream());
+  // Returns at once, as CUDA does; the stream's work completes first.
+  work_->RemoveStream(req.stream(), [weak = weak_from_this(), dev = env_.device](CUstream s) {
+    if (auto self = weak.lock()) {
+      std::lock_guard lock(self->out_mu_);
+      self->mapped_.erase(s);
+    }
+    dev->ReleaseStream(s);
+  });
+  return OkStatus();
+}
+
+Status Session::OnStreamSynchronize(const v1::StreamRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  // The legacy stream waits for every blocking stream.
+  return ReplyWhenDone(req.stream() == 0 ? std::nullopt : std::optional<uint64_t>(req.stream()));
+}
+
+Status Session::OnStreamQuery(const v1::StreamRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  return work_->Query(req.stream());
+}
+
+Status Session::OnStreamWaitEvent(const v1::StreamWaitEventRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  return work_->WaitEvent(req.stream(), e);
+}
+
+Status Session::OnLaunchHostFunc(const v1::HostFuncRequest& req, v1::Empty&) {
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  return work_->HostFunc(req.stream(), req.id());
+}
+
+Status Session::OnHostFuncDone(const v1::HostFuncDone& req, v1::Empty&) {
+  if (work_) work_->HostFuncDone(req.id());
+  return OkStatus();
+}
+
+// ---- Events --------------------------------------------------------------------
+
+Status Session::OnEventCreate(const v1::EventCreateRequest& req, v1::HandleReply& rep) {
+  constexpr uint32_t kKnown = 0x1 | 0x2;  // cudaEventBlockingSync | cudaEventDisableTiming
+  if (req.flags() & 0x4)
+    return Error(err::kNotSupported, "interprocess events are not supported through Remora");
+  if (req.flags() & ~kKnown)
+    return Error(err::kInvalidValue, "unknown event flags " + Hex(req.flags()));
+  CUevent e = nullptr;
+  RETURN_IF_ERROR(Check(drv().cuEventCreate(&e, req.flags()), "cuEventCreate"));
+  uint64_t id = next_handle_++;
+  events_.Put(id, e);
+  rep.set_handle(id);
+  return OkStatus();
+}
+
+Status Session::OnEventRecord(const v1::EventRecordRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  return work_->Record(req.stream(), e);
+}
+
+Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  work_->WhenEventDone(e, Later());
+  return ReplyLater();
+}
+
+Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  return work_->QueryEvent(e);
+}
+
+Status Session::OnEventElapsedTime(const v1::EventElapsedRequest& req, v1::EventElapsedReply& rep) {
+  ASSIGN_OR_RETURN(CUevent a, events_.Get(req.start()));
+  ASSIGN_OR_RETURN(CUevent b, events_.Get(req.end()));
+  RETURN_IF_ERROR(work_->QueryEvent(a));
+  RETURN_IF_ERROR(work_->QueryEvent(b));
+  float ms = 0;
+  RETURN_IF_ERROR(Check(drv().cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime"));
+  rep.set_ms(ms);
+  return OkStatus();
+}
+
+Status Session::OnEventDestroy(const v1::EventRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  events_.Erase(req.event());
+  // Queued work may still name it: it goes once this tenant's work is done.
+  Held held;
+  held.epoch = epoch_;
+  held.events.push_back(e);
+  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held)](
+                                    const Status&) mutable { self->GiveBack(held); });
+  return OkStatus();
+}
+
+// ---- Device-wide ---------------------------------------------------------------
+
+Status Session::OnDeviceSynchronize(const v1::Empty&, v1::Empty&) {
+  return ReplyWhenDone(std::nullopt);
+}
+
+Status Session::OnDeviceReset(const v1::Empty&, v1::Empty&) {
+  Held held = TakeAll();
+  {
+    std::lock_guard lock(err_mu_);
+    sticky_ = OkStatus();
+    deferred_ = OkStatus();
+  }
+  work_->WhenDone(
+      std::nullopt,
+      [self = shared_from_this(), held = std::move(held),
+       reply = Later()](const Status& st) mutable {
+        self->GiveBack(held);
+        reply(st);
+      },
+      /*spin=*/true);
+  return ReplyLater();
+}
+
+Status Session::OnGoodbye(const v1::Empty&, v1::Empty&) {
+  closing_ = true;
+  return OkStatus();
+}
+
+}  // namespace remora::server

@@ -1,0 +1,30 @@
+// server/handlers/util.h - what the session and its handler files share.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "proto/status.h"
+
+namespace remora::server {
+
+// Shm staging: 16 slots of 4 MiB at the start of the arena; the heap follows.
+inline constexpr uint32_t kStagingSlots = 16;
+inline constexpr uint64_t kStagingSlotBytes = 4ull << 20;
+// Bytes an inline (remote) payload may take in one frame, leaving room for the header.
+inline constexpr uint64_t kFrameOverhead = 4096;
+
+// A fault of the device's work that breaks the context (not a lost connection).
+inline bool IsDeviceFault(int code) {
+  return ErrorIsSticky(code) && code != err::kDevicesUnavailable;
+}
+
+// "0x1f00", for handles and addresses in messages.
+inline std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace remora::server
