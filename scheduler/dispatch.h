@@ -34,6 +34,9 @@ class DispatchQueue {
   virtual void Done(TenantId t, uint64_t gpu_ns, uint64_t now_ns) = 0;
   // Forgets `t` (its session ended).
   virtual void Remove(TenantId t) = 0;
+  // True if `t`'s ready item may be issued at once, bypassing the queue (the
+  // hot path: nothing else is waiting). It then counts as issued now.
+  virtual bool IssueNow(TenantId t, uint64_t now_ns) = 0;
 };
 
 // First come, first served: tenants in the order they became ready, no cap on
@@ -44,6 +47,7 @@ class FifoQueue final : public DispatchQueue {
   std::optional<TenantId> Next(uint64_t now_ns) override;
   void Done(TenantId, uint64_t, uint64_t) override {}
   void Remove(TenantId t) override;
+  bool IssueNow(TenantId, uint64_t) override { return order_.empty(); }
 
  private:
   std::deque<TenantId> order_;

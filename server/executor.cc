@@ -325,6 +325,11 @@ Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item) {
   }
   item.index = ++st.submitted;
   st.queue.push_back(std::move(item));
+  // The hot path: the item can go now and the scheduler has nobody waiting.
+  if (st.queue.size() == 1 && HeadReadyLocked(st) && ex_.order_->IssueNow(id_, ex_.NowNs())) {
+    IssueLocked(st, st.queue.front());
+    if (!AnyReadyLocked()) return OkStatus();
+  }
   MarkReadyLocked();
   ex_.PumpLocked();
   return OkStatus();
@@ -489,7 +494,7 @@ void Executor::Tenant::HostFuncDone(uint64_t id) {
   }
 }
 
-void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done, bool spin) {
+void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done, Wait how) {
   if (!stream) {
     // Every stream: one completion after the last, with the first error.
     struct Join {
@@ -518,7 +523,7 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
       }
       run(first);
     };
-    for (uint64_t id : ids) WhenDone(id, part, spin);
+    for (uint64_t id : ids) WhenDone(id, part, how == Wait::kBlock ? Wait::kSpin : how);
     part(OkStatus());
     return;
   }
@@ -536,6 +541,12 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     (void)EnqueueLocked(*stream, std::move(item));
     return;
   }
+  if (how == Wait::kBlock) {
+    CUstream s = st.s;
+    lock.unlock();
+    done(ex_.dev_.Check(ex_.dev_.drv().cuStreamSynchronize(s), "cuStreamSynchronize"));
+    return;
+  }
   // Everything is issued: mark the spot and spin briefly here before the
   // executor's thread takes the wait over.
   Result<CUevent> m = ex_.AcquireMarkerLocked();
@@ -547,8 +558,8 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     return;
   }
   lock.unlock();
-  const auto until =
-      std::chrono::steady_clock::now() + (spin ? kInlineSpin : std::chrono::microseconds(0));
+  const auto until = std::chrono::steady_clock::now() +
+                     (how == Wait::kSpin ? kInlineSpin : std::chrono::microseconds(0));
   for (;;) {
     CUresult q = ex_.dev_.drv().cuEventQuery(*m);
     if (q != CUDA_ERROR_NOT_READY) {

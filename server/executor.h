@@ -50,6 +50,13 @@ class Executor {
   using Completion = std::function<void(const Status&)>;
   // Makes the item's asynchronous driver calls on the tenant's stream.
   using Issue = std::function<Status(CUstream)>;
+  // How a wait starts on the calling thread.
+  enum class Wait {
+    kAsync,  // hand it to the executor's thread at once
+    kSpin,   // poll briefly first (a caller about to reply)
+    kBlock,  // block in the driver if all is issued: the caller knows the
+             // stream holds only a short item (a small copy on an idle stream)
+  };
 
   // What the executor tells a tenant's session.
   struct TenantHooks {
@@ -139,9 +146,8 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   void HostFuncDone(uint64_t id);
 
   // `done` runs once the work submitted so far on `stream` (every stream of
-  // the tenant when nullopt) has completed, or failed. With `spin`, the
-  // calling thread first polls briefly (a caller about to reply).
-  void WhenDone(std::optional<uint64_t> stream, Completion done, bool spin = false);
+  // the tenant when nullopt) has completed, or failed.
+  void WhenDone(std::optional<uint64_t> stream, Completion done, Wait how = Wait::kAsync);
   // `done` runs once the latest record of `e` submitted so far has completed.
   void WhenEventDone(CUevent e, Completion done);
   // kNotReady while work submitted on `stream` is queued or running.

@@ -82,7 +82,7 @@ bool Session::ServeReady() {
       break;
     }
     if (Clock::now() < spin_until) {
-      std::this_thread::yield();
+      CpuRelax();
       continue;
     }
     if (channel_->Arm()) return true;
@@ -385,9 +385,15 @@ Executor::Completion Session::Later(std::shared_ptr<const google::protobuf::Mess
 }
 
 Status Session::ReplyWhenDone(std::optional<uint64_t> stream,
-                              std::shared_ptr<const google::protobuf::Message> result) {
-  work_->WhenDone(stream, Later(std::move(result)), /*spin=*/true);
+                              std::shared_ptr<const google::protobuf::Message> result,
+                              Executor::Wait how) {
+  work_->WhenDone(stream, Later(std::move(result)), how);
   return ReplyLater();
+}
+
+bool Session::ShortWait(uint64_t stream, uint64_t bytes) {
+  constexpr uint64_t kShortCopyBytes = 256 << 10;
+  return bytes <= kShortCopyBytes && work_->Query(stream).ok();
 }
 
 void Session::AppendDeviceOutput(std::string_view text) {

@@ -135,7 +135,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   // Waits for `stream` (every stream: nullopt) and then replies with `result`.
   Status ReplyWhenDone(std::optional<uint64_t> stream,
-                       std::shared_ptr<const google::protobuf::Message> result = nullptr);
+                       std::shared_ptr<const google::protobuf::Message> result = nullptr,
+                       Executor::Wait how = Executor::Wait::kSpin);
+  // True if a copy of `bytes` about to go on `stream` may be waited for on
+  // the serving thread: small, and the stream idle before it.
+  bool ShortWait(uint64_t stream, uint64_t bytes);
 
   // What the tenant held, taken out of the tables to be given back once its
   // work is done (device state cannot go while kernels may still use it).

@@ -60,13 +60,15 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
         self->GiveBack(held);
         reply(st);
       },
-      /*spin=*/true);
+      Executor::Wait::kSpin);
   return ReplyLater();
 }
 
 Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {
+  const bool short_wait = ShortWait(req.stream(), req.size());
   RETURN_IF_ERROR(OnMemcpyHtoDAsync(req, rep));
-  return ReplyWhenDone(req.stream());
+  return ReplyWhenDone(req.stream(), nullptr,
+                       short_wait ? Executor::Wait::kBlock : Executor::Wait::kSpin);
 }
 
 Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
@@ -117,10 +119,12 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
     dst = reinterpret_cast<std::byte*>(out->mutable_data()->data());
   }
   const uint64_t src = req.src(), size = req.size();
+  const bool short_wait = ShortWait(req.stream(), size);
   RETURN_IF_ERROR(work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
     return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoH");
   }));
-  return ReplyWhenDone(req.stream(), std::move(out));
+  return ReplyWhenDone(req.stream(), std::move(out),
+                       short_wait ? Executor::Wait::kBlock : Executor::Wait::kSpin);
 }
 
 Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) {

@@ -147,7 +147,7 @@ Status Session::OnDeviceReset(const v1::Empty&, v1::Empty&) {
         self->GiveBack(held);
         reply(st);
       },
-      /*spin=*/true);
+      Executor::Wait::kSpin);
   return ReplyLater();
 }
 
