@@ -6,6 +6,9 @@
 #include <cstring>
 #include <thread>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include "fatbin/fatbin.h"
 #include "proto/arena.h"
 #include "server/handlers/util.h"
@@ -365,8 +368,27 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
       device_output_.clear();
     }
   }
-  if (st.ok()) result.SerializeToString(reply.mutable_result());
   if (!reply.SerializeToString(&send_buf_)) return;
+  if (st.ok()) {
+    // The result goes straight into the frame as Reply's last field (bytes
+    // result = 6): serialized once, never copied through a string of its own.
+    const size_t n = result.ByteSizeLong();
+    if (n != 0) {
+      uint8_t head[1 + 10];
+      uint8_t* end = google::protobuf::io::CodedOutputStream::WriteTagToArray(
+          google::protobuf::internal::WireFormatLite::MakeTag(
+              v1::Reply::kResultFieldNumber,
+              google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+          head);
+      end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(n),
+                                                                          end);
+      const size_t at = send_buf_.size();
+      send_buf_.resize(at + static_cast<size_t>(end - head) + n);
+      std::memcpy(send_buf_.data() + at, head, static_cast<size_t>(end - head));
+      result.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(send_buf_.data()) + at +
+                                             (end - head));
+    }
+  }
   (void)channel_->Send({.call = h.call, .flags = 0, .seq = h.seq},
                        std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
 }
