@@ -52,7 +52,7 @@ Status PollerPool::Add(std::shared_ptr<Session> s) {
     entries_[raw] = std::move(e);
   }
   // A first look, here: it arms the channel (or finds the Hello already sent).
-  if (!raw->session->ServeReady()) {
+  if (!Serve(raw, /*rearm=*/false)) {
     std::lock_guard lock(mu_);
     entries_.erase(raw);
     return OkStatus();
@@ -64,7 +64,7 @@ Status PollerPool::Add(std::shared_ptr<Session> s) {
   if (epoll_ctl(epoll_, EPOLL_CTL_ADD, raw->fd, &ev) != 0) {
     Status st = Error(err::kUnknown, std::string("epoll_ctl: ") + std::strerror(errno));
     raw->session->Stop();
-    while (raw->session->ServeReady()) {
+    while (Serve(raw, /*rearm=*/false)) {
     }
     std::lock_guard lock(mu_);
     entries_.erase(raw);
@@ -73,20 +73,27 @@ Status PollerPool::Add(std::shared_ptr<Session> s) {
   return OkStatus();
 }
 
+bool PollerPool::Serve(Entry* e, bool rearm) {
+  std::lock_guard lock(e->serving);
+  for (;;) {
+    if (!e->session->ServeReady()) return false;
+    if (!rearm || Rearm(e)) return true;
+    e->session->Stop();  // it cannot be woken again: end it
+  }
+}
+
 size_t PollerPool::size() const {
   std::lock_guard lock(mu_);
   return entries_.size();
 }
 
-void PollerPool::Rearm(Entry* e) {
+bool PollerPool::Rearm(Entry* e) {
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLONESHOT;
   ev.data.ptr = e;
-  if (epoll_ctl(epoll_, EPOLL_CTL_MOD, e->fd, &ev) != 0) {
-    Log(Level::kError, "pollers", {{"event", "rearm_failed"}, {"error", std::strerror(errno)}});
-    e->session->Stop();
-    if (!e->session->ServeReady()) Forget(e);
-  }
+  if (epoll_ctl(epoll_, EPOLL_CTL_MOD, e->fd, &ev) == 0) return true;
+  Log(Level::kError, "pollers", {{"event", "rearm_failed"}, {"error", std::strerror(errno)}});
+  return false;
 }
 
 void PollerPool::Forget(Entry* e) {
@@ -116,10 +123,7 @@ void PollerPool::Loop() {
     if (n == 0) continue;
     if (ev.data.ptr == nullptr) return;  // the pool stops
     auto* e = static_cast<Entry*>(ev.data.ptr);
-    if (e->session->ServeReady())
-      Rearm(e);
-    else
-      Forget(e);
+    if (!Serve(e, /*rearm=*/true)) Forget(e);
   }
 }
 

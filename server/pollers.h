@@ -40,11 +40,18 @@ class PollerPool {
   struct Entry {
     std::shared_ptr<Session> session;
     int fd = -1;
+    // Held while a thread serves the session. EPOLLONESHOT already makes that
+    // one thread at a time; the lock makes the hand-over between threads an
+    // ordering ThreadSanitizer (which cannot see through epoll) also knows.
+    std::mutex serving;
   };
+  // Serves `e` once, then (with `rearm`) hands it back to epoll, all under
+  // e->serving; false when its session ended.
+  bool Serve(Entry* e, bool rearm);
   PollerPool() = default;
   void Loop();
-  // Hands `e` back to epoll for its next wake-up, or forgets it.
-  void Rearm(Entry* e);
+  // Hands `e` back to epoll for its next wake-up; false if epoll refused.
+  bool Rearm(Entry* e);
   void Forget(Entry* e);
 
   int epoll_ = -1;
