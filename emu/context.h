@@ -5,7 +5,8 @@
 // zero or reset destroys everything in it. Every handle table lives here, and
 // every lookup checks that a handle is live in this context.
 //
-// Ordering: streams run in order on their own threads. The NULL (legacy) stream
+// Ordering: streams run in order, each on its own worker thread while it has
+// work (stream.h: an idle stream has none). The NULL (legacy) stream
 // waits for all earlier work of every blocking stream, and work in a blocking
 // stream waits for earlier work in the NULL stream (CU_STREAM_NON_BLOCKING opts
 // out). A kernel fault breaks the context: all later work is skipped and every
@@ -25,6 +26,7 @@
 
 #include "emu/memory.h"
 #include "emu/module.h"
+#include "emu/program_cache.h"
 #include "emu/stream.h"
 
 namespace remora::emu {
@@ -37,6 +39,9 @@ struct Event {
 struct LinkState {
   std::vector<std::string> sources;
   std::vector<std::byte> image;  // cuLinkComplete's output, owned until destroy
+  // The program cuLinkComplete parsed, held until destroy so that loading
+  // `image` finds it in the program cache instead of parsing again.
+  std::shared_ptr<const ParsedProgram> parsed;
 };
 
 // A function handle resolved under the context lock: `module` keeps `fn` alive.

@@ -227,3 +227,11 @@ REMORA_EMU_API CUresult remoraEmuGetStreamBusyTime(CUstream s, unsigned long lon
   *ns = v;
   return CUDA_SUCCESS;
 }
+
+REMORA_EMU_API CUresult remoraEmuGetProgramCacheStats(unsigned long long* programs,
+                                                      unsigned long long* parses) {
+  const ProgramCacheStats s = GetProgramCacheStats();
+  if (programs != nullptr) *programs = s.entries;
+  if (parses != nullptr) *parses = s.parses;
+  return CUDA_SUCCESS;
+}

@@ -1,6 +1,5 @@
 // emu/driver_module.cc - entry points: modules, functions, launches, the linker.
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -266,6 +265,7 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
     cfg.dynamic_shared_bytes = sharedMemBytes;
     cfg.params = params;
     cfg.global_addresses = mod->global_addrs;
+    cfg.relocated = true;  // at load, into this module's own globals
     cfg.memory = &ctx->memory();
     cfg.printf_sink = [sink = &out](std::string_view text) {
       std::lock_guard lock(sink->mu);
@@ -337,12 +337,11 @@ REMORA_EMU_API CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOu
     return CUDA_ERROR_INVALID_VALUE;
   }
   // Link now, as nvlink would, so unresolved symbols fail here and not at load.
-  for (const auto& src : link->sources) EMU_RETURN_IF_ERROR(CheckPtxHeader(src));
-  auto program = ptx::Load(link->sources);
-  if (!program.ok()) {
-    std::fprintf(stderr, "remora-emu: cannot link: %s\n", program.status().ToString().c_str());
-    return ToCuResult(program.status());
-  }
+  // The program is cached under these sources, which the image decodes to: the
+  // cuModuleLoadData of it that follows does not parse again.
+  std::shared_ptr<const ParsedProgram> parsed;
+  EMU_RETURN_IF_ERROR(GetProgram(link->sources, "cannot link", &parsed));
+  link->parsed = std::move(parsed);
   link->image = EncodeLinked(link->sources);
   *cubinOut = link->image.data();
   *sizeOut = link->image.size();

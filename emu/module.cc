@@ -1,12 +1,11 @@
-// emu/module.cc - module loading: ptx::Load, then globals into device memory.
+// emu/module.cc - module loading: the cached Program, then globals into device memory.
 #include "emu/module.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 
 #include "emu/device.h"
-#include "emu/image.h"
+#include "emu/program_cache.h"
 
 namespace remora::emu {
 
@@ -32,23 +31,13 @@ CUresult ToCuResult(const Status& s) {
 
 CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,
                     std::shared_ptr<Module>* out) {
-  for (const auto& src : ptx) {
-    if (CUresult r = CheckPtxHeader(src); r != CUDA_SUCCESS) return r;
-  }
-  auto program = ptx::Load(ptx);
-  if (!program.ok()) {
-    // The driver has no JIT log here: the reason (module, line, token) goes to stderr.
-    std::fprintf(stderr, "remora-emu: cannot load module: %s\n",
-                 program.status().ToString().c_str());
-    return ToCuResult(program.status());
-  }
+  std::shared_ptr<const ParsedProgram> parsed;
+  if (CUresult r = GetProgram(ptx, "cannot load module", &parsed); r != CUDA_SUCCESS) return r;
   auto mod = std::make_shared<Module>();
-  mod->program = std::move(program).value();
-  for (const auto& src : ptx) {
-    const int t = PtxTarget(src);
-    if (t && (!mod->ptx_target || t < mod->ptx_target)) mod->ptx_target = t;
-  }
-  for (const ptx::GlobalInfo& g : mod->program->globals()) {
+  const ptx::Program* program = parsed->program.get();
+  mod->ptx_target = parsed->ptx_target;
+  mod->program = std::shared_ptr<const ptx::Program>(std::move(parsed), program);  // aliasing
+  for (const ptx::GlobalInfo& g : program->globals()) {
     CUdeviceptr p = 0;
     if (CUresult r = memory.Allocate(g.size == 0 ? 1 : g.size, &p); r != CUDA_SUCCESS) {
       FreeModuleGlobals(*mod, memory);
@@ -58,7 +47,9 @@ CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,
     mod->global_addrs.push_back(p);
     if (g.is_const) mod->const_bytes += g.size;
   }
-  const auto& kernels = mod->program->kernels();
+  // This module's pointer-valued initialisers point at its own globals.
+  ptx::ApplyRelocations(*program, mod->global_addrs);
+  const auto& kernels = program->kernels();
   for (size_t i = 0; i < kernels.size(); ++i) {
     Function& f = mod->functions.emplace_back();
     f.index = i;

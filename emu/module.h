@@ -1,8 +1,11 @@
 // emu/module.h - a loaded module: its decoded Program, globals and functions.
 //
-// Loading decodes the PTX sources with ptx::Load and allocates every module
-// variable in device memory with its initialiser. Functions live as long as
-// their module; a CUfunction is the address of a Function.
+// Loading takes the parsed Program of the PTX sources from the program cache
+// (program_cache.h: parsed once, shared by every module of the same sources)
+// and allocates this module's own copy of every module variable in device
+// memory, with its initialiser: `__device__`/`__constant__` variables are
+// never shared between modules. Functions live as long as their module; a
+// CUfunction is the address of a Function.
 #pragma once
 
 #include <atomic>
@@ -28,6 +31,7 @@ struct Function {
 };
 
 struct Module {
+  // Shared with every module of the same sources; holds their cache entry.
   std::shared_ptr<const ptx::Program> program;
   std::vector<uint64_t> global_addrs;  // device address of each program->globals()
   uint64_t const_bytes = 0;            // total size of .const variables
@@ -35,8 +39,9 @@ struct Module {
   std::deque<Function> functions;      // one per kernel, same order
 };
 
-// Loads `ptx` (one or more sources linked together) and places its globals in
-// `memory`. Errors: the CUresult of ptx::Load's failure (CUDA_ERROR_INVALID_PTX),
+// Loads `ptx` (one or more sources linked together; parsed only if no live
+// module or link state has the same sources) and places its globals in
+// `memory`, relocated. Errors: as GetProgram (CUDA_ERROR_INVALID_PTX, ...),
 // CUDA_ERROR_OUT_OF_MEMORY if a global does not fit. On error nothing stays
 // allocated.
 CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,

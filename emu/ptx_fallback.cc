@@ -29,6 +29,8 @@ Result<std::shared_ptr<const Program>> Load(std::span<const std::string>) {
   return Error(err::kInvalidPtx, "emu/ptx is not built yet");
 }
 
+void ApplyRelocations(const Program&, std::span<const uint64_t>) {}
+
 Status Launch(const Program&, size_t, const LaunchConfig&) {
   return Error(err::kLaunchFailure, "emu/ptx is not built yet");
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace remora::emu {
 
@@ -44,24 +45,43 @@ void Progress::Wait(std::span<const std::shared_ptr<Marker>> markers) {
 }
 
 Stream::Stream(Progress& progress, const std::atomic<int>& skip, unsigned flags, int priority)
-    : progress_(progress), skip_(skip), flags_(flags), priority_(priority), worker_([this] {
-        Loop();
-      }) {}
+    : progress_(progress), skip_(skip), flags_(flags), priority_(priority) {}
 
 Stream::~Stream() {
-  Close();
-  if (worker_.joinable()) worker_.join();
+  std::thread worker;
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    if (!running_) finished_.store(true, std::memory_order_release);
+    worker = std::move(worker_);
+    if (sleeping_) cv_.notify_one();
+  }
+  // A running worker drains the queue, sees closed_ and exits without lingering.
+  if (worker.joinable()) worker.join();
 }
 
-// Signals only a worker that is (about to be) asleep: while it drains a busy
-// queue it re-checks queue_ under mu_ before waiting, so no wake-up is lost.
+// Starts a worker when none runs (the previous one, if any, has already left
+// its loop: join only reaps it). Otherwise signals only a worker that is
+// asleep: while it drains a busy queue it re-checks queue_ under mu_ before
+// waiting, so no wake-up is lost.
 void Stream::Push(Work w) {
   bool wake;
   {
     std::lock_guard lock(mu_);
-    tail_ = w.done;
+    std::shared_ptr<Marker> prev = std::exchange(tail_, w.done);
     queue_.push_back(std::move(w));
     wake = sleeping_;
+    if (!running_) {
+      if (worker_.joinable()) worker_.join();
+      try {
+        worker_ = std::thread([this] { Loop(); });
+      } catch (...) {  // no thread: undo the push, so queue_ and running_ stay consistent
+        queue_.pop_back();
+        tail_ = std::move(prev);
+        throw;
+      }
+      running_ = true;
+    }
   }
   if (wake) cv_.notify_one();
 }
@@ -77,25 +97,33 @@ bool Stream::idle() const {
 }
 
 void Stream::Close() {
-  {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-  }
-  cv_.notify_one();
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  if (!running_) finished_.store(true, std::memory_order_release);
+  // Under mu_: once finished() the owner may destroy the stream at any time.
+  if (sleeping_) cv_.notify_one();
 }
 
+// Returns with nothing queued: at once if closed, else after kStreamLinger
+// without new work. Clearing running_ under mu_ hands any later Push the job
+// of starting a new worker.
 void Stream::Loop() {
   pthread_setname_np(pthread_self(), "remora-stream");
   for (;;) {
     Work w;
     {
       std::unique_lock lock(mu_);
-      while (!closed_ && queue_.empty()) {
+      if (queue_.empty() && !closed_) {
+        const auto deadline = std::chrono::steady_clock::now() + kStreamLinger;
         sleeping_ = true;
-        cv_.wait(lock);
+        cv_.wait_until(lock, deadline, [&] { return !queue_.empty() || closed_; });
         sleeping_ = false;
       }
-      if (queue_.empty()) break;
+      if (queue_.empty()) {
+        running_ = false;
+        if (closed_) finished_.store(true, std::memory_order_release);
+        return;
+      }
       w = std::move(queue_.front());
       queue_.pop_front();
     }
@@ -109,9 +137,11 @@ void Stream::Loop() {
     if (run && w.device_time) {
       busy_ns_.fetch_add(static_cast<uint64_t>(end - start), std::memory_order_relaxed);
     }
+    // What the item holds (a launch holds its module) is released before it
+    // completes: once a wait on it returns, the item references nothing.
+    w.run = nullptr;
     progress_.Complete(*w.done, end);
   }
-  finished_.store(true, std::memory_order_release);
 }
 
 }  // namespace remora::emu

@@ -1,10 +1,21 @@
-// emu/stream.h - in-order work queues executed by a worker thread each.
+// emu/stream.h - in-order work queues, each executed by a worker thread that
+// exists only while the stream has work.
 //
-// Work is pushed in API order and runs in that order on the stream's own
-// thread. Each item completes a Marker; an item may first wait for other
-// markers (legacy-stream ordering, cuStreamWaitEvent). Markers only complete
-// after everything before them in their stream, so waiting on earlier-pushed
-// markers can never deadlock.
+// Work is pushed in API order and runs in that order on the stream's worker.
+// Each item completes a Marker; an item may first wait for other markers
+// (legacy-stream ordering, cuStreamWaitEvent). Markers only complete after
+// everything before them in their stream, so waiting on earlier-pushed markers
+// can never deadlock.
+//
+// Threads: an idle stream has no thread. Push starts a worker when none is
+// running; the worker drains the queue and exits once the queue has stayed
+// empty for kStreamLinger (so back-to-back work pays no thread start per item),
+// or at once when the stream is closed. A stream never has two workers (a new
+// one starts only after the last has found the queue empty and left), so items
+// still run one at a time in push order. A server holding a thousand idle
+// streams therefore holds no stream threads. One thread per busy stream (not a
+// shared pool) keeps the old isolation: an item that blocks (a host function,
+// a dependency wait) holds up only its own stream.
 //
 //   Progress progress;
 //   Stream s(progress, broken, 0, 0);
@@ -12,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -49,6 +61,9 @@ class Progress {
   std::vector<const Marker*> waited_;  // markers some Wait blocks on (guarded by mu_)
 };
 
+// How long a stream's worker waits for more work before it exits.
+inline constexpr std::chrono::milliseconds kStreamLinger{5};
+
 // Returns the steady-clock time in nanoseconds.
 int64_t NowNs();
 
@@ -62,23 +77,24 @@ struct Work {
 class Stream {
  public:
   // `skip` is read before each item: while it is non-zero items are completed
-  // without running (a broken or resetting context).
+  // without running (a broken or resetting context). Starts no thread.
   Stream(Progress& progress, const std::atomic<int>& skip, unsigned flags, int priority);
-  // Drains the queue, then joins the worker.
+  // Closes the stream, waits for the worker to drain the queue, and joins it.
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  // Appends `w`. REQUIRES: not closed. Thread-safe; callers that need a
-  // consistent view with tail() serialise both under their own lock.
+  // Appends `w`, starting a worker if none is running. REQUIRES: not closed.
+  // Thread-safe; callers that need a consistent view with tail() serialise
+  // both under their own lock.
   void Push(Work w);
   // The marker of the last pushed item, or null if nothing was ever pushed.
   std::shared_ptr<Marker> tail() const;
   // True when every pushed item has completed.
   bool idle() const;
-  // Lets the worker exit once the queue is empty. Idempotent.
+  // Lets the worker exit as soon as the queue is empty (no linger). Idempotent.
   void Close();
-  // True after Close once the worker has drained the queue.
+  // True after Close once the queue is drained and no worker runs an item.
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   // Total wall time spent running device_time items, in nanoseconds.
   uint64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
@@ -98,10 +114,15 @@ class Stream {
   std::deque<Work> queue_;
   std::shared_ptr<Marker> tail_;
   bool closed_ = false;
+  // A worker exists and will run everything queued before it exits. False
+  // implies queue_ is empty. (guarded by mu_)
+  bool running_ = false;
   bool sleeping_ = false;  // the worker waits on cv_; Push signals only then (guarded by mu_)
+  // The current worker, or the last one (exited or exiting once !running_);
+  // joined before a new one starts and by the destructor. (guarded by mu_)
+  std::thread worker_;
   std::atomic<bool> finished_{false};
   std::atomic<uint64_t> busy_ns_{0};
-  std::thread worker_;  // last: starts after every member above exists
 };
 
 }  // namespace remora::emu

@@ -52,6 +52,10 @@ void ApplyRelocs(const ProgramImpl& P, const uint64_t* addr) {
 
 }  // namespace
 
+void ApplyRelocations(const Program& program, std::span<const uint64_t> global_addresses) {
+  ApplyRelocs(program.impl(), global_addresses.data());
+}
+
 Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sources) {
   auto impl = std::make_unique<ProgramImpl>();
   RETURN_IF_ERROR(ParseProgram(ptx_sources, *impl));
@@ -405,10 +409,12 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     if (cfg.global_addresses.size() != P.globals.size())
       return Error(err::kInvalidValue, "global_addresses does not match globals()");
     gaddr.assign(cfg.global_addresses.begin(), cfg.global_addresses.end());
-    std::lock_guard<std::mutex> lock(P.reloc_mu);
-    if (P.reloc_applied != gaddr) {
-      ApplyRelocs(P, gaddr.data());
-      P.reloc_applied = gaddr;
+    if (!cfg.relocated) {
+      std::lock_guard<std::mutex> lock(P.reloc_mu);
+      if (P.reloc_applied != gaddr) {
+        ApplyRelocs(P, gaddr.data());
+        P.reloc_applied = gaddr;
+      }
     }
   } else {
     gaddr = P.own_addresses;

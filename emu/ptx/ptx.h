@@ -95,7 +95,19 @@ struct LaunchConfig {
   const AddressSpace* memory = nullptr;
   std::function<void(std::string_view)> printf_sink;  // formatted vprintf output
   unsigned workers = 0;  // threads to spread blocks over; 0 = hardware_concurrency
+  // The storage at global_addresses already holds its address initialisers
+  // (ApplyRelocations): Launch leaves it alone. Otherwise Launch writes them
+  // whenever global_addresses differ from the previous launch's.
+  bool relocated = false;
 };
+
+// Writes the address-valued initialisers of `program`'s globals (`.global .u64
+// p = x;`, `generic(x)+8`, ...) into the storage at `global_addresses` (one per
+// globals(), each already holding its GlobalInfo::init). A driver that shares
+// one Program between several modules calls it once per module, at load, and
+// launches with LaunchConfig::relocated. REQUIRES: global_addresses.size() ==
+// globals().size().
+void ApplyRelocations(const Program& program, std::span<const uint64_t> global_addresses);
 
 // Runs kernel `kernel` of `program` to completion on the calling thread plus up
 // to `workers` helpers.

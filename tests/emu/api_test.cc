@@ -20,6 +20,7 @@ TEST(EmuExports, EveryDriverTableRowResolves) {
   EXPECT_GT(rows, 50);
   EXPECT_NE(dlsym(h, "remoraEmuSetPrintfHandler"), nullptr);
   EXPECT_NE(dlsym(h, "remoraEmuGetStreamBusyTime"), nullptr);
+  EXPECT_NE(dlsym(h, "remoraEmuGetProgramCacheStats"), nullptr);
 }
 
 TEST(EmuExports, InternalsStayHidden) {

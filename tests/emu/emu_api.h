@@ -29,6 +29,8 @@ struct Api {
 #include "server/driver.def"
   CUresult (*remoraEmuSetPrintfHandler)(PrintfHandler fn, void* user) = nullptr;
   CUresult (*remoraEmuGetStreamBusyTime)(CUstream s, unsigned long long* ns) = nullptr;
+  CUresult (*remoraEmuGetProgramCacheStats)(unsigned long long* programs,
+                                            unsigned long long* parses) = nullptr;
   void* handle = nullptr;
   std::string missing;  // space-separated rows that dlsym could not find
 };
@@ -48,6 +50,8 @@ inline Api Resolve(void* handle) {
       reinterpret_cast<decltype(api.remoraEmuSetPrintfHandler)>(sym("remoraEmuSetPrintfHandler"));
   api.remoraEmuGetStreamBusyTime =
       reinterpret_cast<decltype(api.remoraEmuGetStreamBusyTime)>(sym("remoraEmuGetStreamBusyTime"));
+  api.remoraEmuGetProgramCacheStats = reinterpret_cast<decltype(api.remoraEmuGetProgramCacheStats)>(
+      sym("remoraEmuGetProgramCacheStats"));
   return api;
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/emu/emu_api.h"
@@ -490,6 +491,201 @@ TEST_F(EmuModule, LinkerResolvesExternsAcrossRdcUnits) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(out[i], 2 * x[i] + 1000) << i;
   EXPECT_EQ(api.cuMemFree(dx), CUDA_SUCCESS);
   EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+}
+
+// --- the program cache: one parse per distinct image, globals per module ---------------------
+
+struct CacheStats {
+  unsigned long long programs = 0, parses = 0;
+};
+
+CacheStats Stats(const Api& api) {
+  CacheStats s;
+  EXPECT_EQ(api.remoraEmuGetProgramCacheStats(&s.programs, &s.parses), CUDA_SUCCESS);
+  return s;
+}
+
+int ReadInt(const Api& api, CUdeviceptr p) {
+  int v = -1;
+  EXPECT_EQ(api.cuMemcpyDtoH(&v, p, sizeof(v)), CUDA_SUCCESS);
+  return v;
+}
+
+TEST_F(EmuModule, SameImageParsesOnceButEachModuleHasItsOwnGlobals) {
+  const std::string fatbin = ReadFile(REMORA_EMU_DATA "/kernels.fatbin");
+  ASSERT_GT(fatbin.size(), 16u);
+  const std::string copy = fatbin;  // same bytes elsewhere: the key is the content
+  const CacheStats before = Stats(api);
+  CUmodule m1, m2;
+  ASSERT_EQ(api.cuModuleLoadData(&m1, fatbin.data()), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleLoadData(&m2, copy.data()), CUDA_SUCCESS);
+  ASSERT_NE(m1, m2);
+  CacheStats loaded = Stats(api);
+  EXPECT_EQ(loaded.parses, before.parses + 1);
+  EXPECT_EQ(loaded.programs, before.programs + 1);
+
+  // __device__ and __constant__ variables are per module.
+  CUdeviceptr c1, c2, s1, s2;
+  size_t bytes = 0;
+  ASSERT_EQ(api.cuModuleGetGlobal(&c1, nullptr, m1, "counter"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleGetGlobal(&c2, &bytes, m2, "counter"), CUDA_SUCCESS);
+  EXPECT_EQ(bytes, sizeof(int));
+  ASSERT_EQ(api.cuModuleGetGlobal(&s1, nullptr, m1, "scale"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleGetGlobal(&s2, nullptr, m2, "scale"), CUDA_SUCCESS);
+  EXPECT_NE(c1, c2);
+  EXPECT_NE(s1, s2);
+  EXPECT_EQ(ReadInt(api, c1), 7);
+  EXPECT_EQ(ReadInt(api, c2), 7);
+  const int written = 42;
+  ASSERT_EQ(api.cuMemcpyHtoD(c1, &written, sizeof(written)), CUDA_SUCCESS);
+  EXPECT_EQ(ReadInt(api, c1), 42);
+  EXPECT_EQ(ReadInt(api, c2), 7);
+
+  // A kernel of one module updates that module's variable only.
+  const int n = 50;
+  CUdeviceptr dx;
+  ASSERT_EQ(api.cuMemAlloc(&dx, n * sizeof(float)), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD32(dx, 0, n), CUDA_SUCCESS);
+  int k = 0;
+  void* args[] = {&dx, const_cast<int*>(&n), &k};
+  CUfunction f1, f2;
+  ASSERT_EQ(api.cuModuleGetFunction(&f1, m1, "scaleAndCount"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleGetFunction(&f2, m2, "scaleAndCount"), CUDA_SUCCESS);
+  EXPECT_NE(f1, f2);
+  ASSERT_EQ(api.cuLaunchKernel(f2, 2, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(ReadInt(api, c1), 42);
+  EXPECT_EQ(ReadInt(api, c2), 7 + n);
+  ASSERT_EQ(api.cuLaunchKernel(f1, 2, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(ReadInt(api, c1), 42 + n);
+  EXPECT_EQ(ReadInt(api, c2), 7 + n);
+  EXPECT_EQ(api.cuMemFree(dx), CUDA_SUCCESS);
+
+  // The entry lives while either module does, and goes with the last.
+  EXPECT_EQ(api.cuModuleUnload(m1), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).programs, before.programs + 1);
+  EXPECT_EQ(ReadInt(api, c2), 7 + n);
+  EXPECT_EQ(api.cuModuleUnload(m2), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).programs, before.programs);
+  // Loaded again after eviction: parsed again, fresh initial values.
+  ASSERT_EQ(api.cuModuleLoadData(&m1, fatbin.data()), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).parses, before.parses + 2);
+  ASSERT_EQ(api.cuModuleGetGlobal(&c1, nullptr, m1, "counter"), CUDA_SUCCESS);
+  EXPECT_EQ(ReadInt(api, c1), 7);
+  EXPECT_EQ(api.cuModuleUnload(m1), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).programs, before.programs);
+}
+
+// A pointer-valued initialiser points at its own module's variable, from load on.
+constexpr char kPointerPtx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.global .align 4 .u32 target_var = 5;
+.global .align 8 .u64 ptr_var = generic(target_var);
+.visible .entry readThrough(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.u64 %rd3, [ptr_var];
+  ld.u32 %r1, [%rd3];
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+
+TEST_F(EmuModule, PointerInitialisersPointIntoTheirOwnModule) {
+  const CacheStats before = Stats(api);
+  CUmodule m[2];
+  CUdeviceptr target[2], ptr[2];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(api.cuModuleLoadData(&m[i], kPointerPtx), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuModuleGetGlobal(&target[i], nullptr, m[i], "target_var"), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuModuleGetGlobal(&ptr[i], nullptr, m[i], "ptr_var"), CUDA_SUCCESS);
+  }
+  EXPECT_EQ(Stats(api).parses, before.parses + 1);
+  for (int i = 0; i < 2; ++i) {
+    uint64_t v = 0;
+    ASSERT_EQ(api.cuMemcpyDtoH(&v, ptr[i], sizeof(v)), CUDA_SUCCESS);
+    EXPECT_EQ(v, target[i]) << i;  // before any launch
+  }
+  const int values[2] = {11, 22};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(api.cuMemcpyHtoD(target[i], &values[i], sizeof(int)), CUDA_SUCCESS);
+  }
+  CUdeviceptr out;
+  ASSERT_EQ(api.cuMemAlloc(&out, sizeof(int)), CUDA_SUCCESS);
+  // Alternating launches of the shared program each read their own module's variable.
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      CUfunction f;
+      ASSERT_EQ(api.cuModuleGetFunction(&f, m[i], "readThrough"), CUDA_SUCCESS);
+      void* args[] = {&out};
+      ASSERT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+      EXPECT_EQ(ReadInt(api, out), values[i]) << round << " " << i;
+    }
+  }
+  EXPECT_EQ(api.cuMemFree(out), CUDA_SUCCESS);
+  for (CUmodule mod : m) EXPECT_EQ(api.cuModuleUnload(mod), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).programs, before.programs);
+}
+
+TEST_F(EmuModule, LinkedImageLoadsWithoutASecondParse) {
+  const std::string lib = ReadFile(REMORA_EMU_DATA "/rdc_lib.ptx");
+  const std::string main = ReadFile(REMORA_EMU_DATA "/rdc_main.ptx");
+  ASSERT_FALSE(lib.empty());
+  ASSERT_FALSE(main.empty());
+  const CacheStats before = Stats(api);
+  CUmodule mods[2];
+  for (CUmodule& m : mods) {  // e.g. two tenants linking the same -rdc program
+    CUlinkState l;
+    ASSERT_EQ(api.cuLinkCreate(0, nullptr, nullptr, &l), CUDA_SUCCESS);
+    for (const std::string* src : {&main, &lib}) {
+      ASSERT_EQ(api.cuLinkAddData(l, CU_JIT_INPUT_PTX, const_cast<char*>(src->c_str()),
+                                  src->size() + 1, "rdc", 0, nullptr, nullptr),
+                CUDA_SUCCESS);
+    }
+    void* image = nullptr;
+    size_t size = 0;
+    ASSERT_EQ(api.cuLinkComplete(l, &image, &size), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuModuleLoadData(&m, image), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuLinkDestroy(l), CUDA_SUCCESS);
+  }
+  CacheStats s = Stats(api);
+  EXPECT_EQ(s.parses, before.parses + 1);
+  EXPECT_EQ(s.programs, before.programs + 1);
+  CUdeviceptr o1, o2;
+  ASSERT_EQ(api.cuModuleGetGlobal(&o1, nullptr, mods[0], "offset"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleGetGlobal(&o2, nullptr, mods[1], "offset"), CUDA_SUCCESS);
+  EXPECT_NE(o1, o2);
+  for (CUmodule m : mods) EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).programs, before.programs);
+}
+
+TEST_F(EmuModule, ConcurrentLoadsOfOneImageParseOnce) {
+  const std::string fatbin = ReadFile(REMORA_EMU_DATA "/kernels.fatbin");
+  ASSERT_GT(fatbin.size(), 16u);
+  const CacheStats before = Stats(api);
+  constexpr int kThreads = 8;
+  std::vector<CUmodule> mods(kThreads, nullptr);
+  std::vector<CUresult> results(kThreads, CUDA_ERROR_UNKNOWN);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      if (api.cuCtxSetCurrent(ctx) != CUDA_SUCCESS) return;
+      results[i] = api.cuModuleLoadData(&mods[i], fatbin.data());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) ASSERT_EQ(results[i], CUDA_SUCCESS) << i;
+  CacheStats s = Stats(api);
+  EXPECT_EQ(s.parses, before.parses + 1);
+  EXPECT_EQ(s.programs, before.programs + 1);
+  for (CUmodule m : mods) EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).programs, before.programs);
 }
 
 #endif  // REMORA_EMU_HAS_PTX && REMORA_EMU_HAS_NVCC

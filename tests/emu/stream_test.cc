@@ -1,6 +1,12 @@
-// tests/emu/stream_test.cc - stream order, legacy-stream semantics, events, destruction.
+// tests/emu/stream_test.cc - stream order, legacy-stream semantics, events, destruction,
+// and stream threads (none while idle).
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -259,6 +265,220 @@ TEST_F(EmuStream, BusyTimeGrowsWithDeviceWork) {
             CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
   EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+}
+
+// --- threads: a stream has a worker only while it has work ----------------------------------
+
+// The process's thread count, from /proc/self/status.
+int ThreadCount() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// Polls until at most `limit` threads remain (workers exit a few ms after their
+// stream empties) or `timeout` passes; returns the last count.
+int WaitForThreadsAtMost(int limit, std::chrono::milliseconds timeout = std::chrono::seconds(3)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int n = ThreadCount();
+  while (n > limit && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    n = ThreadCount();
+  }
+  return n;
+}
+
+// The thread count once earlier tests' stream workers have gone.
+int SettledThreadCount() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return ThreadCount();
+}
+
+// Polls until the process has at least `n` threads or `timeout` passes.
+int WaitForThreadsAtLeast(int n, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int c = ThreadCount();
+  while (c < n && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    c = ThreadCount();
+  }
+  return c;
+}
+
+// A host function that sleeps (not spins) until Open(): a thousand of them
+// must not eat the CPU.
+struct SleepingGate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  static void Wait(void* self) {
+    auto* g = static_cast<SleepingGate*>(self);
+    std::unique_lock lock(g->mu);
+    g->cv.wait(lock, [&] { return g->open; });
+  }
+  void Open() {
+    {
+      std::lock_guard lock(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+// Counts a stream's host functions and notes whether they ran in push order.
+struct Steps {
+  int next = 0;  // written by the stream's worker only; read after a sync
+  bool in_order = true;
+  struct Call {
+    Steps* steps;
+    int k;
+  };
+  Call calls[2];
+  static void Run(void* p) {
+    auto* c = static_cast<Call*>(p);
+    if (c->steps->next != c->k) c->steps->in_order = false;
+    ++c->steps->next;
+  }
+};
+
+// Slack for threads the runtime may start or end on its own.
+constexpr int kThreadSlack = 2;
+
+// Streams made busy at once: all of them, except under ThreadSanitizer, where
+// each thread start costs ~10 ms and a thousand would take the test past 10 s.
+#if defined(__SANITIZE_THREAD__)
+constexpr int kBusyStreams = 200;
+#else
+constexpr int kBusyStreams = 1000;
+#endif
+
+TEST_F(EmuStream, ThousandIdleStreamsHoldNoThreads) {
+  constexpr int kStreams = 1000;
+  constexpr int kInts = 64;  // per stream: 32 ints of one value, 32 of another
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  const int baseline = SettledThreadCount();
+  std::vector<CUstream> streams(kStreams);
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_EQ(api.cuStreamCreate(&streams[i], i % 2 ? CU_STREAM_NON_BLOCKING : 0), CUDA_SUCCESS);
+  }
+  const int idle = ThreadCount();
+  EXPECT_LE(idle, baseline + kThreadSlack);
+
+  // Work on every stream, each held at a gate first, so all are busy at once.
+  CUdeviceptr dev;
+  ASSERT_EQ(api.cuMemAlloc(&dev, kStreams * kInts * sizeof(int)), CUDA_SUCCESS);
+  std::vector<int> host(kStreams * kInts, -1);
+  ASSERT_EQ(api.cuMemHostRegister(host.data(), host.size() * sizeof(int), 0), CUDA_SUCCESS);
+  std::vector<Steps> steps(kStreams);
+  SleepingGate gate;
+  for (int i = 0; i < kBusyStreams; ++i) {
+    CUstream s = streams[i * (kStreams / kBusyStreams)];
+    const CUdeviceptr d = dev + i * kInts * sizeof(int);
+    ASSERT_EQ(api.cuLaunchHostFunc(s, SleepingGate::Wait, &gate), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuMemsetD32Async(d, i, kInts, s), CUDA_SUCCESS);
+    steps[i].calls[0] = {&steps[i], 0};
+    ASSERT_EQ(api.cuLaunchHostFunc(s, Steps::Run, &steps[i].calls[0]), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuMemsetD32Async(d + kInts / 2 * sizeof(int), kStreams + i, kInts / 2, s),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api.cuMemcpyDtoHAsync(&host[i * kInts], d, kInts * sizeof(int), s), CUDA_SUCCESS);
+    steps[i].calls[1] = {&steps[i], 1};
+    ASSERT_EQ(api.cuLaunchHostFunc(s, Steps::Run, &steps[i].calls[1]), CUDA_SUCCESS);
+  }
+  // One worker per busy stream, and no more.
+  const int loaded = WaitForThreadsAtLeast(baseline + kBusyStreams);
+  EXPECT_GE(loaded, baseline + kBusyStreams);
+  EXPECT_LE(loaded, baseline + kBusyStreams + kThreadSlack);
+  gate.Open();
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  for (int i = 0; i < kBusyStreams; ++i) {
+    EXPECT_EQ(steps[i].next, 2) << i;
+    EXPECT_TRUE(steps[i].in_order) << i;
+    for (int j = 0; j < kInts; ++j) {
+      ASSERT_EQ(host[i * kInts + j], j < kInts / 2 ? i : kStreams + i) << i << " " << j;
+    }
+  }
+  // The workers leave once their streams have been empty for the linger.
+  WaitForThreadsAtMost(baseline + kThreadSlack);
+  const int after = WaitForThreadsAtMost(baseline, std::chrono::milliseconds(200));
+  EXPECT_LE(after, baseline + kThreadSlack);
+  std::printf("threads: baseline %d, %d idle streams %d, %d busy %d, idle again %d\n", baseline,
+              kStreams, idle, kBusyStreams, loaded, after);
+
+  // A stream whose worker has gone gets a new one for new work, in order.
+  Log log(3);
+  for (int t = 0; t < 3; ++t) {
+    ASSERT_EQ(api.cuLaunchHostFunc(streams[t * 100], Log::Append, log.Tag(t)), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuStreamSynchronize(streams[t * 100]), CUDA_SUCCESS);
+  }
+  EXPECT_EQ(log.Get(), (std::vector<int>{0, 1, 2}));
+  for (CUstream s : streams) EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemHostUnregister(host.data()), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(dev), CUDA_SUCCESS);
+  EXPECT_LE(WaitForThreadsAtMost(baseline + kThreadSlack), baseline + kThreadSlack);
+}
+
+TEST_F(EmuStream, BlockedHostFunctionStallsOnlyItsStream) {
+  CUstream a, b;
+  ASSERT_EQ(api.cuStreamCreate(&a, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamCreate(&b, 0), CUDA_SUCCESS);
+  SleepingGate gate;
+  Log log(11);
+  ASSERT_EQ(api.cuLaunchHostFunc(a, SleepingGate::Wait, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLaunchHostFunc(a, Log::Append, log.Tag(-1)), CUDA_SUCCESS);
+  CUdeviceptr p;
+  ASSERT_EQ(api.cuMemAlloc(&p, 1024), CUDA_SUCCESS);
+  std::vector<int> want;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(api.cuMemsetD32Async(p, i, 256, b), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuLaunchHostFunc(b, Log::Append, log.Tag(i)), CUDA_SUCCESS);
+    want.push_back(i);
+  }
+  // B drains while A's host function is still blocked (polled, so a regression
+  // fails here instead of hanging).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  CUresult q;
+  while ((q = api.cuStreamQuery(b)) == CUDA_ERROR_NOT_READY &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(q, CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamQuery(a), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(log.Get(), want);
+  gate.Open();
+  ASSERT_EQ(api.cuStreamSynchronize(a), CUDA_SUCCESS);
+  want.push_back(-1);
+  EXPECT_EQ(log.Get(), want);
+  EXPECT_EQ(api.cuStreamDestroy(a), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamDestroy(b), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+}
+
+TEST_F(EmuStream, DestroyingAnIdleOrLingeringStreamEndsItsWorker) {
+  const int baseline = SettledThreadCount();
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  Log log(2);
+  ASSERT_EQ(api.cuLaunchHostFunc(s, Log::Append, log.Tag(1)), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  // The worker lingers now; destroying the stream lets it go at once.
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_LE(WaitForThreadsAtMost(baseline + kThreadSlack), baseline + kThreadSlack);
+  // Events and the legacy stream still order work across worker restarts.
+  CUstream t;
+  ASSERT_EQ(api.cuStreamCreate(&t, 0), CUDA_SUCCESS);
+  CUevent e;
+  ASSERT_EQ(api.cuEventCreate(&e, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuEventRecord(e, t), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuEventSynchronize(e), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the linger
+  ASSERT_EQ(api.cuStreamWaitEvent(nullptr, e, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLaunchHostFunc(nullptr, Log::Append, log.Tag(2)), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(log.Get(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(api.cuEventDestroy(e), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamDestroy(t), CUDA_SUCCESS);
 }
 
 }  // namespace
