@@ -99,6 +99,11 @@ Executor::~Executor() {
   cv_.notify_all();
   thread_.join();
   delete polls_;
+  // What the executor created in the current context goes with it.
+  Device::Use use = dev_.Enter();
+  if (marker_epoch_ == use.epoch())
+    for (CUevent e : markers_) (void)dev_.drv().cuEventDestroy(e);
+  if (mem_stream_ && mem_epoch_ == use.epoch()) (void)dev_.drv().cuStreamDestroy(mem_stream_);
 }
 
 std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, TenantHooks hooks) {

@@ -25,6 +25,7 @@
 #include "remora/v1/session.pb.h"
 #include "server/server.h"
 #include "transport/fragment.h"
+#include "transport/grpc/client.h"
 #include "transport/shm/shm_channel.h"
 
 namespace remora {
@@ -42,8 +43,11 @@ std::string SocketPath() {
 
 class Client {
  public:
+  // `path` is a Unix socket path (shm) or "grpc:HOST:PORT".
   static std::unique_ptr<Client> Connect(const std::string& path, v1::Hello hello = {}) {
-    auto ch = transport::ShmConnect(path, Deadline::In(5s));
+    auto ch = path.rfind("grpc:", 0) == 0
+                  ? transport::GrpcConnect(path.substr(5), {}, Deadline::In(5s))
+                  : transport::ShmConnect(path, Deadline::In(5s));
     if (!ch.ok()) return nullptr;
     auto c = std::make_unique<Client>();
     c->ch_ = std::make_unique<transport::FragmentingChannel>(std::move(ch).value());
@@ -107,12 +111,14 @@ class ServerTest : public ::testing::Test {
     o.device = server::DeviceKind::kEmu;
     o.emu_dir = REMORA_EMU_DIR;
     o.unix_paths = {path_};
+    if (WithGrpc()) o.grpc_addrs = {"127.0.0.1:0"};
     o.arena_bytes = 256ull << 20;
     auto s = server::Server::Start(o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
   }
   void TearDown() override { server_.reset(); }
+  virtual bool WithGrpc() const { return false; }
 
   bool WaitForSessions(size_t n, std::chrono::milliseconds within) {
     auto end = std::chrono::steady_clock::now() + within;
@@ -126,6 +132,18 @@ class ServerTest : public ::testing::Test {
   std::string path_;
   std::unique_ptr<server::Server> server_;
 };
+
+// The isolation tests, over both transports ("shm" / "grpc").
+class IsolationTest : public ServerTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  bool WithGrpc() const override { return GetParam() == "grpc"; }
+  std::unique_ptr<Client> Connect() {
+    return Client::Connect(
+        GetParam() == "grpc" ? "grpc:127.0.0.1:" + std::to_string(server_->grpc_port(0)) : path_);
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Transports, IsolationTest, ::testing::Values("shm", "grpc"),
+                         [](const auto& info) { return info.param; });
 
 TEST_F(ServerTest, WelcomeDescribesTheDeviceAndArena) {
   auto c = Client::Connect(path_);
@@ -334,9 +352,9 @@ TEST_F(ServerTest, RefusesRangesOutsideTheTenantsAllocations) {
   EXPECT_EQ(b->Call(CallId::kMemcpyHtoD, h), 0);
 }
 
-TEST_F(ServerTest, RefusesOtherTenantsHandles) {
-  auto a = Client::Connect(path_);
-  auto b = Client::Connect(path_);
+TEST_P(IsolationTest, RefusesOtherTenantsHandles) {
+  auto a = Connect();
+  auto b = Connect();
   ASSERT_TRUE(a && b);
   v1::HandleReply s, e;
   ASSERT_EQ(a->Call(CallId::kStreamCreate, v1::StreamCreateRequest(), &s), 0);
@@ -465,6 +483,82 @@ v1::LaunchRequest OneThread(uint64_t kernel, std::string params) {
   return l;
 }
 
+// b never reaches a's memory, kernels or events, by any call that names them;
+// a's memory is unchanged afterwards.
+TEST_P(IsolationTest, NoCallReachesAnotherTenantsMemoryKernelsOrEvents) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  const uint64_t pa = a->Malloc(64), pb = b->Malloc(64);
+  v1::MemsetRequest fill;
+  fill.set_dst(pa);
+  fill.set_size(64);
+  fill.set_value(0x11);
+  ASSERT_EQ(a->Call(CallId::kMemset, fill), 0);
+  v1::RegisterModuleRequest reg;
+  reg.add_images(std::string(kAddPtx, sizeof kAddPtx));
+  reg.set_hash(Digest(reg));
+  reg.add_kernels("_Z3addPi");
+  v1::RegisterModuleReply mod;
+  ASSERT_EQ(a->Call(CallId::kRegisterModule, reg, &mod), 0);
+  ASSERT_EQ(mod.kernels_size(), 1);
+  v1::HandleReply ev;
+  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &ev), 0);
+
+  v1::MemcpyHtoDRequest h;  // host to a's memory, inline bytes
+  h.set_dst(pa);
+  h.set_size(4);
+  h.mutable_src()->set_data("evil");
+  EXPECT_EQ(b->Call(CallId::kMemcpyHtoD, h), err::kInvalidValue);
+  v1::MemcpyDtoDRequest d;  // b's memory to a's, and a's to b's
+  d.set_dst(pa);
+  d.set_src(pb);
+  d.set_size(16);
+  EXPECT_EQ(b->Call(CallId::kMemcpyDtoD, d), err::kInvalidValue);
+  d.set_dst(pb);
+  d.set_src(pa);
+  EXPECT_EQ(b->Call(CallId::kMemcpyDtoD, d), err::kInvalidValue);
+  std::string param(8, '\0');
+  std::memcpy(param.data(), &pb, sizeof pb);
+  EXPECT_EQ(b->Call(CallId::kFuncSetAttribute,
+                    [&] {
+                      v1::FuncAttributeRequest r;
+                      r.set_kernel(mod.kernels(0).handle());
+                      return r;
+                    }()),
+            err::kInvalidDeviceFunction);
+  b->Post(CallId::kLaunchKernel, OneThread(mod.kernels(0).handle(), param));
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidDeviceFunction);
+  v1::StreamWaitEventRequest w;
+  w.set_event(ev.handle());
+  b->Post(CallId::kStreamWaitEvent, w);
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  v1::EventRecordRequest rec;
+  rec.set_event(ev.handle());
+  b->Post(CallId::kEventRecord, rec);
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  v1::UnregisterModuleRequest un;
+  un.set_module(mod.module());
+  b->Post(CallId::kUnregisterModule, un);
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+
+  // a's memory, kernel and event are untouched and still work for a.
+  v1::MemcpyDtoHRequest back;
+  back.set_src(pa);
+  back.set_size(64);
+  v1::MemcpyDtoHReply got;
+  ASSERT_EQ(a->Call(CallId::kMemcpyDtoH, back, &got), 0);
+  EXPECT_EQ(got.data(), std::string(64, '\x11'));
+  std::memcpy(param.data(), &pa, sizeof pa);
+  a->Post(CallId::kLaunchKernel, OneThread(mod.kernels(0).handle(), param));
+  v1::EventRecordRequest mine;
+  mine.set_event(ev.handle());
+  a->Post(CallId::kEventRecord, mine);
+  v1::EventRequest sync;
+  sync.set_event(ev.handle());
+  EXPECT_EQ(a->Call(CallId::kEventSynchronize, sync), 0);
+}
+
 // A device fault breaks the context for every tenant, as on a GPU; the server
 // names the tenant whose kernel faulted, rebuilds the context, tells the other
 // tenants (whose state is gone) why, and serves new tenants at once.
@@ -523,6 +617,54 @@ TEST_F(ServerTest, ADeviceFaultNamesTheCulpritAndNewTenantsAreServed) {
   EXPECT_EQ(server_->device().last_fault().culprit.rfind("culprit-", 0), 0u)
       << server_->device().last_fault().culprit;
   EXPECT_GE(server_->device().epoch(), 1u);
+}
+
+size_t CountThreads() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Threads:", 0) == 0) return std::stoul(line.substr(8));
+  return 0;
+}
+
+size_t CountFds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// A thousand idle tenants cost no thread each (a fixed pool serves them all),
+// and once they leave, every thread and descriptor they cost is gone.
+TEST_F(ServerTest, AThousandIdleSessionsHoldNoThreadEachAndLeaveNothing) {
+  rlimit nofile{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+  nofile.rlim_cur = nofile.rlim_max;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &nofile), 0);
+  constexpr size_t kSessions = 1000;
+  if (nofile.rlim_cur < 4 * kSessions + 64) GTEST_SKIP() << "too few descriptors allowed";
+  const size_t threads_before = CountThreads(), fds_before = CountFds();
+  std::vector<std::unique_ptr<Client>> clients;
+  for (size_t i = 0; i < kSessions; ++i) {
+    clients.push_back(Client::Connect(path_));
+    ASSERT_TRUE(clients.back()) << "session " << i;
+    ASSERT_EQ(clients.back()->welcome_status(), 0) << "session " << i;
+  }
+  ASSERT_TRUE(WaitForSessions(kSessions, 10s));
+  // Idle: some time for anything lazily started to settle.
+  std::this_thread::sleep_for(200ms);
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_LE(CountThreads(), threads_before + 4 * cores + 16) << "threads grew with idle sessions";
+  // Every session still answers.
+  for (size_t i = 0; i < kSessions; i += 97)
+    EXPECT_EQ(clients[i]->Call(CallId::kStreamQuery, v1::StreamRequest()), 0) << "session " << i;
+  clients.clear();
+  ASSERT_TRUE(WaitForSessions(0, 30s));
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until &&
+         (CountThreads() > threads_before || CountFds() > fds_before))
+    std::this_thread::sleep_for(20ms);
+  EXPECT_LE(CountThreads(), threads_before) << "threads left behind";
+  EXPECT_LE(CountFds(), fds_before) << "descriptors left behind";
 }
 
 TEST_F(ServerTest, DeadClientIsReapedWithinASecondAndOthersKeepRunning) {
