@@ -521,6 +521,19 @@ void Session::GiveBack(Held& held) {
   held = Held{};
 }
 
+Status Session::GiveBackWhenDone(Held held, bool reply) {
+  Executor::Completion then = reply ? Later() : nullptr;
+  work_->WhenDone(
+      std::nullopt,
+      [self = shared_from_this(), held = std::move(held),
+       then = std::move(then)](const Status& st) mutable {
+        self->GiveBack(held);
+        if (then) then(st);
+      },
+      reply ? Executor::Wait::kSpin : Executor::Wait::kAsync);
+  return reply ? ReplyLater() : OkStatus();
+}
+
 Status Session::Teardown() {
   closing_ = true;
   channel_->Close();

@@ -155,6 +155,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Gives `held` back (REQUIRES: a Use; the tenant's work on it is done).
   // Handles of an older context are forgotten, never passed to the driver.
   void GiveBack(Held& held);
+  // Gives `held` back once all of this tenant's work is done. With `reply`,
+  // the call being handled replies then (returns kReplyLater); else it
+  // returns ok at once.
+  Status GiveBackWhenDone(Held held, bool reply);
   // Records the failure of a call that returned no reply (deferred; sticky for a fault).
   void RecordError(const Status& st);
   Status sticky() const;

@@ -53,15 +53,7 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
   held.allocations[req.dptr()] = held.charged;
   allocated_bytes_ -= held.charged;
   allocations_.Erase(req.dptr());
-  work_->WhenDone(
-      std::nullopt,
-      [self = shared_from_this(), held = std::move(held),
-       reply = Later()](const Status& st) mutable {
-        self->GiveBack(held);
-        reply(st);
-      },
-      Executor::Wait::kSpin);
-  return ReplyLater();
+  return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
 Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {

@@ -213,9 +213,7 @@ Status Session::OnUnregisterModule(const v1::UnregisterModuleRequest& req, v1::E
   held.epoch = epoch_;
   held.modules.push_back(m->mod);
   modules_.Erase(req.module());
-  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held)](
-                                    const Status&) mutable { self->GiveBack(held); });
-  return OkStatus();
+  return GiveBackWhenDone(std::move(held), /*reply=*/false);
 }
 
 Status Session::OnLaunchKernel(const v1::LaunchRequest& req, v1::Empty&) {

@@ -122,9 +122,7 @@ Status Session::OnEventDestroy(const v1::EventRequest& req, v1::Empty&) {
   Held held;
   held.epoch = epoch_;
   held.events.push_back(e);
-  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held)](
-                                    const Status&) mutable { self->GiveBack(held); });
-  return OkStatus();
+  return GiveBackWhenDone(std::move(held), /*reply=*/false);
 }
 
 // ---- Device-wide ---------------------------------------------------------------
@@ -140,15 +138,7 @@ Status Session::OnDeviceReset(const v1::Empty&, v1::Empty&) {
     sticky_ = OkStatus();
     deferred_ = OkStatus();
   }
-  work_->WhenDone(
-      std::nullopt,
-      [self = shared_from_this(), held = std::move(held),
-       reply = Later()](const Status& st) mutable {
-        self->GiveBack(held);
-        reply(st);
-      },
-      Executor::Wait::kSpin);
-  return ReplyLater();
+  return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
 Status Session::OnGoodbye(const v1::Empty&, v1::Empty&) {
