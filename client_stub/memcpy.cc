@@ -1,6 +1,8 @@
 // client_stub/memcpy.cc - H2D/D2H/D2D/H2H copies: arena offsets, staging slots, inline chunks.
 #include "client_stub/memcpy.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -61,19 +63,26 @@ struct Staging {
 
 std::atomic<uint32_t> g_next_slot{0};
 
-// Claims a free staging slot (flag 0 -> 1, acquire: pairs with the server's
-// release store of 0 after it consumed the slot). Returns the slot index, or -1
+// Claims a free staging slot if there is one (flag 0 -> 1, acquire: pairs with
+// the server's release store of 0 after it consumed the slot, or the stub's
+// after it copied a slot out). Returns the slot index, or -1.
+int64_t TryClaimSlot(const Staging& s) {
+  uint32_t start = g_next_slot.fetch_add(1, std::memory_order_relaxed);
+  for (uint32_t k = 0; k < s.slots; ++k) {
+    uint32_t i = (start + k) % s.slots;
+    uint32_t expected = 0;
+    if (s.flag(i).compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                          std::memory_order_relaxed))
+      return i;
+  }
+  return -1;
+}
+
+// Claims a free staging slot, waiting for one. Returns the slot index, or -1
 // once the session is down.
 int64_t ClaimSlot(Connection& c, const Staging& s) {
   for (uint32_t spins = 0;; ++spins) {
-    uint32_t start = g_next_slot.fetch_add(1, std::memory_order_relaxed);
-    for (uint32_t k = 0; k < s.slots; ++k) {
-      uint32_t i = (start + k) % s.slots;
-      uint32_t expected = 0;
-      if (s.flag(i).compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                            std::memory_order_relaxed))
-        return i;
-    }
+    if (int64_t i = TryClaimSlot(s); i >= 0) return i;
     if (!c.Alive()) return -1;
     if (spins < 64)
       std::this_thread::yield();
@@ -141,6 +150,107 @@ cudaError_t HostToDevice(Connection& c, uint64_t dst, const std::byte* src, size
   return cudaSuccess;
 }
 
+// Pageable device-to-host copies go through the staging slots in batches: the
+// pieces of a batch are posted (stream-ordered, each into a slot this thread
+// holds), and one synchronous piece, the batch's last bytes, waits for them all.
+// The next batch is posted before the previous one is copied out of its slots,
+// so the device fills one batch while the host empties the other. A batch is at
+// most kBatchBytes, a quarter of the slots and half the copy (two batches at
+// least, to overlap): 64 MiB in 4 MiB slots takes four waits, not sixteen. A
+// thread waits for a slot only while it holds none (it takes what is free for a
+// later batch), so threads sharing the slots never wait on each other.
+constexpr uint64_t kBatchBytes = 16 << 20;
+constexpr uint32_t kMaxBatch = 16;
+// The synchronous piece of a batch that follows another: small, so that the
+// device has little left to do once the host, done copying the previous batch
+// out, sends it.
+constexpr uint64_t kWaitTailBytes = arena::kPage;
+
+struct Batch {
+  uint64_t first = 0;  // its first chunk
+  uint32_t count = 0;  // chunks, one per slot
+  uint32_t sent = 0;   // its first slots, a posted piece was sent into each
+  std::array<uint32_t, kMaxBatch> slot{};
+};
+
+// Gives back the slots of a failed batch. A slot that a posted piece may still
+// be filling is released only once a synchronisation on the stream answered;
+// while the session is down or a sticky error latched none can, and the slot
+// stays claimed (this process's CUDA work is over, the server may still write).
+void GiveBack(Connection& c, const Staging& s, uint64_t stream, const Batch& b) {
+  if (b.sent > 0 && c.Alive() && !StickyError()) (void)SyncStream(c, stream);
+  const bool settled = c.Alive() && !StickyError();
+  for (uint32_t j = 0; j < b.count; ++j)
+    if (j >= b.sent || settled) ReleaseSlot(s, b.slot[j]);
+}
+
+cudaError_t PageableDeviceToHost(Connection& c, const Staging& s, std::byte* dst, uint64_t src,
+                                 size_t n, uint64_t stream) {
+  if (cudaError_t e = StickyError()) return e;  // a slot is only claimed for a frame sent
+  const Chunking ch{n, s.slot_bytes};
+  const uint64_t per_batch = std::clamp<uint64_t>(
+      std::min<uint64_t>({kBatchBytes / s.slot_bytes, s.slots / 4, (ch.count() + 1) / 2}), 1,
+      kMaxBatch);
+  v1::MemcpyDtoHRequest req;
+  req.set_stream(stream);
+  req.set_to_arena(true);
+  auto piece = [&](uint64_t chunk, uint32_t slot, uint64_t from, uint64_t size) {
+    req.set_src(src + ch.offset(chunk) + from);
+    req.set_size(size);
+    req.set_dst_arena_offset(s.slot_offset(slot) + from);
+  };
+  Batch done;  // waited for: its chunks are in its slots
+  for (uint64_t next = 0; next < ch.count() || done.count > 0;) {
+    Batch b;
+    b.first = next;
+    while (b.count < per_batch && next < ch.count()) {
+      int64_t slot = done.count == 0 && b.count == 0 ? ClaimSlot(c, s) : TryClaimSlot(s);
+      if (slot < 0) break;
+      b.slot[b.count++] = static_cast<uint32_t>(slot);
+      ++next;
+    }
+    if (b.count == 0 && done.count == 0) return SlotFailed(c);
+    // Post the batch but for its waiting piece: the whole last chunk when the
+    // wait goes out at once, a small tail when a batch is copied out first.
+    uint64_t tail = 0;
+    cudaError_t e = cudaSuccess;
+    for (uint32_t j = 0; j < b.count && !e; ++j) {
+      const uint64_t size = ch.size(b.first + j);
+      uint64_t now = size;
+      if (j + 1 == b.count) {
+        tail = done.count > 0 ? std::min(size, kWaitTailBytes) : size;
+        now = size - tail;
+      }
+      if (now == 0) break;
+      piece(b.first + j, b.slot[j], 0, now);
+      req.set_async(true);
+      e = c.Post(CallId::kMemcpyDtoHAsync, req);
+      if (!e) b.sent = j + 1;
+    }
+    // Copy the previous batch out while the device fills this one.
+    for (uint32_t j = 0; j < done.count && !e; ++j)
+      std::memcpy(dst + ch.offset(done.first + j), s.base + s.slot_offset(done.slot[j]),
+                  ch.size(done.first + j));
+    for (uint32_t j = 0; j < done.count; ++j) ReleaseSlot(s, done.slot[j]);
+    done = Batch{};
+    if (!e && b.count > 0) {
+      const uint32_t last = b.count - 1;
+      const uint64_t size = ch.size(b.first + last);
+      piece(b.first + last, b.slot[last], size - tail, tail);
+      req.set_async(false);
+      // Answered only once the device is done, unless refused before it
+      // waited: either way, the piece itself is not in flight.
+      e = c.Call(CallId::kMemcpyDtoH, req);
+    }
+    if (e) {
+      GiveBack(c, s, stream, b);
+      return e;
+    }
+    done = b;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t DeviceToHost(Connection& c, std::byte* dst, uint64_t src, size_t n, uint64_t stream,
                          bool async) {
   v1::MemcpyDtoHRequest req;
@@ -157,23 +267,7 @@ cudaError_t DeviceToHost(Connection& c, std::byte* dst, uint64_t src, size_t n, 
   // Pageable destination: synchronous, as CUDA allows.
   if (c.arena()) {
     Staging s = Staging::Of(c);
-    if (s.usable()) {
-      Chunking ch{n, s.slot_bytes};
-      req.set_to_arena(true);
-      for (uint64_t i = 0; i < ch.count(); ++i) {
-        int64_t slot = ClaimSlot(c, s);
-        if (slot < 0) return SlotFailed(c);
-        req.set_src(src + ch.offset(i));
-        req.set_size(ch.size(i));
-        req.set_dst_arena_offset(s.slot_offset(slot));
-        cudaError_t e = c.Call(CallId::kMemcpyDtoH, req);
-        if (e == cudaSuccess)
-          std::memcpy(dst + ch.offset(i), s.base + s.slot_offset(slot), ch.size(i));
-        ReleaseSlot(s, slot);
-        if (e) return e;
-      }
-      return cudaSuccess;
-    }
+    if (s.usable()) return PageableDeviceToHost(c, s, dst, src, n, stream);
   }
   Chunking ch{n, InlineChunkBytes(c.max_body())};
   v1::MemcpyDtoHReply rep;

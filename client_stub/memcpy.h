@@ -1,10 +1,13 @@
 // client_stub/memcpy.h - copies and memsets between host and device, over either transport.
 //
 // shm: host memory inside the arena (pinned) travels as an arena offset, one pass;
-// pageable memory is chunked through the staging slots (proto/arena.h). Remote:
-// the bytes go inline, in chunks that fit one frame. Stream semantics follow
-// CUDA: an async copy from pageable memory returns once the data is staged; a
-// device-to-host copy into pageable memory is synchronous.
+// pageable memory is chunked through the staging slots (proto/arena.h), several
+// chunks in flight: host-to-device chunks are posted, the server frees each slot;
+// device-to-host chunks are posted in batches that one synchronous piece waits
+// for, a batch copied out while the device fills the next. Remote: the bytes go
+// inline, in chunks that fit one frame. Stream semantics follow CUDA: an async
+// copy from pageable memory returns once the data is staged; a device-to-host
+// copy into pageable memory is synchronous.
 #pragma once
 
 #include <driver_types.h>

@@ -115,6 +115,15 @@ class FakeServer {
     std::lock_guard lock(mu_);
     device_output_ = std::move(s);
   }
+  // shm: true if no staging slot is claimed (every flag 0).
+  bool SlotsFree() {
+    for (uint32_t i = 0; i < kSlots; ++i)
+      if (std::atomic_ref<uint32_t>(
+              *reinterpret_cast<uint32_t*>(Arena() + arena::StagingFlagOffset(0, i)))
+              .load(std::memory_order_acquire) != 0)
+        return false;
+    return true;
+  }
   std::vector<std::byte>* Memory(uint64_t addr) {
     std::lock_guard lock(mu_);
     auto it = mem_.find(addr);
@@ -254,6 +263,10 @@ class FakeServer {
       case CallId::kMemcpyDtoHAsync: {
         auto req = Parse<v1::MemcpyDtoHRequest>(f);
         std::byte* src = Device(req.src(), req.size());
+        if (!src && req.async()) {  // as the real server: reported by the next SYNC reply
+          int none = 0;
+          deferred_.compare_exchange_strong(none, cudaErrorInvalidDevicePointer);
+        }
         if (!src) return Reply(f, cudaErrorInvalidDevicePointer);
         v1::MemcpyDtoHReply rep;
         if (req.to_arena())
@@ -480,6 +493,101 @@ TEST_F(Wire, PageableCopiesAreChunked) {
   EXPECT_EQ(dtoh.to_arena(), kShm);
   EXPECT_LE(dtoh.size(), kShm ? kSlotBytes : 4u << 20);
   ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+// shm: a pageable device-to-host copy keeps two slots busy. Here (two slots)
+// every batch is one chunk: the first is waited for whole, each later one is
+// posted but for a one-page tail that the stub sends, to wait, once it copied the
+// previous chunk out; a last chunk of a page or less goes whole.
+TEST_F(Wire, PageableDeviceToHostIsPipelined) {
+  const size_t n = 7 * kSlotBytes + 321;  // eight chunks
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
+  const uint64_t base = reinterpret_cast<uintptr_t>(d);
+  auto src = Pattern(n, 5);
+  *server_->Memory(base) = src;
+  const size_t mark = server_->LogSize();
+  std::vector<std::byte> back(n);
+  ASSERT_EQ(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, src);
+  if (kShm) {
+    EXPECT_TRUE(server_->SlotsFree());
+    // The pieces cover the source once, in order, each inside one staging slot.
+    const uint64_t slots_at = arena::StagingSlotOffset(0, kSlots, kSlotBytes, 0);
+    uint64_t at = base;
+    size_t waited = 0, posted = 0;
+    std::vector<Logged> log = server_->Log();
+    for (size_t i = mark; i < log.size(); ++i) {
+      const auto id = static_cast<CallId>(log[i].call);
+      if (id != CallId::kMemcpyDtoH && id != CallId::kMemcpyDtoHAsync) continue;
+      v1::MemcpyDtoHRequest req;
+      ASSERT_TRUE(req.ParseFromString(log[i].body));
+      EXPECT_EQ(req.src(), at);
+      EXPECT_TRUE(req.to_arena());
+      EXPECT_EQ(req.async(), id == CallId::kMemcpyDtoHAsync);
+      ASSERT_GE(req.dst_arena_offset(), slots_at);
+      EXPECT_LE((req.dst_arena_offset() - slots_at) % kSlotBytes + req.size(), kSlotBytes);
+      EXPECT_EQ((req.dst_arena_offset() - slots_at) % kSlotBytes, (req.src() - base) % kSlotBytes);
+      at += req.size();
+      ++(id == CallId::kMemcpyDtoH ? waited : posted);
+    }
+    EXPECT_EQ(at, base + n);
+    EXPECT_EQ(posted, 6u);
+    EXPECT_EQ(waited, 8u);
+    EXPECT_EQ(server_->Last<v1::MemcpyDtoHRequest>(CallId::kMemcpyDtoH).size(), 321u);
+  }
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+// A piece failing after the first batch: its error comes back from that batch's
+// wait; shm: the stream is synchronised before the slots the failed batch was
+// posted into go back, and every slot is free again.
+TEST_F(Wire, PageableDeviceToHostFailingMidwayFreesTheSlots) {
+  const size_t n = 3 * kSlotBytes;
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
+  const uint64_t base = reinterpret_cast<uintptr_t>(d);
+  server_->Memory(base)->resize(kSlotBytes);  // the server lost the rest: chunk 1 fails
+  const size_t syncs = server_->Count(CallId::kStreamSynchronize);
+  std::vector<std::byte> back(n);
+  EXPECT_EQ(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaErrorInvalidDevicePointer);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevicePointer);
+  if (kShm) {
+    EXPECT_TRUE(server_->SlotsFree());
+    EXPECT_EQ(server_->Count(CallId::kStreamSynchronize), syncs + 1);
+  }
+  auto src = Pattern(n, 6);
+  *server_->Memory(base) = src;
+  ASSERT_EQ(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, src);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+// Threads sharing the slots: a pipelined device-to-host copy waits for a slot
+// only while it holds none, so copies both ways from several threads all finish.
+TEST_F(Wire, PageableCopiesFromManyThreadsShareTheSlots) {
+  constexpr int kThreads = 4;
+  const size_t n = 4 * kSlotBytes + 77;
+  std::vector<void*> d(kThreads);
+  for (void*& p : d) ASSERT_EQ(cudaMalloc(&p, n), cudaSuccess);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<std::byte> back(n);
+      for (int round = 0; round < 6; ++round) {
+        auto src = Pattern(n, 10 * t + round);
+        if (cudaMemcpy(d[t], src.data(), n, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy(back.data(), d[t], n, cudaMemcpyDeviceToHost) != cudaSuccess || back != src)
+          ++failures;
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  if (kShm) {
+    EXPECT_TRUE(server_->SlotsFree());
+  }
+  for (void* p : d) ASSERT_EQ(cudaFree(p), cudaSuccess);
 }
 
 // shm: pinned memory lives in the arena heap; grpc: page-aligned malloc, inline bytes.

@@ -52,6 +52,41 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < n; ++i) ok = ok && back[i] == ((i >= 1000 && i < 6000) ? 0xAB : src[i]);
   expect(ok, "cudaMemset of a sub-range");
 
+  // Pageable copies of many staging chunks (shm: 4 MiB slots, several in flight; gRPC:
+  // 4 MiB frames) at an odd size and offset, and in stream order: a copy into pageable
+  // memory returns with the data, after the work queued before it on its stream (the
+  // legacy stream's: every blocking stream's).
+  {
+    const size_t big = (size_t{37} << 20) + 4099;
+    std::vector<unsigned char> up(big), down(big);
+    for (auto& x : up) x = static_cast<unsigned char>(rng.Next());
+    unsigned char* c;
+    CHECK(cudaMalloc(&c, big + 64));
+    CHECK(cudaMemcpy(c + 3, up.data(), big, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(down.data(), c + 3, big, cudaMemcpyDeviceToHost));
+    expect(down == up, "multi-chunk pageable round trip");
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    const size_t set_at = (size_t{9} << 20) + 5, set_n = size_t{11} << 20;
+    CHECK(cudaMemsetAsync(c + 3 + set_at, 0x5C, set_n, s));
+    CHECK(cudaMemcpyAsync(down.data(), c + 3, big, cudaMemcpyDeviceToHost, s));
+    ok = true;
+    for (size_t i = 0; i < big; ++i)
+      ok = ok && down[i] == (i >= set_at && i < set_at + set_n ? 0x5C : up[i]);
+    expect(ok, "multi-chunk pageable copy on a stream, after a memset on it");
+    const size_t tail_at = big - (size_t{5} << 20) - 1;
+    CHECK(cudaMemsetAsync(c + 3 + tail_at, 0xA7, big - tail_at, s));
+    CHECK(cudaMemcpy(down.data(), c + 3, big, cudaMemcpyDeviceToHost));
+    ok = true;
+    for (size_t i = 0; i < big; ++i)
+      ok = ok && down[i] == (i >= tail_at                        ? 0xA7
+                             : i >= set_at && i < set_at + set_n ? 0x5C
+                                                                 : up[i]);
+    expect(ok, "multi-chunk pageable copy on the legacy stream, after a blocking stream's memset");
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaFree(c));
+  }
+
   // Pinned memory from cudaMallocHost and cudaHostAlloc.
   unsigned char *pinned, *portable;
   CHECK(cudaMallocHost(&pinned, n));
