@@ -74,9 +74,10 @@ bool Session::ServeReady() {
       }
       ReportFault();
       if (closing_) break;
-      // The tenant's next call usually follows its reply at once: look for it
-      // a little before going to sleep.
-      spin_until = Clock::now() + kServeSpin;
+      // A local tenant's next call usually follows its reply at once: look
+      // for it a little before going to sleep. A remote one's takes a network
+      // round trip, and spinning would take the CPU gRPC's threads need.
+      if (channel_->arena()) spin_until = Clock::now() + kServeSpin;
       continue;
     }
     if (st.code() != err::kNotReady) {
