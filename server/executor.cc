@@ -152,11 +152,6 @@ Status Executor::Free(CUdeviceptr p) {
   return dev_.Check(dev_.drv().cuMemFreeAsync(p, s), "cuMemFreeAsync");
 }
 
-size_t Executor::pending_waits() const {
-  std::lock_guard lock(mu_);
-  return polls_->size();
-}
-
 uint64_t Executor::NowNs() const {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())

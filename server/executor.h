@@ -85,9 +85,6 @@ class Executor {
   // the owner's work on it is done. REQUIRES: a Use.
   Status Free(CUdeviceptr p);
 
-  // Waits queued in the executor (for tests and metrics). Thread-safe.
-  size_t pending_waits() const;
-
  private:
   friend class Tenant;
   struct Poll;
