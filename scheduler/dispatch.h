@@ -6,9 +6,16 @@
 // could issue now) or not; the executor tells the queue when that changes and
 // what finished work cost, and asks it who goes next.
 //
-//   auto q = MakeFifoQueue();
+//   std::unique_ptr<DispatchQueue> q = std::make_unique<FairQueue>();  // fair_queue.h
+//   q->Configure(7, share);      // optional: weight, cap, priority, project
 //   q->Ready(7, now);
 //   while (std::optional<TenantId> t = q->Next(now)) issue one item of *t ...
+//   ... on completion: q->Done(*t, measured_gpu_ns, now); then Next again.
+//   if nothing came out: retry on the next Done, or at q->NextEligibleAt(now).
+//
+// Every item Next or IssueNow hands out counts as in flight until the executor
+// reports it with Done: a queue that bounds work in flight (FairQueue) stalls a
+// tenant whose completions are never reported.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +25,33 @@
 #include <unordered_set>
 
 #include "scheduler/ledger.h"
+#include "scheduler/tenant.h"
 
 namespace remora::sched {
+
+// A group of tenants that shares the GPU as one, by its own share first.
+using ProjectId = uint64_t;
+inline constexpr ProjectId kNoProject = 0;
+
+// A tenant's compute share (Run:ai's gpu-compute / gpu-compute-limit).
+// Build it with ComputeShare() or assign the fields one by one.
+struct Share {
+  double request = 1;  // guaranteed share: a weight relative to its siblings, > 0
+  double limit = 0;    // cap as a fraction of the GPU's time in (0, 1]; 0: none
+  Priority priority = Priority::kNormal;
+  ProjectId project = kNoProject;  // kNoProject: the tenant stands alone
+};
+
+// A Share with every field given (GCC rejects partial designated initializers).
+inline Share ComputeShare(double request, double limit = 0, Priority priority = Priority::kNormal,
+                          ProjectId project = kNoProject) {
+  Share s;
+  s.request = request;
+  s.limit = limit;
+  s.priority = priority;
+  s.project = project;
+  return s;
+}
 
 class DispatchQueue {
  public:
@@ -37,6 +69,20 @@ class DispatchQueue {
   // True if `t`'s ready item may be issued at once, bypassing the queue (the
   // hot path: nothing else is waiting). It then counts as issued now.
   virtual bool IssueNow(TenantId t, uint64_t now_ns) = 0;
+
+  // Optional refinements; the defaults do nothing, so FifoQueue ignores them.
+
+  // Sets `t`'s compute share; a tenant never configured has ComputeShare(1).
+  // May be called at any time, also while `t` is ready or has work in flight.
+  // REQUIRES: share.request > 0, share.limit in [0, 1] (clamped).
+  virtual void Configure(TenantId, const Share&) {}
+  // Sets project `p`'s share (a weight among projects and lone tenants;
+  // default 1). REQUIRES: share > 0 (clamped).
+  virtual void ConfigureProject(ProjectId, double) {}
+  // When Next returned nullopt while tenants were ready: the earliest time at
+  // which one held back by its compute limit may go, or nullopt if none is (the
+  // rest wait for a Done). The executor arms a timer for it.
+  virtual std::optional<uint64_t> NextEligibleAt(uint64_t) const { return std::nullopt; }
 };
 
 // First come, first served: tenants in the order they became ready, no cap on

@@ -17,10 +17,9 @@
 #include <string>
 
 #include "proto/status.h"
+#include "scheduler/tenant.h"
 
 namespace remora::sched {
-
-using TenantId = uint64_t;
 
 struct Quota {
   uint64_t request = 0;  // guaranteed bytes

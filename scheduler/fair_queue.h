@@ -1,0 +1,185 @@
+// scheduler/fair_queue.h - FairQueue: GPU time shared by weight, capped, by priority.
+//
+// The DispatchQueue the server uses for multi-tenancy (Run:ai's model for
+// compute). Each tenant has a Share: a request (a weight), an optional limit (a
+// cap on its fraction of GPU time, even on an idle GPU), a priority class and
+// an optional project. Ordering, in decreasing precedence:
+//
+//  1. Priority classes are strict: a ready kHigh tenant goes before any kNormal
+//     one, kNormal before kLow. While a higher class has a tenant at all, the
+//     classes below it keep at most lower_in_flight_ns of predicted GPU time in
+//     flight (one item by default); while a higher class has work ready, they
+//     issue only when nothing of theirs is in flight. So a high-priority item
+//     waits behind at most one lower-priority item.
+//  2. Within a class, start-time fair queueing over measured GPU time, two
+//     levels: projects (and lone tenants) by project share, then a project's
+//     tenants by request. An item is charged its predicted cost (an EWMA of the
+//     tenant's Done costs) when handed out and corrected to the measured cost at
+//     Done. A tenant or project that was idle starts at the current virtual
+//     time: no credit is banked while idle. Unused share goes to the others.
+//  3. Bounds on work in flight: a tenant may have at most tenant_in_flight_ns of
+//     predicted time handed out and not yet Done (one item always may go), the
+//     device at most device_in_flight_ns. The fair order is decided only among
+//     tenants that contend at dispatch, so keep the device bound <= the tenant
+//     bound and small (a few ms): it is what makes the weights bite.
+//  4. Limits: a token bucket per capped tenant, refilled at limit x wall time,
+//     holding at most limit x limit_burst_ns; a tenant in debt is held back
+//     until NextEligibleAt.
+//
+// Cost: O(log n) per call in the number of tenants (ordered sets keyed by
+// virtual time), plus O(log n) per capped tenant whose hold-back expires.
+// Not thread-safe: the executor calls it under its own lock.
+//
+//   FairQueue q;                                  // or FairQueue(options)
+//   q.ConfigureProject(1, 0.5);
+//   q.Configure(7, ComputeShare(/*request=*/0.25, /*limit=*/0.5, Priority::kHigh, 1));
+//   q.Ready(7, now);
+//   if (auto t = q.Next(now)) { issue one item of *t; later q.Done(*t, gpu_ns, now); }
+//   else if (auto at = q.NextEligibleAt(now)) { wake at *at unless a Done comes first; }
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "scheduler/dispatch.h"
+
+namespace remora::sched {
+
+struct FairOptions {
+  uint64_t tenant_in_flight_ns = 2'000'000;  // per tenant; one item always may go
+  uint64_t device_in_flight_ns = 2'000'000;  // whole device; 0: unbounded
+  uint64_t lower_in_flight_ns = 0;           // classes below a present higher one; 0: one item
+  uint64_t limit_burst_ns = 20'000'000;      // a capped tenant may save limit x this
+  uint64_t initial_cost_ns = 50'000;         // predicted cost before any Done
+  uint64_t min_cost_ns = 1'000;              // predictions never go below this
+  double cost_ewma = 0.125;                  // weight of the newest Done in the prediction
+};
+
+class FairQueue final : public DispatchQueue {
+ public:
+  explicit FairQueue(FairOptions options = FairOptions());
+  ~FairQueue() override;
+  FairQueue(const FairQueue&) = delete;
+  FairQueue& operator=(const FairQueue&) = delete;
+
+  // The DispatchQueue contract (dispatch.h), plus: Next and IssueNow count the
+  // item as in flight at the tenant's predicted cost until its Done; Done with
+  // nothing in flight only trains the prediction; Done for an unknown tenant
+  // is ignored. Remove drops the tenant's in-flight work from the bounds at once.
+  void Ready(TenantId t, uint64_t now_ns) override;
+  std::optional<TenantId> Next(uint64_t now_ns) override;
+  void Done(TenantId t, uint64_t gpu_ns, uint64_t now_ns) override;
+  void Remove(TenantId t) override;
+  // True only when no other tenant is ready and `t` is within its limit, its
+  // in-flight bound, the device bound and the priority rules.
+  bool IssueNow(TenantId t, uint64_t now_ns) override;
+  void Configure(TenantId t, const Share& share) override;
+  void ConfigureProject(ProjectId p, double share) override;
+  std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;
+
+  // What the queue knows of a tenant, for tests, the simulator and `remora top`.
+  struct TenantView {
+    bool ready = false;      // between Ready and the Next that hands it out
+    bool held = false;       // ready but held back by its limit
+    uint32_t in_flight = 0;  // items handed out, not yet Done
+    uint64_t in_flight_ns = 0;
+    uint64_t predicted_ns = 0;  // the cost the next item will be charged
+    double budget_ns = 0;       // token bucket (capped tenants); < 0: in debt
+  };
+  // Returns nullopt for a tenant the queue does not know.
+  std::optional<TenantView> View(TenantId t) const;
+  uint64_t in_flight_ns() const { return in_flight_ns_; }
+  size_t tenants() const { return tenants_.size(); }
+
+ private:
+  struct Node;
+  struct Group;
+  struct Project;
+  struct Tenant;
+  // An entry of a group's ordered set: the node with the least tag goes next.
+  struct Key {
+    double tag;
+    uint64_t seq;  // FIFO among equal tags
+    Node* node;
+    bool operator<(const Key& o) const { return tag < o.tag || (tag == o.tag && seq < o.seq); }
+  };
+  // Where nodes compete: a class root (projects and lone tenants) or a project.
+  struct Group {
+    double vtime = 0;  // SFQ virtual time: the tag of the last node served here
+    std::set<Key> eligible;
+  };
+  struct Node {
+    double weight = 1;
+    double tag = 0;  // service received / weight, in the parent's virtual time
+    uint64_t seq = 0;
+    bool queued = false;  // in parent->eligible
+    Group* parent = nullptr;
+    Project* project = nullptr;  // set on a project's own node
+    Tenant* tenant = nullptr;    // set on a tenant's node
+  };
+  struct Project {
+    Node node;
+    Group group;
+    ProjectId id = kNoProject;
+    int cls = 0;
+    int members = 0;
+    int ready = 0;  // members that are ready (held back or not)
+  };
+  enum class State : uint8_t { kIdle, kEligible, kBlocked, kHeld };
+  struct Tenant {
+    Node node;
+    TenantId id = 0;
+    Share share;
+    Project* project = nullptr;
+    State state = State::kIdle;
+    bool trained = false;
+    uint32_t in_flight = 0;
+    uint64_t in_flight_ns = 0;
+    uint64_t predicted_ns = 0;
+    double tokens = 0;
+    uint64_t refilled_at = 0;
+    uint64_t held_until = 0;
+  };
+  struct Class {
+    Group root;
+    int present = 0;
+    int ready = 0;
+    uint32_t in_flight = 0;
+    uint64_t in_flight_ns = 0;
+  };
+
+  Tenant& Get(TenantId t);
+  void Attach(Tenant& tn);
+  void Detach(Tenant& tn);
+  void Enqueue(Node& n);
+  void Dequeue(Node& n);
+  void Retag(Node& n, double tag);
+  void Refill(Tenant& tn, uint64_t now);
+  void Place(Tenant& tn, uint64_t now);
+  void MakeIdle(Tenant& tn);
+  void Wake(Tenant& tn);
+  bool Allowed(const Tenant& tn) const;
+  bool WithinOwnBounds(Tenant& tn, uint64_t now);
+  void Dispatch(Tenant& tn, uint64_t now, bool leaves_ready);
+  void AddInFlight(Tenant& tn, int64_t n, int64_t ns);
+  double Burst(const Tenant& tn) const;
+
+  const FairOptions opt_;
+  std::unordered_map<TenantId, std::unique_ptr<Tenant>> tenants_;
+  std::map<std::pair<int, ProjectId>, std::unique_ptr<Project>> projects_;
+  std::unordered_map<ProjectId, double> project_shares_;
+  Class classes_[kPriorities];
+  std::set<std::pair<uint64_t, TenantId>> held_;  // (until, tenant), capped tenants in debt
+  uint64_t seq_ = 0;
+  uint64_t now_ = 0;  // the latest time seen, for Configure
+  int ready_ = 0;
+  uint32_t in_flight_ = 0;
+  uint64_t in_flight_ns_ = 0;
+};
+
+}  // namespace remora::sched

@@ -1,0 +1,235 @@
+// tests/scheduler/fair_queue_test.cc - FairQueue call by call: bounds, caps, classes.
+#include "scheduler/fair_queue.h"
+
+#include <gtest/gtest.h>
+
+namespace remora::sched {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+FairOptions Options(uint64_t tenant_bound, uint64_t device_bound) {
+  FairOptions o;
+  o.tenant_in_flight_ns = tenant_bound;
+  o.device_in_flight_ns = device_bound;
+  return o;
+}
+
+// Teaches the queue that `t`'s items cost `ns`, leaving nothing in flight.
+void Train(FairQueue& q, TenantId t, uint64_t ns, uint64_t now = 0) {
+  q.Ready(t, now);
+  ASSERT_EQ(q.Next(now), t);
+  q.Done(t, ns, now);
+}
+
+TEST(FairQueue, InFlightTimePerTenantIsBounded) {
+  FairQueue q(Options(2 * kMs, 0));
+  Train(q, 1, kMs);
+  q.Ready(1, 0);
+  EXPECT_EQ(q.Next(0), 1u);
+  q.Ready(1, 0);
+  EXPECT_EQ(q.Next(0), 1u);  // 2 ms in flight: at the bound
+  q.Ready(1, 0);
+  EXPECT_FALSE(q.Next(0).has_value());  // a third would pass it
+  EXPECT_EQ(q.View(1)->in_flight, 2u);
+  EXPECT_EQ(q.View(1)->in_flight_ns, 2 * kMs);
+  q.Done(1, kMs, 1 * kMs);
+  EXPECT_EQ(q.Next(kMs), 1u);
+
+  // An item longer than the bound may go, but only alone.
+  Train(q, 2, 5 * kMs);
+  q.Ready(2, kMs);
+  EXPECT_EQ(q.Next(kMs), 2u);
+  q.Ready(2, kMs);
+  EXPECT_FALSE(q.Next(kMs).has_value());
+  q.Done(2, 5 * kMs, 6 * kMs);
+  EXPECT_EQ(q.Next(6 * kMs), 2u);
+}
+
+TEST(FairQueue, InFlightTimeOnTheDeviceIsBounded) {
+  FairQueue q(Options(10 * kMs, 2 * kMs));
+  Train(q, 1, kMs);
+  Train(q, 2, kMs);
+  q.Ready(1, 0);
+  q.Ready(2, 0);
+  EXPECT_TRUE(q.Next(0).has_value());
+  EXPECT_TRUE(q.Next(0).has_value());
+  q.Ready(1, 0);
+  q.Ready(2, 0);
+  EXPECT_FALSE(q.Next(0).has_value());
+  EXPECT_EQ(q.in_flight_ns(), 2 * kMs);
+  // A removed tenant's work no longer counts.
+  q.Remove(1);
+  EXPECT_EQ(q.Next(0), 2u);
+  q.Done(1, kMs, 0);  // unknown by now: ignored
+  EXPECT_EQ(q.in_flight_ns(), 2 * kMs);
+}
+
+// Runs `n` dispatches with every item finishing at once, each costing `ns`;
+// returns how many went to tenant `t`. Every tenant handed out is ready again.
+int Dispatches(FairQueue& q, int n, TenantId t, uint64_t ns, uint64_t* now) {
+  int got = 0;
+  for (int i = 0; i < n; ++i) {
+    std::optional<TenantId> next = q.Next(*now);
+    if (!next) return got;
+    got += *next == t;
+    *now += ns;
+    q.Done(*next, ns, *now);
+    q.Ready(*next, *now);
+  }
+  return got;
+}
+
+TEST(FairQueue, SharesDispatchesByRequest) {
+  FairQueue q(Options(kMs, 0));
+  q.Configure(1, ComputeShare(1));
+  q.Configure(2, ComputeShare(3));
+  uint64_t now = 0;
+  q.Ready(1, now);
+  q.Ready(2, now);
+  EXPECT_NEAR(Dispatches(q, 400, 2, 100'000, &now), 300, 2);
+}
+
+TEST(FairQueue, NoCreditIsBankedWhileIdle) {
+  FairQueue q(Options(kMs, 0));
+  uint64_t now = 0;
+  q.Ready(1, now);
+  EXPECT_EQ(Dispatches(q, 100, 1, kMs, &now), 100);  // tenant 2 idle all along
+  q.Ready(2, now);
+  // Tenant 2 starts level with tenant 1, not 100 ms behind it.
+  const int got = Dispatches(q, 20, 2, kMs, &now);
+  EXPECT_GE(got, 9);
+  EXPECT_LE(got, 11);
+}
+
+TEST(FairQueue, ChargesMeasuredTimeNotLaunches) {
+  FairQueue q(Options(kMs, 0));
+  uint64_t now = 0;
+  q.Ready(1, now);
+  q.Ready(2, now);
+  uint64_t used[3] = {0, 0, 0};
+  for (int i = 0; i < 2000; ++i) {
+    TenantId t = *q.Next(now);
+    const uint64_t ns = t == 1 ? 10'000 : 90'000;  // tenant 2's kernels are 9x longer
+    used[t] += ns;
+    now += ns;
+    q.Done(t, ns, now);
+    q.Ready(t, now);
+  }
+  EXPECT_NEAR(static_cast<double>(used[1]) / static_cast<double>(used[2]), 1.0, 0.02);
+}
+
+TEST(FairQueue, LimitHoldsATenantBackEvenOnAnIdleGpu) {
+  FairOptions o = Options(kMs, 0);
+  o.limit_burst_ns = 4 * kMs;  // a quarter may save 1 ms
+  FairQueue q(o);
+  q.Configure(1, ComputeShare(1, 0.25));
+  uint64_t now = 0, busy = 0;
+  while (now < 1000 * kMs) {
+    q.Ready(1, now);
+    if (std::optional<TenantId> t = q.Next(now)) {
+      now += kMs;  // runs alone: the device is otherwise idle
+      busy += kMs;
+      q.Done(*t, kMs, now);
+      continue;
+    }
+    std::optional<uint64_t> at = q.NextEligibleAt(now);
+    ASSERT_TRUE(at.has_value());
+    ASSERT_GT(*at, now);
+    EXPECT_TRUE(q.View(1)->held);
+    EXPECT_FALSE(q.Next(*at - 1).has_value());
+    now = *at;
+  }
+  EXPECT_LE(busy, 250 * kMs + 2 * kMs);
+  EXPECT_GE(busy, 245 * kMs);
+}
+
+TEST(FairQueue, LowerClassesKeepOneItemInFlightBesideAHigherOne) {
+  FairQueue q(Options(10 * kMs, 0));
+  q.Configure(1, ComputeShare(1, 0, Priority::kHigh));  // present, idle
+  q.Configure(2, ComputeShare(1, 0, Priority::kLow));
+  q.Configure(3, ComputeShare(1, 0, Priority::kNormal));
+  Train(q, 2, kMs);
+  q.Ready(2, 0);
+  EXPECT_EQ(q.Next(0), 2u);
+  q.Ready(2, 0);
+  EXPECT_FALSE(q.Next(0).has_value());  // one low item already in flight
+  q.Ready(1, 0);
+  EXPECT_EQ(q.Next(0), 1u);  // high goes at once, behind that one item only
+  q.Done(2, kMs, kMs);
+  q.Ready(3, kMs);
+  EXPECT_EQ(q.Next(kMs), 3u);  // normal before low
+  EXPECT_FALSE(q.Next(kMs).has_value());
+  q.Done(3, kMs, 2 * kMs);
+  EXPECT_EQ(q.Next(2 * kMs), 2u);
+
+  // Without a higher class present, a class keeps work in flight as usual.
+  FairQueue alone(Options(10 * kMs, 0));
+  alone.Configure(2, ComputeShare(1, 0, Priority::kLow));
+  Train(alone, 2, kMs);
+  for (int i = 0; i < 5; ++i) {
+    alone.Ready(2, 0);
+    EXPECT_EQ(alone.Next(0), 2u);
+  }
+}
+
+TEST(FairQueue, HigherClassReadyStopsLowerIssue) {
+  FairOptions o = Options(kMs, 0);
+  o.lower_in_flight_ns = 5 * kMs;  // lower work may keep 5 ms in flight...
+  FairQueue q(o);
+  q.Configure(1, ComputeShare(1, 0, Priority::kHigh));
+  q.Configure(2, ComputeShare(1, 0, Priority::kNormal));
+  Train(q, 1, 2 * kMs);
+  Train(q, 2, 100'000);
+  q.Ready(2, 0);
+  EXPECT_EQ(q.Next(0), 2u);
+  q.Ready(2, 0);
+  EXPECT_EQ(q.Next(0), 2u);
+  q.Ready(1, 0);
+  EXPECT_EQ(q.Next(0), 1u);
+  q.Ready(1, 0);  // ...but not while high work is ready (held by its own bound)
+  q.Ready(2, 0);
+  EXPECT_FALSE(q.Next(0).has_value());
+  q.Done(2, 100'000, 0);
+  q.Done(2, 100'000, 0);
+  EXPECT_EQ(q.Next(0), 2u);  // nothing lower in flight: one may go
+}
+
+TEST(FairQueue, IssueNowOnlyWhenNobodyElseWaits) {
+  FairQueue q(Options(2 * kMs, 0));
+  Train(q, 1, kMs);
+  EXPECT_TRUE(q.IssueNow(1, 0));
+  EXPECT_EQ(q.View(1)->in_flight, 1u);
+  EXPECT_TRUE(q.IssueNow(1, 0));
+  EXPECT_FALSE(q.IssueNow(1, 0));  // past its in-flight bound
+  q.Ready(2, 0);
+  q.Done(1, kMs, kMs);
+  EXPECT_FALSE(q.IssueNow(1, kMs));  // tenant 2 waits
+  EXPECT_EQ(q.Next(kMs), 2u);
+  EXPECT_TRUE(q.IssueNow(1, kMs));
+
+  FairQueue capped(Options(2 * kMs, 0));
+  capped.Configure(3, ComputeShare(1, 0.1));
+  uint64_t now = 0;
+  int issued = 0;
+  for (; issued < 100 && capped.IssueNow(3, now); ++issued) capped.Done(3, kMs, now += kMs);
+  EXPECT_LT(issued, 100);  // stops when its budget runs out
+}
+
+TEST(FairQueue, ConfigureMovesAReadyTenant) {
+  FairQueue q(Options(kMs, 0));
+  q.Ready(1, 0);
+  q.Ready(2, 0);
+  q.Configure(2, ComputeShare(1, 0, Priority::kHigh));
+  EXPECT_EQ(q.Next(0), 2u);
+  EXPECT_EQ(q.Next(0), 1u);
+  EXPECT_FALSE(q.Next(0).has_value());
+  EXPECT_EQ(q.tenants(), 2u);
+  q.Remove(1);
+  q.Remove(2);
+  EXPECT_EQ(q.tenants(), 0u);
+  EXPECT_EQ(q.in_flight_ns(), 0u);
+}
+
+}  // namespace
+}  // namespace remora::sched
