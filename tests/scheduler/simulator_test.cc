@@ -1,0 +1,147 @@
+// tests/scheduler/simulator_test.cc - the fair queue at scale, in simulated time.
+#include "scheduler/simulator.h"
+
+#include <gtest/gtest.h>
+
+namespace remora::sched {
+namespace {
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kS = 1'000'000'000;
+constexpr uint32_t kDeep = 64;  // items a closed-loop tenant keeps submitted
+
+SimConfig Config(uint64_t seconds) {
+  SimConfig c;
+  c.duration_ns = seconds * kS;
+  c.warmup_ns = c.duration_ns / 20;
+  return c;
+}
+
+TEST(ExpectedShares, WaterFillsByPriorityProjectAndCap) {
+  SimConfig c = Config(1);
+  c.projects = {{7, 3.0}};
+  c.tenants.push_back(
+      SimTenant::Open(1, ComputeShare(1, 0, Priority::kHigh), Cost::Constant(kMs), 100));
+  c.tenants.push_back(SimTenant::Closed(2, ComputeShare(1, 0.1), Cost::Constant(kMs)));
+  c.tenants.push_back(
+      SimTenant::Closed(3, ComputeShare(1, 0, Priority::kNormal, 7), Cost::Constant(kMs)));
+  c.tenants.push_back(SimTenant::Closed(4, ComputeShare(2), Cost::Constant(kMs)));
+  c.tenants.push_back(
+      SimTenant::Closed(5, ComputeShare(1, 0, Priority::kLow), Cost::Constant(kMs)));
+  std::vector<double> e = ExpectedShares(c);
+  // High takes its demand (10%); tenant 2 is capped at 10%; project 7 (weight
+  // 3) and tenant 4 (weight 2) split the remaining 80% 3:2; low gets nothing.
+  EXPECT_NEAR(e[0], 0.10, 1e-9);
+  EXPECT_NEAR(e[1], 0.10, 1e-9);
+  EXPECT_NEAR(e[2], 0.48, 1e-9);
+  EXPECT_NEAR(e[3], 0.32, 1e-9);
+  EXPECT_NEAR(e[4], 0.0, 1e-9);
+  EXPECT_NEAR(JainIndex({1, 1, 1}), 1.0, 1e-12);
+  EXPECT_NEAR(JainIndex({1, 0}), 0.5, 1e-12);
+}
+
+TEST(Simulator, TwoTenantsShareByRequest) {
+  SimConfig c = Config(4);
+  c.tenants.push_back(SimTenant::Closed(1, ComputeShare(1), Cost::Constant(100 * kUs), kDeep));
+  c.tenants.push_back(SimTenant::Closed(2, ComputeShare(3), Cost::Constant(100 * kUs), kDeep));
+  SimResult r = Simulate(c);
+  EXPECT_NEAR(r.tenants[0].share, 0.25, 0.005);
+  EXPECT_NEAR(r.tenants[1].share, 0.75, 0.005);
+  EXPECT_GT(r.utilization, 0.999);
+  // The FIFO baseline ignores requests: the check above can fail.
+  c.fifo = true;
+  EXPECT_GT(Simulate(c).max_rel_error, 0.5);
+}
+
+TEST(Simulator, ThreeTenantsWithDifferentKernelsShareByRequest) {
+  SimConfig c = Config(10);
+  c.tenants.push_back(SimTenant::Closed(1, ComputeShare(1), Cost::Constant(20 * kUs), kDeep));
+  c.tenants.push_back(SimTenant::Closed(2, ComputeShare(2), Cost::Exponential(300 * kUs), kDeep));
+  c.tenants.push_back(SimTenant::Closed(3, ComputeShare(3), Cost::Pareto(100 * kUs, 1.5), kDeep));
+  SimResult r = Simulate(c);
+  EXPECT_NEAR(r.tenants[0].share, 1.0 / 6, 0.01);
+  EXPECT_NEAR(r.tenants[1].share, 2.0 / 6, 0.01);
+  EXPECT_NEAR(r.tenants[2].share, 3.0 / 6, 0.01);
+  c.fifo = true;
+  EXPECT_GT(Simulate(c).max_rel_error, 0.2);
+}
+
+TEST(Simulator, TwoThousandTenantsShareByRequest) {
+  SimConfig c = Config(30);
+  const uint64_t costs[] = {50 * kUs, 100 * kUs, 200 * kUs};
+  for (int i = 0; i < 2000; ++i)
+    c.tenants.push_back(SimTenant::Closed(i + 1, ComputeShare(1 << (i % 3)),
+                                          Cost::Constant(costs[(i / 3) % 3]), kDeep));
+  SimResult r = Simulate(c);
+  EXPECT_GT(r.jain, 0.999);
+  EXPECT_LT(r.max_rel_error, 0.08);
+  EXPECT_GT(r.utilization, 0.999);
+}
+
+TEST(Simulator, ProjectsSplitFirstThenTenants) {
+  SimConfig c = Config(4);
+  c.projects = {{1, 1.0}, {2, 1.0}};
+  c.tenants.push_back(SimTenant::Closed(1, ComputeShare(1, 0, Priority::kNormal, 1),
+                                        Cost::Constant(100 * kUs), kDeep));
+  for (int i = 0; i < 10; ++i)
+    c.tenants.push_back(SimTenant::Closed(10 + i, ComputeShare(1, 0, Priority::kNormal, 2),
+                                          Cost::Exponential(100 * kUs), kDeep));
+  SimResult r = Simulate(c);
+  EXPECT_NEAR(r.tenants[0].share, 0.5, 0.01);
+  for (int i = 1; i <= 10; ++i) EXPECT_NEAR(r.tenants[i].share, 0.05, 0.005);
+}
+
+TEST(Simulator, AnIdleTenantsShareGoesToTheOthers) {
+  SimConfig c = Config(4);
+  // Tenant 2 asks for three quarters but uses a tenth of the GPU.
+  c.tenants.push_back(SimTenant::Closed(1, ComputeShare(1), Cost::Constant(100 * kUs), kDeep));
+  c.tenants.push_back(SimTenant::Open(2, ComputeShare(3), Cost::Constant(100 * kUs), 1000));
+  c.tenants.push_back(SimTenant::Closed(3, ComputeShare(1), Cost::Constant(200 * kUs), kDeep));
+  SimResult r = Simulate(c);
+  EXPECT_NEAR(r.tenants[1].share, 0.10, 0.01);
+  EXPECT_NEAR(r.tenants[0].share, 0.45, 0.01);
+  EXPECT_NEAR(r.tenants[2].share, 0.45, 0.01);
+  EXPECT_GT(r.utilization, 0.999);
+}
+
+TEST(Simulator, LimitsHoldOnAnIdleAndOnABusyGpu) {
+  SimConfig c = Config(4);
+  c.tenants.push_back(
+      SimTenant::Closed(1, ComputeShare(1, 0.25), Cost::Exponential(200 * kUs), kDeep));
+  SimResult r = Simulate(c);
+  EXPECT_LE(r.tenants[0].share, 0.25 * 1.01);
+  EXPECT_GE(r.tenants[0].share, 0.24);
+  EXPECT_LE(r.tenants[0].max_window_share, 0.25 * 1.1);
+  EXPECT_EQ(r.cap_violations, 0u);
+
+  // Busy: a capped tenant with the larger request still stops at its cap.
+  c.tenants.push_back(SimTenant::Closed(2, ComputeShare(1), Cost::Constant(100 * kUs), kDeep));
+  c.tenants[0].share.request = 9;
+  r = Simulate(c);
+  EXPECT_NEAR(r.tenants[0].share, 0.25, 0.005);
+  EXPECT_NEAR(r.tenants[1].share, 0.75, 0.005);
+  EXPECT_EQ(r.cap_violations, 0u);
+}
+
+TEST(Simulator, HighPriorityWaitsBehindAtMostOneLowerItem) {
+  SimConfig c = Config(4);
+  c.tenants.push_back(
+      SimTenant::Open(1, ComputeShare(1, 0, Priority::kHigh), Cost::Constant(50 * kUs), 2000));
+  for (int i = 0; i < 50; ++i)
+    c.tenants.push_back(
+        SimTenant::Closed(10 + i, ComputeShare(1, 0, i % 2 ? Priority::kLow : Priority::kNormal),
+                          Cost::Exponential(300 * kUs), kDeep));
+  SimResult r = Simulate(c);
+  const ClassLatency& high = r.latency[0];
+  EXPECT_GT(high.items, 5000u);
+  EXPECT_LE(high.max_lower_ahead, 1u);
+  EXPECT_LT(high.p50_ns, 400 * kUs);
+  EXPECT_NEAR(r.tenants[0].share, 0.1, 0.01);
+  EXPECT_GT(r.utilization, 0.999);
+  c.fifo = true;
+  EXPECT_GT(Simulate(c).latency[0].max_lower_ahead, 10u);
+}
+
+}  // namespace
+}  // namespace remora::sched
