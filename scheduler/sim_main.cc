@@ -3,10 +3,14 @@
 //   remora-sched-sim --scenario=weighted --tenants=2000 --seconds=20
 //   remora-sched-sim --scenario=priority --fifo      # the baseline, for contrast
 //
-// Scenarios: weighted (requests 1, 2 or 4; mixed kernel lengths), projects
-// (two projects 50/50, 1 tenant vs the rest), limits (every fourth tenant
-// capped at 1/(2n)... 0.2), priority (one high open-loop tenant among
-// backlogged low ones), pareto (heavy-tailed kernels, equal requests).
+// Scenarios, every tenant backlogged unless said otherwise:
+//   weighted  requests 1, 2 or 4; constant kernels of 50, 100 or 200 us
+//   mixed     requests 1, 2 or 3; 20 us constant, 300 us exponential, Pareto 1.5
+//   pareto    equal requests; Pareto(1.5) kernels, mean 100 us
+//   projects  two projects 50/50: tenant 1 alone in one, the rest in the other
+//   limits    every fourth tenant capped at min(0.2, 0.5 / n)
+//   priority  one high tenant, open loop (1000/s, 50 us), among normal and low
+//             tenants with 300 us exponential kernels
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,11 +73,16 @@ SimConfig Build(const Flags& f, bool* ok) {
   *ok = true;
   const int n = f.tenants;
   if (f.scenario == "weighted") {
-    const Cost costs[] = {Cost::Constant(50'000), Cost::Exponential(200'000),
-                          Cost::Constant(400'000)};
+    const Cost costs[] = {Cost::Constant(50'000), Cost::Constant(100'000), Cost::Constant(200'000)};
     for (int i = 0; i < n; ++i)
       cfg.tenants.push_back(
           SimTenant::Closed(i + 1, ComputeShare(1 << (i % 3)), costs[(i / 3) % 3], kDeep));
+  } else if (f.scenario == "mixed") {
+    const Cost costs[] = {Cost::Constant(20'000), Cost::Exponential(300'000),
+                          Cost::Pareto(100'000, 1.5)};
+    for (int i = 0; i < n; ++i)
+      cfg.tenants.push_back(
+          SimTenant::Closed(i + 1, ComputeShare(1 + i % 3), costs[(i / 3) % 3], kDeep));
   } else if (f.scenario == "pareto") {
     for (int i = 0; i < n; ++i)
       cfg.tenants.push_back(
@@ -111,7 +120,7 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, &f)) {
     std::fprintf(
         stderr,
-        "usage: remora-sched-sim [--scenario=weighted|pareto|projects|limits|priority]\n"
+        "usage: remora-sched-sim [--scenario=weighted|mixed|pareto|projects|limits|priority]\n"
         "         [--tenants=N] [--seconds=S] [--width=K] [--seed=N] [--rows=N] [--fifo]\n");
     return 2;
   }
