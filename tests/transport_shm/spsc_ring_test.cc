@@ -286,7 +286,7 @@ TEST_F(CorruptRecord, PaddingNotReachingTheEnd) {
   ASSERT_TRUE(Must(prod.TryWrite(1, Bytes(8))));
   Bytes out;
   ASSERT_EQ(Must(cons.TryRead({}, out)), 1u);
-  PutHeader(g.data() + 16, 64, SpscRing::kPaddingType);
+  PutHeader(g.data() + SpscRing::kAlignment, 64, SpscRing::kPaddingType);  // the next record
   ExpectCorrupt();
 }
 TEST_F(CorruptRecord, RecordRunningPastTheEnd) {

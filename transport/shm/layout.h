@@ -17,7 +17,8 @@ namespace remora::transport::shm {
 inline constexpr uint64_t kShmMagic = 0x4853'4152'4F4D'4552ull;  // "REMORASH" little-endian
 // 3: a ring's data_waiter may hold kWaiterArmed (wait.h), and the producer that takes it
 // must ring the doorbell; a version-2 peer would take it silently (a lost wake-up).
-inline constexpr uint32_t kLayoutVersion = 3;
+// 4: ring records start on cache lines (spsc_ring.h); a version-3 peer reads them at 8.
+inline constexpr uint32_t kLayoutVersion = 4;
 inline constexpr uint64_t kPageSize = 4096;
 
 // Sent once by the server, as the data of the SCM_RIGHTS message carrying the memfd.
