@@ -166,11 +166,12 @@ const std::string& Connection::LastFailureMessage() {
   return FailureMessage();
 }
 
-cudaError_t Connection::Send(CallId id, uint64_t seq, std::span<const std::byte> body) {
+cudaError_t Connection::Send(CallId id, uint32_t flags, uint64_t seq,
+                             std::span<const std::byte> body) {
   Status s;
   {
     std::lock_guard lock(send_mu_);
-    s = ch_->Send({.call = static_cast<uint32_t>(id), .seq = seq}, body);
+    s = ch_->Send({.call = static_cast<uint32_t>(id), .flags = flags, .seq = seq}, body);
   }
   if (s.ok()) [[likely]]
     return cudaSuccess;
@@ -178,16 +179,16 @@ cudaError_t Connection::Send(CallId id, uint64_t seq, std::span<const std::byte>
   return Lost(s);
 }
 
-cudaError_t Connection::PostBytes(CallId id, std::span<const std::byte> body) {
+cudaError_t Connection::PostBytes(CallId id, uint32_t flags, std::span<const std::byte> body) {
   if (cudaError_t e = Ensure()) [[unlikely]]
     return e;
   if (cudaError_t e = StickyError()) [[unlikely]]
     return e;
-  return Send(id, next_seq_.fetch_add(1, std::memory_order_relaxed), body);
+  return Send(id, flags, next_seq_.fetch_add(1, std::memory_order_relaxed), body);
 }
 
-cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, std::string* result,
-                                  bool* have_result) {
+cudaError_t Connection::CallBytes(CallId id, uint32_t flags, std::span<const std::byte> body,
+                                  std::string* result, bool* have_result) {
   *have_result = false;
   FailureMessage().clear();
   if (cudaError_t e = Ensure()) [[unlikely]]
@@ -195,34 +196,44 @@ cudaError_t Connection::CallBytes(CallId id, std::span<const std::byte> body, st
   if (cudaError_t e = StickyError()) [[unlikely]]
     return e;
   uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
-  if (cudaError_t e = Send(id, seq, body)) [[unlikely]]
+  if (cudaError_t e = Send(id, flags, seq, body)) [[unlikely]]
     return e;
   thread_local Frame frame;
   if (cudaError_t e = WaitReply(seq, frame)) [[unlikely]]
     return e;
-  v1::Reply reply;
-  if (!reply.ParseFromArray(frame.body.data(), static_cast<int>(frame.body.size()))) [[unlikely]]
-    return Lost(Error(err::kUnknown, "malformed reply"));
+  // A fixed-layout request is answered in fixed layout; anything else with a Reply.
+  fixed::ReplyView reply;
+  v1::Reply parsed;
+  if (frame.header.flags & fixed::kFixedLayout) {
+    if (!fixed::ParseReply(frame.body, reply)) [[unlikely]]
+      return Lost(Error(err::kUnknown, "malformed reply"));
+  } else {
+    if (!parsed.ParseFromArray(frame.body.data(), static_cast<int>(frame.body.size())))
+      return Lost(Error(err::kUnknown, "malformed reply"));
+    reply = {parsed.code(), parsed.deferred_code(),
+             parsed.deferred_code() != 0 ? parsed.deferred_message() : parsed.message(),
+             parsed.device_output(), parsed.result()};
+  }
 
-  if (!reply.device_output().empty()) {
+  if (!reply.output.empty()) {
     std::fflush(stdout);
-    std::fwrite(reply.device_output().data(), 1, reply.device_output().size(), stdout);
+    std::fwrite(reply.output.data(), 1, reply.output.size(), stdout);
     std::fflush(stdout);
   }
-  auto code = static_cast<cudaError_t>(reply.code());
-  FailureMessage() = reply.deferred_code() != 0 ? reply.deferred_message() : reply.message();
+  auto code = static_cast<cudaError_t>(reply.code);
+  if (!reply.message.empty()) FailureMessage().assign(reply.message);
   if (code == cudaSuccess && result) {
-    result->swap(*reply.mutable_result());
+    result->assign(reply.result);
     *have_result = true;
   }
   const auto returned =
-      reply.deferred_code() != 0 ? static_cast<cudaError_t>(reply.deferred_code()) : code;
+      reply.deferred_code != 0 ? static_cast<cudaError_t>(reply.deferred_code) : code;
   if (ErrorIsSticky(returned) && !sticky_printed_.exchange(true)) [[unlikely]] {
     // A device fault ends the program's GPU work: say once why, and whose.
     const char* name = CudaErrorName(returned);
     std::fprintf(stderr, "remora: %s (%s)\n", FailureMessage().c_str(), name ? name : "?");
   }
-  if (reply.deferred_code() != 0) return RecordError(returned);
+  if (reply.deferred_code != 0) return RecordError(returned);
   if (code != cudaSuccess && ErrorIsSticky(code)) RecordError(code);
   return code;
 }
@@ -354,7 +365,7 @@ void Connection::CallbackLoop() {
       v1::HostFuncDone done;
       done.set_id(run.id);
       std::string body = done.SerializeAsString();
-      (void)Send(CallId::kHostFuncDone, next_seq_.fetch_add(1, std::memory_order_relaxed),
+      (void)Send(CallId::kHostFuncDone, 0, next_seq_.fetch_add(1, std::memory_order_relaxed),
                  AsBytes(body));
       lock.lock();
       continue;
@@ -399,7 +410,7 @@ void Connection::Shutdown() {
       cb.join();
   }
   if (fail_.load(std::memory_order_acquire) == 0 && ch_)
-    (void)Send(CallId::kGoodbye, next_seq_.fetch_add(1, std::memory_order_relaxed), {});
+    (void)Send(CallId::kGoodbye, 0, next_seq_.fetch_add(1, std::memory_order_relaxed), {});
   int expected = 0;
   fail_.compare_exchange_strong(expected, cudaErrorCudartUnloading, std::memory_order_acq_rel);
 }

@@ -33,6 +33,7 @@
 #include "client_stub/env.h"
 #include "client_stub/trace.h"
 #include "proto/calls.h"
+#include "proto/fixed.h"
 #include "remora/v1/session.pb.h"
 #include "transport/channel.h"
 
@@ -60,10 +61,10 @@ class Connection {
   template <class Req, class Rep>
   cudaError_t Call(CallId id, const Req& req, Rep* rep) {
     std::string& buf = SendBuffer();
-    req.SerializeToString(&buf);
+    const uint32_t flags = Encode(req, buf);
     std::string result;
     bool have = false;
-    cudaError_t e = CallBytes(id, AsBytes(buf), rep ? &result : nullptr, &have);
+    cudaError_t e = CallBytes(id, flags, AsBytes(buf), rep ? &result : nullptr, &have);
     if (rep && have && !rep->ParseFromString(result)) e = cudaErrorUnknown;
     if (TraceEnabled()) [[unlikely]]
       TraceCall(id, req, e, rep && have ? rep : nullptr, LastFailureMessage());
@@ -79,16 +80,17 @@ class Connection {
   template <class Req>
   cudaError_t Post(CallId id, const Req& req) {
     std::string& buf = SendBuffer();
-    req.SerializeToString(&buf);
-    cudaError_t e = PostBytes(id, AsBytes(buf));
+    const uint32_t flags = Encode(req, buf);
+    cudaError_t e = PostBytes(id, flags, AsBytes(buf));
     if (TraceEnabled()) [[unlikely]]
       TracePost(id, req, e);
     return e;
   }
 
-  cudaError_t CallBytes(CallId id, std::span<const std::byte> body, std::string* result,
-                        bool* have_result);
-  cudaError_t PostBytes(CallId id, std::span<const std::byte> body);
+  // `flags` is the frame's: fixed::kFixedLayout for a fixed-layout body.
+  cudaError_t CallBytes(CallId id, uint32_t flags, std::span<const std::byte> body,
+                        std::string* result, bool* have_result);
+  cudaError_t PostBytes(CallId id, uint32_t flags, std::span<const std::byte> body);
   // The server's message for the calling thread's last failed SYNC call (its
   // own failure or a deferred one), "" after a success.
   static const std::string& LastFailureMessage();
@@ -125,12 +127,24 @@ class Connection {
     return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
   }
   static std::string& SendBuffer();
+  // Writes `req` into `buf` in its fixed layout if it has one (proto/fixed.h),
+  // else as protobuf; returns the frame flags that say which.
+  template <class Req>
+  static uint32_t Encode(const Req& req, std::string& buf) {
+    if constexpr (fixed::kHasLayout<Req>) {
+      fixed::Encode(req, buf);
+      return fixed::kFixedLayout;
+    } else {
+      req.SerializeToString(&buf);
+      return 0;
+    }
+  }
 
   void Connect();
   Result<std::unique_ptr<transport::Channel>> Dial(const Settings& s);
   void Fail(cudaError_t code, const std::string& why);
   cudaError_t Lost(const Status& s);
-  cudaError_t Send(CallId id, uint64_t seq, std::span<const std::byte> body);
+  cudaError_t Send(CallId id, uint32_t flags, uint64_t seq, std::span<const std::byte> body);
   cudaError_t WaitReply(uint64_t seq, transport::Frame& out);
   bool TryClaimReceiver();
   void ReleaseReceiver();

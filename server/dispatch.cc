@@ -7,6 +7,8 @@
 // a refusal here rather than a missing entry.
 #include <array>
 
+#include "proto/fixed.h"
+
 #include "server/session.h"
 
 namespace remora::server {
@@ -18,13 +20,27 @@ struct Entry {
   Handler fn = nullptr;
 };
 
+// Decodes the request in whichever form the frame says (protobuf, or the fixed
+// layout for the messages that have one: proto/fixed.h).
+template <typename Req>
+bool Decode(const transport::Frame& f, Req& req) {
+  if (f.header.flags & fixed::kFixedLayout) {
+    if constexpr (fixed::kHasLayout<Req>)
+      return fixed::Decode(f.body, req);
+    else
+      return false;
+  }
+  return req.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()));
+}
+
 template <typename Req, typename Rep, Status (Session::*M)(const Req&, Rep&), CallClass C>
 void Handle(Session& s, const transport::Frame& f) {
-  Req req;
+  // One request per type and thread, so its strings (launch parameters, inline
+  // bytes) keep their capacity from call to call.
+  thread_local Req req;
   Rep rep;
-  Status st = req.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))
-                  ? (s.*M)(req, rep)
-                  : Error(err::kInvalidValue, "malformed request body");
+  Status st =
+      Decode(f, req) ? (s.*M)(req, rep) : Error(err::kInvalidValue, "malformed request body");
   s.Finish(f.header, C, std::move(st), rep);
 }
 

@@ -325,6 +325,7 @@ Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item) {
   }
   item.index = ++st.submitted;
   st.queue.push_back(std::move(item));
+  queued_.fetch_add(1, std::memory_order_relaxed);
   // The hot path: the item can go now and the scheduler has nobody waiting.
   if (st.queue.size() == 1 && HeadReadyLocked(st) && ex_.order_->IssueNow(id_, ex_.NowNs())) {
     IssueLocked(st, st.queue.front());
@@ -434,6 +435,7 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
   if (!s.ok() && hooks_.on_error) hooks_.on_error(s);
   st.issued = item.index;
   st.queue.pop_front();
+  queued_.fetch_sub(1, std::memory_order_release);  // after the driver has it: see AllIssued
 }
 
 void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then) {
@@ -488,6 +490,7 @@ void Executor::Tenant::HostFuncDone(uint64_t id) {
     st->held = false;
     st->issued = st->queue.front().index;
     st->queue.pop_front();
+    queued_.fetch_sub(1, std::memory_order_release);
     MarkReadyLocked();
     ex_.PumpLocked();
     return;
@@ -523,7 +526,7 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
       }
       run(first);
     };
-    for (uint64_t id : ids) WhenDone(id, part, how == Wait::kBlock ? Wait::kSpin : how);
+    for (uint64_t id : ids) WhenDone(id, part, how);
     part(OkStatus());
     return;
   }
@@ -539,12 +542,6 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     Item item = Item::Of(Item::Kind::kWait);
     item.done = std::move(done);
     (void)EnqueueLocked(*stream, std::move(item));
-    return;
-  }
-  if (how == Wait::kBlock) {
-    CUstream s = st.s;
-    lock.unlock();
-    done(ex_.dev_.Check(ex_.dev_.drv().cuStreamSynchronize(s), "cuStreamSynchronize"));
     return;
   }
   // Everything is issued: mark the spot and spin briefly here before the
@@ -632,6 +629,7 @@ void Executor::Tenant::DropLocked(Stream& st, const Status& why) {
     if (item.kind == Item::Kind::kWait) fail(item.done);
     for (Completion& w : item.waiters) fail(w);
   }
+  queued_.fetch_sub(st.queue.size(), std::memory_order_release);
   st.queue.clear();
   st.held = false;
   st.issued = st.submitted;

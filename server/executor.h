@@ -24,6 +24,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -54,8 +55,6 @@ class Executor {
   enum class Wait {
     kAsync,  // hand it to the executor's thread at once
     kSpin,   // poll briefly first (a caller about to reply)
-    kBlock,  // block in the driver if all is issued: the caller knows the
-             // stream holds only a short item (a small copy on an idle stream)
   };
 
   // What the executor tells a tenant's session.
@@ -149,6 +148,11 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   void WhenEventDone(CUevent e, Completion done);
   // kNotReady while work submitted on `stream` is queued or running.
   Status Query(uint64_t stream);
+  // True if none of the tenant's work waits in its queues: everything it
+  // submitted is in the driver's hands, so querying or waiting for one of its
+  // CUstreams (or events) in the driver directly is exact. Lock-free: the hot
+  // path of cudaStreamQuery, cudaEventQuery and short copies. Thread-safe.
+  bool AllIssued() const { return queued_.load(std::memory_order_acquire) == 0; }
   Status QueryEvent(CUevent e);
   // An event is being destroyed: forget it (its queued records still run).
   void ForgetEvent(CUevent e);
@@ -194,6 +198,9 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   std::unordered_map<CUevent, EventState> events_;
   size_t next_stream_hint_ = 0;
   bool closed_ = false;
+  // Items in all queues (held host functions included); written under ex_.mu_,
+  // decremented only once an item reached the driver.
+  std::atomic<size_t> queued_{0};
 };
 
 }  // namespace remora::server

@@ -11,6 +11,7 @@
 
 #include "fatbin/fatbin.h"
 #include "proto/arena.h"
+#include "proto/fixed.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
 #include "transport/fragment.h"
@@ -61,6 +62,7 @@ bool Session::ServeReady() {
   channel_->Disarm();
   Frame& f = frame_;
   Clock::time_point spin_until{};
+  uint32_t spins = 0;
   for (;;) {
     Status st = channel_->Receive(f, Deadline::Passed());
     if (st.ok()) {
@@ -85,7 +87,8 @@ bool Session::ServeReady() {
           {{"event", "peer_gone"}, {"session", id_}, {"tenant", tenant_}, {"why", st.message()}});
       break;
     }
-    if (Clock::now() < spin_until) {
+    // Read the clock now and then only: on a VM it costs more than a look at the ring.
+    if (spin_until != Clock::time_point{} && ((++spins & 31) != 0 || Clock::now() < spin_until)) {
       CpuRelax();
       continue;
     }
@@ -149,6 +152,7 @@ void Session::LoseState() {
     std::lock_guard lock(err_mu_);
     deferred_ = OkStatus();
     sticky_ = lost;
+    has_errors_.store(true, std::memory_order_release);
   }
   fault_reported_ = true;
   Log(Level::kWarn, "session",
@@ -173,9 +177,11 @@ void Session::RecordError(const Status& st) {
   std::lock_guard lock(err_mu_);
   if (deferred_.ok()) deferred_ = st;
   if (ErrorIsSticky(st.code()) && sticky_.ok()) sticky_ = st;
+  has_errors_.store(true, std::memory_order_release);
 }
 
 Status Session::sticky() const {
+  if (!has_errors_.load(std::memory_order_acquire)) return OkStatus();
   std::lock_guard lock(err_mu_);
   return sticky_;
 }
@@ -327,71 +333,105 @@ void Session::Serve() {
 void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
                      const google::protobuf::Message& result) {
   if (st.code() == kReplyLater) return;
-  const CallInfo* info = FindCall(h.call);
-  const char* name = info ? info->name.data() : "unknown";
-  if (IsDeviceFault(st.code()) && sticky().ok() && env_.fault_culprit) {
-    // Say whose kernel broke the context, as the first word of what every
-    // tenant learns of it.
-    const std::string who = env_.fault_culprit();
-    if (!who.empty())
-      st = Error(st.code(), st.message() + " (device fault caused by " +
-                                (who == tenant_ ? "this tenant's own work" : who) +
-                                "; the GPU context is rebuilt, other tenants' work cannot go on)");
+  const bool replies = cls == CallClass::kSync || cls == CallClass::kSetup;
+  std::string why;  // what the tenant reads: "Name: reason"
+  if (!st.ok()) [[unlikely]] {
+    const CallInfo* info = FindCall(h.call);
+    const char* name = info ? info->name.data() : "unknown";
+    if (IsDeviceFault(st.code()) && sticky().ok() && env_.fault_culprit) {
+      // Say whose kernel broke the context, as the first word of what every
+      // tenant learns of it.
+      const std::string who = env_.fault_culprit();
+      if (!who.empty())
+        st =
+            Error(st.code(), st.message() + " (device fault caused by " +
+                                 (who == tenant_ ? "this tenant's own work" : who) +
+                                 "; the GPU context is rebuilt, other tenants' work cannot go on)");
+    }
+    if (st.code() != err::kNotReady)
+      Log(Level::kInfo, "call",
+          {{"tenant", tenant_}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
+    if (replies) why = std::string(name) + ": " + st.message();
   }
-  if (!st.ok() && st.code() != err::kNotReady)
-    Log(Level::kInfo, "call",
-        {{"tenant", tenant_}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
-  if (cls != CallClass::kSync && cls != CallClass::kSetup) {
+  if (!replies) {
     RecordError(st);
     return;
   }
+  const bool sticks = !st.ok() && st.code() != err::kNotReady && ErrorIsSticky(st.code());
   Status deferred;
-  {
+  if (sticks || has_errors_.load(std::memory_order_acquire)) [[unlikely]] {
     std::lock_guard lock(err_mu_);
-    if (!st.ok() && st.code() != err::kNotReady && ErrorIsSticky(st.code()) && sticky_.ok())
-      sticky_ = st;
+    if (sticks && sticky_.ok()) sticky_ = st;
     deferred = std::exchange(deferred_, OkStatus());
+    has_errors_.store(!sticky_.ok(), std::memory_order_release);
   }
   std::lock_guard lock(send_mu_);
+  std::string output;
+  if (has_output_.load(std::memory_order_acquire)) [[unlikely]] {
+    std::lock_guard out(out_mu_);
+    output.swap(device_output_);
+    has_output_.store(false, std::memory_order_relaxed);
+  }
+  const size_t n = st.ok() ? result.ByteSizeLong() : 0;
+  if (h.flags & fixed::kFixedLayout)
+    EncodeFixedReply(st.code(), why, deferred, output, result, n);
+  else if (!EncodeReply(st.code(), why, deferred, output, result, n))
+    return;
+  (void)channel_->Send({.call = h.call, .flags = h.flags & fixed::kFixedLayout, .seq = h.seq},
+                       std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
+}
+
+// Both replies carry the result last, serialized once straight into the frame.
+bool Session::EncodeReply(int32_t code, const std::string& why, const Status& deferred,
+                          std::string& output, const google::protobuf::Message& result, size_t n) {
   // One Reply per session, cleared per call, so its strings keep their capacity.
   v1::Reply& reply = reply_;
   reply.Clear();
-  reply.set_code(st.code());
-  if (!st.ok()) reply.set_message(std::string(name) + ": " + st.message());
+  reply.set_code(code);
+  if (!why.empty()) reply.set_message(why);
   if (!deferred.ok()) {
     reply.set_deferred_code(deferred.code());
     reply.set_deferred_message(deferred.message());
   }
-  {
-    std::lock_guard out(out_mu_);
-    if (!device_output_.empty()) {
-      reply.mutable_device_output()->swap(device_output_);
-      device_output_.clear();
-    }
+  if (!output.empty()) reply.mutable_device_output()->swap(output);
+  if (!reply.SerializeToString(&send_buf_)) return false;
+  if (n != 0) {
+    // Reply's last field (bytes result = 6), written by hand: tag, length, message.
+    uint8_t head[1 + 10];
+    uint8_t* end = google::protobuf::io::CodedOutputStream::WriteTagToArray(
+        google::protobuf::internal::WireFormatLite::MakeTag(
+            v1::Reply::kResultFieldNumber,
+            google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+        head);
+    end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(n),
+                                                                        end);
+    const size_t at = send_buf_.size();
+    send_buf_.resize(at + static_cast<size_t>(end - head) + n);
+    std::memcpy(send_buf_.data() + at, head, static_cast<size_t>(end - head));
+    result.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(send_buf_.data()) + at +
+                                           (end - head));
   }
-  if (!reply.SerializeToString(&send_buf_)) return;
-  if (st.ok()) {
-    // The result goes straight into the frame as Reply's last field (bytes
-    // result = 6): serialized once, never copied through a string of its own.
-    const size_t n = result.ByteSizeLong();
-    if (n != 0) {
-      uint8_t head[1 + 10];
-      uint8_t* end = google::protobuf::io::CodedOutputStream::WriteTagToArray(
-          google::protobuf::internal::WireFormatLite::MakeTag(
-              v1::Reply::kResultFieldNumber,
-              google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
-          head);
-      end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(n),
-                                                                          end);
-      const size_t at = send_buf_.size();
-      send_buf_.resize(at + static_cast<size_t>(end - head) + n);
-      std::memcpy(send_buf_.data() + at, head, static_cast<size_t>(end - head));
-      result.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(send_buf_.data()) + at +
-                                             (end - head));
-    }
-  }
-  (void)channel_->Send({.call = h.call, .flags = 0, .seq = h.seq},
-                       std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
+  return true;
+}
+
+void Session::EncodeFixedReply(int32_t code, const std::string& why, const Status& deferred,
+                               const std::string& output, const google::protobuf::Message& result,
+                               size_t n) {
+  const std::string& message = deferred.ok() ? why : deferred.message();
+  fixed::FixedReplyHead head;
+  head.code = code;
+  head.deferred_code = deferred.code();
+  head.message_bytes = static_cast<uint32_t>(message.size());
+  head.output_bytes = static_cast<uint32_t>(output.size());
+  send_buf_.resize(sizeof head + head.message_bytes + head.output_bytes + n);
+  char* p = send_buf_.data();
+  std::memcpy(p, &head, sizeof head);
+  p += sizeof head;
+  std::memcpy(p, message.data(), head.message_bytes);
+  p += head.message_bytes;
+  std::memcpy(p, output.data(), output.size());
+  p += output.size();
+  if (n != 0) result.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p));
 }
 
 Status Session::Send(const FrameHeader& h, const google::protobuf::Message& m) {
@@ -414,14 +454,27 @@ Status Session::ReplyWhenDone(std::optional<uint64_t> stream,
   return ReplyLater();
 }
 
-bool Session::ShortWait(uint64_t stream, uint64_t bytes) {
+std::optional<CUstream> Session::DirectStream(uint64_t stream, uint64_t bytes) {
   constexpr uint64_t kShortCopyBytes = 256 << 10;
-  return bytes <= kShortCopyBytes && work_->Query(stream).ok();
+  if (bytes > kShortCopyBytes || !work_->AllIssued()) return std::nullopt;
+  Result<CUstream> s = streams_.Get(stream);
+  if (!s.ok()) return std::nullopt;
+  auto idle = [&](CUstream c) { return drv().cuStreamQuery(c) == CUDA_SUCCESS; };
+  if (!idle(*s)) return std::nullopt;
+  // The legacy stream is ordered after every blocking stream, and they after it.
+  if (stream == 0) {
+    for (const auto& [id, other] : streams_)
+      if (!idle(other)) return std::nullopt;
+  } else if (Result<CUstream> legacy = streams_.Get(0); legacy.ok() && !idle(*legacy)) {
+    return std::nullopt;
+  }
+  return *s;
 }
 
 void Session::AppendDeviceOutput(std::string_view text) {
   std::lock_guard lock(out_mu_);
   device_output_.append(text);
+  has_output_.store(true, std::memory_order_release);
 }
 
 bool Session::OwnsStream(CUstream s) const {

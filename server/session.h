@@ -122,6 +122,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Status CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) const;
   Result<std::byte*> ArenaRange(uint64_t offset, uint64_t size) const;
   Result<const std::byte*> HostSource(const v1::HostBytes& src, uint64_t size) const;
+  // The checked source of a host-to-device copy (destination, source, stream).
+  Result<const std::byte*> HtoDSource(const v1::MemcpyHtoDRequest& req) const;
   void ReleaseStagingSlot(uint32_t slot_plus_one);
   // kInvalidValue unless `slot_plus_one` is 0 (none) or one of this session's slots.
   Status CheckStagingSlot(uint32_t slot_plus_one) const;
@@ -137,9 +139,11 @@ class Session : public std::enable_shared_from_this<Session> {
   Status ReplyWhenDone(std::optional<uint64_t> stream,
                        std::shared_ptr<const google::protobuf::Message> result = nullptr,
                        Executor::Wait how = Executor::Wait::kSpin);
-  // True if a copy of `bytes` about to go on `stream` may be waited for on
-  // the serving thread: small, and the stream idle before it.
-  bool ShortWait(uint64_t stream, uint64_t bytes);
+  // The CUstream on which a small synchronous copy of `bytes` on `stream` may
+  // be issued and waited for right here, bypassing the executor's queues: none
+  // of the tenant's work is queued and nothing it must follow is in flight, so
+  // stream order holds with nothing to order against. nullopt: queue it.
+  std::optional<CUstream> DirectStream(uint64_t stream, uint64_t bytes);
 
   // What the tenant held, taken out of the tables to be given back once its
   // work is done (device state cannot go while kernels may still use it).
@@ -163,6 +167,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void RecordError(const Status& st);
   Status sticky() const;
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
+  // Fill send_buf_ with a reply to a protobuf request (v1::Reply) or to a
+  // fixed-layout one (proto/fixed.h). `why` is "" on success; `n` is
+  // result.ByteSizeLong(), 0 for none. REQUIRES: send_mu_ held.
+  bool EncodeReply(int32_t code, const std::string& why, const Status& deferred,
+                   std::string& output, const google::protobuf::Message& result, size_t n);
+  void EncodeFixedReply(int32_t code, const std::string& why, const Status& deferred,
+                        const std::string& output, const google::protobuf::Message& result,
+                        size_t n);
   Status Check(CUresult r, const char* what) const {
     return env_.device->Check(r, what);
   }
@@ -209,6 +221,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Status deferred_;  // first failure of a stream-ordered call since the last reply
   Status sticky_;    // a device fault: every later call returns it
   Status torn_;      // how the teardown's wait ended
+  // True while deferred_ or sticky_ holds an error: lets a call skip err_mu_.
+  std::atomic<bool> has_errors_{false};
 
   std::atomic<bool> closing_{false};
   const std::chrono::steady_clock::time_point created_;
@@ -219,7 +233,8 @@ class Session : public std::enable_shared_from_this<Session> {
   v1::Reply reply_;  // reused by Finish
   mutable std::mutex out_mu_;
   std::string device_output_;
-  std::set<CUstream> mapped_;  // guarded by out_mu_, for printf routing
+  std::atomic<bool> has_output_{false};  // device_output_ is not empty
+  std::set<CUstream> mapped_;            // guarded by out_mu_, for printf routing
   std::atomic<bool> finished_{false};
 };
 

@@ -56,20 +56,33 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
+// A small copy on an idle stream is issued and waited for here (DirectStream).
 Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {
-  const bool short_wait = ShortWait(req.stream(), req.size());
+  if (std::optional<CUstream> s = DirectStream(req.stream(), req.size())) {
+    RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
+    Result<const std::byte*> src = HtoDSource(req);
+    Status st = src.status();
+    if (st.ok())
+      st = Check(drv().cuMemcpyHtoDAsync(req.dst(), *src, req.size(), *s), "cuMemcpyHtoD");
+    if (st.ok()) st = Check(drv().cuStreamSynchronize(*s), "cuStreamSynchronize");
+    ReleaseStagingSlot(req.staging_slot());
+    return st;
+  }
   RETURN_IF_ERROR(OnMemcpyHtoDAsync(req, rep));
-  return ReplyWhenDone(req.stream(), nullptr,
-                       short_wait ? Executor::Wait::kBlock : Executor::Wait::kSpin);
+  return ReplyWhenDone(req.stream());
+}
+
+Result<const std::byte*> Session::HtoDSource(const v1::MemcpyHtoDRequest& req) const {
+  RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
+  ASSIGN_OR_RETURN(const std::byte* src, HostSource(req.src(), req.size()));
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  return src;
 }
 
 Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
   RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
   const uint32_t slot = req.staging_slot();
-  Status st = CheckDeviceRange(req.dst(), req.size(), "destination");
-  Result<const std::byte*> src =
-      st.ok() ? HostSource(req.src(), req.size()) : Result<const std::byte*>(st);
-  if (Status known = streams_.Check(req.stream()); src.ok() && !known.ok()) src = known;
+  Result<const std::byte*> src = HtoDSource(req);
   if (!src.ok()) {
     ReleaseStagingSlot(slot);
     return src.status();
@@ -96,10 +109,13 @@ Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) 
   return OkStatus();
 }
 
-Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHReply&) {
+Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHReply& rep) {
   RETURN_IF_ERROR(CheckDeviceRange(req.src(), req.size(), "source"));
   RETURN_IF_ERROR(streams_.Check(req.stream()));
-  auto out = std::make_shared<v1::MemcpyDtoHReply>();
+  const std::optional<CUstream> direct = DirectStream(req.stream(), req.size());
+  // Bytes that go back in the reply: in `rep` when copied here, else in a
+  // reply the completion keeps alive.
+  std::shared_ptr<v1::MemcpyDtoHReply> out;
   std::byte* dst = nullptr;
   if (req.to_arena()) {
     ASSIGN_OR_RETURN(dst, ArenaRange(req.dst_arena_offset(), req.size()));
@@ -107,16 +123,19 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
     if (req.size() + kFrameOverhead > channel_->max_body())
       return Error(err::kInvalidValue, "an inline copy of " + std::to_string(req.size()) +
                                            " bytes exceeds one frame; chunk it");
-    out->mutable_data()->resize(req.size());
-    dst = reinterpret_cast<std::byte*>(out->mutable_data()->data());
+    v1::MemcpyDtoHReply* r = direct ? &rep : (out = std::make_shared<v1::MemcpyDtoHReply>()).get();
+    r->mutable_data()->resize(req.size());
+    dst = reinterpret_cast<std::byte*>(r->mutable_data()->data());
   }
   const uint64_t src = req.src(), size = req.size();
-  const bool short_wait = ShortWait(req.stream(), size);
+  if (direct) {
+    RETURN_IF_ERROR(Check(drv().cuMemcpyDtoHAsync(dst, src, size, *direct), "cuMemcpyDtoH"));
+    return Check(drv().cuStreamSynchronize(*direct), "cuStreamSynchronize");
+  }
   RETURN_IF_ERROR(work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
     return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoH");
   }));
-  return ReplyWhenDone(req.stream(), std::move(out),
-                       short_wait ? Executor::Wait::kBlock : Executor::Wait::kSpin);
+  return ReplyWhenDone(req.stream(), std::move(out));
 }
 
 Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) {

@@ -51,7 +51,8 @@ Status Session::OnStreamSynchronize(const v1::StreamRequest& req, v1::Empty&) {
 }
 
 Status Session::OnStreamQuery(const v1::StreamRequest& req, v1::Empty&) {
-  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  ASSIGN_OR_RETURN(CUstream s, streams_.Get(req.stream()));
+  if (work_->AllIssued()) return Check(drv().cuStreamQuery(s), "cuStreamQuery");
   return work_->Query(req.stream());
 }
 
@@ -101,6 +102,7 @@ Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
 
 Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  if (work_->AllIssued()) return Check(drv().cuEventQuery(e), "cuEventQuery");
   return work_->QueryEvent(e);
 }
 
@@ -137,6 +139,7 @@ Status Session::OnDeviceReset(const v1::Empty&, v1::Empty&) {
     std::lock_guard lock(err_mu_);
     sticky_ = OkStatus();
     deferred_ = OkStatus();
+    has_errors_.store(false, std::memory_order_release);
   }
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }

@@ -18,6 +18,7 @@
 #include "client_stub/api.h"
 #include "proto/arena.h"
 #include "proto/calls.h"
+#include "proto/fixed.h"
 #include "remora/v1/session.pb.h"
 #include "transport/fragment.h"
 #include "transport/shm/shm_channel.h"
@@ -49,7 +50,25 @@ struct Logged {
   uint32_t call;
   uint64_t seq;
   std::string body;
+  uint32_t flags = 0;
 };
+
+// A request body in whichever form the stub sent it (protobuf, or the fixed
+// layout of proto/fixed.h for the messages that have one).
+template <class M>
+bool DecodeRequest(uint32_t flags, std::string_view body, M& m) {
+  if (flags & fixed::kFixedLayout) {
+    if constexpr (fixed::kHasLayout<M>)
+      return fixed::Decode(std::as_bytes(std::span(body.data(), body.size())), m);
+    else
+      return false;
+  }
+  return m.ParseFromArray(body.data(), static_cast<int>(body.size()));
+}
+template <class M>
+bool DecodeRequest(const Logged& l, M& m) {
+  return DecodeRequest(l.flags, l.body, m);
+}
 
 class FakeServer {
  public:
@@ -94,7 +113,7 @@ class FakeServer {
     std::lock_guard lock(mu_);
     for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
       if (it->call == static_cast<uint32_t>(id)) {
-        EXPECT_TRUE(m.ParseFromString(it->body));
+        EXPECT_TRUE(DecodeRequest(*it, m));
         return m;
       }
     }
@@ -145,7 +164,8 @@ class FakeServer {
       {
         std::lock_guard lock(mu_);
         log_.push_back({f.header.call, f.header.seq,
-                        std::string(reinterpret_cast<const char*>(f.body.data()), f.body.size())});
+                        std::string(reinterpret_cast<const char*>(f.body.data()), f.body.size()),
+                        f.header.flags});
       }
       Handle(f);
     }
@@ -168,7 +188,8 @@ class FakeServer {
   template <class M>
   static M Parse(const Frame& f) {
     M m;
-    EXPECT_TRUE(m.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())));
+    EXPECT_TRUE(DecodeRequest(f.header.flags,
+                              {reinterpret_cast<const char*>(f.body.data()), f.body.size()}, m));
     return m;
   }
 
@@ -184,7 +205,17 @@ class FakeServer {
     }
     if (result) r.set_result(result->SerializeAsString());
     std::string body = r.SerializeAsString();
-    ASSERT_TRUE(ch_->Send({.call = f.header.call, .seq = f.header.seq},
+    const uint32_t flags = f.header.flags & fixed::kFixedLayout;
+    if (flags) {  // a fixed-layout request is answered in fixed layout
+      fixed::FixedReplyHead h;
+      h.code = r.code();
+      h.deferred_code = r.deferred_code();
+      h.output_bytes = static_cast<uint32_t>(r.device_output().size());
+      body.assign(reinterpret_cast<const char*>(&h), sizeof h);
+      body += r.device_output();
+      body += r.result();
+    }
+    ASSERT_TRUE(ch_->Send({.call = f.header.call, .flags = flags, .seq = f.header.seq},
                           {reinterpret_cast<const std::byte*>(body.data()), body.size()})
                     .ok());
   }
@@ -521,7 +552,7 @@ TEST_F(Wire, PageableDeviceToHostIsPipelined) {
       const auto id = static_cast<CallId>(log[i].call);
       if (id != CallId::kMemcpyDtoH && id != CallId::kMemcpyDtoHAsync) continue;
       v1::MemcpyDtoHRequest req;
-      ASSERT_TRUE(req.ParseFromString(log[i].body));
+      ASSERT_TRUE(DecodeRequest(log[i], req));
       EXPECT_EQ(req.src(), at);
       EXPECT_TRUE(req.to_arena());
       EXPECT_EQ(req.async(), id == CallId::kMemcpyDtoHAsync);
@@ -792,7 +823,7 @@ TEST_F(Wire, KernelsRegisterLazilyAndLaunchWithPackedParams) {
     std::vector<v1::RegisterModuleRequest> regs;
     for (const Logged& l : log)
       if (l.call == static_cast<uint32_t>(CallId::kRegisterModule))
-        regs.emplace_back().ParseFromString(l.body);
+        DecodeRequest(l, regs.emplace_back());
     ASSERT_GE(regs.size(), 2u);
     const auto& first = regs[regs.size() - 2];
     const auto& second = regs.back();

@@ -22,6 +22,7 @@
 
 #include "proto/arena.h"
 #include "proto/calls.h"
+#include "proto/fixed.h"
 #include "remora/v1/session.pb.h"
 #include "server/server.h"
 #include "transport/fragment.h"
@@ -89,6 +90,23 @@ class Client {
     v1::MallocReply rep;
     EXPECT_EQ(Call(CallId::kMalloc, r, &rep), 0);
     return rep.dptr();
+  }
+  // A SYNC call with a fixed-layout body (proto/fixed.h). Returns the reply's
+  // code, or -3 if the reply did not come back in fixed layout; `why` gets its message.
+  int CallFixed(CallId id, const std::string& body, std::string* why = nullptr) {
+    uint64_t seq = ++seq_;
+    if (!ch_->Send({.call = static_cast<uint32_t>(id), .flags = fixed::kFixedLayout, .seq = seq},
+                   std::as_bytes(std::span(body)))
+             .ok())
+      return -1;
+    transport::Frame f;
+    do {
+      if (!ch_->Receive(f, Deadline::In(20s)).ok()) return -2;
+    } while (f.header.seq != seq);
+    fixed::ReplyView v;
+    if (!(f.header.flags & fixed::kFixedLayout) || !fixed::ParseReply(f.body, v)) return -3;
+    if (why) *why = v.message;
+    return v.deferred_code ? v.deferred_code : v.code;
   }
   transport::Arena* arena() { return ch_->arena(); }
   const v1::Welcome& welcome() const { return welcome_; }
@@ -417,6 +435,50 @@ TEST_F(ServerTest, MalformedFramesGetErrorsNotCrashes) {
   }
   EXPECT_GT(refused, 50) << "the junk should mostly not parse";
   EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()) >= 0, true);
+  EXPECT_NE(a->Malloc(64), 0u);  // still serving
+}
+
+// The fast path is checked like protobuf: a body of the wrong shape, or a fixed
+// layout for a call that has none, is refused and answered in kind.
+TEST_F(ServerTest, FixedLayoutFramesAreCheckedAndAnsweredInKind) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  std::string why;
+  v1::StreamRequest q;
+  std::string body;
+  fixed::Encode(q, body);
+  EXPECT_EQ(a->CallFixed(CallId::kStreamQuery, body, &why), 0) << why;
+  EXPECT_EQ(a->CallFixed(CallId::kStreamQuery, body.substr(0, 7), &why), err::kInvalidValue);
+  EXPECT_NE(why.find("malformed"), std::string::npos) << why;
+  q.set_stream(0x999);
+  fixed::Encode(q, body);
+  EXPECT_EQ(a->CallFixed(CallId::kStreamQuery, body, &why), err::kInvalidResourceHandle);
+  EXPECT_NE(why.find("StreamQuery"), std::string::npos) << why;
+  // MallocRequest has no fixed layout: its protobuf bytes flagged fixed are refused.
+  v1::MallocRequest m;
+  m.set_size(64);
+  EXPECT_EQ(a->CallFixed(CallId::kMalloc, m.SerializeAsString()), err::kInvalidValue);
+  // A small copy both ways through the fast path, inline bytes out, arena bytes back.
+  const uint64_t p = a->Malloc(64);
+  ASSERT_NE(p, 0u);
+  v1::MemcpyHtoDRequest h;
+  h.set_dst(p);
+  h.set_size(4);
+  h.mutable_src()->set_data("abcd");
+  fixed::Encode(h, body);
+  EXPECT_EQ(a->CallFixed(CallId::kMemcpyHtoD, body, &why), 0) << why;
+  v1::MemcpyDtoHRequest d;
+  d.set_src(p);
+  d.set_size(4);
+  d.set_to_arena(true);
+  d.set_dst_arena_offset(0);
+  fixed::Encode(d, body);
+  ASSERT_TRUE(a->arena());
+  EXPECT_EQ(a->CallFixed(CallId::kMemcpyDtoH, body, &why), 0) << why;
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(a->arena()->base()), 4), "abcd");
+  d.set_src(p + 62);  // 2 bytes past the allocation
+  fixed::Encode(d, body);
+  EXPECT_EQ(a->CallFixed(CallId::kMemcpyDtoH, body, &why), err::kInvalidValue);
   EXPECT_NE(a->Malloc(64), 0u);  // still serving
 }
 
