@@ -120,6 +120,9 @@ void Connection::Connect() {
   hello.mutable_quota()->set_gpu_fraction_limit(q.fraction_limit);
   hello.mutable_quota()->set_gpu_memory(q.memory);
   hello.mutable_quota()->set_gpu_memory_limit(q.memory_limit);
+  hello.mutable_quota()->set_gpu_compute(q.compute);
+  hello.mutable_quota()->set_gpu_compute_limit(q.compute_limit);
+  hello.mutable_quota()->set_priority(q.priority);
   hello.set_client_pid(getpid());
   hello.set_client_host(Hostname());
   hello.set_program(program_invocation_short_name);

@@ -71,7 +71,9 @@ Result<Settings> ReadSettings(const std::function<const char*(const char*)>& get
     double* out;
   };
   for (FractionVar v : {FractionVar{"REMORA_GPU_FRACTION", &s.quota.fraction},
-                        FractionVar{"REMORA_GPU_FRACTION_LIMIT", &s.quota.fraction_limit}}) {
+                        FractionVar{"REMORA_GPU_FRACTION_LIMIT", &s.quota.fraction_limit},
+                        FractionVar{"REMORA_GPU_COMPUTE", &s.quota.compute},
+                        FractionVar{"REMORA_GPU_COMPUTE_LIMIT", &s.quota.compute_limit}}) {
     const char* text = get(v.name);
     if (!text || !*text) continue;
     Result<double> f = ParseFraction(text);
@@ -92,6 +94,13 @@ Result<Settings> ReadSettings(const std::function<const char*(const char*)>& get
       return Error(err::kInvalidValue, std::string(v.name) + ": " + b.status().message());
     *v.out = *b;
   }
+  if (const char* p = get("REMORA_PRIORITY"); p && *p) {
+    const std::string prio = p;
+    if (prio != "high" && prio != "normal" && prio != "low")
+      return Error(err::kInvalidValue,
+                   "REMORA_PRIORITY: expected high, normal or low, got '" + prio + "'");
+    s.quota.priority = prio;
+  }
   const QuotaRequest& q = s.quota;
   if ((q.fraction || q.fraction_limit) && (q.memory || q.memory_limit))
     return Error(err::kInvalidValue,
@@ -100,6 +109,8 @@ Result<Settings> ReadSettings(const std::function<const char*(const char*)>& get
     return Error(err::kInvalidValue, "REMORA_GPU_FRACTION_LIMIT is below REMORA_GPU_FRACTION");
   if (q.memory_limit && q.memory_limit < q.memory)
     return Error(err::kInvalidValue, "REMORA_GPU_MEMORY_LIMIT is below REMORA_GPU_MEMORY");
+  if (q.compute_limit && q.compute_limit < q.compute)
+    return Error(err::kInvalidValue, "REMORA_GPU_COMPUTE_LIMIT is below REMORA_GPU_COMPUTE");
   return s;
 }
 

@@ -26,6 +26,8 @@ struct ServerAddress {
 struct QuotaRequest {
   double fraction = 0, fraction_limit = 0;
   uint64_t memory = 0, memory_limit = 0;
+  double compute = 0, compute_limit = 0;  // fractions of the GPU's time
+  std::string priority;                   // "high", "normal", "low"; "" = normal
 };
 
 struct Settings {

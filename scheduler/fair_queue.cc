@@ -138,7 +138,8 @@ void FairQueue::Place(Tenant& tn, uint64_t now) {
   State want = State::kEligible;
   if (tn.share.limit > 0 && tn.tokens < 0)
     want = State::kHeld;
-  else if (tn.in_flight > 0 && tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns)
+  else if (tn.in_flight >= opt_.min_in_flight &&
+           tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns)
     want = State::kBlocked;
 
   if (tn.state == State::kHeld) held_.erase({tn.held_until, tn.id});
@@ -177,7 +178,8 @@ void FairQueue::AddInFlight(Tenant& tn, int64_t n, int64_t ns) {
 // The device bound and the priority rules, for the next item of `tn`.
 bool FairQueue::Allowed(const Tenant& tn) const {
   const uint64_t pred = tn.predicted_ns;
-  if (opt_.device_in_flight_ns && in_flight_ > 0 && in_flight_ns_ + pred > opt_.device_in_flight_ns)
+  if (opt_.device_in_flight_ns && in_flight_ >= opt_.min_in_flight &&
+      in_flight_ns_ + pred > opt_.device_in_flight_ns)
     return false;
   const int c = ClassOf(tn.share);
   int top_present = kPriorities, top_ready = kPriorities;
@@ -210,7 +212,8 @@ bool FairQueue::Allowed(const Tenant& tn) const {
 bool FairQueue::WithinOwnBounds(Tenant& tn, uint64_t now) {
   Refill(tn, now);
   if (tn.share.limit > 0 && tn.tokens < 0) return false;
-  return tn.in_flight == 0 || tn.in_flight_ns + tn.predicted_ns <= opt_.tenant_in_flight_ns;
+  return tn.in_flight < opt_.min_in_flight ||
+         tn.in_flight_ns + tn.predicted_ns <= opt_.tenant_in_flight_ns;
 }
 
 // Hands one item of `tn` out: advances the virtual times, charges the

@@ -18,10 +18,10 @@
 //     Done. A tenant or project that was idle starts at the current virtual
 //     time: no credit is banked while idle. Unused share goes to the others.
 //  3. Bounds on work in flight: a tenant may have at most tenant_in_flight_ns of
-//     predicted time handed out and not yet Done (one item always may go), the
-//     device at most device_in_flight_ns. The fair order is decided only among
-//     tenants that contend at dispatch, so keep the device bound <= the tenant
-//     bound and small (a few ms): it is what makes the weights bite.
+//     predicted time handed out and not yet Done (min_in_flight items always
+//     may go), the device at most device_in_flight_ns (likewise). The fair order is decided only
+//     among tenants that contend at dispatch, so keep the device bound <= the tenant bound and
+//     small (a few ms): it is what makes the weights bite.
 //  4. Limits: a token bucket per capped tenant, refilled at limit x wall time,
 //     holding at most limit x limit_burst_ns; a tenant in debt is held back
 //     until NextEligibleAt.
@@ -55,9 +55,14 @@ struct FairOptions {
   uint64_t device_in_flight_ns = 2'000'000;  // whole device; 0: unbounded
   uint64_t lower_in_flight_ns = 0;           // classes below a present higher one; 0: one item
   uint64_t limit_burst_ns = 20'000'000;      // a capped tenant may save limit x this
-  uint64_t initial_cost_ns = 50'000;         // predicted cost before any Done
-  uint64_t min_cost_ns = 1'000;              // predictions never go below this
-  double cost_ewma = 0.125;                  // weight of the newest Done in the prediction
+  // Items a tenant, and the device, may always have in flight whatever the ns
+  // bounds: 1 is the strictest order; 2 lets the next item wait in the
+  // device's queue while one runs, so the device never idles between items
+  // for as long as a completion takes to be noticed (the server's choice).
+  uint32_t min_in_flight = 1;
+  uint64_t initial_cost_ns = 50'000;  // predicted cost before any Done
+  uint64_t min_cost_ns = 1'000;       // predictions never go below this
+  double cost_ewma = 0.125;           // weight of the newest Done in the prediction
 };
 
 class FairQueue final : public DispatchQueue {
@@ -81,6 +86,7 @@ class FairQueue final : public DispatchQueue {
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
   std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;
+  bool WaitsForDone() const override { return ready_ > static_cast<int>(held_.size()); }
 
   // What the queue knows of a tenant, for tests, the simulator and `remora top`.
   struct TenantView {

@@ -3,6 +3,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "server/handlers/util.h"
@@ -19,6 +20,10 @@ constexpr auto kInlineSpin = std::chrono::microseconds(30);
 // while nothing completes.
 constexpr auto kPollMin = std::chrono::microseconds(20);
 constexpr auto kPollMax = std::chrono::microseconds(1000);
+// While only accounting markers are watched (nobody waits on them), polls come
+// this often: well within the fair queue's in-flight bounds (2 ms), so a
+// tenant held at its bound hears of its completions before the device drains.
+constexpr auto kPollLazy = std::chrono::microseconds(400);
 
 }  // namespace
 
@@ -26,6 +31,7 @@ struct Executor::Poll {
   uint64_t epoch = 0;
   CUevent event = nullptr;  // null: already complete with `status`
   bool marker = false;      // a pooled marker to give back when done
+  bool lazy = false;        // accounting only: nobody waits for it
   Completion done;
   std::string observer;  // whose work, for the fault log
   Status status;
@@ -79,6 +85,11 @@ struct Executor::Tenant::Stream {
   CUevent order_marker = nullptr;     // recorded when another stream must follow this one
   std::map<uint64_t, uint64_t> seen;  // other stream -> its `issued` this one is ordered after
   bool removed = false;
+  // GPU-time accounting (ChargeLocked): items issued, not yet in a charge group;
+  // whether a group's marker is watched; the device's busy time charged so far.
+  uint32_t uncharged = 0;
+  bool charging = false;
+  uint64_t busy_charged = 0;
 };
 
 // ---- Executor ------------------------------------------------------------------
@@ -87,7 +98,7 @@ Executor::Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, 
     : dev_(device),
       on_fault_(std::move(on_fault)),
       order_(std::move(order)),
-      polls_(new std::vector<Poll>()) {
+      polls_(std::make_unique<std::vector<Poll>>()) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -98,7 +109,6 @@ Executor::~Executor() {
   }
   cv_.notify_all();
   thread_.join();
-  delete polls_;
   // What the executor created in the current context goes with it.
   Device::Use use = dev_.Enter();
   if (marker_epoch_ == use.epoch())
@@ -106,10 +116,12 @@ Executor::~Executor() {
   if (mem_stream_ && mem_epoch_ == use.epoch()) (void)dev_.drv().cuStreamDestroy(mem_stream_);
 }
 
-std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, TenantHooks hooks) {
+std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, TenantHooks hooks,
+                                                 const sched::Share& share) {
   std::shared_ptr<Tenant> t(new Tenant(*this, id, std::move(name), std::move(hooks)));
   std::lock_guard lock(mu_);
   tenants_[id] = t.get();
+  order_->Configure(id, share);
   return t;
 }
 
@@ -175,6 +187,7 @@ Result<CUevent> Executor::AcquireMarkerLocked() {
 }
 
 void Executor::WatchLocked(Poll p) {
+  if (!p.lazy) ++urgent_;
   polls_->push_back(std::move(p));
   cv_.notify_one();
 }
@@ -193,7 +206,19 @@ void Executor::Loop() {
   auto interval = std::chrono::nanoseconds(kPollMin);
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !polls_->empty(); });
+    // Sleep until something is watched, or a tenant held back by its compute
+    // limit may go again (the only wake-up no completion brings).
+    while (!stop_ && polls_->empty()) {
+      const uint64_t now = NowNs();
+      std::optional<uint64_t> at = order_->NextEligibleAt(now);
+      if (!at) {
+        cv_.wait(lock);
+      } else if (*at <= now) {
+        break;
+      } else {
+        cv_.wait_for(lock, std::chrono::nanoseconds(*at - now));
+      }
+    }
     if (polls_->empty() && stop_) return;
     lock.unlock();
     std::vector<std::function<void()>> run;
@@ -249,9 +274,17 @@ void Executor::Loop() {
     lock.lock();
     if (stop_) continue;
     // Poll again soon while work completes, less often while it runs long.
-    interval = fault || progress ? std::chrono::nanoseconds(kPollMin)
-                                 : std::min<std::chrono::nanoseconds>(interval * 2, kPollMax);
-    cv_.wait_for(lock, interval, [&] { return stop_; });
+    const bool waited_on =
+        order_->WaitsForDone() ||
+        std::any_of(polls_->begin(), polls_->end(), [](const Poll& p) { return !p.lazy; });
+    if (!waited_on)
+      interval = kPollLazy;
+    else
+      interval = fault || progress ? std::chrono::nanoseconds(kPollMin)
+                                   : std::min<std::chrono::nanoseconds>(interval * 2, kPollMax);
+    // A wait someone is waiting for cuts a lazy interval short.
+    const uint64_t urgent = urgent_;
+    cv_.wait_for(lock, interval, [&] { return stop_ || (!waited_on && urgent_ != urgent); });
   }
 }
 
@@ -272,6 +305,11 @@ void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
   st->id = id;
   st->s = s;
   st->blocking = blocking;
+  // A pooled stream's busy time includes its earlier tenants' work.
+  unsigned long long busy = 0;
+  if (ex_.dev_.drv().remoraEmuGetStreamBusyTime &&
+      ex_.dev_.drv().remoraEmuGetStreamBusyTime(s, &busy) == CUDA_SUCCESS)
+    st->busy_charged = busy;
   streams_[id] = std::move(st);
 }
 
@@ -428,22 +466,70 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
               t->HostFuncDone(id);  // never runs: the context broke first
           }
         });
+        CountIssuedLocked(st);
         return;
       }
     }
   }
   if (!s.ok() && hooks_.on_error) hooks_.on_error(s);
+  CountIssuedLocked(st);
   st.issued = item.index;
   st.queue.pop_front();
   queued_.fetch_sub(1, std::memory_order_release);  // after the driver has it: see AllIssued
 }
 
-void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then) {
+// Every item the queue hands out is reported back with Done, once the device
+// is past it, with the GPU time it took. Items go in groups: a stream has at
+// most one charge marker in flight, recorded after its latest item; the items
+// issued while it is watched form the next group. GPU time is what the
+// emulated device measured itself running the stream's work; on a GPU, the
+// wall time from a group's start to its marker's completion (an upper bound,
+// off by the polling interval).
+void Executor::Tenant::CountIssuedLocked(Stream& st) {
+  ++st.uncharged;
+  if (!st.charging) ChargeLocked(st);
+}
+
+void Executor::Tenant::ChargeLocked(Stream& st) {
+  const uint32_t n = std::exchange(st.uncharged, 0);
+  st.charging = true;
+  const uint64_t start = ex_.NowNs();
+  WatchStreamLocked(
+      st,
+      [self = weak_from_this(), id = st.id, n, start](const Status&) {
+        if (auto t = self.lock()) t->Charged(id, n, start);
+      },
+      /*lazy=*/true);
+}
+
+void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start) {
+  std::lock_guard lock(ex_.mu_);
+  const uint64_t now = ex_.NowNs();
+  uint64_t gpu_ns = now - start;
+  if (auto it = streams_.find(stream); it != streams_.end()) {
+    Stream& st = *it->second;
+    unsigned long long busy = 0;
+    if (ex_.dev_.drv().remoraEmuGetStreamBusyTime &&
+        ex_.dev_.drv().remoraEmuGetStreamBusyTime(st.s, &busy) == CUDA_SUCCESS) {
+      gpu_ns = busy - std::min<uint64_t>(busy, st.busy_charged);
+      st.busy_charged = busy;
+    }
+    st.charging = false;
+    if (st.uncharged != 0) ChargeLocked(st);
+  }
+  for (uint32_t i = 0; i < n; ++i)
+    ex_.order_->Done(id_, gpu_ns / n + (i == 0 ? gpu_ns % n : 0), now);
+  ex_.PumpLocked();
+}
+
+void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then, bool lazy) {
   Result<CUevent> m = ex_.AcquireMarkerLocked();
   Status r =
       m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
-  ex_.WatchLocked(r.ok() ? Poll::Of(ex_.dev_.epoch(), *m, true, std::move(then), name_)
-                         : Poll::Decided(ex_.dev_.epoch(), std::move(then), name_, r));
+  Poll p = r.ok() ? Poll::Of(ex_.dev_.epoch(), *m, true, std::move(then), name_)
+                  : Poll::Decided(ex_.dev_.epoch(), std::move(then), name_, r);
+  p.lazy = lazy;
+  ex_.WatchLocked(std::move(p));
 }
 
 Status Executor::Tenant::Submit(uint64_t stream, Issue issue) {

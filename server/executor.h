@@ -75,7 +75,8 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // A new tenant with no streams. Thread-safe.
-  std::shared_ptr<Tenant> Join(uint64_t id, std::string name, TenantHooks hooks);
+  std::shared_ptr<Tenant> Join(uint64_t id, std::string name, TenantHooks hooks,
+                               const sched::Share& share = sched::Share());
 
   // Device memory from the stream-ordered pool, usable on every stream once
   // this returns. REQUIRES: a Use. Errors: the driver's (kMemoryAllocation).
@@ -104,7 +105,7 @@ class Executor {
   std::condition_variable cv_;
   std::unique_ptr<sched::DispatchQueue> order_;  // guarded by mu_
   std::unordered_map<uint64_t, Tenant*> tenants_;
-  std::vector<Poll>* polls_;  // guarded by mu_ (a pointer so Poll may stay incomplete here)
+  std::unique_ptr<std::vector<Poll>> polls_;  // guarded by mu_ (a pointer: Poll is incomplete here)
   std::vector<CUevent> markers_;
   uint64_t marker_epoch_ = 0;
   std::mutex mem_mu_;  // the allocation stream: created per epoch
@@ -112,6 +113,7 @@ class Executor {
   uint64_t mem_epoch_ = ~uint64_t{0};
   bool pools_ = true;  // false once the driver refused stream-ordered allocation
   bool stop_ = false;
+  uint64_t urgent_ = 0;  // polls somebody waits for, ever watched (guarded by mu_)
   std::thread thread_;
 };
 
@@ -182,7 +184,12 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   // Queues completions of dropped items with `why`. REQUIRES: mu_.
   void DropLocked(Stream& st, const Status& why);
   // Records a marker on `st` and watches it; `then` runs when it is reached.
-  void WatchStreamLocked(Stream& st, Completion then);
+  void WatchStreamLocked(Stream& st, Completion then, bool lazy = false);
+  // GPU-time accounting of issued items (see executor.cc). REQUIRES: mu_.
+  void CountIssuedLocked(Stream& st);
+  void ChargeLocked(Stream& st);
+  // A charge group of `n` items on `stream`, started at `start`, is done.
+  void Charged(uint64_t stream, uint32_t n, uint64_t start);
   void MarkReadyLocked();
 
   Executor& ex_;

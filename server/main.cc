@@ -17,11 +17,13 @@ namespace {
 constexpr const char* kUsage =
     "usage: remora-server [--device=auto|cuda|emu] [--listen unix:PATH]... [--grpc HOST:PORT]...\n"
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
-    "                     [--emu-dir DIR]\n"
+    "                     [--emu-dir DIR] [--scheduler fair|fifo]\n"
     "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
     "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
     "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
     "  --grpc     remote tenants over gRPC\n"
+    "  --scheduler  order of tenants' work: fair (GPU time by compute share, limits,\n"
+    "             priorities; the default) or fifo\n"
     "  REMORA_LOG=debug|info|warn|error sets the log level\n";
 
 std::string ExeDir() {
@@ -83,6 +85,8 @@ int main(int argc, char** argv) {
       opts.tls_cert = v;
     } else if (Flag(argc, argv, i, "--tls-key", v)) {
       opts.tls_key = v;
+    } else if (Flag(argc, argv, i, "--scheduler", v)) {
+      opts.scheduler = v;
     } else if (Flag(argc, argv, i, "--emu-dir", v)) {
       opts.emu_dir = v;
     } else if (Flag(argc, argv, i, "--arena", v)) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "scheduler/fair_queue.h"
 #include "server/log.h"
 #include "transport/grpc/listener.h"
 #include "transport/shm/shm_channel.h"
@@ -17,8 +18,21 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   ASSIGN_OR_RETURN(auto drv, DriverTable::Load(opts.device, opts.emu_dir));
   ASSIGN_OR_RETURN(s->device_, Device::Open(std::move(drv)));
   s->ledger_ = std::make_unique<sched::MemoryLedger>(s->device_->usable_memory());
+  std::unique_ptr<sched::DispatchQueue> order;
+  if (opts.scheduler == "fair") {
+    // A second item waits in the device's queue while one runs: no idle gap
+    // while the executor notices a completion.
+    sched::FairOptions fo;
+    fo.min_in_flight = 2;
+    order = std::make_unique<sched::FairQueue>(fo);
+  } else if (opts.scheduler == "fifo") {
+    order = std::make_unique<sched::FifoQueue>();
+  } else {
+    return Error(err::kInvalidValue,
+                 "--scheduler takes fair or fifo, not '" + opts.scheduler + "'");
+  }
   s->executor_ = std::make_unique<Executor>(
-      *s->device_, std::make_unique<sched::FifoQueue>(),
+      *s->device_, std::move(order),
       [srv = s.get()](uint64_t epoch, const std::string& observer, const Status& fault) {
         srv->OnFault(epoch, observer, fault);
       });

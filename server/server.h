@@ -31,6 +31,9 @@ struct ServerOptions {
   std::string grpc_token;               // bearer token remote tenants must present
   std::string tls_cert, tls_key;        // PEM files: gRPC over TLS when both are set
   uint64_t arena_bytes = 1ull << 30;    // shm arena per session
+  // Order of tenants' work on the device: "fair" (sched::FairQueue: GPU time
+  // by compute share, limits, priorities) or "fifo" (first come, first served).
+  std::string scheduler = "fair";
 };
 
 class Server {

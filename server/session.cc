@@ -28,6 +28,33 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 // How long a pool thread keeps looking for a tenant's next frame before it
 // arms the channel and moves on.
 constexpr auto kServeSpin = std::chrono::microseconds(50);
+// The GPU-time weight of a tenant that declared neither a compute share nor
+// a memory request: a small best-effort slice beside those that did.
+constexpr double kDefaultComputeShare = 0.05;
+
+// The tenant's share of GPU time: what it declared, else its memory fraction.
+// Errors: kInvalidValue for a fraction outside [0, 1] (NaN included), a limit
+// below the request, or an unknown priority.
+Result<sched::Share> ShareOf(const v1::Quota& q, const sched::Quota& memory, uint64_t usable) {
+  auto fraction = [](double f) { return f >= 0 && f <= 1; };
+  if (!fraction(q.gpu_compute()) || !fraction(q.gpu_compute_limit()))
+    return Error(err::kInvalidValue, "gpu-compute and gpu-compute-limit are fractions in (0, 1]");
+  if (q.gpu_compute_limit() > 0 && q.gpu_compute_limit() < q.gpu_compute())
+    return Error(err::kInvalidValue, "gpu-compute-limit is below gpu-compute");
+  sched::Priority priority = sched::Priority::kNormal;
+  if (q.priority() == "high")
+    priority = sched::Priority::kHigh;
+  else if (q.priority() == "low")
+    priority = sched::Priority::kLow;
+  else if (!q.priority().empty() && q.priority() != "normal")
+    return Error(err::kInvalidValue,
+                 "priority '" + q.priority() + "' is none of high, normal, low");
+  double request = q.gpu_compute();
+  if (request == 0 && usable != 0)
+    request = static_cast<double>(memory.request) / static_cast<double>(usable);
+  if (request == 0) request = kDefaultComputeShare;
+  return sched::ComputeShare(request, q.gpu_compute_limit(), priority);
+}
 
 }  // namespace
 
@@ -236,6 +263,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                    sched::ResolveQuota({q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(),
                                         q.gpu_memory_limit()},
                                        env_.ledger->usable()));
+  ASSIGN_OR_RETURN(sched::Share share, ShareOf(q, quota, env_.ledger->usable()));
   // The stream first: a context an earlier tenant broke shows here, before
   // this tenant is admitted.
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
@@ -263,7 +291,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
        .on_error =
            [weak](const Status& st) {
              if (auto self = weak.lock()) self->RecordError(st);
-           }});
+           }},
+      share);
   work_->AddStream(0, s, true);
 
   welcome.set_protocol_version(kProtocolVersion);

@@ -170,6 +170,21 @@ TEST(Env, ReadSettings) {
   EXPECT_FALSE(FromMap({{"REMORA_SERVER", "tcp://x"}}).ok());
 }
 
+TEST(Env, ComputeShareAndPriority) {
+  auto s = FromMap({{"REMORA_GPU_COMPUTE", "0.25"},
+                    {"REMORA_GPU_COMPUTE_LIMIT", "0.5"},
+                    {"REMORA_PRIORITY", "high"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_DOUBLE_EQ(s->quota.compute, 0.25);
+  EXPECT_DOUBLE_EQ(s->quota.compute_limit, 0.5);
+  EXPECT_EQ(s->quota.priority, "high");
+  EXPECT_FALSE(FromMap({{"REMORA_GPU_COMPUTE", "1.5"}}).ok());
+  EXPECT_FALSE(FromMap({{"REMORA_GPU_COMPUTE", "0.5"}, {"REMORA_GPU_COMPUTE_LIMIT", "0.4"}}).ok());
+  auto bad = FromMap({{"REMORA_PRIORITY", "urgent"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("high, normal or low"), std::string::npos);
+}
+
 // ---- chunking ---------------------------------------------------------------------
 
 TEST(Chunking, CoversEveryByteOnce) {

@@ -7,6 +7,9 @@
 // stream must not hold up another stream either.
 // With "-stall 1" the program instead enqueues a host function that never returns, prints
 // STALLING and synchronizes the device forever (tests/cuda/stall_test.py kills it).
+// With "-busy SECONDS" it keeps the device busy that long with batches of equal kernels
+// (each checked against the CPU) and prints how many ran: "KERNELS n" (share_test.py).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -19,6 +22,61 @@ __global__ void WaitForFlag(const volatile int* flag, int* result, long long bou
   while (*flag == 0 && ++i < bound) {
   }
   *result = *flag != 0 ? 1 : 2;  // 2: gave up waiting
+}
+
+// One thread per block runs a linear congruential chain `iters` long from its seed.
+__global__ void Chain(const unsigned* seeds, unsigned* out, int iters) {
+  if (threadIdx.x != 0) return;
+  unsigned x = seeds[blockIdx.x];
+  for (int i = 0; i < iters; ++i) x = x * 1664525u + 1013904223u;
+  out[blockIdx.x] = x;
+}
+
+// Keeps the device busy for `seconds` with batches of Chain kernels on one stream, two
+// batches in flight (results into pinned buffers, checked one batch behind), so the
+// stream's queue never runs dry.
+int Busy(long seconds, int iters, Rng& rng) {
+  constexpr int kBlocks = 4, kBatch = 8;
+  std::vector<unsigned> seeds(kBlocks), want(kBlocks);
+  for (int b = 0; b < kBlocks; ++b) {
+    seeds[b] = static_cast<unsigned>(rng.Next());
+    unsigned x = seeds[b];
+    for (int i = 0; i < iters; ++i) x = x * 1664525u + 1013904223u;
+    want[b] = x;
+  }
+  unsigned *d_seeds, *d_out[2], *h_out[2];
+  cudaEvent_t done[2];
+  CHECK(cudaMalloc(&d_seeds, kBlocks * sizeof(unsigned)));
+  CHECK(cudaMemcpy(d_seeds, seeds.data(), kBlocks * sizeof(unsigned), cudaMemcpyHostToDevice));
+  for (int i = 0; i < 2; ++i) {
+    CHECK(cudaMalloc(&d_out[i], kBlocks * sizeof(unsigned)));
+    CHECK(cudaMallocHost(&h_out[i], kBlocks * sizeof(unsigned)));
+    CHECK(cudaEventCreate(&done[i]));
+  }
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  long kernels = 0;
+  int failures = 0;
+  auto check = [&](int i) {
+    CHECK(cudaEventSynchronize(done[i]));
+    failures += !std::equal(want.begin(), want.end(), h_out[i]);
+    kernels += kBatch;
+  };
+  long batch = 0;
+  for (; std::chrono::steady_clock::now() < until; ++batch) {
+    const int i = static_cast<int>(batch % 2);
+    CHECK(cudaMemsetAsync(d_out[i], 0, kBlocks * sizeof(unsigned), s));
+    for (int k = 0; k < kBatch; ++k) Chain<<<kBlocks, 32, 0, s>>>(d_seeds, d_out[i], iters);
+    CHECK(cudaGetLastError());
+    CHECK(
+        cudaMemcpyAsync(h_out[i], d_out[i], kBlocks * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+    CHECK(cudaEventRecord(done[i], s));
+    if (batch > 0) check(1 - i);  // the previous batch, while this one runs
+  }
+  if (batch > 0) check(static_cast<int>((batch - 1) % 2));
+  std::printf("KERNELS %ld\n", kernels);
+  return Finish(failures, "busy kernels");
 }
 
 std::atomic<bool> g_slow_done{false};
@@ -35,6 +93,8 @@ void CUDART_CB NeverReturns(void*) {
 int main(int argc, char** argv) {
   Rng rng(Flag(argc, argv, "seed", 23));
   const size_t n = static_cast<size_t>(Flag(argc, argv, "n", 1 << 16));
+  if (long seconds = Flag(argc, argv, "busy", 0))
+    return Busy(seconds, static_cast<int>(Flag(argc, argv, "iters", 20000)), rng);
   if (Flag(argc, argv, "stall", 0)) {
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));

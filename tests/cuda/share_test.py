@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""tests/cuda/share_test.py - GPU time is shared by compute share, and a limit caps it.
+
+Runs host_threads -busy (batches of equal, CPU-checked kernels, two batches in flight)
+as tenants of one remora-server on the emulated device and compares how many kernels
+each got through in the same wall time:
+  * two tenants at once, REMORA_GPU_COMPUTE 0.2 and 0.6: the second must run about
+    three times as many kernels (a FIFO order gives 1:1);
+  * one tenant alone with REMORA_GPU_COMPUTE_LIMIT 0.3, then alone without a limit:
+    the capped run must get well under half as many (an idle GPU is no excuse).
+Tolerances are wide: the emulator's kernels speed up when the CPU is less busy, so a
+kernel count is a noisy stand-in for the GPU time the server charges. The benchmark
+(bench/e2e) reports the precise figures.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import start_server, stop_server  # noqa: E402
+
+ITERS = "100000"  # about 3 ms per kernel: longer than the fair queue's 2 ms in-flight bound
+
+
+def kernels(result, who):
+    m = re.search(r"KERNELS (\d+)", result.stdout)
+    if result.returncode != 0 or "PASS" not in result.stdout or not m:
+        print(f"share_test: {who} failed:\n{result.stdout}{result.stderr}")
+        return None
+    return int(m.group(1))
+
+
+def busy(run, seconds, seed, env):
+    cmd = run + ["-busy", str(seconds), "-iters", ITERS, "-seed", str(seed)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **env))
+
+
+def finish(p):
+    out, err = p.communicate(timeout=300)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def main():
+    bindir, progs = sys.argv[1], sys.argv[2]
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="remora-share-") as tmp:
+        proc, _, address = start_server(bindir, "shm", tmp, [])
+        run = [os.path.join(bindir, "remora"), "run", "--server", address, "--",
+               os.path.join(progs, "host_threads")]
+        try:
+            small = busy(run, 6, 1, {"REMORA_GPU_COMPUTE": "0.2"})
+            large = busy(run, 6, 2, {"REMORA_GPU_COMPUTE": "0.6"})
+            a, b = kernels(finish(small), "the 0.2 tenant"), kernels(finish(large), "the 0.6 tenant")
+            if a and b:
+                print(f"share_test: compute 0.2 vs 0.6 ran {a} vs {b} kernels: 1:{b / a:.2f}")
+                if not 2.0 <= b / a <= 5.0:
+                    print("share_test: FAIL: expected about 1:3")
+                    ok = False
+            else:
+                ok = False
+            capped = kernels(finish(busy(run, 4, 3, {"REMORA_GPU_COMPUTE_LIMIT": "0.3"})),
+                             "the capped tenant")
+            alone = kernels(finish(busy(run, 4, 4, {})), "the uncapped tenant")
+            if capped and alone:
+                print(f"share_test: limit 0.3 alone ran {capped} kernels, no limit {alone}: "
+                      f"{capped / alone:.2f}")
+                if not 0.1 <= capped / alone <= 0.55:
+                    print("share_test: FAIL: a 0.3 limit should hold an idle GPU to about 0.3")
+                    ok = False
+            else:
+                ok = False
+        finally:
+            stop_server(proc)
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
