@@ -143,6 +143,8 @@ REMORA_FIXED_MESSAGE(MemcpyHtoDRequest) {
     if (in_arena) {
       m.mutable_src()->set_arena_offset(offset);
       if (!io.Rest().empty()) io.Fail();
+    } else if (offset != 0) {
+      io.Fail();  // one body per message: an inline source has no offset
     } else {
       std::string_view t = io.Rest();
       m.mutable_src()->set_data(t.data(), t.size());

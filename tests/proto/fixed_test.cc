@@ -118,6 +118,12 @@ TEST(FixedLayout, ArenaSourceTakesNoInlineBytes) {
   ASSERT_TRUE(fixed::Decode(Bytes(body), out));
   EXPECT_TRUE(out.src().has_arena_offset());
   EXPECT_FALSE(fixed::Decode(Bytes(body + "tail"), out));
+  // An inline source carries no offset: one body per message (found by fuzzing).
+  req.mutable_src()->set_data("xy");
+  fixed::Encode(req, body);
+  ASSERT_TRUE(fixed::Decode(Bytes(body), out));
+  body[30] = '\1';  // the offset's low byte, after dst, size, stream, slot, async, in_arena
+  EXPECT_FALSE(fixed::Decode(Bytes(body), out));
 }
 
 TEST(FixedLayout, RepliesParseOnlyWhenTheirLengthsAddUp) {

@@ -125,8 +125,7 @@ struct ShmChannelFactory {
 ShmChannel::ShmChannel(Side side, UniqueFd sock, Mapping map, const ShmLayout& layout,
                        SpscRing::Producer out, SpscRing::Consumer in, PeerInfo peer,
                        shm::WaitOptions wait)
-    : side_(side),
-      sock_(std::move(sock)),
+    : sock_(std::move(sock)),
       map_(std::move(map)),
       control_(std::launder(reinterpret_cast<ControlBlock*>(map_.data()))),
       own_state_(side == Side::kServer ? &control_->server_state : &control_->client_state),

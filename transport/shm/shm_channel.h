@@ -100,7 +100,6 @@ class ShmChannel final : public Channel {
   // Reads pending doorbell bytes without blocking; recv() == 0 means the peer is gone.
   void DrainDoorbell();
 
-  const Side side_;
   shm::UniqueFd sock_;
   shm::Mapping map_;
   shm::ControlBlock* control_;
