@@ -64,8 +64,25 @@ void Connection::Fail(cudaError_t code, const std::string& why) {
 }
 
 cudaError_t Connection::Lost(const Status& s) {
-  if (fail_.load(std::memory_order_acquire) == 0)
-    Fail(cudaErrorDevicesUnavailable, "lost remora-server: " + s.message());
+  if (fail_.load(std::memory_order_acquire) == 0) {
+    // A server that ends the session on purpose says why first (Evicted): read
+    // what it sent before the channel closed, unless another thread is reading.
+    if (TryClaimReceiver()) {
+      Frame f;
+      while (ch_->Receive(f, Deadline::Passed()).ok()) {
+        std::lock_guard lock(mu_);
+        Dispatch(std::move(f));
+      }
+      ReleaseReceiver();
+    }
+    std::string why;
+    {
+      std::lock_guard lock(mu_);
+      why = evicted_;
+    }
+    Fail(cudaErrorDevicesUnavailable, why.empty() ? "lost remora-server: " + s.message()
+                                                  : "remora-server ended the session: " + why);
+  }
   {
     std::lock_guard lock(mu_);
     cv_.notify_all();
@@ -325,6 +342,12 @@ void Connection::ReleaseReceiver() {
 }
 
 void Connection::Dispatch(Frame&& f) {
+  if (f.header.call == static_cast<uint32_t>(CallId::kEvicted)) {
+    v1::Evicted e;
+    if (e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())))
+      evicted_ = e.message().empty() ? "evicted" : e.message();
+    return;
+  }
   if (f.header.call == static_cast<uint32_t>(CallId::kHostFuncRun)) {
     v1::HostFuncRun run;
     if (run.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())))

@@ -181,6 +181,7 @@ class Connection {
     int32_t status;
   };
   std::deque<HostRun> runs_;
+  std::string evicted_;  // why the server ended the session, once it said so
   std::unordered_map<uint64_t, std::function<void(cudaError_t)>> host_funcs_;
   uint64_t next_host_func_ = 1;
   std::thread callback_thread_;

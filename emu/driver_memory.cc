@@ -109,13 +109,18 @@ REMORA_EMU_API CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
 
 // Stream-ordered allocation: memory comes from the device at once (usable by
 // any stream after the caller orders its work after `hStream`); a free takes
-// effect when `hStream` reaches it and waits for nothing else.
+// effect when `hStream` reaches it and waits for nothing else. As in CUDA's
+// pools, memory freed earlier on `hStream` serves a later allocation on it:
+// when the device is short, the allocation waits for the stream's frees.
 REMORA_EMU_API CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize,
                                                 CUstream hStream) {
   EMU_CURRENT_CONTEXT(ctx);
   if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   EMU_RETURN_IF_ERROR(Submit(
       ctx, hStream, [] {}, false));  // checks the stream
+  CUresult r = ctx->memory().Allocate(bytesize, dptr);
+  if (r != CUDA_ERROR_OUT_OF_MEMORY) return r;
+  EMU_RETURN_IF_ERROR(ctx->SyncStream(hStream));
   return ctx->memory().Allocate(bytesize, dptr);
 }
 

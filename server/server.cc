@@ -104,7 +104,8 @@ void Server::AcceptLoop(transport::Listener* listener) {
                    [this](uint64_t epoch, const std::string& observer, const Status& fault) {
                      OnFault(epoch, observer, fault);
                    },
-                   [this] { return FaultCulprit(); }};
+                   [this] { return FaultCulprit(); },
+                   [this](uint64_t victim, const std::string& why) { Evict(victim, why); }};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
@@ -175,6 +176,17 @@ std::string Server::FaultCulprit() {
   for (auto& [id, live] : live_)
     if (live.session->OwnsStream(faulted)) return live.session->tenant();
   return "";
+}
+
+void Server::Evict(uint64_t victim, const std::string& why) {
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(victim);
+    if (it == live_.end()) return;
+    s = it->second.session;
+  }
+  s->Evict(why);
 }
 
 void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {

@@ -63,6 +63,8 @@ class Server {
   void Reap(bool all);
   // The tenant owning the stream whose work broke the context; "" if unknown.
   std::string FaultCulprit();
+  // Ends session `victim` so another tenant gets its memory (SessionEnv::evict).
+  void Evict(uint64_t victim, const std::string& why);
   // A session saw a device fault in `epoch`: names the culprit, rebuilds the context.
   void OnFault(uint64_t epoch, const std::string& observer, const Status& fault);
   static void OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len);

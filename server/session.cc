@@ -75,6 +75,41 @@ void Session::Stop() {
   channel_->Close();
 }
 
+void Session::Evict(const std::string& why) {
+  Log(Level::kWarn, "session",
+      {{"event", "evicted"}, {"session", id_}, {"tenant", tenant_}, {"why", why}});
+  v1::Evicted e;
+  e.set_code(err::kDevicesUnavailable);
+  e.set_message(why);
+  (void)Send({.call = static_cast<uint32_t>(CallId::kEvicted), .flags = 0, .seq = 0}, e);
+  Stop();
+}
+
+std::vector<uint64_t> Session::EvictFor(const std::vector<sched::TenantId>& victims,
+                                        const std::string& what) {
+  for (sched::TenantId v : victims)
+    if (env_.evict)
+      env_.evict(v, "this session's memory was reclaimed for " + tenant_ + ", which " + what +
+                        "; restart with a request of its own (REMORA_GPU_MEMORY or "
+                        "REMORA_GPU_FRACTION) to keep memory");
+  return {victims.begin(), victims.end()};
+}
+
+Status Session::AwaitReclaim(const std::vector<uint64_t>& victims) {
+  // The victims' sessions end on serving threads of their own: their memory
+  // is back once their work is done, usually within milliseconds.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (uint64_t v : victims) {
+    while (env_.ledger->Reclaimed(v)) {
+      if (std::chrono::steady_clock::now() > until)
+        return Error(err::kMemoryAllocation, "memory reclaimed from session " + std::to_string(v) +
+                                                 " did not come back within 5 s");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  return OkStatus();
+}
+
 void Session::Run() {
   if (Handshake().ok()) Serve();
   End();
@@ -274,8 +309,14 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   }
   if (CUresult r = drv().cuStreamQuery(s); r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
     return Check(r, "cuStreamQuery");
-  RETURN_IF_ERROR(env_.ledger->Admit(id_, quota));
+  sched::Decision admit = env_.ledger->AdmitOrEvict(id_, quota, share.priority);
+  RETURN_IF_ERROR(admit.status);
   admitted_ = true;
+  if (!admit.victims.empty())
+    (void)EvictFor(admit.victims, "has priority " +
+                                      std::string(sched::PriorityName(share.priority)) +
+                                      " and needed room for its request of " +
+                                      std::to_string(quota.request) + " bytes");
   std::weak_ptr<Session> weak = weak_from_this();
   work_ = env_.executor->Join(
       id_, tenant_,

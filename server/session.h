@@ -55,6 +55,9 @@ struct SessionEnv {
   std::function<void(uint64_t epoch, const std::string& observer, const Status& fault)> on_fault;
   // The tenant whose work broke the context, "" if the driver cannot tell.
   std::function<std::string()> fault_culprit;
+  // Ends session `victim` to give its memory to another tenant: it is told
+  // `why` and torn down. Thread-safe; a victim already gone is ignored.
+  std::function<void(uint64_t victim, const std::string& why)> evict;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -77,6 +80,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Asks the session to end: its channel closes, Run returns after Teardown.
   // Thread-safe.
   void Stop();
+  // Ends the session for another tenant's sake: logs `why`, tells the tenant
+  // (an Evicted frame, so its next call fails with cudaErrorDevicesUnavailable
+  // saying why) and stops. Thread-safe.
+  void Evict(const std::string& why);
 
   uint64_t id() const { return id_; }
   const std::string& tenant() const { return tenant_; }
@@ -165,6 +172,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Status GiveBackWhenDone(Held held, bool reply);
   // Records the failure of a call that returned no reply (deferred; sticky for a fault).
   void RecordError(const Status& st);
+  // Ends every session the ledger chose to reclaim for this one; `what` says
+  // what this tenant asked for. Returns the victims.
+  std::vector<uint64_t> EvictFor(const std::vector<sched::TenantId>& victims,
+                                 const std::string& what);
+  // Waits (bounded) until every victim's memory is back in the ledger.
+  Status AwaitReclaim(const std::vector<uint64_t>& victims);
   Status sticky() const;
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
   // Fill send_buf_ with a reply to a protobuf request (v1::Reply) or to a

@@ -26,7 +26,18 @@ Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
   }
   if (req.size() > (1ull << 62)) return Error(err::kMemoryAllocation, "allocation size overflows");
   uint64_t charged = arena::AlignUp(req.size(), 256);
-  RETURN_IF_ERROR(env_.ledger->Charge(id_, charged));
+  // Within its request an allocation always succeeds: loans are reclaimed
+  // (their sessions ended) and the allocation waits until their memory is back.
+  sched::Decision d = env_.ledger->Claim(id_, charged);
+  RETURN_IF_ERROR(d.status);
+  if (!d.victims.empty()) {
+    Status back = AwaitReclaim(EvictFor(d.victims, "allocated " + std::to_string(charged) +
+                                                       " bytes within its guaranteed request"));
+    if (!back.ok()) {
+      env_.ledger->Release(id_, charged);
+      return back;
+    }
+  }
   Result<CUdeviceptr> p = env_.executor->Allocate(req.size());
   if (!p.ok()) {
     env_.ledger->Release(id_, charged);

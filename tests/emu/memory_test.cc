@@ -72,6 +72,25 @@ TEST_F(EmuMemory, FreeListCoalescesSoALargeBlockFitsAgain) {
   EXPECT_EQ(api.cuMemFree(big), CUDA_SUCCESS);
 }
 
+// As in CUDA's pools: memory freed earlier on a stream serves a later
+// allocation on that stream, even while the free has not run yet.
+TEST_F(EmuMemory, AStreamOrderedAllocationReusesTheStreamsFrees) {
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+  CUstream s = nullptr;
+  ASSERT_EQ(api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  const size_t most = free0 / 4 * 3;
+  CUdeviceptr a = 0, b = 0;
+  ASSERT_EQ(api.cuMemAllocAsync(&a, most, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemFreeAsync(a, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAllocAsync(&b, most, s), CUDA_SUCCESS);
+  CUdeviceptr c = 0;
+  EXPECT_EQ(api.cuMemAllocAsync(&c, most, s), CUDA_ERROR_OUT_OF_MEMORY);  // truly short
+  ASSERT_EQ(api.cuMemFreeAsync(b, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 TEST_F(EmuMemory, BadAllocationsAndFrees) {
   CUdeviceptr p = 0;
   EXPECT_EQ(api.cuMemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);

@@ -108,6 +108,19 @@ class Client {
     if (why) *why = v.message;
     return v.deferred_code ? v.deferred_code : v.code;
   }
+  // Reads frames until the server's Evicted arrives; its message, or "" if the
+  // channel ended (or 20 s passed) without one.
+  std::string WaitEvicted() {
+    transport::Frame f;
+    while (ch_->Receive(f, Deadline::In(20s)).ok()) {
+      if (f.header.call != static_cast<uint32_t>(CallId::kEvicted)) continue;
+      v1::Evicted e;
+      if (!e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) return "";
+      EXPECT_EQ(e.code(), err::kDevicesUnavailable);
+      return e.message();
+    }
+    return "";
+  }
   transport::Arena* arena() { return ch_->arena(); }
   const v1::Welcome& welcome() const { return welcome_; }
   int welcome_status() const { return welcome_status_; }
@@ -480,6 +493,62 @@ TEST_F(ServerTest, FixedLayoutFramesAreCheckedAndAnsweredInKind) {
   fixed::Encode(d, body);
   EXPECT_EQ(a->CallFixed(CallId::kMemcpyDtoH, body, &why), err::kInvalidValue);
   EXPECT_NE(a->Malloc(64), 0u);  // still serving
+}
+
+// Memory above a tenant's request is a loan: a guaranteed tenant's allocation
+// takes it back, ending the borrower's session with a message saying why.
+TEST_F(ServerTest, GuaranteedAllocationReclaimsALoan) {
+  auto borrower = Client::Connect(path_);  // no quota: request 0, limit everything
+  ASSERT_TRUE(borrower);
+  ASSERT_EQ(borrower->welcome_status(), 0);
+  const uint64_t usable = borrower->welcome().memory_limit();
+  ASSERT_GT(usable, 1u << 30);
+  EXPECT_NE(borrower->Malloc(usable / 4 * 3), 0u);
+  v1::Hello h;
+  h.mutable_quota()->set_gpu_fraction(0.5);
+  auto owner = Client::Connect(path_, h);
+  ASSERT_TRUE(owner);
+  ASSERT_EQ(owner->welcome_status(), 0);
+  // Within its request but beyond what is free: the loan goes, the allocation succeeds.
+  EXPECT_NE(owner->Malloc(usable / 5 * 2), 0u);
+  const std::string why = borrower->WaitEvicted();
+  EXPECT_NE(why.find(owner->welcome().tenant()), std::string::npos) << why;
+  EXPECT_NE(why.find("reclaimed"), std::string::npos) << why;
+  EXPECT_LT(borrower->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);  // the session is over
+  // Past its request, and past its limit (= request): refused, nobody else pays.
+  v1::MallocRequest more;
+  more.set_size(usable / 5);
+  EXPECT_EQ(owner->Call(CallId::kMalloc, more), err::kMemoryAllocation);
+  auto bystander = Client::Connect(path_);
+  ASSERT_TRUE(bystander);
+  EXPECT_NE(bystander->Malloc(1 << 20), 0u);  // served, from free memory
+}
+
+// A request that does not fit is admitted by preempting lower-priority tenants
+// only; without them it is refused, saying what is free and who holds it.
+TEST_F(ServerTest, AdmissionPreemptsLowerPriorityOnly) {
+  v1::Hello low;
+  low.mutable_quota()->set_gpu_fraction(0.6);
+  low.mutable_quota()->set_priority("low");
+  auto a = Client::Connect(path_, low);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  v1::Hello normal;
+  normal.mutable_quota()->set_gpu_fraction(0.6);
+  auto n1 = Client::Connect(path_, normal);  // 0.6 + 0.6 > 1: no room beside the low one
+  ASSERT_TRUE(n1);
+  // Normal outranks low: the low tenant is preempted, the normal one admitted.
+  EXPECT_EQ(n1->welcome_status(), 0);
+  EXPECT_NE(a->WaitEvicted().find("priority normal"), std::string::npos);
+  auto b = Client::Connect(path_, normal);  // nobody lower left to preempt
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->welcome_status(), err::kMemoryAllocation);
+  EXPECT_NE(b->last().message().find("free"), std::string::npos) << b->last().message();
+  v1::Hello bad;
+  bad.mutable_quota()->set_priority("urgent");
+  auto c = Client::Connect(path_, bad);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->welcome_status(), err::kInvalidValue);
 }
 
 TEST_F(ServerTest, QuotaLimitIsEnforcedAndShownByMemGetInfo) {

@@ -7,6 +7,8 @@
 // stream must not hold up another stream either.
 // With "-stall 1" the program instead enqueues a host function that never returns, prints
 // STALLING and synchronizes the device forever (tests/cuda/stall_test.py kills it).
+// With "-hog MIB" it allocates that much device memory, prints HOLDING, waits for a line
+// on stdin, then synchronizes and prints what that returned (reclaim_test.py).
 // With "-busy SECONDS" it keeps the device busy that long with batches of equal kernels
 // (each checked against the CPU) and prints how many ran: "KERNELS n" (share_test.py).
 #include <algorithm>
@@ -93,6 +95,17 @@ void CUDART_CB NeverReturns(void*) {
 int main(int argc, char** argv) {
   Rng rng(Flag(argc, argv, "seed", 23));
   const size_t n = static_cast<size_t>(Flag(argc, argv, "n", 1 << 16));
+  if (long mib = Flag(argc, argv, "hog", 0)) {
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, static_cast<size_t>(mib) << 20);
+    std::printf("%s %s\n", e == cudaSuccess ? "HOLDING" : "REFUSED", cudaGetErrorName(e));
+    std::fflush(stdout);
+    char line[16];
+    if (!std::fgets(line, sizeof line, stdin)) return 1;
+    e = cudaDeviceSynchronize();
+    std::printf("SYNC %s\n", cudaGetErrorName(e));
+    return 0;
+  }
   if (long seconds = Flag(argc, argv, "busy", 0))
     return Busy(seconds, static_cast<int>(Flag(argc, argv, "iters", 20000)), rng);
   if (Flag(argc, argv, "stall", 0)) {

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""tests/cuda/reclaim_test.py - a guaranteed request is honoured by reclaiming a loan.
+
+On one remora-server (emulated device, 16 GiB): a tenant with no request borrows
+12 GiB; a tenant with REMORA_GPU_FRACTION 0.5 then allocates 6 GiB, within its
+request but beyond what is free. Its cudaMalloc must succeed; the borrower's next
+call must fail with cudaErrorDevicesUnavailable, its stderr saying its memory was
+reclaimed and for whom; the server log must name both. A third tenant with no
+request asking for more than is free (10 GiB of 9.75) is refused, reclaiming
+nobody (a loan may use another's unused guarantee, never more than is free).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import start_server, stop_server  # noqa: E402
+
+
+def hog(run, mib, env):
+    return subprocess.Popen(run + ["-hog", str(mib)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **env))
+
+
+def main():
+    bindir, progs, transport = sys.argv[1], sys.argv[2], sys.argv[3]
+    ok = True
+
+    def fail(why):
+        nonlocal ok
+        print("reclaim_test: FAIL: " + why)
+        ok = False
+
+    with tempfile.TemporaryDirectory(prefix="remora-reclaim-") as tmp:
+        proc, log, address = start_server(bindir, transport, tmp, [])
+        run = [os.path.join(bindir, "remora"), "run", "--server", address, "--",
+               os.path.join(progs, "host_threads")]
+        tenants = []
+        try:
+            borrower = hog(run, 12 << 10, {})
+            tenants.append(borrower)
+            if "HOLDING" not in borrower.stdout.readline():
+                fail("the borrower could not allocate 12 GiB")
+            owner = hog(run, 6 << 10, {"REMORA_GPU_FRACTION": "0.5"})
+            tenants.append(owner)
+            line = owner.stdout.readline()
+            if "HOLDING" not in line:
+                fail("a guaranteed allocation was refused: " + line)
+            greedy = hog(run, 10 << 10, {})  # free: 15.75 GiB usable - 6 GiB held
+            tenants.append(greedy)
+            line = greedy.stdout.readline()
+            if "REFUSED cudaErrorMemoryAllocation" not in line:
+                fail("a loan past free memory was granted: " + line)
+            out, err = borrower.communicate("go\n", timeout=60)
+            if "SYNC cudaErrorDevicesUnavailable" not in out:
+                fail("the reclaimed borrower's next call did not fail as expected: " + out)
+            if "reclaimed for host_threads" not in err:
+                fail("the borrower was not told why: " + err)
+            else:
+                print("reclaim_test: the borrower was told: " + err.strip().splitlines()[-1])
+            for t in (owner, greedy):
+                out, err = t.communicate("go\n", timeout=60)
+                if "SYNC cudaSuccess" not in out:
+                    fail("a tenant that kept its memory failed: " + out + err)
+            log.seek(0)
+            text = log.read()
+            if "event=evicted" not in text or "reclaimed for host_threads" not in text:
+                fail("the server log does not name the eviction")
+        finally:
+            for t in tenants:
+                if t.poll() is None:
+                    t.kill()
+            stop_server(proc)
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
