@@ -83,10 +83,6 @@ class DispatchQueue {
   // which one held back by its compute limit may go, or nullopt if none is (the
   // rest wait for a Done). The executor arms a timer for it.
   virtual std::optional<uint64_t> NextEligibleAt(uint64_t) const { return std::nullopt; }
-  // True while a ready tenant waits for a Done: held back by a bound on work in
-  // flight (its own or the device's), not by its limit. The executor then
-  // reports completions promptly, since each may let it go.
-  virtual bool WaitsForDone() const { return false; }
 };
 
 // First come, first served: tenants in the order they became ready, no cap on

