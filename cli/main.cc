@@ -15,9 +15,12 @@ constexpr const char* kUsage =
     "usage: remora run [--server unix:PATH|grpc://HOST:PORT] [--token T] [--trace]\n"
     "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | "
     "--gpu-memory-limit M]\n"
+    "                  [--gpu-compute F] [--gpu-compute-limit F] [--priority high|normal|low]\n"
     "                  -- CMD ARGS\n"
     "  Runs CMD as a tenant: it loads Remora's CUDA runtime and shares the server's GPU.\n"
     "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n"
+    "  --gpu-compute is its guaranteed share of GPU time (default: its memory fraction),\n"
+    "  --gpu-compute-limit a cap on it even when the GPU is idle.\n"
     "  --trace prints each forwarded CUDA call, its arguments and result on CMD's stderr.\n";
 
 std::string ExeDir() {

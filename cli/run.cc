@@ -29,6 +29,9 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
                               {"--gpu-fraction-limit", &RunOptions::gpu_fraction_limit},
                               {"--gpu-memory", &RunOptions::gpu_memory},
                               {"--gpu-memory-limit", &RunOptions::gpu_memory_limit},
+                              {"--gpu-compute", &RunOptions::gpu_compute},
+                              {"--gpu-compute-limit", &RunOptions::gpu_compute_limit},
+                              {"--priority", &RunOptions::priority},
                               {"--token", &RunOptions::token}};
   size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -82,6 +85,16 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
       std::strtod(o.gpu_fraction_limit.c_str(), nullptr) <
           std::strtod(o.gpu_fraction.c_str(), nullptr))
     return Error(err::kInvalidValue, "--gpu-fraction-limit is below --gpu-fraction");
+  if (!o.gpu_compute.empty()) RETURN_IF_ERROR(CheckFraction("--gpu-compute", o.gpu_compute));
+  if (!o.gpu_compute_limit.empty())
+    RETURN_IF_ERROR(CheckFraction("--gpu-compute-limit", o.gpu_compute_limit));
+  if (!o.gpu_compute.empty() && !o.gpu_compute_limit.empty() &&
+      std::strtod(o.gpu_compute_limit.c_str(), nullptr) <
+          std::strtod(o.gpu_compute.c_str(), nullptr))
+    return Error(err::kInvalidValue, "--gpu-compute-limit is below --gpu-compute");
+  if (!o.priority.empty() && o.priority != "high" && o.priority != "normal" && o.priority != "low")
+    return Error(err::kInvalidValue,
+                 "--priority takes high, normal or low, not '" + o.priority + "'");
   return o;
 }
 
@@ -96,6 +109,9 @@ std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
   if (!o.gpu_fraction_limit.empty()) env["REMORA_GPU_FRACTION_LIMIT"] = o.gpu_fraction_limit;
   if (!o.gpu_memory.empty()) env["REMORA_GPU_MEMORY"] = o.gpu_memory;
   if (!o.gpu_memory_limit.empty()) env["REMORA_GPU_MEMORY_LIMIT"] = o.gpu_memory_limit;
+  if (!o.gpu_compute.empty()) env["REMORA_GPU_COMPUTE"] = o.gpu_compute;
+  if (!o.gpu_compute_limit.empty()) env["REMORA_GPU_COMPUTE_LIMIT"] = o.gpu_compute_limit;
+  if (!o.priority.empty()) env["REMORA_PRIORITY"] = o.priority;
   if (o.trace) env.insert_or_assign("REMORA_TRACE", std::string("1"));
   return env;
 }

@@ -12,6 +12,7 @@ namespace remora::cli {
 struct RunOptions {
   std::string server;  // REMORA_SERVER; empty keeps the environment's
   std::string gpu_fraction, gpu_fraction_limit, gpu_memory, gpu_memory_limit;
+  std::string gpu_compute, gpu_compute_limit, priority;  // GPU time share, cap; class
   std::string token;
   bool trace = false;                // REMORA_TRACE=1: the stub prints every forwarded call
   std::vector<std::string> command;  // program and its arguments

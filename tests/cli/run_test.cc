@@ -39,5 +39,20 @@ TEST(Run, RefusesBadQuotas) {
   EXPECT_TRUE(ParseRun({"--gpu-memory", "1Gi", "--gpu-memory-limit", "2Gi", "./x"}).ok());
 }
 
+TEST(Run, ComputeShareLimitAndPriority) {
+  auto o = ParseRun(
+      {"--gpu-compute", "0.25", "--gpu-compute-limit=0.5", "--priority", "low", "--", "./app"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  auto env = TenantEnvironment(*o, "/stub", "");
+  EXPECT_EQ(env["REMORA_GPU_COMPUTE"], "0.25");
+  EXPECT_EQ(env["REMORA_GPU_COMPUTE_LIMIT"], "0.5");
+  EXPECT_EQ(env["REMORA_PRIORITY"], "low");
+  EXPECT_FALSE(ParseRun({"--gpu-compute", "1.5", "--", "x"}).ok());
+  EXPECT_FALSE(ParseRun({"--gpu-compute", "0.5", "--gpu-compute-limit", "0.4", "--", "x"}).ok());
+  auto bad = ParseRun({"--priority", "urgent", "--", "x"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("high, normal or low"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace remora::cli

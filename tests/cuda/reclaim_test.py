@@ -2,7 +2,7 @@
 """tests/cuda/reclaim_test.py - a guaranteed request is honoured by reclaiming a loan.
 
 On one remora-server (emulated device, 16 GiB): a tenant with no request borrows
-12 GiB; a tenant with REMORA_GPU_FRACTION 0.5 then allocates 6 GiB, within its
+12 GiB; a tenant run with --gpu-fraction 0.5 then allocates 6 GiB, within its
 request but beyond what is free. Its cudaMalloc must succeed; the borrower's next
 call must fail with cudaErrorDevicesUnavailable, its stderr saying its memory was
 reclaimed and for whom; the server log must name both. A third tenant with no
@@ -18,10 +18,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import start_server, stop_server  # noqa: E402
 
 
-def hog(run, mib, env):
-    return subprocess.Popen(run + ["-hog", str(mib)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **env))
+def hog(run, mib, flags):
+    """`remora run FLAGS -- host_threads -hog MIB`: the quota as users give it."""
+    return subprocess.Popen(run[0] + flags + ["--"] + run[1] + ["-hog", str(mib)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def main():
@@ -35,20 +36,20 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="remora-reclaim-") as tmp:
         proc, log, address = start_server(bindir, transport, tmp, [])
-        run = [os.path.join(bindir, "remora"), "run", "--server", address, "--",
-               os.path.join(progs, "host_threads")]
+        run = ([os.path.join(bindir, "remora"), "run", "--server", address],
+               [os.path.join(progs, "host_threads")])
         tenants = []
         try:
-            borrower = hog(run, 12 << 10, {})
+            borrower = hog(run, 12 << 10, [])
             tenants.append(borrower)
             if "HOLDING" not in borrower.stdout.readline():
                 fail("the borrower could not allocate 12 GiB")
-            owner = hog(run, 6 << 10, {"REMORA_GPU_FRACTION": "0.5"})
+            owner = hog(run, 6 << 10, ["--gpu-fraction", "0.5"])
             tenants.append(owner)
             line = owner.stdout.readline()
             if "HOLDING" not in line:
                 fail("a guaranteed allocation was refused: " + line)
-            greedy = hog(run, 10 << 10, {})  # free: 15.75 GiB usable - 6 GiB held
+            greedy = hog(run, 10 << 10, [])  # free: 15.75 GiB usable - 6 GiB held
             tenants.append(greedy)
             line = greedy.stdout.readline()
             if "REFUSED cudaErrorMemoryAllocation" not in line:

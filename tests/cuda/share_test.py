@@ -4,9 +4,9 @@
 Runs host_threads -busy (batches of equal, CPU-checked kernels, two batches in flight)
 as tenants of one remora-server on the emulated device and compares how many kernels
 each got through in the same wall time:
-  * two tenants at once, REMORA_GPU_COMPUTE 0.2 and 0.6: the second must run about
+  * two tenants at once, `remora run --gpu-compute` 0.2 and 0.6: the second must run about
     three times as many kernels (a FIFO order gives 1:1);
-  * one tenant alone with REMORA_GPU_COMPUTE_LIMIT 0.3, then alone without a limit:
+  * one tenant alone with --gpu-compute-limit 0.3, then alone without a limit:
     the capped run must get well under half as many (an idle GPU is no excuse).
 Tolerances are wide: the emulator runs two tenants' kernels side by side on the
 host's cores and they slow each other, so a kernel count is a loose stand-in for the
@@ -32,10 +32,11 @@ def kernels(result, who):
     return int(m.group(1))
 
 
-def busy(run, seconds, seed, env):
-    cmd = run + ["-busy", str(seconds), "-iters", ITERS, "-seed", str(seed)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **env))
+def busy(run, seconds, seed, flags):
+    """`remora run FLAGS -- host_threads -busy SECONDS`: the quota as users give it."""
+    cmd = run[0] + flags + ["--"] + run[1] + ["-busy", str(seconds), "-iters", ITERS,
+                                              "-seed", str(seed)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def finish(p):
@@ -48,11 +49,11 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory(prefix="remora-share-") as tmp:
         proc, _, address = start_server(bindir, "shm", tmp, [])
-        run = [os.path.join(bindir, "remora"), "run", "--server", address, "--",
-               os.path.join(progs, "host_threads")]
+        run = ([os.path.join(bindir, "remora"), "run", "--server", address],
+               [os.path.join(progs, "host_threads")])
         try:
-            small = busy(run, 6, 1, {"REMORA_GPU_COMPUTE": "0.2"})
-            large = busy(run, 6, 2, {"REMORA_GPU_COMPUTE": "0.6"})
+            small = busy(run, 6, 1, ["--gpu-compute", "0.2"])
+            large = busy(run, 6, 2, ["--gpu-compute", "0.6"])
             a, b = kernels(finish(small), "the 0.2 tenant"), kernels(finish(large), "the 0.6 tenant")
             if a and b:
                 print(f"share_test: compute 0.2 vs 0.6 ran {a} vs {b} kernels: 1:{b / a:.2f}")
@@ -61,9 +62,9 @@ def main():
                     ok = False
             else:
                 ok = False
-            capped = kernels(finish(busy(run, 4, 3, {"REMORA_GPU_COMPUTE_LIMIT": "0.3"})),
+            capped = kernels(finish(busy(run, 4, 3, ["--gpu-compute-limit", "0.3"])),
                              "the capped tenant")
-            alone = kernels(finish(busy(run, 4, 4, {})), "the uncapped tenant")
+            alone = kernels(finish(busy(run, 4, 4, [])), "the uncapped tenant")
             if capped and alone:
                 print(f"share_test: limit 0.3 alone ran {capped} kernels, no limit {alone}: "
                       f"{capped / alone:.2f}")
