@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/list.h"
 #include "cli/run.h"
 
 namespace {
@@ -17,6 +18,8 @@ constexpr const char* kUsage =
     "--gpu-memory-limit M]\n"
     "                  [--gpu-compute F] [--gpu-compute-limit F] [--priority high|normal|low]\n"
     "                  -- CMD ARGS\n"
+    "       remora list [--server ADDR] [--token T]\n"
+    "  list: every tenant of the server, with its quotas, usage and share of GPU time.\n"
     "  Runs CMD as a tenant: it loads Remora's CUDA runtime and shares the server's GPU.\n"
     "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n"
     "  --gpu-compute is its guaranteed share of GPU time (default: its memory fraction),\n"
@@ -38,6 +41,8 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
+  if (!std::strcmp(argv[1], "list"))
+    return remora::cli::RunList(std::vector<std::string>(argv + 2, argv + argc));
   if (std::strcmp(argv[1], "run") != 0) {
     std::cerr << "remora: unknown command '" << argv[1] << "'\n" << kUsage;
     return 2;

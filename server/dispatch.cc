@@ -83,6 +83,16 @@ void Session::Dispatch(const transport::Frame& f) {
            v1::Empty());
     return;
   }
+  // An administration session lists tenants and does nothing else; only it may.
+  const bool admin_call = call == static_cast<uint32_t>(CallId::kListTenants);
+  if (admin_ != admin_call && !always) {
+    const CallInfo* info = FindCall(call);
+    Finish(f.header, info ? info->cls : CallClass::kSync,
+           Error(err::kNotPermitted, admin_ ? "an administration session may only list tenants"
+                                            : "only an administration session lists tenants"),
+           v1::Empty());
+    return;
+  }
   if (!always) {
     if (Status st = sticky(); !st.ok()) {
       // After a device fault every call fails as on a GPU; still answer SYNC calls.

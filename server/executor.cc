@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "server/handlers/util.h"
 #include "server/log.h"
@@ -25,6 +26,13 @@ constexpr auto kPollMax = std::chrono::microseconds(1000);
 // two items), so a tenant held at its bound hears of its completions before
 // the device has drained what it was given.
 constexpr auto kPollLazy = std::chrono::microseconds(400);
+// The window of a tenant's achieved share of device time (UsageOf).
+constexpr double kShareWindowNs = 10e9;
+
+// A decaying rate: `rate` as of `at`, seen at `now`.
+double Decayed(double rate, uint64_t at, uint64_t now) {
+  return now > at ? rate * std::exp(-static_cast<double>(now - at) / kShareWindowNs) : rate;
+}
 
 }  // namespace
 
@@ -124,6 +132,23 @@ std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, 
   tenants_[id] = t.get();
   order_->Configure(id, share);
   return t;
+}
+
+std::optional<Executor::Usage> Executor::UsageOf(uint64_t id) const {
+  std::lock_guard lock(mu_);
+  auto it = tenants_.find(id);
+  if (it == tenants_.end()) return std::nullopt;
+  const Tenant& t = *it->second;
+  Usage u;
+  u.gpu_ns = t.gpu_ns_;
+  // The average starts at zero: divide by the weight the window has had so
+  // far, so a tenant busy since it joined shows its share at once.
+  const uint64_t now = NowNs();
+  const double seen =
+      1 -
+      std::exp(-static_cast<double>(now > t.joined_at_ ? now - t.joined_at_ : 0) / kShareWindowNs);
+  u.share = seen > 0 ? std::min(1.0, Decayed(t.rate_, t.rate_at_, now) / seen) : 0;
+  return u;
 }
 
 Result<CUstream> Executor::MemStreamLocked() {
@@ -517,6 +542,9 @@ void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start) {
     st.charging = false;
     if (st.uncharged != 0) ChargeLocked(st);
   }
+  gpu_ns_ += gpu_ns;
+  rate_ = Decayed(rate_, rate_at_, now) + static_cast<double>(gpu_ns) / kShareWindowNs;
+  rate_at_ = now;
   for (uint32_t i = 0; i < n; ++i)
     ex_.order_->Done(id_, gpu_ns / n + (i == 0 ? gpu_ns % n : 0), now);
   ex_.PumpLocked();

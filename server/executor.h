@@ -78,6 +78,16 @@ class Executor {
   std::shared_ptr<Tenant> Join(uint64_t id, std::string name, TenantHooks hooks,
                                const sched::Share& share = sched::Share());
 
+  // What a tenant's work has cost the device: all the device time charged to
+  // it, and its share of the device's time over about the last 10 s (a
+  // decaying average). nullopt for a tenant that has not joined or has left.
+  // Thread-safe.
+  struct Usage {
+    uint64_t gpu_ns = 0;
+    double share = 0;
+  };
+  std::optional<Usage> UsageOf(uint64_t id) const;
+
   // Device memory from the stream-ordered pool, usable on every stream once
   // this returns. REQUIRES: a Use. Errors: the driver's (kMemoryAllocation).
   Result<CUdeviceptr> Allocate(uint64_t bytes);
@@ -205,6 +215,12 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   std::unordered_map<CUevent, EventState> events_;
   size_t next_stream_hint_ = 0;
   bool closed_ = false;
+  // Device time charged (Charged), guarded by ex_.mu_: in all, and as a rate
+  // (device ns per ns, decaying over kShareWindow) as of rate_at_.
+  uint64_t gpu_ns_ = 0;
+  double rate_ = 0;
+  uint64_t rate_at_ = 0;
+  const uint64_t joined_at_ = ex_.NowNs();
   // Items in all queues (held host functions included); written under ex_.mu_,
   // decremented only once an item reached the driver.
   std::atomic<size_t> queued_{0};

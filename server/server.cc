@@ -105,7 +105,8 @@ void Server::AcceptLoop(transport::Listener* listener) {
                      OnFault(epoch, observer, fault);
                    },
                    [this] { return FaultCulprit(); },
-                   [this](uint64_t victim, const std::string& why) { Evict(victim, why); }};
+                   [this](uint64_t victim, const std::string& why) { Evict(victim, why); },
+                   [this] { return ListTenants(); }};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
@@ -176,6 +177,31 @@ std::string Server::FaultCulprit() {
   for (auto& [id, live] : live_)
     if (live.session->OwnsStream(faulted)) return live.session->tenant();
   return "";
+}
+
+v1::TenantList Server::ListTenants() {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, live] : live_) sessions.push_back(live.session);
+  }
+  v1::TenantList list;
+  list.set_device(device_->info().name());
+  list.set_usable_memory(ledger_->usable());
+  const auto now = std::chrono::steady_clock::now();
+  double weights = 0;
+  for (const auto& s : sessions)
+    if (std::optional<v1::TenantRow> r = s->Row(now)) {
+      weights += r->compute_request();
+      *list.add_tenants() = std::move(*r);
+    }
+  // What each would get with all of them busy: its weight's part, within its cap.
+  for (v1::TenantRow& r : *list.mutable_tenants()) {
+    double target = weights > 0 ? r.compute_request() / weights : 0;
+    if (r.compute_limit() > 0) target = std::min(target, r.compute_limit());
+    r.set_target_share(target);
+  }
+  return list;
 }
 
 void Server::Evict(uint64_t victim, const std::string& why) {

@@ -65,6 +65,8 @@ class Server {
   std::string FaultCulprit();
   // Ends session `victim` so another tenant gets its memory (SessionEnv::evict).
   void Evict(uint64_t victim, const std::string& why);
+  // Every admitted tenant, as `remora list` shows it (SessionEnv::list_tenants).
+  v1::TenantList ListTenants();
   // A session saw a device fault in `epoch`: names the culprit, rebuilds the context.
   void OnFault(uint64_t epoch, const std::string& observer, const Status& fault);
   static void OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len);

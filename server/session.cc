@@ -293,12 +293,24 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   std::string program = hello.program().empty() ? "tenant" : hello.program();
   tenant_ = program + "-" + std::to_string(hello.client_pid()) + "@" +
             (hello.client_host().empty() ? peer_.address : hello.client_host());
+  if (hello.admin()) {
+    admin_ = true;
+    welcome.set_protocol_version(kProtocolVersion);
+    welcome.set_session_id(id_);
+    welcome.set_tenant("admin:" + tenant_);
+    *welcome.mutable_device() = env_.device->info();
+    Log(Level::kInfo, "session",
+        {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
+    return OkStatus();
+  }
   const v1::Quota& q = hello.quota();
   ASSIGN_OR_RETURN(sched::Quota quota,
                    sched::ResolveQuota({q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(),
                                         q.gpu_memory_limit()},
                                        env_.ledger->usable()));
   ASSIGN_OR_RETURN(sched::Share share, ShareOf(q, quota, env_.ledger->usable()));
+  quota_ = quota;
+  share_ = share;
   // The stream first: a context an earlier tenant broke shows here, before
   // this tenant is admitted.
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
@@ -377,6 +389,38 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
        {"peer", channel_->Describe()},
        {"request", quota.request},
        {"limit", quota.limit}});
+  listed_.store(true, std::memory_order_release);
+  return OkStatus();
+}
+
+std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point now) const {
+  if (!listed_.load(std::memory_order_acquire) || finished()) return std::nullopt;
+  v1::TenantRow r;
+  r.set_session(id_);
+  r.set_tenant(tenant_);
+  r.set_peer(channel_->Describe());
+  r.set_priority(sched::PriorityName(share_.priority));
+  const bool reclaimed = env_.ledger->Reclaimed(id_);
+  r.set_status(reclaimed ? "reclaimed" : closing_ ? "ending" : "running");
+  const sched::MemoryLedger::View v = env_.ledger->Slice(id_);
+  r.set_memory_request(quota_.request);
+  r.set_memory_limit(quota_.limit);
+  r.set_memory_used(v.used);
+  r.set_memory_borrowed(v.used > quota_.request ? v.used - quota_.request : 0);
+  r.set_compute_request(share_.request);
+  r.set_compute_limit(share_.limit);
+  if (std::optional<Executor::Usage> u = env_.executor->UsageOf(id_)) {
+    r.set_gpu_ns(u->gpu_ns);
+    r.set_achieved_share(u->share);
+  }
+  r.set_age_ms(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - created_).count()));
+  return r;
+}
+
+Status Session::OnListTenants(const v1::Empty&, v1::TenantList& rep) {
+  if (!env_.list_tenants) return Error(err::kNotSupported, "this server cannot list tenants");
+  rep = env_.list_tenants();
   return OkStatus();
 }
 

@@ -33,6 +33,7 @@
 
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
+#include "scheduler/dispatch.h"
 #include "scheduler/ledger.h"
 #include "server/device.h"
 #include "server/executor.h"
@@ -58,6 +59,8 @@ struct SessionEnv {
   // Ends session `victim` to give its memory to another tenant: it is told
   // `why` and torn down. Thread-safe; a victim already gone is ignored.
   std::function<void(uint64_t victim, const std::string& why)> evict;
+  // Every tenant's row, for an administration session (remora list).
+  std::function<v1::TenantList()> list_tenants;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -92,6 +95,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void AppendDeviceOutput(std::string_view text);
   // Owner of `stream` among this session's mapped streams.
   bool OwnsStream(CUstream s) const;
+  // The tenant as `remora list` shows it (target_share left 0: it depends on
+  // the others), or nullopt before it was admitted, for an administration
+  // session, or once it ended. Thread-safe.
+  std::optional<v1::TenantRow> Row(std::chrono::steady_clock::time_point now) const;
 
   // ---- Handlers: one per calls.def row the server answers. -------------------
 #define REMORA_CALL(id, Name, Class, Request, Reply) \
@@ -201,6 +208,11 @@ class Session : public std::enable_shared_from_this<Session> {
   const SessionEnv env_;
   std::string tenant_;
   bool admitted_ = false;
+  bool admin_ = false;  // an administration session (Hello.admin)
+  // What the tenant was granted, set before listed_ and constant after.
+  sched::Quota quota_;
+  sched::Share share_;
+  std::atomic<bool> listed_{false};
   bool arena_registered_ = false;
   // The device epoch this session's handles belong to (none yet: the first
   // EnterDevice makes the context current on this thread).

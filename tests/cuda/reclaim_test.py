@@ -8,6 +8,7 @@ call must fail with cudaErrorDevicesUnavailable, its stderr saying its memory wa
 reclaimed and for whom; the server log must name both. A third tenant with no
 request asking for more than is free (10 GiB of 9.75) is refused, reclaiming
 nobody (a loan may use another's unused guarantee, never more than is free).
+`remora list` then shows the two tenants left, the owner with its request and use.
 """
 import os
 import subprocess
@@ -54,6 +55,16 @@ def main():
             line = greedy.stdout.readline()
             if "REFUSED cudaErrorMemoryAllocation" not in line:
                 fail("a loan past free memory was granted: " + line)
+            # remora list shows the survivors: the owner's 6 GiB within its request.
+            listed = subprocess.run([os.path.join(bindir, "remora"), "list", "--server", address],
+                                    capture_output=True, text=True, timeout=60)
+            print(listed.stdout, end="")
+            rows = [r for r in listed.stdout.splitlines() if r.startswith("host_threads")]
+            if listed.returncode != 0 or len(rows) != 2:
+                fail("remora list did not show the two remaining tenants:\n" + listed.stdout +
+                     listed.stderr)
+            elif not any(" 6.0Gi " in r and " 7.9Gi " in r for r in rows):
+                fail("remora list does not show the owner's request and use")
             out, err = borrower.communicate("go\n", timeout=60)
             if "SYNC cudaErrorDevicesUnavailable" not in out:
                 fail("the reclaimed borrower's next call did not fail as expected: " + out)

@@ -551,6 +551,60 @@ TEST_F(ServerTest, AdmissionPreemptsLowerPriorityOnly) {
   EXPECT_EQ(c->welcome_status(), err::kInvalidValue);
 }
 
+// `remora list` speaks as an administration session: it sees every tenant with
+// what it was granted and holds, and may do nothing else; tenants may not list.
+TEST_F(ServerTest, AdminSessionListsTenantsAndNothingElse) {
+  v1::Hello h;
+  h.mutable_quota()->set_gpu_fraction(0.25);
+  h.mutable_quota()->set_gpu_compute(0.5);
+  h.set_program("alpha");
+  auto a = Client::Connect(path_, h);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  ASSERT_NE(a->Malloc(3 << 20), 0u);
+  v1::Hello l;
+  l.mutable_quota()->set_priority("low");
+  l.mutable_quota()->set_gpu_compute_limit(0.2);
+  l.set_program("beta");
+  auto b = Client::Connect(path_, l);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->welcome_status(), 0);
+  v1::Hello admin;
+  admin.set_admin(true);
+  auto c = Client::Connect(path_, admin);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->welcome_status(), 0);
+  v1::TenantList list;
+  ASSERT_EQ(c->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  ASSERT_EQ(list.tenants_size(), 2) << list.ShortDebugString();
+  EXPECT_NEAR(static_cast<double>(list.usable_memory()),
+              4.0 * static_cast<double>(a->welcome().memory_limit()), 8)
+      << "a's limit is 0.25 of usable";
+  std::map<std::string, v1::TenantRow> rows;
+  for (const auto& r : list.tenants()) rows[r.tenant().substr(0, 5)] = r;
+  ASSERT_EQ(rows.count("alpha"), 1u);
+  ASSERT_EQ(rows.count("beta-"), 1u);
+  const v1::TenantRow& ra = rows["alpha"];
+  EXPECT_EQ(ra.priority(), "normal");
+  EXPECT_EQ(ra.status(), "running");
+  EXPECT_EQ(ra.memory_request(), a->welcome().memory_request());
+  EXPECT_EQ(ra.memory_used(), 3u << 20);
+  EXPECT_EQ(ra.memory_borrowed(), 0u);
+  EXPECT_DOUBLE_EQ(ra.compute_request(), 0.5);
+  const v1::TenantRow& rb = rows["beta-"];
+  EXPECT_EQ(rb.priority(), "low");
+  EXPECT_DOUBLE_EQ(rb.compute_limit(), 0.2);
+  EXPECT_EQ(rb.memory_request(), 0u);
+  // Targets: weights 0.5 and 0.05 (no request: the default), the second capped.
+  EXPECT_NEAR(ra.target_share(), 0.5 / 0.55, 1e-9);
+  EXPECT_NEAR(rb.target_share(), 0.05 / 0.55, 1e-9);
+  // The administration session holds nothing and may do nothing else; tenants may not list.
+  v1::MallocRequest m;
+  m.set_size(64);
+  EXPECT_EQ(c->Call(CallId::kMalloc, m), err::kNotPermitted);
+  EXPECT_EQ(a->Call(CallId::kListTenants, v1::Empty(), &list), err::kNotPermitted);
+}
+
 TEST_F(ServerTest, QuotaLimitIsEnforcedAndShownByMemGetInfo) {
   v1::Hello h;
   h.mutable_quota()->set_gpu_memory(1 << 20);

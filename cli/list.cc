@@ -1,0 +1,145 @@
+// cli/list.cc - `remora list`: an administration session that fetches and prints tenants.
+#include "cli/list.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "proto/calls.h"
+#include "transport/fragment.h"
+#include "transport/grpc/client.h"
+#include "transport/shm/shm_channel.h"
+
+namespace remora::cli {
+namespace {
+
+using transport::Deadline;
+
+constexpr auto kTimeout = std::chrono::seconds(10);
+
+Result<std::unique_ptr<transport::Channel>> Dial(const std::string& server,
+                                                 const std::string& token) {
+  if (server.rfind("unix:", 0) == 0)
+    return transport::ShmConnect(server.substr(5), Deadline::In(kTimeout));
+  for (const char* scheme : {"grpc://", "grpcs://"}) {
+    const std::string s = scheme;
+    if (server.rfind(s, 0) != 0) continue;
+    transport::GrpcClientOptions opts;
+    opts.token = token;
+    if (s == "grpcs://") {
+      const char* roots = std::getenv("REMORA_TLS_ROOT_CERT");
+      opts.tls_root_cert_path = roots ? roots : "/etc/ssl/certs/ca-certificates.crt";
+    }
+    return transport::GrpcConnect(server.substr(s.size()), std::move(opts), Deadline::In(kTimeout));
+  }
+  return Error(err::kInvalidValue,
+               "--server takes unix:PATH, grpc://HOST:PORT or "
+               "grpcs://HOST:PORT, not '" +
+                   server + "'");
+}
+
+// One SYNC call: sends `req` as `id` and parses the Reply's result into `rep`.
+Status Call(transport::Channel& ch, CallId id, uint64_t seq, const google::protobuf::Message& req,
+            google::protobuf::Message* rep) {
+  const std::string body = req.SerializeAsString();
+  RETURN_IF_ERROR(ch.Send({.call = static_cast<uint32_t>(id), .flags = 0, .seq = seq},
+                          std::as_bytes(std::span(body.data(), body.size()))));
+  transport::Frame f;
+  do {
+    RETURN_IF_ERROR(ch.Receive(f, Deadline::In(kTimeout)));
+  } while (f.header.seq != seq);
+  v1::Reply reply;
+  if (!reply.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())))
+    return Error(err::kUnknown, "malformed reply");
+  if (reply.code() != 0) return Error(reply.code(), reply.message());
+  if (rep && !rep->ParseFromString(reply.result()))
+    return Error(err::kUnknown, "malformed reply result");
+  return OkStatus();
+}
+
+std::string Bytes(uint64_t n) {
+  char buf[32];
+  if (n >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.1fGi", static_cast<double>(n) / (1 << 30));
+  else
+    std::snprintf(buf, sizeof buf, "%.0fMi", static_cast<double>(n) / (1 << 20));
+  return buf;
+}
+
+std::string Fraction(double f) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", f);
+  return buf;
+}
+
+}  // namespace
+
+Result<v1::TenantList> FetchTenants(const std::string& server, const std::string& token) {
+  Result<std::unique_ptr<transport::Channel>> dialed = Dial(server, token);
+  if (!dialed.ok())
+    return Error(dialed.status().code() == err::kInvalidValue ? err::kInvalidValue
+                                                              : err::kInitializationError,
+                 "cannot reach " + server + ": " + dialed.status().message());
+  transport::FragmentingChannel ch(std::move(dialed).value());
+  v1::Hello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_token(token);
+  hello.set_admin(true);
+  hello.set_client_pid(getpid());
+  hello.set_program("remora-list");
+  v1::Welcome welcome;
+  RETURN_IF_ERROR(Call(ch, CallId::kHello, 0, hello, &welcome));
+  v1::TenantList list;
+  RETURN_IF_ERROR(Call(ch, CallId::kListTenants, 1, v1::Empty(), &list));
+  (void)ch.Send({.call = static_cast<uint32_t>(CallId::kGoodbye), .flags = 0, .seq = 2}, {});
+  return list;
+}
+
+std::string FormatTenants(const v1::TenantList& list) {
+  char line[512];
+  std::string out;
+  std::snprintf(line, sizeof line, "%-34s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %9s\n",
+                "TENANT", "PRIORITY", "STATUS", "MEM-REQ", "MEM-LIM", "MEM-USED", "BORROWED",
+                "COMPUTE", "LIMIT", "TARGET", "ACHIEVED", "GPU-TIME");
+  out += line;
+  for (const v1::TenantRow& r : list.tenants()) {
+    std::snprintf(line, sizeof line, "%-34s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %8.2fs\n",
+                  r.tenant().c_str(), r.priority().c_str(), r.status().c_str(),
+                  Bytes(r.memory_request()).c_str(), Bytes(r.memory_limit()).c_str(),
+                  Bytes(r.memory_used()).c_str(), Bytes(r.memory_borrowed()).c_str(),
+                  Fraction(r.compute_request()).c_str(),
+                  r.compute_limit() > 0 ? Fraction(r.compute_limit()).c_str() : "-",
+                  Fraction(r.target_share()).c_str(), Fraction(r.achieved_share()).c_str(),
+                  static_cast<double>(r.gpu_ns()) / 1e9);
+    out += line;
+  }
+  return out;
+}
+
+int RunList(const std::vector<std::string>& args) {
+  const char* env = std::getenv("REMORA_SERVER");
+  std::string server = env && *env ? env : "unix:/run/remora/gpu0.sock";
+  const char* tok = std::getenv("REMORA_TOKEN");
+  std::string token = tok ? tok : "";
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string* into = args[i] == "--server" ? &server : args[i] == "--token" ? &token : nullptr;
+    if (!into || i + 1 >= args.size()) {
+      std::cerr << "usage: remora list [--server ADDR] [--token T]\n";
+      return 2;
+    }
+    *into = args[++i];
+  }
+  Result<v1::TenantList> list = FetchTenants(server, token);
+  if (!list.ok()) {
+    std::cerr << "remora list: " << list.status().message() << "\n";
+    return 1;
+  }
+  std::cout << list->device() << ", " << Bytes(list->usable_memory()) << " usable, "
+            << list->tenants_size() << " tenant(s)\n"
+            << FormatTenants(*list);
+  return 0;
+}
+
+}  // namespace remora::cli
