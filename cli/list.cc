@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "proto/calls.h"
 #include "transport/fragment.h"
@@ -18,6 +19,10 @@ namespace {
 using transport::Deadline;
 
 constexpr auto kTimeout = std::chrono::seconds(10);
+constexpr const char* kAdminUsage =
+    "usage: remora list [--server ADDR] [--token T]\n"
+    "       remora top [--server ADDR] [--token T] [--interval SECONDS]\n"
+    "       remora evict SESSION|TENANT [--server ADDR] [--token T]\n";
 
 Result<std::unique_ptr<transport::Channel>> Dial(const std::string& server,
                                                  const std::string& token) {
@@ -74,42 +79,77 @@ std::string Fraction(double f) {
   return buf;
 }
 
+// An administration session: Hello with admin set, then calls, then Goodbye.
+class AdminSession {
+ public:
+  static Result<AdminSession> Open(const std::string& server, const std::string& token) {
+    Result<std::unique_ptr<transport::Channel>> dialed = Dial(server, token);
+    if (!dialed.ok())
+      return Error(dialed.status().code() == err::kInvalidValue ? err::kInvalidValue
+                                                                : err::kInitializationError,
+                   "cannot reach " + server + ": " + dialed.status().message());
+    AdminSession s(std::make_unique<transport::FragmentingChannel>(std::move(dialed).value()));
+    v1::Hello hello;
+    hello.set_protocol_version(kProtocolVersion);
+    hello.set_token(token);
+    hello.set_admin(true);
+    hello.set_client_pid(getpid());
+    hello.set_program("remora");
+    v1::Welcome welcome;
+    RETURN_IF_ERROR(s.Call(CallId::kHello, hello, &welcome));
+    return s;
+  }
+  AdminSession(AdminSession&&) = default;
+  ~AdminSession() {
+    if (ch_)
+      (void)ch_->Send({.call = static_cast<uint32_t>(CallId::kGoodbye), .flags = 0, .seq = ++seq_},
+                      {});
+  }
+  Status Call(CallId id, const google::protobuf::Message& req, google::protobuf::Message* rep) {
+    return cli::Call(*ch_, id, seq_++, req, rep);
+  }
+
+ private:
+  explicit AdminSession(std::unique_ptr<transport::Channel> ch) : ch_(std::move(ch)) {}
+  std::unique_ptr<transport::Channel> ch_;
+  uint64_t seq_ = 0;
+};
+
 }  // namespace
 
 Result<v1::TenantList> FetchTenants(const std::string& server, const std::string& token) {
-  Result<std::unique_ptr<transport::Channel>> dialed = Dial(server, token);
-  if (!dialed.ok())
-    return Error(dialed.status().code() == err::kInvalidValue ? err::kInvalidValue
-                                                              : err::kInitializationError,
-                 "cannot reach " + server + ": " + dialed.status().message());
-  transport::FragmentingChannel ch(std::move(dialed).value());
-  v1::Hello hello;
-  hello.set_protocol_version(kProtocolVersion);
-  hello.set_token(token);
-  hello.set_admin(true);
-  hello.set_client_pid(getpid());
-  hello.set_program("remora-list");
-  v1::Welcome welcome;
-  RETURN_IF_ERROR(Call(ch, CallId::kHello, 0, hello, &welcome));
+  ASSIGN_OR_RETURN(AdminSession s, AdminSession::Open(server, token));
   v1::TenantList list;
-  RETURN_IF_ERROR(Call(ch, CallId::kListTenants, 1, v1::Empty(), &list));
-  (void)ch.Send({.call = static_cast<uint32_t>(CallId::kGoodbye), .flags = 0, .seq = 2}, {});
+  RETURN_IF_ERROR(s.Call(CallId::kListTenants, v1::Empty(), &list));
   return list;
+}
+
+Status EvictTenant(const std::string& server, const std::string& token, const std::string& who) {
+  ASSIGN_OR_RETURN(AdminSession s, AdminSession::Open(server, token));
+  v1::EvictRequest req;
+  char* end = nullptr;
+  const unsigned long long id = std::strtoull(who.c_str(), &end, 10);
+  if (!who.empty() && *end == '\0' && id != 0)
+    req.set_session(id);
+  else
+    req.set_tenant(who);
+  return s.Call(CallId::kEvictTenant, req, nullptr);
 }
 
 std::string FormatTenants(const v1::TenantList& list) {
   char line[512];
   std::string out;
-  std::snprintf(line, sizeof line, "%-34s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %9s\n",
-                "TENANT", "PRIORITY", "STATUS", "MEM-REQ", "MEM-LIM", "MEM-USED", "BORROWED",
-                "COMPUTE", "LIMIT", "TARGET", "ACHIEVED", "GPU-TIME");
+  std::snprintf(line, sizeof line, "%-7s %-34s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %9s\n",
+                "SESSION", "TENANT", "PRIORITY", "STATUS", "MEM-REQ", "MEM-LIM", "MEM-USED",
+                "BORROWED", "COMPUTE", "LIMIT", "TARGET", "ACHIEVED", "GPU-TIME");
   out += line;
   for (const v1::TenantRow& r : list.tenants()) {
-    std::snprintf(line, sizeof line, "%-34s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %8.2fs\n",
-                  r.tenant().c_str(), r.priority().c_str(), r.status().c_str(),
-                  Bytes(r.memory_request()).c_str(), Bytes(r.memory_limit()).c_str(),
-                  Bytes(r.memory_used()).c_str(), Bytes(r.memory_borrowed()).c_str(),
-                  Fraction(r.compute_request()).c_str(),
+    std::snprintf(line, sizeof line,
+                  "%-7llu %-34s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %8.2fs\n",
+                  static_cast<unsigned long long>(r.session()), r.tenant().c_str(),
+                  r.priority().c_str(), r.status().c_str(), Bytes(r.memory_request()).c_str(),
+                  Bytes(r.memory_limit()).c_str(), Bytes(r.memory_used()).c_str(),
+                  Bytes(r.memory_borrowed()).c_str(), Fraction(r.compute_request()).c_str(),
                   r.compute_limit() > 0 ? Fraction(r.compute_limit()).c_str() : "-",
                   Fraction(r.target_share()).c_str(), Fraction(r.achieved_share()).c_str(),
                   static_cast<double>(r.gpu_ns()) / 1e9);
@@ -118,28 +158,54 @@ std::string FormatTenants(const v1::TenantList& list) {
   return out;
 }
 
-int RunList(const std::vector<std::string>& args) {
+int RunAdmin(const std::string& command, const std::vector<std::string>& args) {
   const char* env = std::getenv("REMORA_SERVER");
   std::string server = env && *env ? env : "unix:/run/remora/gpu0.sock";
   const char* tok = std::getenv("REMORA_TOKEN");
   std::string token = tok ? tok : "";
+  std::string interval = "1", who;
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string* into = args[i] == "--server" ? &server : args[i] == "--token" ? &token : nullptr;
+    std::string* into = args[i] == "--server"     ? &server
+                        : args[i] == "--token"    ? &token
+                        : args[i] == "--interval" ? &interval
+                                                  : nullptr;
+    if (!into && command == "evict" && who.empty() && args[i].rfind("--", 0) != 0) {
+      who = args[i];
+      continue;
+    }
     if (!into || i + 1 >= args.size()) {
-      std::cerr << "usage: remora list [--server ADDR] [--token T]\n";
+      std::cerr << kAdminUsage;
       return 2;
     }
     *into = args[++i];
   }
-  Result<v1::TenantList> list = FetchTenants(server, token);
-  if (!list.ok()) {
-    std::cerr << "remora list: " << list.status().message() << "\n";
-    return 1;
+  if (command == "evict") {
+    if (who.empty()) {
+      std::cerr << kAdminUsage;
+      return 2;
+    }
+    Status st = EvictTenant(server, token, who);
+    if (!st.ok()) {
+      std::cerr << "remora evict: " << st.message() << "\n";
+      return 1;
+    }
+    std::cout << "evicted " << who << "\n";
+    return 0;
   }
-  std::cout << list->device() << ", " << Bytes(list->usable_memory()) << " usable, "
-            << list->tenants_size() << " tenant(s)\n"
-            << FormatTenants(*list);
-  return 0;
+  const double every = std::strtod(interval.c_str(), nullptr);
+  for (;;) {
+    Result<v1::TenantList> list = FetchTenants(server, token);
+    if (!list.ok()) {
+      std::cerr << "remora " << command << ": " << list.status().message() << "\n";
+      return 1;
+    }
+    if (command == "top") std::cout << "\033[H\033[2J";  // home, clear
+    std::cout << list->device() << ", " << Bytes(list->usable_memory()) << " usable, "
+              << list->tenants_size() << " tenant(s)\n"
+              << FormatTenants(*list) << std::flush;
+    if (command != "top") return 0;
+    std::this_thread::sleep_for(std::chrono::duration<double>(every > 0.1 ? every : 0.1));
+  }
 }
 
 }  // namespace remora::cli

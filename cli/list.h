@@ -1,4 +1,4 @@
-// cli/list.h - `remora list`: every tenant of a server, one row each.
+// cli/list.h - `remora list`, `top` and `evict`: a server's tenants, for operators.
 #pragma once
 
 #include <string>
@@ -18,7 +18,12 @@ Result<v1::TenantList> FetchTenants(const std::string& server, const std::string
 // The list as a table, one line per tenant under a header line.
 std::string FormatTenants(const v1::TenantList& list);
 
-// `remora list [--server ADDR] [--token T]`: prints the table; returns the exit code.
-int RunList(const std::vector<std::string>& args);
+// Ends the session of the tenant `who` names: a session id, or a tenant name
+// that exactly one running session has. Errors: the server's refusal.
+Status EvictTenant(const std::string& server, const std::string& token, const std::string& who);
+
+// `remora list|top|evict ...` (`command` is the word after remora): prints the
+// table once, refreshes it (top), or evicts; returns the exit code.
+int RunAdmin(const std::string& command, const std::vector<std::string>& args);
 
 }  // namespace remora::cli

@@ -18,8 +18,10 @@ constexpr const char* kUsage =
     "--gpu-memory-limit M]\n"
     "                  [--gpu-compute F] [--gpu-compute-limit F] [--priority high|normal|low]\n"
     "                  -- CMD ARGS\n"
-    "       remora list [--server ADDR] [--token T]\n"
-    "  list: every tenant of the server, with its quotas, usage and share of GPU time.\n"
+    "       remora list|top [--server ADDR] [--token T]\n"
+    "       remora evict SESSION|TENANT [--server ADDR] [--token T]\n"
+    "  list: every tenant of the server, with its quotas, usage and share of GPU time\n"
+    "  (top: refreshed every second); evict: end a tenant's session, freeing all it held.\n"
     "  Runs CMD as a tenant: it loads Remora's CUDA runtime and shares the server's GPU.\n"
     "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n"
     "  --gpu-compute is its guaranteed share of GPU time (default: its memory fraction),\n"
@@ -41,8 +43,9 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
-  if (!std::strcmp(argv[1], "list"))
-    return remora::cli::RunList(std::vector<std::string>(argv + 2, argv + argc));
+  for (const char* admin : {"list", "top", "evict"})
+    if (!std::strcmp(argv[1], admin))
+      return remora::cli::RunAdmin(admin, std::vector<std::string>(argv + 2, argv + argc));
   if (std::strcmp(argv[1], "run") != 0) {
     std::cerr << "remora: unknown command '" << argv[1] << "'\n" << kUsage;
     return 2;

@@ -84,12 +84,13 @@ void Session::Dispatch(const transport::Frame& f) {
     return;
   }
   // An administration session lists tenants and does nothing else; only it may.
-  const bool admin_call = call == static_cast<uint32_t>(CallId::kListTenants);
+  const bool admin_call = call == static_cast<uint32_t>(CallId::kListTenants) ||
+                          call == static_cast<uint32_t>(CallId::kEvictTenant);
   if (admin_ != admin_call && !always) {
     const CallInfo* info = FindCall(call);
     Finish(f.header, info ? info->cls : CallClass::kSync,
-           Error(err::kNotPermitted, admin_ ? "an administration session may only list tenants"
-                                            : "only an administration session lists tenants"),
+           Error(err::kNotPermitted, admin_ ? "an administration session may only list and evict"
+                                            : "only an administration session lists or evicts"),
            v1::Empty());
     return;
   }

@@ -106,7 +106,8 @@ void Server::AcceptLoop(transport::Listener* listener) {
                    },
                    [this] { return FaultCulprit(); },
                    [this](uint64_t victim, const std::string& why) { Evict(victim, why); },
-                   [this] { return ListTenants(); }};
+                   [this] { return ListTenants(); },
+                   [this](const v1::EvictRequest& req) { return FindTenant(req); }};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
@@ -202,6 +203,26 @@ v1::TenantList Server::ListTenants() {
     r.set_target_share(target);
   }
   return list;
+}
+
+Result<uint64_t> Server::FindTenant(const v1::EvictRequest& req) {
+  std::vector<uint64_t> found;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, live] : live_) {
+      if (req.session() != 0 ? id != req.session() : live.session->tenant() != req.tenant())
+        continue;
+      if (live.session->Row(now)) found.push_back(id);  // admitted, not ended
+    }
+  }
+  const std::string what = req.session() != 0 ? "session " + std::to_string(req.session())
+                                              : "tenant '" + req.tenant() + "'";
+  if (found.empty()) return Error(err::kInvalidValue, "no running " + what);
+  if (found.size() > 1)
+    return Error(err::kInvalidValue, std::to_string(found.size()) + " sessions are " + what +
+                                         "; name one by its session id");
+  return found[0];
 }
 
 void Server::Evict(uint64_t victim, const std::string& why) {

@@ -67,6 +67,8 @@ class Server {
   void Evict(uint64_t victim, const std::string& why);
   // Every admitted tenant, as `remora list` shows it (SessionEnv::list_tenants).
   v1::TenantList ListTenants();
+  // The one running session `req` names (SessionEnv::find_tenant).
+  Result<uint64_t> FindTenant(const v1::EvictRequest& req);
   // A session saw a device fault in `epoch`: names the culprit, rebuilds the context.
   void OnFault(uint64_t epoch, const std::string& observer, const Status& fault);
   static void OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len);

@@ -418,6 +418,14 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   return r;
 }
 
+Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
+  if (!env_.find_tenant || !env_.evict)
+    return Error(err::kNotSupported, "this server cannot evict tenants");
+  ASSIGN_OR_RETURN(uint64_t victim, env_.find_tenant(req));
+  env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")");
+  return OkStatus();
+}
+
 Status Session::OnListTenants(const v1::Empty&, v1::TenantList& rep) {
   if (!env_.list_tenants) return Error(err::kNotSupported, "this server cannot list tenants");
   rep = env_.list_tenants();
@@ -452,16 +460,7 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
   if (!st.ok()) [[unlikely]] {
     const CallInfo* info = FindCall(h.call);
     const char* name = info ? info->name.data() : "unknown";
-    if (IsDeviceFault(st.code()) && sticky().ok() && env_.fault_culprit) {
-      // Say whose kernel broke the context, as the first word of what every
-      // tenant learns of it.
-      const std::string who = env_.fault_culprit();
-      if (!who.empty())
-        st =
-            Error(st.code(), st.message() + " (device fault caused by " +
-                                 (who == tenant_ ? "this tenant's own work" : who) +
-                                 "; the GPU context is rebuilt, other tenants' work cannot go on)");
-    }
+    st = NameCulprit(std::move(st));
     if (st.code() != err::kNotReady)
       Log(Level::kInfo, "call",
           {{"tenant", tenant_}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
@@ -479,6 +478,8 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
     deferred = std::exchange(deferred_, OkStatus());
     has_errors_.store(!sticky_.ok(), std::memory_order_release);
   }
+  if (!deferred.ok()) [[unlikely]]
+    deferred = NameCulprit(std::move(deferred));  // a launch or copy that met the fault
   std::lock_guard lock(send_mu_);
   std::string output;
   if (has_output_.load(std::memory_order_acquire)) [[unlikely]] {
@@ -493,6 +494,22 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
     return;
   (void)channel_->Send({.call = h.call, .flags = h.flags & fixed::kFixedLayout, .seq = h.seq},
                        std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
+}
+
+Status Session::NameCulprit(Status st) const {
+  constexpr std::string_view kNamed = "device fault caused by ";
+  if (!IsDeviceFault(st.code()) || st.message().find(kNamed) != std::string::npos) return st;
+  // Who broke the context: the driver may still say (the emulator does), or
+  // the recovery that followed recorded it.
+  std::string who = env_.fault_culprit ? env_.fault_culprit() : "";
+  if (who.empty()) {
+    const Device::Fault f = env_.device->last_fault();
+    if (f.status.code() == st.code()) who = f.culprit;
+  }
+  if (who.empty()) return st;
+  return Error(st.code(), st.message() + " (" + std::string(kNamed) +
+                              (who == tenant_ ? "this tenant's own work" : who) +
+                              "; the GPU context is rebuilt, other tenants' work cannot go on)");
 }
 
 // Both replies carry the result last, serialized once straight into the frame.

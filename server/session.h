@@ -61,6 +61,9 @@ struct SessionEnv {
   std::function<void(uint64_t victim, const std::string& why)> evict;
   // Every tenant's row, for an administration session (remora list).
   std::function<v1::TenantList()> list_tenants;
+  // The session of the tenant `req` names, for remora evict. Errors:
+  // kInvalidValue if none or several match.
+  std::function<Result<uint64_t>(const v1::EvictRequest& req)> find_tenant;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -179,6 +182,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Status GiveBackWhenDone(Held held, bool reply);
   // Records the failure of a call that returned no reply (deferred; sticky for a fault).
   void RecordError(const Status& st);
+  // A device fault's status with whose work caused it appended (once), when
+  // known; any other status as it is.
+  Status NameCulprit(Status st) const;
   // Ends every session the ledger chose to reclaim for this one; `what` says
   // what this tenant asked for. Returns the victims.
   std::vector<uint64_t> EvictFor(const std::vector<sched::TenantId>& victims,

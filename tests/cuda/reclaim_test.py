@@ -8,7 +8,8 @@ call must fail with cudaErrorDevicesUnavailable, its stderr saying its memory wa
 reclaimed and for whom; the server log must name both. A third tenant with no
 request asking for more than is free (10 GiB of 9.75) is refused, reclaiming
 nobody (a loan may use another's unused guarantee, never more than is free).
-`remora list` then shows the two tenants left, the owner with its request and use.
+`remora list` then shows the two tenants left, the owner with its request and use,
+and `remora evict SESSION` ends the third, which is told an administrator did.
 """
 import os
 import subprocess
@@ -59,12 +60,21 @@ def main():
             listed = subprocess.run([os.path.join(bindir, "remora"), "list", "--server", address],
                                     capture_output=True, text=True, timeout=60)
             print(listed.stdout, end="")
-            rows = [r for r in listed.stdout.splitlines() if r.startswith("host_threads")]
+            rows = [r for r in listed.stdout.splitlines() if "host_threads" in r]
             if listed.returncode != 0 or len(rows) != 2:
                 fail("remora list did not show the two remaining tenants:\n" + listed.stdout +
                      listed.stderr)
             elif not any(" 6.0Gi " in r and " 7.9Gi " in r for r in rows):
                 fail("remora list does not show the owner's request and use")
+            # remora evict ends the refused tenant's session by its id, from the list.
+            greedy_rows = [r for r in listed.stdout.splitlines()
+                           if " 6.0Gi " not in r and "host_threads" in r]
+            if len(greedy_rows) == 1:
+                evicted = subprocess.run([os.path.join(bindir, "remora"), "evict",
+                                          greedy_rows[0].split()[0], "--server", address],
+                                         capture_output=True, text=True, timeout=60)
+                if evicted.returncode != 0:
+                    fail("remora evict failed: " + evicted.stdout + evicted.stderr)
             out, err = borrower.communicate("go\n", timeout=60)
             if "SYNC cudaErrorDevicesUnavailable" not in out:
                 fail("the reclaimed borrower's next call did not fail as expected: " + out)
@@ -72,10 +82,12 @@ def main():
                 fail("the borrower was not told why: " + err)
             else:
                 print("reclaim_test: the borrower was told: " + err.strip().splitlines()[-1])
-            for t in (owner, greedy):
-                out, err = t.communicate("go\n", timeout=60)
-                if "SYNC cudaSuccess" not in out:
-                    fail("a tenant that kept its memory failed: " + out + err)
+            out, err = owner.communicate("go\n", timeout=60)
+            if "SYNC cudaSuccess" not in out:
+                fail("the tenant that kept its memory failed: " + out + err)
+            out, err = greedy.communicate("go\n", timeout=60)
+            if "SYNC cudaErrorDevicesUnavailable" not in out or "administrator" not in err:
+                fail("the evicted tenant was not told: " + out + err)
             log.seek(0)
             text = log.read()
             if "event=evicted" not in text or "reclaimed for host_threads" not in text:

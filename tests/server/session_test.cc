@@ -603,6 +603,20 @@ TEST_F(ServerTest, AdminSessionListsTenantsAndNothingElse) {
   m.set_size(64);
   EXPECT_EQ(c->Call(CallId::kMalloc, m), err::kNotPermitted);
   EXPECT_EQ(a->Call(CallId::kListTenants, v1::Empty(), &list), err::kNotPermitted);
+  // remora evict: by name when one session has it, else refused; the tenant is told.
+  v1::EvictRequest e;
+  e.set_tenant("nobody");
+  EXPECT_EQ(c->Call(CallId::kEvictTenant, e), err::kInvalidValue);
+  EXPECT_EQ(a->Call(CallId::kEvictTenant, e), err::kNotPermitted);
+  e.set_tenant(rb.tenant());
+  EXPECT_EQ(c->Call(CallId::kEvictTenant, e), 0) << c->last().message();
+  EXPECT_NE(b->WaitEvicted().find("administrator"), std::string::npos);
+  ASSERT_EQ(c->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  std::vector<std::string> running;  // the evicted one is gone, or shown as ending
+  for (const auto& r : list.tenants())
+    if (r.status() == "running") running.push_back(r.tenant());
+  EXPECT_EQ(running, std::vector<std::string>{ra.tenant()});
+  EXPECT_NE(a->Malloc(1 << 20), 0u);  // the other tenant is untouched
 }
 
 TEST_F(ServerTest, QuotaLimitIsEnforcedAndShownByMemGetInfo) {
