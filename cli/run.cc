@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "proto/quantity.h"
+#include "scheduler/tenant.h"
 
 namespace remora::cli {
 namespace {
@@ -92,7 +93,7 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
       std::strtod(o.gpu_compute_limit.c_str(), nullptr) <
           std::strtod(o.gpu_compute.c_str(), nullptr))
     return Error(err::kInvalidValue, "--gpu-compute-limit is below --gpu-compute");
-  if (!o.priority.empty() && o.priority != "high" && o.priority != "normal" && o.priority != "low")
+  if (!o.priority.empty() && !sched::ParsePriority(o.priority))
     return Error(err::kInvalidValue,
                  "--priority takes high, normal or low, not '" + o.priority + "'");
   return o;

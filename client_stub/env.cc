@@ -2,6 +2,7 @@
 #include "client_stub/env.h"
 
 #include "proto/quantity.h"
+#include "scheduler/tenant.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -96,7 +97,7 @@ Result<Settings> ReadSettings(const std::function<const char*(const char*)>& get
   }
   if (const char* p = get("REMORA_PRIORITY"); p && *p) {
     const std::string prio = p;
-    if (prio != "high" && prio != "normal" && prio != "low")
+    if (!sched::ParsePriority(prio))
       return Error(err::kInvalidValue,
                    "REMORA_PRIORITY: expected high, normal or low, got '" + prio + "'");
     s.quota.priority = prio;

@@ -243,6 +243,25 @@ struct ReplyView {
   std::string_view result;  // the call's reply message, protobuf-serialized
 };
 
+// Replaces `out` with a fixed-layout reply: the head, `message`, `output`, and
+// room for `result_bytes` of the result (protobuf), whose start it returns.
+inline char* EncodeReply(int32_t code, int32_t deferred_code, std::string_view message,
+                         std::string_view output, size_t result_bytes, std::string& out) {
+  FixedReplyHead head;
+  head.code = code;
+  head.deferred_code = deferred_code;
+  head.message_bytes = static_cast<uint32_t>(message.size());
+  head.output_bytes = static_cast<uint32_t>(output.size());
+  out.resize(sizeof head + message.size() + output.size() + result_bytes);
+  char* p = out.data();
+  std::memcpy(p, &head, sizeof head);
+  p += sizeof head;
+  std::memcpy(p, message.data(), message.size());
+  p += message.size();
+  std::memcpy(p, output.data(), output.size());
+  return p + output.size();
+}
+
 // Parses a fixed-layout reply body. False if its lengths do not add up.
 inline bool ParseReply(std::span<const std::byte> body, ReplyView& v) {
   FixedReplyHead h;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace remora::sched {
 
@@ -26,6 +28,14 @@ inline const char* PriorityName(Priority p) {
       return "low";
   }
   return "?";
+}
+
+// The class `name` names ("high", "normal", "low"), or nullopt for anything
+// else. Shared by the server, the stub and the CLI: one grammar.
+inline std::optional<Priority> ParsePriority(std::string_view name) {
+  for (Priority p : {Priority::kHigh, Priority::kNormal, Priority::kLow})
+    if (name == PriorityName(p)) return p;
+  return std::nullopt;
 }
 
 }  // namespace remora::sched

@@ -134,6 +134,14 @@ std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, 
   return t;
 }
 
+std::optional<uint64_t> Executor::BusyNs(CUstream s) const {
+  unsigned long long busy = 0;
+  const DriverTable& drv = dev_.drv();
+  if (!drv.remoraEmuGetStreamBusyTime || drv.remoraEmuGetStreamBusyTime(s, &busy) != CUDA_SUCCESS)
+    return std::nullopt;
+  return busy;
+}
+
 std::optional<Executor::Usage> Executor::UsageOf(uint64_t id) const {
   std::lock_guard lock(mu_);
   auto it = tenants_.find(id);
@@ -331,10 +339,7 @@ void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
   st->s = s;
   st->blocking = blocking;
   // A pooled stream's busy time includes its earlier tenants' work.
-  unsigned long long busy = 0;
-  if (ex_.dev_.drv().remoraEmuGetStreamBusyTime &&
-      ex_.dev_.drv().remoraEmuGetStreamBusyTime(s, &busy) == CUDA_SUCCESS)
-    st->busy_charged = busy;
+  st->busy_charged = ex_.BusyNs(s).value_or(0);
   streams_[id] = std::move(st);
 }
 
@@ -533,11 +538,9 @@ void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start) {
   uint64_t gpu_ns = now - start;
   if (auto it = streams_.find(stream); it != streams_.end()) {
     Stream& st = *it->second;
-    unsigned long long busy = 0;
-    if (ex_.dev_.drv().remoraEmuGetStreamBusyTime &&
-        ex_.dev_.drv().remoraEmuGetStreamBusyTime(st.s, &busy) == CUDA_SUCCESS) {
-      gpu_ns = busy - std::min<uint64_t>(busy, st.busy_charged);
-      st.busy_charged = busy;
+    if (std::optional<uint64_t> busy = ex_.BusyNs(st.s)) {
+      gpu_ns = *busy - std::min(*busy, st.busy_charged);
+      st.busy_charged = *busy;
     }
     st.charging = false;
     if (st.uncharged != 0) ChargeLocked(st);

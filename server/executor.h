@@ -106,6 +106,9 @@ class Executor {
   // Hands a poll to the executor thread. REQUIRES: mu_.
   void WatchLocked(Poll p);
   uint64_t NowNs() const;
+  // The device time `s` has spent running work, as the emulated GPU measures
+  // it; nullopt on a driver that does not say (NVIDIA's).
+  std::optional<uint64_t> BusyNs(CUstream s) const;
   // The allocation stream of the current epoch. REQUIRES: mem_mu_, a Use.
   Result<CUstream> MemStreamLocked();
 

@@ -180,12 +180,15 @@ std::string Server::FaultCulprit() {
   return "";
 }
 
-v1::TenantList Server::ListTenants() {
+std::vector<std::shared_ptr<Session>> Server::Sessions() const {
   std::vector<std::shared_ptr<Session>> sessions;
-  {
-    std::lock_guard lock(mu_);
-    for (auto& [id, live] : live_) sessions.push_back(live.session);
-  }
+  std::lock_guard lock(mu_);
+  for (const auto& [id, live] : live_) sessions.push_back(live.session);
+  return sessions;
+}
+
+v1::TenantList Server::ListTenants() {
+  const std::vector<std::shared_ptr<Session>> sessions = Sessions();
   v1::TenantList list;
   list.set_device(device_->info().name());
   list.set_usable_memory(ledger_->usable());
@@ -207,14 +210,10 @@ v1::TenantList Server::ListTenants() {
 
 Result<uint64_t> Server::FindTenant(const v1::EvictRequest& req) {
   std::vector<uint64_t> found;
-  const auto now = std::chrono::steady_clock::now();
-  {
-    std::lock_guard lock(mu_);
-    for (auto& [id, live] : live_) {
-      if (req.session() != 0 ? id != req.session() : live.session->tenant() != req.tenant())
-        continue;
-      if (live.session->Row(now)) found.push_back(id);  // admitted, not ended
-    }
+  for (const std::shared_ptr<Session>& s : Sessions()) {
+    if (!s->listed()) continue;  // first: its name is set by then
+    if (req.session() != 0 ? s->id() == req.session() : s->tenant() == req.tenant())
+      found.push_back(s->id());
   }
   const std::string what = req.session() != 0 ? "session " + std::to_string(req.session())
                                               : "tenant '" + req.tenant() + "'";

@@ -65,6 +65,8 @@ class Server {
   std::string FaultCulprit();
   // Ends session `victim` so another tenant gets its memory (SessionEnv::evict).
   void Evict(uint64_t victim, const std::string& why);
+  // Every session not yet reaped, as of now. Thread-safe.
+  std::vector<std::shared_ptr<Session>> Sessions() const;
   // Every admitted tenant, as `remora list` shows it (SessionEnv::list_tenants).
   v1::TenantList ListTenants();
   // The one running session `req` names (SessionEnv::find_tenant).

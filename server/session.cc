@@ -41,19 +41,16 @@ Result<sched::Share> ShareOf(const v1::Quota& q, const sched::Quota& memory, uin
     return Error(err::kInvalidValue, "gpu-compute and gpu-compute-limit are fractions in (0, 1]");
   if (q.gpu_compute_limit() > 0 && q.gpu_compute_limit() < q.gpu_compute())
     return Error(err::kInvalidValue, "gpu-compute-limit is below gpu-compute");
-  sched::Priority priority = sched::Priority::kNormal;
-  if (q.priority() == "high")
-    priority = sched::Priority::kHigh;
-  else if (q.priority() == "low")
-    priority = sched::Priority::kLow;
-  else if (!q.priority().empty() && q.priority() != "normal")
+  const std::optional<sched::Priority> priority =
+      q.priority().empty() ? sched::Priority::kNormal : sched::ParsePriority(q.priority());
+  if (!priority)
     return Error(err::kInvalidValue,
                  "priority '" + q.priority() + "' is none of high, normal, low");
   double request = q.gpu_compute();
   if (request == 0 && usable != 0)
     request = static_cast<double>(memory.request) / static_cast<double>(usable);
   if (request == 0) request = kDefaultComputeShare;
-  return sched::ComputeShare(request, q.gpu_compute_limit(), priority);
+  return sched::ComputeShare(request, q.gpu_compute_limit(), *priority);
 }
 
 }  // namespace
@@ -85,21 +82,19 @@ void Session::Evict(const std::string& why) {
   Stop();
 }
 
-std::vector<uint64_t> Session::EvictFor(const std::vector<sched::TenantId>& victims,
-                                        const std::string& what) {
+void Session::EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what) {
   for (sched::TenantId v : victims)
     if (env_.evict)
       env_.evict(v, "this session's memory was reclaimed for " + tenant_ + ", which " + what +
                         "; restart with a request of its own (REMORA_GPU_MEMORY or "
                         "REMORA_GPU_FRACTION) to keep memory");
-  return {victims.begin(), victims.end()};
 }
 
-Status Session::AwaitReclaim(const std::vector<uint64_t>& victims) {
+Status Session::AwaitReclaim(const std::vector<sched::TenantId>& victims) {
   // The victims' sessions end on serving threads of their own: their memory
   // is back once their work is done, usually within milliseconds.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (uint64_t v : victims) {
+  for (sched::TenantId v : victims) {
     while (env_.ledger->Reclaimed(v)) {
       if (std::chrono::steady_clock::now() > until)
         return Error(err::kMemoryAllocation, "memory reclaimed from session " + std::to_string(v) +
@@ -325,10 +320,9 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   RETURN_IF_ERROR(admit.status);
   admitted_ = true;
   if (!admit.victims.empty())
-    (void)EvictFor(admit.victims, "has priority " +
-                                      std::string(sched::PriorityName(share.priority)) +
-                                      " and needed room for its request of " +
-                                      std::to_string(quota.request) + " bytes");
+    EvictFor(admit.victims, "has priority " + std::string(sched::PriorityName(share.priority)) +
+                                " and needed room for its request of " +
+                                std::to_string(quota.request) + " bytes");
   std::weak_ptr<Session> weak = weak_from_this();
   work_ = env_.executor->Join(
       id_, tenant_,
@@ -394,7 +388,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
 }
 
 std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point now) const {
-  if (!listed_.load(std::memory_order_acquire) || finished()) return std::nullopt;
+  if (!listed()) return std::nullopt;
   v1::TenantRow r;
   r.set_session(id_);
   r.set_tenant(tenant_);
@@ -549,19 +543,7 @@ void Session::EncodeFixedReply(int32_t code, const std::string& why, const Statu
                                const std::string& output, const google::protobuf::Message& result,
                                size_t n) {
   const std::string& message = deferred.ok() ? why : deferred.message();
-  fixed::FixedReplyHead head;
-  head.code = code;
-  head.deferred_code = deferred.code();
-  head.message_bytes = static_cast<uint32_t>(message.size());
-  head.output_bytes = static_cast<uint32_t>(output.size());
-  send_buf_.resize(sizeof head + head.message_bytes + head.output_bytes + n);
-  char* p = send_buf_.data();
-  std::memcpy(p, &head, sizeof head);
-  p += sizeof head;
-  std::memcpy(p, message.data(), head.message_bytes);
-  p += head.message_bytes;
-  std::memcpy(p, output.data(), output.size());
-  p += output.size();
+  char* p = fixed::EncodeReply(code, deferred.code(), message, output, n, send_buf_);
   if (n != 0) result.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p));
 }
 

@@ -98,6 +98,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void AppendDeviceOutput(std::string_view text);
   // Owner of `stream` among this session's mapped streams.
   bool OwnsStream(CUstream s) const;
+  // True once the tenant was admitted, until its session ended: then tenant()
+  // and Row() may be read from any thread. Thread-safe.
+  bool listed() const { return listed_.load(std::memory_order_acquire) && !finished(); }
   // The tenant as `remora list` shows it (target_share left 0: it depends on
   // the others), or nullopt before it was admitted, for an administration
   // session, or once it ended. Thread-safe.
@@ -186,11 +189,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // known; any other status as it is.
   Status NameCulprit(Status st) const;
   // Ends every session the ledger chose to reclaim for this one; `what` says
-  // what this tenant asked for. Returns the victims.
-  std::vector<uint64_t> EvictFor(const std::vector<sched::TenantId>& victims,
-                                 const std::string& what);
+  // what this tenant asked for.
+  void EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what);
   // Waits (bounded) until every victim's memory is back in the ledger.
-  Status AwaitReclaim(const std::vector<uint64_t>& victims);
+  Status AwaitReclaim(const std::vector<sched::TenantId>& victims);
   Status sticky() const;
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
   // Fill send_buf_ with a reply to a protobuf request (v1::Reply) or to a

@@ -31,8 +31,9 @@ Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
   sched::Decision d = env_.ledger->Claim(id_, charged);
   RETURN_IF_ERROR(d.status);
   if (!d.victims.empty()) {
-    Status back = AwaitReclaim(EvictFor(d.victims, "allocated " + std::to_string(charged) +
-                                                       " bytes within its guaranteed request"));
+    EvictFor(d.victims,
+             "allocated " + std::to_string(charged) + " bytes within its guaranteed request");
+    Status back = AwaitReclaim(d.victims);
     if (!back.ok()) {
       env_.ledger->Release(id_, charged);
       return back;

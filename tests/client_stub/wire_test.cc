@@ -207,13 +207,9 @@ class FakeServer {
     std::string body = r.SerializeAsString();
     const uint32_t flags = f.header.flags & fixed::kFixedLayout;
     if (flags) {  // a fixed-layout request is answered in fixed layout
-      fixed::FixedReplyHead h;
-      h.code = r.code();
-      h.deferred_code = r.deferred_code();
-      h.output_bytes = static_cast<uint32_t>(r.device_output().size());
-      body.assign(reinterpret_cast<const char*>(&h), sizeof h);
-      body += r.device_output();
-      body += r.result();
+      char* p = fixed::EncodeReply(r.code(), r.deferred_code(), "", r.device_output(),
+                                   r.result().size(), body);
+      std::memcpy(p, r.result().data(), r.result().size());
     }
     ASSERT_TRUE(ch_->Send({.call = f.header.call, .flags = flags, .seq = f.header.seq},
                           {reinterpret_cast<const std::byte*>(body.data()), body.size()})

@@ -5,6 +5,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 namespace remora {
@@ -141,6 +142,9 @@ TEST(FixedLayout, RepliesParseOnlyWhenTheirLengthsAddUp) {
   EXPECT_EQ(v.message, "why");
   EXPECT_EQ(v.output, "hi");
   EXPECT_EQ(v.result, "RESULT");
+  std::string encoded;  // the encoder writes what the parser reads
+  std::memcpy(fixed::EncodeReply(2, 700, "why", "hi", 6, encoded), "RESULT", 6);
+  EXPECT_EQ(encoded, body);
   EXPECT_FALSE(fixed::ParseReply(Bytes(body.substr(0, sizeof head + 4)), v));
   EXPECT_FALSE(fixed::ParseReply(Bytes(body.substr(0, 15)), v));
   head.message_bytes = 0xFFFFFFFF;
