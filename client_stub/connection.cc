@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "client_stub/errors.h"
 #include "client_stub/no_destructor.h"
@@ -29,6 +31,7 @@ using transport::Deadline;
 using transport::Frame;
 
 constexpr auto kConnectTimeout = 10s;
+constexpr auto kRedialPause = 50ms;
 // How long the callback thread holds the receiver role before re-checking its queue.
 constexpr auto kCallbackPoll = 20ms;
 
@@ -66,22 +69,28 @@ void Connection::Fail(cudaError_t code, const std::string& why) {
 cudaError_t Connection::Lost(const Status& s) {
   if (fail_.load(std::memory_order_acquire) == 0) {
     // A server that ends the session on purpose says why first (Evicted): read
-    // what it sent before the channel closed, unless another thread is reading.
+    // what it sent until the channel reports its end (a remote one may deliver
+    // that frame after a failed send shows the loss), unless another thread
+    // is reading.
     if (TryClaimReceiver()) {
       Frame f;
-      while (ch_->Receive(f, Deadline::Passed()).ok()) {
+      const Deadline until = Deadline::In(std::chrono::milliseconds(500));
+      for (Status r; (r = ch_->Receive(f, until)).ok() || r.code() != err::kNotReady;) {
+        if (!r.ok()) break;
         std::lock_guard lock(mu_);
         Dispatch(std::move(f));
       }
       ReleaseReceiver();
     }
     std::string why;
+    cudaError_t code = cudaErrorDevicesUnavailable;
     {
       std::lock_guard lock(mu_);
       why = evicted_;
+      code = evicted_code_;
     }
-    Fail(cudaErrorDevicesUnavailable, why.empty() ? "lost remora-server: " + s.message()
-                                                  : "remora-server ended the session: " + why);
+    Fail(code, why.empty() ? "lost remora-server: " + s.message()
+                           : "remora-server ended the session: " + why);
   }
   {
     std::lock_guard lock(mu_);
@@ -116,23 +125,22 @@ Result<std::unique_ptr<transport::Channel>> Connection::Dial(const Settings& s) 
   return Error(err::kInitializationError, "unknown transport");
 }
 
-// Runs once, under call_once: nothing else touches the channel yet.
-void Connection::Connect() {
-  Result<Settings> settings = SettingsFromEnv();
-  if (!settings.ok()) return Fail(cudaErrorInitializationError, settings.status().message());
-  Result<std::unique_ptr<transport::Channel>> ch = Dial(*settings);
+Status Connection::DialAndGreet(const Settings& settings, bool& again) {
+  Result<std::unique_ptr<transport::Channel>> ch = Dial(settings);
   if (!ch.ok()) {
+    // kDevicesUnavailable: a gRPC server that no longer takes sessions.
+    again = ch.status().code() == err::kDevicesUnavailable;
     const char* env = std::getenv("REMORA_SERVER");
-    return Fail(cudaErrorInitializationError, std::string("cannot reach remora-server at ") +
-                                                  (env ? env : kDefaultServer) + ": " +
-                                                  ch.status().message());
+    return Error(cudaErrorInitializationError, std::string("cannot reach remora-server at ") +
+                                                   (env ? env : kDefaultServer) + ": " +
+                                                   ch.status().message());
   }
   ch_ = std::make_unique<transport::FragmentingChannel>(std::move(*ch));
 
   v1::Hello hello;
   hello.set_protocol_version(kProtocolVersion);
-  hello.set_token(settings->token);
-  const QuotaRequest& q = settings->quota;
+  hello.set_token(settings.token);
+  const QuotaRequest& q = settings.quota;
   hello.mutable_quota()->set_gpu_fraction(q.fraction);
   hello.mutable_quota()->set_gpu_fraction_limit(q.fraction_limit);
   hello.mutable_quota()->set_gpu_memory(q.memory);
@@ -148,17 +156,38 @@ void Connection::Connect() {
   Frame f;
   Status s = ch_->Send({.call = static_cast<uint32_t>(CallId::kHello), .seq = 0}, AsBytes(body));
   if (s.ok()) s = ch_->Receive(f, Deadline::In(kConnectTimeout));
+  // Dropped before a Welcome (not timed out): the server went away unanswering.
+  again = !s.ok() && s.code() == err::kDevicesUnavailable;
   v1::Reply reply;
   if (s.ok() && (f.header.call != 0 || !reply.ParseFromArray(f.body.data(), f.body.size())))
     s = Error(err::kInitializationError, "malformed Welcome");
-  if (!s.ok()) return Fail(cudaErrorInitializationError, "handshake failed: " + s.message());
+  if (!s.ok()) return Error(cudaErrorInitializationError, "handshake failed: " + s.message());
   if (reply.code() != 0)
-    return Fail(static_cast<cudaError_t>(reply.code()),
-                "remora-server refused the session: " + reply.message());
+    return Error(reply.code(), "remora-server refused the session: " + reply.message());
   if (!welcome_.ParseFromString(reply.result()) || welcome_.protocol_version() != kProtocolVersion)
-    return Fail(cudaErrorInitializationError,
-                "remora-server speaks protocol " + std::to_string(welcome_.protocol_version()) +
-                    ", this stub " + std::to_string(kProtocolVersion));
+    return Error(cudaErrorInitializationError,
+                 "remora-server speaks protocol " + std::to_string(welcome_.protocol_version()) +
+                     ", this stub " + std::to_string(kProtocolVersion));
+  return OkStatus();
+}
+
+// Runs once, under call_once: nothing else touches the channel yet. A server
+// that restarts (its supervisor replacing a process that lost the GPU) drops
+// or refuses tenants it has not welcomed yet: those connect again, until the
+// connect timeout.
+void Connection::Connect() {
+  Result<Settings> settings = SettingsFromEnv();
+  if (!settings.ok()) return Fail(cudaErrorInitializationError, settings.status().message());
+  const auto until = std::chrono::steady_clock::now() + kConnectTimeout;
+  for (;;) {
+    bool again = false;
+    Status s = DialAndGreet(*settings, again);
+    if (s.ok()) break;
+    if (!again || std::chrono::steady_clock::now() + kRedialPause >= until)
+      return Fail(static_cast<cudaError_t>(s.code()), s.message());
+    ch_.reset();
+    std::this_thread::sleep_for(kRedialPause);
+  }
 
   arena_ = ch_->arena();
   max_body_ = ch_->max_body();
@@ -344,8 +373,10 @@ void Connection::ReleaseReceiver() {
 void Connection::Dispatch(Frame&& f) {
   if (f.header.call == static_cast<uint32_t>(CallId::kEvicted)) {
     v1::Evicted e;
-    if (e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())))
+    if (e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) {
       evicted_ = e.message().empty() ? "evicted" : e.message();
+      if (e.code() > 0) evicted_code_ = static_cast<cudaError_t>(e.code());
+    }
     return;
   }
   if (f.header.call == static_cast<uint32_t>(CallId::kHostFuncRun)) {

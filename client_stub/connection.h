@@ -141,6 +141,10 @@ class Connection {
   }
 
   void Connect();
+  // One attempt at Connect: dials, says Hello, reads the Welcome. The error's
+  // code is the cudaError_t the session fails with; `again` says whether the
+  // server went away before welcoming this tenant (it may be restarting).
+  Status DialAndGreet(const Settings& s, bool& again);
   Result<std::unique_ptr<transport::Channel>> Dial(const Settings& s);
   void Fail(cudaError_t code, const std::string& why);
   cudaError_t Lost(const Status& s);
@@ -182,6 +186,7 @@ class Connection {
   };
   std::deque<HostRun> runs_;
   std::string evicted_;  // why the server ended the session, once it said so
+  cudaError_t evicted_code_ = cudaErrorDevicesUnavailable;  // and what later calls fail with
   std::unordered_map<uint64_t, std::function<void(cudaError_t)>> host_funcs_;
   uint64_t next_host_func_ = 1;
   std::thread callback_thread_;

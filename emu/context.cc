@@ -51,6 +51,11 @@ CUresult Context::Release() {
 }
 
 void Context::Reset() {
+  const int was = error_.load(std::memory_order_acquire);
+  if (Config().faults_poison_process && was > 0 && was != CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+    int none = 0;
+    process_fault_.compare_exchange_strong(none, was, std::memory_order_acq_rel);
+  }
   TearDown(false);
   std::lock_guard lock(mu_);
   if (retain_count_ > 0) Activate();

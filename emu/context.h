@@ -66,6 +66,12 @@ class Context {
   CUresult Release();
   // Destroys all work, handles and memory; the retain count is kept.
   void Reset();
+  // With REMORA_EMU_STICKY_FAULTS=process, the fault a Reset found: from then
+  // on, as on NVIDIA's driver, no context of this process can be had again
+  // (Retain's caller returns it). CUDA_SUCCESS otherwise.
+  CUresult ProcessFault() const {
+    return static_cast<CUresult>(process_fault_.load(std::memory_order_acquire));
+  }
 
   // What every context-bound call checks first: CUDA_ERROR_CONTEXT_IS_DESTROYED
   // while inactive, the sticky error after a fault, else CUDA_SUCCESS.
@@ -153,7 +159,8 @@ class Context {
   // Non-zero while work must be skipped: the sticky error, or
   // CUDA_ERROR_CONTEXT_IS_DESTROYED during teardown.
   std::atomic<int> error_{0};
-  std::atomic<CUstream> fault_stream_{nullptr};  // set with the first failure
+  std::atomic<CUstream> fault_stream_{nullptr};
+  std::atomic<int> process_fault_{0};  // set with the first failure
 
   mutable std::mutex mu_;  // guards everything below
   int retain_count_ = 0;

@@ -4,6 +4,9 @@
 // Memory size and SM count come from the environment, read once:
 //   REMORA_EMU_MEMORY  total device memory, "16G" (default), "512M", "1073741824"
 //   REMORA_EMU_SMS     multiprocessor count (default 40)
+//   REMORA_EMU_STICKY_FAULTS  "context" (default): a reset after a kernel fault
+//                      gives a working context again; "process": as on NVIDIA's
+//                      driver, the process never gets a context again
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,7 @@ inline constexpr char kDeviceName[] = "Remora Emulated GPU";
 struct DeviceConfig {
   uint64_t total_memory;
   int sm_count;
+  bool faults_poison_process;
 };
 
 // Returns the configuration, parsed from the environment on first call.

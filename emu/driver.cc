@@ -156,6 +156,7 @@ REMORA_EMU_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevi
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   EMU_RETURN_IF_ERROR(CheckDevice(dev));
   Context& ctx = TheDriver().primary;
+  if (CUresult lost = ctx.ProcessFault(); lost != CUDA_SUCCESS) return lost;
   ctx.Retain();
   *pctx = ctx.handle();
   return CUDA_SUCCESS;

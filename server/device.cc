@@ -159,6 +159,7 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
   Status st = Check(drv_->cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
   if (st.ok()) st = Check(drv_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   if (st.ok()) st = MakeCurrent();
+  if (!st.ok()) lost_.store(true, std::memory_order_release);
   {
     std::lock_guard lock(pool_mu_);
     pool_.clear();

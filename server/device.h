@@ -85,8 +85,11 @@ class Device {
 
   // Rebuilds the context after a fault seen in epoch `seen`; does nothing if
   // that epoch already ended. REQUIRES: the caller holds no Use. Returns the
-  // reset's outcome.
+  // reset's outcome. On NVIDIA's driver the rebuild fails (no context can be
+  // had again in a process whose context faulted): the device is lost.
   Status Recover(uint64_t seen, const std::string& culprit, const Status& fault);
+  // True once a Recover failed: nothing done in this process reaches the GPU.
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
 
  private:
   std::shared_ptr<DriverTable> drv_;
@@ -102,6 +105,7 @@ class Device {
 
   // The gate: users_ counts Uses in flight; closing_ turns new ones away.
   std::atomic<uint64_t> epoch_{0};
+  std::atomic<bool> lost_{false};
   std::atomic<int> users_{0};
   std::atomic<bool> closing_{false};
   mutable std::mutex gate_mu_;  // for the waits below, and recover_mu_'s data

@@ -2,6 +2,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -11,19 +12,23 @@
 #include "proto/quantity.h"
 #include "server/log.h"
 #include "server/server.h"
+#include "server/supervisor.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: remora-server [--device=auto|cuda|emu] [--listen unix:PATH]... [--grpc HOST:PORT]...\n"
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
-    "                     [--emu-dir DIR] [--scheduler fair|fifo]\n"
+    "                     [--emu-dir DIR] [--scheduler fair|fifo] [--no-restart]\n"
     "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
     "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
     "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
     "  --grpc     remote tenants over gRPC\n"
     "  --scheduler  order of tenants' work: fair (GPU time by compute share, limits,\n"
     "             priorities; the default) or fifo\n"
+    "  --no-restart  serve in this process; by default a supervisor process holds the\n"
+    "             listeners and starts a fresh server when a device fault leaves a GPU\n"
+    "             context the driver cannot rebuild in process\n"
     "  REMORA_LOG=debug|info|warn|error sets the log level\n";
 
 std::string ExeDir() {
@@ -49,6 +54,52 @@ bool Flag(int argc, char** argv, int& i, const char* name, std::string& out) {
   return false;
 }
 
+// Serves until a signal or a lost device; returns the process's exit status.
+int RunServer(const remora::server::ServerOptions& opts) {
+  using namespace remora;
+  // Signals go to a waiting thread, never interrupting the server's own.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto srv = server::Server::Start(opts);
+  if (!srv.ok()) {
+    server::Log(server::Level::kError, "server",
+                {{"event", "start_failed"}, {"error", srv.status().ToString()}});
+    return 1;
+  }
+  server::Server* s = srv->get();
+  std::thread sig([s, set] {
+    int signo = 0;
+    sigwait(&set, &signo);
+    server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
+    s->Shutdown();
+  });
+  sig.detach();
+  server::Log(server::Level::kInfo, "server", {{"event", "ready"}, {"pid", getpid()}});
+  s->Wait();
+  if (!s->device_lost()) {
+    srv->reset();
+    return 0;
+  }
+  // Let the sessions end on their own first, so that each tenant's Evicted frame
+  // (why, and whose fault) leaves before the listeners cancel what is open.
+  for (int i = 0; i < 200 && s->sessions() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Ending the sessions touches a broken context; should the driver hang in
+  // it, the process still goes, and with it everything it held.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    server::Log(server::Level::kError, "server", {{"event", "exit_forced"}});
+    _exit(server::kExitDeviceLost);
+  }).detach();
+  srv->reset();
+  return server::kExitDeviceLost;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,6 +114,7 @@ int main(int argc, char** argv) {
   server::ServerOptions opts;
   opts.emu_dir = ExeDir() + "/../lib/emu";
   std::string v;
+  bool restart = true;
   for (int i = 1; i < argc; ++i) {
     if (Flag(argc, argv, i, "--device", v)) {
       auto k = server::ParseDeviceKind(v);
@@ -96,6 +148,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       opts.arena_bytes = *b;
+    } else if (!std::strcmp(argv[i], "--no-restart")) {
+      restart = false;
     } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::cout << kUsage;
       return 0;
@@ -106,31 +160,17 @@ int main(int argc, char** argv) {
   }
   if (opts.unix_paths.empty() && opts.grpc_addrs.empty())
     opts.unix_paths.push_back("/run/remora/gpu0.sock");
+  if (!restart) return RunServer(opts);
 
-  // Signals go to a waiting thread, never interrupting the server's own.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-
-  auto srv = server::Server::Start(opts);
-  if (!srv.ok()) {
+  auto ends = server::BindEndpoints(opts.unix_paths, opts.grpc_addrs);
+  if (!ends.ok()) {
     server::Log(server::Level::kError, "server",
-                {{"event", "start_failed"}, {"error", srv.status().ToString()}});
+                {{"event", "start_failed"}, {"error", ends.status().ToString()}});
     return 1;
   }
-  server::Server* s = srv->get();
-  std::thread sig([s, set] {
-    int signo = 0;
-    sigwait(&set, &signo);
-    server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
-    s->Shutdown();
-  });
-  sig.detach();
-  server::Log(server::Level::kInfo, "server", {{"event", "ready"}, {"pid", getpid()}});
-  s->Wait();
-  srv->reset();
-  return 0;
+  opts.unix_fds = ends->unix_fds;
+  opts.grpc_addrs = ends->grpc_addrs;
+  const int rc = server::Supervise([&opts] { return RunServer(opts); });
+  server::ReleaseEndpoints(*ends);
+  return rc;
 }

@@ -43,10 +43,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   if (auto set = s->device_->drv().remoraEmuSetPrintfHandler)
     (void)set(&Server::OnDevicePrintf, s.get());
 
-  for (const std::string& path : opts.unix_paths) {
+  if (!opts.unix_fds.empty() && opts.unix_fds.size() != opts.unix_paths.size())
+    return Error(err::kInvalidValue, "one listening descriptor per unix path");
+  for (size_t i = 0; i < opts.unix_paths.size(); ++i) {
+    const std::string& path = opts.unix_paths[i];
     transport::ShmOptions so;
     so.arena_bytes = opts.arena_bytes;
-    ASSIGN_OR_RETURN(auto l, transport::ShmListener::Listen(path, so));
+    ASSIGN_OR_RETURN(auto l, opts.unix_fds.empty()
+                                 ? transport::ShmListener::Listen(path, so)
+                                 : transport::ShmListener::Adopt(path, opts.unix_fds[i], so));
     Log(Level::kInfo, "server", {{"event", "listening"}, {"transport", "shm"}, {"path", path}});
     s->listeners_.push_back(std::move(l));
   }
@@ -84,7 +89,7 @@ Server::~Server() {
 }
 
 void Server::AcceptLoop(transport::Listener* listener) {
-  while (!stopping_.load(std::memory_order_acquire)) {
+  while (!stopping_.load(std::memory_order_acquire) && !lost_.load(std::memory_order_acquire)) {
     transport::PeerInfo peer;
     auto ch = listener->Accept(peer, Deadline::In(std::chrono::milliseconds(250)));
     Reap(false);
@@ -143,7 +148,7 @@ void Server::Reap(bool all) {
 
 void Server::Wait() {
   std::unique_lock lock(mu_);
-  stopped_cv_.wait(lock, [&] { return stopping_.load(); });
+  stopped_cv_.wait(lock, [&] { return stopping_.load() || lost_.load(); });
 }
 
 void Server::Shutdown() {
@@ -238,7 +243,29 @@ void Server::Evict(uint64_t victim, const std::string& why) {
 void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {
   std::string culprit = FaultCulprit();
   if (culprit.empty()) culprit = observer + " (first to see the fault)";
-  (void)device_->Recover(epoch, culprit, fault);
+  Status rebuilt = device_->Recover(epoch, culprit, fault);
+  if (!rebuilt.ok()) OnDeviceLost(culprit, fault, rebuilt);
+}
+
+void Server::OnDeviceLost(const std::string& culprit, const Status& fault, const Status& why) {
+  if (lost_.exchange(true)) return;
+  Log(Level::kError, "server",
+      {{"event", "device_lost"},
+       {"culprit", culprit},
+       {"fault", fault.ToString()},
+       {"rebuild", why.ToString()},
+       {"next", "this process exits so that a fresh one owns the GPU"}});
+  // Connections not yet accepted stay queued for the next process.
+  for (auto& l : listeners_) l->Shutdown();
+  const std::string msg = "the GPU context was lost to a device fault caused by " + culprit + " (" +
+                          fault.message() +
+                          "); remora-server restarts it, and this session's device memory, "
+                          "streams and modules are gone: restart the program";
+  // A tenant still in its handshake has nothing to lose: it goes unanswered and
+  // its stub connects again, to the next process.
+  for (const auto& s : Sessions()) s->greeted() ? s->Evict(msg, fault.code()) : s->Stop();
+  std::lock_guard lock(mu_);
+  stopped_cv_.notify_all();
 }
 
 void Server::OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len) {

@@ -27,6 +27,7 @@ struct ServerOptions {
   DeviceKind device = DeviceKind::kAuto;
   std::string emu_dir;                  // where the emulated libcuda.so.1 lives
   std::vector<std::string> unix_paths;  // shm listeners
+  std::vector<int> unix_fds;            // their sockets, bound by a parent (or none)
   std::vector<std::string> grpc_addrs;  // gRPC listeners, HOST:PORT
   std::string grpc_token;               // bearer token remote tenants must present
   std::string tls_cert, tls_key;        // PEM files: gRPC over TLS when both are set
@@ -43,8 +44,12 @@ class Server {
   static Result<std::unique_ptr<Server>> Start(const ServerOptions& opts);
   ~Server();
 
-  // Blocks until Shutdown() is called.
+  // Blocks until Shutdown() is called or the device is lost.
   void Wait();
+  // True once a device fault left a context the driver cannot rebuild in this
+  // process: every session has been told why and ended, nothing more is
+  // accepted, and the process should exit (kExitDeviceLost). Thread-safe.
+  bool device_lost() const { return lost_.load(std::memory_order_acquire); }
   // Stops accepting, ends every session (freeing what it held). Thread-safe.
   void Shutdown();
 
@@ -73,6 +78,8 @@ class Server {
   Result<uint64_t> FindTenant(const v1::EvictRequest& req);
   // A session saw a device fault in `epoch`: names the culprit, rebuilds the context.
   void OnFault(uint64_t epoch, const std::string& observer, const Status& fault);
+  // The context could not be rebuilt: tells every session, stops accepting, wakes Wait().
+  void OnDeviceLost(const std::string& culprit, const Status& fault, const Status& why);
   static void OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len);
 
   ServerOptions opts_;
@@ -89,6 +96,7 @@ class Server {
   std::map<uint64_t, Live> live_;
   uint64_t next_id_ = 1;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> lost_{false};
 };
 
 }  // namespace remora::server

@@ -72,11 +72,11 @@ void Session::Stop() {
   channel_->Close();
 }
 
-void Session::Evict(const std::string& why) {
+void Session::Evict(const std::string& why, int32_t code) {
   Log(Level::kWarn, "session",
       {{"event", "evicted"}, {"session", id_}, {"tenant", tenant_}, {"why", why}});
   v1::Evicted e;
-  e.set_code(err::kDevicesUnavailable);
+  e.set_code(code);
   e.set_message(why);
   (void)Send({.call = static_cast<uint32_t>(CallId::kEvicted), .flags = 0, .seq = 0}, e);
   Stop();
@@ -268,6 +268,12 @@ Status Session::Greet(const Frame& f) {
       }
       // A context broken by an earlier tenant's fault that nobody reported yet
       // (it exited first): rebuild it and admit this tenant into the new one.
+      if (env_.device->lost()) {
+        // This process can no longer reach the GPU: leave the tenant unanswered,
+        // so its stub connects again, to the server that replaces this one.
+        Stop();
+        return Error(err::kDevicesUnavailable, "the device was lost before this tenant's Hello");
+      }
       if (attempt > 0 || !IsDeviceFault(st.code())) {
         Finish(f.header, CallClass::kSetup, st, welcome);
         return st;

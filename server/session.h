@@ -86,10 +86,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // Asks the session to end: its channel closes, Run returns after Teardown.
   // Thread-safe.
   void Stop();
-  // Ends the session for another tenant's sake: logs `why`, tells the tenant
-  // (an Evicted frame, so its next call fails with cudaErrorDevicesUnavailable
+  // Ends the session for another tenant's sake or the device's: logs `why`,
+  // tells the tenant (an Evicted frame, so its next call fails with `code`,
   // saying why) and stops. Thread-safe.
-  void Evict(const std::string& why);
+  void Evict(const std::string& why, int32_t code = err::kDevicesUnavailable);
+  // True once the tenant's Hello has been answered. Thread-safe.
+  bool greeted() const { return greeted_.load(std::memory_order_acquire); }
 
   uint64_t id() const { return id_; }
   const std::string& tenant() const { return tenant_; }

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 
-def start_server(bindir, transport, tmp, extra):
+def start_server(bindir, transport, tmp, extra, env=None):
     log = open(os.path.join(tmp, "server.log"), "w+")
     args = [os.path.join(bindir, "remora-server"), "--device=emu"]
     if transport == "shm":
@@ -30,7 +30,8 @@ def start_server(bindir, transport, tmp, extra):
     else:
         args += ["--grpc", "127.0.0.1:0"]
         address = None
-    proc = subprocess.Popen(args + extra, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(args + extra, stdout=log, stderr=subprocess.STDOUT,
+                            env=None if env is None else {**os.environ, **env})
     deadline = time.time() + 30
     while time.time() < deadline:
         log.seek(0)

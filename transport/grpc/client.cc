@@ -101,7 +101,8 @@ class GrpcClientChannel final : public Channel {
   bool polling_ = false;
   OpState ops_[kNumOps];
 
-  std::atomic<bool> broken_{false};  // an op failed: the stream is over
+  std::atomic<bool> broken_{false};     // an op failed: the stream is over
+  std::atomic<bool> read_over_{false};  // a read failed: nothing more will arrive
   std::atomic<bool> closed_{false};
 };
 
@@ -134,9 +135,12 @@ Status GrpcClientChannel::Start(const std::string& token, Deadline deadline) {
     Issued(kFinish);
     stream_->Finish(&final_status_, Tag(kFinish));
     finished_ = true;
-    if (Await(kFinish, deadline) == Outcome::kOk &&
-        final_status_.error_code() == grpc::StatusCode::UNAUTHENTICATED)
+    const bool finished = Await(kFinish, deadline) == Outcome::kOk;
+    if (finished && final_status_.error_code() == grpc::StatusCode::UNAUTHENTICATED)
       return Error(err::kNotPermitted, "grpc server refused the token");
+    if (finished && final_status_.error_code() == grpc::StatusCode::UNAVAILABLE)
+      return Error(err::kDevicesUnavailable,
+                   "grpc server takes no sessions now: " + final_status_.error_message());
     return Error(err::kInitializationError,
                  "grpc session refused: " + final_status_.error_message());
   }
@@ -233,8 +237,10 @@ Status GrpcClientChannel::Send(const FrameHeader& header, std::span<const std::b
 }
 
 // A read left pending by an earlier timeout is reused, so no frame is lost.
+// A failed send does not end receiving: what the server sent before it ended
+// the stream (why it did, say) is still read.
 Status GrpcClientChannel::Receive(Frame& out, Deadline deadline) {
-  if (closed_.load(std::memory_order_relaxed) || broken_.load(std::memory_order_relaxed))
+  if (closed_.load(std::memory_order_relaxed) || read_over_.load(std::memory_order_relaxed))
       [[unlikely]]
     return Gone();
   bool start;
@@ -251,6 +257,7 @@ Status GrpcClientChannel::Receive(Frame& out, Deadline deadline) {
       return Error(err::kNotReady, "grpc receive deadline passed");
     case Outcome::kFailed:
       broken_.store(true, std::memory_order_relaxed);
+      read_over_.store(true, std::memory_order_relaxed);
       return closed_.load(std::memory_order_relaxed)
                  ? Gone()
                  : Error(err::kDevicesUnavailable, "grpc server ended the session");
@@ -300,6 +307,11 @@ Result<std::unique_ptr<Channel>> GrpcConnect(const std::string& target, GrpcClie
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // A server restarting is back within a second: try again soon, not at gRPC's
+  // default pace (1 s, then growing).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   auto channel = grpc::CreateCustomChannel(target, creds, args);
   if (!channel->WaitForConnected(ToGpr(deadline)))
     return Error(err::kInitializationError, "cannot reach grpc server " + target);

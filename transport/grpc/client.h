@@ -21,7 +21,8 @@ namespace remora::transport {
 // max_body() is opts.max_body; arena() is nullptr.
 // Errors: kInitializationError if the server cannot be reached or does not
 // accept the session by `deadline`; kNotPermitted if it refuses the token;
-// kInvalidValue if the root certificate cannot be read.
+// kDevicesUnavailable if it takes no sessions now (shutting down); kInvalidValue if the root
+// certificate cannot be read.
 Result<std::unique_ptr<Channel>> GrpcConnect(const std::string& target, GrpcClientOptions opts,
                                              Deadline deadline);
 

@@ -123,7 +123,9 @@ Result<std::unique_ptr<GrpcListener>> GrpcListener::Listen(const std::string& ho
 GrpcListener::~GrpcListener() {
   Shutdown();
   if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now());  // cancels live sessions
+    // Sessions already closed finish once their last frames are written (an
+    // Evicted notice, say); whatever is still live after a second is cancelled.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     registry_->WaitEmpty();
     server_.reset();
   }

@@ -23,6 +23,8 @@ class UniqueFd {
 
   int get() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
+  // Gives up ownership: returns the descriptor, which the caller now closes.
+  int release() { return std::exchange(fd_, -1); }
   // Closes the descriptor now (EINTR from close is ignored, as Linux frees the fd anyway).
   void Reset();
 

@@ -278,20 +278,19 @@ std::string ShmChannel::Describe() const {
 // ---- ShmListener ----
 
 ShmListener::ShmListener(std::string path, ShmOptions opts, ShmLayout layout, UniqueFd sock,
-                         UniqueFd wake)
+                         UniqueFd wake, bool owns_path)
     : path_(std::move(path)),
       opts_(opts),
       layout_(layout),
       sock_(std::move(sock)),
-      wake_(std::move(wake)) {}
+      wake_(std::move(wake)),
+      owns_path_(owns_path) {}
 
 ShmListener::~ShmListener() {
-  ::unlink(path_.c_str());
+  if (owns_path_) ::unlink(path_.c_str());
 }
 
-Result<std::unique_ptr<ShmListener>> ShmListener::Listen(const std::string& path, ShmOptions opts) {
-  ASSIGN_OR_RETURN(ShmLayout layout, ShmLayout::Make(opts.request_ring_bytes, opts.reply_ring_bytes,
-                                                     opts.arena_bytes));
+Result<int> ShmListener::Bind(const std::string& path) {
   sockaddr_un addr;
   RETURN_IF_ERROR(FillSockaddr(path, addr));
   struct stat st;
@@ -310,10 +309,36 @@ Result<std::unique_ptr<ShmListener>> ShmListener::Listen(const std::string& path
     return Error(err::kInitializationError, ErrnoMessage(("shm bind " + path).c_str(), errno));
   if (::listen(sock.get(), SOMAXCONN) != 0)
     return Error(err::kInitializationError, ErrnoMessage("shm listen", errno));
+  return sock.release();
+}
+
+Result<std::unique_ptr<ShmListener>> ShmListener::Listen(const std::string& path, ShmOptions opts) {
+  ASSIGN_OR_RETURN(int fd, Bind(path));
+  return Make(path, opts, UniqueFd(fd), /*owns_path=*/true);
+}
+
+Result<std::unique_ptr<ShmListener>> ShmListener::Adopt(const std::string& path, int fd,
+                                                        ShmOptions opts) {
+  UniqueFd sock(fd);
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  if (::getsockopt(sock.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
+    return Error(err::kInitializationError, "shm listen " + path + ": descriptor " +
+                                                std::to_string(fd) + " is not a listening socket");
+  const int flags = ::fcntl(sock.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(sock.get(), F_SETFL, flags | O_NONBLOCK) != 0)
+    return Error(err::kInitializationError, ErrnoMessage("shm listen fcntl", errno));
+  return Make(path, opts, std::move(sock), /*owns_path=*/false);
+}
+
+Result<std::unique_ptr<ShmListener>> ShmListener::Make(const std::string& path, ShmOptions opts,
+                                                       UniqueFd sock, bool owns_path) {
+  ASSIGN_OR_RETURN(ShmLayout layout, ShmLayout::Make(opts.request_ring_bytes, opts.reply_ring_bytes,
+                                                     opts.arena_bytes));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid()) return Error(err::kInitializationError, ErrnoMessage("eventfd", errno));
   return std::unique_ptr<ShmListener>(
-      new ShmListener(path, opts, layout, std::move(sock), std::move(wake)));
+      new ShmListener(path, opts, layout, std::move(sock), std::move(wake), owns_path));
 }
 
 void ShmListener::Shutdown() {

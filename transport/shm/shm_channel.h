@@ -123,7 +123,18 @@ class ShmListener final : public Listener {
   // Errors: kInvalidValue for bad options, a path too long or naming a non-socket;
   // kInitializationError if a live server owns the path or a syscall fails.
   static Result<std::unique_ptr<ShmListener>> Listen(const std::string& path, ShmOptions opts = {});
-  // Closes the socket and removes the socket file. Existing channels are unaffected.
+  // Binds and listens on `path` as Listen does and returns the listening descriptor,
+  // the caller's to close and to hand to processes it starts (Adopt). Errors: Listen's.
+  static Result<int> Bind(const std::string& path);
+  // A listener on `fd`, a descriptor Bind made for `path` (in this process or a
+  // parent). It closes fd but leaves the socket file, whose owner is Bind's caller:
+  // clients that connect while no process accepts wait in the socket's backlog.
+  // Errors: kInvalidValue for bad options; kInitializationError if `fd` is not a
+  // listening socket.
+  static Result<std::unique_ptr<ShmListener>> Adopt(const std::string& path, int fd,
+                                                    ShmOptions opts = {});
+  // Closes the socket and removes the socket file (unless adopted). Existing
+  // channels are unaffected.
   ~ShmListener() override;
 
   // Waits for a client, hands it its memfd, fills `peer` from SO_PEERCRED. A client that
@@ -137,7 +148,9 @@ class ShmListener final : public Listener {
 
  private:
   ShmListener(std::string path, ShmOptions opts, shm::ShmLayout layout, shm::UniqueFd sock,
-              shm::UniqueFd wake);
+              shm::UniqueFd wake, bool owns_path);
+  static Result<std::unique_ptr<ShmListener>> Make(const std::string& path, ShmOptions opts,
+                                                   shm::UniqueFd sock, bool owns_path);
   // Creates the memfd for a connected client and sends it. nullptr: the client is gone.
   Result<std::unique_ptr<Channel>> Handshake(shm::UniqueFd conn, const PeerInfo& peer);
 
@@ -146,6 +159,7 @@ class ShmListener final : public Listener {
   shm::ShmLayout layout_;
   shm::UniqueFd sock_;
   shm::UniqueFd wake_;  // eventfd written by Shutdown()
+  bool owns_path_;      // removes the socket file when destroyed
   std::atomic<bool> shutdown_{false};
 };
 
