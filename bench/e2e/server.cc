@@ -31,13 +31,17 @@ std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::str
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (!s->child_.Start(argv, {}, s->log_path_, err)) return nullptr;
   const std::regex port_re(R"(transport=grpc .*port=(\d+))");
+  const std::regex ready_re(R"(event=ready pid=(\d+))");
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   while (Clock::now() < deadline) {
     const std::string log = ReadFile(s->log_path_);
     std::smatch m;
     if (s->grpc_address_.empty() && std::regex_search(log, m, port_re))
       s->grpc_address_ = "grpc://127.0.0.1:" + m[1].str();
-    if (log.find("event=ready") != std::string::npos && !s->grpc_address_.empty()) return s;
+    if (std::regex_search(log, m, ready_re) && !s->grpc_address_.empty()) {
+      s->worker_pid_ = static_cast<pid_t>(std::stol(m[1].str()));
+      return s;
+    }
     if (!s->child_.Running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

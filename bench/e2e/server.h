@@ -40,12 +40,15 @@ class BenchServer {
   const std::string& shm_address() const { return shm_address_; }    // unix:PATH
   const std::string& grpc_address() const { return grpc_address_; }  // grpc://127.0.0.1:N
   const std::string& log_path() const { return log_path_; }
-  pid_t pid() const { return child_.pid(); }
+  // The process that serves (the worker its supervisor started), whose
+  // threads and memory the benchmarks read.
+  pid_t pid() const { return worker_pid_; }
   bool Running() { return child_.Running(); }
 
  private:
   Child child_;
   std::string shm_address_, grpc_address_, log_path_;
+  pid_t worker_pid_ = 0;
 };
 
 // The process-wide server and scratch directory, set by main before benchmarks run.
