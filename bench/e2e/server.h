@@ -3,13 +3,18 @@
 // The benchmark process starts one remora-server (--device=emu, shm and gRPC
 // listeners) before the first CUDA call and stops it at exit. Paths of the
 // server, the stub, the emulated driver, the kernel's PTX and the gRPC floor
-// helper come from compile definitions set in CMakeLists.txt.
+// helper come from compile definitions set in CMakeLists.txt. On a GPU
+// machine the same binary compares with NVIDIA's driver: the environment names
+// another in-process driver and moved files (REMORA_E2E_DRIVER=libcuda.so.1,
+// REMORA_E2E_SERVER_PATH, REMORA_E2E_PTX_PATH), and REMORA_E2E_SERVER_ARGS
+// "--device=cuda" points the server at the GPU.
 //
 //   std::string err;
 //   auto srv = remora::bench::e2e::BenchServer::Start("/tmp/remora-e2e-XXXX", &err);
 //   setenv("REMORA_SERVER", srv->shm_address().c_str(), 1);
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,14 +23,21 @@
 
 namespace remora::bench::e2e {
 
-// Build-time paths (absolute).
+// Build-time paths (absolute), unless the environment names others.
 struct Paths {
-  static const char* Server() { return REMORA_E2E_SERVER; }
+  static const char* Server() { return Or("REMORA_E2E_SERVER_PATH", REMORA_E2E_SERVER); }
   static const char* Stub() { return REMORA_E2E_STUB; }
-  static const char* EmuDriver() { return REMORA_E2E_EMU; }
-  static const char* KernelPtx() { return REMORA_E2E_PTX; }
+  // The driver the in-process baselines call: the emulator's by default.
+  static const char* EmuDriver() { return Or("REMORA_E2E_DRIVER", REMORA_E2E_EMU); }
+  static const char* KernelPtx() { return Or("REMORA_E2E_PTX_PATH", REMORA_E2E_PTX); }
   static const char* GrpcFloor() { return REMORA_E2E_GRPC_FLOOR; }
   static const char* Tenants() { return REMORA_E2E_TENANTS; }
+
+ private:
+  static const char* Or(const char* env, const char* built) {
+    const char* v = std::getenv(env);
+    return v != nullptr && *v != '\0' ? v : built;
+  }
 };
 
 // A running remora-server; destroying it sends SIGTERM and reaps it.
