@@ -134,6 +134,11 @@ std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, 
   return t;
 }
 
+void Executor::ConfigureProject(sched::ProjectId p, double share) {
+  std::lock_guard lock(mu_);
+  order_->ConfigureProject(p, share);
+}
+
 std::optional<uint64_t> Executor::BusyNs(CUstream s) const {
   unsigned long long busy = 0;
   const DriverTable& drv = dev_.drv();

@@ -77,6 +77,9 @@ class Executor {
   // A new tenant with no streams. Thread-safe.
   std::shared_ptr<Tenant> Join(uint64_t id, std::string name, TenantHooks hooks,
                                const sched::Share& share = sched::Share());
+  // Sets project `p`'s share of GPU time among projects (the tenants file's
+  // gpu-compute). Thread-safe.
+  void ConfigureProject(sched::ProjectId p, double share);
 
   // What a tenant's work has cost the device: all the device time charged to
   // it, and its share of the device's time over about the last 10 s (a

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "proto/quantity.h"
+#include "scheduler/tenant.h"
 #include "server/log.h"
 #include "server/server.h"
 #include "server/supervisor.h"
@@ -20,12 +21,19 @@ constexpr const char* kUsage =
     "usage: remora-server [--device=auto|cuda|emu] [--listen unix:PATH]... [--grpc HOST:PORT]...\n"
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
     "                     [--emu-dir DIR] [--scheduler fair|fifo] [--no-restart]\n"
+    "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
     "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
     "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
     "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
     "  --grpc     remote tenants over gRPC\n"
     "  --scheduler  order of tenants' work: fair (GPU time by compute share, limits,\n"
     "             priorities; the default) or fifo\n"
+    "  --tenants  admit only the tenants of this YAML file, by token, with its quotas\n"
+    "             and projects (SIGHUP reads it again; live sessions are kept)\n"
+    "  --open-max-fraction  without --tenants, the most memory and compute share a\n"
+    "             client may declare as guaranteed, and its memory limit (default 0.5)\n"
+    "  --open-max-priority  without --tenants, the highest priority a client may\n"
+    "             declare: high, normal (default) or low\n"
     "  --no-restart  serve in this process; by default a supervisor process holds the\n"
     "             listeners and starts a fresh server when a device fault leaves a GPU\n"
     "             context the driver cannot rebuild in process\n"
@@ -62,6 +70,7 @@ int RunServer(const remora::server::ServerOptions& opts) {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -73,9 +82,13 @@ int RunServer(const remora::server::ServerOptions& opts) {
   }
   server::Server* s = srv->get();
   std::thread sig([s, set] {
-    int signo = 0;
-    sigwait(&set, &signo);
-    server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
+    for (;;) {
+      int signo = 0;
+      sigwait(&set, &signo);
+      server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
+      if (signo != SIGHUP) break;
+      (void)s->ReloadTenants();  // logs what it did
+    }
     s->Shutdown();
   });
   sig.detach();
@@ -148,6 +161,23 @@ int main(int argc, char** argv) {
         return 2;
       }
       opts.arena_bytes = *b;
+    } else if (Flag(argc, argv, i, "--tenants", v)) {
+      opts.tenants_file = v;
+    } else if (Flag(argc, argv, i, "--open-max-fraction", v)) {
+      char* end = nullptr;
+      opts.open_max_fraction = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(opts.open_max_fraction > 0) ||
+          opts.open_max_fraction > 1) {
+        std::cerr << "--open-max-fraction takes a fraction in (0, 1]\n";
+        return 2;
+      }
+    } else if (Flag(argc, argv, i, "--open-max-priority", v)) {
+      auto p = sched::ParsePriority(v);
+      if (!p) {
+        std::cerr << "--open-max-priority takes high, normal or low\n";
+        return 2;
+      }
+      opts.open_max_priority = *p;
     } else if (!std::strcmp(argv[i], "--no-restart")) {
       restart = false;
     } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {

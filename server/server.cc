@@ -36,6 +36,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
       [srv = s.get()](uint64_t epoch, const std::string& observer, const Status& fault) {
         srv->OnFault(epoch, observer, fault);
       });
+  if (!opts.tenants_file.empty()) {
+    ASSIGN_OR_RETURN(auto book, TenantBook::Load(opts.tenants_file));
+    s->UseBook(std::move(book));
+  }
+  if (!(opts.open_max_fraction > 0 && opts.open_max_fraction <= 1))
+    return Error(err::kInvalidValue, "--open-max-fraction takes a fraction in (0, 1]");
   // Two serving threads per core: enough that a slow call (a module load)
   // does not hold up every tenant; no thread per session.
   ASSIGN_OR_RETURN(s->pollers_,
@@ -112,7 +118,18 @@ void Server::AcceptLoop(transport::Listener* listener) {
                    [this] { return FaultCulprit(); },
                    [this](uint64_t victim, const std::string& why) { Evict(victim, why); },
                    [this] { return ListTenants(); },
-                   [this](const v1::EvictRequest& req) { return FindTenant(req); }};
+                   [this](const v1::EvictRequest& req) { return FindTenant(req); },
+                   [this] { return CurrentAdmission(); },
+                   [this](const std::string& name, uint64_t id) {
+                     std::lock_guard hold(book_mu_);
+                     return tenant_holder_.emplace(name, id).second;
+                   },
+                   [this](const std::string& name, uint64_t id) {
+                     std::lock_guard hold(book_mu_);
+                     if (auto it = tenant_holder_.find(name);
+                         it != tenant_holder_.end() && it->second == id)
+                       tenant_holder_.erase(it);
+                   }};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
@@ -217,7 +234,8 @@ Result<uint64_t> Server::FindTenant(const v1::EvictRequest& req) {
   std::vector<uint64_t> found;
   for (const std::shared_ptr<Session>& s : Sessions()) {
     if (!s->listed()) continue;  // first: its name is set by then
-    if (req.session() != 0 ? s->id() == req.session() : s->tenant() == req.tenant())
+    if (req.session() != 0 ? s->id() == req.session()
+                           : s->tenant() == req.tenant() || s->configured() == req.tenant())
       found.push_back(s->id());
   }
   const std::string what = req.session() != 0 ? "session " + std::to_string(req.session())
@@ -227,6 +245,42 @@ Result<uint64_t> Server::FindTenant(const v1::EvictRequest& req) {
     return Error(err::kInvalidValue, std::to_string(found.size()) + " sessions are " + what +
                                          "; name one by its session id");
   return found[0];
+}
+
+Admission Server::CurrentAdmission() const {
+  Admission a;
+  {
+    std::lock_guard lock(book_mu_);
+    a.book = book_;
+  }
+  a.open_max_fraction = opts_.open_max_fraction;
+  a.open_max_priority = opts_.open_max_priority;
+  return a;
+}
+
+void Server::UseBook(std::shared_ptr<const TenantBook> book) {
+  for (size_t i = 0; i < book->projects().size(); ++i)
+    executor_->ConfigureProject(book->ProjectOf(book->projects()[i].name),
+                                book->projects()[i].gpu_compute);
+  Log(Level::kInfo, "server",
+      {{"event", "tenants"},
+       {"file", opts_.tenants_file},
+       {"tenants", book->tenants().size()},
+       {"projects", book->projects().size()}});
+  std::lock_guard lock(book_mu_);
+  book_ = std::move(book);
+}
+
+Status Server::ReloadTenants() {
+  if (opts_.tenants_file.empty())
+    return Error(err::kInvalidValue, "no tenants file to reload (open mode)");
+  auto book = TenantBook::Load(opts_.tenants_file);
+  if (!book.ok()) {
+    Log(Level::kError, "server", {{"event", "tenants_kept"}, {"why", book.status().ToString()}});
+    return book.status();
+  }
+  UseBook(std::move(*book));
+  return OkStatus();
 }
 
 void Server::Evict(uint64_t victim, const std::string& why) {

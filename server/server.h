@@ -19,6 +19,7 @@
 #include "server/modules.h"
 #include "server/pollers.h"
 #include "server/session.h"
+#include "server/tenants.h"
 #include "transport/channel.h"
 
 namespace remora::server {
@@ -35,6 +36,11 @@ struct ServerOptions {
   // Order of tenants' work on the device: "fair" (sched::FairQueue: GPU time
   // by compute share, limits, priorities) or "fifo" (first come, first served).
   std::string scheduler = "fair";
+  // Tenants and projects from a YAML file (tenants.h); "" for open mode,
+  // where clients declare their quotas within the caps below.
+  std::string tenants_file;
+  double open_max_fraction = 0.5;
+  sched::Priority open_max_priority = sched::Priority::kNormal;
 };
 
 class Server {
@@ -53,6 +59,10 @@ class Server {
   // Stops accepting, ends every session (freeing what it held). Thread-safe.
   void Shutdown();
 
+  // Reads the tenants file again. New sessions get the new book; live ones
+  // keep what they were admitted with. On an error the old book stays.
+  // Thread-safe.
+  Status ReloadTenants();
   // Sessions not yet finished. Thread-safe.
   size_t sessions() const;
   // Bound gRPC port of listener i (for ":0" addresses).
@@ -76,6 +86,10 @@ class Server {
   v1::TenantList ListTenants();
   // The one running session `req` names (SessionEnv::find_tenant).
   Result<uint64_t> FindTenant(const v1::EvictRequest& req);
+  // The admission policy for a Hello now (SessionEnv::admission).
+  Admission CurrentAdmission() const;
+  // Installs `book`, giving its projects' shares to the scheduler.
+  void UseBook(std::shared_ptr<const TenantBook> book);
   // A session saw a device fault in `epoch`: names the culprit, rebuilds the context.
   void OnFault(uint64_t epoch, const std::string& observer, const Status& fault);
   // The context could not be rebuilt: tells every session, stops accepting, wakes Wait().
@@ -97,6 +111,9 @@ class Server {
   uint64_t next_id_ = 1;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> lost_{false};
+  mutable std::mutex book_mu_;
+  std::shared_ptr<const TenantBook> book_;         // guarded by book_mu_
+  std::map<std::string, uint64_t> tenant_holder_;  // configured name -> session; book_mu_
 };
 
 }  // namespace remora::server

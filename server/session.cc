@@ -35,7 +35,8 @@ constexpr double kDefaultComputeShare = 0.05;
 // The tenant's share of GPU time: what it declared, else its memory fraction.
 // Errors: kInvalidValue for a fraction outside [0, 1] (NaN included), a limit
 // below the request, or an unknown priority.
-Result<sched::Share> ShareOf(const v1::Quota& q, const sched::Quota& memory, uint64_t usable) {
+Result<sched::Share> ShareOf(const v1::Quota& q, const sched::Quota& memory, uint64_t usable,
+                             double weight) {
   auto fraction = [](double f) { return f >= 0 && f <= 1; };
   if (!fraction(q.gpu_compute()) || !fraction(q.gpu_compute_limit()))
     return Error(err::kInvalidValue, "gpu-compute and gpu-compute-limit are fractions in (0, 1]");
@@ -49,8 +50,36 @@ Result<sched::Share> ShareOf(const v1::Quota& q, const sched::Quota& memory, uin
   double request = q.gpu_compute();
   if (request == 0 && usable != 0)
     request = static_cast<double>(memory.request) / static_cast<double>(usable);
-  if (request == 0) request = kDefaultComputeShare;
+  if (request == 0) request = kDefaultComputeShare * weight;
   return sched::ComputeShare(request, q.gpu_compute_limit(), *priority);
+}
+
+// Open mode: a client declares its own quota, so what it may declare is capped
+// (Admission). A guaranteed request or a priority above the caps is refused;
+// a memory limit above them (or none) is cut to the cap.
+Status CapOpenQuota(const v1::Quota& q, const Admission& adm, uint64_t usable,
+                    sched::Quota& quota) {
+  const double f = adm.open_max_fraction;
+  const auto cap = static_cast<uint64_t>(f * static_cast<double>(usable));
+  const std::string why = " (open mode: --open-max-fraction " + std::to_string(f).substr(0, 4) +
+                          " of the GPU, " + std::to_string(cap) +
+                          " bytes; a tenants file entry may ask for more)";
+  if (quota.request > cap)
+    return Error(err::kMemoryAllocation, "a guaranteed " + std::to_string(quota.request) +
+                                             " bytes is more than a client may declare" + why);
+  if (q.gpu_compute() > f)
+    return Error(err::kInvalidValue, "a guaranteed compute share of " +
+                                         std::to_string(q.gpu_compute()).substr(0, 4) +
+                                         " is more than a client may declare" + why);
+  const std::optional<sched::Priority> p =
+      q.priority().empty() ? sched::Priority::kNormal : sched::ParsePriority(q.priority());
+  if (p && *p < adm.open_max_priority)
+    return Error(err::kNotPermitted,
+                 "priority " + q.priority() + " is above what a client may declare here (" +
+                     sched::PriorityName(adm.open_max_priority) +
+                     ", --open-max-priority; a tenants file entry may have it)");
+  quota.limit = std::min(quota.limit, std::max(cap, quota.request));
+  return OkStatus();
 }
 
 }  // namespace
@@ -294,7 +323,12 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   std::string program = hello.program().empty() ? "tenant" : hello.program();
   tenant_ = program + "-" + std::to_string(hello.client_pid()) + "@" +
             (hello.client_host().empty() ? peer_.address : hello.client_host());
+  const Admission adm = env_.admission ? env_.admission() : Admission{};
   if (hello.admin()) {
+    if (adm.book && !adm.book->IsAdmin(hello.token()))
+      return Error(err::kNotPermitted,
+                   "administration needs the admin token of the tenants file (admin-token; "
+                   "remora list --token or REMORA_TOKEN)");
     admin_ = true;
     welcome.set_protocol_version(kProtocolVersion);
     welcome.set_session_id(id_);
@@ -304,12 +338,32 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
         {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
     return OkStatus();
   }
-  const v1::Quota& q = hello.quota();
+  v1::Quota q = hello.quota();
+  double weight = 1;
+  sched::ProjectId project = sched::kNoProject;
+  if (adm.book) {
+    const TenantSpec* spec = adm.book->ByToken(hello.token());
+    if (spec == nullptr)
+      return Error(err::kNotPermitted,
+                   "this server admits the tenants of its tenants file only, and this "
+                   "session's token (REMORA_TOKEN) names none of them");
+    if (!env_.claim_tenant || !env_.claim_tenant(spec->name, id_))
+      return Error(err::kDevicesUnavailable,
+                   "tenant " + spec->name + " already has a session on this GPU (one at a time)");
+    configured_ = spec->name;
+    project_ = spec->project;
+    tenant_ = spec->name + "/" + tenant_;
+    q = spec->quota;  // the file's, whatever the client declared
+    weight = spec->weight;
+    project = adm.book->ProjectOf(spec->project);
+  }
   ASSIGN_OR_RETURN(sched::Quota quota,
                    sched::ResolveQuota({q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(),
                                         q.gpu_memory_limit()},
                                        env_.ledger->usable()));
-  ASSIGN_OR_RETURN(sched::Share share, ShareOf(q, quota, env_.ledger->usable()));
+  if (!adm.book) RETURN_IF_ERROR(CapOpenQuota(q, adm, env_.ledger->usable(), quota));
+  ASSIGN_OR_RETURN(sched::Share share, ShareOf(q, quota, env_.ledger->usable(), weight));
+  share.project = project;
   quota_ = quota;
   share_ = share;
   // The stream first: a context an earlier tenant broke shows here, before
@@ -398,6 +452,7 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   v1::TenantRow r;
   r.set_session(id_);
   r.set_tenant(tenant_);
+  r.set_project(project_);
   r.set_peer(channel_->Describe());
   r.set_priority(sched::PriorityName(share_.priority));
   const bool reclaimed = env_.ledger->Reclaimed(id_);
@@ -714,6 +769,7 @@ Status Session::Teardown() {
     // Never admitted: only the default stream, if any, to give back.
     for (auto& [id, s] : streams_) env_.device->ReleaseStream(s);
     streams_.clear();
+    if (!configured_.empty() && env_.release_tenant) env_.release_tenant(configured_, id_);
     finished_.store(true, std::memory_order_release);
     return OkStatus();
   }
@@ -741,6 +797,8 @@ Status Session::Teardown() {
       self->env_.device->ReleaseStream(zero);
     }
     if (self->admitted_) self->env_.ledger->Remove(self->id_);
+    if (!self->configured_.empty() && self->env_.release_tenant)
+      self->env_.release_tenant(self->configured_, self->id_);
     {
       std::lock_guard lock(self->err_mu_);
       self->torn_ = st;

@@ -39,11 +39,22 @@
 #include "server/executor.h"
 #include "server/modules.h"
 #include "server/tables.h"
+#include "server/tenants.h"
 #include "transport/channel.h"
 
 namespace remora::server {
 
 namespace v1 = ::remora::v1;
+
+// The server's admission policy, as of one Hello.
+struct Admission {
+  std::shared_ptr<const TenantBook> book;  // null: open mode
+  // Open mode's caps on what a client may declare: its guaranteed memory and
+  // compute share as a fraction of the GPU (its memory limit is cut to it),
+  // and its priority class.
+  double open_max_fraction = 1;
+  sched::Priority open_max_priority = sched::Priority::kHigh;
+};
 
 // What a session needs from the server around it.
 struct SessionEnv {
@@ -64,6 +75,13 @@ struct SessionEnv {
   // The session of the tenant `req` names, for remora evict. Errors:
   // kInvalidValue if none or several match.
   std::function<Result<uint64_t>(const v1::EvictRequest& req)> find_tenant;
+  // Who may connect with what: the tenants file (null book: open mode, where
+  // clients declare their quotas within the caps). Null: open mode, no caps.
+  std::function<Admission()> admission;
+  // Marks configured tenant `name` as served by session `id`: false if
+  // another session holds it. Released with release_tenant. Thread-safe.
+  std::function<bool(const std::string& name, uint64_t id)> claim_tenant;
+  std::function<void(const std::string& name, uint64_t id)> release_tenant;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -95,6 +113,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   uint64_t id() const { return id_; }
   const std::string& tenant() const { return tenant_; }
+  // The tenants-file name this session serves ("" in open mode).
+  const std::string& configured() const { return configured_; }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   // Device printf text from this tenant's kernels; sent with the next reply.
   void AppendDeviceOutput(std::string_view text);
@@ -217,6 +237,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const transport::PeerInfo peer_;
   const SessionEnv env_;
   std::string tenant_;
+  std::string configured_;  // set once in OnHello, before listed()
+  std::string project_;
   bool admitted_ = false;
   bool admin_ = false;  // an administration session (Hello.admin)
   // What the tenant was granted, set before listed_ and constant after.

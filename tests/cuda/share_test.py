@@ -48,7 +48,8 @@ def main():
     bindir, progs = sys.argv[1], sys.argv[2]
     ok = True
     with tempfile.TemporaryDirectory(prefix="remora-share-") as tmp:
-        proc, _, address = start_server(bindir, "shm", tmp, [])
+        # Shares up to 0.6 are declared here: lift open mode's default cap of 0.5.
+        proc, _, address = start_server(bindir, "shm", tmp, ["--open-max-fraction", "1"])
         run = ([os.path.join(bindir, "remora"), "run", "--server", address],
                [os.path.join(progs, "host_threads")])
         try:

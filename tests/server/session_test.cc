@@ -144,12 +144,18 @@ class ServerTest : public ::testing::Test {
     o.unix_paths = {path_};
     if (WithGrpc()) o.grpc_addrs = {"127.0.0.1:0"};
     o.arena_bytes = 256ull << 20;
+    // Most tests here exercise the ledger and the scheduler, not open mode's
+    // caps on what a client may declare: those tests lift them.
+    o.open_max_fraction = 1;
+    o.open_max_priority = sched::Priority::kHigh;
+    Configure(o);
     auto s = server::Server::Start(o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
   }
   void TearDown() override { server_.reset(); }
   virtual bool WithGrpc() const { return false; }
+  virtual void Configure(server::ServerOptions&) {}
 
   bool WaitForSessions(size_t n, std::chrono::milliseconds within) {
     auto end = std::chrono::steady_clock::now() + within;
@@ -910,6 +916,167 @@ TEST_F(ServerTest, DeadClientIsReapedWithinASecondAndOthersKeepRunning) {
   EXPECT_EQ(survivor->Call(CallId::kMemset, m), 0);
   close(ready[0]);
   close(ready[1]);
+}
+
+// Open mode: a client declares its own quota, so what it may declare is capped.
+class OpenCapsTest : public ServerTest {
+ protected:
+  void Configure(server::ServerOptions& o) override {
+    o.open_max_fraction = 0.5;
+    o.open_max_priority = sched::Priority::kNormal;
+  }
+};
+
+TEST_F(OpenCapsTest, ClientsDeclareWithinTheCapsOnly) {
+  const uint64_t usable = server_->device().usable_memory();
+  v1::Hello big;
+  big.mutable_quota()->set_gpu_fraction(0.6);
+  auto a = Client::Connect(path_, big);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->welcome_status(), err::kMemoryAllocation);
+  EXPECT_NE(a->last().message().find("--open-max-fraction"), std::string::npos)
+      << a->last().message();
+  v1::Hello high;
+  high.mutable_quota()->set_priority("high");
+  auto h = Client::Connect(path_, high);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->welcome_status(), err::kNotPermitted);
+  v1::Hello greedy;
+  greedy.mutable_quota()->set_gpu_compute(0.7);
+  auto g = Client::Connect(path_, greedy);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->welcome_status(), err::kInvalidValue);
+  // Declaring nothing, or a limit past the cap, gets the cap as its limit.
+  auto none = Client::Connect(path_);
+  ASSERT_TRUE(none);
+  ASSERT_EQ(none->welcome_status(), 0);
+  EXPECT_EQ(none->welcome().memory_limit(), usable / 2);
+  v1::Hello within;
+  within.mutable_quota()->set_gpu_fraction(0.25);
+  within.mutable_quota()->set_gpu_fraction_limit(0.9);
+  auto w = Client::Connect(path_, within);
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w->welcome_status(), 0);
+  EXPECT_EQ(w->welcome().memory_limit(), usable / 2);
+  EXPECT_GT(w->welcome().memory_request(), 0u);
+}
+
+// With a tenants file, a token is the only way in, and the file's quota is
+// the one granted; one session per tenant; administration needs its token;
+// SIGHUP's reload changes who may come next without touching who is here.
+class TenantsFileTest : public ServerTest {
+ protected:
+  void Configure(server::ServerOptions& o) override {
+    file_ = path_ + ".yaml";
+    Write(R"(
+projects:
+  - {name: research, gpu-compute: 0.7}
+tenants:
+  - {name: alice, token: tok-a, project: research, gpu-fraction: 0.25, priority: high}
+  - {name: bob, token: tok-b, gpu-memory: 64Mi, gpu-memory-limit: 128Mi}
+admin-token: tok-root
+)");
+    o.tenants_file = file_;
+  }
+  void TearDown() override {
+    ServerTest::TearDown();
+    std::filesystem::remove(file_);
+  }
+  void Write(const std::string& yaml) { std::ofstream(file_) << yaml; }
+  static v1::Hello WithToken(const std::string& token) {
+    v1::Hello h;
+    h.set_token(token);
+    h.set_program("prog");
+    return h;
+  }
+  std::string file_;
+};
+
+TEST_F(TenantsFileTest, TokensMapToConfiguredTenantsAndTheirQuotas) {
+  auto stranger = Client::Connect(path_, WithToken("tok-x"));
+  ASSERT_TRUE(stranger);
+  EXPECT_EQ(stranger->welcome_status(), err::kNotPermitted);
+  auto anonymous = Client::Connect(path_);
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->welcome_status(), err::kNotPermitted);
+
+  v1::Hello asks = WithToken("tok-b");
+  asks.mutable_quota()->set_gpu_fraction(0.9);  // ignored: the file says 64Mi
+  asks.mutable_quota()->set_priority("high");
+  auto bob = Client::Connect(path_, asks);
+  ASSERT_TRUE(bob);
+  ASSERT_EQ(bob->welcome_status(), 0) << bob->last().message();
+  EXPECT_EQ(bob->welcome().memory_request(), 64ull << 20);
+  EXPECT_EQ(bob->welcome().memory_limit(), 128ull << 20);
+  EXPECT_EQ(bob->welcome().tenant().rfind("bob/", 0), 0u) << bob->welcome().tenant();
+  EXPECT_NE(bob->Malloc(100ull << 20), 0u);  // under the limit
+  v1::MallocRequest past;
+  past.set_size(64ull << 20);
+  EXPECT_EQ(bob->Call(CallId::kMalloc, past), err::kMemoryAllocation);
+
+  auto again = Client::Connect(path_, WithToken("tok-b"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->welcome_status(), err::kDevicesUnavailable);
+  EXPECT_NE(again->last().message().find("already has a session"), std::string::npos);
+
+  // The listing shows the project; administration needs the admin token.
+  v1::Hello admin = WithToken("tok-a");
+  admin.set_admin(true);
+  auto not_admin = Client::Connect(path_, admin);
+  ASSERT_TRUE(not_admin);
+  EXPECT_EQ(not_admin->welcome_status(), err::kNotPermitted);
+  auto alice = Client::Connect(path_, WithToken("tok-a"));
+  ASSERT_TRUE(alice);
+  ASSERT_EQ(alice->welcome_status(), 0);
+  admin.set_token("tok-root");
+  auto root = Client::Connect(path_, admin);
+  ASSERT_TRUE(root);
+  ASSERT_EQ(root->welcome_status(), 0);
+  v1::TenantList list;
+  ASSERT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  ASSERT_EQ(list.tenants_size(), 2);
+  for (const v1::TenantRow& r : list.tenants()) {
+    if (r.tenant().rfind("alice/", 0) == 0) {
+      EXPECT_EQ(r.project(), "research");
+      EXPECT_EQ(r.priority(), "high");
+    } else {
+      EXPECT_EQ(r.project(), "");
+    }
+  }
+  // Evicted by its configured name; then bob may connect again.
+  v1::EvictRequest ev;
+  ev.set_tenant("bob");
+  ASSERT_EQ(root->Call(CallId::kEvictTenant, ev), 0) << root->last().message();
+  EXPECT_NE(bob->WaitEvicted().find("administrator"), std::string::npos);
+  ASSERT_TRUE(WaitForSessions(3, 5s));  // alice, root, `again` gone: bob's slot free
+  std::unique_ptr<Client> back;
+  for (int i = 0; i < 50 && (!back || back->welcome_status() != 0); ++i) {
+    std::this_thread::sleep_for(20ms);
+    back = Client::Connect(path_, WithToken("tok-b"));
+  }
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->welcome_status(), 0) << back->last().message();
+}
+
+TEST_F(TenantsFileTest, ReloadChangesWhoComesNextAndKeepsWhoIsHere) {
+  auto alice = Client::Connect(path_, WithToken("tok-a"));
+  ASSERT_TRUE(alice);
+  ASSERT_EQ(alice->welcome_status(), 0);
+  Write("tenants:\n  - {name: carol, token: tok-c, gpu-fraction: 0.1}\n");
+  ASSERT_TRUE(server_->ReloadTenants().ok());
+  auto carol = Client::Connect(path_, WithToken("tok-c"));
+  ASSERT_TRUE(carol);
+  EXPECT_EQ(carol->welcome_status(), 0);
+  auto bob = Client::Connect(path_, WithToken("tok-b"));  // no longer in the file
+  ASSERT_TRUE(bob);
+  EXPECT_EQ(bob->welcome_status(), err::kNotPermitted);
+  EXPECT_NE(alice->Malloc(1 << 20), 0u);  // alice, admitted before, carries on
+  // A broken file is refused and the last good one stays.
+  Write("tenants:\n  - {name: dave}\n");
+  EXPECT_FALSE(server_->ReloadTenants().ok());
+  auto carol2 = Client::Connect(path_, WithToken("tok-c"));
+  ASSERT_TRUE(carol2);
+  EXPECT_EQ(carol2->welcome_status(), err::kDevicesUnavailable);  // carol is here already
 }
 
 }  // namespace
