@@ -69,6 +69,7 @@ constexpr std::array<Entry, kMaxCallId + 1> kTable = BuildTable();
 }  // namespace
 
 void Session::Dispatch(const transport::Frame& f) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
   uint32_t call = f.header.call;
   bool always = call == static_cast<uint32_t>(CallId::kGoodbye) ||
                 call == static_cast<uint32_t>(CallId::kHostFuncDone);

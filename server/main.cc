@@ -22,12 +22,15 @@ constexpr const char* kUsage =
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
     "                     [--emu-dir DIR] [--scheduler fair|fifo] [--no-restart]\n"
     "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
+    "                     [--metrics HOST:PORT]\n"
     "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
     "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
     "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
     "  --grpc     remote tenants over gRPC\n"
     "  --scheduler  order of tenants' work: fair (GPU time by compute share, limits,\n"
     "             priorities; the default) or fifo\n"
+    "  --metrics  serve Prometheus' /metrics there (per tenant memory, GPU time,\n"
+    "             shares, calls, errors; reclaims, preemptions, faults)\n"
     "  --tenants  admit only the tenants of this YAML file, by token, with its quotas\n"
     "             and projects (SIGHUP reads it again; live sessions are kept)\n"
     "  --open-max-fraction  without --tenants, the most memory and compute share a\n"
@@ -161,6 +164,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       opts.arena_bytes = *b;
+    } else if (Flag(argc, argv, i, "--metrics", v)) {
+      opts.metrics_addr = v;
     } else if (Flag(argc, argv, i, "--tenants", v)) {
       opts.tenants_file = v;
     } else if (Flag(argc, argv, i, "--open-max-fraction", v)) {

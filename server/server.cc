@@ -79,6 +79,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   if (s->listeners_.empty())
     return Error(err::kInvalidValue,
                  "no listener: give --listen unix:PATH and/or --grpc HOST:PORT");
+  if (!opts.metrics_addr.empty()) {
+    ASSIGN_OR_RETURN(s->metrics_, MetricsEndpoint::Start(opts.metrics_addr, [srv = s.get()] {
+                       return RenderMetrics(srv->ListTenants(), srv->counters_);
+                     }));
+    Log(Level::kInfo, "server",
+        {{"event", "listening"},
+         {"transport", "metrics"},
+         {"address", opts.metrics_addr},
+         {"port", s->metrics_->port()}});
+  }
   for (auto& l : s->listeners_) {
     transport::Listener* raw = l.get();
     s->acceptors_.emplace_back([srv = s.get(), raw] { srv->AcceptLoop(raw); });
@@ -87,6 +97,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
 }
 
 Server::~Server() {
+  metrics_.reset();
   Shutdown();
   pollers_.reset();   // every session has ended
   executor_.reset();  // runs the last completions (sessions' teardowns)
@@ -116,7 +127,9 @@ void Server::AcceptLoop(transport::Listener* listener) {
                      OnFault(epoch, observer, fault);
                    },
                    [this] { return FaultCulprit(); },
-                   [this](uint64_t victim, const std::string& why) { Evict(victim, why); },
+                   [this](uint64_t victim, const std::string& why, EvictKind kind) {
+                     Evict(victim, why, kind);
+                   },
                    [this] { return ListTenants(); },
                    [this](const v1::EvictRequest& req) { return FindTenant(req); },
                    [this] { return CurrentAdmission(); },
@@ -129,7 +142,8 @@ void Server::AcceptLoop(transport::Listener* listener) {
                      if (auto it = tenant_holder_.find(name);
                          it != tenant_holder_.end() && it->second == id)
                        tenant_holder_.erase(it);
-                   }};
+                   },
+                   &counters_};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
@@ -283,7 +297,7 @@ Status Server::ReloadTenants() {
   return OkStatus();
 }
 
-void Server::Evict(uint64_t victim, const std::string& why) {
+void Server::Evict(uint64_t victim, const std::string& why, EvictKind kind) {
   std::shared_ptr<Session> s;
   {
     std::lock_guard lock(mu_);
@@ -291,12 +305,17 @@ void Server::Evict(uint64_t victim, const std::string& why) {
     if (it == live_.end()) return;
     s = it->second.session;
   }
-  s->Evict(why);
+  if (!s->Evict(why)) return;
+  std::atomic<uint64_t>& n = kind == EvictKind::kReclaim      ? counters_.reclaims
+                             : kind == EvictKind::kPreemption ? counters_.preemptions
+                                                              : counters_.admin_evictions;
+  n.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {
   std::string culprit = FaultCulprit();
   if (culprit.empty()) culprit = observer + " (first to see the fault)";
+  if (epoch == device_->epoch()) counters_.device_faults.fetch_add(1, std::memory_order_relaxed);
   Status rebuilt = device_->Recover(epoch, culprit, fault);
   if (!rebuilt.ok()) OnDeviceLost(culprit, fault, rebuilt);
 }
@@ -317,7 +336,12 @@ void Server::OnDeviceLost(const std::string& culprit, const Status& fault, const
                           "streams and modules are gone: restart the program";
   // A tenant still in its handshake has nothing to lose: it goes unanswered and
   // its stub connects again, to the next process.
-  for (const auto& s : Sessions()) s->greeted() ? s->Evict(msg, fault.code()) : s->Stop();
+  for (const auto& s : Sessions()) {
+    if (s->greeted())
+      (void)s->Evict(msg, fault.code());
+    else
+      s->Stop();
+  }
   std::lock_guard lock(mu_);
   stopped_cv_.notify_all();
 }

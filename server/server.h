@@ -16,6 +16,7 @@
 #include "scheduler/ledger.h"
 #include "server/device.h"
 #include "server/executor.h"
+#include "server/metrics.h"
 #include "server/modules.h"
 #include "server/pollers.h"
 #include "server/session.h"
@@ -36,6 +37,7 @@ struct ServerOptions {
   // Order of tenants' work on the device: "fair" (sched::FairQueue: GPU time
   // by compute share, limits, priorities) or "fifo" (first come, first served).
   std::string scheduler = "fair";
+  std::string metrics_addr;  // HOST:PORT for Prometheus' /metrics; "" for none
   // Tenants and projects from a YAML file (tenants.h); "" for open mode,
   // where clients declare their quotas within the caps below.
   std::string tenants_file;
@@ -65,6 +67,8 @@ class Server {
   Status ReloadTenants();
   // Sessions not yet finished. Thread-safe.
   size_t sessions() const;
+  // The port /metrics is served on (0: none).
+  int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
   // Bound gRPC port of listener i (for ":0" addresses).
   int grpc_port(size_t i) const;
   Device& device() { return *device_; }
@@ -79,7 +83,7 @@ class Server {
   // The tenant owning the stream whose work broke the context; "" if unknown.
   std::string FaultCulprit();
   // Ends session `victim` so another tenant gets its memory (SessionEnv::evict).
-  void Evict(uint64_t victim, const std::string& why);
+  void Evict(uint64_t victim, const std::string& why, EvictKind kind);
   // Every session not yet reaped, as of now. Thread-safe.
   std::vector<std::shared_ptr<Session>> Sessions() const;
   // Every admitted tenant, as `remora list` shows it (SessionEnv::list_tenants).
@@ -111,6 +115,8 @@ class Server {
   uint64_t next_id_ = 1;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> lost_{false};
+  Counters counters_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // stopped first: it lists sessions
   mutable std::mutex book_mu_;
   std::shared_ptr<const TenantBook> book_;         // guarded by book_mu_
   std::map<std::string, uint64_t> tenant_holder_;  // configured name -> session; book_mu_

@@ -101,7 +101,8 @@ void Session::Stop() {
   channel_->Close();
 }
 
-void Session::Evict(const std::string& why, int32_t code) {
+bool Session::Evict(const std::string& why, int32_t code) {
+  if (evicted_.exchange(true)) return false;
   Log(Level::kWarn, "session",
       {{"event", "evicted"}, {"session", id_}, {"tenant", tenant_}, {"why", why}});
   v1::Evicted e;
@@ -109,14 +110,18 @@ void Session::Evict(const std::string& why, int32_t code) {
   e.set_message(why);
   (void)Send({.call = static_cast<uint32_t>(CallId::kEvicted), .flags = 0, .seq = 0}, e);
   Stop();
+  return true;
 }
 
-void Session::EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what) {
+void Session::EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what,
+                       EvictKind kind) {
   for (sched::TenantId v : victims)
     if (env_.evict)
-      env_.evict(v, "this session's memory was reclaimed for " + tenant_ + ", which " + what +
-                        "; restart with a request of its own (REMORA_GPU_MEMORY or "
-                        "REMORA_GPU_FRACTION) to keep memory");
+      env_.evict(v,
+                 "this session's memory was reclaimed for " + tenant_ + ", which " + what +
+                     "; restart with a request of its own (REMORA_GPU_MEMORY or "
+                     "REMORA_GPU_FRACTION) to keep memory",
+                 kind);
 }
 
 Status Session::AwaitReclaim(const std::vector<sched::TenantId>& victims) {
@@ -379,10 +384,12 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   sched::Decision admit = env_.ledger->AdmitOrEvict(id_, quota, share.priority);
   RETURN_IF_ERROR(admit.status);
   admitted_ = true;
+  if (env_.counters) env_.counters->sessions_opened.fetch_add(1, std::memory_order_relaxed);
   if (!admit.victims.empty())
-    EvictFor(admit.victims, "has priority " + std::string(sched::PriorityName(share.priority)) +
-                                " and needed room for its request of " +
-                                std::to_string(quota.request) + " bytes");
+    EvictFor(admit.victims,
+             "has priority " + std::string(sched::PriorityName(share.priority)) +
+                 " and needed room for its request of " + std::to_string(quota.request) + " bytes",
+             EvictKind::kPreemption);
   std::weak_ptr<Session> weak = weak_from_this();
   work_ = env_.executor->Join(
       id_, tenant_,
@@ -453,6 +460,8 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   r.set_session(id_);
   r.set_tenant(tenant_);
   r.set_project(project_);
+  r.set_calls(calls_.load(std::memory_order_relaxed));
+  r.set_errors(errors_.load(std::memory_order_relaxed));
   r.set_peer(channel_->Describe());
   r.set_priority(sched::PriorityName(share_.priority));
   const bool reclaimed = env_.ledger->Reclaimed(id_);
@@ -477,7 +486,8 @@ Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
   if (!env_.find_tenant || !env_.evict)
     return Error(err::kNotSupported, "this server cannot evict tenants");
   ASSIGN_OR_RETURN(uint64_t victim, env_.find_tenant(req));
-  env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")");
+  env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")",
+             EvictKind::kAdmin);
   return OkStatus();
 }
 
@@ -516,6 +526,7 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
     const CallInfo* info = FindCall(h.call);
     const char* name = info ? info->name.data() : "unknown";
     st = NameCulprit(std::move(st));
+    if (st.code() != err::kNotReady) errors_.fetch_add(1, std::memory_order_relaxed);
     if (st.code() != err::kNotReady)
       Log(Level::kInfo, "call",
           {{"tenant", tenant_}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
@@ -553,6 +564,15 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
 
 Status Session::NameCulprit(Status st) const {
   constexpr std::string_view kNamed = "device fault caused by ";
+  // The context was rebuilt while this call ran: whatever the driver said
+  // about handles of the old one (an invalid handle, say), the fault is why.
+  if (admitted_ && env_.device->epoch() != epoch_.load(std::memory_order_acquire)) {
+    const Device::Fault f = env_.device->last_fault();
+    if (!f.status.ok())
+      return Error(f.status.code(), "the GPU context was rebuilt during this call after a " +
+                                        std::string(kNamed) + f.culprit + " (" +
+                                        f.status.message() + "); restart the program");
+  }
   if (!IsDeviceFault(st.code()) || st.message().find(kNamed) != std::string::npos) return st;
   // Who broke the context: the driver may still say (the emulator does), or
   // the recovery that followed recorded it.

@@ -37,6 +37,7 @@
 #include "scheduler/ledger.h"
 #include "server/device.h"
 #include "server/executor.h"
+#include "server/metrics.h"
 #include "server/modules.h"
 #include "server/tables.h"
 #include "server/tenants.h"
@@ -45,6 +46,9 @@
 namespace remora::server {
 
 namespace v1 = ::remora::v1;
+
+// Why a session is ended for another's sake (counted in /metrics).
+enum class EvictKind { kReclaim, kPreemption, kAdmin };
 
 // The server's admission policy, as of one Hello.
 struct Admission {
@@ -69,7 +73,7 @@ struct SessionEnv {
   std::function<std::string()> fault_culprit;
   // Ends session `victim` to give its memory to another tenant: it is told
   // `why` and torn down. Thread-safe; a victim already gone is ignored.
-  std::function<void(uint64_t victim, const std::string& why)> evict;
+  std::function<void(uint64_t victim, const std::string& why, EvictKind kind)> evict;
   // Every tenant's row, for an administration session (remora list).
   std::function<v1::TenantList()> list_tenants;
   // The session of the tenant `req` names, for remora evict. Errors:
@@ -82,6 +86,8 @@ struct SessionEnv {
   // another session holds it. Released with release_tenant. Thread-safe.
   std::function<bool(const std::string& name, uint64_t id)> claim_tenant;
   std::function<void(const std::string& name, uint64_t id)> release_tenant;
+  // Server-wide event counts (/metrics); may be null.
+  Counters* counters = nullptr;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -107,7 +113,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Ends the session for another tenant's sake or the device's: logs `why`,
   // tells the tenant (an Evicted frame, so its next call fails with `code`,
   // saying why) and stops. Thread-safe.
-  void Evict(const std::string& why, int32_t code = err::kDevicesUnavailable);
+  // Returns false if the session was already evicted (nothing done).
+  bool Evict(const std::string& why, int32_t code = err::kDevicesUnavailable);
   // True once the tenant's Hello has been answered. Thread-safe.
   bool greeted() const { return greeted_.load(std::memory_order_acquire); }
 
@@ -212,7 +219,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Status NameCulprit(Status st) const;
   // Ends every session the ledger chose to reclaim for this one; `what` says
   // what this tenant asked for.
-  void EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what);
+  void EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what,
+                EvictKind kind);
   // Waits (bounded) until every victim's memory is back in the ledger.
   Status AwaitReclaim(const std::vector<sched::TenantId>& victims);
   Status sticky() const;
@@ -245,11 +253,13 @@ class Session : public std::enable_shared_from_this<Session> {
   sched::Quota quota_;
   sched::Share share_;
   std::atomic<bool> listed_{false};
+  std::atomic<uint64_t> calls_{0};   // frames dispatched (for /metrics)
+  std::atomic<uint64_t> errors_{0};  // calls answered with an error
   bool arena_registered_ = false;
   // The device epoch this session's handles belong to (none yet: the first
   // EnterDevice makes the context current on this thread).
-  uint64_t epoch_ = ~uint64_t{0};
-  bool fault_reported_ = false;  // a device fault of this session's was reported
+  std::atomic<uint64_t> epoch_{~uint64_t{0}};  // of the context this session's state lives in
+  bool fault_reported_ = false;                // a device fault of this session's was reported
 
   // Tables: touched only by the thread serving the session.
   RangeTable allocations_;  // cudaMalloc: device pointer -> size
@@ -282,6 +292,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> has_errors_{false};
 
   std::atomic<bool> closing_{false};
+  std::atomic<bool> evicted_{false};
   const std::chrono::steady_clock::time_point created_;
   std::atomic<bool> greeted_{false};  // the first frame was answered
   transport::Frame frame_;            // reused by ServeReady

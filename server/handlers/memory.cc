@@ -32,7 +32,8 @@ Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
   RETURN_IF_ERROR(d.status);
   if (!d.victims.empty()) {
     EvictFor(d.victims,
-             "allocated " + std::to_string(charged) + " bytes within its guaranteed request");
+             "allocated " + std::to_string(charged) + " bytes within its guaranteed request",
+             EvictKind::kReclaim);
     Status back = AwaitReclaim(d.victims);
     if (!back.ok()) {
       env_.ledger->Release(id_, charged);
