@@ -60,6 +60,19 @@ def stop_server(proc):
         return -999
 
 
+def finish_server(proc, log, ok, who):
+    """Stops the server; a failure (`ok` False, or an unclean exit) prints its log.
+    Returns the test's exit code."""
+    code = stop_server(proc)
+    if code != 0:
+        print(f"{who}: remora-server exited with {code}")
+        ok = False
+    if not ok:
+        log.seek(0)
+        print("---- remora-server log ----\n" + log.read())
+    return 0 if ok else 1
+
+
 def collect(p, timeout):
     """Waits for `p`; returns its stdout, stderr and exit code ("timeout" if killed)."""
     try:
@@ -135,14 +148,7 @@ def main():
         if opened != len(procs):
             print(f"harness: the server saw {opened} sessions, expected {len(procs)}")
             ok = False
-        src = stop_server(proc)
-        if src != 0:
-            print(f"harness: remora-server exited with {src}")
-            ok = False
-        if not ok:
-            log.seek(0)
-            print("---- remora-server log ----\n" + log.read())
-        return 0 if ok else 1
+        return finish_server(proc, log, ok, "harness")
 
 
 if __name__ == "__main__":

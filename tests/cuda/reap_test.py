@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import start_server, stop_server  # noqa: E402
+from harness import finish_server, start_server  # noqa: E402
 
 
 def main():
@@ -65,13 +65,7 @@ def main():
         if survivor.returncode != 0 or "PASS" not in out:
             print(f"reap_test: the survivor failed ({survivor.returncode}): {err}")
             ok = False
-        if stop_server(proc) != 0:
-            print("reap_test: remora-server did not exit cleanly")
-            ok = False
-        if not ok:
-            log.seek(0)
-            print("---- remora-server log ----\n" + log.read())
-        return 0 if ok else 1
+        return finish_server(proc, log, ok, "reap_test")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import start_server, stop_server  # noqa: E402
+from harness import finish_server, start_server  # noqa: E402
 
 
 def main():
@@ -63,13 +63,7 @@ def main():
         if r.returncode != 0 or "PASS" not in r.stdout:
             print("stall_test: a tenant after the kill failed:\n" + r.stdout + r.stderr)
             ok = False
-        if stop_server(proc) != 0:
-            print("stall_test: remora-server did not exit cleanly")
-            ok = False
-        if not ok:
-            log.seek(0)
-            print("---- remora-server log ----\n" + log.read())
-    return 0 if ok else 1
+        return finish_server(proc, log, ok, "stall_test")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import start_server, stop_server  # noqa: E402
+from harness import finish_server, start_server  # noqa: E402
 
 BOOK = """
 projects:
@@ -90,12 +90,7 @@ def main():
         r = run("--token", "tok-alice")
         check(r.returncode != 0, "alice was still admitted after the reload", r.stdout)
         check(proc.poll() is None, "remora-server exited on SIGHUP")
-        if stop_server(proc) != 0:
-            check(False, "remora-server did not exit cleanly")
-        if not ok:
-            log.seek(0)
-            print("---- remora-server log ----\n" + log.read())
-    return 0 if ok else 1
+        return finish_server(proc, log, ok, "tenants_test")
 
 
 if __name__ == "__main__":
