@@ -66,9 +66,9 @@ class Context {
   CUresult Release();
   // Destroys all work, handles and memory; the retain count is kept.
   void Reset();
-  // With REMORA_EMU_STICKY_FAULTS=process, the fault a Reset found: from then
-  // on, as on NVIDIA's driver, no context of this process can be had again
-  // (Retain's caller returns it). CUDA_SUCCESS otherwise.
+  // The fault a Reset found: from then on, as on NVIDIA's driver, no context
+  // of this process can be had again (Retain's caller returns it), unless
+  // REMORA_EMU_STICKY_FAULTS=context. CUDA_SUCCESS otherwise.
   CUresult ProcessFault() const {
     return static_cast<CUresult>(process_fault_.load(std::memory_order_acquire));
   }

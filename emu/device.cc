@@ -16,7 +16,7 @@ constexpr uint64_t kDefaultMemory = uint64_t{16} << 30;
 constexpr int kDefaultSms = 40;
 
 DeviceConfig ReadConfig() {
-  DeviceConfig cfg{kDefaultMemory, kDefaultSms, false};
+  DeviceConfig cfg{kDefaultMemory, kDefaultSms, true};
   if (const char* mem = std::getenv("REMORA_EMU_MEMORY")) {
     Result<uint64_t> v = ParseQuantity(mem);
     if (v.ok() && *v > 0)
@@ -31,12 +31,12 @@ DeviceConfig ReadConfig() {
     if (end != sms && *end == '\0' && v > 0 && v <= 1024) cfg.sm_count = static_cast<int>(v);
   }
   if (const char* sticky = std::getenv("REMORA_EMU_STICKY_FAULTS")) {
-    if (std::string_view(sticky) == "process")
-      cfg.faults_poison_process = true;
-    else if (std::string_view(sticky) != "context")
+    if (std::string_view(sticky) == "context")
+      cfg.faults_poison_process = false;
+    else if (std::string_view(sticky) != "process")
       std::fprintf(stderr,
-                   "remora-emu: REMORA_EMU_STICKY_FAULTS takes context or process; "
-                   "using context\n");
+                   "remora-emu: REMORA_EMU_STICKY_FAULTS takes process or context; "
+                   "using process\n");
   }
   return cfg;
 }

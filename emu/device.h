@@ -4,9 +4,10 @@
 // Memory size and SM count come from the environment, read once:
 //   REMORA_EMU_MEMORY  total device memory, "16G" (default), "512M", "1073741824"
 //   REMORA_EMU_SMS     multiprocessor count (default 40)
-//   REMORA_EMU_STICKY_FAULTS  "context" (default): a reset after a kernel fault
-//                      gives a working context again; "process": as on NVIDIA's
-//                      driver, the process never gets a context again
+//   REMORA_EMU_STICKY_FAULTS  "process" (default): as on NVIDIA's driver, a
+//                      process whose context faulted never retains a context
+//                      again; "context": a reset gives a working one (lenient,
+//                      for tests of a server that rebuilds in process)
 #pragma once
 
 #include <cstdint>

@@ -113,6 +113,9 @@ int RunServer(const remora::server::ServerOptions& opts) {
     _exit(server::kExitDeviceLost);
   }).detach();
   srv->reset();
+  // gRPC may still be writing the last frames (the Evicted notices) to the
+  // socket when the calls count as done: give them a moment before exiting.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   return server::kExitDeviceLost;
 }
 

@@ -118,7 +118,12 @@ int Supervise(const std::function<int()>& worker) {
     if (child == 0) {
       (void)::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != self) ::_exit(1);  // the supervisor died before prctl
-      sigprocmask(SIG_SETMASK, &old, nullptr);
+      // SIGINT, SIGTERM and SIGHUP stay blocked: one passed on before the worker
+      // waits for them stays pending for it instead of killing it half started.
+      sigset_t chld;
+      sigemptyset(&chld);
+      sigaddset(&chld, SIGCHLD);
+      sigprocmask(SIG_UNBLOCK, &chld, nullptr);
       ::_exit(worker());
     }
     Log(Level::kInfo, "supervisor", {{"event", "worker_started"}, {"pid", child}});
@@ -136,7 +141,9 @@ int Supervise(const std::function<int()>& worker) {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code != kExitDeviceLost || stopping) {
       sigprocmask(SIG_SETMASK, &old, nullptr);
-      return code;
+      // Asked to stop while the worker was going down for a lost device: it
+      // stopped, as asked.
+      return stopping && code == kExitDeviceLost ? 0 : code;
     }
     // A worker that faults again soon after starting is restarted more slowly:
     // 0, 0.1, 0.2, 0.4 ... 5 s, back to none after a minute without a restart.
