@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -124,7 +125,9 @@ int Supervise(const std::function<int()>& worker) {
       sigemptyset(&chld);
       sigaddset(&chld, SIGCHLD);
       sigprocmask(SIG_UNBLOCK, &chld, nullptr);
-      ::_exit(worker());
+      // exit, not _exit: the worker's atexit work (a sanitizer's leak check
+      // among it) runs as it would in a process of its own.
+      std::exit(worker());
     }
     Log(Level::kInfo, "supervisor", {{"event", "worker_started"}, {"pid", child}});
     int status = 0;
