@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "server/host_port.h"
+
 namespace remora::server {
 namespace {
 
@@ -98,16 +100,10 @@ std::string RenderMetrics(const v1::TenantList& list, const Counters& c) {
 
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const std::string& host_port, std::function<std::string()> render) {
-  const size_t colon = host_port.rfind(':');
-  if (colon == std::string::npos || colon + 1 == host_port.size())
-    return Error(err::kInvalidValue, "--metrics takes HOST:PORT, not '" + host_port + "'");
-  std::string host = host_port.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  const std::string port_text = host_port.substr(colon + 1);
-  if (port_text.find_first_not_of("0123456789") != std::string::npos || port_text.size() > 5)
-    return Error(err::kInvalidValue, "--metrics takes HOST:PORT, not '" + host_port + "'");
-  const int port = std::stoi(port_text);
+  const std::optional<HostPort> hp = ParseHostPort(host_port);
+  if (!hp) return Error(err::kInvalidValue, "--metrics takes HOST:PORT, not '" + host_port + "'");
+  const std::string& host = hp->host;
+  const int port = hp->port;
   auto m = std::make_unique<MetricsEndpoint>(Key{});
   m->http_ = std::make_unique<httplib::Server>();
   m->http_->Get("/metrics",

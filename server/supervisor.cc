@@ -15,22 +15,12 @@
 #include <cstring>
 #include <thread>
 
+#include "server/host_port.h"
 #include "server/log.h"
 #include "transport/shm/shm_channel.h"
 
 namespace remora::server {
 namespace {
-
-// Splits "HOST:PORT" / "[V6]:PORT" into the host getaddrinfo takes and the port.
-bool SplitHostPort(const std::string& addr, std::string& host, std::string& port) {
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string::npos || colon + 1 == addr.size()) return false;
-  host = addr.substr(0, colon);
-  port = addr.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return port.find_first_not_of("0123456789") == std::string::npos;
-}
 
 // Binds (never listens on) a socket for `host`, port 0, with SO_REUSEPORT: the
 // kernel's choice of port stays ours and a gRPC server may bind it too.
@@ -77,15 +67,14 @@ Result<Endpoints> BindEndpoints(const std::vector<std::string>& unix_paths,
     e.unix_fds.push_back(*fd);
   }
   for (const std::string& addr : grpc_addrs) {
-    std::string host, port;
-    if (!SplitHostPort(addr, host, port))
-      return fail(Error(err::kInvalidValue, "--grpc takes HOST:PORT, not '" + addr + "'"));
-    if (std::stoul(port) != 0) {
+    const std::optional<HostPort> hp = ParseHostPort(addr);
+    if (!hp) return fail(Error(err::kInvalidValue, "--grpc takes HOST:PORT, not '" + addr + "'"));
+    if (hp->port != 0) {
       e.grpc_addrs.push_back(addr);
       continue;
     }
     int fd = -1;
-    auto p = ReservePort(addr, host, &fd);
+    auto p = ReservePort(addr, hp->host, &fd);
     if (!p.ok()) return fail(p.status());
     e.reserved.push_back(fd);
     e.grpc_addrs.push_back(addr.substr(0, addr.rfind(':') + 1) + std::to_string(*p));

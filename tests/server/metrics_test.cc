@@ -1,6 +1,8 @@
 // tests/server/metrics_test.cc - the Prometheus text Remora serves at /metrics.
 #include "server/metrics.h"
 
+#include "server/host_port.h"
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -78,6 +80,24 @@ TEST(Metrics, EndpointServesWhatRenderSaysAndRefusesBadAddresses) {
     EXPECT_EQ(MetricsEndpoint::Start(bad, [] { return std::string(); }).status().code(),
               err::kInvalidValue)
         << bad;
+}
+
+// The one HOST:PORT grammar of --grpc and --metrics: a port past 65535 or too
+// long to convert is refused, never thrown on.
+TEST(HostPort, ParsesWhatTheFlagsTakeAndRefusesTheRest) {
+  auto v4 = ParseHostPort("127.0.0.1:7070");
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(v4->host, "127.0.0.1");
+  EXPECT_EQ(v4->port, 7070);
+  auto v6 = ParseHostPort("[::1]:0");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, 0);
+  auto any = ParseHostPort(":65535");
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->host, "");
+  for (const char* bad : {"nohost", "h:", "h:65536", "h:99999999999999999999", "h:7x", "h:-1"})
+    EXPECT_FALSE(ParseHostPort(bad)) << bad;
 }
 
 }  // namespace
