@@ -75,8 +75,7 @@ cudaError_t Connection::Lost(const Status& s) {
     if (TryClaimReceiver()) {
       Frame f;
       const Deadline until = Deadline::In(std::chrono::milliseconds(500));
-      for (Status r; (r = ch_->Receive(f, until)).ok() || r.code() != err::kNotReady;) {
-        if (!r.ok()) break;
+      while (ch_->Receive(f, until).ok()) {
         std::lock_guard lock(mu_);
         Dispatch(std::move(f));
       }

@@ -32,6 +32,11 @@ constexpr auto kServeSpin = std::chrono::microseconds(50);
 // a memory request: a small best-effort slice beside those that did.
 constexpr double kDefaultComputeShare = 0.05;
 
+// The priority `q` declares (normal if none); nullopt for an unknown name.
+std::optional<sched::Priority> PriorityOf(const v1::Quota& q) {
+  return q.priority().empty() ? sched::Priority::kNormal : sched::ParsePriority(q.priority());
+}
+
 // The tenant's share of GPU time: what it declared, else its memory fraction.
 // Errors: kInvalidValue for a fraction outside [0, 1] (NaN included), a limit
 // below the request, or an unknown priority.
@@ -42,8 +47,7 @@ Result<sched::Share> ShareOf(const v1::Quota& q, const sched::Quota& memory, uin
     return Error(err::kInvalidValue, "gpu-compute and gpu-compute-limit are fractions in (0, 1]");
   if (q.gpu_compute_limit() > 0 && q.gpu_compute_limit() < q.gpu_compute())
     return Error(err::kInvalidValue, "gpu-compute-limit is below gpu-compute");
-  const std::optional<sched::Priority> priority =
-      q.priority().empty() ? sched::Priority::kNormal : sched::ParsePriority(q.priority());
+  const std::optional<sched::Priority> priority = PriorityOf(q);
   if (!priority)
     return Error(err::kInvalidValue,
                  "priority '" + q.priority() + "' is none of high, normal, low");
@@ -71,8 +75,7 @@ Status CapOpenQuota(const v1::Quota& q, const Admission& adm, uint64_t usable,
     return Error(err::kInvalidValue, "a guaranteed compute share of " +
                                          std::to_string(q.gpu_compute()).substr(0, 4) +
                                          " is more than a client may declare" + why);
-  const std::optional<sched::Priority> p =
-      q.priority().empty() ? sched::Priority::kNormal : sched::ParsePriority(q.priority());
+  const std::optional<sched::Priority> p = PriorityOf(q);
   if (p && *p < adm.open_max_priority)
     return Error(err::kNotPermitted,
                  "priority " + q.priority() + " is above what a client may declare here (" +
