@@ -371,11 +371,14 @@ void Connection::ReleaseReceiver() {
 
 void Connection::Dispatch(Frame&& f) {
   if (f.header.call == static_cast<uint32_t>(CallId::kEvicted)) {
+    // The session is over: fail now rather than wait for a reply that will
+    // not come (a remote server keeps the stream open a while after this).
     v1::Evicted e;
     if (e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) {
       evicted_ = e.message().empty() ? "evicted" : e.message();
       if (e.code() > 0) evicted_code_ = static_cast<cudaError_t>(e.code());
     }
+    Fail(evicted_code_, "remora-server ended the session: " + evicted_);
     return;
   }
   if (f.header.call == static_cast<uint32_t>(CallId::kHostFuncRun)) {

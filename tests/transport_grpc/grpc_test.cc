@@ -480,6 +480,31 @@ TEST(GrpcTransport, ServerChannelCloseSeenByClient) {
   EXPECT_EQ(p.server->Receive(f, Deadline::In(5s)).code(), err::kDevicesUnavailable);
 }
 
+// A server that closes a session under a client still streaming a bulk copy,
+// and then goes away, must not break the connection before the client has read
+// what the server sent last (why it closed): the server drains the client's
+// frames until it stops sending.
+TEST(GrpcTransport, LastFrameReachesAClientStillSending) {
+  GrpcOptions sopts;
+  sopts.max_inbox_bytes = 4 << 20;  // the client stalls on flow control soon
+  Pair p = Connect(sopts);
+  ASSERT_TRUE(p.server && p.client);
+  auto client = std::async(std::launch::async, [&] {
+    std::vector<std::byte> body(1 << 20);
+    for (int i = 0; i < 64; ++i)
+      if (!p.client->Send({.seq = static_cast<uint64_t>(i)}, body).ok()) break;
+    Frame f;
+    Status s = p.client->Receive(f, Deadline::In(10s));
+    return s.ok() ? f.header.seq : ~uint64_t{0};
+  });
+  Frame f;
+  ASSERT_TRUE(p.server->Receive(f, Deadline::In(5s)).ok());
+  ASSERT_TRUE(p.server->Send({.seq = 77}, {}).ok());
+  p.server->Close();
+  p.listener.reset();  // waits for the stream to end, as a server exiting does
+  EXPECT_EQ(client.get(), 77u);
+}
+
 TEST(GrpcTransport, ListenerDestructionSeenByClient) {
   Pair p = Connect();
   ASSERT_TRUE(p.server && p.client);

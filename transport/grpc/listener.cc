@@ -124,8 +124,9 @@ GrpcListener::~GrpcListener() {
   Shutdown();
   if (server_ != nullptr) {
     // Sessions already closed finish once their last frames are written (an
-    // Evicted notice, say); whatever is still live after a second is cancelled.
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    // Evicted notice, say) and their clients stop sending; whatever is still
+    // live after the drain is cancelled.
+    server_->Shutdown(std::chrono::system_clock::now() + opts_.close_drain);
     registry_->WaitEmpty();
     server_.reset();
   }

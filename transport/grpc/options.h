@@ -44,6 +44,12 @@ struct GrpcOptions {
   // Ping period and ping timeout for detecting a vanished peer. Keep the
   // client's no shorter than the server's, or the server refuses its pings.
   std::chrono::milliseconds keepalive{2000};
+  // After the server closes a session, how long it goes on reading (and
+  // dropping) what the client still sends before it ends the stream, unless
+  // the client ends it first. Ending the stream under a client that is still
+  // writing breaks its connection, and the client may then lose the frames sent
+  // last (an Evicted notice saying why).
+  std::chrono::milliseconds close_drain{2000};
   std::string tls_cert_path{};  // PEM certificate chain
   std::string tls_key_path{};   // PEM private key
   std::string token{};          // required "authorization: Bearer <token>"

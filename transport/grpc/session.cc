@@ -34,6 +34,7 @@ SessionCore::SessionCore(const GrpcOptions& opts)
       max_queued_bytes_(opts.max_queued_bytes),
       max_inbox_bytes_(opts.max_inbox_bytes),
       receive_spin_(opts.receive_spin),
+      close_drain_(opts.close_drain),
       wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 SessionCore::~SessionCore() {
@@ -106,21 +107,24 @@ Status SessionCore::Receive(Frame& out, Deadline deadline) {
   return OkStatus();
 }
 
-// Restarts the read OnRead paused. resuming_ keeps Finish (and so OnDone) from
-// running while the reactor is used unlocked.
+// Restarts the read OnRead paused. restarting_ keeps Finish (and so OnDone)
+// from running while the reactor is used unlocked.
 void SessionCore::ResumeRead(std::unique_lock<std::mutex>& lock) {
   read_paused_ = false;
   if (finish_started_ || reactor_ == nullptr) return;
-  resuming_ = true;
+  ++restarting_;
   SessionReactor* reactor = reactor_;
   lock.unlock();
   reactor->ResumeRead();
   lock.lock();
-  resuming_ = false;
-  if (SessionReactor* r = TakeFinishLocked()) {
-    lock.unlock();
-    r->Finish(grpc::Status::OK);
-  }
+  --restarting_;
+  FinishIfDone(lock);
+}
+
+void SessionCore::FinishIfDone(std::unique_lock<std::mutex>& lock) {
+  SessionReactor* r = TakeFinishLocked();
+  lock.unlock();
+  if (r != nullptr) r->Finish(grpc::Status::OK);
 }
 
 // Waits for events_ to move past `seen`, yielding the CPU between looks, so a
@@ -173,12 +177,28 @@ void SessionCore::Close() {
   std::unique_lock lock(mu_);
   if (closed_) return;
   closed_ = true;
+  inbox_.clear();
+  inbox_bytes_ = 0;
   Notify();
   writable_.notify_all();
-  if (SessionReactor* r = TakeFinishLocked()) {
-    lock.unlock();
-    r->Finish(grpc::Status::OK);
+  if (!gone_ && !finish_started_) {
+    drain_timer_.Set(std::chrono::system_clock::now() + close_drain_,
+                     [weak = weak_from_this()](bool ok) {
+                       if (auto core = weak.lock()) core->OnDrainOver(ok);
+                     });
   }
+  if (read_paused_) {
+    ResumeRead(lock);  // the client may be stalled on flow control: let it finish sending
+    return;
+  }
+  FinishIfDone(lock);
+}
+
+void SessionCore::OnDrainOver(bool ok) {
+  if (!ok) return;  // cancelled: the core is going away
+  std::unique_lock lock(mu_);
+  drained_ = true;
+  FinishIfDone(lock);
 }
 
 // REQUIRES: mu_ held.
@@ -196,6 +216,10 @@ bool SessionCore::PeerAlive() const {
 bool SessionCore::OnRead(v1::Frame& msg) {
   std::unique_lock lock(mu_);
   if (finish_started_) return false;
+  if (closed_) {
+    ++restarting_;
+    return true;
+  }
   Frame& f = inbox_.emplace_back();
   if (!spare_bodies_.empty()) {
     f.body = std::move(spare_bodies_.back());
@@ -208,9 +232,16 @@ bool SessionCore::OnRead(v1::Frame& msg) {
   inbox_bytes_ += b.size() + kFrameOverhead;
   const bool more = inbox_bytes_ < max_inbox_bytes_;
   read_paused_ = !more;
+  if (more) ++restarting_;
   events_.fetch_add(1, std::memory_order_release);  // pairs with SpinUntilChanged
   RingIfArmedLocked();
   return more;
+}
+
+void SessionCore::ReadRestarted() {
+  std::unique_lock lock(mu_);
+  --restarting_;
+  FinishIfDone(lock);
 }
 
 void SessionCore::WakeReceiver() {
@@ -222,10 +253,7 @@ void SessionCore::OnReadClosed() {
   gone_ = true;
   Notify();
   writable_.notify_all();
-  if (SessionReactor* r = TakeFinishLocked()) {
-    lock.unlock();
-    r->Finish(grpc::Status::OK);
-  }
+  FinishIfDone(lock);
 }
 
 // Starts the next queued write; finishes once nothing is in flight and the
@@ -250,10 +278,7 @@ void SessionCore::OnWriteDone(bool ok) {
   }
   write_in_flight_ = false;
   writable_.notify_all();
-  if (SessionReactor* r = TakeFinishLocked()) {
-    lock.unlock();
-    r->Finish(grpc::Status::OK);
-  }
+  FinishIfDone(lock);
 }
 
 void SessionCore::OnDone() {
@@ -268,10 +293,11 @@ void SessionCore::OnDone() {
 }
 
 // Finish runs exactly once, and OnDone cannot precede it, so the returned
-// reactor stays valid after mu_ is released.
+// reactor stays valid after mu_ is released. A session closed here waits for
+// the client to stop sending, or for the drain to pass.
 SessionReactor* SessionCore::TakeFinishLocked() {
-  if (finish_started_ || write_in_flight_ || resuming_ || reactor_ == nullptr ||
-      !(gone_ || closed_))
+  if (finish_started_ || write_in_flight_ || restarting_ > 0 || reactor_ == nullptr ||
+      !(gone_ || (closed_ && drained_)))
     return nullptr;
   finish_started_ = true;
   return reactor_;
@@ -293,8 +319,10 @@ void SessionReactor::OnReadDone(bool ok) {
     return;
   }
   // Re-arm before waking the receiver, so its Send does not meet our StartRead.
-  if (core_->OnRead(read_buf_)) StartRead(&read_buf_);
+  const bool more = core_->OnRead(read_buf_);
+  if (more) StartRead(&read_buf_);
   core_->WakeReceiver();
+  if (more) core_->ReadRestarted();
 }
 
 void SessionReactor::OnWriteDone(bool ok) {

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include "remora/v1/transport.grpc.pb.h"
@@ -37,11 +38,13 @@ class SessionReactor;
 class ReactorRegistry;
 
 // State of one session, shared by its reactor and its Channel. Outlives the
-// reactor: after OnDone the core only reports kDevicesUnavailable.
-class SessionCore {
+// reactor: after OnDone the core only reports kDevicesUnavailable. Always
+// owned by a shared_ptr (the drain timer holds a weak one).
+class SessionCore : public std::enable_shared_from_this<SessionCore> {
  public:
   using Clock = std::chrono::steady_clock;
-  // Takes max_body, max_queued_bytes, max_inbox_bytes and receive_spin from `opts`.
+  // Takes max_body, max_queued_bytes, max_inbox_bytes, receive_spin and
+  // close_drain from `opts`.
   explicit SessionCore(const GrpcOptions& opts);
   ~SessionCore();
   SessionCore(const SessionCore&) = delete;
@@ -50,7 +53,9 @@ class SessionCore {
   // Channel side. Thread-safe; one sender and one receiver at a time.
   Status Send(const FrameHeader& header, std::span<const std::byte> body);
   Status Receive(Frame& out, Deadline deadline);
-  // Finishes the RPC once queued writes are flushed; wakes waiters.
+  // Ends the session here and wakes waiters. The RPC finishes once queued
+  // writes are flushed and either the client has stopped sending or
+  // close_drain has passed; until then frames still arriving are dropped.
   void Close();
   bool PeerAlive() const;
   size_t max_body() const { return max_body_; }
@@ -62,10 +67,12 @@ class SessionCore {
 
   // Reactor side; called from gRPC callbacks, never block.
   void Attach(SessionReactor* reactor);
-  // Stores a read frame without waking the receiver. Returns false if no
-  // further read should be started now: the session is finishing, or the
-  // inbox is full (Receive resumes).
+  // Stores a read frame without waking the receiver (drops it once closed).
+  // Returns false if no further read should be started now: the session is
+  // finishing, or the inbox is full (Receive resumes). On true the caller
+  // starts the read and then calls ReadRestarted.
   bool OnRead(v1::Frame& msg);
+  void ReadRestarted();
   // Wakes a Receive sleeping on the frames OnRead stored. Called unlocked.
   void WakeReceiver();
   void OnReadClosed();
@@ -84,11 +91,16 @@ class SessionCore {
   // REQUIRES: `lock` holds mu_ and read_paused_. May return with `lock`
   // released (when it had to Finish the RPC).
   void ResumeRead(std::unique_lock<std::mutex>& lock);
+  // REQUIRES: `lock` holds mu_. Finishes the RPC if it may end now; returns
+  // with `lock` released.
+  void FinishIfDone(std::unique_lock<std::mutex>& lock);
+  void OnDrainOver(bool ok);
 
   const size_t max_body_;
   const size_t max_queued_bytes_;
   const size_t max_inbox_bytes_;
   const std::chrono::nanoseconds receive_spin_;
+  const std::chrono::milliseconds close_drain_;
   const int wake_fd_;  // eventfd (non-blocking), closed by the destructor
   // Bumped (under mu_) whenever readable_ would wake a Receive; read unlocked by spinners.
   std::atomic<uint64_t> events_{0};
@@ -100,7 +112,7 @@ class SessionCore {
   std::deque<Frame> inbox_;
   size_t inbox_bytes_ = 0;
   bool read_paused_ = false;  // inbox full: no read outstanding until Receive drains it
-  bool resuming_ = false;     // Receive is restarting the read unlocked: defer Finish
+  int restarting_ = 0;        // reads being started unlocked: defer Finish
   std::vector<std::vector<std::byte>> spare_bodies_;  // recycled by Receive/OnRead
   std::deque<v1::Frame> outbox_;                      // waiting behind writing_
   size_t queued_bytes_ = 0;
@@ -108,6 +120,8 @@ class SessionCore {
   bool write_in_flight_ = false;
   bool gone_ = false;            // the peer stopped sending, cancelled or the RPC ended
   bool closed_ = false;          // Close() was called here
+  bool drained_ = false;         // close_drain passed since Close()
+  grpc::Alarm drain_timer_;      // set by Close()
   bool finish_started_ = false;  // Finish was (or is being) called
   bool armed_ = false;           // Arm returned true; no wake-up or Disarm since
   bool rang_ = false;            // the eventfd was written and not read back yet
