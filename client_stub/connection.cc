@@ -11,17 +11,9 @@
 #include <thread>
 
 #include "client_stub/errors.h"
+#include "client_stub/greet.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
-
-#include "transport/fragment.h"
-
-#ifdef REMORA_STUB_HAVE_GRPC
-#include "transport/grpc/client.h"
-#endif
-#ifdef REMORA_STUB_HAVE_SHM
-#include "transport/shm/shm_channel.h"
-#endif
 
 namespace remora::client_stub {
 namespace {
@@ -37,12 +29,6 @@ constexpr auto kCallbackPoll = 20ms;
 
 void AtExit() {
   Connection::Get().Shutdown();
-}
-
-std::string Hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
 }
 
 }  // namespace
@@ -98,34 +84,8 @@ cudaError_t Connection::Lost(const Status& s) {
   return static_cast<cudaError_t>(fail_.load(std::memory_order_acquire));
 }
 
-Result<std::unique_ptr<transport::Channel>> Connection::Dial(const Settings& s) {
-  Deadline deadline = Deadline::In(kConnectTimeout);
-  switch (s.server.kind) {
-    case TransportKind::kShm:
-#ifdef REMORA_STUB_HAVE_SHM
-      return transport::ShmConnect(s.server.target, deadline);
-#else
-      return Error(err::kInitializationError, "this stub was built without the shm transport");
-#endif
-    case TransportKind::kGrpc:
-    case TransportKind::kGrpcTls: {
-#ifdef REMORA_STUB_HAVE_GRPC
-      transport::GrpcClientOptions opts;
-      opts.token = s.token;
-      if (s.server.kind == TransportKind::kGrpcTls)
-        opts.tls_root_cert_path =
-            s.tls_root_cert.empty() ? "/etc/ssl/certs/ca-certificates.crt" : s.tls_root_cert;
-      return transport::GrpcConnect(s.server.target, std::move(opts), deadline);
-#else
-      return Error(err::kInitializationError, "this stub was built without the grpc transport");
-#endif
-    }
-  }
-  return Error(err::kInitializationError, "unknown transport");
-}
-
 Status Connection::DialAndGreet(const Settings& settings, bool& again) {
-  Result<std::unique_ptr<transport::Channel>> ch = Dial(settings);
+  Result<std::unique_ptr<transport::Channel>> ch = DialServer(settings);
   if (!ch.ok()) {
     // kDevicesUnavailable: a gRPC server that no longer takes sessions.
     again = ch.status().code() == err::kDevicesUnavailable;
@@ -134,40 +94,8 @@ Status Connection::DialAndGreet(const Settings& settings, bool& again) {
                                                    (env ? env : kDefaultServer) + ": " +
                                                    ch.status().message());
   }
-  ch_ = std::make_unique<transport::FragmentingChannel>(std::move(*ch));
-
-  v1::Hello hello;
-  hello.set_protocol_version(kProtocolVersion);
-  hello.set_token(settings.token);
-  const QuotaRequest& q = settings.quota;
-  hello.mutable_quota()->set_gpu_fraction(q.fraction);
-  hello.mutable_quota()->set_gpu_fraction_limit(q.fraction_limit);
-  hello.mutable_quota()->set_gpu_memory(q.memory);
-  hello.mutable_quota()->set_gpu_memory_limit(q.memory_limit);
-  hello.mutable_quota()->set_gpu_compute(q.compute);
-  hello.mutable_quota()->set_gpu_compute_limit(q.compute_limit);
-  hello.mutable_quota()->set_priority(q.priority);
-  hello.set_client_pid(getpid());
-  hello.set_client_host(Hostname());
-  hello.set_program(program_invocation_short_name);
-  std::string body = hello.SerializeAsString();
-
-  Frame f;
-  Status s = ch_->Send({.call = static_cast<uint32_t>(CallId::kHello), .seq = 0}, AsBytes(body));
-  if (s.ok()) s = ch_->Receive(f, Deadline::In(kConnectTimeout));
-  // Dropped before a Welcome (not timed out): the server went away unanswering.
-  again = !s.ok() && s.code() == err::kDevicesUnavailable;
-  v1::Reply reply;
-  if (s.ok() && (f.header.call != 0 || !reply.ParseFromArray(f.body.data(), f.body.size())))
-    s = Error(err::kInitializationError, "malformed Welcome");
-  if (!s.ok()) return Error(cudaErrorInitializationError, "handshake failed: " + s.message());
-  if (reply.code() != 0)
-    return Error(reply.code(), "remora-server refused the session: " + reply.message());
-  if (!welcome_.ParseFromString(reply.result()) || welcome_.protocol_version() != kProtocolVersion)
-    return Error(cudaErrorInitializationError,
-                 "remora-server speaks protocol " + std::to_string(welcome_.protocol_version()) +
-                     ", this stub " + std::to_string(kProtocolVersion));
-  return OkStatus();
+  ch_ = std::move(ch).value();
+  return Greet(*ch_, HelloFor(settings), welcome_, again);
 }
 
 // Runs once, under call_once: nothing else touches the channel yet. A server

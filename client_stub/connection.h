@@ -145,7 +145,6 @@ class Connection {
   // code is the cudaError_t the session fails with; `again` says whether the
   // server went away before welcoming this tenant (it may be restarting).
   Status DialAndGreet(const Settings& s, bool& again);
-  Result<std::unique_ptr<transport::Channel>> Dial(const Settings& s);
   void Fail(cudaError_t code, const std::string& why);
   cudaError_t Lost(const Status& s);
   cudaError_t Send(CallId id, uint32_t flags, uint64_t seq, std::span<const std::byte> body);

@@ -85,13 +85,20 @@ void Session::Dispatch(const transport::Frame& f) {
     return;
   }
   // An administration session lists tenants and does nothing else; only it may.
+  // A monitoring session asks for its slice and does nothing else.
   const bool admin_call = call == static_cast<uint32_t>(CallId::kListTenants) ||
                           call == static_cast<uint32_t>(CallId::kEvictTenant);
-  if (admin_ != admin_call && !always) {
+  const bool slice_call = call == static_cast<uint32_t>(CallId::kSlice);
+  const char* refused = nullptr;
+  if (admin_ && !admin_call)
+    refused = "an administration session may only list and evict";
+  else if (!admin_ && admin_call)
+    refused = "only an administration session lists or evicts";
+  else if (monitor_ && !slice_call)
+    refused = "a monitoring session may only ask for its slice";
+  if (refused != nullptr && !always) {
     const CallInfo* info = FindCall(call);
-    Finish(f.header, info ? info->cls : CallClass::kSync,
-           Error(err::kNotPermitted, admin_ ? "an administration session may only list and evict"
-                                            : "only an administration session lists or evicts"),
+    Finish(f.header, info ? info->cls : CallClass::kSync, Error(err::kNotPermitted, refused),
            v1::Empty());
     return;
   }

@@ -143,6 +143,7 @@ void Server::AcceptLoop(transport::Listener* listener) {
                          it != tenant_holder_.end() && it->second == id)
                        tenant_holder_.erase(it);
                    },
+                   [this](const std::string& owner) { return SliceOf(owner); },
                    &counters_};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
@@ -242,6 +243,22 @@ v1::TenantList Server::ListTenants() {
     r.set_target_share(target);
   }
   return list;
+}
+
+v1::SliceReply Server::SliceOf(const std::string& owner) {
+  v1::SliceReply rep;
+  const auto now = std::chrono::steady_clock::now();
+  for (const std::shared_ptr<Session>& s : Sessions()) {
+    if (!s->listed() || s->owner() != owner) continue;
+    std::optional<v1::TenantRow> r = s->Row(now);
+    if (!r) continue;
+    rep.set_memory_used(rep.memory_used() + r->memory_used());
+    rep.set_achieved_share(rep.achieved_share() + r->achieved_share());
+    v1::SliceReply::Process* p = rep.add_processes();
+    p->set_pid(s->client_pid());
+    p->set_memory_used(r->memory_used());
+  }
+  return rep;
 }
 
 Result<uint64_t> Server::FindTenant(const v1::EvictRequest& req) {

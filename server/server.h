@@ -88,6 +88,8 @@ class Server {
   std::vector<std::shared_ptr<Session>> Sessions() const;
   // Every admitted tenant, as `remora list` shows it (SessionEnv::list_tenants).
   v1::TenantList ListTenants();
+  // Memory, GPU time and processes of every listed session `owner` holds.
+  v1::SliceReply SliceOf(const std::string& owner);
   // The one running session `req` names (SessionEnv::find_tenant).
   Result<uint64_t> FindTenant(const v1::EvictRequest& req);
   // The admission policy for a Hello now (SessionEnv::admission).

@@ -329,8 +329,12 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                  "protocol version " + std::to_string(hello.protocol_version()) +
                      " is not this server's " + std::to_string(kProtocolVersion));
   std::string program = hello.program().empty() ? "tenant" : hello.program();
-  tenant_ = program + "-" + std::to_string(hello.client_pid()) + "@" +
-            (hello.client_host().empty() ? peer_.address : hello.client_host());
+  const std::string host = hello.client_host().empty() ? peer_.address : hello.client_host();
+  tenant_ = program + "-" + std::to_string(hello.client_pid()) + "@" + host;
+  client_pid_ = hello.client_pid();
+  // A local peer's user is the kernel's word for it, not the client's.
+  const int64_t uid = peer_.uid >= 0 ? peer_.uid : hello.client_uid();
+  owner_ = "user " + std::to_string(uid) + "@" + host;
   const Admission adm = env_.admission ? env_.admission() : Admission{};
   if (hello.admin()) {
     if (adm.book && !adm.book->IsAdmin(hello.token()))
@@ -355,10 +359,11 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
       return Error(err::kNotPermitted,
                    "this server admits the tenants of its tenants file only, and this "
                    "session's token (REMORA_TOKEN) names none of them");
-    if (!env_.claim_tenant || !env_.claim_tenant(spec->name, id_))
+    if (!hello.monitor() && (!env_.claim_tenant || !env_.claim_tenant(spec->name, id_)))
       return Error(err::kDevicesUnavailable,
                    "tenant " + spec->name + " already has a session on this GPU (one at a time)");
     configured_ = spec->name;
+    owner_ = spec->name;
     project_ = spec->project;
     tenant_ = spec->name + "/" + tenant_;
     q = spec->quota;  // the file's, whatever the client declared
@@ -374,6 +379,20 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   share.project = project;
   quota_ = quota;
   share_ = share;
+  if (hello.monitor()) {
+    // Holds nothing: no stream, no memory, no place in the fair queue.
+    monitor_ = true;
+    configured_.clear();  // it claimed no tenant
+    welcome.set_protocol_version(kProtocolVersion);
+    welcome.set_session_id(id_);
+    welcome.set_tenant("monitor:" + tenant_);
+    *welcome.mutable_device() = env_.device->info();
+    welcome.set_memory_limit(quota.limit);
+    welcome.set_memory_request(quota.request);
+    Log(Level::kInfo, "session",
+        {{"event", "monitor"}, {"session", id_}, {"tenant", tenant_}, {"owner", owner_}});
+    return OkStatus();
+  }
   // The stream first: a context an earlier tenant broke shows here, before
   // this tenant is admitted.
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
@@ -491,6 +510,17 @@ Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(uint64_t victim, env_.find_tenant(req));
   env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")",
              EvictKind::kAdmin);
+  return OkStatus();
+}
+
+Status Session::OnSlice(const v1::Empty&, v1::SliceReply& rep) {
+  if (env_.slice_of) rep = env_.slice_of(owner_);
+  rep.set_tenant(owner_);
+  rep.set_memory_total(quota_.limit);
+  const uint64_t used = std::min(rep.memory_used(), quota_.limit);
+  uint64_t free = quota_.limit - used;
+  if (admitted_) free = std::min(free, env_.ledger->Slice(id_).free);
+  rep.set_memory_free(free);
   return OkStatus();
 }
 

@@ -86,6 +86,9 @@ struct SessionEnv {
   // another session holds it. Released with release_tenant. Thread-safe.
   std::function<bool(const std::string& name, uint64_t id)> claim_tenant;
   std::function<void(const std::string& name, uint64_t id)> release_tenant;
+  // Memory used and GPU time achieved by every listed session whose owner() is
+  // `owner`, with their client processes (NVML's view). Thread-safe.
+  std::function<v1::SliceReply(const std::string& owner)> slice_of;
   // Server-wide event counts (/metrics); may be null.
   Counters* counters = nullptr;
 };
@@ -122,6 +125,10 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string& tenant() const { return tenant_; }
   // The tenants-file name this session serves ("" in open mode).
   const std::string& configured() const { return configured_; }
+  // Whose slice this session counts toward, for monitoring: the configured
+  // tenant, or in open mode the client's user on its host. Set before listed().
+  const std::string& owner() const { return owner_; }
+  int64_t client_pid() const { return client_pid_; }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   // Device printf text from this tenant's kernels; sent with the next reply.
   void AppendDeviceOutput(std::string_view text);
@@ -248,7 +255,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string configured_;  // set once in OnHello, before listed()
   std::string project_;
   bool admitted_ = false;
-  bool admin_ = false;  // an administration session (Hello.admin)
+  bool admin_ = false;    // an administration session (Hello.admin)
+  bool monitor_ = false;  // a monitoring session (Hello.monitor)
+  std::string owner_;     // see owner()
+  int64_t client_pid_ = 0;
   // What the tenant was granted, set before listed_ and constant after.
   sched::Quota quota_;
   sched::Share share_;

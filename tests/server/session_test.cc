@@ -1059,6 +1059,48 @@ TEST_F(TenantsFileTest, TokensMapToConfiguredTenantsAndTheirQuotas) {
   EXPECT_EQ(back->welcome_status(), 0) << back->last().message();
 }
 
+// A monitoring session (NVML) sees the slice of the tenant its token names, claims
+// nothing (the tenant may still connect, and connects while it watches) and may do
+// nothing but ask for that slice.
+TEST_F(TenantsFileTest, MonitorSeesItsTenantsSliceAndDoesNothingElse) {
+  v1::Hello watch = WithToken("tok-b");
+  watch.set_monitor(true);
+  auto monitor = Client::Connect(path_, watch);
+  ASSERT_TRUE(monitor);
+  ASSERT_EQ(monitor->welcome_status(), 0) << monitor->last().message();
+  auto bob = Client::Connect(path_, WithToken("tok-b"));
+  ASSERT_TRUE(bob);
+  ASSERT_EQ(bob->welcome_status(), 0) << "the monitor must not hold bob's one session";
+  auto alice = Client::Connect(path_, WithToken("tok-a"));
+  ASSERT_TRUE(alice);
+  ASSERT_EQ(alice->welcome_status(), 0);
+  ASSERT_NE(bob->Malloc(40ull << 20), 0u);
+  ASSERT_NE(alice->Malloc(3ull << 20), 0u);
+
+  v1::SliceReply slice;
+  ASSERT_EQ(monitor->Call(CallId::kSlice, v1::Empty(), &slice), 0) << monitor->last().message();
+  EXPECT_EQ(slice.tenant(), "bob");
+  EXPECT_EQ(slice.memory_total(), 128ull << 20);  // bob's limit, from the file
+  EXPECT_EQ(slice.memory_used(), 40ull << 20);    // bob's, not alice's
+  EXPECT_EQ(slice.memory_free(), 88ull << 20);
+  ASSERT_EQ(slice.processes_size(), 1);
+  EXPECT_EQ(slice.processes(0).memory_used(), 40ull << 20);
+  // Bob asks too, in process (NVML inside a CUDA program): the same slice.
+  v1::SliceReply own;
+  ASSERT_EQ(bob->Call(CallId::kSlice, v1::Empty(), &own), 0);
+  EXPECT_EQ(own.memory_used(), 40ull << 20);
+
+  v1::MallocRequest m;
+  m.set_size(1 << 20);
+  EXPECT_EQ(monitor->Call(CallId::kMalloc, m), err::kNotPermitted);
+  EXPECT_EQ(monitor->Call(CallId::kListTenants, v1::Empty()), err::kNotPermitted);
+  v1::Hello stranger = WithToken("tok-x");
+  stranger.set_monitor(true);
+  auto nobody = Client::Connect(path_, stranger);
+  ASSERT_TRUE(nobody);
+  EXPECT_EQ(nobody->welcome_status(), err::kNotPermitted);
+}
+
 TEST_F(TenantsFileTest, ReloadChangesWhoComesNextAndKeepsWhoIsHere) {
   auto alice = Client::Connect(path_, WithToken("tok-a"));
   ASSERT_TRUE(alice);
