@@ -1,5 +1,6 @@
 // emu/driver_stream.cc - entry points: streams, host functions, events.
 #include <algorithm>
+#include <memory>
 
 #include "emu/device.h"
 #include "emu/driver.h"
@@ -56,6 +57,53 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, 
   Work w;
   w.run = [fn, userData] { fn(userData); };
   return ctx->Enqueue(hStream, std::move(w));
+}
+
+namespace {
+
+// The user data of one remoraEmuLaunchDeviceWork item: `fn` runs it, or, if the
+// item is dropped unrun (broken or reset context), `discard` frees it.
+class DeviceWork {
+ public:
+  DeviceWork(CUhostFn fn, CUhostFn discard, void* user) : fn_(fn), discard_(discard), user_(user) {}
+  ~DeviceWork() {
+    if (armed_ && discard_ != nullptr) discard_(user_);
+  }
+  DeviceWork(const DeviceWork&) = delete;
+  DeviceWork& operator=(const DeviceWork&) = delete;
+
+  void Run() {
+    armed_ = false;
+    fn_(user_);
+  }
+  // The caller keeps ownership of the user data (the enqueue failed).
+  void Disarm() { armed_ = false; }
+
+ private:
+  CUhostFn fn_;
+  CUhostFn discard_;
+  void* user_;
+  bool armed_ = true;
+};
+
+}  // namespace
+
+// Remora extension: cuLaunchHostFunc whose run time counts as device time
+// (remoraEmuGetStreamBusyTime), for emulated libraries (emu/blas) computing on
+// the stream. `discard` (may be null) is called instead of `fn` when the item is
+// dropped without running (a broken or reset context), so `userData` never
+// leaks. On an error return neither is called.
+REMORA_EMU_API CUresult remoraEmuLaunchDeviceWork(CUstream hStream, CUhostFn fn, void* userData,
+                                                  CUhostFn discard) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto work = std::make_shared<DeviceWork>(fn, discard, userData);
+  Work w;
+  w.run = [work] { work->Run(); };
+  w.device_time = true;
+  const CUresult r = ctx->Enqueue(hStream, std::move(w));
+  if (r != CUDA_SUCCESS) work->Disarm();
+  return r;
 }
 
 REMORA_EMU_API CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {

@@ -21,6 +21,7 @@
 
 #include "proto/status.h"
 #include "remora/v1/session.pb.h"
+#include "server/blas_table.h"
 #include "server/driver_table.h"
 
 namespace remora::server {
@@ -36,6 +37,9 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   const DriverTable& drv() const { return *drv_; }
+  // cuBLAS for this device, loaded on first use. Thread-safe.
+  // Errors: kNotSupported naming the library that could not be loaded.
+  Result<const BlasTable*> blas();
   CUcontext context() const { return ctx_; }
   // Makes the context current on the calling thread. Errors: driver failure.
   Status MakeCurrent() const;
@@ -93,6 +97,9 @@ class Device {
 
  private:
   std::shared_ptr<DriverTable> drv_;
+  std::once_flag blas_once_;
+  std::shared_ptr<const BlasTable> blas_;
+  Status blas_status_;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   remora::v1::DeviceInfo info_;

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include "server/dl_rows.h"
 #include "server/log.h"
 
 namespace remora::server {
@@ -16,16 +17,6 @@ struct DriverTable::Handle {
 };
 
 namespace {
-
-// A missing row answers "not supported" with whatever arguments it gets.
-template <typename R, typename... A>
-R NotSupported(A...) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-template <typename R, typename... A>
-auto NotSupportedFor(R (*)(A...)) -> R (*)(A...) {
-  return &NotSupported<R, A...>;
-}
 
 #define REMORA_XSTR(x) REMORA_STR(x)
 #define REMORA_STR(x) #x
@@ -42,13 +33,10 @@ Result<std::shared_ptr<DriverTable>> Open(const std::string& path, bool emulated
   t->library = path;
   t->emulated = emulated;
   int missing = 0;
-#define DRIVER_FN(name)                                             \
-  if (void* f = dlsym(lib, REMORA_XSTR(name))) {                    \
-    t->name = reinterpret_cast<decltype(t->name)>(f);               \
-  } else {                                                          \
-    t->name = NotSupportedFor(t->name);                             \
-    ++missing;                                                      \
-    Log(Level::kDebug, "driver", {{"missing", REMORA_XSTR(name)}}); \
+#define DRIVER_FN(name)                                                      \
+  if (!Resolve<CUDA_ERROR_NOT_SUPPORTED>(lib, REMORA_XSTR(name), t->name)) { \
+    ++missing;                                                               \
+    Log(Level::kDebug, "driver", {{"missing", REMORA_XSTR(name)}});          \
   }
 #include "server/driver.def"
   t->remoraEmuSetPrintfHandler =

@@ -235,6 +235,7 @@ void Session::LoseState() {
   modules_.clear();
   symbols_.clear();
   allocations_.clear();
+  blas_.clear();
   {
     std::lock_guard lock(out_mu_);
     mapped_.clear();
@@ -787,6 +788,7 @@ Session::Held Session::TakeAll() {
   symbols_.clear();
   for (const auto& [p, size] : allocations_) held.allocations[p] = arena::AlignUp(size, 256);
   allocations_.clear();
+  TakeBlasHandles(held);
   held.charged = allocated_bytes_;
   allocated_bytes_ = 0;
   return held;
@@ -796,6 +798,7 @@ void Session::GiveBack(Held& held) {
   if (env_.device->epoch() == held.epoch) {
     for (CUevent e : held.events) (void)drv().cuEventDestroy(e);
     for (CUmodule m : held.modules) (void)drv().cuModuleUnload(m);
+    DestroyBlasHandles(held);
     for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
   }
   if (admitted_) env_.ledger->Release(id_, held.charged);

@@ -43,6 +43,8 @@
 #include "server/tenants.h"
 #include "transport/channel.h"
 
+struct cublasContext;  // cublasHandle_t's target (cublas_api.h)
+
 namespace remora::server {
 
 namespace v1 = ::remora::v1;
@@ -152,6 +154,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void Finish(const transport::FrameHeader& h, CallClass cls, Status st,
               const google::protobuf::Message& result);
 
+  // A tenant's cuBLAS handle and one prepared routine (handlers/blas.cc).
+  struct BlasHandle;
+  struct BlasCall;
+
   // A handler returns this when a completion made by Later() will reply.
   static constexpr int32_t kReplyLater = -1;
 
@@ -207,6 +213,8 @@ class Session : public std::enable_shared_from_this<Session> {
     std::map<uint64_t, uint64_t> allocations;  // pointer -> charged bytes
     std::vector<CUmodule> modules;
     std::vector<CUevent> events;
+    std::vector<cublasContext*> blas;  // cuBLAS handles
+    std::shared_ptr<const void> keep;  // host memory the work still reads
     uint64_t charged = 0;
     uint64_t epoch = 0;  // the context they live in
   };
@@ -219,6 +227,25 @@ class Session : public std::enable_shared_from_this<Session> {
   // the call being handled replies then (returns kReplyLater); else it
   // returns ok at once.
   Status GiveBackWhenDone(Held held, bool reply);
+  // Device memory charged to the tenant's quota as cudaMalloc's is (loans
+  // reclaimed within its request) that the tenant cannot name: library
+  // workspaces and the server's copies of pointer arrays. `what` says what
+  // for a refusal. Errors: kMemoryAllocation past the tenant's limit.
+  Result<CUdeviceptr> AllocateCharged(uint64_t bytes, const std::string& what);
+  // Gives memory from AllocateCharged back once the tenant's work is done,
+  // keeping `keep` alive until then.
+  void ReleaseChargedWhenDone(CUdeviceptr p, uint64_t bytes,
+                              std::shared_ptr<const void> keep = nullptr);
+  // ---- cuBLAS (handlers/blas.cc) ----
+  // Checks a routine's request against the tenant's tables and builds the
+  // call; `host_result`: the call is BlasSync (its value goes in the reply).
+  Result<std::shared_ptr<BlasCall>> PrepareBlas(const v1::BlasRequest& req, bool host_result);
+  // Queues a prepared call on its stream.
+  Status SubmitBlas(std::shared_ptr<BlasCall> call);
+  // Moves every cuBLAS handle (and its workspace) into `held`.
+  void TakeBlasHandles(Held& held);
+  // Destroys `held`'s cuBLAS handles. REQUIRES: a Use of their epoch.
+  void DestroyBlasHandles(Held& held);
   // Records the failure of a call that returned no reply (deferred; sticky for a fault).
   void RecordError(const Status& st);
   // A device fault's status with whose work caused it appended (once), when
@@ -288,6 +315,8 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   HandleTable<Module> modules_{"module", err::kInvalidResourceHandle};
   HandleTable<Kernel> kernels_{"kernel", err::kInvalidDeviceFunction};
+  // cuBLAS handles (a bad one is CUBLAS_STATUS_NOT_INITIALIZED to the tenant).
+  HandleTable<std::shared_ptr<BlasHandle>> blas_{"cuBLAS handle", err::kInvalidResourceHandle};
   // Loads a module from `images`; `how` says which image or linked PTX it used.
   Result<CUmodule> LoadModule(const FatbinImages& images, std::string* how);
   uint64_t next_handle_ = 0x1000;

@@ -8,6 +8,7 @@
 //   remora_e2e_bench --e2e_child=grpc_rt 20000          (REMORA_SERVER=grpc://...)
 //   remora_e2e_bench --e2e_child=emu_launch 10000 5
 //   remora_e2e_bench --e2e_child=emu_sync 1            (blocks on request from stdin)
+//   remora_e2e_bench --e2e_child=emu_sgemm 1024        (blocks on request from stdin)
 //   remora_e2e_bench --e2e_child=fault                 (REMORA_SERVER=unix:...)
 //   remora_e2e_bench --e2e_child=fresh                 (REMORA_SERVER=unix:...)
 #pragma once
@@ -31,6 +32,10 @@ int RunEmuLaunchChild(int launches, int batches);
 // The added-latency baseline (emu_sync.cc): `which` 0 = cuStreamQuery, 1 = a 4-byte
 // cuMemcpyDtoH on the emulated driver in-process, kSyncBlock calls per stdin line.
 int RunEmuSyncChild(int which);
+
+// The library baseline (emu_blas.cc): an n x n x n SGEMM on the emulated GPU's
+// libcublas.so.13 in-process, one call per stdin line.
+int RunEmuSgemmChild(int n);
 
 // The fault benchmark's tenants (bench_fault.cc): a tenant whose kernel writes through a
 // null pointer, and a brand-new tenant whose first calls are timed.

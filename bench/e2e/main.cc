@@ -65,6 +65,8 @@ bool MaybeRunChild(int argc, char** argv, int* rc) {
     *rc = RunEmuLaunchChild(std::atoi(argv[2]), std::atoi(argv[3]));
   } else if (mode == "emu_sync" && argc == 3) {
     *rc = RunEmuSyncChild(std::atoi(argv[2]));
+  } else if (mode == "emu_sgemm" && argc == 3) {
+    *rc = RunEmuSgemmChild(std::atoi(argv[2]));
   } else if (mode == "fault" && argc == 2) {
     *rc = RunFaultChild();
   } else if (mode == "fresh" && argc == 2) {

@@ -25,14 +25,21 @@ Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
     return OkStatus();
   }
   if (req.size() > (1ull << 62)) return Error(err::kMemoryAllocation, "allocation size overflows");
-  uint64_t charged = arena::AlignUp(req.size(), 256);
+  ASSIGN_OR_RETURN(CUdeviceptr p, AllocateCharged(req.size(), "allocated"));
+  allocations_.Add(p, req.size());
+  rep.set_dptr(p);
+  return OkStatus();
+}
+
+Result<CUdeviceptr> Session::AllocateCharged(uint64_t bytes, const std::string& what) {
+  uint64_t charged = arena::AlignUp(bytes, 256);
   // Within its request an allocation always succeeds: loans are reclaimed
   // (their sessions ended) and the allocation waits until their memory is back.
   sched::Decision d = env_.ledger->Claim(id_, charged);
   RETURN_IF_ERROR(d.status);
   if (!d.victims.empty()) {
     EvictFor(d.victims,
-             "allocated " + std::to_string(charged) + " bytes within its guaranteed request",
+             what + " " + std::to_string(charged) + " bytes within its guaranteed request",
              EvictKind::kReclaim);
     Status back = AwaitReclaim(d.victims);
     if (!back.ok()) {
@@ -40,15 +47,24 @@ Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
       return back;
     }
   }
-  Result<CUdeviceptr> p = env_.executor->Allocate(req.size());
+  Result<CUdeviceptr> p = env_.executor->Allocate(bytes);
   if (!p.ok()) {
     env_.ledger->Release(id_, charged);
     return p.status();
   }
-  allocations_.Add(*p, req.size());
   allocated_bytes_ += charged;
-  rep.set_dptr(*p);
-  return OkStatus();
+  return *p;
+}
+
+void Session::ReleaseChargedWhenDone(CUdeviceptr p, uint64_t bytes,
+                                     std::shared_ptr<const void> keep) {
+  Held held;
+  held.epoch = epoch_;
+  held.charged = arena::AlignUp(bytes, 256);
+  held.allocations[p] = held.charged;
+  held.keep = std::move(keep);
+  allocated_bytes_ -= held.charged;
+  (void)GiveBackWhenDone(std::move(held), /*reply=*/false);
 }
 
 Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {

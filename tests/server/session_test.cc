@@ -410,6 +410,95 @@ TEST_P(IsolationTest, RefusesOtherTenantsHandles) {
   EXPECT_EQ(a->Call(CallId::kStreamDestroy, sr), err::kInvalidResourceHandle);
 }
 
+// cuBLAS: every pointer a routine reaches, directly or through a pointer
+// array, is checked against the tenant's allocations; handles are per tenant;
+// a handle's workspace is charged to the tenant and given back with it.
+TEST_P(IsolationTest, CublasChecksEveryPointerAndHandle) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  v1::MemGetInfoReply before, during, after;
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &before), 0);
+  v1::HandleReply h;
+  ASSERT_EQ(a->Call(CallId::kBlasCreate, v1::Empty(), &h), 0) << a->last().message();
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &during), 0);
+  EXPECT_GE(before.free() - during.free(), 4u << 20);
+  const uint64_t pa = a->Malloc(4096), pb = b->Malloc(4096);
+  // x = 1..8 as floats, then x.x through BlasSync (host-mode result).
+  std::string x;
+  for (int i = 1; i <= 8; ++i) {
+    float f = static_cast<float>(i);
+    x.append(reinterpret_cast<const char*>(&f), 4);
+  }
+  v1::MemcpyHtoDRequest up;
+  up.set_dst(pa);
+  up.set_size(x.size());
+  up.mutable_src()->set_data(x);
+  ASSERT_EQ(a->Call(CallId::kMemcpyHtoD, up), 0);
+  auto dot = [&](uint64_t handle, uint64_t px, uint64_t py) {
+    v1::BlasRequest r;
+    r.set_op(3);  // Sdot: n incx incy | x y -> result
+    r.set_handle(handle);
+    for (int64_t v : {8, 1, 1}) r.add_ints(v);
+    r.add_ptrs(px);
+    r.add_ptrs(py);
+    return r;
+  };
+  v1::BlasReply rep;
+  ASSERT_EQ(a->Call(CallId::kBlasSync, dot(h.handle(), pa, pa), &rep), 0) << a->last().message();
+  ASSERT_EQ(rep.result().size(), 4u);
+  float got = 0;
+  std::memcpy(&got, rep.result().data(), 4);
+  EXPECT_EQ(got, 204.0f);
+  // b's memory, a range running past the end, b using a's handle.
+  EXPECT_EQ(a->Call(CallId::kBlasSync, dot(h.handle(), pa, pb)), err::kInvalidValue);
+  EXPECT_NE(a->last().message().find("outside this tenant's allocations"), std::string::npos)
+      << a->last().message();
+  EXPECT_EQ(a->Call(CallId::kBlasSync, dot(h.handle(), pa + 4080, pa)), err::kInvalidValue);
+  EXPECT_EQ(b->Call(CallId::kBlasSync, dot(h.handle(), pb, pb)), err::kInvalidResourceHandle);
+  // A result routine without a host result must not be ORDERED (and vice versa).
+  a->Post(CallId::kBlas, dot(h.handle(), pa, pa));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // Wrong arity, an unknown routine, bad dimensions.
+  v1::BlasRequest bad = dot(h.handle(), pa, pa);
+  bad.add_ints(3);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kInvalidValue);
+  bad = dot(h.handle(), pa, pa);
+  bad.add_ptrs(pa);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kInvalidValue);
+  bad.set_op(9999);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kNotSupported);
+  bad = dot(h.handle(), pa, pa);
+  bad.set_ints(0, -5);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kInvalidValue);
+  // SgemmBatched whose pointer array names b's matrix: refused at the next sync.
+  v1::BlasRequest g;
+  g.set_op(97);  // transa transb m n k lda ldb ldc batch | A[] B[] C[] | alpha beta
+  g.set_handle(h.handle());
+  for (int64_t v : {0, 0, 4, 4, 4, 4, 4, 4, 2}) g.add_ints(v);
+  for (int i = 0; i < 3; ++i) g.add_ptrs(pa);
+  const float one = 1, zero = 0;
+  g.mutable_scalars()->append(reinterpret_cast<const char*>(&one), 4);
+  g.mutable_scalars()->append(reinterpret_cast<const char*>(&zero), 4);
+  for (uint64_t p : {pa, pa + 64, pa, pa + 64, pa + 128, pb}) g.add_arrays(p);
+  a->Post(CallId::kBlas, g);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  g.set_arrays(5, pa + 192);
+  a->Post(CallId::kBlas, g);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
+  g.mutable_arrays()->RemoveLast();  // one pointer short
+  a->Post(CallId::kBlas, g);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // The handle goes, with its workspace; then it is unknown.
+  v1::BlasHandleRequest d;
+  d.set_handle(h.handle());
+  EXPECT_EQ(b->Call(CallId::kBlasDestroy, d), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kBlasDestroy, d), 0);
+  EXPECT_EQ(a->Call(CallId::kBlasDestroy, d), err::kInvalidResourceHandle);
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &after), 0);
+  EXPECT_EQ(after.free() + 2 * 4096, before.free());  // only pa and b's pb are still held
+}
+
 TEST_F(ServerTest, StreamOrderedErrorsSurfaceAtTheNextSyncCall) {
   auto a = Client::Connect(path_);
   ASSERT_TRUE(a);

@@ -1,0 +1,647 @@
+// client_stub/cublas.cc - libcublas.so.13: cuBLAS over the tenant's one session.
+//
+// A handle is a server-side cublasHandle_t; its stream, pointer mode and math
+// mode are kept here and sent with each routine. Every routine of
+// proto/blas_ops.def travels as one BlasRequest (proto/blas.h lays out its
+// arguments); obvious mistakes (dimensions, leading dimensions, enums, null
+// scalars, pointers outside the tenant's allocations) are answered here at
+// once, with the status NVIDIA's library gives. The server checks again.
+// Routines are stream-ordered and do not wait, except those returning a value
+// to host memory (dot, nrm2, ... in host pointer mode, getrs's info), as on a
+// GPU. Batched routines' pointer arrays are read here (in stream order) and
+// sent by value. Set/GetVector and Set/GetMatrix are copies through the
+// runtime this process loaded with it.
+#pragma GCC visibility push(default)
+#include <cublas_v2.h>
+#pragma GCC visibility pop
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "client_stub/connection.h"
+#include "client_stub/no_destructor.h"
+#include "client_stub/state.h"
+#include "proto/blas.h"
+
+// The opaque handle cublas_api.h declares.
+struct cublasContext {
+  uint64_t id = 0;  // the server's
+  cudaStream_t stream = nullptr;
+  cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
+  cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
+};
+
+namespace remora::client_stub {
+namespace {
+
+enum class Op : uint32_t {
+#define BLAS_OP(op, Name, Shape, Elem, Fn) k##Name = op,
+#include "proto/blas_ops.def"
+};
+
+// Live handles; a destroyed or foreign one is CUBLAS_STATUS_NOT_INITIALIZED.
+class Handles {
+ public:
+  cublasContext* Add(std::unique_ptr<cublasContext> h) {
+    std::lock_guard lock(mu_);
+    cublasContext* p = h.get();
+    live_[p] = std::move(h);
+    return p;
+  }
+  std::unique_ptr<cublasContext> Remove(cublasHandle_t h) {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(h);
+    if (it == live_.end()) return nullptr;
+    std::unique_ptr<cublasContext> out = std::move(it->second);
+    live_.erase(it);
+    return out;
+  }
+  // A copy of the handle's settings, or nullopt.
+  std::optional<cublasContext> Find(cublasHandle_t h) const {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(h);
+    if (it == live_.end()) return std::nullopt;
+    return *it->second;
+  }
+  template <typename F>
+  bool Update(cublasHandle_t h, F f) {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(h);
+    if (it == live_.end()) return false;
+    f(*it->second);
+    return true;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<cublasHandle_t, std::unique_ptr<cublasContext>> live_;
+};
+
+Handles& Live() {
+  static NoDestructor<Handles> h;
+  return *h;
+}
+
+cublasStatus_t ToStatus(cudaError_t e) {
+  return static_cast<cublasStatus_t>(CudaToBlasStatus(e));
+}
+
+// True if [p, p + bytes) lies in one of the tenant's allocations.
+bool OnDevice(uint64_t p, uint64_t bytes) {
+  std::optional<RangeTable::Range> r = St().device_ranges.Find(p);
+  return r && p - r->base <= r->size && bytes <= r->size - (p - r->base);
+}
+
+// Reads `n` device pointers at `array` in `stream`'s order.
+cublasStatus_t ReadArray(const void* array, int64_t n, cudaStream_t stream,
+                         google::protobuf::RepeatedField<uint64_t>* out) {
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(uint64_t);
+  if (!array || !OnDevice(reinterpret_cast<uint64_t>(array), bytes))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::vector<uint64_t> values(n);
+  cudaError_t e = cudaMemcpyAsync(values.data(), array, bytes, cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) return ToStatus(e);
+  out->Add(values.begin(), values.end());
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// Forwards routine `op` with its integers, pointers (signature order), scalars
+// (alpha, beta, ... as the caller passed them) and result.
+cublasStatus_t Forward(cublasHandle_t handle, Op id, std::initializer_list<int64_t> ints,
+                       std::initializer_list<const void*> ptrs,
+                       std::initializer_list<const void*> scalars = {}, void* result = nullptr) {
+  std::optional<cublasContext> h = Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const BlasOp* op = FindBlasOp(static_cast<uint32_t>(id));
+  Result<BlasPlan> plan = PlanBlas(*op, std::span<const int64_t>(ints.begin(), ints.size()));
+  if (!plan.ok()) return static_cast<cublasStatus_t>(CudaToBlasStatus(plan.status().code()));
+  const bool device = h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
+  v1::BlasRequest req;
+  req.set_op(op->op);
+  req.set_handle(h->id);
+  req.set_stream(StreamId(h->stream));
+  req.set_device_scalars(device);
+  req.set_math_mode(h->math_mode);
+  req.mutable_ints()->Add(ints.begin(), ints.end());
+  for (const void* s : scalars) {
+    if (!s) return CUBLAS_STATUS_INVALID_VALUE;
+    if (device) {
+      if (!OnDevice(reinterpret_cast<uint64_t>(s), plan->scalar_bytes))
+        return CUBLAS_STATUS_INVALID_VALUE;
+      req.add_scalar_ptrs(reinterpret_cast<uint64_t>(s));
+    } else {
+      req.mutable_scalars()->append(static_cast<const char*>(s), plan->scalar_bytes);
+    }
+  }
+  const bool on_host = BlasResultOnHost(*op, device);
+  if (op->info->result) {
+    if (!result) return CUBLAS_STATUS_INVALID_VALUE;
+    if (!on_host) {
+      if (!OnDevice(reinterpret_cast<uint64_t>(result), plan->result_bytes))
+        return CUBLAS_STATUS_INVALID_VALUE;
+      req.set_result_ptr(reinterpret_cast<uint64_t>(result));
+    }
+  }
+  size_t i = 0;
+  for (const void* p : ptrs) {
+    const uint64_t v = reinterpret_cast<uint64_t>(p);
+    req.add_ptrs(v);
+    if (plan->array[i]) {
+      if (cublasStatus_t s = ReadArray(p, plan->batch, h->stream, req.mutable_arrays())) return s;
+      const int first = req.arrays_size() - static_cast<int>(plan->batch);
+      for (int b = first; plan->bytes[i] && b < req.arrays_size(); ++b)
+        if (!OnDevice(req.arrays(b), plan->bytes[i])) return CUBLAS_STATUS_INVALID_VALUE;
+    } else if (plan->bytes[i] && !(v == 0 && plan->nullable[i]) && !OnDevice(v, plan->bytes[i])) {
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    ++i;
+  }
+  Connection& c = Connection::Get();
+  if (!on_host) return ToStatus(c.Post(CallId::kBlas, req));
+  v1::BlasReply rep;
+  const cudaError_t e = c.Call(CallId::kBlasSync, req, &rep);
+  if (e != cudaSuccess) return ToStatus(e);
+  if (rep.result().size() != plan->result_bytes) return CUBLAS_STATUS_INTERNAL_ERROR;
+  std::memcpy(result, rep.result().data(), rep.result().size());
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// Copies a strided vector or a matrix between host and device through the runtime.
+cublasStatus_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                      size_t height, cudaMemcpyKind kind, const cudaStream_t* stream) {
+  if (width == 0 || height == 0) return CUBLAS_STATUS_SUCCESS;
+  if (!dst || !src) return CUBLAS_STATUS_INVALID_VALUE;
+  cudaError_t e = stream ? cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, *stream)
+                         : cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+  return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_MAPPING_ERROR;
+}
+
+cublasStatus_t CopyVector(int n, int es, const void* src, int inc_src, void* dst, int inc_dst,
+                          cudaMemcpyKind kind, const cudaStream_t* stream) {
+  if (n < 0 || es <= 0 || inc_src <= 0 || inc_dst <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  return Copy2D(dst, size_t(inc_dst) * es, src, size_t(inc_src) * es, es, n, kind, stream);
+}
+
+cublasStatus_t CopyMatrix(int rows, int cols, int es, const void* src, int ld_src, void* dst,
+                          int ld_dst, cudaMemcpyKind kind, const cudaStream_t* stream) {
+  if (rows < 0 || cols < 0 || es <= 0 || ld_src < std::max(1, rows) || ld_dst < std::max(1, rows))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  return Copy2D(dst, size_t(ld_dst) * es, src, size_t(ld_src) * es, size_t(rows) * es, cols, kind,
+                stream);
+}
+
+}  // namespace
+}  // namespace remora::client_stub
+
+using remora::client_stub::Forward;
+using Op = remora::client_stub::Op;
+
+extern "C" {
+
+// ---- Handles and settings -----------------------------------------------------------
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+  using namespace remora;
+  using namespace remora::client_stub;
+  if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
+  *handle = nullptr;
+  v1::HandleReply rep;
+  const cudaError_t e = Connection::Get().Call(CallId::kBlasCreate, v1::Empty(), &rep);
+  if (e == cudaErrorMemoryAllocation) return CUBLAS_STATUS_ALLOC_FAILED;
+  if (e != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
+  auto h = std::make_unique<cublasContext>();
+  h->id = rep.handle();
+  *handle = Live().Add(std::move(h));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  using namespace remora;
+  using namespace remora::client_stub;
+  std::unique_ptr<cublasContext> h = Live().Remove(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  v1::BlasHandleRequest req;
+  req.set_handle(h->id);
+  return ToStatus(Connection::Get().Call(CallId::kBlasDestroy, req));
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
+  return remora::client_stub::Live().Update(handle, [&](cublasContext& h) { h.stream = stream; })
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
+  if (!stream) return CUBLAS_STATUS_INVALID_VALUE;
+  std::optional<cublasContext> h = remora::client_stub::Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  *stream = h->stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode) {
+  if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  return remora::client_stub::Live().Update(handle,
+                                            [&](cublasContext& h) { h.pointer_mode = mode; })
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t* mode) {
+  if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
+  std::optional<cublasContext> h = remora::client_stub::Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  *mode = h->pointer_mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  return remora::client_stub::Live().Update(handle, [&](cublasContext& h) { h.math_mode = mode; })
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
+  if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
+  std::optional<cublasContext> h = remora::client_stub::Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  *mode = h->math_mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
+  using namespace remora;
+  using namespace remora::client_stub;
+  std::optional<cublasContext> h = Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (bytes && (!workspace || !OnDevice(reinterpret_cast<uint64_t>(workspace), bytes)))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  v1::BlasWorkspaceRequest req;
+  req.set_handle(h->id);
+  req.set_workspace(reinterpret_cast<uint64_t>(workspace));
+  req.set_size(bytes);
+  return ToStatus(Connection::Get().Call(CallId::kBlasSetWorkspace, req));
+}
+
+cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version) {
+  if (!version) return CUBLAS_STATUS_INVALID_VALUE;
+  *version = CUBLAS_VERSION;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetProperty(libraryPropertyType type, int* value) {
+  if (!value) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (type) {
+    case MAJOR_VERSION:
+      *value = CUBLAS_VER_MAJOR;
+      return CUBLAS_STATUS_SUCCESS;
+    case MINOR_VERSION:
+      *value = CUBLAS_VER_MINOR;
+      return CUBLAS_STATUS_SUCCESS;
+    case PATCH_LEVEL:
+      *value = CUBLAS_VER_PATCH;
+      return CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+size_t cublasGetCudartVersion(void) {
+  return CUDART_VERSION;
+}
+
+const char* cublasGetStatusName(cublasStatus_t status) {
+  switch (status) {
+#define NAME(s) \
+  case s:       \
+    return #s;
+    NAME(CUBLAS_STATUS_SUCCESS)
+    NAME(CUBLAS_STATUS_NOT_INITIALIZED)
+    NAME(CUBLAS_STATUS_ALLOC_FAILED)
+    NAME(CUBLAS_STATUS_INVALID_VALUE)
+    NAME(CUBLAS_STATUS_ARCH_MISMATCH)
+    NAME(CUBLAS_STATUS_MAPPING_ERROR)
+    NAME(CUBLAS_STATUS_EXECUTION_FAILED)
+    NAME(CUBLAS_STATUS_INTERNAL_ERROR)
+    NAME(CUBLAS_STATUS_NOT_SUPPORTED)
+    NAME(CUBLAS_STATUS_LICENSE_ERROR)
+#undef NAME
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+const char* cublasGetStatusString(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "the library was not initialized (no server, or a bad or destroyed handle)";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "the resource allocation failed (the tenant's limit)";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "an invalid numeric value was used as an argument (or a pointer outside the "
+             "tenant's allocations)";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "an absent device architectural feature is required";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+      return "an access to GPU memory space failed";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "the GPU program failed to execute";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "an internal operation failed";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "the functionality requested is not supported";
+    case CUBLAS_STATUS_LICENSE_ERROR:
+      return "an error was detected when checking the license";
+  }
+  return "unknown cuBLAS status";
+}
+
+// ---- Host <-> device copies ----------------------------------------------------------
+
+cublasStatus_t cublasSetVector(int n, int es, const void* x, int incx, void* y, int incy) {
+  return remora::client_stub::CopyVector(n, es, x, incx, y, incy, cudaMemcpyHostToDevice, nullptr);
+}
+cublasStatus_t cublasGetVector(int n, int es, const void* x, int incx, void* y, int incy) {
+  return remora::client_stub::CopyVector(n, es, x, incx, y, incy, cudaMemcpyDeviceToHost, nullptr);
+}
+cublasStatus_t cublasSetVectorAsync(int n, int es, const void* x, int incx, void* y, int incy,
+                                    cudaStream_t s) {
+  return remora::client_stub::CopyVector(n, es, x, incx, y, incy, cudaMemcpyHostToDevice, &s);
+}
+cublasStatus_t cublasGetVectorAsync(int n, int es, const void* x, int incx, void* y, int incy,
+                                    cudaStream_t s) {
+  return remora::client_stub::CopyVector(n, es, x, incx, y, incy, cudaMemcpyDeviceToHost, &s);
+}
+cublasStatus_t cublasSetMatrix(int rows, int cols, int es, const void* A, int lda, void* B,
+                               int ldb) {
+  return remora::client_stub::CopyMatrix(rows, cols, es, A, lda, B, ldb, cudaMemcpyHostToDevice,
+                                         nullptr);
+}
+cublasStatus_t cublasGetMatrix(int rows, int cols, int es, const void* A, int lda, void* B,
+                               int ldb) {
+  return remora::client_stub::CopyMatrix(rows, cols, es, A, lda, B, ldb, cudaMemcpyDeviceToHost,
+                                         nullptr);
+}
+cublasStatus_t cublasSetMatrixAsync(int rows, int cols, int es, const void* A, int lda, void* B,
+                                    int ldb, cudaStream_t s) {
+  return remora::client_stub::CopyMatrix(rows, cols, es, A, lda, B, ldb, cudaMemcpyHostToDevice,
+                                         &s);
+}
+cublasStatus_t cublasGetMatrixAsync(int rows, int cols, int es, const void* A, int lda, void* B,
+                                    int ldb, cudaStream_t s) {
+  return remora::client_stub::CopyMatrix(rows, cols, es, A, lda, B, ldb, cudaMemcpyDeviceToHost,
+                                         &s);
+}
+
+// ---- Level 1 ---------------------------------------------------------------------------
+// Each routine lists its integers, pointers, scalars and result in the order
+// proto/blas.h gives for its shape.
+
+#define AXPY(Name, T)                                                                             \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const T* alpha, const T* x, int incx, \
+                                   T* y, int incy) {                                              \
+    return Forward(h, Op::k##Name, {n, incx, incy}, {x, y}, {alpha});                             \
+  }
+AXPY(Saxpy, float)
+AXPY(Daxpy, double)
+#define DOT(Name, T)                                                                          \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const T* x, int incx, const T* y, \
+                                   int incy, T* result) {                                     \
+    return Forward(h, Op::k##Name, {n, incx, incy}, {x, y}, {}, result);                      \
+  }
+DOT(Sdot, float)
+DOT(Ddot, double)
+#define NORM(Name, T, R)                                                                       \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const T* x, int incx, R* result) { \
+    return Forward(h, Op::k##Name, {n, incx}, {x}, {}, result);                                \
+  }
+NORM(Snrm2, float, float)
+NORM(Dnrm2, double, double)
+NORM(Sasum, float, float)
+NORM(Dasum, double, double)
+NORM(Isamax, float, int)
+NORM(Idamax, double, int)
+NORM(Isamin, float, int)
+NORM(Idamin, double, int)
+#define SCAL(Name, T)                                                                         \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const T* alpha, T* x, int incx) { \
+    return Forward(h, Op::k##Name, {n, incx}, {x}, {alpha});                                  \
+  }
+SCAL(Sscal, float)
+SCAL(Dscal, double)
+#define COPY(Name, T, CT)                                                                      \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, CT* x, int incx, T* y, int incy) { \
+    return Forward(h, Op::k##Name, {n, incx, incy}, {x, y});                                   \
+  }
+COPY(Scopy, float, const float)
+COPY(Dcopy, double, const double)
+COPY(Sswap, float, float)
+COPY(Dswap, double, double)
+#define ROT(Name, T)                                                                        \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, \
+                                   const T* c, const T* s) {                                \
+    return Forward(h, Op::k##Name, {n, incx, incy}, {x, y}, {c, s});                        \
+  }
+ROT(Srot, float)
+ROT(Drot, double)
+
+// ---- Level 2 ---------------------------------------------------------------------------
+
+#define GEMV(Name, T)                                                                         \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasOperation_t trans, int m, int n,   \
+                                   const T* alpha, const T* A, int lda, const T* x, int incx, \
+                                   const T* beta, T* y, int incy) {                           \
+    return Forward(h, Op::k##Name, {trans, m, n, lda, incx, incy}, {A, x, y}, {alpha, beta}); \
+  }
+GEMV(Sgemv, float)
+GEMV(Dgemv, double)
+#define GER(Name, T)                                                                           \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int m, int n, const T* alpha, const T* x, \
+                                   int incx, const T* y, int incy, T* A, int lda) {            \
+    return Forward(h, Op::k##Name, {m, n, incx, incy, lda}, {x, y, A}, {alpha});               \
+  }
+GER(Sger, float)
+GER(Dger, double)
+#define SYMV(Name, T)                                                                              \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+                                   const T* A, int lda, const T* x, int incx, const T* beta, T* y, \
+                                   int incy) {                                                     \
+    return Forward(h, Op::k##Name, {uplo, n, lda, incx, incy}, {A, x, y}, {alpha, beta});          \
+  }
+SYMV(Ssymv, float)
+SYMV(Dsymv, double)
+#define TRSV(Name, T)                                                                     \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
+                                   cublasOperation_t trans, cublasDiagType_t diag, int n, \
+                                   const T* A, int lda, T* x, int incx) {                 \
+    return Forward(h, Op::k##Name, {uplo, trans, diag, n, lda, incx}, {A, x});            \
+  }
+TRSV(Strsv, float)
+TRSV(Dtrsv, double)
+
+// ---- Level 3 ---------------------------------------------------------------------------
+
+#define GEMM(Name, Sym, T)                                                                       \
+  cublasStatus_t Sym(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, \
+                     int k, const T* alpha, const T* A, int lda, const T* B, int ldb,            \
+                     const T* beta, T* C, int ldc) {                                             \
+    return Forward(h, Op::k##Name, {ta, tb, m, n, k, lda, ldb, ldc}, {A, B, C}, {alpha, beta});  \
+  }
+GEMM(Sgemm, cublasSgemm_v2, float)
+GEMM(Dgemm, cublasDgemm_v2, double)
+GEMM(Cgemm, cublasCgemm_v2, cuComplex)
+GEMM(Zgemm, cublasZgemm_v2, cuDoubleComplex)
+GEMM(Hgemm, cublasHgemm, __half)
+#define SYMM(Name, T)                                                                              \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, \
+                                   int m, int n, const T* alpha, const T* A, int lda, const T* B,  \
+                                   int ldb, const T* beta, T* C, int ldc) {                        \
+    return Forward(h, Op::k##Name, {side, uplo, m, n, lda, ldb, ldc}, {A, B, C}, {alpha, beta});   \
+  }
+SYMM(Ssymm, float)
+SYMM(Dsymm, double)
+#define SYRK(Name, T)                                                                     \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
+                                   cublasOperation_t trans, int n, int k, const T* alpha, \
+                                   const T* A, int lda, const T* beta, T* C, int ldc) {   \
+    return Forward(h, Op::k##Name, {uplo, trans, n, k, lda, ldc}, {A, C}, {alpha, beta}); \
+  }
+SYRK(Ssyrk, float)
+SYRK(Dsyrk, double)
+#define TRSM(Name, T)                                                                              \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, \
+                                   cublasOperation_t trans, cublasDiagType_t diag, int m, int n,   \
+                                   const T* alpha, const T* A, int lda, T* B, int ldb) {           \
+    return Forward(h, Op::k##Name, {side, uplo, trans, diag, m, n, lda, ldb}, {A, B}, {alpha});    \
+  }
+TRSM(Strsm, float)
+TRSM(Dtrsm, double)
+#define TRMM(Name, T)                                                                              \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, \
+                                   cublasOperation_t trans, cublasDiagType_t diag, int m, int n,   \
+                                   const T* alpha, const T* A, int lda, const T* B, int ldb, T* C, \
+                                   int ldc) {                                                      \
+    return Forward(h, Op::k##Name, {side, uplo, trans, diag, m, n, lda, ldb, ldc}, {A, B, C},      \
+                   {alpha});                                                                       \
+  }
+TRMM(Strmm, float)
+TRMM(Dtrmm, double)
+#define GEAM(Name, T)                                                                              \
+  cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, \
+                              int n, const T* alpha, const T* A, int lda, const T* beta,           \
+                              const T* B, int ldb, T* C, int ldc) {                                \
+    return Forward(h, Op::k##Name, {ta, tb, m, n, lda, ldb, ldc}, {A, B, C}, {alpha, beta});       \
+  }
+GEAM(Sgeam, float)
+GEAM(Dgeam, double)
+#define DGMM(Name, T)                                                                            \
+  cublasStatus_t cublas##Name(cublasHandle_t h, cublasSideMode_t mode, int m, int n, const T* A, \
+                              int lda, const T* x, int incx, T* C, int ldc) {                    \
+    return Forward(h, Op::k##Name, {mode, m, n, lda, incx, ldc}, {A, x, C});                     \
+  }
+DGMM(Sdgmm, float)
+DGMM(Ddgmm, double)
+
+// ---- Mixed precision and batches ------------------------------------------------------
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void* alpha, const void* A, cudaDataType Atype,
+                            int lda, const void* B, cudaDataType Btype, int ldb, const void* beta,
+                            void* C, cudaDataType Ctype, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo) {
+  return Forward(h, Op::kGemmEx,
+                 {ta, tb, m, n, k, Atype, lda, Btype, ldb, Ctype, ldc, compute, algo}, {A, B, C},
+                 {alpha, beta});
+}
+
+#define GEMM_BATCHED(Name, T)                                                                      \
+  cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, \
+                              int n, int k, const T* alpha, const T* const A[], int lda,           \
+                              const T* const B[], int ldb, const T* beta, T* const C[], int ldc,   \
+                              int batch) {                                                         \
+    return Forward(h, Op::k##Name, {ta, tb, m, n, k, lda, ldb, ldc, batch}, {A, B, C},             \
+                   {alpha, beta});                                                                 \
+  }
+GEMM_BATCHED(SgemmBatched, float)
+GEMM_BATCHED(DgemmBatched, double)
+#define GEMM_STRIDED(Name, T)                                                                      \
+  cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, \
+                              int n, int k, const T* alpha, const T* A, int lda, long long sa,     \
+                              const T* B, int ldb, long long sb, const T* beta, T* C, int ldc,     \
+                              long long sc, int batch) {                                           \
+    return Forward(h, Op::k##Name, {ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, batch}, {A, B, C}, \
+                   {alpha, beta});                                                                 \
+  }
+GEMM_STRIDED(SgemmStridedBatched, float)
+GEMM_STRIDED(DgemmStridedBatched, double)
+
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                   int m, int n, int k, const void* alpha, const void* const A[],
+                                   cudaDataType Atype, int lda, const void* const B[],
+                                   cudaDataType Btype, int ldb, const void* beta, void* const C[],
+                                   cudaDataType Ctype, int ldc, int batch,
+                                   cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+  return Forward(h, Op::kGemmBatchedEx,
+                 {ta, tb, m, n, k, Atype, lda, Btype, ldb, Ctype, ldc, batch, compute, algo},
+                 {A, B, C}, {alpha, beta});
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType Atype,
+                                          int lda, long long sa, const void* B, cudaDataType Btype,
+                                          int ldb, long long sb, const void* beta, void* C,
+                                          cudaDataType Ctype, int ldc, long long sc, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+  return Forward(
+      h, Op::kGemmStridedBatchedEx,
+      {ta, tb, m, n, k, Atype, lda, sa, Btype, ldb, sb, Ctype, ldc, sc, batch, compute, algo},
+      {A, B, C}, {alpha, beta});
+}
+
+// ---- Batched LU and inverse -------------------------------------------------------------
+
+#define GETRF(Name, T)                                                                           \
+  cublasStatus_t cublas##Name(cublasHandle_t h, int n, T* const A[], int lda, int* P, int* info, \
+                              int batch) {                                                       \
+    return Forward(h, Op::k##Name, {n, lda, batch}, {A, P, info});                               \
+  }
+GETRF(SgetrfBatched, float)
+GETRF(DgetrfBatched, double)
+#define GETRS(Name, T)                                                                          \
+  cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t trans, int n, int nrhs,       \
+                              const T* const A[], int lda, const int* P, T* const B[], int ldb, \
+                              int* info, int batch) {                                           \
+    cublasStatus_t s =                                                                          \
+        Forward(h, Op::k##Name, {trans, n, nrhs, lda, ldb, batch}, {A, P, B}, {}, info);        \
+    /* info names the first bad argument; the stub knows no more than "one was bad". */         \
+    if (s == CUBLAS_STATUS_INVALID_VALUE && info) *info = -1;                                   \
+    return s;                                                                                   \
+  }
+GETRS(SgetrsBatched, float)
+GETRS(DgetrsBatched, double)
+#define GETRI(Name, T)                                                                            \
+  cublasStatus_t cublas##Name(cublasHandle_t h, int n, const T* const A[], int lda, const int* P, \
+                              T* const C[], int ldc, int* info, int batch) {                      \
+    return Forward(h, Op::k##Name, {n, lda, ldc, batch}, {A, P, C, info});                        \
+  }
+GETRI(SgetriBatched, float)
+GETRI(DgetriBatched, double)
+#define MATINV(Name, T)                                                             \
+  cublasStatus_t cublas##Name(cublasHandle_t h, int n, const T* const A[], int lda, \
+                              T* const Ainv[], int lda_inv, int* info, int batch) { \
+    return Forward(h, Op::k##Name, {n, lda, lda_inv, batch}, {A, Ainv, info});      \
+  }
+MATINV(SmatinvBatched, float)
+MATINV(DmatinvBatched, double)
+
+}  // extern "C"

@@ -1,0 +1,314 @@
+// emu/blas/level3.cc - level 3: gemm (S/D/C/Z), symm, syrk, trsm, trmm
+// (out of place, as cuBLAS v2), and the BLAS-like extensions geam and dgmm.
+#include <cuComplex.h>
+
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+
+#include "emu/blas/blas.h"
+#include "emu/blas/openblas.h"
+
+namespace remora::emu::blas {
+namespace {
+
+// Rows of op(X) for a stored matrix X: op(X) is `rows` x `cols`.
+inline int StoredRows(cublasOperation_t op, int rows, int cols) {
+  return op == CUBLAS_OP_N ? rows : cols;
+}
+
+template <class T>
+cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta,
+                    T* C, int ldc) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidOp(ta) && ValidOp(tb) && m >= 0 && n >= 0 && k >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, StoredRows(ta, m, k)) && ValidLd(ldb, StoredRows(tb, k, n)) &&
+                 ValidLd(ldc, m));
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    const T av = a.get();
+    const T bv = b.get();
+    if constexpr (std::is_same_v<T, cuComplex> || std::is_same_v<T, cuDoubleComplex>) {
+      if constexpr (std::is_same_v<T, cuComplex>) {
+        cblas_cgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, A, lda, B, ldb, &bv, C,
+                    ldc);
+      } else {
+        cblas_zgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, A, lda, B, ldb, &bv, C,
+                    ldc);
+      }
+    } else {
+      Blas<T>::gemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, av, A, lda, B, ldb, bv, C,
+                    ldc);
+    }
+  });
+}
+
+template <class T>
+cublasStatus_t Symm(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, int m, int n,
+                    const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C,
+                    int ldc) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidSide(side) && ValidFill(uplo) && m >= 0 && n >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, side == CUBLAS_SIDE_LEFT ? m : n) && ValidLd(ldb, m) &&
+                 ValidLd(ldc, m));
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    Blas<T>::symm(CblasColMajor, ToCblas(side), ToCblas(uplo), m, n, a.get(), A, lda, B, ldb,
+                  b.get(), C, ldc);
+  });
+}
+
+template <class T>
+cublasStatus_t Syrk(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,
+                    const T* alpha, const T* A, int lda, const T* beta, T* C, int ldc) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && ValidOp(trans) && n >= 0 && k >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, StoredRows(trans, n, k)) && ValidLd(ldc, n));
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    Blas<T>::syrk(CblasColMajor, ToCblas(uplo), ToCblas(trans), n, k, a.get(), A, lda, b.get(), C,
+                  ldc);
+  });
+}
+
+template <class T>
+cublasStatus_t Trsm(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo,
+                    cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const T* alpha,
+                    const T* A, int lda, T* B, int ldb) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidSide(side) && ValidFill(uplo) && ValidOp(trans) && ValidDiag(diag) &&
+                 m >= 0 && n >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, side == CUBLAS_SIDE_LEFT ? m : n) && ValidLd(ldb, m));
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  return call.Submit([=] {
+    Blas<T>::trsm(CblasColMajor, ToCblas(side), ToCblas(uplo), ToCblas(trans), ToCblas(diag), m, n,
+                  a.get(), A, lda, B, ldb);
+  });
+}
+
+// Copies the m x n matrix `src` (leading dimension lds) to `dst` (ldd).
+template <class T>
+void CopyMatrix(int m, int n, const T* src, int lds, T* dst, int ldd) {
+  if (src == dst) return;
+  for (int j = 0; j < n; ++j) {
+    std::memmove(dst + static_cast<ptrdiff_t>(j) * ldd, src + static_cast<ptrdiff_t>(j) * lds,
+                 sizeof(T) * static_cast<size_t>(m));
+  }
+}
+
+// C = alpha * op(A) * B (left) or alpha * B * op(A) (right); B may be C
+// itself (in place) when ldb == ldc.
+template <class T>
+cublasStatus_t Trmm(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo,
+                    cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const T* alpha,
+                    const T* A, int lda, const T* B, int ldb, T* C, int ldc) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidSide(side) && ValidFill(uplo) && ValidOp(trans) && ValidDiag(diag) &&
+                 m >= 0 && n >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, side == CUBLAS_SIDE_LEFT ? m : n) && ValidLd(ldb, m) &&
+                 ValidLd(ldc, m));
+  BLAS_CHECK_ARG(B != C || ldb == ldc);
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  return call.Submit([=] {
+    CopyMatrix(m, n, B, ldb, C, ldc);
+    Blas<T>::trmm(CblasColMajor, ToCblas(side), ToCblas(uplo), ToCblas(trans), ToCblas(diag), m, n,
+                  a.get(), A, lda, C, ldc);
+  });
+}
+
+// Element (i, j) of op(X) for a real matrix X stored with leading dimension ld.
+template <class T>
+T OpAt(const T* X, int ld, cublasOperation_t op, int i, int j) {
+  return op == CUBLAS_OP_N ? X[i + static_cast<ptrdiff_t>(j) * ld]
+                           : X[j + static_cast<ptrdiff_t>(i) * ld];
+}
+
+// C = alpha * op(A) + beta * op(B). A zero scale leaves its matrix unread. C
+// may be A (op N, lda == ldc) or B (op N, ldb == ldc); other overlaps are
+// refused as by cuBLAS.
+template <class T>
+cublasStatus_t Geam(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    const T* alpha, const T* A, int lda, const T* beta, const T* B, int ldb, T* C,
+                    int ldc) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidOp(ta) && ValidOp(tb) && m >= 0 && n >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, StoredRows(ta, m, n)) && ValidLd(ldb, StoredRows(tb, m, n)) &&
+                 ValidLd(ldc, m));
+  BLAS_CHECK_ARG(A != C || (ta == CUBLAS_OP_N && lda == ldc));
+  BLAS_CHECK_ARG(B != C || (tb == CUBLAS_OP_N && ldb == ldc));
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    const T av = a.get();
+    const T bv = b.get();
+    for (int j = 0; j < n; ++j) {
+      T* c = C + static_cast<ptrdiff_t>(j) * ldc;
+      for (int i = 0; i < m; ++i) {
+        T v = 0;
+        if (av != T{0}) v += av * OpAt(A, lda, ta, i, j);
+        if (bv != T{0}) v += bv * OpAt(B, ldb, tb, i, j);
+        c[i] = v;
+      }
+    }
+  });
+}
+
+// C = A * diag(x) (right) or diag(x) * A (left); |incx| is x's stride, its sign
+// the direction, and incx == 0 repeats x[0]. C may be A when lda == ldc.
+template <class T>
+cublasStatus_t Dgmm(cublasHandle_t h, cublasSideMode_t side, int m, int n, const T* A, int lda,
+                    const T* x, int incx, T* C, int ldc) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidSide(side) && m >= 0 && n >= 0 && ValidLd(lda, m) && ValidLd(ldc, m));
+  BLAS_CHECK_ARG(A != C || lda == ldc);
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  return call.Submit([=] {
+    const int len = side == CUBLAS_SIDE_LEFT ? m : n;
+    auto xi = [&](int i) {
+      const ptrdiff_t step = incx;
+      return incx >= 0 ? x[i * step] : x[(len - 1 - i) * -step];
+    };
+    for (int j = 0; j < n; ++j) {
+      const T* a = A + static_cast<ptrdiff_t>(j) * lda;
+      T* c = C + static_cast<ptrdiff_t>(j) * ldc;
+      if (side == CUBLAS_SIDE_RIGHT) {
+        const T s = xi(j);
+        for (int i = 0; i < m; ++i) c[i] = a[i] * s;
+      } else {
+        for (int i = 0; i < m; ++i) c[i] = a[i] * xi(i);
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace remora::emu::blas
+
+using namespace remora::emu::blas;  // NOLINT: entry points are global by ABI
+
+REMORA_BLAS_API cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta,
+                                              cublasOperation_t tb, int m, int n, int k,
+                                              const float* alpha, const float* A, int lda,
+                                              const float* B, int ldb, const float* beta, float* C,
+                                              int ldc) {
+  return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasDgemm_v2(cublasHandle_t h, cublasOperation_t ta,
+                                              cublasOperation_t tb, int m, int n, int k,
+                                              const double* alpha, const double* A, int lda,
+                                              const double* B, int ldb, const double* beta,
+                                              double* C, int ldc) {
+  return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasCgemm_v2(cublasHandle_t h, cublasOperation_t ta,
+                                              cublasOperation_t tb, int m, int n, int k,
+                                              const cuComplex* alpha, const cuComplex* A, int lda,
+                                              const cuComplex* B, int ldb, const cuComplex* beta,
+                                              cuComplex* C, int ldc) {
+  return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasZgemm_v2(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+    const cuDoubleComplex* alpha, const cuDoubleComplex* A, int lda, const cuDoubleComplex* B,
+    int ldb, const cuDoubleComplex* beta, cuDoubleComplex* C, int ldc) {
+  return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasSsymm_v2(cublasHandle_t h, cublasSideMode_t side,
+                                              cublasFillMode_t uplo, int m, int n,
+                                              const float* alpha, const float* A, int lda,
+                                              const float* B, int ldb, const float* beta, float* C,
+                                              int ldc) {
+  return Symm(h, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasDsymm_v2(cublasHandle_t h, cublasSideMode_t side,
+                                              cublasFillMode_t uplo, int m, int n,
+                                              const double* alpha, const double* A, int lda,
+                                              const double* B, int ldb, const double* beta,
+                                              double* C, int ldc) {
+  return Symm(h, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasSsyrk_v2(cublasHandle_t h, cublasFillMode_t uplo,
+                                              cublasOperation_t trans, int n, int k,
+                                              const float* alpha, const float* A, int lda,
+                                              const float* beta, float* C, int ldc) {
+  return Syrk(h, uplo, trans, n, k, alpha, A, lda, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasDsyrk_v2(cublasHandle_t h, cublasFillMode_t uplo,
+                                              cublasOperation_t trans, int n, int k,
+                                              const double* alpha, const double* A, int lda,
+                                              const double* beta, double* C, int ldc) {
+  return Syrk(h, uplo, trans, n, k, alpha, A, lda, beta, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasStrsm_v2(cublasHandle_t h, cublasSideMode_t side,
+                                              cublasFillMode_t uplo, cublasOperation_t trans,
+                                              cublasDiagType_t diag, int m, int n,
+                                              const float* alpha, const float* A, int lda, float* B,
+                                              int ldb) {
+  return Trsm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb);
+}
+REMORA_BLAS_API cublasStatus_t cublasDtrsm_v2(cublasHandle_t h, cublasSideMode_t side,
+                                              cublasFillMode_t uplo, cublasOperation_t trans,
+                                              cublasDiagType_t diag, int m, int n,
+                                              const double* alpha, const double* A, int lda,
+                                              double* B, int ldb) {
+  return Trsm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb);
+}
+REMORA_BLAS_API cublasStatus_t cublasStrmm_v2(cublasHandle_t h, cublasSideMode_t side,
+                                              cublasFillMode_t uplo, cublasOperation_t trans,
+                                              cublasDiagType_t diag, int m, int n,
+                                              const float* alpha, const float* A, int lda,
+                                              const float* B, int ldb, float* C, int ldc) {
+  return Trmm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasDtrmm_v2(cublasHandle_t h, cublasSideMode_t side,
+                                              cublasFillMode_t uplo, cublasOperation_t trans,
+                                              cublasDiagType_t diag, int m, int n,
+                                              const double* alpha, const double* A, int lda,
+                                              const double* B, int ldb, double* C, int ldc) {
+  return Trmm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasSgeam(cublasHandle_t h, cublasOperation_t ta,
+                                           cublasOperation_t tb, int m, int n, const float* alpha,
+                                           const float* A, int lda, const float* beta,
+                                           const float* B, int ldb, float* C, int ldc) {
+  return Geam(h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasDgeam(cublasHandle_t h, cublasOperation_t ta,
+                                           cublasOperation_t tb, int m, int n, const double* alpha,
+                                           const double* A, int lda, const double* beta,
+                                           const double* B, int ldb, double* C, int ldc) {
+  return Geam(h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasSdgmm(cublasHandle_t h, cublasSideMode_t mode, int m, int n,
+                                           const float* A, int lda, const float* x, int incx,
+                                           float* C, int ldc) {
+  return Dgmm(h, mode, m, n, A, lda, x, incx, C, ldc);
+}
+REMORA_BLAS_API cublasStatus_t cublasDdgmm(cublasHandle_t h, cublasSideMode_t mode, int m, int n,
+                                           const double* A, int lda, const double* x, int incx,
+                                           double* C, int ldc) {
+  return Dgmm(h, mode, m, n, A, lda, x, incx, C, ldc);
+}

@@ -1,0 +1,470 @@
+// server/handlers/blas.cc - cuBLAS: handles, and every routine of blas_ops.def, checked then
+// queued.
+//
+// A tenant's cuBLAS handle is a server-side cublasHandle_t with a workspace
+// charged to the tenant. Each routine arrives as one BlasRequest: its shape
+// (proto/blas.h) says what every pointer reaches, and each is checked against
+// the tenant's allocations before the call is queued on the tenant's stream.
+// Batched routines' pointer arrays come by value; the server checks every
+// matrix they name and copies them into device memory of its own, so the
+// library never reads a pointer array the tenant could change afterwards.
+// Host-mode results (dot, nrm2, ...) are written to a scratch slot of the
+// handle in device pointer mode and copied back into the reply.
+#include <cublas_v2.h>
+
+#include <cstring>
+
+#include "proto/arena.h"
+#include "proto/blas.h"
+#include "server/handlers/util.h"
+#include "server/log.h"
+#include "server/session.h"
+
+namespace remora::server {
+
+namespace {
+// cuBLAS's own workspace for a handle (its default outside Hopper), and the
+// scratch slots for host-mode results before it.
+constexpr uint64_t kBlasWorkspace = 4ull << 20;
+constexpr uint64_t kResultSlot = 256;
+constexpr uint64_t kResultSlots = 16;
+constexpr uint64_t kScratch = kResultSlot * kResultSlots;
+}  // namespace
+
+struct Session::BlasHandle {
+  cublasHandle_t h = nullptr;
+  CUdeviceptr memory = 0;  // scratch, then the server's workspace
+  CUdeviceptr tenant_workspace = 0;
+  uint64_t tenant_workspace_bytes = 0;
+  uint64_t next_slot = 0;
+};
+
+struct Session::BlasCall {
+  const BlasOp* op = nullptr;
+  BlasPlan plan;
+  std::shared_ptr<BlasHandle> handle;
+  uint64_t stream = 0;
+  bool device_scalars = false;
+  uint32_t math_mode = 0;
+  std::vector<int64_t> ints;
+  std::array<uint64_t, kBlasMaxPtrs> ptrs{};  // arrays replaced by the server's copies
+  alignas(16) std::array<std::byte, 32> scalars{};
+  std::array<uint64_t, 2> scalar_ptrs{};
+  CUdeviceptr result = 0;         // device address for the result
+  std::vector<uint64_t> arrays;   // pointer arrays' values, to copy to the device
+  CUdeviceptr arrays_device = 0;  // where they go
+  CUdeviceptr workspace = 0;
+  uint64_t workspace_bytes = 0;
+  std::shared_ptr<v1::BlasReply> reply;  // BlasSync: the host-mode result
+  CUdeviceptr result_slot = 0;           // BlasSync: scratch the result lands in
+};
+
+namespace {
+
+using BlasCall = Session::BlasCall;
+
+// Arguments of a call, converting to whatever the entry point's parameter is.
+struct IntArg {
+  int64_t v;
+  template <typename U>
+  requires(std::is_arithmetic_v<U> || std::is_enum_v<U>) operator U() const {
+    return static_cast<U>(v);
+  }
+};
+struct PtrArg {
+  uint64_t v;
+  template <typename U>
+  operator U*() const {
+    return reinterpret_cast<U*>(static_cast<uintptr_t>(v));
+  }
+};
+
+IntArg I(const BlasCall& c, size_t i) {
+  return {c.ints[i]};
+}
+PtrArg P(const BlasCall& c, size_t i) {
+  return {c.ptrs[i]};
+}
+PtrArg S(const BlasCall& c, size_t i) {
+  if (c.device_scalars) return {c.scalar_ptrs[i]};
+  return {reinterpret_cast<uintptr_t>(c.scalars.data() + i * c.plan.scalar_bytes)};
+}
+PtrArg R(const BlasCall& c) {
+  return {c.result};
+}
+
+using RunFn = cublasStatus_t (*)(const BlasTable&, cublasHandle_t, const BlasCall&);
+
+// One runner per shape: the entry point `Fn` called with the arguments in
+// the order proto/blas.h lays them out.
+template <auto Fn>
+cublasStatus_t RunAxpy(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), S(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2));
+}
+template <auto Fn>
+cublasStatus_t RunDot(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), R(c));
+}
+template <auto Fn>
+cublasStatus_t RunNorm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), R(c));
+}
+template <auto Fn>
+cublasStatus_t RunIndex(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), R(c));
+}
+template <auto Fn>
+cublasStatus_t RunScal(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), S(c, 0), P(c, 0), I(c, 1));
+}
+template <auto Fn>
+cublasStatus_t RunCopy(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2));
+}
+template <auto Fn>
+cublasStatus_t RunSwap(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunCopy<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunRot(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), S(c, 0), S(c, 1));
+}
+template <auto Fn>
+cublasStatus_t RunGemv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), S(c, 0), P(c, 0), I(c, 3), P(c, 1), I(c, 4), S(c, 1),
+                 P(c, 2), I(c, 5));
+}
+template <auto Fn>
+cublasStatus_t RunGer(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), S(c, 0), P(c, 0), I(c, 2), P(c, 1), I(c, 3), P(c, 2),
+                 I(c, 4));
+}
+template <auto Fn>
+cublasStatus_t RunSymv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), S(c, 0), P(c, 0), I(c, 2), P(c, 1), I(c, 3), S(c, 1), P(c, 2),
+                 I(c, 4));
+}
+template <auto Fn>
+cublasStatus_t RunTrsv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), P(c, 0), I(c, 4), P(c, 1), I(c, 5));
+}
+template <auto Fn>
+cublasStatus_t RunGemm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), S(c, 0), P(c, 0), I(c, 5), P(c, 1),
+                 I(c, 6), S(c, 1), P(c, 2), I(c, 7));
+}
+template <auto Fn>
+cublasStatus_t RunSymm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), S(c, 0), P(c, 0), I(c, 4), P(c, 1), I(c, 5),
+                 S(c, 1), P(c, 2), I(c, 6));
+}
+template <auto Fn>
+cublasStatus_t RunSyrk(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), S(c, 0), P(c, 0), I(c, 4), S(c, 1), P(c, 1),
+                 I(c, 5));
+}
+template <auto Fn>
+cublasStatus_t RunTrsm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), I(c, 5), S(c, 0), P(c, 0), I(c, 6),
+                 P(c, 1), I(c, 7));
+}
+template <auto Fn>
+cublasStatus_t RunTrmm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), I(c, 5), S(c, 0), P(c, 0), I(c, 6),
+                 P(c, 1), I(c, 7), P(c, 2), I(c, 8));
+}
+template <auto Fn>
+cublasStatus_t RunGeam(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), S(c, 0), P(c, 0), I(c, 4), S(c, 1), P(c, 1),
+                 I(c, 5), P(c, 2), I(c, 6));
+}
+template <auto Fn>
+cublasStatus_t RunDgmm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), P(c, 0), I(c, 3), P(c, 1), I(c, 4), P(c, 2),
+                 I(c, 5));
+}
+template <auto Fn>
+cublasStatus_t RunGemmEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), S(c, 0), P(c, 0), I(c, 5), I(c, 6),
+                 P(c, 1), I(c, 7), I(c, 8), S(c, 1), P(c, 2), I(c, 9), I(c, 10), I(c, 11),
+                 I(c, 12));
+}
+template <auto Fn>
+cublasStatus_t RunGemmBatched(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), S(c, 0), P(c, 0), I(c, 5), P(c, 1),
+                 I(c, 6), S(c, 1), P(c, 2), I(c, 7), I(c, 8));
+}
+template <auto Fn>
+cublasStatus_t RunGemmStrided(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), S(c, 0), P(c, 0), I(c, 5), I(c, 6),
+                 P(c, 1), I(c, 7), I(c, 8), S(c, 1), P(c, 2), I(c, 9), I(c, 10), I(c, 11));
+}
+template <auto Fn>
+cublasStatus_t RunGemmBatchedEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), S(c, 0), P(c, 0), I(c, 5), I(c, 6),
+                 P(c, 1), I(c, 7), I(c, 8), S(c, 1), P(c, 2), I(c, 9), I(c, 10), I(c, 11), I(c, 12),
+                 I(c, 13));
+}
+template <auto Fn>
+cublasStatus_t RunGemmStridedEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), S(c, 0), P(c, 0), I(c, 5), I(c, 6),
+                 I(c, 7), P(c, 1), I(c, 8), I(c, 9), I(c, 10), S(c, 1), P(c, 2), I(c, 11), I(c, 12),
+                 I(c, 13), I(c, 14), I(c, 15), I(c, 16));
+}
+template <auto Fn>
+cublasStatus_t RunGetrf(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), P(c, 2), I(c, 2));
+}
+template <auto Fn>
+cublasStatus_t RunGetrs(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  // getrs's info is host memory, checked arguments only: the reply carries it.
+  int* info = reinterpret_cast<int*>(c.reply->mutable_result()->data());
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), P(c, 0), I(c, 3), P(c, 1), P(c, 2), I(c, 4), info,
+                 I(c, 5));
+}
+template <auto Fn>
+cublasStatus_t RunGetri(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), P(c, 2), I(c, 2), P(c, 3), I(c, 3));
+}
+template <auto Fn>
+cublasStatus_t RunMatinv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), P(c, 2), I(c, 3));
+}
+
+struct Runner {
+  uint32_t op;
+  RunFn run;
+};
+constexpr Runner kRunners[] = {
+#define BLAS_OP(op, Name, Shape, Elem, Fn) {op, &Run##Shape<&BlasTable::Fn>},
+#include "proto/blas_ops.def"
+};
+
+RunFn FindRunner(uint32_t op) {
+  for (const Runner& r : kRunners)
+    if (r.op == op) return r.run;
+  return nullptr;
+}
+
+Status BlasError(const BlasTable& t, cublasStatus_t s, const std::string& what) {
+  return Error(BlasStatusToCuda(s), what + ": " + BlasStatusName(t, s));
+}
+
+}  // namespace
+
+// ---- Handles -------------------------------------------------------------------
+
+Status Session::OnBlasCreate(const v1::Empty&, v1::HandleReply& rep) {
+  ASSIGN_OR_RETURN(const BlasTable* t, env_.device->blas());
+  cublasHandle_t h = nullptr;
+  if (cublasStatus_t s = t->cublasCreate_v2(&h); s != CUBLAS_STATUS_SUCCESS)
+    return BlasError(*t, s, "cublasCreate");
+  Result<CUdeviceptr> memory =
+      AllocateCharged(kScratch + kBlasWorkspace, "took for a cuBLAS handle");
+  if (!memory.ok()) {
+    (void)t->cublasDestroy_v2(h);
+    return memory.status();
+  }
+  auto handle = std::make_shared<BlasHandle>();
+  handle->h = h;
+  handle->memory = *memory;
+  const uint64_t id = next_handle_++;
+  blas_.Put(id, std::move(handle));
+  rep.set_handle(id);
+  return OkStatus();
+}
+
+Status Session::OnBlasDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(req.handle()));
+  blas_.Erase(req.handle());
+  Held held;
+  held.epoch = epoch_;
+  held.blas.push_back(handle->h);
+  held.charged = arena::AlignUp(kScratch + kBlasWorkspace, 256);
+  held.allocations[handle->memory] = held.charged;
+  allocated_bytes_ -= held.charged;
+  // The handle goes once the tenant's work that may use it is done.
+  return GiveBackWhenDone(std::move(held), /*reply=*/true);
+}
+
+Status Session::OnBlasSetWorkspace(const v1::BlasWorkspaceRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(req.handle()));
+  if (req.size() != 0) {
+    RETURN_IF_ERROR(CheckDeviceRange(req.workspace(), req.size(), "cuBLAS workspace"));
+    if (req.workspace() % 256 != 0)
+      return Error(err::kInvalidValue,
+                   "a cuBLAS workspace must be 256-byte aligned, not " + Hex(req.workspace()));
+  }
+  handle->tenant_workspace = req.size() ? req.workspace() : 0;
+  handle->tenant_workspace_bytes = req.size();
+  return OkStatus();
+}
+
+void Session::TakeBlasHandles(Held& held) {
+  for (auto& [id, handle] : blas_) {
+    held.blas.push_back(handle->h);
+    held.allocations[handle->memory] = arena::AlignUp(kScratch + kBlasWorkspace, 256);
+  }
+  blas_.clear();
+}
+
+void Session::DestroyBlasHandles(Held& held) {
+  if (held.blas.empty()) return;
+  Result<const BlasTable*> t = env_.device->blas();
+  if (!t.ok()) return;
+  for (cublasContext* h : held.blas) (void)(*t)->cublasDestroy_v2(h);
+}
+
+// ---- Routines ------------------------------------------------------------------
+
+Result<std::shared_ptr<Session::BlasCall>> Session::PrepareBlas(const v1::BlasRequest& req,
+                                                                bool host_result) {
+  const BlasOp* op = FindBlasOp(req.op());
+  if (!op)
+    return Error(err::kNotSupported,
+                 "cuBLAS routine " + std::to_string(req.op()) + " is not forwarded by this server");
+  auto c = std::make_shared<BlasCall>();
+  c->op = op;
+  ASSIGN_OR_RETURN(c->handle, blas_.Get(req.handle()));
+  RETURN_IF_ERROR(streams_.Check(req.stream()));
+  c->ints.assign(req.ints().begin(), req.ints().end());
+  ASSIGN_OR_RETURN(c->plan, PlanBlas(*op, c->ints));
+  const BlasShapeInfo& info = *op->info;
+  const std::string what = "cublas" + std::string(op->name);
+  if (static_cast<size_t>(req.ptrs_size()) != info.ptrs)
+    return Error(err::kInvalidValue, what + " takes " + std::to_string(info.ptrs) + " pointers");
+  if (BlasResultOnHost(*op, req.device_scalars()) != host_result)
+    return Error(
+        err::kInvalidValue,
+        what + (host_result ? " has no host result" : " returns a host result: call BlasSync"));
+  c->stream = req.stream();
+  c->device_scalars = req.device_scalars();
+  c->math_mode = req.math_mode();
+
+  // Scalars: their values, or device pointers to them.
+  const uint32_t sb = c->plan.scalar_bytes;
+  if (req.device_scalars()) {
+    if (static_cast<size_t>(req.scalar_ptrs_size()) != info.scalars)
+      return Error(err::kInvalidValue, what + ": wrong number of scalar pointers");
+    for (int i = 0; i < req.scalar_ptrs_size(); ++i) {
+      RETURN_IF_ERROR(CheckDeviceRange(req.scalar_ptrs(i), sb, "scalar"));
+      c->scalar_ptrs[i] = req.scalar_ptrs(i);
+    }
+  } else {
+    if (req.scalars().size() != static_cast<size_t>(info.scalars) * sb || 2 * sb > 32)
+      return Error(err::kInvalidValue, what + ": scalars of the wrong size");
+    std::memcpy(c->scalars.data(), req.scalars().data(), req.scalars().size());
+  }
+
+  // The result: the tenant's device memory, or a scratch slot copied back.
+  if (info.result && !host_result) {
+    RETURN_IF_ERROR(CheckDeviceRange(req.result_ptr(), c->plan.result_bytes, "result"));
+    c->result = req.result_ptr();
+  }
+  if (host_result) {
+    c->reply = std::make_shared<v1::BlasReply>();
+    c->reply->mutable_result()->resize(c->plan.result_bytes);
+    if (op->shape != BlasShape::kGetrs) {
+      BlasHandle& h = *c->handle;
+      c->result_slot = h.memory + (h.next_slot++ % kResultSlots) * kResultSlot;
+      c->result = c->result_slot;
+    }
+  }
+
+  // Pointers: each reaches what the shape says; arrays name `batch` matrices each.
+  size_t arrays = 0;
+  for (size_t i = 0; i < info.ptrs; ++i) {
+    const uint64_t p = req.ptrs(static_cast<int>(i)), bytes = c->plan.bytes[i];
+    const std::string arg = what + " pointer argument " + std::to_string(i + 1);
+    if (c->plan.array[i]) {
+      const size_t first = arrays * c->plan.batch;
+      if (static_cast<size_t>(req.arrays_size()) < first + c->plan.batch)
+        return Error(err::kInvalidValue, arg + ": its pointer array did not come with the call");
+      for (int64_t b = 0; b < c->plan.batch; ++b) {
+        const uint64_t m = req.arrays(static_cast<int>(first + b));
+        if (bytes) RETURN_IF_ERROR(CheckDeviceRange(m, bytes, arg.c_str()));
+      }
+      ++arrays;
+      continue;
+    }
+    c->ptrs[i] = p;
+    if (bytes == 0 || (p == 0 && c->plan.nullable[i])) continue;
+    RETURN_IF_ERROR(CheckDeviceRange(p, bytes, arg.c_str()));
+  }
+  if (static_cast<size_t>(req.arrays_size()) != arrays * c->plan.batch)
+    return Error(err::kInvalidValue, what + ": pointer arrays of the wrong length");
+  c->arrays.assign(req.arrays().begin(), req.arrays().end());
+
+  // The workspace: the tenant's while it still owns it, else the handle's own.
+  BlasHandle& h = *c->handle;
+  if (h.tenant_workspace &&
+      !CheckDeviceRange(h.tenant_workspace, h.tenant_workspace_bytes, "workspace").ok()) {
+    Log(Level::kWarn, "cublas",
+        {{"session", id_}, {"event", "workspace_freed"}, {"workspace", Hex(h.tenant_workspace)}});
+    h.tenant_workspace = 0;
+    h.tenant_workspace_bytes = 0;
+  }
+  c->workspace = h.tenant_workspace ? h.tenant_workspace : h.memory + kScratch;
+  c->workspace_bytes = h.tenant_workspace ? h.tenant_workspace_bytes : kBlasWorkspace;
+  return c;
+}
+
+Status Session::SubmitBlas(std::shared_ptr<BlasCall> c) {
+  ASSIGN_OR_RETURN(const BlasTable* t, env_.device->blas());
+  const RunFn run = FindRunner(c->op->op);
+  if (!run)
+    return Error(err::kNotSupported, "no runner for cuBLAS routine " + std::string(c->op->name));
+  const uint64_t array_bytes = c->arrays.size() * sizeof(uint64_t);
+  if (array_bytes) {
+    ASSIGN_OR_RETURN(c->arrays_device,
+                     AllocateCharged(array_bytes, "passed cuBLAS pointer arrays of"));
+    size_t slot = 0;
+    for (size_t i = 0; i < c->op->info->ptrs; ++i)
+      if (c->plan.array[i])
+        c->ptrs[i] = c->arrays_device + slot++ * c->plan.batch * sizeof(uint64_t);
+  }
+  Status sub = work_->Submit(c->stream, [t, dev = env_.device, run, c](CUstream s) -> Status {
+    cublasHandle_t h = c->handle->h;
+    const std::string what = "cublas" + std::string(c->op->name);
+    if (c->arrays_device)
+      RETURN_IF_ERROR(
+          dev->Check(dev->drv().cuMemcpyHtoDAsync(c->arrays_device, c->arrays.data(),
+                                                  c->arrays.size() * sizeof(uint64_t), s),
+                     "cuMemcpyHtoDAsync"));
+    // The pointer mode covers scalars and result alike: a host-mode result
+    // goes to device scratch, so its call runs in device mode.
+    const bool device_mode = c->device_scalars || c->result_slot != 0;
+    cublasStatus_t st = t->cublasSetStream_v2(h, s);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = t->cublasSetWorkspace_v2(h, reinterpret_cast<void*>(c->workspace), c->workspace_bytes);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = t->cublasSetPointerMode_v2(
+          h, device_mode ? CUBLAS_POINTER_MODE_DEVICE : CUBLAS_POINTER_MODE_HOST);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = t->cublasSetMathMode(h, static_cast<cublasMath_t>(c->math_mode));
+    if (st == CUBLAS_STATUS_SUCCESS) st = run(*t, h, *c);
+    if (st != CUBLAS_STATUS_SUCCESS) return BlasError(*t, st, what);
+    if (c->result_slot)
+      return dev->Check(dev->drv().cuMemcpyDtoHAsync(c->reply->mutable_result()->data(),
+                                                     c->result_slot, c->plan.result_bytes, s),
+                        "cuMemcpyDtoHAsync");
+    return OkStatus();
+  });
+  if (c->arrays_device) ReleaseChargedWhenDone(c->arrays_device, array_bytes, c);
+  return sub;
+}
+
+Status Session::OnBlas(const v1::BlasRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(std::shared_ptr<BlasCall> c, PrepareBlas(req, /*host_result=*/false));
+  return SubmitBlas(std::move(c));
+}
+
+Status Session::OnBlasSync(const v1::BlasRequest& req, v1::BlasReply&) {
+  ASSIGN_OR_RETURN(std::shared_ptr<BlasCall> c, PrepareBlas(req, /*host_result=*/true));
+  std::shared_ptr<v1::BlasReply> reply = c->reply;
+  const uint64_t stream = c->stream;
+  RETURN_IF_ERROR(SubmitBlas(std::move(c)));
+  return ReplyWhenDone(stream, std::move(reply));
+}
+
+}  // namespace remora::server
