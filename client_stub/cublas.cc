@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client_stub/blas_common.h"
 #include "client_stub/connection.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
@@ -46,56 +47,11 @@ enum class Op : uint32_t {
 };
 
 // Live handles; a destroyed or foreign one is CUBLAS_STATUS_NOT_INITIALIZED.
-class Handles {
- public:
-  cublasContext* Add(std::unique_ptr<cublasContext> h) {
-    std::lock_guard lock(mu_);
-    cublasContext* p = h.get();
-    live_[p] = std::move(h);
-    return p;
-  }
-  std::unique_ptr<cublasContext> Remove(cublasHandle_t h) {
-    std::lock_guard lock(mu_);
-    auto it = live_.find(h);
-    if (it == live_.end()) return nullptr;
-    std::unique_ptr<cublasContext> out = std::move(it->second);
-    live_.erase(it);
-    return out;
-  }
-  // A copy of the handle's settings, or nullopt.
-  std::optional<cublasContext> Find(cublasHandle_t h) const {
-    std::lock_guard lock(mu_);
-    auto it = live_.find(h);
-    if (it == live_.end()) return std::nullopt;
-    return *it->second;
-  }
-  template <typename F>
-  bool Update(cublasHandle_t h, F f) {
-    std::lock_guard lock(mu_);
-    auto it = live_.find(h);
-    if (it == live_.end()) return false;
-    f(*it->second);
-    return true;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::unordered_map<cublasHandle_t, std::unique_ptr<cublasContext>> live_;
-};
+using Handles = HandleRegistry<cublasContext>;
 
 Handles& Live() {
   static NoDestructor<Handles> h;
   return *h;
-}
-
-cublasStatus_t ToStatus(cudaError_t e) {
-  return static_cast<cublasStatus_t>(CudaToBlasStatus(e));
-}
-
-// True if [p, p + bytes) lies in one of the tenant's allocations.
-bool OnDevice(uint64_t p, uint64_t bytes) {
-  std::optional<RangeTable::Range> r = St().device_ranges.Find(p);
-  return r && p - r->base <= r->size && bytes <= r->size - (p - r->base);
 }
 
 // Reads `n` device pointers at `array` in `stream`'s order.
@@ -209,28 +165,13 @@ extern "C" {
 // ---- Handles and settings -----------------------------------------------------------
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
-  using namespace remora;
   using namespace remora::client_stub;
-  if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
-  *handle = nullptr;
-  v1::HandleReply rep;
-  const cudaError_t e = Connection::Get().Call(CallId::kBlasCreate, v1::Empty(), &rep);
-  if (e == cudaErrorMemoryAllocation) return CUBLAS_STATUS_ALLOC_FAILED;
-  if (e != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
-  auto h = std::make_unique<cublasContext>();
-  h->id = rep.handle();
-  *handle = Live().Add(std::move(h));
-  return CUBLAS_STATUS_SUCCESS;
+  return CreateHandle(Live(), remora::CallId::kBlasCreate, handle);
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
-  using namespace remora;
   using namespace remora::client_stub;
-  std::unique_ptr<cublasContext> h = Live().Remove(handle);
-  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
-  v1::BlasHandleRequest req;
-  req.set_handle(h->id);
-  return ToStatus(Connection::Get().Call(CallId::kBlasDestroy, req));
+  return DestroyHandle(Live(), remora::CallId::kBlasDestroy, handle);
 }
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
@@ -319,50 +260,11 @@ size_t cublasGetCudartVersion(void) {
 }
 
 const char* cublasGetStatusName(cublasStatus_t status) {
-  switch (status) {
-#define NAME(s) \
-  case s:       \
-    return #s;
-    NAME(CUBLAS_STATUS_SUCCESS)
-    NAME(CUBLAS_STATUS_NOT_INITIALIZED)
-    NAME(CUBLAS_STATUS_ALLOC_FAILED)
-    NAME(CUBLAS_STATUS_INVALID_VALUE)
-    NAME(CUBLAS_STATUS_ARCH_MISMATCH)
-    NAME(CUBLAS_STATUS_MAPPING_ERROR)
-    NAME(CUBLAS_STATUS_EXECUTION_FAILED)
-    NAME(CUBLAS_STATUS_INTERNAL_ERROR)
-    NAME(CUBLAS_STATUS_NOT_SUPPORTED)
-    NAME(CUBLAS_STATUS_LICENSE_ERROR)
-#undef NAME
-  }
-  return "CUBLAS_STATUS_UNKNOWN";
+  return remora::client_stub::BlasStatusName(status);
 }
 
 const char* cublasGetStatusString(cublasStatus_t status) {
-  switch (status) {
-    case CUBLAS_STATUS_SUCCESS:
-      return "success";
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-      return "the library was not initialized (no server, or a bad or destroyed handle)";
-    case CUBLAS_STATUS_ALLOC_FAILED:
-      return "the resource allocation failed (the tenant's limit)";
-    case CUBLAS_STATUS_INVALID_VALUE:
-      return "an invalid numeric value was used as an argument (or a pointer outside the "
-             "tenant's allocations)";
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-      return "an absent device architectural feature is required";
-    case CUBLAS_STATUS_MAPPING_ERROR:
-      return "an access to GPU memory space failed";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-      return "the GPU program failed to execute";
-    case CUBLAS_STATUS_INTERNAL_ERROR:
-      return "an internal operation failed";
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-      return "the functionality requested is not supported";
-    case CUBLAS_STATUS_LICENSE_ERROR:
-      return "an error was detected when checking the license";
-  }
-  return "unknown cuBLAS status";
+  return remora::client_stub::BlasStatusString(status);
 }
 
 // ---- Host <-> device copies ----------------------------------------------------------

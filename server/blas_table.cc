@@ -1,8 +1,6 @@
 // server/blas_table.cc - dlopen/dlsym of the cuBLAS table.
 #include "server/blas_table.h"
 
-#include <dlfcn.h>
-
 #include "server/dl_rows.h"
 #include "server/log.h"
 
@@ -12,18 +10,8 @@ namespace remora::server {
 #define REMORA_STR(x) #x
 
 Result<std::shared_ptr<const BlasTable>> BlasTable::Load(const DriverTable& drv) {
-  std::string path = "libcublas.so.13";
-  if (drv.emulated) {
-    const size_t slash = drv.library.rfind('/');
-    path =
-        (slash == std::string::npos ? std::string(".") : drv.library.substr(0, slash)) + "/" + path;
-  }
-  // The library stays loaded until exit, as the driver does.
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* e = dlerror();
-    return Error(err::kNotSupported, "cannot load " + path + ": " + (e ? e : "?"));
-  }
+  const std::string path = LibraryFor(drv, "libcublas.so.13");
+  ASSIGN_OR_RETURN(void* lib, OpenLibrary(path));
   auto t = std::make_shared<BlasTable>();
   t->library = path;
   int missing = 0;

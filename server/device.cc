@@ -60,18 +60,6 @@ Device::~Device() {
   (void)drv_->cuDevicePrimaryCtxRelease(dev_);
 }
 
-Result<const BlasTable*> Device::blas() {
-  std::call_once(blas_once_, [this] {
-    Result<std::shared_ptr<const BlasTable>> t = BlasTable::Load(*drv_);
-    if (t.ok())
-      blas_ = *t;
-    else
-      blas_status_ = t.status();
-  });
-  if (!blas_) return blas_status_;
-  return blas_.get();
-}
-
 Status Device::MakeCurrent() const {
   return Check(drv_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }

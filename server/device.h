@@ -22,6 +22,9 @@
 #include "proto/status.h"
 #include "remora/v1/session.pb.h"
 #include "server/blas_table.h"
+#include "server/blaslt_table.h"
+#include "server/dl_rows.h"
+#include "server/dnn_table.h"
 #include "server/driver_table.h"
 
 namespace remora::server {
@@ -37,9 +40,17 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   const DriverTable& drv() const { return *drv_; }
-  // cuBLAS for this device, loaded on first use. Thread-safe.
+  // cuBLAS, cuDNN and cuBLASLt for this device, loaded on first use. Thread-safe.
   // Errors: kNotSupported naming the library that could not be loaded.
-  Result<const BlasTable*> blas();
+  Result<const BlasTable*> blas() {
+    return blas_.Get([this] { return BlasTable::Load(*drv_); });
+  }
+  Result<const DnnTable*> dnn() {
+    return dnn_.Get([this] { return DnnTable::Load(*drv_); });
+  }
+  Result<const BlasLtTable*> blaslt() {
+    return blaslt_.Get([this] { return BlasLtTable::Load(*drv_); });
+  }
   CUcontext context() const { return ctx_; }
   // Makes the context current on the calling thread. Errors: driver failure.
   Status MakeCurrent() const;
@@ -97,9 +108,9 @@ class Device {
 
  private:
   std::shared_ptr<DriverTable> drv_;
-  std::once_flag blas_once_;
-  std::shared_ptr<const BlasTable> blas_;
-  Status blas_status_;
+  LazyTable<BlasTable> blas_;
+  LazyTable<DnnTable> dnn_;
+  LazyTable<BlasLtTable> blaslt_;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   remora::v1::DeviceInfo info_;

@@ -3,7 +3,13 @@
 
 #include <dlfcn.h>
 
+#include <memory>
+#include <mutex>
+#include <string>
 #include <type_traits>
+
+#include "proto/status.h"
+#include "server/driver_table.h"
 
 namespace remora::server {
 
@@ -28,5 +34,36 @@ bool Resolve(void* lib, const char* symbol, R (*&slot)(A...)) {
   slot = &Missing<kMissing, R, A...>;
   return false;
 }
+
+// Where the library `soname` that goes with `drv` is: beside the emulated
+// driver, or by soname (the loader's search) beside NVIDIA's.
+std::string LibraryFor(const DriverTable& drv, const std::string& soname);
+
+// dlopens `path` for good (a library stays loaded until exit, as the driver
+// does). Errors: kNotSupported naming the library and dlerror.
+Result<void*> OpenLibrary(const std::string& path);
+
+// A table loaded on first use, once; later calls get the same table or error.
+template <typename Table>
+class LazyTable {
+ public:
+  template <typename Load>
+  Result<const Table*> Get(Load load) {
+    std::call_once(once_, [&] {
+      Result<std::shared_ptr<const Table>> t = load();
+      if (t.ok())
+        table_ = *t;
+      else
+        status_ = t.status();
+    });
+    if (!table_) return status_;
+    return table_.get();
+  }
+
+ private:
+  std::once_flag once_;
+  std::shared_ptr<const Table> table_;
+  Status status_;
+};
 
 }  // namespace remora::server

@@ -236,6 +236,8 @@ void Session::LoseState() {
   symbols_.clear();
   allocations_.clear();
   blas_.clear();
+  blaslt_.clear();
+  dnn_.clear();
   {
     std::lock_guard lock(out_mu_);
     mapped_.clear();
@@ -789,6 +791,8 @@ Session::Held Session::TakeAll() {
   for (const auto& [p, size] : allocations_) held.allocations[p] = arena::AlignUp(size, 256);
   allocations_.clear();
   TakeBlasHandles(held);
+  TakeBlasLtHandles(held);
+  TakeDnnHandles(held);
   held.charged = allocated_bytes_;
   allocated_bytes_ = 0;
   return held;
@@ -798,7 +802,7 @@ void Session::GiveBack(Held& held) {
   if (env_.device->epoch() == held.epoch) {
     for (CUevent e : held.events) (void)drv().cuEventDestroy(e);
     for (CUmodule m : held.modules) (void)drv().cuModuleUnload(m);
-    DestroyBlasHandles(held);
+    for (const std::function<void()>& destroy : held.destroy) destroy();
     for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
   }
   if (admitted_) env_.ledger->Release(id_, held.charged);

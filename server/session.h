@@ -43,7 +43,8 @@
 #include "server/tenants.h"
 #include "transport/channel.h"
 
-struct cublasContext;  // cublasHandle_t's target (cublas_api.h)
+struct cudnnContext;     // cudnnHandle_t's target (cudnn_graph.h)
+struct cublasLtContext;  // cublasLtHandle_t's target (cublasLt.h)
 
 namespace remora::server {
 
@@ -157,6 +158,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // A tenant's cuBLAS handle and one prepared routine (handlers/blas.cc).
   struct BlasHandle;
   struct BlasCall;
+  // One prepared cuDNN operation (handlers/dnn.cc).
+  struct DnnCall;
 
   // A handler returns this when a completion made by Later() will reply.
   static constexpr int32_t kReplyLater = -1;
@@ -213,7 +216,8 @@ class Session : public std::enable_shared_from_this<Session> {
     std::map<uint64_t, uint64_t> allocations;  // pointer -> charged bytes
     std::vector<CUmodule> modules;
     std::vector<CUevent> events;
-    std::vector<cublasContext*> blas;  // cuBLAS handles
+    // Library handles (cuBLAS, cuDNN) to destroy, only in the epoch they live in.
+    std::vector<std::function<void()>> destroy;
     std::shared_ptr<const void> keep;  // host memory the work still reads
     uint64_t charged = 0;
     uint64_t epoch = 0;  // the context they live in
@@ -244,8 +248,14 @@ class Session : public std::enable_shared_from_this<Session> {
   Status SubmitBlas(std::shared_ptr<BlasCall> call);
   // Moves every cuBLAS handle (and its workspace) into `held`.
   void TakeBlasHandles(Held& held);
-  // Destroys `held`'s cuBLAS handles. REQUIRES: a Use of their epoch.
-  void DestroyBlasHandles(Held& held);
+  // ---- cuBLASLt (handlers/blaslt.cc) ----
+  // Moves every cuBLASLt handle into `held`.
+  void TakeBlasLtHandles(Held& held);
+  // ---- cuDNN (handlers/dnn.cc) ----
+  // Checks an operation's request against the tenant's tables and builds it.
+  Result<std::shared_ptr<DnnCall>> PrepareDnn(const v1::DnnRequest& req);
+  // Moves every cuDNN handle into `held`.
+  void TakeDnnHandles(Held& held);
   // Records the failure of a call that returned no reply (deferred; sticky for a fault).
   void RecordError(const Status& st);
   // A device fault's status with whose work caused it appended (once), when
@@ -317,6 +327,9 @@ class Session : public std::enable_shared_from_this<Session> {
   HandleTable<Kernel> kernels_{"kernel", err::kInvalidDeviceFunction};
   // cuBLAS handles (a bad one is CUBLAS_STATUS_NOT_INITIALIZED to the tenant).
   HandleTable<std::shared_ptr<BlasHandle>> blas_{"cuBLAS handle", err::kInvalidResourceHandle};
+  // cuBLASLt handles (likewise NOT_INITIALIZED); they own no memory of the tenant's.
+  HandleTable<cublasLtContext*> blaslt_{"cuBLASLt handle", err::kInvalidResourceHandle};
+  HandleTable<cudnnContext*> dnn_{"cuDNN handle", err::kInvalidResourceHandle};
   // Loads a module from `images`; `how` says which image or linked PTX it used.
   Result<CUmodule> LoadModule(const FatbinImages& images, std::string* how);
   uint64_t next_handle_ = 0x1000;

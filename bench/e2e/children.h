@@ -9,6 +9,7 @@
 //   remora_e2e_bench --e2e_child=emu_launch 10000 5
 //   remora_e2e_bench --e2e_child=emu_sync 1            (blocks on request from stdin)
 //   remora_e2e_bench --e2e_child=emu_sgemm 1024        (blocks on request from stdin)
+//   remora_e2e_bench --e2e_child=emu_conv              (blocks on request from stdin)
 //   remora_e2e_bench --e2e_child=fault                 (REMORA_SERVER=unix:...)
 //   remora_e2e_bench --e2e_child=fresh                 (REMORA_SERVER=unix:...)
 #pragma once
@@ -36,6 +37,10 @@ int RunEmuSyncChild(int which);
 // The library baseline (emu_blas.cc): an n x n x n SGEMM on the emulated GPU's
 // libcublas.so.13 in-process, one call per stdin line.
 int RunEmuSgemmChild(int n);
+
+// The convolution baseline (emu_dnn.cc): conv_problem.h's convolution on the emulated GPU's
+// libcudnn.so.9 in-process, one call per stdin line.
+int RunEmuConvChild();
 
 // The fault benchmark's tenants (bench_fault.cc): a tenant whose kernel writes through a
 // null pointer, and a brand-new tenant whose first calls are timed.

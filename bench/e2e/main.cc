@@ -67,6 +67,8 @@ bool MaybeRunChild(int argc, char** argv, int* rc) {
     *rc = RunEmuSyncChild(std::atoi(argv[2]));
   } else if (mode == "emu_sgemm" && argc == 3) {
     *rc = RunEmuSgemmChild(std::atoi(argv[2]));
+  } else if (mode == "emu_conv" && argc == 2) {
+    *rc = RunEmuConvChild();
   } else if (mode == "fault" && argc == 2) {
     *rc = RunFaultChild();
   } else if (mode == "fresh" && argc == 2) {

@@ -95,6 +95,21 @@ void Trampoline(void* p) {
   }
 }
 
+// Queues `f` on `stream` as device work (remoraEmuLaunchDeviceWork); it owns
+// its captures and runs once. Shared with emu/blas's libcublasLt.so.13.
+// Returns false when the driver refuses the work (`f` is then dropped).
+template <class F>
+bool SubmitWork(CUstream stream, F f) {
+  using Fn = std::decay_t<F>;
+  auto owned = std::make_unique<Fn>(std::move(f));
+  if (remoraEmuLaunchDeviceWork(stream, &Trampoline<Fn>, owned.get(), &Discard<Fn>) != CUDA_SUCCESS)
+      [[unlikely]] {
+    return false;
+  }
+  owned.release();  // reclaimed by Trampoline or Discard
+  return true;
+}
+
 // One computing call: its handle's settings, and submission to its stream.
 class Call {
  public:
@@ -113,14 +128,8 @@ class Call {
   // Errors: CUBLAS_STATUS_EXECUTION_FAILED when the driver refuses the work.
   template <class F>
   cublasStatus_t Submit(F f) const {
-    using Fn = std::decay_t<F>;
-    auto owned = std::make_unique<Fn>(std::move(f));
-    if (remoraEmuLaunchDeviceWork(settings_.stream, &Trampoline<Fn>, owned.get(), &Discard<Fn>) !=
-        CUDA_SUCCESS) [[unlikely]] {
-      return CUBLAS_STATUS_EXECUTION_FAILED;
-    }
-    owned.release();  // reclaimed by Trampoline or Discard
-    return CUBLAS_STATUS_SUCCESS;
+    return SubmitWork(settings_.stream, std::move(f)) ? CUBLAS_STATUS_SUCCESS
+                                                      : CUBLAS_STATUS_EXECUTION_FAILED;
   }
 
   // Blocks until the stream's work so far has run.

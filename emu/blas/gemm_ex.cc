@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "emu/blas/blas.h"
+#include "emu/blas/convert.h"
 #include "emu/blas/openblas.h"
 
 namespace remora::emu::blas {
@@ -119,49 +120,6 @@ struct GemmDesc {
   int lda, ldb, ldc;
   Compute compute;
 };
-
-// Widens the rows x cols matrix `src` (type t, leading dimension ld) into a
-// dense float matrix.
-std::vector<float> Widen(cudaDataType t, const void* src, int rows, int cols, int ld) {
-  std::vector<float> out(static_cast<size_t>(rows) * static_cast<size_t>(cols));
-  for (int j = 0; j < cols; ++j) {
-    float* o = out.data() + static_cast<size_t>(j) * static_cast<size_t>(rows);
-    const ptrdiff_t col = static_cast<ptrdiff_t>(j) * ld;
-    switch (t) {
-      case CUDA_R_16F: {
-        const __half* s = static_cast<const __half*>(src) + col;
-        for (int i = 0; i < rows; ++i) o[i] = __half2float(s[i]);
-        break;
-      }
-      case CUDA_R_16BF: {
-        const __nv_bfloat16* s = static_cast<const __nv_bfloat16*>(src) + col;
-        for (int i = 0; i < rows; ++i) o[i] = __bfloat162float(s[i]);
-        break;
-      }
-      default: {
-        const float* s = static_cast<const float*>(src) + col;
-        for (int i = 0; i < rows; ++i) o[i] = s[i];
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-// Rounds the dense rows x cols float matrix `src` into `dst` (type t, ld).
-void Narrow(cudaDataType t, const float* src, int rows, int cols, void* dst, int ld) {
-  for (int j = 0; j < cols; ++j) {
-    const float* s = src + static_cast<size_t>(j) * static_cast<size_t>(rows);
-    const ptrdiff_t col = static_cast<ptrdiff_t>(j) * ld;
-    if (t == CUDA_R_16F) {
-      __half* o = static_cast<__half*>(dst) + col;
-      for (int i = 0; i < rows; ++i) o[i] = __float2half(s[i]);
-    } else {
-      __nv_bfloat16* o = static_cast<__nv_bfloat16*>(dst) + col;
-      for (int i = 0; i < rows; ++i) o[i] = __float2bfloat16(s[i]);
-    }
-  }
-}
 
 // C = alpha * op(A) * op(B) + beta * C for one matrix triple (on the stream).
 void RunGemm(const GemmDesc& d, const void* A, const void* B, void* C, double alpha, double beta) {

@@ -277,9 +277,10 @@ Status Session::OnBlasCreate(const v1::Empty&, v1::HandleReply& rep) {
 Status Session::OnBlasDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(req.handle()));
   blas_.Erase(req.handle());
+  ASSIGN_OR_RETURN(const BlasTable* t, env_.device->blas());
   Held held;
   held.epoch = epoch_;
-  held.blas.push_back(handle->h);
+  held.destroy.push_back([t, h = handle->h] { (void)t->cublasDestroy_v2(h); });
   held.charged = arena::AlignUp(kScratch + kBlasWorkspace, 256);
   held.allocations[handle->memory] = held.charged;
   allocated_bytes_ -= held.charged;
@@ -301,18 +302,13 @@ Status Session::OnBlasSetWorkspace(const v1::BlasWorkspaceRequest& req, v1::Empt
 }
 
 void Session::TakeBlasHandles(Held& held) {
+  if (blas_.size() == 0) return;  // never load a library a session did not use
+  Result<const BlasTable*> t = env_.device->blas();
   for (auto& [id, handle] : blas_) {
-    held.blas.push_back(handle->h);
+    if (t.ok()) held.destroy.push_back([t = *t, h = handle->h] { (void)t->cublasDestroy_v2(h); });
     held.allocations[handle->memory] = arena::AlignUp(kScratch + kBlasWorkspace, 256);
   }
   blas_.clear();
-}
-
-void Session::DestroyBlasHandles(Held& held) {
-  if (held.blas.empty()) return;
-  Result<const BlasTable*> t = env_.device->blas();
-  if (!t.ok()) return;
-  for (cublasContext* h : held.blas) (void)(*t)->cublasDestroy_v2(h);
 }
 
 // ---- Routines ------------------------------------------------------------------

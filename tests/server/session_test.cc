@@ -495,8 +495,181 @@ TEST_P(IsolationTest, CublasChecksEveryPointerAndHandle) {
   EXPECT_EQ(b->Call(CallId::kBlasDestroy, d), err::kInvalidResourceHandle);
   EXPECT_EQ(a->Call(CallId::kBlasDestroy, d), 0);
   EXPECT_EQ(a->Call(CallId::kBlasDestroy, d), err::kInvalidResourceHandle);
-  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &after), 0);
-  EXPECT_EQ(after.free() + 2 * 4096, before.free());  // only pa and b's pb are still held
+  // Only pa and b's pb are still held once the server's copies of the pointer
+  // arrays went back, which happens when the work that read them is done.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &after), 0);
+    if (after.free() + 2 * 4096 == before.free()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(after.free() + 2 * 4096, before.free());
+}
+
+TEST_P(IsolationTest, CublasLtChecksEveryPointerAndHandle) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  v1::HandleReply h;
+  ASSERT_EQ(a->Call(CallId::kBlasLtCreate, v1::Empty(), &h), 0) << a->last().message();
+  const uint64_t pa = a->Malloc(4096), pb = b->Malloc(4096);
+  // D = A * B + bias for 4x4 FP32 matrices at pa, A = B = I (C = D, beta 0).
+  std::string m(4096, '\0');
+  for (int i = 0; i < 4; ++i) {
+    const float one = 1;
+    std::memcpy(&m[(i * 4 + i) * 4], &one, 4);
+    std::memcpy(&m[64 + (i * 4 + i) * 4], &one, 4);
+    const float bias = static_cast<float>(i + 1);
+    std::memcpy(&m[192 + i * 4], &bias, 4);
+  }
+  v1::MemcpyHtoDRequest up;
+  up.set_dst(pa);
+  up.set_size(m.size());
+  up.mutable_src()->set_data(m);
+  ASSERT_EQ(a->Call(CallId::kMemcpyHtoD, up), 0);
+  auto matmul = [&](uint64_t handle, uint64_t A, uint64_t D) {
+    v1::BlasLtMatmulRequest r;
+    r.set_handle(handle);
+    r.set_compute_type(68);  // CUBLAS_COMPUTE_32F
+    r.set_scale_type(0);
+    r.set_epilogue(4);  // BIAS
+    r.set_bias(pa + 192);
+    r.set_bias_type(-1);
+    for (int i = 0; i < 4; ++i) {
+      v1::BlasLtMatmulRequest::Layout* l = r.add_layouts();
+      l->set_rows(4);
+      l->set_cols(4);
+      l->set_ld(4);
+      l->set_batch(1);
+    }
+    for (uint64_t p : {A, pa + 64, D, D}) r.add_ptrs(p);
+    const float one = 1, zero = 0;
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&one), 4);
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&zero), 4);
+    return r;
+  };
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pa, pa + 128));
+  v1::MemcpyDtoHRequest down;
+  down.set_src(pa + 128);
+  down.set_size(64);
+  v1::MemcpyDtoHReply got;
+  ASSERT_EQ(a->Call(CallId::kMemcpyDtoH, down, &got), 0) << a->last().message();
+  ASSERT_EQ(got.data().size(), 64u);
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 4; ++i) {
+      float v = 0;
+      std::memcpy(&v, got.data().data() + (j * 4 + i) * 4, 4);
+      EXPECT_EQ(v, (i == j ? 1.0f : 0.0f) + static_cast<float>(i + 1)) << i << "," << j;
+    }
+  // b's memory, a matrix running past the end, a bias outside, b using a's handle.
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pb, pa + 128));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pa, pa + 4096 - 32));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  v1::BlasLtMatmulRequest bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_bias(pb);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  b->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pb, pb));
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  // Device scalars and the workspace are checked too; layouts must be four.
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_pointer_mode(1);
+  bad.add_scalar_ptrs(pa);
+  bad.add_scalar_ptrs(pb);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_workspace(pa);
+  bad.set_workspace_size(8192);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.mutable_layouts()->RemoveLast();
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // A bad layout and a type not forwarded, as the stub would have refused them.
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.mutable_layouts(0)->set_ld(2);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_compute_type(70);  // CUBLAS_COMPUTE_64F
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kNotSupported);
+  // The handle goes; then it is unknown.
+  v1::BlasHandleRequest d;
+  d.set_handle(h.handle());
+  EXPECT_EQ(b->Call(CallId::kBlasLtDestroy, d), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kBlasLtDestroy, d), 0);
+  EXPECT_EQ(a->Call(CallId::kBlasLtDestroy, d), err::kInvalidResourceHandle);
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pa, pa + 128));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+}
+
+// cuDNN: descriptors come by value and every pointer's reach (from them) and
+// the workspace are checked against the tenant's allocations; handles are per tenant.
+TEST_P(IsolationTest, CudnnChecksDescriptorsPointersAndHandles) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  v1::HandleReply h;
+  ASSERT_EQ(a->Call(CallId::kDnnCreate, v1::Empty(), &h), 0) << a->last().message();
+  const uint64_t pa = a->Malloc(4096), pb = b->Malloc(4096);
+  // ActivationForward (op 32): act | x y | alpha beta, on 1x2x4x4 float tensors (128 bytes).
+  auto relu = [&](uint64_t handle, uint64_t x, uint64_t y) {
+    v1::DnnRequest r;
+    r.set_op(32);
+    r.set_handle(handle);
+    for (int t = 0; t < 2; ++t) {
+      v1::DnnRequest::Tensor* d = r.add_tensors();
+      d->set_dtype(0);
+      for (int v : {1, 2, 4, 4}) d->add_dims(v);
+      for (int v : {32, 16, 4, 1}) d->add_strides(v);
+    }
+    r.mutable_activation()->set_mode(1);  // RELU
+    r.add_ptrs(x);
+    r.add_ptrs(y);
+    const float one = 1, zero = 0;
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&one), 4);
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&zero), 4);
+    return r;
+  };
+  a->Post(CallId::kDnn, relu(h.handle(), pa, pa + 128));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
+  a->Post(CallId::kDnn, relu(h.handle(), pa, pb));  // b's memory
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  EXPECT_NE(a->last().deferred_message().find("outside this tenant's allocations"),
+            std::string::npos)
+      << a->last().deferred_message();
+  a->Post(CallId::kDnn, relu(h.handle(), pa + 4000, pa));  // runs past the end
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  b->Post(CallId::kDnn, relu(h.handle(), pb, pb));  // a's handle
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  // A stride that makes the tensor reach past the allocation, a negative dimension,
+  // a missing descriptor, scaling parameters of the wrong size.
+  v1::DnnRequest bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_tensors(0)->set_strides(1, 1 << 20);
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_tensors(1)->set_dims(1, -2);
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_tensors()->RemoveLast();
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_scalars()->resize(12);
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // A query goes through DnnSync only; an operation through Dnn only.
+  EXPECT_EQ(a->Call(CallId::kDnnSync, relu(h.handle(), pa, pa + 128)), err::kInvalidValue);
+  v1::DnnHandleRequest d;
+  d.set_handle(h.handle());
+  EXPECT_EQ(b->Call(CallId::kDnnDestroy, d), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kDnnDestroy, d), 0);
+  EXPECT_EQ(a->Call(CallId::kDnnDestroy, d), err::kInvalidResourceHandle);
 }
 
 TEST_F(ServerTest, StreamOrderedErrorsSurfaceAtTheNextSyncCall) {
