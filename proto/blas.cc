@@ -9,8 +9,6 @@ namespace {
 // cuBLAS enum values (cublas_api.h), kept here so the stub's checks and the
 // server's agree without either including the other's headers.
 constexpr int64_t kOpN = 0, kOpC = 2;       // cublasOperation_t: N, T, C
-constexpr int64_t kUpper = 1;               // cublasFillMode_t: LOWER, UPPER
-constexpr int64_t kUnit = 1;                // cublasDiagType_t: NON_UNIT, UNIT
 constexpr int64_t kRight = 1;               // cublasSideMode_t: LEFT, RIGHT
 constexpr uint64_t kMaxBytes = 1ull << 56;  // beyond any device
 
