@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
     "                     [--emu-dir DIR] [--scheduler fair|fifo] [--no-restart]\n"
     "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
-    "                     [--metrics HOST:PORT]\n"
+    "                     [--metrics HOST:PORT] [--check]\n"
     "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
     "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
     "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
@@ -37,6 +37,8 @@ constexpr const char* kUsage =
     "             client may declare as guaranteed, and its memory limit (default 0.5)\n"
     "  --open-max-priority  without --tenants, the highest priority a client may\n"
     "             declare: high, normal (default) or low\n"
+    "  --check    check the options, the tenants file and the device, then exit\n"
+    "             (0: ready to serve) without serving\n"
     "  --no-restart  serve in this process; by default a supervisor process holds the\n"
     "             listeners and starts a fresh server when a device fault leaves a GPU\n"
     "             context the driver cannot rebuild in process\n"
@@ -133,7 +135,7 @@ int main(int argc, char** argv) {
   server::ServerOptions opts;
   opts.emu_dir = ExeDir() + "/../lib/emu";
   std::string v;
-  bool restart = true;
+  bool restart = true, check = false;
   for (int i = 1; i < argc; ++i) {
     if (Flag(argc, argv, i, "--device", v)) {
       auto k = server::ParseDeviceKind(v);
@@ -186,6 +188,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       opts.open_max_priority = *p;
+    } else if (!std::strcmp(argv[i], "--check")) {
+      check = true;
     } else if (!std::strcmp(argv[i], "--no-restart")) {
       restart = false;
     } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -198,9 +202,18 @@ int main(int argc, char** argv) {
   }
   if (opts.unix_paths.empty() && opts.grpc_addrs.empty())
     opts.unix_paths.push_back("/run/remora/gpu0.sock");
+  if (check) {
+    auto name = server::Server::Check(opts);
+    if (!name.ok()) {
+      std::cerr << "remora-server --check: " << name.status().ToString() << "\n";
+      return 1;
+    }
+    std::cout << "remora-server --check: ready to serve " << *name << "\n";
+    return 0;
+  }
   if (!restart) return RunServer(opts);
 
-  auto ends = server::BindEndpoints(opts.unix_paths, opts.grpc_addrs);
+  auto ends = server::BindEndpoints(opts.unix_paths, opts.grpc_addrs, opts.metrics_addr);
   if (!ends.ok()) {
     server::Log(server::Level::kError, "server",
                 {{"event", "start_failed"}, {"error", ends.status().ToString()}});
@@ -208,6 +221,7 @@ int main(int argc, char** argv) {
   }
   opts.unix_fds = ends->unix_fds;
   opts.grpc_addrs = ends->grpc_addrs;
+  opts.metrics_addr = ends->metrics_addr;
   const int rc = server::Supervise([&opts] { return RunServer(opts); });
   server::ReleaseEndpoints(*ends);
   return rc;

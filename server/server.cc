@@ -12,6 +12,21 @@ namespace remora::server {
 
 using transport::Deadline;
 
+Result<std::string> Server::Check(const ServerOptions& opts) {
+  if (!opts.tenants_file.empty()) {
+    auto book = TenantBook::Load(opts.tenants_file);
+    if (!book.ok()) return book.status();
+  }
+  if (!(opts.open_max_fraction > 0 && opts.open_max_fraction <= 1))
+    return Error(err::kInvalidValue, "--open-max-fraction takes a fraction in (0, 1]");
+  if (opts.scheduler != "fair" && opts.scheduler != "fifo")
+    return Error(err::kInvalidValue,
+                 "--scheduler takes fair or fifo, not '" + opts.scheduler + "'");
+  ASSIGN_OR_RETURN(auto drv, DriverTable::Load(opts.device, opts.emu_dir));
+  ASSIGN_OR_RETURN(auto device, Device::Open(std::move(drv)));
+  return device->info().name();
+}
+
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto s = std::make_unique<Server>();
   s->opts_ = opts;

@@ -47,6 +47,10 @@ struct ServerOptions {
 
 class Server {
  public:
+  // What --check does: reads the tenants file, checks the options, loads the
+  // driver and opens the device, starting nothing. Returns the device's name.
+  // Errors: Start's, for the same causes.
+  static Result<std::string> Check(const ServerOptions& opts);
   // Loads the driver, opens the device and starts every listener.
   // Errors: kInitializationError (no driver/device), kInvalidValue (bad options).
   static Result<std::unique_ptr<Server>> Start(const ServerOptions& opts);

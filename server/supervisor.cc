@@ -31,7 +31,7 @@ Result<int> ReservePort(const std::string& addr, const std::string& host, int* f
   hints.ai_flags = AI_PASSIVE;
   addrinfo* res = nullptr;
   if (::getaddrinfo(host.empty() ? nullptr : host.c_str(), "0", &hints, &res) != 0 || !res)
-    return Error(err::kInvalidValue, "--grpc " + addr + ": cannot resolve the host");
+    return Error(err::kInvalidValue, addr + ": cannot resolve the host");
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> hold(res, ::freeaddrinfo);
   const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
@@ -40,8 +40,7 @@ Result<int> ReservePort(const std::string& addr, const std::string& host, int* f
       ::bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
     const int e = errno;
     if (fd >= 0) ::close(fd);
-    return Error(err::kInitializationError,
-                 "--grpc " + addr + ": cannot reserve a port: " + std::strerror(e));
+    return Error(err::kInitializationError, addr + ": cannot reserve a port: " + std::strerror(e));
   }
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
@@ -54,7 +53,8 @@ Result<int> ReservePort(const std::string& addr, const std::string& host, int* f
 }  // namespace
 
 Result<Endpoints> BindEndpoints(const std::vector<std::string>& unix_paths,
-                                const std::vector<std::string>& grpc_addrs) {
+                                const std::vector<std::string>& grpc_addrs,
+                                const std::string& metrics_addr) {
   Endpoints e;
   auto fail = [&e](Status s) {
     ReleaseEndpoints(e);
@@ -66,18 +66,26 @@ Result<Endpoints> BindEndpoints(const std::vector<std::string>& unix_paths,
     e.unix_paths.push_back(path);
     e.unix_fds.push_back(*fd);
   }
-  for (const std::string& addr : grpc_addrs) {
+  // "HOST:0" -> "HOST:N" with N reserved; other addresses as they are.
+  auto pin = [&e](const std::string& addr, const char* flag) -> Result<std::string> {
     const std::optional<HostPort> hp = ParseHostPort(addr);
-    if (!hp) return fail(Error(err::kInvalidValue, "--grpc takes HOST:PORT, not '" + addr + "'"));
-    if (hp->port != 0) {
-      e.grpc_addrs.push_back(addr);
-      continue;
-    }
+    if (!hp)
+      return Error(err::kInvalidValue, std::string(flag) + " takes HOST:PORT, not '" + addr + "'");
+    if (hp->port != 0) return addr;
     int fd = -1;
-    auto p = ReservePort(addr, hp->host, &fd);
-    if (!p.ok()) return fail(p.status());
+    ASSIGN_OR_RETURN(int p, ReservePort(addr, hp->host, &fd));
     e.reserved.push_back(fd);
-    e.grpc_addrs.push_back(addr.substr(0, addr.rfind(':') + 1) + std::to_string(*p));
+    return addr.substr(0, addr.rfind(':') + 1) + std::to_string(p);
+  };
+  for (const std::string& addr : grpc_addrs) {
+    auto pinned = pin(addr, "--grpc");
+    if (!pinned.ok()) return fail(pinned.status());
+    e.grpc_addrs.push_back(*pinned);
+  }
+  if (!metrics_addr.empty()) {
+    auto pinned = pin(metrics_addr, "--metrics");
+    if (!pinned.ok()) return fail(pinned.status());
+    e.metrics_addr = *pinned;
   }
   return e;
 }

@@ -25,15 +25,18 @@ struct Endpoints {
   std::vector<std::string> unix_paths;
   std::vector<int> unix_fds;            // listening sockets, one per path
   std::vector<std::string> grpc_addrs;  // ":0" replaced by the port reserved for it
+  std::string metrics_addr;             // likewise
   std::vector<int> reserved;            // bound, not listening: keeps those ports ours
 };
 
-// Binds every Unix path (ShmListener::Bind) and pins every gRPC port 0 to a free
-// port, reserved with SO_REUSEPORT so each worker's gRPC server binds it again.
+// Binds every Unix path (ShmListener::Bind) and pins every gRPC port 0 (and the
+// metrics port 0) to a free port, reserved with SO_REUSEPORT so each worker's
+// server binds it again.
 // Errors: kInvalidValue for an address that does not parse; kInitializationError
 // when a socket cannot be bound (a live server holds the path, the port is taken).
 Result<Endpoints> BindEndpoints(const std::vector<std::string>& unix_paths,
-                                const std::vector<std::string>& grpc_addrs);
+                                const std::vector<std::string>& grpc_addrs,
+                                const std::string& metrics_addr = "");
 
 // Closes the descriptors and removes the socket files.
 void ReleaseEndpoints(Endpoints& e);

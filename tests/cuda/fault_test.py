@@ -33,7 +33,8 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory(prefix="remora-fault-") as tmp:
         env = {"REMORA_EMU_STICKY_FAULTS": "process"} if restart else None
-        proc, log, address = start_server(bindir, transport, tmp, [], env)
+        extra = ["--metrics", "127.0.0.1:0"] if restart else []
+        proc, log, address = start_server(bindir, transport, tmp, extra, env)
         run = [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
         bystander = subprocess.Popen(run + [os.path.join(progs, "vector_add"), "-n", "8000000"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -76,6 +77,11 @@ def main():
         if proc.poll() is not None:
             print("fault_test: remora-server exited after the fault")
             ok = False
+        if restart:
+            ports = set(re.findall(r"transport=metrics .*port=(\d+)", text))
+            if len(ports) != 1:
+                print(f"fault_test: /metrics moved across the restart: ports {ports}")
+                ok = False
         if stop_server(proc) != 0:
             print("fault_test: remora-server did not exit cleanly")
             ok = False
