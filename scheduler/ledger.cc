@@ -138,6 +138,26 @@ Decision MemoryLedger::AdmitOrEvict(TenantId id, Quota quota, Priority priority)
   return d;
 }
 
+Status MemoryLedger::Requota(TenantId id, Quota quota, Priority priority) {
+  if (quota.limit < quota.request)
+    return Error(err::kInvalidValue, "the memory limit is below the request");
+  std::lock_guard lock(mu_);
+  auto it = tenants_.find(id);
+  if (it == tenants_.end()) return Error(err::kInvalidValue, "no such tenant");
+  Entry& e = it->second;
+  if (e.reclaimed) return Error(err::kInvalidValue, "the tenant is being reclaimed");
+  const uint64_t others = requested_ - e.quota.request;
+  if (quota.request > SatSub(usable_, others))
+    return Error(err::kMemoryAllocation,
+                 "a request of " + std::to_string(quota.request) + " bytes does not fit: only " +
+                     std::to_string(SatSub(usable_, others)) + " of " + std::to_string(usable_) +
+                     " usable bytes are not guaranteed to other tenants");
+  requested_ = others + quota.request;
+  e.quota = quota;
+  e.priority = priority;
+  return OkStatus();
+}
+
 void MemoryLedger::Remove(TenantId id) {
   std::lock_guard lock(mu_);
   auto it = tenants_.find(id);
@@ -163,7 +183,7 @@ Decision MemoryLedger::Claim(TenantId id, uint64_t bytes) {
     d.status = Error(err::kMemoryAllocation, "the session's memory is being reclaimed");
     return d;
   }
-  if (bytes > e.quota.limit - e.used) {
+  if (bytes > SatSub(e.quota.limit, e.used)) {
     d.status =
         Error(err::kMemoryAllocation,
               std::to_string(bytes) + " more bytes would pass the tenant's limit (" +
@@ -223,7 +243,7 @@ Status MemoryLedger::Charge(TenantId id, uint64_t bytes) {
   if (it == tenants_.end()) return Error(err::kInvalidValue, "unknown tenant");
   Entry& e = it->second;
   if (e.reclaimed) return Error(err::kMemoryAllocation, "the session's memory is being reclaimed");
-  if (bytes > e.quota.limit - e.used)
+  if (bytes > SatSub(e.quota.limit, e.used))
     return Error(err::kMemoryAllocation,
                  std::to_string(bytes) + " more bytes would pass the tenant's limit (" +
                      std::to_string(e.used) + " of " + std::to_string(e.quota.limit) + " used)");
@@ -253,7 +273,7 @@ MemoryLedger::View MemoryLedger::Slice(TenantId id) const {
   const Entry& e = it->second;
   uint64_t free = 0;
   if (!e.reclaimed)
-    free = std::max(std::min(e.quota.limit - e.used, SatSub(usable_, used_)),
+    free = std::max(std::min(SatSub(e.quota.limit, e.used), SatSub(usable_, used_)),
                     SatSub(e.quota.request, e.used));
   return {free, e.quota.limit, e.used, e.quota};
 }

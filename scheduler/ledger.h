@@ -81,6 +81,13 @@ class MemoryLedger {
   // Errors: kInvalidValue as Admit; kMemoryAllocation if evicting every
   // lower-priority tenant would not make room. Thread-safe.
   Decision AdmitOrEvict(TenantId id, Quota quota, Priority priority);
+  // Gives an admitted tenant a new quota and priority (a reloaded tenants file);
+  // what it holds stays charged. A limit below what it holds takes nothing back:
+  // its next Charge or Claim fails until it is under the limit again.
+  // Errors: kInvalidValue if limit < request, the tenant is unknown or being
+  // reclaimed; kMemoryAllocation if the new request does not fit beside the
+  // other tenants' requests (nothing changes then). Thread-safe.
+  Status Requota(TenantId id, Quota quota, Priority priority);
   // Drops a tenant (reclaimed or not) and whatever it still had charged.
   // Thread-safe.
   void Remove(TenantId id);

@@ -134,6 +134,11 @@ std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, 
   return t;
 }
 
+void Executor::Configure(uint64_t id, const sched::Share& share) {
+  std::lock_guard lock(mu_);
+  if (tenants_.count(id)) order_->Configure(id, share);
+}
+
 void Executor::ConfigureProject(sched::ProjectId p, double share) {
   std::lock_guard lock(mu_);
   order_->ConfigureProject(p, share);

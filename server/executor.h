@@ -77,6 +77,9 @@ class Executor {
   // A new tenant with no streams. Thread-safe.
   std::shared_ptr<Tenant> Join(uint64_t id, std::string name, TenantHooks hooks,
                                const sched::Share& share = sched::Share());
+  // Gives tenant `id` a new compute share (a reloaded tenants file); no-op for
+  // one that has left. Thread-safe.
+  void Configure(uint64_t id, const sched::Share& share);
   // Sets project `p`'s share of GPU time among projects (the tenants file's
   // gpu-compute). Thread-safe.
   void ConfigureProject(sched::ProjectId p, double share);

@@ -325,7 +325,10 @@ Status Server::ReloadTenants() {
     Log(Level::kError, "server", {{"event", "tenants_kept"}, {"why", book.status().ToString()}});
     return book.status();
   }
+  std::shared_ptr<const TenantBook> b = *book;
   UseBook(std::move(*book));
+  // Sessions admitted before carry on, under their tenant's new quota.
+  for (const std::shared_ptr<Session>& s : Sessions()) s->ApplyBook(*b);
   return OkStatus();
 }
 

@@ -66,7 +66,8 @@ class Server {
   void Shutdown();
 
   // Reads the tenants file again. New sessions get the new book; live ones
-  // keep what they were admitted with. On an error the old book stays.
+  // stay, and those whose tenant is still in the file take its new quota,
+  // share and priority (Session::ApplyBook). On an error the old book stays.
   // Thread-safe.
   Status ReloadTenants();
   // Sessions not yet finished. Thread-safe.

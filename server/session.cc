@@ -484,20 +484,23 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   v1::TenantRow r;
   r.set_session(id_);
   r.set_tenant(tenant_);
-  r.set_project(project_);
   r.set_calls(calls_.load(std::memory_order_relaxed));
   r.set_errors(errors_.load(std::memory_order_relaxed));
   r.set_peer(channel_->Describe());
-  r.set_priority(sched::PriorityName(share_.priority));
   const bool reclaimed = env_.ledger->Reclaimed(id_);
   r.set_status(reclaimed ? "reclaimed" : closing_ ? "ending" : "running");
   const sched::MemoryLedger::View v = env_.ledger->Slice(id_);
-  r.set_memory_request(quota_.request);
-  r.set_memory_limit(quota_.limit);
   r.set_memory_used(v.used);
-  r.set_memory_borrowed(v.used > quota_.request ? v.used - quota_.request : 0);
-  r.set_compute_request(share_.request);
-  r.set_compute_limit(share_.limit);
+  {
+    std::lock_guard lock(grant_mu_);
+    r.set_project(project_);
+    r.set_priority(sched::PriorityName(share_.priority));
+    r.set_memory_request(quota_.request);
+    r.set_memory_limit(quota_.limit);
+    r.set_memory_borrowed(v.used > quota_.request ? v.used - quota_.request : 0);
+    r.set_compute_request(share_.request);
+    r.set_compute_limit(share_.limit);
+  }
   if (std::optional<Executor::Usage> u = env_.executor->UsageOf(id_)) {
     r.set_gpu_ns(u->gpu_ns);
     r.set_achieved_share(u->share);
@@ -505,6 +508,52 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   r.set_age_ms(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(now - created_).count()));
   return r;
+}
+
+void Session::ApplyBook(const TenantBook& book) {
+  if (!listed() || configured_.empty()) return;
+  const TenantSpec* spec = book.ByName(configured_);
+  auto keep = [&](const std::string& why) {
+    Log(Level::kWarn, "session",
+        {{"event", "quota_kept"}, {"session", id_}, {"tenant", tenant_}, {"why", why}});
+  };
+  if (spec == nullptr)
+    return keep("tenant " + configured_ +
+                " is no longer in the tenants file; its session keeps its quota until it ends");
+  const v1::Quota& q = spec->quota;
+  const uint64_t usable = env_.ledger->usable();
+  Result<sched::Quota> quota = sched::ResolveQuota(
+      {q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(), q.gpu_memory_limit()}, usable);
+  if (!quota.ok()) return keep(quota.status().ToString());
+  Result<sched::Share> share = ShareOf(q, *quota, usable, spec->weight);
+  if (!share.ok()) return keep(share.status().ToString());
+  share->project = book.ProjectOf(spec->project);
+  {
+    std::lock_guard lock(grant_mu_);
+    const sched::Share& s = share_;
+    if (quota_.request == quota->request && quota_.limit == quota->limit &&
+        s.request == share->request && s.limit == share->limit && s.priority == share->priority &&
+        s.project == share->project && project_ == spec->project)
+      return;
+  }
+  if (Status st = env_.ledger->Requota(id_, *quota, share->priority); !st.ok())
+    return keep("the tenants file's new quota does not fit: " + st.ToString());
+  env_.executor->Configure(id_, *share);
+  {
+    std::lock_guard lock(grant_mu_);
+    quota_ = *quota;
+    share_ = *share;
+    project_ = spec->project;
+  }
+  Log(Level::kInfo, "session",
+      {{"event", "requota"},
+       {"session", id_},
+       {"tenant", tenant_},
+       {"memory_request", quota->request},
+       {"memory_limit", quota->limit},
+       {"compute_request", share->request},
+       {"compute_limit", share->limit},
+       {"priority", sched::PriorityName(share->priority)}});
 }
 
 Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
@@ -519,9 +568,13 @@ Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
 Status Session::OnSlice(const v1::Empty&, v1::SliceReply& rep) {
   if (env_.slice_of) rep = env_.slice_of(owner_);
   rep.set_tenant(owner_);
-  rep.set_memory_total(quota_.limit);
-  const uint64_t used = std::min(rep.memory_used(), quota_.limit);
-  uint64_t free = quota_.limit - used;
+  const uint64_t limit = [&] {
+    std::lock_guard lock(grant_mu_);
+    return quota_.limit;
+  }();
+  rep.set_memory_total(limit);
+  const uint64_t used = std::min(rep.memory_used(), limit);
+  uint64_t free = limit - used;
   if (admitted_) free = std::min(free, env_.ledger->Slice(id_).free);
   rep.set_memory_free(free);
   return OkStatus();

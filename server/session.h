@@ -144,6 +144,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // the others), or nullopt before it was admitted, for an administration
   // session, or once it ended. Thread-safe.
   std::optional<v1::TenantRow> Row(std::chrono::steady_clock::time_point now) const;
+  // A reloaded tenants file: a listed session of a configured tenant still in
+  // `book` takes the tenant's new quota, compute share, priority and project.
+  // A change that does not fit (a request beside the others' requests) is
+  // refused and logged, and the session keeps what it had; so does a session
+  // whose tenant left the file. Thread-safe.
+  void ApplyBook(const TenantBook& book);
 
   // ---- Handlers: one per calls.def row the server answers. -------------------
 #define REMORA_CALL(id, Name, Class, Request, Reply) \
@@ -290,15 +296,16 @@ class Session : public std::enable_shared_from_this<Session> {
   const SessionEnv env_;
   std::string tenant_;
   std::string configured_;  // set once in OnHello, before listed()
-  std::string project_;
   bool admitted_ = false;
   bool admin_ = false;    // an administration session (Hello.admin)
   bool monitor_ = false;  // a monitoring session (Hello.monitor)
   std::string owner_;     // see owner()
   int64_t client_pid_ = 0;
-  // What the tenant was granted, set before listed_ and constant after.
+  // What the tenant was granted: set before listed_, changed by ApplyBook.
+  mutable std::mutex grant_mu_;
   sched::Quota quota_;
   sched::Share share_;
+  std::string project_;
   std::atomic<bool> listed_{false};
   std::atomic<uint64_t> calls_{0};   // frames dispatched (for /metrics)
   std::atomic<uint64_t> errors_{0};  // calls answered with an error

@@ -160,6 +160,12 @@ const TenantSpec* TenantBook::ByToken(std::string_view token) const {
   return nullptr;
 }
 
+const TenantSpec* TenantBook::ByName(std::string_view name) const {
+  for (const TenantSpec& t : tenants_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 bool TenantBook::IsAdmin(std::string_view token) const {
   return !token.empty() && token == admin_token_;
 }

@@ -53,6 +53,8 @@ class TenantBook {
 
   // The tenant `token` names, or nullptr (an empty token names none).
   const TenantSpec* ByToken(std::string_view token) const;
+  // The tenant called `name`, or nullptr.
+  const TenantSpec* ByName(std::string_view name) const;
   // True if `token` is the admin token (never for an empty one).
   bool IsAdmin(std::string_view token) const;
   // The scheduler's id for project `name` (1-based order in the file), or

@@ -187,6 +187,122 @@ TEST(Ledger, AdmissionEvictsLowestPriorityThenMostRecent) {
   EXPECT_EQ(l.AdmitOrEvict(7, {300, 300}, Priority::kNormal).status.code(), err::kMemoryAllocation);
 }
 
+// A reloaded tenants file changes a live tenant's quota: the sum of requests
+// still fits, a raised request is guaranteed (loans are reclaimed for it), a
+// lowered limit takes nothing back but lets nothing more through.
+TEST(Ledger, RequotaKeepsRequestsWithinUsableAndNeverGrowsPastALimit) {
+  MemoryLedger l(10 * kGiB);
+  ASSERT_TRUE(l.Admit(1, {2 * kGiB, 4 * kGiB}).ok());
+  ASSERT_TRUE(l.Admit(2, {2 * kGiB, 8 * kGiB}).ok());
+  ASSERT_TRUE(l.Charge(2, 7 * kGiB).ok());  // 5 GiB of it a loan
+  EXPECT_EQ(l.Requota(1, {9 * kGiB, 9 * kGiB}, Priority::kNormal).code(), err::kMemoryAllocation);
+  EXPECT_EQ(l.Slice(1).quota.request, 2 * kGiB) << "a refused requota changes nothing";
+  EXPECT_EQ(l.Requota(1, {2 * kGiB, kGiB}, Priority::kNormal).code(), err::kInvalidValue);
+  EXPECT_EQ(l.Requota(9, {0, kGiB}, Priority::kNormal).code(), err::kInvalidValue);
+  ASSERT_TRUE(l.Requota(1, {6 * kGiB, 6 * kGiB}, Priority::kHigh).ok());
+  EXPECT_EQ(l.requested(), 8 * kGiB);
+  // Within its new request tenant 1 gets its 6 GiB, by reclaiming tenant 2's loan.
+  Decision d = l.Claim(1, 6 * kGiB);
+  ASSERT_TRUE(d.ok()) << d.status.ToString();
+  EXPECT_EQ(d.victims, std::vector<TenantId>{2});
+  l.Remove(2);
+  // A limit lowered below what it holds: it keeps it, and gets nothing more.
+  ASSERT_TRUE(l.Requota(1, {kGiB, 2 * kGiB}, Priority::kNormal).ok());
+  EXPECT_EQ(l.Slice(1).used, 6 * kGiB);
+  EXPECT_EQ(l.Slice(1).free, 0u);
+  EXPECT_EQ(l.Charge(1, 1).code(), err::kMemoryAllocation);
+  EXPECT_FALSE(l.Claim(1, 1).ok());
+  l.Release(1, 5 * kGiB);
+  EXPECT_EQ(l.Slice(1).free, kGiB);
+  EXPECT_TRUE(l.Charge(1, kGiB).ok());
+  EXPECT_EQ(l.Charge(1, 1).code(), err::kMemoryAllocation);
+}
+
+// Random operations with requotas among them, against an independent model of
+// what each tenant really holds: the sum of requests never passes usable, what
+// is allocated never passes usable, a claim within a live tenant's request
+// succeeds, and a tenant over its (lowered) limit never grows.
+TEST(Ledger, RequotaUnderRandomOperationsKeepsEveryGuarantee) {
+  constexpr uint64_t kUsable = 10'000;
+  MemoryLedger l(kUsable);
+  std::mt19937 rng(20261123);
+  std::map<TenantId, uint64_t> real;
+  std::map<TenantId, Quota> quota;  // the model's own record of each quota
+  TenantId next_id = 1;
+  int requotas = 0, refused = 0, over = 0;
+  for (int step = 0; step < 50000; ++step) {
+    const int op = static_cast<int>(rng() % 20);
+    if (op < 2 || real.empty()) {
+      Quota q{rng() % 2500, 0};
+      q.limit = q.request + rng() % 4000;
+      if (l.Admit(next_id, q).ok()) {
+        real[next_id] = 0;
+        quota[next_id] = q;
+      }
+      ++next_id;
+      continue;
+    }
+    auto it = real.begin();
+    std::advance(it, static_cast<ptrdiff_t>(rng() % real.size()));
+    const TenantId t = it->first;
+    if (op < 5) {
+      Quota q{rng() % 2500, 0};
+      q.limit = q.request + rng() % 4000;
+      uint64_t others = 0;
+      for (const auto& [o, oq] : quota)
+        if (o != t) others += oq.request;
+      Status s = l.Requota(t, q, Priority::kNormal);
+      EXPECT_EQ(s.ok(), others + q.request <= kUsable) << s.ToString();
+      if (s.ok()) {
+        quota[t] = q;
+        ++requotas;
+      } else {
+        ++refused;
+      }
+    } else if (op < 14) {
+      const uint64_t n = rng() % 1500;
+      const bool in_request = real[t] + n <= quota[t].request;
+      const bool was_over = real[t] > quota[t].limit;
+      Decision d = l.Claim(t, n);
+      if (in_request) {
+        EXPECT_TRUE(d.ok()) << d.status.ToString();
+      }
+      if (was_over && n > 0) {
+        EXPECT_FALSE(d.ok()) << "a tenant over its limit grew";
+      }
+      over += was_over;
+      if (d.ok()) {
+        for (TenantId v : d.victims) {  // terminated at once by this caller
+          l.Remove(v);
+          real.erase(v);
+          quota.erase(v);
+        }
+        real[t] += n;
+      }
+    } else if (op < 18) {
+      const uint64_t r = real[t] ? rng() % (real[t] + 1) : 0;
+      l.Release(t, r);
+      real[t] -= r;
+    } else {
+      l.Remove(t);
+      real.erase(t);
+      quota.erase(t);
+    }
+    uint64_t total = 0, requested = 0;
+    for (const auto& [id, bytes] : real) {
+      total += bytes;
+      requested += quota[id].request;
+      ASSERT_EQ(l.Slice(id).used, bytes);
+    }
+    ASSERT_LE(total, kUsable) << "step " << step;
+    ASSERT_EQ(requested, l.requested());
+    ASSERT_LE(requested, kUsable);
+  }
+  EXPECT_GT(requotas, 1000);
+  EXPECT_GT(refused, 100);
+  EXPECT_GT(over, 100);
+}
+
 // Random admissions, claims, releases and removals, with a caller that makes
 // a booked allocation only once its victims are gone. No tenant passes its
 // limit, memory really allocated never passes usable, and a claim within a

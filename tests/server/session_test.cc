@@ -1384,6 +1384,78 @@ TEST_F(TenantsFileTest, ReloadChangesWhoComesNextAndKeepsWhoIsHere) {
   EXPECT_EQ(carol2->welcome_status(), err::kDevicesUnavailable);  // carol is here already
 }
 
+// A reload changes the quota of a tenant that is here: a raised limit lets it
+// allocate more at once, a lowered one stops it, and the listing shows both; a
+// change that would over-commit the GPU is refused and the old quota stays.
+TEST_F(TenantsFileTest, ReloadAppliesNewQuotasToLiveSessions) {
+  auto bob = Client::Connect(path_, WithToken("tok-b"));
+  ASSERT_TRUE(bob);
+  ASSERT_EQ(bob->welcome_status(), 0) << bob->last().message();
+  ASSERT_NE(bob->Malloc(100ull << 20), 0u);
+  v1::MallocRequest more;
+  more.set_size(64ull << 20);
+  ASSERT_EQ(bob->Call(CallId::kMalloc, more), err::kMemoryAllocation);  // 128Mi limit
+  v1::Hello admin = WithToken("tok-root");
+  admin.set_admin(true);
+  auto root = Client::Connect(path_, admin);
+  ASSERT_TRUE(root);
+  ASSERT_EQ(root->welcome_status(), 0);
+  auto bobs_row = [&] {
+    v1::TenantList list;
+    EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+    for (const v1::TenantRow& r : list.tenants())
+      if (r.tenant().rfind("bob/", 0) == 0) return r;
+    ADD_FAILURE() << "bob is not listed";
+    return v1::TenantRow();
+  };
+
+  Write(R"(
+tenants:
+  - {name: bob, token: tok-b, gpu-memory: 64Mi, gpu-memory-limit: 256Mi, priority: low, gpu-compute: 0.2}
+admin-token: tok-root
+)");
+  ASSERT_TRUE(server_->ReloadTenants().ok());
+  v1::TenantRow row = bobs_row();
+  EXPECT_EQ(row.memory_limit(), 256ull << 20);
+  EXPECT_EQ(row.priority(), "low");
+  EXPECT_DOUBLE_EQ(row.compute_request(), 0.2);
+  EXPECT_EQ(bob->Call(CallId::kMalloc, more), 0) << bob->last().message();  // 164Mi now
+  v1::MemGetInfoReply info;
+  ASSERT_EQ(bob->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.total(), 256ull << 20);
+  EXPECT_EQ(info.free(), 92ull << 20);
+
+  // Lowered below what bob holds: he keeps it, and gets nothing more.
+  Write(R"(
+tenants:
+  - {name: bob, token: tok-b, gpu-memory: 32Mi, gpu-memory-limit: 100Mi}
+  - {name: carol, token: tok-c, gpu-fraction: 0.5}
+admin-token: tok-root
+)");
+  ASSERT_TRUE(server_->ReloadTenants().ok());
+  EXPECT_EQ(bobs_row().memory_limit(), 100ull << 20);
+  EXPECT_EQ(bobs_row().memory_used(), 164ull << 20);
+  v1::MallocRequest one;
+  one.set_size(1 << 20);
+  EXPECT_EQ(bob->Call(CallId::kMalloc, one), err::kMemoryAllocation);
+  ASSERT_EQ(bob->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.free(), 0u);
+
+  // Beside carol's half, a request of three quarters cannot be guaranteed:
+  // refused, and bob's quota stays.
+  auto carol = Client::Connect(path_, WithToken("tok-c"));
+  ASSERT_TRUE(carol);
+  ASSERT_EQ(carol->welcome_status(), 0) << carol->last().message();
+  Write(R"(
+tenants:
+  - {name: bob, token: tok-b, gpu-fraction: 0.75}
+  - {name: carol, token: tok-c, gpu-fraction: 0.5}
+admin-token: tok-root
+)");
+  ASSERT_TRUE(server_->ReloadTenants().ok());
+  EXPECT_EQ(bobs_row().memory_limit(), 100ull << 20) << "an over-committing change was applied";
+}
+
 // /metrics lists each tenant with what it holds and the server's counters.
 class MetricsServerTest : public ServerTest {
  protected:
