@@ -350,8 +350,10 @@ void Server::Evict(uint64_t victim, const std::string& why, EvictKind kind) {
 void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {
   std::string culprit = FaultCulprit();
   if (culprit.empty()) culprit = observer + " (first to see the fault)";
-  if (epoch == device_->epoch()) counters_.device_faults.fetch_add(1, std::memory_order_relaxed);
   Status rebuilt = device_->Recover(epoch, culprit, fault);
+  // Each fault that broke the context is rebuilt once, however many sessions
+  // saw it: the context's epoch counts them.
+  counters_.device_faults.store(device_->epoch(), std::memory_order_relaxed);
   if (!rebuilt.ok()) OnDeviceLost(culprit, fault, rebuilt);
 }
 

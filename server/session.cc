@@ -338,6 +338,12 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   // A local peer's user is the kernel's word for it, not the client's.
   const int64_t uid = peer_.uid >= 0 ? peer_.uid : hello.client_uid();
   owner_ = "user " + std::to_string(uid) + "@" + host;
+  auto greet = [&](const std::string& as) {
+    welcome.set_protocol_version(kProtocolVersion);
+    welcome.set_session_id(id_);
+    welcome.set_tenant(as);
+    *welcome.mutable_device() = env_.device->info();
+  };
   const Admission adm = env_.admission ? env_.admission() : Admission{};
   if (hello.admin()) {
     if (adm.book && !adm.book->IsAdmin(hello.token()))
@@ -345,10 +351,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                    "administration needs the admin token of the tenants file (admin-token; "
                    "remora list --token or REMORA_TOKEN)");
     admin_ = true;
-    welcome.set_protocol_version(kProtocolVersion);
-    welcome.set_session_id(id_);
-    welcome.set_tenant("admin:" + tenant_);
-    *welcome.mutable_device() = env_.device->info();
+    greet("admin:" + tenant_);
     Log(Level::kInfo, "session",
         {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
     return OkStatus();
@@ -365,7 +368,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     if (!hello.monitor() && (!env_.claim_tenant || !env_.claim_tenant(spec->name, id_)))
       return Error(err::kDevicesUnavailable,
                    "tenant " + spec->name + " already has a session on this GPU (one at a time)");
-    configured_ = spec->name;
+    if (!hello.monitor()) configured_ = spec->name;  // a monitor claims no tenant
     owner_ = spec->name;
     project_ = spec->project;
     tenant_ = spec->name + "/" + tenant_;
@@ -385,11 +388,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   if (hello.monitor()) {
     // Holds nothing: no stream, no memory, no place in the fair queue.
     monitor_ = true;
-    configured_.clear();  // it claimed no tenant
-    welcome.set_protocol_version(kProtocolVersion);
-    welcome.set_session_id(id_);
-    welcome.set_tenant("monitor:" + tenant_);
-    *welcome.mutable_device() = env_.device->info();
+    greet("monitor:" + tenant_);
     welcome.set_memory_limit(quota.limit);
     welcome.set_memory_request(quota.request);
     Log(Level::kInfo, "session",
@@ -434,10 +433,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
       share);
   work_->AddStream(0, s, true);
 
-  welcome.set_protocol_version(kProtocolVersion);
-  welcome.set_session_id(id_);
-  welcome.set_tenant(tenant_);
-  *welcome.mutable_device() = env_.device->info();
+  greet(tenant_);
   welcome.set_memory_limit(quota.limit);
   welcome.set_memory_request(quota.request);
   if (transport::Arena* a = channel_->arena()) {
