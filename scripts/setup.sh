@@ -5,7 +5,7 @@ pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev clang-format
       libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libzstd-dev liblz4-dev zlib1g-dev libyaml-cpp-dev
-      libcpp-httplib-dev libbrotli-dev libssl-dev libopenblas-dev libdnnl-dev)
+      libcpp-httplib-dev libbrotli-dev libssl-dev nlohmann-json3-dev openssl libopenblas-dev libdnnl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
