@@ -213,6 +213,37 @@ TEST(WebhookBody, MalformedPodIsRefusedNotCrashed) {
   }
 }
 
+// Every value anywhere in a pod, swapped for one of the wrong type: the answer is
+// still an AdmissionReview for that uid (allowed or refused), never a crash.
+TEST(WebhookBody, WrongTypesAnywhereInThePodAreAnswered) {
+  const json review = ReadJson(fs::path(REMORA_WEBHOOK_FIXTURES) / "existing-fields.json");
+  const json flat = review["request"]["object"].flatten();
+  int refused = 0;
+  for (const auto& [pointer, value] : flat.items()) {
+    const json::json_pointer leaf("/request/object" + pointer);
+    // The value itself and the object or list holding it.
+    for (const json::json_pointer& at : {leaf, leaf.parent_pointer()}) {
+      for (const json& wrong : {json(7), json::array(), json("x")}) {
+        json broken = review;
+        broken[at] = wrong;
+        const Answer a = Review(broken.dump(), TestConfig());
+        ASSERT_EQ(a.http_status, 200) << at.to_string();
+        const json res = json::parse(a.body)["response"];
+        EXPECT_EQ(res["uid"], review["request"]["uid"]) << at.to_string();
+        refused += !res["allowed"].get<bool>();
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
+TEST(WebhookBody, EveryTruncationIsHttp400) {
+  const std::string body =
+      ReadJson(fs::path(REMORA_WEBHOOK_FIXTURES) / "priority-high-training.json").dump();
+  for (size_t n = 0; n < body.size(); ++n)
+    ASSERT_EQ(Review(body.substr(0, n), TestConfig()).http_status, 400) << n;
+}
+
 TEST(WebhookBase64, MatchesRfc4648Vectors) {
   const std::pair<const char*, const char*> vectors[] = {{"", ""},
                                                          {"f", "Zg=="},
