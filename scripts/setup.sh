@@ -6,7 +6,7 @@ pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev clang-format
       libgtest-dev libgmock-dev libbenchmark-dev
       libzstd-dev liblz4-dev zlib1g-dev libyaml-cpp-dev
       libcpp-httplib-dev libbrotli-dev libssl-dev libopenblas-dev libdnnl-dev
-      python3-yaml openssl curl ca-certificates)
+      nlohmann-json3-dev python3-yaml openssl curl ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
