@@ -1,0 +1,230 @@
+// bench/e2e/bench_shares.cc - GPU time shared among real tenants by compute share, end to
+// end: nvcc-built programs (tests/cuda host_threads -busy: batches of equal, CPU-checked
+// kernels, two batches in flight, so each tenant is always backlogged) run through
+// `remora run --gpu-compute ...` against a remora-server of its own on the emulated GPU.
+// The server's /metrics (remora_tenant_gpu_seconds_total, the device time it charged
+// each tenant) is read every window; the baseline each share is compared with is the
+// target the tenants' requests give, measured in the same run as the total charged.
+//
+//   BM_ComputeShares/3, /9  two tenants at 0.1 and 0.3 (0.09 and 0.81): the small one's
+//                           target is 1/4 (1/10). Counters: share (small tenant, over
+//                           the whole run), target, err_pct = worst window's
+//                           |share / target - 1| (issue target <= 5%), err_points =
+//                           worst window's |share - target| in points of GPU time.
+//   BM_EqualShares/8        8 tenants at 0.1: jain = Jain's index over the whole run,
+//                           jain_min = worst window's (target >= 0.99).
+//   BM_ComputeLimitAlone    one tenant, request 0.3, limit 0.3, alone on the GPU:
+//                           share = device time / wall time (target <= 0.31), share_max
+//                           over the windows.
+// A window is 200 kernel lengths (kernels of about 3 ms: 0.6 s).
+#include <benchmark/benchmark.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/e2e/server.h"
+
+namespace remora::bench::e2e {
+namespace {
+
+constexpr const char* kIters = "100000";  // about 3 ms per kernel on the emulator
+constexpr auto kWindow = std::chrono::milliseconds(600);
+constexpr auto kWarmup = std::chrono::milliseconds(1500);
+constexpr int kWindows = 10;
+
+// A server with /metrics, and tenants on it.
+class ShareRun {
+ public:
+  explicit ShareRun(benchmark::State& state) : state_(state) {
+    if (*REMORA_E2E_BUSY == '\0') {
+      state.SkipWithError("built without tests/cuda (REMORA_CUDA_TESTS=OFF): no tenant program");
+      return;
+    }
+    static int runs = 0;  // a directory per run: the server's log is appended to
+    dir_ = Env().dir + "/shares" + std::to_string(++runs);
+    std::filesystem::create_directories(dir_);
+    std::string err;
+    server_ =
+        BenchServer::Start(dir_, &err, {"--metrics", "127.0.0.1:0", "--open-max-fraction", "1"});
+    if (!server_) {
+      state.SkipWithError(err.c_str());
+      return;
+    }
+    std::smatch m;
+    const std::string log = ReadFile(server_->log_path());
+    static const std::regex port_re(R"(transport=metrics .*port=(\d+))");
+    if (std::regex_search(log, m, port_re)) metrics_port_ = std::stoi(m[1].str());
+    if (metrics_port_ == 0) state.SkipWithError("no metrics port in the server's log");
+  }
+  bool ok() const { return server_ && metrics_port_ != 0; }
+
+  // Starts a tenant with `flags` for `seconds`; its pid names it in /metrics.
+  bool AddTenant(const std::vector<std::string>& flags, int seconds) {
+    std::vector<std::string> argv = {REMORA_E2E_CLI, "run", "--server", server_->shm_address()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const int seed = static_cast<int>(tenants_.size()) + 1;
+    for (const std::string& a :
+         {std::string("--"), std::string(REMORA_E2E_BUSY), std::string("-busy"),
+          std::to_string(seconds), std::string("-iters"), std::string(kIters), std::string("-seed"),
+          std::to_string(seed)})
+      argv.push_back(a);
+    auto c = std::make_unique<Child>();
+    std::string err;
+    if (!c->Start(argv, {}, dir_ + "/tenant" + std::to_string(seed) + ".log", &err)) {
+      state_.SkipWithError(err.c_str());
+      return false;
+    }
+    tenants_.push_back(std::move(c));
+    return true;
+  }
+
+  // Device seconds charged so far to each tenant, in AddTenant order; empty on failure.
+  std::vector<double> Charged() {
+    httplib::Client http("127.0.0.1", metrics_port_);
+    auto res = http.Get("/metrics");
+    if (!res || res->status != 200) return {};
+    std::map<pid_t, double> by_pid;
+    static const std::regex line_re(
+        R"re(remora_tenant_gpu_seconds_total\{[^}]*tenant="[^"]*-(\d+)@[^"]*"[^}]*\} ([0-9.eE+-]+))re");
+    for (auto it = std::sregex_iterator(res->body.begin(), res->body.end(), line_re);
+         it != std::sregex_iterator(); ++it)
+      by_pid[static_cast<pid_t>(std::stol((*it)[1].str()))] += std::stod((*it)[2].str());
+    std::vector<double> out;
+    for (const auto& t : tenants_) {
+      auto f = by_pid.find(t->pid());
+      if (f == by_pid.end()) return {};
+      out.push_back(f->second);
+    }
+    return out;
+  }
+
+  // Waits until every tenant is charged, then samples kWindows + 1 times, kWindow apart.
+  // Each row: the charges at that moment; `at` gets when each was read. Empty (and the
+  // state skipped) on failure.
+  std::vector<std::vector<double>> Sample(std::vector<Clock::time_point>* at = nullptr) {
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (Clock::now() < deadline && Charged().empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(kWarmup);
+    std::vector<std::vector<double>> rows;
+    for (int w = 0; w <= kWindows; ++w) {
+      if (w > 0) std::this_thread::sleep_for(kWindow);
+      if (at) at->push_back(Clock::now());
+      rows.push_back(Charged());
+      if (rows.back().empty()) {
+        state_.SkipWithError("a tenant left /metrics early (see the tenant logs)");
+        return {};
+      }
+    }
+    return rows;
+  }
+
+  // Every tenant must have exited 0 (their kernels are checked against the CPU).
+  void Finish() {
+    for (auto& t : tenants_)
+      if (t->WaitOrStop(std::chrono::seconds(60)) != 0)
+        state_.SkipWithError("a tenant failed (wrong results or an error; see its log)");
+    tenants_.clear();
+  }
+
+ private:
+  benchmark::State& state_;
+  std::string dir_;
+  std::unique_ptr<BenchServer> server_;
+  int metrics_port_ = 0;
+  std::vector<std::unique_ptr<Child>> tenants_;
+};
+
+std::vector<double> Delta(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> d(a.size());
+  for (size_t i = 0; i < a.size(); ++i) d[i] = b[i] - a[i];
+  return d;
+}
+
+double Jain(const std::vector<double>& x) {
+  double s = 0, s2 = 0;
+  for (double v : x) s += v, s2 += v * v;
+  return s2 > 0 ? s * s / (static_cast<double>(x.size()) * s2) : 0;
+}
+
+constexpr int kSeconds = 2 + 6 + 10;  // start-up, warm-up and windows, with a margin
+
+void BM_ComputeShares(benchmark::State& state) {
+  const double ratio = static_cast<double>(state.range(0));
+  const double small = ratio == 3 ? 0.1 : 0.09, large = small * ratio;
+  const double target = 1 / (1 + ratio);
+  for (auto _ : state) {
+    ShareRun run(state);
+    if (!run.ok()) return;
+    if (!run.AddTenant({"--gpu-compute", std::to_string(small)}, kSeconds) ||
+        !run.AddTenant({"--gpu-compute", std::to_string(large)}, kSeconds))
+      return;
+    auto rows = run.Sample();
+    run.Finish();
+    if (rows.empty()) return;
+    double worst = 0, worst_abs = 0;
+    for (size_t w = 1; w < rows.size(); ++w) {
+      std::vector<double> d = Delta(rows[w - 1], rows[w]);
+      const double share = d[0] / (d[0] + d[1]);
+      worst = std::max(worst, std::abs(share / target - 1));
+      worst_abs = std::max(worst_abs, std::abs(share - target));
+    }
+    std::vector<double> all = Delta(rows.front(), rows.back());
+    state.counters["share"] = all[0] / (all[0] + all[1]);
+    state.counters["target"] = target;
+    state.counters["err_pct"] = 100 * worst;
+    state.counters["err_points"] = 100 * worst_abs;
+    state.counters["windows"] = static_cast<double>(rows.size() - 1);
+  }
+}
+BENCHMARK(BM_ComputeShares)->Arg(3)->Arg(9)->Iterations(1)->Unit(benchmark::kSecond);
+
+void BM_EqualShares(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    ShareRun run(state);
+    if (!run.ok()) return;
+    for (int i = 0; i < n; ++i)
+      if (!run.AddTenant({"--gpu-compute", "0.1"}, kSeconds + n)) return;
+    auto rows = run.Sample();
+    run.Finish();
+    if (rows.empty()) return;
+    double worst = 1;
+    for (size_t w = 1; w < rows.size(); ++w)
+      worst = std::min(worst, Jain(Delta(rows[w - 1], rows[w])));
+    state.counters["jain"] = Jain(Delta(rows.front(), rows.back()));
+    state.counters["jain_min"] = worst;
+  }
+}
+BENCHMARK(BM_EqualShares)->Arg(8)->Iterations(1)->Unit(benchmark::kSecond);
+
+void BM_ComputeLimitAlone(benchmark::State& state) {
+  for (auto _ : state) {
+    ShareRun run(state);
+    if (!run.ok()) return;
+    if (!run.AddTenant({"--gpu-compute", "0.3", "--gpu-compute-limit", "0.3"}, kSeconds)) return;
+    std::vector<Clock::time_point> at;
+    auto rows = run.Sample(&at);
+    run.Finish();
+    if (rows.empty()) return;
+    auto seconds = [&](size_t a, size_t b) {
+      return std::chrono::duration<double>(at[b] - at[a]).count();
+    };
+    double worst = 0;
+    for (size_t w = 1; w < rows.size(); ++w)
+      worst = std::max(worst, (rows[w][0] - rows[w - 1][0]) / seconds(w - 1, w));
+    state.counters["share"] = (rows.back()[0] - rows.front()[0]) / seconds(0, rows.size() - 1);
+    state.counters["share_max"] = worst;
+  }
+}
+BENCHMARK(BM_ComputeLimitAlone)->Iterations(1)->Unit(benchmark::kSecond);
+
+}  // namespace
+}  // namespace remora::bench::e2e
