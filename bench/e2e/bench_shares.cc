@@ -13,6 +13,7 @@
 //                           worst window's |share - target| in points of GPU time.
 //   BM_EqualShares/8        8 tenants at 0.1: jain = Jain's index over the whole run,
 //                           jain_min = worst window's (target >= 0.99).
+//   BM_PriorityLatency      see the function.
 //   BM_ComputeLimitAlone    one tenant, request 0.3, limit 0.3, alone on the GPU:
 //                           share = device time / wall time (target <= 0.31), share_max
 //                           over the windows.
@@ -51,8 +52,9 @@ class ShareRun {
     dir_ = Env().dir + "/shares" + std::to_string(++runs);
     std::filesystem::create_directories(dir_);
     std::string err;
-    server_ =
-        BenchServer::Start(dir_, &err, {"--metrics", "127.0.0.1:0", "--open-max-fraction", "1"});
+    server_ = BenchServer::Start(
+        dir_, &err,
+        {"--metrics", "127.0.0.1:0", "--open-max-fraction", "1", "--open-max-priority", "high"});
     if (!server_) {
       state.SkipWithError(err.c_str());
       return;
@@ -65,24 +67,29 @@ class ShareRun {
   }
   bool ok() const { return server_ && metrics_port_ != 0; }
 
-  // Starts a tenant with `flags` for `seconds`; its pid names it in /metrics.
-  bool AddTenant(const std::vector<std::string>& flags, int seconds) {
+  // Starts a tenant that keeps the GPU busy for `seconds` with kernels of `iters`
+  // iterations, with `remora run` flags `flags`; its pid names it in /metrics.
+  bool AddTenant(const std::vector<std::string>& flags, int seconds, const char* iters = kIters) {
+    return Spawn(flags, {"-busy", std::to_string(seconds), "-iters", iters}) != nullptr;
+  }
+  // Starts host_threads with `args` under `remora run` `flags`; null (state skipped) on failure.
+  Child* Spawn(const std::vector<std::string>& flags, const std::vector<std::string>& args) {
     std::vector<std::string> argv = {REMORA_E2E_CLI, "run", "--server", server_->shm_address()};
     argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.push_back(REMORA_E2E_BUSY);
+    argv.insert(argv.end(), args.begin(), args.end());
     const int seed = static_cast<int>(tenants_.size()) + 1;
-    for (const std::string& a :
-         {std::string("--"), std::string(REMORA_E2E_BUSY), std::string("-busy"),
-          std::to_string(seconds), std::string("-iters"), std::string(kIters), std::string("-seed"),
-          std::to_string(seed)})
-      argv.push_back(a);
+    argv.push_back("-seed");
+    argv.push_back(std::to_string(seed));
     auto c = std::make_unique<Child>();
     std::string err;
     if (!c->Start(argv, {}, dir_ + "/tenant" + std::to_string(seed) + ".log", &err)) {
       state_.SkipWithError(err.c_str());
-      return false;
+      return nullptr;
     }
     tenants_.push_back(std::move(c));
-    return true;
+    return tenants_.back().get();
   }
 
   // Device seconds charged so far to each tenant, in AddTenant order; empty on failure.
@@ -225,6 +232,52 @@ void BM_ComputeLimitAlone(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ComputeLimitAlone)->Iterations(1)->Unit(benchmark::kSecond);
+
+// The high-priority tenant's kernel latency (launch to checked result, p99 over 200
+// kernels of about 3 ms) alone, then beside two saturating low-priority tenants whose
+// kernels are a tenth as long. ratio = p99 loaded / p99 alone (target <= 1.10).
+bool Latency(ShareRun& run, double* p50, double* p99) {
+  Child* c = run.Spawn({"--priority", "high"}, {"-latency", "200", "-iters", kIters});
+  if (c == nullptr) return false;
+  const std::string out = c->ReadAll();
+  std::smatch m;
+  static const std::regex re(R"(LATENCY_US ([0-9.]+) ([0-9.]+))");
+  if (!std::regex_search(out, m, re) || out.find("PASS") == std::string::npos) return false;
+  *p50 = std::stod(m[1].str());
+  *p99 = std::stod(m[2].str());
+  return true;
+}
+
+void BM_PriorityLatency(benchmark::State& state) {
+  for (auto _ : state) {
+    double alone50 = 0, alone99 = 0, load50 = 0, load99 = 0;
+    {
+      ShareRun run(state);
+      if (!run.ok()) return;
+      if (!Latency(run, &alone50, &alone99)) {
+        state.SkipWithError("the high-priority tenant failed alone (see its log)");
+        return;
+      }
+      run.Finish();
+    }
+    ShareRun run(state);
+    if (!run.ok()) return;
+    for (int i = 0; i < 2; ++i)
+      if (!run.AddTenant({"--priority", "low"}, 15, "10000")) return;
+    std::this_thread::sleep_for(kWarmup);
+    if (!Latency(run, &load50, &load99)) {
+      state.SkipWithError("the high-priority tenant failed under load (see its log)");
+      return;
+    }
+    run.Finish();
+    state.counters["p99_alone_ms"] = alone99 / 1000;
+    state.counters["p99_loaded_ms"] = load99 / 1000;
+    state.counters["p50_alone_ms"] = alone50 / 1000;
+    state.counters["p50_loaded_ms"] = load50 / 1000;
+    state.counters["ratio"] = load99 / alone99;
+  }
+}
+BENCHMARK(BM_PriorityLatency)->Iterations(1)->Unit(benchmark::kSecond);
 
 }  // namespace
 }  // namespace remora::bench::e2e

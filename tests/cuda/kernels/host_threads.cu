@@ -11,6 +11,8 @@
 // on stdin, then synchronizes and prints what that returned (reclaim_test.py).
 // With "-busy SECONDS" it keeps the device busy that long with batches of equal kernels
 // (each checked against the CPU) and prints how many ran: "KERNELS n" (share_test.py).
+// With "-latency N" it runs N kernels one at a time (launch, synchronize, check) and
+// prints their latencies: "LATENCY_US p50 p99" (bench/e2e's priority benchmark).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -81,6 +83,37 @@ int Busy(long seconds, int iters, Rng& rng) {
   return Finish(failures, "busy kernels");
 }
 
+// Launches `n` single Chain kernels one after another, each waited for and checked,
+// and prints the median and 99th-percentile launch-to-result latency in microseconds.
+int Latency(long n, int iters, Rng& rng) {
+  constexpr int kBlocks = 4;
+  std::vector<unsigned> seeds(kBlocks), want(kBlocks), got(kBlocks);
+  for (int b = 0; b < kBlocks; ++b) {
+    seeds[b] = static_cast<unsigned>(rng.Next());
+    unsigned x = seeds[b];
+    for (int i = 0; i < iters; ++i) x = x * 1664525u + 1013904223u;
+    want[b] = x;
+  }
+  unsigned *d_seeds, *d_out;
+  CHECK(cudaMalloc(&d_seeds, kBlocks * sizeof(unsigned)));
+  CHECK(cudaMalloc(&d_out, kBlocks * sizeof(unsigned)));
+  CHECK(cudaMemcpy(d_seeds, seeds.data(), kBlocks * sizeof(unsigned), cudaMemcpyHostToDevice));
+  std::vector<double> us;
+  int failures = 0;
+  for (long k = 0; k < n; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Chain<<<kBlocks, 32>>>(d_seeds, d_out, iters);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(got.data(), d_out, kBlocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                     .count());
+    failures += got != want;
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("LATENCY_US %.1f %.1f\n", us[us.size() / 2], us[us.size() * 99 / 100]);
+  return Finish(failures, "latency kernels");
+}
+
 std::atomic<bool> g_slow_done{false};
 
 void CUDART_CB SlowHostFunc(void*) {
@@ -108,6 +141,8 @@ int main(int argc, char** argv) {
   }
   if (long seconds = Flag(argc, argv, "busy", 0))
     return Busy(seconds, static_cast<int>(Flag(argc, argv, "iters", 20000)), rng);
+  if (long n = Flag(argc, argv, "latency", 0))
+    return Latency(n, static_cast<int>(Flag(argc, argv, "iters", 20000)), rng);
   if (Flag(argc, argv, "stall", 0)) {
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
