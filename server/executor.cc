@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
 
 #include "server/handlers/util.h"
 #include "server/log.h"
@@ -99,13 +102,27 @@ struct Executor::Tenant::Stream {
   uint32_t uncharged = 0;
   bool charging = false;
   uint64_t busy_charged = 0;
+  CUevent group_start = nullptr;  // timing event before the next group's first item
+  uint64_t group_epoch = 0;
 };
 
 // ---- Executor ------------------------------------------------------------------
 
+namespace {
+
+// Events measure GPU time where the driver cannot say how long a stream ran.
+bool UseTimingEvents(const DriverTable& drv) {
+  const char* mode = std::getenv("REMORA_GPU_TIME");
+  if (mode != nullptr && std::string_view(mode) == "events") return true;
+  return drv.remoraEmuGetStreamBusyTime == nullptr;
+}
+
+}  // namespace
+
 Executor::Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, FaultHook on_fault)
     : dev_(device),
       on_fault_(std::move(on_fault)),
+      timing_events_(UseTimingEvents(device.drv())),
       order_(std::move(order)),
       polls_(std::make_unique<std::vector<Poll>>()) {
   thread_ = std::thread([this] { Loop(); });
@@ -120,8 +137,10 @@ Executor::~Executor() {
   thread_.join();
   // What the executor created in the current context goes with it.
   Device::Use use = dev_.Enter();
-  if (marker_epoch_ == use.epoch())
+  if (marker_epoch_ == use.epoch()) {
     for (CUevent e : markers_) (void)dev_.drv().cuEventDestroy(e);
+    for (CUevent e : timers_) (void)dev_.drv().cuEventDestroy(e);
+  }
   if (mem_stream_ && mem_epoch_ == use.epoch()) (void)dev_.drv().cuStreamDestroy(mem_stream_);
 }
 
@@ -217,6 +236,7 @@ uint64_t Executor::NowNs() const {
 Result<CUevent> Executor::AcquireMarkerLocked() {
   if (marker_epoch_ != dev_.epoch()) {
     markers_.clear();  // they died with their context
+    timers_.clear();
     marker_epoch_ = dev_.epoch();
   }
   if (!markers_.empty()) {
@@ -228,6 +248,26 @@ Result<CUevent> Executor::AcquireMarkerLocked() {
   RETURN_IF_ERROR(
       dev_.Check(dev_.drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   return e;
+}
+
+Result<CUevent> Executor::AcquireTimerLocked() {
+  if (marker_epoch_ != dev_.epoch()) {
+    markers_.clear();
+    timers_.clear();
+    marker_epoch_ = dev_.epoch();
+  }
+  if (!timers_.empty()) {
+    CUevent e = timers_.back();
+    timers_.pop_back();
+    return e;
+  }
+  CUevent e = nullptr;
+  RETURN_IF_ERROR(dev_.Check(dev_.drv().cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"));
+  return e;
+}
+
+void Executor::ReleaseTimerLocked(CUevent e, uint64_t epoch) {
+  if (e != nullptr && epoch == dev_.epoch() && epoch == marker_epoch_) timers_.push_back(e);
 }
 
 void Executor::WatchLocked(Poll p) {
@@ -375,6 +415,7 @@ void Executor::Tenant::RemoveStream(uint64_t id, std::function<void(CUstream)> r
       gone = std::move(it->second);
       self->streams_.erase(it);
       for (auto& [other_id, other] : self->streams_) other->seen.erase(id);
+      self->ex_.ReleaseTimerLocked(gone->group_start, gone->group_epoch);
     }
     if (gone->order_marker) (void)self->ex_.dev_.drv().cuEventDestroy(gone->order_marker);
     released(gone->s);
@@ -475,6 +516,7 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
   const DriverTable& drv = ex_.dev_.drv();
   Status s = OrderLocked(st);
   if (s.ok()) {
+    StartGroupLocked(st);
     switch (item.kind) {
       case Item::Kind::kIssue:
         s = item.issue(st.s);
@@ -530,25 +572,60 @@ void Executor::Tenant::CountIssuedLocked(Stream& st) {
   if (!st.charging) ChargeLocked(st);
 }
 
+void Executor::Tenant::StartGroupLocked(Stream& st) {
+  if (!ex_.timing_events_ || st.group_start != nullptr) return;
+  Result<CUevent> e = ex_.AcquireTimerLocked();
+  if (!e.ok()) return;  // this group is charged by wall time
+  if (ex_.dev_.drv().cuEventRecord(*e, st.s) != CUDA_SUCCESS) {
+    ex_.ReleaseTimerLocked(*e, ex_.dev_.epoch());
+    return;
+  }
+  st.group_start = *e;
+  st.group_epoch = ex_.dev_.epoch();
+}
+
 void Executor::Tenant::ChargeLocked(Stream& st) {
   const uint32_t n = std::exchange(st.uncharged, 0);
   st.charging = true;
   const uint64_t start = ex_.NowNs();
+  // The group ran from its start event to an end event recorded after its last
+  // item: the device's own clock, idle time before the group left out.
+  std::pair<CUevent, CUevent> timed{std::exchange(st.group_start, nullptr), nullptr};
+  if (timed.first != nullptr) {
+    Result<CUevent> end = ex_.AcquireTimerLocked();
+    if (end.ok() && ex_.dev_.drv().cuEventRecord(*end, st.s) == CUDA_SUCCESS) {
+      timed.second = *end;
+    } else {
+      if (end.ok()) ex_.ReleaseTimerLocked(*end, st.group_epoch);
+      ex_.ReleaseTimerLocked(std::exchange(timed.first, nullptr), st.group_epoch);
+    }
+  }
   WatchStreamLocked(
       st,
-      [self = weak_from_this(), id = st.id, n, start](const Status&) {
-        if (auto t = self.lock()) t->Charged(id, n, start);
+      [self = weak_from_this(), id = st.id, n, start, timed,
+       epoch = st.group_epoch](const Status&) {
+        if (auto t = self.lock()) t->Charged(id, n, start, timed, epoch);
       },
       /*lazy=*/true);
 }
 
-void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start) {
+void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start,
+                               std::pair<CUevent, CUevent> timed, uint64_t epoch) {
   std::lock_guard lock(ex_.mu_);
   const uint64_t now = ex_.NowNs();
   uint64_t gpu_ns = now - start;
+  if (timed.first != nullptr) {
+    float ms = 0;
+    if (epoch == ex_.dev_.epoch() &&
+        ex_.dev_.drv().cuEventElapsedTime(&ms, timed.first, timed.second) == CUDA_SUCCESS &&
+        ms >= 0)
+      gpu_ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+    ex_.ReleaseTimerLocked(timed.first, epoch);
+    ex_.ReleaseTimerLocked(timed.second, epoch);
+  }
   if (auto it = streams_.find(stream); it != streams_.end()) {
     Stream& st = *it->second;
-    if (std::optional<uint64_t> busy = ex_.BusyNs(st.s)) {
+    if (std::optional<uint64_t> busy = ex_.timing_events_ ? std::nullopt : ex_.BusyNs(st.s)) {
       gpu_ns = *busy - std::min(*busy, st.busy_charged);
       st.busy_charged = *busy;
     }

@@ -109,6 +109,10 @@ class Executor {
   void PumpLocked();
   // REQUIRES: mu_ and a Use held.
   Result<CUevent> AcquireMarkerLocked();
+  // A pooled event that records time (GPU-time accounting by events), and its
+  // return. REQUIRES: mu_ and a Use held.
+  Result<CUevent> AcquireTimerLocked();
+  void ReleaseTimerLocked(CUevent e, uint64_t epoch);
   // Hands a poll to the executor thread. REQUIRES: mu_.
   void WatchLocked(Poll p);
   uint64_t NowNs() const;
@@ -120,13 +124,17 @@ class Executor {
 
   Device& dev_;
   const FaultHook on_fault_;
+  // Charge device time by timing events around each group (NVIDIA's driver, which
+  // does not report a stream's busy time; REMORA_GPU_TIME=events forces it).
+  const bool timing_events_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<sched::DispatchQueue> order_;  // guarded by mu_
   std::unordered_map<uint64_t, Tenant*> tenants_;
   std::unique_ptr<std::vector<Poll>> polls_;  // guarded by mu_ (a pointer: Poll is incomplete here)
   std::vector<CUevent> markers_;
-  uint64_t marker_epoch_ = 0;
+  uint64_t marker_epoch_ = 0;  // of markers_ and timers_
+  std::vector<CUevent> timers_;
   std::mutex mem_mu_;  // the allocation stream: created per epoch
   CUstream mem_stream_ = nullptr;
   uint64_t mem_epoch_ = ~uint64_t{0};
@@ -207,8 +215,13 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   // GPU-time accounting of issued items (see executor.cc). REQUIRES: mu_.
   void CountIssuedLocked(Stream& st);
   void ChargeLocked(Stream& st);
-  // A charge group of `n` items on `stream`, started at `start`, is done.
-  void Charged(uint64_t stream, uint32_t n, uint64_t start);
+  // Starts `st`'s next charge group with a timing event, if events measure GPU
+  // time. REQUIRES: mu_, a Use.
+  void StartGroupLocked(Stream& st);
+  // A charge group of `n` items on `stream`, started at `start` (wall time) and
+  // bracketed by timing events `timed` (null: none, in `epoch`), is done.
+  void Charged(uint64_t stream, uint32_t n, uint64_t start, std::pair<CUevent, CUevent> timed,
+               uint64_t epoch);
   void MarkReadyLocked();
 
   Executor& ex_;

@@ -1384,6 +1384,71 @@ TEST_F(TenantsFileTest, ReloadChangesWhoComesNextAndKeepsWhoIsHere) {
   EXPECT_EQ(carol2->welcome_status(), err::kDevicesUnavailable);  // carol is here already
 }
 
+// With GPU time measured by timing events (as on NVIDIA's driver, whose streams do
+// not report their busy time), what the server charges a tenant is what the
+// device's own clock says its work took, as the tenant's events measure it.
+constexpr char kSpinPtx[] =
+    ".version 7.5\n.target sm_75\n.address_size 64\n"
+    ".visible .entry _Z4spini(.param .u32 n)\n{\n.reg .pred %p<2>;\n.reg .b32 %r<4>;\n"
+    "ld.param.u32 %r1, [n];\nmov.u32 %r2, 0;\nmov.u32 %r3, 0;\n"
+    "$L_loop:\nadd.u32 %r3, %r3, 7;\nadd.u32 %r2, %r2, 1;\n"
+    "setp.lt.u32 %p1, %r2, %r1;\n@%p1 bra $L_loop;\nret;\n}\n";
+
+class EventTimingTest : public ServerTest {
+ protected:
+  void Configure(server::ServerOptions&) override { setenv("REMORA_GPU_TIME", "events", 1); }
+  void TearDown() override {
+    ServerTest::TearDown();
+    unsetenv("REMORA_GPU_TIME");
+  }
+};
+
+TEST_F(EventTimingTest, ChargedGpuTimeIsWhatTheDevicesClockMeasured) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  const uint64_t spin = LoadKernel(*a, kSpinPtx, sizeof kSpinPtx, "_Z4spini");
+  ASSERT_NE(spin, 0u);
+  v1::HandleReply e0, e1;
+  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &e0), 0);
+  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &e1), 0);
+  v1::EventRecordRequest rec;
+  rec.set_event(e0.handle());
+  a->Post(CallId::kEventRecord, rec);  // ordered: answered only with a later call
+  const uint32_t iters = 2'000'000;
+  std::string param(4, '\0');
+  std::memcpy(param.data(), &iters, sizeof iters);
+  for (int i = 0; i < 8; ++i) a->Post(CallId::kLaunchKernel, OneThread(spin, param));
+  rec.set_event(e1.handle());
+  a->Post(CallId::kEventRecord, rec);
+  ASSERT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
+  v1::EventElapsedRequest el;
+  el.set_start(e0.handle());
+  el.set_end(e1.handle());
+  v1::EventElapsedReply ms;
+  ASSERT_EQ(a->Call(CallId::kEventElapsedTime, el, &ms), 0) << a->last().message();
+  const double device_ns = static_cast<double>(ms.ms()) * 1e6;
+  ASSERT_GT(device_ns, 1e6) << "the kernels should take milliseconds";
+
+  v1::Hello admin;
+  admin.set_admin(true);
+  auto root = Client::Connect(path_, admin);
+  ASSERT_TRUE(root);
+  ASSERT_EQ(root->welcome_status(), 0);
+  // Charges land as the executor notices each group's end: wait for them to settle.
+  uint64_t charged = 0, before = 1;
+  for (int i = 0; i < 100 && (charged == 0 || charged != before); ++i) {
+    std::this_thread::sleep_for(50ms);
+    before = charged;
+    v1::TenantList list;
+    ASSERT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+    ASSERT_EQ(list.tenants_size(), 1);
+    charged = list.tenants(0).gpu_ns();
+  }
+  EXPECT_GT(static_cast<double>(charged), 0.8 * device_ns);
+  EXPECT_LT(static_cast<double>(charged), 1.25 * device_ns + 2e6);
+}
+
 // A reload changes the quota of a tenant that is here: a raised limit lets it
 // allocate more at once, a lowered one stops it, and the listing shows both; a
 // change that would over-commit the GPU is refused and the old quota stays.
