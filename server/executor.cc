@@ -233,37 +233,31 @@ uint64_t Executor::NowNs() const {
                                    .count());
 }
 
-Result<CUevent> Executor::AcquireMarkerLocked() {
+Result<CUevent> Executor::AcquirePooledLocked(bool timing) {
   if (marker_epoch_ != dev_.epoch()) {
     markers_.clear();  // they died with their context
     timers_.clear();
     marker_epoch_ = dev_.epoch();
   }
-  if (!markers_.empty()) {
-    CUevent e = markers_.back();
-    markers_.pop_back();
+  std::vector<CUevent>& pool = timing ? timers_ : markers_;
+  if (!pool.empty()) {
+    CUevent e = pool.back();
+    pool.pop_back();
     return e;
   }
   CUevent e = nullptr;
   RETURN_IF_ERROR(
-      dev_.Check(dev_.drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+      dev_.Check(dev_.drv().cuEventCreate(&e, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+                 "cuEventCreate"));
   return e;
 }
 
+Result<CUevent> Executor::AcquireMarkerLocked() {
+  return AcquirePooledLocked(false);
+}
+
 Result<CUevent> Executor::AcquireTimerLocked() {
-  if (marker_epoch_ != dev_.epoch()) {
-    markers_.clear();
-    timers_.clear();
-    marker_epoch_ = dev_.epoch();
-  }
-  if (!timers_.empty()) {
-    CUevent e = timers_.back();
-    timers_.pop_back();
-    return e;
-  }
-  CUevent e = nullptr;
-  RETURN_IF_ERROR(dev_.Check(dev_.drv().cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"));
-  return e;
+  return AcquirePooledLocked(true);
 }
 
 void Executor::ReleaseTimerLocked(CUevent e, uint64_t epoch) {

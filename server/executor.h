@@ -112,6 +112,7 @@ class Executor {
   // A pooled event that records time (GPU-time accounting by events), and its
   // return. REQUIRES: mu_ and a Use held.
   Result<CUevent> AcquireTimerLocked();
+  Result<CUevent> AcquirePooledLocked(bool timing);
   void ReleaseTimerLocked(CUevent e, uint64_t epoch);
   // Hands a poll to the executor thread. REQUIRES: mu_.
   void WatchLocked(Poll p);
