@@ -4,6 +4,7 @@
 
 #include "deploy/device_plugin/plugin.h"
 #include "deploy/device_plugin/policy.h"
+#include "deviceplugin.pb.h"
 
 namespace remora::device_plugin {
 namespace {
@@ -38,6 +39,18 @@ TEST(DevicePluginIds, FormatAndParseRoundTrip) {
        {"", "gpu", "gpu0", "gpu0-mem-", "gpu0-mem-42", "gpux-mem-00042", "gpu0-foo-0042",
         "gpu0-cmp-0042x", "gpu-1-cmp-0001", "nvidia0", "gpu0-mem-000000000000000000042"})
     EXPECT_FALSE(ParseId(bad)) << bad;
+}
+
+// kubelet reads at most 4 MiB per ListAndWatch message: one 80 GiB GPU at
+// 1 MiB per device, all of them in the longer "Unhealthy", must fit.
+TEST(DevicePluginIds, An80GiBGpuFitsKubeletsMessageLimit) {
+  v1beta1::ListAndWatchResponse r;
+  for (uint32_t u = 0; u < 80 * 1024; ++u) {
+    v1beta1::Device* d = r.add_devices();
+    d->set_id(FormatId({15, Resource::kMemory, u}));
+    d->set_health("Unhealthy");
+  }
+  EXPECT_LT(r.ByteSizeLong(), size_t{4} << 20);
 }
 
 TEST(DevicePluginHealth, TenantsHoldTheMaxOfRequestAndUse) {
