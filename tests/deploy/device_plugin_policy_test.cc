@@ -2,6 +2,7 @@
 // IDs, health from tenant lists, preferred allocation, grants.
 #include <gtest/gtest.h>
 
+#include "client_stub/env.h"
 #include "deploy/device_plugin/plugin.h"
 #include "deploy/device_plugin/policy.h"
 #include "deviceplugin.pb.h"
@@ -158,6 +159,26 @@ TEST(DevicePluginGrant, MemoryAndComputeEnvAndMounts) {
   EXPECT_EQ(PerMille(1000), "1");
   EXPECT_EQ(PerMille(1), "0.001");
   EXPECT_EQ(PerMille(120), "0.12");
+}
+
+// The environment a grant sets is what the tenant's stub reads, to the byte.
+TEST(DevicePluginGrant, TheStubReadsTheGrantedQuota) {
+  GrantOptions o{"/run/remora", "/opt/stub", kMiB};
+  Result<Grant> mem = PlanGrant(Resource::kMemory, Ids(0, Resource::kMemory, 0, 77), TwoGpus(), o);
+  Result<Grant> cmp =
+      PlanGrant(Resource::kCompute, Ids(0, Resource::kCompute, 0, 125), TwoGpus(), o);
+  ASSERT_TRUE(mem.ok() && cmp.ok());
+  std::map<std::string, std::string> env = mem->env;
+  env.insert(cmp->env.begin(), cmp->env.end());
+  Result<client_stub::Settings> s = client_stub::ReadSettings([&](const char* name) {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->server.kind, client_stub::TransportKind::kShm);
+  EXPECT_EQ(s->server.target, "/run/remora/gpu0.sock");
+  EXPECT_EQ(s->quota.memory, 77 * kMiB);
+  EXPECT_DOUBLE_EQ(s->quota.compute, 0.125);
 }
 
 TEST(DevicePluginGrant, RefusesWhatItCannotGrant) {
