@@ -99,9 +99,9 @@ std::vector<bool> UnitHealth(uint32_t units, bool reachable, uint32_t held,
 std::vector<std::string> PreferredAllocation(const std::vector<std::string>& available,
                                              const std::vector<std::string>& must_include,
                                              int size) {
-  std::map<uint32_t, std::vector<std::string>> by_gpu;  // IDs in the order given
+  std::map<uint32_t, std::map<uint32_t, std::string>> by_gpu;  // by unit, lowest first
   for (const std::string& s : available)
-    if (std::optional<DeviceId> id = ParseId(s)) by_gpu[id->gpu].push_back(s);
+    if (std::optional<DeviceId> id = ParseId(s)) by_gpu[id->gpu].emplace(id->unit, s);
   std::set<uint32_t> must_gpus;
   for (const std::string& s : must_include)
     if (std::optional<DeviceId> id = ParseId(s)) must_gpus.insert(id->gpu);
@@ -125,7 +125,7 @@ std::vector<std::string> PreferredAllocation(const std::vector<std::string>& ava
   for (const std::string& s : must_include)
     if (taken.insert(s).second) out.push_back(s);
   if (!pick) return out;
-  for (const std::string& s : by_gpu[*pick]) {
+  for (const auto& [unit, s] : by_gpu[*pick]) {
     if (out.size() >= static_cast<size_t>(std::max(size, 0))) break;
     if (taken.insert(s).second) out.push_back(s);
   }

@@ -60,8 +60,8 @@ std::vector<bool> UnitHealth(uint32_t units, bool reachable, uint32_t held,
 // GetPreferredAllocation for one container: `size` IDs from `available`,
 // including `must_include`, all on one GPU: the must-include IDs' GPU if they
 // have one, else the GPU with the most available devices among those with at
-// least `size`. If no GPU fits, as many as the best GPU has (Allocate refuses
-// what spans GPUs). Unknown IDs are ignored.
+// least `size`; lowest units first. If no GPU fits, as many as the best GPU
+// has (Allocate refuses what spans GPUs). Unknown IDs are ignored.
 std::vector<std::string> PreferredAllocation(const std::vector<std::string>& available,
                                              const std::vector<std::string>& must_include,
                                              int size);

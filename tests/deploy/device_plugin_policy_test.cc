@@ -100,9 +100,12 @@ TEST(DevicePluginPreferred, OneGpuWithTheMostThatFits) {
   std::vector<std::string> avail = Ids(0, Resource::kCompute, 0, 300);
   for (std::string& s : Ids(1, Resource::kCompute, 0, 500)) avail.push_back(s);
   avail.push_back("garbage");
+  std::reverse(avail.begin(), avail.end());
   std::vector<std::string> got = PreferredAllocation(avail, {}, 250);
   ASSERT_EQ(got.size(), 250u);
   for (const std::string& s : got) EXPECT_EQ(ParseId(s)->gpu, 1u) << s;
+  EXPECT_EQ(got.front(), "gpu1-cmp-0000");
+  EXPECT_EQ(got.back(), "gpu1-cmp-0249");
   // Both fit 300: the one with more available wins.
   got = PreferredAllocation(avail, {}, 300);
   EXPECT_EQ(ParseId(got.front())->gpu, 1u);
