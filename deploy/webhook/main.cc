@@ -19,11 +19,14 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: remora-webhook --tls-cert FILE --tls-key FILE [--listen HOST:PORT]\n"
-    "                      [--gpu-memory-mib N] [--stub-host-dir DIR]\n"
+    "                      [--gpu-memory-mib N] [--memory-unit-mib N]\n"
+    "                      [--stub-host-dir DIR]\n"
     "  --listen         address to serve on (default 0.0.0.0:8443; port 0: any free port)\n"
     "  --tls-cert       PEM certificate (chain) the API server trusts\n"
     "  --tls-key        PEM private key of that certificate\n"
     "  --gpu-memory-mib memory of one GPU of the cluster's GPU nodes (default 81559)\n"
+    "  --memory-unit-mib  MiB per remora.io/gpu-memory unit: the device plugin's\n"
+    "                   --memory-unit-mib (default 1)\n"
     "  --stub-host-dir  node directory holding Remora's stub libraries\n"
     "                   (default /usr/local/lib/remora/stub)\n"
     "endpoints: POST /mutate (AdmissionReview v1), GET /healthz\n";
@@ -99,6 +102,11 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       if (!n || *n == 0 || *n > (uint64_t{1} << 32))
         return fail("--gpu-memory-mib takes a positive number of MiB, not '" + value + "'");
       f.cfg.gpu_memory_mib = *n;
+    } else if (arg == "--memory-unit-mib") {
+      const std::optional<uint64_t> n = Number(value);
+      if (!n || *n == 0 || *n > 1024)
+        return fail("--memory-unit-mib takes a number of MiB in 1..1024, not '" + value + "'");
+      f.cfg.memory_unit_mib = *n;
     } else if (arg == "--stub-host-dir") {
       if (value.empty() || value.front() != '/')
         return fail("--stub-host-dir takes an absolute path, not '" + value + "'");

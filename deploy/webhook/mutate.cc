@@ -116,9 +116,11 @@ void Add(json& ops, const std::string& path, json value) {
 }
 
 Status PatchResources(const json& c, const std::string& cname, const std::string& base,
-                      const PodQuota& q, json& ops) {
+                      const PodQuota& q, uint64_t unit_mib, json& ops) {
   json want = json::object();
-  if (q.memory_mib) want[kMemoryResource] = std::to_string(q.memory_mib);
+  // Whole units of the device plugin's, rounded up: never less than asked for.
+  if (q.memory_mib)
+    want[kMemoryResource] = std::to_string((q.memory_mib + unit_mib - 1) / unit_mib);
   if (q.compute_permille) want[kComputeResource] = std::to_string(q.compute_permille);
   const json* res = Field(&c, "resources");
   if (!res) {
@@ -252,7 +254,8 @@ Result<json> BuildPatch(const json& pod, const PodQuota& q, const Config& cfg) {
     const json& c = (*containers)[i];
     const std::string cname = Str(Field(&c, "name"));
     const std::string base = "/spec/containers/" + std::to_string(i);
-    RETURN_IF_ERROR(PatchResources(c, cname, base, q, ops));
+    RETURN_IF_ERROR(
+        PatchResources(c, cname, base, q, std::max<uint64_t>(cfg.memory_unit_mib, 1), ops));
     RETURN_IF_ERROR(PatchEnv(c, cname, base, q, ops));
     RETURN_IF_ERROR(PatchMount(c, cname, base, ops));
   }

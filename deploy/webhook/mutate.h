@@ -17,7 +17,8 @@
 namespace remora::webhook {
 
 struct Config {
-  uint64_t gpu_memory_mib = 81559;                           // one GPU of the cluster's nodes
+  uint64_t gpu_memory_mib = 81559;  // one GPU of the cluster's nodes
+  uint64_t memory_unit_mib = 1;     // MiB per remora.io/gpu-memory unit (the plugin's)
   std::string stub_host_dir = "/usr/local/lib/remora/stub";  // the node's stub libraries
 };
 

@@ -127,10 +127,10 @@ def check_node(objs, src, plugin_bin):
         for res in ("remora.io/gpu-memory", "remora.io/gpu-compute"):
             check(res.encode() in open(plugin_bin, "rb").read(),
                   f"remora-device-plugin does not advertise {res}")
-    return stub_host
+    return stub_host, pf
 
 
-def check_webhook(objs, webhook_bin, stub_host):
+def check_webhook(objs, webhook_bin, stub_host, pf):
     dep = one(objs, "Deployment", "remora-webhook")
     c = dep["spec"]["template"]["spec"]["containers"][0]
     wf = flags(c["args"])
@@ -138,6 +138,8 @@ def check_webhook(objs, webhook_bin, stub_host):
     check({p["name"]: p["containerPort"] for p in c["ports"]}.get("https") == port,
           "webhook containerPort is not its --listen port")
     check(wf["--stub-host-dir"] == stub_host, "webhook's --stub-host-dir is not the stubs' dir")
+    check(wf.get("--memory-unit-mib", "1") == pf.get("--memory-unit-mib", "1"),
+          "the webhook counts remora.io/gpu-memory in other units than the plugin")
     tls_mount = {m["mountPath"] for m in c["volumeMounts"]}
     check(os.path.dirname(wf["--tls-cert"]) in tls_mount, "webhook cert is not mounted")
     svc = one(objs, "Service", "remora-webhook")
@@ -291,8 +293,8 @@ def main():
     wh = None
     for overlay in ("gpu", "emulated"):
         objs = render(os.path.join(a.source, "deploy/k8s/overlays", overlay))
-        stub_host = check_node(objs, a.source, a.plugin)
-        wh = check_webhook(objs, a.webhook, stub_host)
+        stub_host, pf = check_node(objs, a.source, a.plugin)
+        wh = check_webhook(objs, a.webhook, stub_host, pf)
         ds = one(objs, "DaemonSet", "remora-node")
         env = env_of(ds["spec"]["template"]["spec"]["containers"][0])
         want = {"gpu": "cuda", "emulated": "emu"}[overlay]

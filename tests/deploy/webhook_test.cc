@@ -271,6 +271,24 @@ TEST(WebhookAnnotations, FractionsAreExactAndScaleWithTheGpu) {
   }
 }
 
+// With the device plugin's memory unit above 1 MiB, requests count its units,
+// rounded up: a pod never gets less memory than its annotation asks for.
+TEST(WebhookAnnotations, MemoryRequestsCountThePluginsUnits) {
+  Config cfg = TestConfig();
+  cfg.memory_unit_mib = 4;
+  const std::string pod =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",)"
+      R"("kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":)"
+      R"({"metadata":{"name":"p","annotations":{"remora.io/gpu-memory":"1025Mi"}},)"
+      R"("spec":{"containers":[{"name":"c","image":"i"}]}}}})";
+  const Answer a = Review(pod, cfg);
+  ASSERT_EQ(a.http_status, 200) << a.body;
+  const json r = json::parse(a.body)["response"];
+  ASSERT_TRUE(r["allowed"].get<bool>()) << a.body;
+  const std::string patch = test::DecodeBase64(r["patch"].get<std::string>());
+  EXPECT_NE(patch.find(R"("remora.io/gpu-memory":"257")"), std::string::npos) << patch;
+}
+
 TEST(WebhookAnnotations, MemoryRoundsUpToWholeMiB) {
   const Config cfg = TestConfig();
   const std::pair<const char*, uint64_t> cases[] = {
