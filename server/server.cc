@@ -2,6 +2,7 @@
 #include "server/server.h"
 
 #include <chrono>
+#include <thread>
 
 #include "scheduler/fair_queue.h"
 #include "server/log.h"
@@ -208,6 +209,25 @@ void Server::Shutdown() {
   stopped_cv_.notify_all();
 }
 
+void Server::Drain() {
+  if (counters_.draining.exchange(true)) return;
+  Log(Level::kInfo, "server", {{"event", "draining"}, {"sessions", sessions()}});
+}
+
+void Server::EndSessions(const std::string& why, std::chrono::milliseconds wait) {
+  for (const auto& s : Sessions()) {
+    if (s->finished()) continue;
+    if (!s->greeted()) {
+      s->Stop();  // nothing admitted yet, nothing to explain
+      continue;
+    }
+    (void)s->Evict(why);
+  }
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (sessions() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 size_t Server::sessions() const {
   std::lock_guard lock(mu_);
   size_t n = 0;
@@ -301,6 +321,10 @@ Admission Server::CurrentAdmission() const {
   }
   a.open_max_fraction = opts_.open_max_fraction;
   a.open_max_priority = opts_.open_max_priority;
+  if (draining())
+    a.refusal =
+        "remora-server is shutting down (draining after SIGTERM) and admits no new sessions; "
+        "connect again once its replacement is up";
   return a;
 }
 

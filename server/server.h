@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,15 @@ class Server {
   bool device_lost() const { return lost_.load(std::memory_order_acquire); }
   // Stops accepting, ends every session (freeing what it held). Thread-safe.
   void Shutdown();
+  // Begins a drain: from now on every Hello is refused with kDevicesUnavailable
+  // and a message saying the server is shutting down; sessions already open
+  // keep being served. Thread-safe; idempotent.
+  void Drain();
+  bool draining() const { return counters_.draining.load(std::memory_order_acquire); }
+  // Ends every open session with an Evicted notice (`why`, kDevicesUnavailable at
+  // the tenant's next call) and waits, at most `wait`, until they all ended and
+  // gave back what they held. Thread-safe.
+  void EndSessions(const std::string& why, std::chrono::milliseconds wait);
 
   // Reads the tenants file again. New sessions get the new book; live ones
   // keep what they were admitted with. On an error the old book stays.

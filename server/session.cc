@@ -339,6 +339,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   const int64_t uid = peer_.uid >= 0 ? peer_.uid : hello.client_uid();
   owner_ = "user " + std::to_string(uid) + "@" + host;
   const Admission adm = env_.admission ? env_.admission() : Admission{};
+  if (!adm.refusal.empty()) return Error(err::kDevicesUnavailable, adm.refusal);
   if (hello.admin()) {
     if (adm.book && !adm.book->IsAdmin(hello.token()))
       return Error(err::kNotPermitted,

@@ -61,6 +61,8 @@ struct Admission {
   // and its priority class.
   double open_max_fraction = 1;
   sched::Priority open_max_priority = sched::Priority::kHigh;
+  // Not empty: every Hello is refused (kDevicesUnavailable) with this message.
+  std::string refusal;
 };
 
 // What a session needs from the server around it.

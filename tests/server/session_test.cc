@@ -672,6 +672,28 @@ TEST_P(IsolationTest, CudnnChecksDescriptorsPointersAndHandles) {
   EXPECT_EQ(a->Call(CallId::kDnnDestroy, d), err::kInvalidResourceHandle);
 }
 
+// SIGTERM's drain (server/main.cc times it): newcomers are refused saying why,
+// open sessions keep being served, and when ended they are told why.
+TEST_P(IsolationTest, DrainRefusesNewcomersServesTheOpenAndEndsThemSayingWhy) {
+  auto open = Connect();
+  ASSERT_TRUE(open);
+  ASSERT_EQ(open->welcome_status(), 0);
+  ASSERT_NE(open->Malloc(1 << 20), 0u);
+  EXPECT_FALSE(server_->draining());
+  server_->Drain();
+  EXPECT_TRUE(server_->draining());
+  auto late = Connect();
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->welcome_status(), err::kDevicesUnavailable);
+  EXPECT_NE(late->last().message().find("shutting down"), std::string::npos)
+      << late->last().message();
+  EXPECT_NE(open->Malloc(1 << 20), 0u);  // still served
+  server_->EndSessions("remora-server is shutting down (drain test)", 5s);
+  EXPECT_TRUE(WaitForSessions(0, 5s));
+  EXPECT_NE(open->WaitEvicted().find("shutting down (drain test)"), std::string::npos);
+  EXPECT_LT(open->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);  // the session is over
+}
+
 TEST_F(ServerTest, StreamOrderedErrorsSurfaceAtTheNextSyncCall) {
   auto a = Client::Connect(path_);
   ASSERT_TRUE(a);
@@ -1425,6 +1447,12 @@ TEST_F(MetricsServerTest, ScrapeShowsTenantsAndEvictions) {
   ev.set_session(a->welcome().session_id());
   ASSERT_EQ(root->Call(CallId::kEvictTenant, ev), 0);
   EXPECT_NE(Scrape().find("remora_admin_evictions_total 1\n"), std::string::npos);
+}
+
+TEST_F(MetricsServerTest, DrainingShowsAsAGauge) {
+  EXPECT_NE(Scrape().find("remora_draining 0\n"), std::string::npos);
+  server_->Drain();
+  EXPECT_NE(Scrape().find("remora_draining 1\n"), std::string::npos);
 }
 
 }  // namespace
