@@ -40,7 +40,7 @@ constexpr const char* kUsage =
     "  --open-max-priority  without --tenants, the highest priority a client may\n"
     "             declare: high, normal (default) or low\n"
     "  --grace-period  on SIGTERM or SIGINT the server drains: it refuses new\n"
-    "             sessions, serves the open ones until they end, and exits 0 when the\n"
+    "             tenants, serves the open ones until they end, and exits 0 when the\n"
     "             last one has; those still open after this many seconds (default 30;\n"
     "             0: at once) fail at their next call, saying the server shut down.\n"
     "             A second SIGTERM or SIGINT ends the drain at once\n"
@@ -113,7 +113,7 @@ void HandleSignals(remora::server::Server* s, const sigset_t& set,
       continue;
     }
     if (signo == 0) {  // a drain's poll
-      if (s->sessions() == 0) {
+      if (s->tenant_sessions() == 0) {
         server::Log(server::Level::kInfo, "server", {{"event", "drained"}});
         break;
       }
@@ -137,7 +137,7 @@ void HandleSignals(remora::server::Server* s, const sigset_t& set,
   if (!why.empty()) {
     s->Drain();
     server::Log(server::Level::kWarn, "server",
-                {{"event", "ending_sessions"}, {"sessions", s->sessions()}, {"why", why}});
+                {{"event", "ending_sessions"}, {"sessions", s->tenant_sessions()}, {"why", why}});
     s->EndSessions("remora-server is shutting down (" + why +
                        "): this session is over and all it held on the GPU is freed",
                    std::chrono::seconds(5));

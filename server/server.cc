@@ -211,7 +211,7 @@ void Server::Shutdown() {
 
 void Server::Drain() {
   if (counters_.draining.exchange(true)) return;
-  Log(Level::kInfo, "server", {{"event", "draining"}, {"sessions", sessions()}});
+  Log(Level::kInfo, "server", {{"event", "draining"}, {"sessions", tenant_sessions()}});
 }
 
 void Server::EndSessions(const std::string& why, std::chrono::milliseconds wait) {
@@ -232,6 +232,14 @@ size_t Server::sessions() const {
   std::lock_guard lock(mu_);
   size_t n = 0;
   for (const auto& [id, live] : live_) n += !live.session->finished();
+  return n;
+}
+
+size_t Server::tenant_sessions() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, live] : live_)
+    n += live.session->listed() || (!live.session->greeted() && !live.session->finished());
   return n;
 }
 

@@ -339,7 +339,6 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   const int64_t uid = peer_.uid >= 0 ? peer_.uid : hello.client_uid();
   owner_ = "user " + std::to_string(uid) + "@" + host;
   const Admission adm = env_.admission ? env_.admission() : Admission{};
-  if (!adm.refusal.empty()) return Error(err::kDevicesUnavailable, adm.refusal);
   if (hello.admin()) {
     if (adm.book && !adm.book->IsAdmin(hello.token()))
       return Error(err::kNotPermitted,
@@ -354,6 +353,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
         {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
     return OkStatus();
   }
+  // Administration (remora list) goes on while the server drains; tenants not.
+  if (!adm.refusal.empty()) return Error(err::kDevicesUnavailable, adm.refusal);
   v1::Quota q = hello.quota();
   double weight = 1;
   sched::ProjectId project = sched::kNoProject;

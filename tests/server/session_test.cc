@@ -175,9 +175,10 @@ class ServerTest : public ::testing::Test {
 class IsolationTest : public ServerTest, public ::testing::WithParamInterface<std::string> {
  protected:
   bool WithGrpc() const override { return GetParam() == "grpc"; }
-  std::unique_ptr<Client> Connect() {
+  std::unique_ptr<Client> Connect(v1::Hello hello = {}) {
     return Client::Connect(
-        GetParam() == "grpc" ? "grpc:127.0.0.1:" + std::to_string(server_->grpc_port(0)) : path_);
+        GetParam() == "grpc" ? "grpc:127.0.0.1:" + std::to_string(server_->grpc_port(0)) : path_,
+        std::move(hello));
   }
 };
 INSTANTIATE_TEST_SUITE_P(Transports, IsolationTest, ::testing::Values("shm", "grpc"),
@@ -688,6 +689,15 @@ TEST_P(IsolationTest, DrainRefusesNewcomersServesTheOpenAndEndsThemSayingWhy) {
   EXPECT_NE(late->last().message().find("shutting down"), std::string::npos)
       << late->last().message();
   EXPECT_NE(open->Malloc(1 << 20), 0u);  // still served
+  v1::Hello admin;
+  admin.set_admin(true);
+  auto root = Connect(admin);  // remora list still works, and the drain does not wait for it
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->welcome_status(), 0);
+  v1::TenantList list;
+  EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  EXPECT_EQ(list.tenants_size(), 1);
+  EXPECT_EQ(server_->tenant_sessions(), 1u);
   server_->EndSessions("remora-server is shutting down (drain test)", 5s);
   EXPECT_TRUE(WaitForSessions(0, 5s));
   EXPECT_NE(open->WaitEvicted().find("shutting down (drain test)"), std::string::npos);
