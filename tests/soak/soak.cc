@@ -4,16 +4,22 @@
 //        [--rss-growth-mib 64] [--settle-seconds 60]
 //
 // Starts remora-server (emulated device, a unix socket and a gRPC port, no
-// supervisor so its pid is the server's), then measures the server's threads, open descriptors and
-// RSS (/proc) as the baseline, after a warm-up burst of tenants (see Run). For --seconds, --tenants
-// slots (even: shm, odd: gRPC) each run churn_tenant processes one after another: each exits
-// cleanly, exits leaving its memory, or runs until it is SIGKILLed at a random moment mid-work.
-// Every tenant that exits must pass (its own check of every copy and launch). Once the last is
-// gone, threads (but for gRPC's own pools, kGrpcPools) and descriptors must come back to the
-// baseline (polled for --settle-seconds), no tenant may be listed holding device memory
-// (`remora list`'s FetchTenants), and RSS may have grown by at most
-// --rss-growth-mib. Prints the p50/p99 of the tenants' small-copy round trips
-// and how many tenants ran, passed and were killed. Exit 0: all held.
+// supervisor so its pid is the server's) and, after a warm-up burst of
+// tenants, measures its threads, open descriptors and RSS (/proc) as the
+// baseline. For --seconds, --tenants slots (even: shm, odd: gRPC) each run
+// churn_tenant processes one after another: each exits cleanly, exits leaving
+// its memory, or runs until it is SIGKILLed at a random moment mid-work.
+// Every tenant that exits must pass (its own check of every copy and launch).
+// Once the last is gone, within --settle-seconds, threads (but for gRPC's own
+// pools, kGrpcPools) and descriptors must be back to the baseline and no
+// tenant may be listed holding device memory (`remora list`'s FetchTenants);
+// RSS may have grown by at most --rss-growth-mib. That bound (64 MiB) allows
+// for allocator caches: the emulated device's memory is the server's own heap
+// (about 60 MiB at the peak of 64 tenants) and glibc keeps some freed memory
+// in its per-thread arenas; a leak of 256 KiB per session would pass it
+// over the 400 or so sessions of a 60 s run. Prints the p50/p99 of the
+// tenants' small-copy round trips and how many tenants ran, passed and were
+// killed. Exit 0: all held.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -132,7 +138,7 @@ std::string Show(const Usage& u) {
          std::to_string(u.rss_kib / 1024) + " MiB RSS";
 }
 
-// Starts `argv` with stdout and stderr to `out`.
+// Starts `argv` with stdout and stderr to `out`; returns its pid (-1: fork failed).
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
@@ -209,7 +215,8 @@ class Soak {
 
  private:
   bool StartServer();
-  // Runs one tenant of `transport` (0 shm, 1 gRPC) in `mode`; returns its pid.
+  // Starts one tenant of `transport` (0 shm, 1 gRPC) in `mode` (pid 0: it
+  // could not be started, counted as failed).
   Tenant StartTenant(int transport, Mode mode, const std::string& tag);
   // Checks how tenant `t` ended (`status` from waitpid); counts it.
   void Ended(const Tenant& t, int status);
@@ -221,7 +228,8 @@ class Soak {
   Options o_;
   std::string dir_, shm_, grpc_;
   pid_t server_ = 0;
-  std::mt19937 rng_{std::random_device{}()};
+  const unsigned seed_ = std::random_device{}();
+  std::mt19937 rng_{seed_};
   Counts counts_;
   int serial_ = 0;
 };
@@ -242,6 +250,8 @@ bool Soak::StartServer() {
     std::this_thread::sleep_for(milliseconds(50));
   }
   std::cerr << "soak: remora-server did not start:\n" << ReadFile(log);
+  kill(server_, SIGKILL);
+  waitpid(server_, nullptr, 0);
   return false;
 }
 
@@ -267,6 +277,12 @@ Tenant Soak::StartTenant(int transport, Mode mode, const std::string& tag) {
                                    "-lat",
                                    dir_ + "/lat/" + kind + "-" + tag + "-" + std::to_string(n)};
   t.pid = Spawn(argv, t.out);
+  if (t.pid < 0) {
+    std::perror("soak: fork");
+    ++counts_.failed;
+    t.pid = 0;
+    return t;
+  }
   // Killed between 0.2 and 2 s after it started: connecting, or mid-work.
   std::uniform_int_distribution<int> ms(200, 2000);
   t.kill_at = Clock::now() + milliseconds(ms(rng_));
@@ -352,6 +368,7 @@ int Soak::Run() {
   for (int i = 0; i < std::min(o_.tenants, kWarmUp); ++i)
     warm.push_back(StartTenant(i % 2, Mode::kClean, "warmup"));
   for (const Tenant& t : warm) {
+    if (t.pid == 0) continue;
     int status = 0;
     waitpid(t.pid, &status, 0);
     Ended(t, status);
@@ -360,6 +377,8 @@ int Soak::Run() {
   std::optional<remora::v1::TenantList> first = Tenants(shm_);
   std::this_thread::sleep_for(milliseconds(1000));
   const Usage base = Measure(server_);
+  std::cout << "soak: " << o_.tenants << " tenant slots for " << o_.seconds << " s, seed " << seed_
+            << "\n";
   std::cout << "soak: baseline " << Show(base) << " (threads: " << ThreadNames(server_) << ")\n";
   if (!first || base.threads <= 0 || base.fds <= 0) {
     std::cerr << "soak: cannot measure the server\n";
