@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -22,7 +24,7 @@ constexpr const char* kUsage =
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
     "                     [--emu-dir DIR] [--scheduler fair|fifo] [--no-restart]\n"
     "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
-    "                     [--metrics HOST:PORT] [--check]\n"
+    "                     [--metrics HOST:PORT] [--grace-period SECONDS] [--check]\n"
     "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
     "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
     "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
@@ -37,6 +39,11 @@ constexpr const char* kUsage =
     "             client may declare as guaranteed, and its memory limit (default 0.5)\n"
     "  --open-max-priority  without --tenants, the highest priority a client may\n"
     "             declare: high, normal (default) or low\n"
+    "  --grace-period  on SIGTERM or SIGINT the server drains: it refuses new\n"
+    "             tenants, serves the open ones until they end, and exits 0 when the\n"
+    "             last one has; those still open after this many seconds (default 30;\n"
+    "             0: at once) fail at their next call, saying the server shut down.\n"
+    "             A second SIGTERM or SIGINT ends the drain at once\n"
     "  --check    check the options, the tenants file and the device, then exit\n"
     "             (0: ready to serve) without serving\n"
     "  --no-restart  serve in this process; by default a supervisor process holds the\n"
@@ -67,8 +74,82 @@ bool Flag(int argc, char** argv, int& i, const char* name, std::string& out) {
   return false;
 }
 
+// Waits for one signal of `set`, at most until `until` (none: for ever).
+// Returns the signal, or 0 when the time is up.
+int NextSignal(const sigset_t& set, std::optional<std::chrono::steady_clock::time_point> until) {
+  if (!until) {
+    int signo = 0;
+    while (sigwait(&set, &signo) != 0) {
+    }
+    return signo;
+  }
+  const auto left = *until - std::chrono::steady_clock::now();
+  if (left <= std::chrono::nanoseconds::zero()) return 0;
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+  const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  const int signo = sigtimedwait(&set, nullptr, &ts);
+  return signo > 0 ? signo : 0;
+}
+
+// Serves the signals of `set` until the server should stop, then stops it:
+// SIGHUP reads the tenants file again; the first SIGTERM or SIGINT drains (no
+// new sessions; the open ones have `grace` to end before they are ended); a
+// second one during the drain ends it at once.
+void HandleSignals(remora::server::Server* s, const sigset_t& set,
+                   std::chrono::milliseconds grace) {
+  using namespace remora;
+  using Clock = std::chrono::steady_clock;
+  // How often a drain looks whether the last session has ended.
+  constexpr auto kDrainPoll = std::chrono::milliseconds(20);
+  std::optional<Clock::time_point> deadline;  // set while draining
+  std::string why;
+  for (;;) {
+    const int signo =
+        NextSignal(set, deadline ? std::optional(Clock::now() + kDrainPoll) : std::nullopt);
+    if (signo != 0)
+      server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
+    if (signo == SIGHUP) {
+      (void)s->ReloadTenants();  // logs what it did
+      continue;
+    }
+    if (signo == 0) {  // a drain's poll
+      if (s->tenant_sessions() == 0) {
+        server::Log(server::Level::kInfo, "server", {{"event", "drained"}});
+        break;
+      }
+      if (Clock::now() < *deadline) continue;
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", static_cast<double>(grace.count()) / 1000);
+      why = std::string("the grace period of ") + secs + " s ran out";
+      break;
+    }
+    if (deadline) {
+      why = "a second signal ended the drain";
+      break;
+    }
+    if (grace.count() == 0) {
+      why = "--grace-period is 0";
+      break;
+    }
+    s->Drain();
+    deadline = Clock::now() + grace;
+  }
+  if (!why.empty()) {
+    s->Drain();
+    server::Log(server::Level::kWarn, "server",
+                {{"event", "ending_sessions"}, {"sessions", s->tenant_sessions()}, {"why", why}});
+    s->EndSessions("remora-server is shutting down (" + why +
+                       "): this session is over and all it held on the GPU is freed",
+                   std::chrono::seconds(5));
+    // gRPC may still be writing the Evicted notices when the sessions count as
+    // ended: give them a moment before the listeners cancel what is open.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  s->Shutdown();
+}
+
 // Serves until a signal or a lost device; returns the process's exit status.
-int RunServer(const remora::server::ServerOptions& opts) {
+int RunServer(const remora::server::ServerOptions& opts, std::chrono::milliseconds grace) {
   using namespace remora;
   // Signals go to a waiting thread, never interrupting the server's own.
   sigset_t set;
@@ -86,16 +167,7 @@ int RunServer(const remora::server::ServerOptions& opts) {
     return 1;
   }
   server::Server* s = srv->get();
-  std::thread sig([s, set] {
-    for (;;) {
-      int signo = 0;
-      sigwait(&set, &signo);
-      server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
-      if (signo != SIGHUP) break;
-      (void)s->ReloadTenants();  // logs what it did
-    }
-    s->Shutdown();
-  });
+  std::thread sig([s, set, grace] { HandleSignals(s, set, grace); });
   sig.detach();
   server::Log(server::Level::kInfo, "server", {{"event", "ready"}, {"pid", getpid()}});
   s->Wait();
@@ -136,6 +208,7 @@ int main(int argc, char** argv) {
   opts.emu_dir = ExeDir() + "/../lib/emu";
   std::string v;
   bool restart = true, check = false;
+  std::chrono::milliseconds grace = std::chrono::seconds(30);
   for (int i = 1; i < argc; ++i) {
     if (Flag(argc, argv, i, "--device", v)) {
       auto k = server::ParseDeviceKind(v);
@@ -188,6 +261,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       opts.open_max_priority = *p;
+    } else if (Flag(argc, argv, i, "--grace-period", v)) {
+      char* end = nullptr;
+      const double seconds = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(seconds >= 0) || seconds > 86400) {
+        std::cerr << "--grace-period takes seconds from 0 to 86400, not '" << v << "'\n";
+        return 2;
+      }
+      grace = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
     } else if (!std::strcmp(argv[i], "--check")) {
       check = true;
     } else if (!std::strcmp(argv[i], "--no-restart")) {
@@ -211,7 +292,7 @@ int main(int argc, char** argv) {
     std::cout << "remora-server --check: ready to serve " << *name << "\n";
     return 0;
   }
-  if (!restart) return RunServer(opts);
+  if (!restart) return RunServer(opts, grace);
 
   auto ends = server::BindEndpoints(opts.unix_paths, opts.grpc_addrs, opts.metrics_addr);
   if (!ends.ok()) {
@@ -222,7 +303,7 @@ int main(int argc, char** argv) {
   opts.unix_fds = ends->unix_fds;
   opts.grpc_addrs = ends->grpc_addrs;
   opts.metrics_addr = ends->metrics_addr;
-  const int rc = server::Supervise([&opts] { return RunServer(opts); });
+  const int rc = server::Supervise([&opts, grace] { return RunServer(opts, grace); });
   server::ReleaseEndpoints(*ends);
   return rc;
 }

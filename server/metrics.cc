@@ -89,6 +89,10 @@ std::string RenderMetrics(const v1::TenantList& list, const Counters& c) {
           c.admin_evictions.load());
   counter("remora_device_faults_total", "Device faults that broke the GPU context.",
           c.device_faults.load());
+  out +=
+      "# HELP remora_draining 1 while the server shuts down: it admits no new sessions.\n"
+      "# TYPE remora_draining gauge\n";
+  out += std::string("remora_draining ") + (c.draining.load() ? "1" : "0") + "\n";
   out += "# HELP remora_tenants Tenants admitted now.\n# TYPE remora_tenants gauge\n";
   out += "remora_tenants " + std::to_string(list.tenants_size()) + "\n";
   out +=

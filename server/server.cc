@@ -2,6 +2,7 @@
 #include "server/server.h"
 
 #include <chrono>
+#include <thread>
 
 #include "scheduler/fair_queue.h"
 #include "server/log.h"
@@ -208,10 +209,37 @@ void Server::Shutdown() {
   stopped_cv_.notify_all();
 }
 
+void Server::Drain() {
+  if (counters_.draining.exchange(true)) return;
+  Log(Level::kInfo, "server", {{"event", "draining"}, {"sessions", tenant_sessions()}});
+}
+
+void Server::EndSessions(const std::string& why, std::chrono::milliseconds wait) {
+  for (const auto& s : Sessions()) {
+    if (s->finished()) continue;
+    if (!s->greeted()) {
+      s->Stop();  // nothing admitted yet, nothing to explain
+      continue;
+    }
+    (void)s->Evict(why);
+  }
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (sessions() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 size_t Server::sessions() const {
   std::lock_guard lock(mu_);
   size_t n = 0;
   for (const auto& [id, live] : live_) n += !live.session->finished();
+  return n;
+}
+
+size_t Server::tenant_sessions() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, live] : live_)
+    n += live.session->listed() || (!live.session->greeted() && !live.session->finished());
   return n;
 }
 
@@ -301,6 +329,10 @@ Admission Server::CurrentAdmission() const {
   }
   a.open_max_fraction = opts_.open_max_fraction;
   a.open_max_priority = opts_.open_max_priority;
+  if (draining())
+    a.refusal =
+        "remora-server is shutting down (draining after SIGTERM) and admits no new sessions; "
+        "connect again once its replacement is up";
   return a;
 }
 

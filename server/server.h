@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,16 @@ class Server {
   bool device_lost() const { return lost_.load(std::memory_order_acquire); }
   // Stops accepting, ends every session (freeing what it held). Thread-safe.
   void Shutdown();
+  // Begins a drain: from now on every tenant's Hello is refused with
+  // kDevicesUnavailable and a message saying the server is shutting down
+  // (administration sessions are still admitted); sessions already open keep
+  // being served. Thread-safe; idempotent.
+  void Drain();
+  bool draining() const { return counters_.draining.load(std::memory_order_acquire); }
+  // Ends every open session with an Evicted notice (`why`, kDevicesUnavailable at
+  // the tenant's next call) and waits, at most `wait`, until they all ended and
+  // gave back what they held. Thread-safe.
+  void EndSessions(const std::string& why, std::chrono::milliseconds wait);
 
   // Reads the tenants file again. New sessions get the new book; live ones
   // stay, and those whose tenant is still in the file take its new quota,
@@ -72,6 +83,10 @@ class Server {
   Status ReloadTenants();
   // Sessions not yet finished. Thread-safe.
   size_t sessions() const;
+  // Tenants' sessions a drain waits for: admitted and not yet ended, or still
+  // waiting for the answer to their Hello (administration sessions and refused
+  // ones are not counted). Thread-safe.
+  size_t tenant_sessions() const;
   // The port /metrics is served on (0: none).
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
   // Bound gRPC port of listener i (for ":0" addresses).

@@ -356,6 +356,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
         {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
     return OkStatus();
   }
+  // Administration (remora list) goes on while the server drains; tenants not.
+  if (!adm.refusal.empty()) return Error(err::kDevicesUnavailable, adm.refusal);
   v1::Quota q = hello.quota();
   double weight = 1;
   sched::ProjectId project = sched::kNoProject;

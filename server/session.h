@@ -61,6 +61,9 @@ struct Admission {
   // and its priority class.
   double open_max_fraction = 1;
   sched::Priority open_max_priority = sched::Priority::kHigh;
+  // Not empty: every tenant's Hello (administration's not) is refused
+  // (kDevicesUnavailable) with this message.
+  std::string refusal;
 };
 
 // What a session needs from the server around it.

@@ -110,7 +110,8 @@ class Node:
                         REMORA_METRICS_PORT=str(self.metrics),
                         REMORA_TENANTS=os.path.join(tmp, "absent.yaml"),
                         LD_LIBRARY_PATH=os.path.join(opt, "lib/deps"),
-                        REMORA_EMU_MEMORY="1G", **(extra_env or {}))
+                        REMORA_EMU_MEMORY="1G", REMORA_GRACE_PERIOD="5",
+                        **(extra_env or {}))
         self.log = open(os.path.join(tmp, f"node{Node.count}.log"), "w+")
         self.proc = subprocess.Popen([os.path.join(opt, "bin/remora-node")], env=self.env,
                                      stdout=self.log, stderr=subprocess.STDOUT)

@@ -7,7 +7,8 @@ for the build's and the fixed addresses for free ones, then runs what systemd wo
 ExecStartPre (--check) must pass with a good tenants file and fail, naming the
 mistake, with a broken one; ExecStart must serve (ready, /metrics answering);
 ExecReload's SIGHUP must read the tenants file again; SIGTERM (KillSignal)
-must stop it with status 0.
+must stop it with status 0 (a drain with no tenant ends at once); TimeoutStopSec
+must leave room for the drain's grace period.
 """
 import os
 import re
@@ -43,7 +44,8 @@ def main():
     unit_path, env_path, server = sys.argv[1], sys.argv[2], sys.argv[3]
     unit = open(unit_path).read()
     env = load_env(env_path)
-    keys = dict(re.findall(r"^(ExecStartPre|ExecStart|ExecReload|KillSignal)=(.*)$", unit, re.M))
+    keys = dict(re.findall(r"^(ExecStartPre|ExecStart|ExecReload|KillSignal|TimeoutStopSec)=(.*)$",
+                           unit, re.M))
     ok = True
 
     def check(cond, what, detail=""):
@@ -58,8 +60,15 @@ def main():
                       "Environment=CUDA_VISIBLE_DEVICES=%i"):
         check(re.search("^" + re.escape(hardening) + "$", unit, re.M) is not None,
               "the unit lacks " + hardening)
-    for var in ("REMORA_DEVICE", "REMORA_TENANTS", "REMORA_GRPC", "REMORA_METRICS"):
+    for var in ("REMORA_DEVICE", "REMORA_TENANTS", "REMORA_GRPC", "REMORA_METRICS",
+                "REMORA_GRACE_PERIOD"):
         check(var in env, "remora-server.env does not set " + var)
+    # systemd must not SIGKILL the server while SIGTERM's drain may still run.
+    check("--grace-period ${REMORA_GRACE_PERIOD}" in keys.get("ExecStart", ""),
+          "ExecStart does not pass REMORA_GRACE_PERIOD")
+    stop, grace = keys.get("TimeoutStopSec", ""), env.get("REMORA_GRACE_PERIOD", "")
+    check(stop.isdigit() and grace.replace(".", "", 1).isdigit() and int(stop) > float(grace),
+          f"TimeoutStopSec ({stop}) is not above REMORA_GRACE_PERIOD ({grace})")
     # systemd's own reading of the unit, where systemd is present.
     if shutil.which("systemd-analyze") and os.path.isdir("/run/systemd/system"):
         v = subprocess.run(["systemd-analyze", "verify", unit_path], capture_output=True,

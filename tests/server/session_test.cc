@@ -175,9 +175,10 @@ class ServerTest : public ::testing::Test {
 class IsolationTest : public ServerTest, public ::testing::WithParamInterface<std::string> {
  protected:
   bool WithGrpc() const override { return GetParam() == "grpc"; }
-  std::unique_ptr<Client> Connect() {
+  std::unique_ptr<Client> Connect(v1::Hello hello = {}) {
     return Client::Connect(
-        GetParam() == "grpc" ? "grpc:127.0.0.1:" + std::to_string(server_->grpc_port(0)) : path_);
+        GetParam() == "grpc" ? "grpc:127.0.0.1:" + std::to_string(server_->grpc_port(0)) : path_,
+        std::move(hello));
   }
 };
 INSTANTIATE_TEST_SUITE_P(Transports, IsolationTest, ::testing::Values("shm", "grpc"),
@@ -670,6 +671,37 @@ TEST_P(IsolationTest, CudnnChecksDescriptorsPointersAndHandles) {
   EXPECT_EQ(b->Call(CallId::kDnnDestroy, d), err::kInvalidResourceHandle);
   EXPECT_EQ(a->Call(CallId::kDnnDestroy, d), 0);
   EXPECT_EQ(a->Call(CallId::kDnnDestroy, d), err::kInvalidResourceHandle);
+}
+
+// SIGTERM's drain (server/main.cc times it): newcomers are refused saying why,
+// open sessions keep being served, and when ended they are told why.
+TEST_P(IsolationTest, DrainRefusesNewcomersServesTheOpenAndEndsThemSayingWhy) {
+  auto open = Connect();
+  ASSERT_TRUE(open);
+  ASSERT_EQ(open->welcome_status(), 0);
+  ASSERT_NE(open->Malloc(1 << 20), 0u);
+  EXPECT_FALSE(server_->draining());
+  server_->Drain();
+  EXPECT_TRUE(server_->draining());
+  auto late = Connect();
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->welcome_status(), err::kDevicesUnavailable);
+  EXPECT_NE(late->last().message().find("shutting down"), std::string::npos)
+      << late->last().message();
+  EXPECT_NE(open->Malloc(1 << 20), 0u);  // still served
+  v1::Hello admin;
+  admin.set_admin(true);
+  auto root = Connect(admin);  // remora list still works, and the drain does not wait for it
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->welcome_status(), 0);
+  v1::TenantList list;
+  EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  EXPECT_EQ(list.tenants_size(), 1);
+  EXPECT_EQ(server_->tenant_sessions(), 1u);
+  server_->EndSessions("remora-server is shutting down (drain test)", 5s);
+  EXPECT_TRUE(WaitForSessions(0, 5s));
+  EXPECT_NE(open->WaitEvicted().find("shutting down (drain test)"), std::string::npos);
+  EXPECT_LT(open->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);  // the session is over
 }
 
 TEST_F(ServerTest, StreamOrderedErrorsSurfaceAtTheNextSyncCall) {
@@ -1562,6 +1594,12 @@ TEST_F(MetricsServerTest, ScrapeShowsTenantsAndEvictions) {
   ev.set_session(a->welcome().session_id());
   ASSERT_EQ(root->Call(CallId::kEvictTenant, ev), 0);
   EXPECT_NE(Scrape().find("remora_admin_evictions_total 1\n"), std::string::npos);
+}
+
+TEST_F(MetricsServerTest, DrainingShowsAsAGauge) {
+  EXPECT_NE(Scrape().find("remora_draining 0\n"), std::string::npos);
+  server_->Drain();
+  EXPECT_NE(Scrape().find("remora_draining 1\n"), std::string::npos);
 }
 
 }  // namespace
