@@ -105,8 +105,8 @@ int Latency(long n, int iters, Rng& rng) {
     Chain<<<kBlocks, 32>>>(d_seeds, d_out, iters);
     CHECK(cudaGetLastError());
     CHECK(cudaMemcpy(got.data(), d_out, kBlocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     failures += got != want;
   }
   std::sort(us.begin(), us.end());
