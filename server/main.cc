@@ -1,7 +1,9 @@
 // server/main.cc - remora-server: flags, signals, run.
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -91,6 +93,11 @@ int NextSignal(const sigset_t& set, std::optional<std::chrono::steady_clock::tim
   return signo > 0 ? signo : 0;
 }
 
+// RunServer's word to the signal thread that the server is going away: it
+// returns without touching the server again (any other sender is ignored).
+constexpr int kStopSignals = SIGUSR1;
+std::atomic<bool> g_stop_signals{false};
+
 // Serves the signals of `set` until the server should stop, then stops it:
 // SIGHUP reads the tenants file again; the first SIGTERM or SIGINT drains (no
 // new sessions; the open ones have `grace` to end before they are ended); a
@@ -106,6 +113,10 @@ void HandleSignals(remora::server::Server* s, const sigset_t& set,
   for (;;) {
     const int signo =
         NextSignal(set, deadline ? std::optional(Clock::now() + kDrainPoll) : std::nullopt);
+    if (signo == kStopSignals) {
+      if (g_stop_signals.load()) return;
+      continue;
+    }
     if (signo != 0)
       server::Log(server::Level::kInfo, "server", {{"event", "signal"}, {"signal", signo}});
     if (signo == SIGHUP) {
@@ -157,6 +168,7 @@ int RunServer(const remora::server::ServerOptions& opts, std::chrono::millisecon
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, kStopSignals);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -168,9 +180,13 @@ int RunServer(const remora::server::ServerOptions& opts, std::chrono::millisecon
   }
   server::Server* s = srv->get();
   std::thread sig([s, set, grace] { HandleSignals(s, set, grace); });
-  sig.detach();
   server::Log(server::Level::kInfo, "server", {{"event", "ready"}, {"pid", getpid()}});
   s->Wait();
+  // The signal thread is done with the server (or told to be) before it goes:
+  // a lost device ends Wait while it may be draining or waiting for a signal.
+  g_stop_signals.store(true);
+  pthread_kill(sig.native_handle(), kStopSignals);
+  sig.join();
   if (!s->device_lost()) {
     srv->reset();
     return 0;
