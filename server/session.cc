@@ -122,8 +122,11 @@ void Session::EvictFor(const std::vector<sched::TenantId>& victims, const std::s
     if (env_.evict)
       env_.evict(v,
                  "this session's memory was reclaimed for " + tenant_ + ", which " + what +
-                     "; restart with a request of its own (REMORA_GPU_MEMORY or "
-                     "REMORA_GPU_FRACTION) to keep memory",
+                     (kind == EvictKind::kPreemption
+                          ? "; a tenant of a higher priority class comes first: restart when "
+                            "the GPU has room, or with a higher priority (REMORA_PRIORITY)"
+                          : "; memory above a tenant's request is a loan: restart with a request "
+                            "of its own (REMORA_GPU_MEMORY or REMORA_GPU_FRACTION) to keep it"),
                  kind);
 }
 
