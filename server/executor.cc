@@ -29,6 +29,8 @@ constexpr auto kPollMax = std::chrono::microseconds(1000);
 // two items), so a tenant held at its bound hears of its completions before
 // the device has drained what it was given.
 constexpr auto kPollLazy = std::chrono::microseconds(400);
+// The smallest charge group closed while others are in flight (CountIssuedLocked).
+constexpr uint32_t kMinGroupItems = 8;
 // The window of a tenant's achieved share of device time (UsageOf).
 constexpr double kShareWindowNs = 10e9;
 
@@ -98,11 +100,19 @@ struct Executor::Tenant::Stream {
   std::map<uint64_t, uint64_t> seen;  // other stream -> its `issued` this one is ordered after
   bool removed = false;
   // GPU-time accounting (ChargeLocked): items issued, not yet in a charge group;
-  // whether a group's marker is watched; the device's busy time charged so far.
+  // groups whose markers are watched, and their items; the device's busy time
+  // charged so far.
   uint32_t uncharged = 0;
-  bool charging = false;
+  uint32_t charging = 0;
+  uint32_t charging_items = 0;
   uint64_t busy_charged = 0;
-  CUevent group_start = nullptr;  // timing event before the next group's first item
+  // Timing events (Executor::timing_events_): the open group's segments, each
+  // bracketed by a start and an end event and ended by a wait for another
+  // stream (the wait is not the tenant's GPU time); the open segment's start;
+  // whether a timing event failed, so the group is charged by wall time.
+  std::vector<std::pair<CUevent, CUevent>> group_done;
+  CUevent group_start = nullptr;
+  bool group_wall = false;
   uint64_t group_epoch = 0;
 };
 
@@ -410,6 +420,10 @@ void Executor::Tenant::RemoveStream(uint64_t id, std::function<void(CUstream)> r
       self->streams_.erase(it);
       for (auto& [other_id, other] : self->streams_) other->seen.erase(id);
       self->ex_.ReleaseTimerLocked(gone->group_start, gone->group_epoch);
+      for (auto [a, b] : gone->group_done) {
+        self->ex_.ReleaseTimerLocked(a, gone->group_epoch);
+        self->ex_.ReleaseTimerLocked(b, gone->group_epoch);
+      }
     }
     if (gone->order_marker) (void)self->ex_.dev_.drv().cuEventDestroy(gone->order_marker);
     released(gone->s);
@@ -439,11 +453,15 @@ Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item) {
   item.index = ++st.submitted;
   st.queue.push_back(std::move(item));
   queued_.fetch_add(1, std::memory_order_relaxed);
-  // The hot path: the item can go now and the scheduler has nobody waiting.
-  if (st.queue.size() == 1 && HeadReadyLocked(st) && ex_.order_->IssueNow(id_, ex_.NowNs())) {
+  // The hot path: the stream's head can go now and the scheduler has nobody
+  // else waiting. What a tenant held at its in-flight bound queued goes from
+  // here too, as room frees, rather than by a hand-off to the executor's thread.
+  bool issued = false;
+  for (uint64_t now = ex_.NowNs(); HeadReadyLocked(st) && ex_.order_->IssueNow(id_, now);) {
     IssueLocked(st, st.queue.front());
-    if (!AnyReadyLocked()) return OkStatus();
+    issued = true;
   }
+  if (issued && !AnyReadyLocked()) return OkStatus();
   MarkReadyLocked();
   ex_.PumpLocked();
   return OkStatus();
@@ -491,6 +509,7 @@ Status Executor::Tenant::OrderLocked(Stream& st) {
           drv.cuEventCreate(&other.order_marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     RETURN_IF_ERROR(
         ex_.dev_.Check(drv.cuEventRecord(other.order_marker, other.s), "cuEventRecord"));
+    CutGroupLocked(st);
     RETURN_IF_ERROR(
         ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, other.order_marker, 0), "cuStreamWaitEvent"));
     seen->second = other.issued;
@@ -510,7 +529,10 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
   const DriverTable& drv = ex_.dev_.drv();
   Status s = OrderLocked(st);
   if (s.ok()) {
-    StartGroupLocked(st);
+    if (item.kind == Item::Kind::kWaitEvent)
+      CutGroupLocked(st);  // the next item starts the next segment, after the wait
+    else
+      StartGroupLocked(st);
     switch (item.kind) {
       case Item::Kind::kIssue:
         s = item.issue(st.s);
@@ -555,76 +577,88 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
 }
 
 // Every item the queue hands out is reported back with Done, once the device
-// is past it, with the GPU time it took. Items go in groups: a stream has at
-// most one charge marker in flight, recorded after its latest item; the items
-// issued while it is watched form the next group. GPU time is what the
-// emulated device measured itself running the stream's work; on a GPU, the
-// wall time from a group's start to its marker's completion (an upper bound,
-// off by the polling interval).
+// is past it, with the GPU time it took. Items go in groups, each closed by a
+// charge marker recorded after its last item: the first item on an idle
+// stream is a group, and while groups are watched the next closes once it
+// holds a quarter of the items in flight (kMinGroupItems at least). So Dones
+// come back while the device still has work queued: a tenant held at its
+// in-flight bound is given more before the device runs dry, and one marker
+// serves many short items. GPU time is what the emulated device measured
+// itself running the stream's work; on a GPU, what timing events around the
+// group's items measured (StartGroupLocked).
 void Executor::Tenant::CountIssuedLocked(Stream& st) {
   ++st.uncharged;
-  if (!st.charging) ChargeLocked(st);
+  if (st.charging == 0 || st.uncharged >= std::max(kMinGroupItems, st.charging_items / 4))
+    ChargeLocked(st);
 }
 
 void Executor::Tenant::StartGroupLocked(Stream& st) {
-  if (!ex_.timing_events_ || st.group_start != nullptr) return;
+  if (!ex_.timing_events_ || st.group_start != nullptr || st.group_wall) return;
   Result<CUevent> e = ex_.AcquireTimerLocked();
-  if (!e.ok()) return;  // this group is charged by wall time
-  if (ex_.dev_.drv().cuEventRecord(*e, st.s) != CUDA_SUCCESS) {
-    ex_.ReleaseTimerLocked(*e, ex_.dev_.epoch());
+  if (e.ok() && ex_.dev_.drv().cuEventRecord(*e, st.s) == CUDA_SUCCESS) {
+    st.group_start = *e;
+    st.group_epoch = ex_.dev_.epoch();
     return;
   }
-  st.group_start = *e;
-  st.group_epoch = ex_.dev_.epoch();
+  if (e.ok()) ex_.ReleaseTimerLocked(*e, ex_.dev_.epoch());
+  st.group_wall = true;  // this group is charged by wall time
+}
+
+void Executor::Tenant::CutGroupLocked(Stream& st) {
+  if (st.group_start == nullptr) return;
+  Result<CUevent> end = ex_.AcquireTimerLocked();
+  if (end.ok() && ex_.dev_.drv().cuEventRecord(*end, st.s) == CUDA_SUCCESS) {
+    st.group_done.emplace_back(std::exchange(st.group_start, nullptr), *end);
+    return;
+  }
+  if (end.ok()) ex_.ReleaseTimerLocked(*end, st.group_epoch);
+  ex_.ReleaseTimerLocked(std::exchange(st.group_start, nullptr), st.group_epoch);
+  st.group_wall = true;  // this group is charged by wall time
 }
 
 void Executor::Tenant::ChargeLocked(Stream& st) {
   const uint32_t n = std::exchange(st.uncharged, 0);
-  st.charging = true;
+  ++st.charging;
+  st.charging_items += n;
   const uint64_t start = ex_.NowNs();
-  // The group ran from its start event to an end event recorded after its last
-  // item: the device's own clock, idle time before the group left out.
-  std::pair<CUevent, CUevent> timed{std::exchange(st.group_start, nullptr), nullptr};
-  if (timed.first != nullptr) {
-    Result<CUevent> end = ex_.AcquireTimerLocked();
-    if (end.ok() && ex_.dev_.drv().cuEventRecord(*end, st.s) == CUDA_SUCCESS) {
-      timed.second = *end;
-    } else {
-      if (end.ok()) ex_.ReleaseTimerLocked(*end, st.group_epoch);
-      ex_.ReleaseTimerLocked(std::exchange(timed.first, nullptr), st.group_epoch);
-    }
-  }
+  // The group ran in its segments, each from a start event to an end event: the
+  // device's own clock, idle time before the group and waits for other streams
+  // left out.
+  CutGroupLocked(st);
+  Timed timed{.segments = std::exchange(st.group_done, {}),
+              .wall = std::exchange(st.group_wall, false) || !ex_.timing_events_,
+              .epoch = st.group_epoch};
   WatchStreamLocked(
       st,
-      [self = weak_from_this(), id = st.id, n, start, timed,
-       epoch = st.group_epoch](const Status&) {
-        if (auto t = self.lock()) t->Charged(id, n, start, timed, epoch);
+      [self = weak_from_this(), id = st.id, n, start, timed = std::move(timed)](const Status&) {
+        if (auto t = self.lock()) t->Charged(id, n, start, timed);
       },
       /*lazy=*/true);
 }
 
-void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start,
-                               std::pair<CUevent, CUevent> timed, uint64_t epoch) {
+void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start, const Timed& timed) {
   std::lock_guard lock(ex_.mu_);
   const uint64_t now = ex_.NowNs();
-  uint64_t gpu_ns = now - start;
-  if (timed.first != nullptr) {
+  bool wall = timed.wall;
+  double ms_sum = 0;
+  for (auto [a, b] : timed.segments) {
     float ms = 0;
-    if (epoch == ex_.dev_.epoch() &&
-        ex_.dev_.drv().cuEventElapsedTime(&ms, timed.first, timed.second) == CUDA_SUCCESS &&
-        ms >= 0)
-      gpu_ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
-    ex_.ReleaseTimerLocked(timed.first, epoch);
-    ex_.ReleaseTimerLocked(timed.second, epoch);
+    wall |= timed.epoch != ex_.dev_.epoch() ||
+            ex_.dev_.drv().cuEventElapsedTime(&ms, a, b) != CUDA_SUCCESS || ms < 0;
+    ms_sum += static_cast<double>(ms);
+    ex_.ReleaseTimerLocked(a, timed.epoch);
+    ex_.ReleaseTimerLocked(b, timed.epoch);
   }
+  uint64_t gpu_ns = wall ? now - start : static_cast<uint64_t>(ms_sum * 1e6);
   if (auto it = streams_.find(stream); it != streams_.end()) {
     Stream& st = *it->second;
     if (std::optional<uint64_t> busy = ex_.timing_events_ ? std::nullopt : ex_.BusyNs(st.s)) {
       gpu_ns = *busy - std::min(*busy, st.busy_charged);
       st.busy_charged = *busy;
     }
-    st.charging = false;
-    if (st.uncharged != 0) ChargeLocked(st);
+    --st.charging;
+    st.charging_items -= n;
+    if (st.charging == 0 && st.uncharged != 0) ChargeLocked(st);
   }
   gpu_ns_ += gpu_ns;
   rate_ = Decayed(rate_, rate_at_, now) + static_cast<double>(gpu_ns) / kShareWindowNs;

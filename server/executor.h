@@ -216,13 +216,21 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   // GPU-time accounting of issued items (see executor.cc). REQUIRES: mu_.
   void CountIssuedLocked(Stream& st);
   void ChargeLocked(Stream& st);
-  // Starts `st`'s next charge group with a timing event, if events measure GPU
-  // time. REQUIRES: mu_, a Use.
+  // Starts a segment of `st`'s charge group with a timing event, if events
+  // measure GPU time and none is open. REQUIRES: mu_, a Use.
   void StartGroupLocked(Stream& st);
-  // A charge group of `n` items on `stream`, started at `start` (wall time) and
-  // bracketed by timing events `timed` (null: none, in `epoch`), is done.
-  void Charged(uint64_t stream, uint32_t n, uint64_t start, std::pair<CUevent, CUevent> timed,
-               uint64_t epoch);
+  // Ends the open segment (before a wait for another stream). REQUIRES: mu_, a Use.
+  void CutGroupLocked(Stream& st);
+  // How a charge group is timed: segments between timing events of `epoch`, or
+  // by wall time (no events, or one failed).
+  struct Timed {
+    std::vector<std::pair<CUevent, CUevent>> segments;
+    bool wall = true;
+    uint64_t epoch = 0;
+  };
+  // A charge group of `n` items on `stream`, handed to the device at `start`
+  // (wall time) and timed by `timed`, is done.
+  void Charged(uint64_t stream, uint32_t n, uint64_t start, const Timed& timed);
   void MarkReadyLocked();
 
   Executor& ex_;

@@ -85,6 +85,27 @@ Status CapOpenQuota(const v1::Quota& q, const Admission& adm, uint64_t usable,
   return OkStatus();
 }
 
+// What a tenant is granted: memory and GPU time.
+struct Grant {
+  sched::Quota memory;
+  sched::Share share;
+};
+
+// The grant `q` resolves to on `usable` bytes (a tenants file entry's quota, or
+// in open mode, when `open` is set, what the client declared, capped by it).
+// Errors: ResolveQuota's, ShareOf's, CapOpenQuota's.
+Result<Grant> GrantOf(const v1::Quota& q, uint64_t usable, double weight, sched::ProjectId project,
+                      const Admission* open) {
+  Grant g;
+  ASSIGN_OR_RETURN(g.memory, sched::ResolveQuota({q.gpu_fraction(), q.gpu_fraction_limit(),
+                                                  q.gpu_memory(), q.gpu_memory_limit()},
+                                                 usable));
+  if (open != nullptr) RETURN_IF_ERROR(CapOpenQuota(q, *open, usable, g.memory));
+  ASSIGN_OR_RETURN(g.share, ShareOf(q, g.memory, usable, weight));
+  g.share.project = project;
+  return g;
+}
+
 }  // namespace
 
 Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, transport::PeerInfo peer,
@@ -381,13 +402,10 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     weight = spec->weight;
     project = adm.book->ProjectOf(spec->project);
   }
-  ASSIGN_OR_RETURN(sched::Quota quota,
-                   sched::ResolveQuota({q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(),
-                                        q.gpu_memory_limit()},
-                                       env_.ledger->usable()));
-  if (!adm.book) RETURN_IF_ERROR(CapOpenQuota(q, adm, env_.ledger->usable(), quota));
-  ASSIGN_OR_RETURN(sched::Share share, ShareOf(q, quota, env_.ledger->usable(), weight));
-  share.project = project;
+  ASSIGN_OR_RETURN(Grant grant,
+                   GrantOf(q, env_.ledger->usable(), weight, project, adm.book ? nullptr : &adm));
+  const sched::Quota& quota = grant.memory;
+  const sched::Share& share = grant.share;
   quota_ = quota;
   share_ = share;
   if (hello.monitor()) {
@@ -521,40 +539,37 @@ void Session::ApplyBook(const TenantBook& book) {
   if (spec == nullptr)
     return keep("tenant " + configured_ +
                 " is no longer in the tenants file; its session keeps its quota until it ends");
-  const v1::Quota& q = spec->quota;
-  const uint64_t usable = env_.ledger->usable();
-  Result<sched::Quota> quota = sched::ResolveQuota(
-      {q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(), q.gpu_memory_limit()}, usable);
-  if (!quota.ok()) return keep(quota.status().ToString());
-  Result<sched::Share> share = ShareOf(q, *quota, usable, spec->weight);
-  if (!share.ok()) return keep(share.status().ToString());
-  share->project = book.ProjectOf(spec->project);
+  Result<Grant> grant = GrantOf(spec->quota, env_.ledger->usable(), spec->weight,
+                                book.ProjectOf(spec->project), nullptr);
+  if (!grant.ok()) return keep(grant.status().ToString());
+  const sched::Quota& quota = grant->memory;
+  const sched::Share& share = grant->share;
   {
     std::lock_guard lock(grant_mu_);
     const sched::Share& s = share_;
-    if (quota_.request == quota->request && quota_.limit == quota->limit &&
-        s.request == share->request && s.limit == share->limit && s.priority == share->priority &&
-        s.project == share->project && project_ == spec->project)
+    if (quota_.request == quota.request && quota_.limit == quota.limit &&
+        s.request == share.request && s.limit == share.limit && s.priority == share.priority &&
+        s.project == share.project && project_ == spec->project)
       return;
   }
-  if (Status st = env_.ledger->Requota(id_, *quota, share->priority); !st.ok())
+  if (Status st = env_.ledger->Requota(id_, quota, share.priority); !st.ok())
     return keep("the tenants file's new quota does not fit: " + st.ToString());
-  env_.executor->Configure(id_, *share);
+  env_.executor->Configure(id_, share);
   {
     std::lock_guard lock(grant_mu_);
-    quota_ = *quota;
-    share_ = *share;
+    quota_ = quota;
+    share_ = share;
     project_ = spec->project;
   }
   Log(Level::kInfo, "session",
       {{"event", "requota"},
        {"session", id_},
        {"tenant", tenant_},
-       {"memory_request", quota->request},
-       {"memory_limit", quota->limit},
-       {"compute_request", share->request},
-       {"compute_limit", share->limit},
-       {"priority", sched::PriorityName(share->priority)}});
+       {"memory_request", quota.request},
+       {"memory_limit", quota.limit},
+       {"compute_request", share.request},
+       {"compute_limit", share.limit},
+       {"priority", sched::PriorityName(share.priority)}});
 }
 
 Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {

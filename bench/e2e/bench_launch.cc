@@ -10,11 +10,27 @@
 // launches_per_s is over shm (the time column is its batch), base_launches_per_s the
 // baseline's; ratio = launches_per_s / base_launches_per_s (1.0 = as fast as in-process;
 // target >= 0.9).
+//
+//   BM_LaunchFairVsFifo/<N>  the same batch (N empty launches + cudaDeviceSynchronize,
+//                       through the stub over shm) by two tenant processes of this binary
+//                       (--e2e_child=stub_launch), one against a server with the fair
+//                       queue (the default), one against a server with --scheduler fifo,
+//                       alternating batch by batch (and which goes first). ratio = fair
+//                       launches/s over FIFO's, over all batches (ratio_median: of the
+//                       median batches; issue target: a lone tenant >= 0.95 of FIFO).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <numeric>
 #include <string>
+#include <vector>
 
+#include "bench/e2e/children.h"
 #include "bench/e2e/server.h"
 
 extern "C" int RemoraE2eLaunchEmpty(int n);  // empty_kernel.cu
@@ -76,5 +92,113 @@ BENCHMARK(BM_LaunchEmpty)
     ->Iterations(8)
     ->Unit(benchmark::kMillisecond);
 
+// A tenant process serving batches on request: "ready" after a warm-up batch, then
+// "s=<seconds>" per line read (the batch timed here, where the launches are made).
+class LaunchTenant {
+ public:
+  bool Start(const std::string& server, int n, const std::string& log, std::string* err) {
+    if (!child_.Start({SelfExe(), "--e2e_child=stub_launch", std::to_string(n)},
+                      {{"REMORA_SERVER", server}}, log, err, /*with_stdin=*/true))
+      return false;
+    std::string line;
+    if (child_.ReadLine(&line, kChildTimeout) && line == "ready") return true;
+    *err = "launch tenant did not start (" + line + "); see " + log;
+    return false;
+  }
+  // The next batch's seconds; < 0 if the tenant failed.
+  double Batch() {
+    std::string line;
+    if (!child_.WriteLine("batch") || !child_.ReadLine(&line, kChildTimeout) ||
+        line.rfind("s=", 0) != 0)
+      return -1;
+    return std::stod(line.substr(2));
+  }
+  int Finish() {
+    child_.CloseStdin();
+    return child_.Wait();
+  }
+
+ private:
+  Child child_;
+};
+
+void BM_LaunchFairVsFifo(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::string err;
+  auto start = [&](const char* name, const char* order) {
+    const std::string dir = Env().dir + "/" + name;
+    std::filesystem::create_directories(dir);
+    return BenchServer::Start(dir, &err, {"--scheduler", order});
+  };
+  std::unique_ptr<BenchServer> fair = start("fair", "fair");
+  std::unique_ptr<BenchServer> fifo = fair ? start("fifo", "fifo") : nullptr;
+  if (!fair || !fifo) return state.SkipWithError(err.c_str());
+  LaunchTenant on_fair, on_fifo;
+  const std::string log = Env().dir + "/children.log";
+  if (!on_fair.Start(fair->shm_address(), n, log, &err) ||
+      !on_fifo.Start(fifo->shm_address(), n, log, &err))
+    return state.SkipWithError(err.c_str());
+  std::vector<double> fair_s, fifo_s;
+  for (auto _ : state) {
+    // Alternating which goes first: neither always runs right after the other.
+    const bool fifo_first = fair_s.size() % 2 == 0;
+    double b = fifo_first ? on_fifo.Batch() : 0;
+    const double s = on_fair.Batch();
+    if (!fifo_first) b = on_fifo.Batch();
+    if (b < 0 || s < 0) {
+      state.SkipWithError(("a launch tenant failed; see " + log).c_str());
+      break;
+    }
+    fifo_s.push_back(b);
+    fair_s.push_back(s);
+    state.SetIterationTime(s);
+  }
+  if ((on_fair.Finish() | on_fifo.Finish()) != 0 && !state.error_occurred())
+    state.SkipWithError(("a launch tenant failed at exit; see " + log).c_str());
+  if (state.error_occurred()) return;
+  // Throughput over all batches; medians beside it, which a batch the
+  // hypervisor or another process interrupted does not move.
+  auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double launches = static_cast<double>(fair_s.size()) * n;
+  state.SetItemsProcessed(static_cast<int64_t>(launches));
+  state.counters["fair_launches_per_s"] = launches / sum(fair_s);
+  state.counters["fifo_launches_per_s"] = launches / sum(fifo_s);
+  state.counters["ratio"] = sum(fifo_s) / sum(fair_s);
+  state.counters["ratio_median"] = median(fifo_s) / median(fair_s);
+}
+BENCHMARK(BM_LaunchFairVsFifo)
+    ->Arg(10'000)
+    ->UseManualTime()
+    ->Iterations(41)
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
+
+int RunStubLaunchChild(int n) {
+  auto batch = [n]() -> cudaError_t {
+    if (int e = RemoraE2eLaunchEmpty(n)) return static_cast<cudaError_t>(e);
+    return cudaDeviceSynchronize();
+  };
+  if (cudaError_t e = batch()) {  // registers the fat binary, loads the module, warms up
+    std::fprintf(stderr, "stub_launch: %s\n", cudaGetErrorString(e));
+    return 1;
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+  for (std::string line; std::getline(std::cin, line);) {
+    const auto t0 = Clock::now();
+    if (cudaError_t e = batch()) {
+      std::fprintf(stderr, "stub_launch: %s\n", cudaGetErrorString(e));
+      return 1;
+    }
+    std::printf("s=%.9f\n", std::chrono::duration<double>(Clock::now() - t0).count());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace remora::bench::e2e

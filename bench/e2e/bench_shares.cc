@@ -13,6 +13,12 @@
 //                           worst window's |share - target| in points of GPU time.
 //   BM_EqualShares/8        8 tenants at 0.1: jain = Jain's index over the whole run,
 //                           jain_min = worst window's (target >= 0.99).
+//   BM_IdleThenSaturate     tenants at 0.3 (saturating throughout) and 0.1, the small one
+//                           busy for 1 s, idle for 10 s, then saturating: its share of
+//                           the first window after it wakes (share_first; target 1/4),
+//                           over_pct = how far that exceeds the target (issue target:
+//                           <= 5%; banked credit would show here), err_pct = the worst
+//                           window's |share / target - 1| over the windows after it.
 //   BM_PriorityLatency      see the function.
 //   BM_ComputeLimitAlone    one tenant, request 0.3, limit 0.3, alone on the GPU:
 //                           share = device time / wall time (target <= 0.31), share_max
@@ -232,6 +238,51 @@ void BM_ComputeLimitAlone(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ComputeLimitAlone)->Iterations(1)->Unit(benchmark::kSecond);
+
+void BM_IdleThenSaturate(benchmark::State& state) {
+  constexpr double kTarget = 0.25;
+  constexpr int kIdle = 10, kAfter = 5;
+  for (auto _ : state) {
+    ShareRun run(state);
+    if (!run.ok()) return;
+    if (!run.AddTenant({"--gpu-compute", "0.3"}, 1 + kIdle + kSeconds)) return;
+    Child* sleeper = run.Spawn(
+        {"--gpu-compute", "0.1"},
+        {"-idle", std::to_string(kIdle), "-busy", std::to_string(kAfter + 3), "-iters", kIters});
+    if (sleeper == nullptr) return;
+    std::string line;
+    while (sleeper->ReadLine(&line, std::chrono::seconds(kIdle + 30)) && line != "SATURATING") {
+    }
+    if (line != "SATURATING") {
+      state.SkipWithError("the idle tenant never woke (see its log)");
+      run.Finish();
+      return;
+    }
+    std::vector<std::vector<double>> rows;
+    for (int w = 0; w <= kAfter; ++w) {
+      if (w > 0) std::this_thread::sleep_for(kWindow);
+      rows.push_back(run.Charged());
+      if (rows.back().empty()) {
+        state.SkipWithError("a tenant left /metrics early (see the tenant logs)");
+        break;
+      }
+    }
+    run.Finish();
+    if (state.error_occurred()) return;
+    auto share = [&](size_t w) {
+      std::vector<double> d = Delta(rows[w - 1], rows[w]);
+      return d[1] / (d[0] + d[1]);
+    };
+    double worst = 0;
+    for (size_t w = 2; w < rows.size(); ++w)
+      worst = std::max(worst, std::abs(share(w) / kTarget - 1));
+    state.counters["share_first"] = share(1);
+    state.counters["target"] = kTarget;
+    state.counters["over_pct"] = 100 * std::max(0.0, share(1) / kTarget - 1);
+    state.counters["err_pct"] = 100 * worst;
+  }
+}
+BENCHMARK(BM_IdleThenSaturate)->Iterations(1)->Unit(benchmark::kSecond);
 
 // The high-priority tenant's kernel latency (launch to checked result, p99 over 200
 // kernels of about 3 ms) alone, then beside two saturating low-priority tenants whose

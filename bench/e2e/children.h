@@ -12,6 +12,7 @@
 //   remora_e2e_bench --e2e_child=emu_conv              (blocks on request from stdin)
 //   remora_e2e_bench --e2e_child=fault                 (REMORA_SERVER=unix:...)
 //   remora_e2e_bench --e2e_child=fresh                 (REMORA_SERVER=unix:...)
+//   remora_e2e_bench --e2e_child=stub_launch 10000     (REMORA_SERVER=unix:...; stdin)
 #pragma once
 
 #include <cstddef>
@@ -46,6 +47,10 @@ int RunEmuConvChild();
 // null pointer, and a brand-new tenant whose first calls are timed.
 int RunFaultChild();
 int RunFreshTenantChild();
+
+// A tenant of whatever REMORA_SERVER names launching the empty kernel `n` times and
+// synchronizing, per stdin line (bench_launch.cc): prints "ready", then "s=SECONDS".
+int RunStubLaunchChild(int n);
 
 // If argv names a child mode, runs it and stores its exit code in *rc; false otherwise.
 bool MaybeRunChild(int argc, char** argv, int* rc);

@@ -71,6 +71,8 @@ bool MaybeRunChild(int argc, char** argv, int* rc) {
     *rc = RunEmuConvChild();
   } else if (mode == "fault" && argc == 2) {
     *rc = RunFaultChild();
+  } else if (mode == "stub_launch" && argc == 3) {
+    *rc = RunStubLaunchChild(std::atoi(argv[2]));
   } else if (mode == "fresh" && argc == 2) {
     *rc = RunFreshTenantChild();
   } else {

@@ -1433,6 +1433,54 @@ class EventTimingTest : public ServerTest {
     ServerTest::TearDown();
     unsetenv("REMORA_GPU_TIME");
   }
+  // The device time charged to the one tenant, once charges stop changing (they
+  // land as the executor notices each group's end).
+  uint64_t SettledCharge() {
+    v1::Hello admin;
+    admin.set_admin(true);
+    auto root = Client::Connect(path_, admin);
+    EXPECT_TRUE(root && root->welcome_status() == 0);
+    if (!root) return 0;
+    uint64_t charged = 0, before = 1;
+    for (int i = 0; i < 100 && (charged == 0 || charged != before); ++i) {
+      std::this_thread::sleep_for(50ms);
+      before = charged;
+      v1::TenantList list;
+      EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+      EXPECT_EQ(list.tenants_size(), 1);
+      if (list.tenants_size() != 1) return 0;
+      charged = list.tenants(0).gpu_ns();
+    }
+    return charged;
+  }
+  // Launches `n` spin kernels of `iters` iterations on `stream`.
+  static void Spin(Client& c, uint64_t kernel, uint64_t stream, int n, uint32_t iters) {
+    std::string param(4, '\0');
+    std::memcpy(param.data(), &iters, sizeof iters);
+    v1::LaunchRequest l = OneThread(kernel, param);
+    l.set_stream(stream);
+    for (int i = 0; i < n; ++i) c.Post(CallId::kLaunchKernel, l);
+  }
+  // A new event, or 0.
+  static uint64_t NewEvent(Client& c) {
+    v1::HandleReply e;
+    return c.Call(CallId::kEventCreate, v1::EventCreateRequest(), &e) == 0 ? e.handle() : 0;
+  }
+  static void Record(Client& c, uint64_t event, uint64_t stream) {
+    v1::EventRecordRequest rec;
+    rec.set_event(event);
+    rec.set_stream(stream);
+    c.Post(CallId::kEventRecord, rec);  // ordered: answered only with a later call
+  }
+  // Device ms between two recorded events (after a synchronize), or -1.
+  static double ElapsedNs(Client& c, uint64_t start, uint64_t end) {
+    v1::EventElapsedRequest el;
+    el.set_start(start);
+    el.set_end(end);
+    v1::EventElapsedReply ms;
+    if (c.Call(CallId::kEventElapsedTime, el, &ms) != 0) return -1;
+    return static_cast<double>(ms.ms()) * 1e6;
+  }
 };
 
 TEST_F(EventTimingTest, ChargedGpuTimeIsWhatTheDevicesClockMeasured) {
@@ -1441,44 +1489,52 @@ TEST_F(EventTimingTest, ChargedGpuTimeIsWhatTheDevicesClockMeasured) {
   ASSERT_EQ(a->welcome_status(), 0);
   const uint64_t spin = LoadKernel(*a, kSpinPtx, sizeof kSpinPtx, "_Z4spini");
   ASSERT_NE(spin, 0u);
-  v1::HandleReply e0, e1;
-  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &e0), 0);
-  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &e1), 0);
-  v1::EventRecordRequest rec;
-  rec.set_event(e0.handle());
-  a->Post(CallId::kEventRecord, rec);  // ordered: answered only with a later call
-  const uint32_t iters = 2'000'000;
-  std::string param(4, '\0');
-  std::memcpy(param.data(), &iters, sizeof iters);
-  for (int i = 0; i < 8; ++i) a->Post(CallId::kLaunchKernel, OneThread(spin, param));
-  rec.set_event(e1.handle());
-  a->Post(CallId::kEventRecord, rec);
+  const uint64_t e0 = NewEvent(*a), e1 = NewEvent(*a);
+  ASSERT_TRUE(e0 != 0 && e1 != 0);
+  Record(*a, e0, 0);
+  Spin(*a, spin, 0, 8, 2'000'000);
+  Record(*a, e1, 0);
   ASSERT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
-  v1::EventElapsedRequest el;
-  el.set_start(e0.handle());
-  el.set_end(e1.handle());
-  v1::EventElapsedReply ms;
-  ASSERT_EQ(a->Call(CallId::kEventElapsedTime, el, &ms), 0) << a->last().message();
-  const double device_ns = static_cast<double>(ms.ms()) * 1e6;
+  const double device_ns = ElapsedNs(*a, e0, e1);
   ASSERT_GT(device_ns, 1e6) << "the kernels should take milliseconds";
 
-  v1::Hello admin;
-  admin.set_admin(true);
-  auto root = Client::Connect(path_, admin);
-  ASSERT_TRUE(root);
-  ASSERT_EQ(root->welcome_status(), 0);
-  // Charges land as the executor notices each group's end: wait for them to settle.
-  uint64_t charged = 0, before = 1;
-  for (int i = 0; i < 100 && (charged == 0 || charged != before); ++i) {
-    std::this_thread::sleep_for(50ms);
-    before = charged;
-    v1::TenantList list;
-    ASSERT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
-    ASSERT_EQ(list.tenants_size(), 1);
-    charged = list.tenants(0).gpu_ns();
-  }
+  const uint64_t charged = SettledCharge();
   EXPECT_GT(static_cast<double>(charged), 0.8 * device_ns);
   EXPECT_LT(static_cast<double>(charged), 1.25 * device_ns + 2e6);
+}
+
+// A stream that waits for another's event is not charged the wait: the time the
+// device spent on the other stream's kernels is charged once.
+TEST_F(EventTimingTest, AStreamWaitingForAnotherIsNotChargedTheWait) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  const uint64_t spin = LoadKernel(*a, kSpinPtx, sizeof kSpinPtx, "_Z4spini");
+  ASSERT_NE(spin, 0u);
+  v1::StreamCreateRequest non_blocking;
+  non_blocking.set_flags(1);  // cudaStreamNonBlocking: no legacy-stream ordering either
+  v1::HandleReply s1, s2;
+  ASSERT_EQ(a->Call(CallId::kStreamCreate, non_blocking, &s1), 0);
+  ASSERT_EQ(a->Call(CallId::kStreamCreate, non_blocking, &s2), 0);
+  const uint64_t e0 = NewEvent(*a), e1 = NewEvent(*a);
+  ASSERT_TRUE(e0 != 0 && e1 != 0);
+  // s2 starts a group, then waits for s1's kernels, then runs one short kernel.
+  Spin(*a, spin, s2.handle(), 1, 1);
+  Record(*a, e0, s1.handle());
+  Spin(*a, spin, s1.handle(), 8, 2'000'000);
+  Record(*a, e1, s1.handle());
+  v1::StreamWaitEventRequest w;
+  w.set_stream(s2.handle());
+  w.set_event(e1);
+  a->Post(CallId::kStreamWaitEvent, w);
+  Spin(*a, spin, s2.handle(), 1, 1);
+  ASSERT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
+  const double device_ns = ElapsedNs(*a, e0, e1);
+  ASSERT_GT(device_ns, 1e6) << "the kernels should take milliseconds";
+
+  const uint64_t charged = SettledCharge();
+  EXPECT_GT(static_cast<double>(charged), 0.8 * device_ns);
+  EXPECT_LT(static_cast<double>(charged), 1.25 * device_ns + 2e6) << "the wait was charged";
 }
 
 // A reload changes the quota of a tenant that is here: a raised limit lets it

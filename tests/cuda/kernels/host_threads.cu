@@ -11,6 +11,9 @@
 // on stdin, then synchronizes and prints what that returned (reclaim_test.py).
 // With "-busy SECONDS" it keeps the device busy that long with batches of equal kernels
 // (each checked against the CPU) and prints how many ran: "KERNELS n" (share_test.py).
+// With "-idle SECONDS" before "-busy", it first keeps the device busy for a second, then
+// sleeps that long, prints "SATURATING" and goes on as "-busy" says (bench/e2e: no credit
+// is banked while idle).
 // With "-latency N" it runs N kernels one at a time (launch, synchronize, check) and
 // prints their latencies: "LATENCY_US p50 p99" (bench/e2e's priority benchmark).
 #include <algorithm>
@@ -139,8 +142,16 @@ int main(int argc, char** argv) {
     std::printf("SYNC %s\n", cudaGetErrorName(e));
     return 0;
   }
-  if (long seconds = Flag(argc, argv, "busy", 0))
-    return Busy(seconds, static_cast<int>(Flag(argc, argv, "iters", 20000)), rng);
+  if (long seconds = Flag(argc, argv, "busy", 0)) {
+    const int iters = static_cast<int>(Flag(argc, argv, "iters", 20000));
+    if (long idle = Flag(argc, argv, "idle", 0)) {
+      if (int rc = Busy(1, iters, rng)) return rc;
+      std::this_thread::sleep_for(std::chrono::seconds(idle));
+      std::printf("SATURATING\n");
+      std::fflush(stdout);
+    }
+    return Busy(seconds, iters, rng);
+  }
   if (long n = Flag(argc, argv, "latency", 0))
     return Latency(n, static_cast<int>(Flag(argc, argv, "iters", 20000)), rng);
   if (Flag(argc, argv, "stall", 0)) {
