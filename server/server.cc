@@ -135,32 +135,26 @@ void Server::AcceptLoop(transport::Listener* listener) {
     std::unique_lock lock(mu_);
     if (stopping_) return;
     uint64_t id = next_id_++;
-    SessionEnv env{device_.get(),
-                   executor_.get(),
-                   ledger_.get(),
-                   &modules_,
-                   [this](uint64_t epoch, const std::string& observer, const Status& fault) {
-                     OnFault(epoch, observer, fault);
-                   },
-                   [this] { return FaultCulprit(); },
-                   [this](uint64_t victim, const std::string& why, EvictKind kind) {
-                     Evict(victim, why, kind);
-                   },
-                   [this] { return ListTenants(); },
-                   [this](const v1::EvictRequest& req) { return FindTenant(req); },
-                   [this] { return CurrentAdmission(); },
-                   [this](const std::string& name, uint64_t id) {
-                     std::lock_guard hold(book_mu_);
-                     return tenant_holder_.emplace(name, id).second;
-                   },
-                   [this](const std::string& name, uint64_t id) {
-                     std::lock_guard hold(book_mu_);
-                     if (auto it = tenant_holder_.find(name);
-                         it != tenant_holder_.end() && it->second == id)
-                       tenant_holder_.erase(it);
-                   },
-                   [this](const std::string& owner) { return SliceOf(owner); },
-                   &counters_};
+    SessionEnv env{
+        device_.get(),
+        executor_.get(),
+        ledger_.get(),
+        &modules_,
+        [this](uint64_t epoch, const std::string& observer, const Status& fault) {
+          OnFault(epoch, observer, fault);
+        },
+        [this] { return FaultCulprit(); },
+        [this](uint64_t victim, const std::string& why, EvictKind kind) {
+          Evict(victim, why, kind);
+        },
+        [this] { return ListTenants(); },
+        [this](const v1::EvictRequest& req) { return FindTenant(req); },
+        [this] { return CurrentAdmission(); },
+        [this](const std::string& name, const std::shared_ptr<Session>& session,
+               const std::function<Status()>& admit) { return JoinTenant(name, session, admit); },
+        [this](const std::string& name, uint64_t id) { LeaveTenant(name, id); },
+        [this](const std::string& owner) { return SliceOf(owner); },
+        &counters_};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;
@@ -365,18 +359,85 @@ Status Server::ReloadTenants() {
 }
 
 void Server::Evict(uint64_t victim, const std::string& why, EvictKind kind) {
-  std::shared_ptr<Session> s;
-  {
-    std::lock_guard lock(mu_);
-    auto it = live_.find(victim);
-    if (it == live_.end()) return;
-    s = it->second.session;
+  std::vector<std::shared_ptr<Session>> targets;
+  if (kind != EvictKind::kAdmin) {
+    // Under accounts_mu_: a session joining the account either is seen here
+    // or finds the account reclaimed and is refused (JoinTenant).
+    std::lock_guard lock(accounts_mu_);
+    for (const auto& [name, account] : accounts_)
+      if (account.ledger_id == victim)
+        for (const auto& [id, weak] : account.sessions)
+          if (auto s = weak.lock()) targets.push_back(std::move(s));
   }
-  if (!s->Evict(why)) return;
+  if (targets.empty()) {
+    std::lock_guard lock(mu_);
+    if (auto it = live_.find(victim); it != live_.end()) targets.push_back(it->second.session);
+  }
+  bool evicted = false;
+  for (const std::shared_ptr<Session>& s : targets) evicted |= s->Evict(why);
+  if (!evicted) return;
   std::atomic<uint64_t>& n = kind == EvictKind::kReclaim      ? counters_.reclaims
                              : kind == EvictKind::kPreemption ? counters_.preemptions
                                                               : counters_.admin_evictions;
   n.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+
+// Tells each of a tenant's sessions how many share its GPU time.
+void Rebalance(const std::vector<std::shared_ptr<Session>>& sessions) {
+  for (const std::shared_ptr<Session>& s : sessions)
+    s->SplitShare(static_cast<uint32_t>(sessions.size()));
+}
+
+std::vector<std::shared_ptr<Session>> Members(const std::map<uint64_t, std::weak_ptr<Session>>& m) {
+  std::vector<std::shared_ptr<Session>> out;
+  for (const auto& [id, weak] : m)
+    if (auto s = weak.lock()) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace
+
+Result<uint64_t> Server::JoinTenant(const std::string& name,
+                                    const std::shared_ptr<Session>& session,
+                                    const std::function<Status()>& admit) {
+  std::vector<std::shared_ptr<Session>> members;
+  uint64_t ledger_id = 0;
+  {
+    std::lock_guard lock(accounts_mu_);
+    auto it = accounts_.find(name);
+    if (it == accounts_.end()) {
+      RETURN_IF_ERROR(admit());
+      it = accounts_.emplace(name, Account{.ledger_id = session->id(), .sessions = {}}).first;
+    } else if (ledger_->Reclaimed(it->second.ledger_id)) {
+      return Error(err::kDevicesUnavailable,
+                   "tenant " + name +
+                       "'s memory is being reclaimed for another tenant; connect again once its "
+                       "other sessions have ended");
+    }
+    it->second.sessions[session->id()] = session;
+    ledger_id = it->second.ledger_id;
+    members = Members(it->second.sessions);
+  }
+  Rebalance(members);
+  return ledger_id;
+}
+
+void Server::LeaveTenant(const std::string& name, uint64_t id) {
+  std::vector<std::shared_ptr<Session>> members;
+  {
+    std::lock_guard lock(accounts_mu_);
+    auto it = accounts_.find(name);
+    if (it == accounts_.end() || it->second.sessions.erase(id) == 0) return;
+    if (it->second.sessions.empty()) {
+      ledger_->Remove(it->second.ledger_id);
+      accounts_.erase(it);
+      return;
+    }
+    members = Members(it->second.sessions);
+  }
+  Rebalance(members);
 }
 
 void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {

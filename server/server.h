@@ -102,8 +102,15 @@ class Server {
   void Reap(bool all);
   // The tenant owning the stream whose work broke the context; "" if unknown.
   std::string FaultCulprit();
-  // Ends session `victim` so another tenant gets its memory (SessionEnv::evict).
+  // Ends what `victim` names (SessionEnv::evict): for a reclaim or a
+  // preemption, every session booked under that ledger id (a configured
+  // tenant's whole account); for an administrator, that one session.
   void Evict(uint64_t victim, const std::string& why, EvictKind kind);
+  // A configured tenant's sessions and their shared account
+  // (SessionEnv::join_tenant, leave_tenant).
+  Result<uint64_t> JoinTenant(const std::string& name, const std::shared_ptr<Session>& session,
+                              const std::function<Status()>& admit);
+  void LeaveTenant(const std::string& name, uint64_t id);
   // Every session not yet reaped, as of now. Thread-safe.
   std::vector<std::shared_ptr<Session>> Sessions() const;
   // Every admitted tenant, as `remora list` shows it (SessionEnv::list_tenants).
@@ -140,8 +147,13 @@ class Server {
   Counters counters_;
   std::unique_ptr<MetricsEndpoint> metrics_;  // stopped first: it lists sessions
   mutable std::mutex book_mu_;
-  std::shared_ptr<const TenantBook> book_;         // guarded by book_mu_
-  std::map<std::string, uint64_t> tenant_holder_;  // configured name -> session; book_mu_
+  std::shared_ptr<const TenantBook> book_;  // guarded by book_mu_
+  struct Account {
+    uint64_t ledger_id = 0;
+    std::map<uint64_t, std::weak_ptr<Session>> sessions;  // by session id
+  };
+  std::mutex accounts_mu_;                   // before the ledger's own lock
+  std::map<std::string, Account> accounts_;  // by tenant name; guarded by accounts_mu_
 };
 
 }  // namespace remora::server

@@ -85,6 +85,14 @@ Status CapOpenQuota(const v1::Quota& q, const Admission& adm, uint64_t usable,
   return OkStatus();
 }
 
+// One of `n` equal parts of `share`: a request, and a limit, that together
+// come to the tenant's.
+sched::Share Split(sched::Share share, uint32_t n) {
+  share.request /= n;
+  share.limit /= n;
+  return share;
+}
+
 // What a tenant is granted: memory and GPU time.
 struct Grant {
   sched::Quota memory;
@@ -266,7 +274,7 @@ void Session::LoseState() {
     std::lock_guard lock(out_mu_);
     mapped_.clear();
   }
-  env_.ledger->Release(id_, allocated_bytes_);
+  env_.ledger->Release(ledger_id_, allocated_bytes_);
   allocated_bytes_ = 0;
   arena_registered_ = false;
   {
@@ -391,10 +399,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
       return Error(err::kNotPermitted,
                    "this server admits the tenants of its tenants file only, and this "
                    "session's token (REMORA_TOKEN) names none of them");
-    if (!hello.monitor() && (!env_.claim_tenant || !env_.claim_tenant(spec->name, id_)))
-      return Error(err::kDevicesUnavailable,
-                   "tenant " + spec->name + " already has a session on this GPU (one at a time)");
-    if (!hello.monitor()) configured_ = spec->name;  // a monitor claims no tenant
+    if (!hello.monitor() && !env_.join_tenant)
+      return Error(err::kNotSupported, "this server cannot seat configured tenants");
     owner_ = spec->name;
     project_ = spec->project;
     tenant_ = spec->name + "/" + tenant_;
@@ -428,8 +434,19 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   }
   if (CUresult r = drv().cuStreamQuery(s); r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
     return Check(r, "cuStreamQuery");
-  sched::Decision admit = env_.ledger->AdmitOrEvict(id_, quota, share.priority);
-  RETURN_IF_ERROR(admit.status);
+  sched::Decision admit;
+  auto admit_self = [&] {
+    admit = env_.ledger->AdmitOrEvict(id_, quota, share.priority);
+    return admit.status;
+  };
+  if (adm.book) {
+    // A configured tenant's processes share its account (its first admits it).
+    const std::string& name = owner_;
+    ASSIGN_OR_RETURN(ledger_id_, env_.join_tenant(name, shared_from_this(), admit_self));
+    configured_ = name;
+  } else {
+    RETURN_IF_ERROR(admit_self());
+  }
   admitted_ = true;
   if (env_.counters) env_.counters->sessions_opened.fetch_add(1, std::memory_order_relaxed);
   if (!admit.victims.empty())
@@ -438,6 +455,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                  " and needed room for its request of " + std::to_string(quota.request) + " bytes",
              EvictKind::kPreemption);
   std::weak_ptr<Session> weak = weak_from_this();
+  std::unique_lock split_lock(grant_mu_);  // split_ changes as the tenant's sessions come and go
   work_ = env_.executor->Join(
       id_, tenant_,
       {.run_host_func =
@@ -453,7 +471,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
            [weak](const Status& st) {
              if (auto self = weak.lock()) self->RecordError(st);
            }},
-      share);
+      Split(share_, split_));
+  split_lock.unlock();
   work_->AddStream(0, s, true);
 
   greet(tenant_);
@@ -506,10 +525,11 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   r.set_calls(calls_.load(std::memory_order_relaxed));
   r.set_errors(errors_.load(std::memory_order_relaxed));
   r.set_peer(channel_->Describe());
-  const bool reclaimed = env_.ledger->Reclaimed(id_);
+  const bool reclaimed = env_.ledger->Reclaimed(ledger_id_);
   r.set_status(reclaimed ? "reclaimed" : closing_ ? "ending" : "running");
-  const sched::MemoryLedger::View v = env_.ledger->Slice(id_);
-  r.set_memory_used(v.used);
+  // Its own bytes; what the tenant borrows is its account's (all its sessions).
+  const sched::MemoryLedger::View v = env_.ledger->Slice(ledger_id_);
+  r.set_memory_used(allocated_bytes_.load(std::memory_order_relaxed));
   {
     std::lock_guard lock(grant_mu_);
     r.set_project(project_);
@@ -552,14 +572,16 @@ void Session::ApplyBook(const TenantBook& book) {
         s.project == share.project && project_ == spec->project)
       return;
   }
-  if (Status st = env_.ledger->Requota(id_, quota, share.priority); !st.ok())
+  // Every session of the tenant applies the same quota to its account: the
+  // first changes it, the others find it as they want it.
+  if (Status st = env_.ledger->Requota(ledger_id_, quota, share.priority); !st.ok())
     return keep("the tenants file's new quota does not fit: " + st.ToString());
-  env_.executor->Configure(id_, share);
   {
     std::lock_guard lock(grant_mu_);
     quota_ = quota;
     share_ = share;
     project_ = spec->project;
+    env_.executor->Configure(id_, Split(share_, split_));
   }
   Log(Level::kInfo, "session",
       {{"event", "requota"},
@@ -570,6 +592,12 @@ void Session::ApplyBook(const TenantBook& book) {
        {"compute_request", share.request},
        {"compute_limit", share.limit},
        {"priority", sched::PriorityName(share.priority)}});
+}
+
+void Session::SplitShare(uint32_t sessions) {
+  std::lock_guard lock(grant_mu_);
+  split_ = std::max<uint32_t>(sessions, 1);
+  env_.executor->Configure(id_, Split(share_, split_));
 }
 
 Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
@@ -591,7 +619,7 @@ Status Session::OnSlice(const v1::Empty&, v1::SliceReply& rep) {
   rep.set_memory_total(limit);
   const uint64_t used = std::min(rep.memory_used(), limit);
   uint64_t free = limit - used;
-  if (admitted_) free = std::min(free, env_.ledger->Slice(id_).free);
+  if (admitted_) free = std::min(free, env_.ledger->Slice(ledger_id_).free);
   rep.set_memory_free(free);
   return OkStatus();
 }
@@ -874,7 +902,7 @@ void Session::GiveBack(Held& held) {
     for (const std::function<void()>& destroy : held.destroy) destroy();
     for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
   }
-  if (admitted_) env_.ledger->Release(id_, held.charged);
+  if (admitted_) env_.ledger->Release(ledger_id_, held.charged);
   held = Held{};
 }
 
@@ -898,7 +926,6 @@ Status Session::Teardown() {
     // Never admitted: only the default stream, if any, to give back.
     for (auto& [id, s] : streams_) env_.device->ReleaseStream(s);
     streams_.clear();
-    if (!configured_.empty() && env_.release_tenant) env_.release_tenant(configured_, id_);
     finished_.store(true, std::memory_order_release);
     return OkStatus();
   }
@@ -925,9 +952,10 @@ Status Session::Teardown() {
       }
       self->env_.device->ReleaseStream(zero);
     }
-    if (self->admitted_) self->env_.ledger->Remove(self->id_);
-    if (!self->configured_.empty() && self->env_.release_tenant)
-      self->env_.release_tenant(self->configured_, self->id_);
+    if (!self->configured_.empty())
+      self->env_.leave_tenant(self->configured_, self->id_);  // the last removes the account
+    else if (self->admitted_)
+      self->env_.ledger->Remove(self->id_);
     {
       std::lock_guard lock(self->err_mu_);
       self->torn_ = st;

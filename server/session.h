@@ -66,6 +66,8 @@ struct Admission {
   std::string refusal;
 };
 
+class Session;
+
 // What a session needs from the server around it.
 struct SessionEnv {
   Device* device;
@@ -88,10 +90,19 @@ struct SessionEnv {
   // Who may connect with what: the tenants file (null book: open mode, where
   // clients declare their quotas within the caps). Null: open mode, no caps.
   std::function<Admission()> admission;
-  // Marks configured tenant `name` as served by session `id`: false if
-  // another session holds it. Released with release_tenant. Thread-safe.
-  std::function<bool(const std::string& name, uint64_t id)> claim_tenant;
-  std::function<void(const std::string& name, uint64_t id)> release_tenant;
+  // The sessions of configured tenant `name` (one per process of it) share
+  // one account: its memory in the ledger, under the ledger id of the session
+  // that opened it, and its share of GPU time, split evenly among them
+  // (Session::SplitShare). Seats `session`: the first opens the account by
+  // calling `admit` (which admits the session's own id to the ledger), later
+  // ones join it. Returns the account's ledger id. Errors: admit's;
+  // kDevicesUnavailable while the account is being reclaimed. Thread-safe.
+  std::function<Result<uint64_t>(const std::string& name, const std::shared_ptr<Session>& session,
+                                 const std::function<Status()>& admit)>
+      join_tenant;
+  // Session `id` leaves `name`'s account; the last one out removes the
+  // account from the ledger. Thread-safe.
+  std::function<void(const std::string& name, uint64_t id)> leave_tenant;
   // Memory used and GPU time achieved by every listed session whose owner() is
   // `owner`, with their client processes (NVML's view). Thread-safe.
   std::function<v1::SliceReply(const std::string& owner)> slice_of;
@@ -153,6 +164,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // refused and logged, and the session keeps what it had; so does a session
   // whose tenant left the file. Thread-safe.
   void ApplyBook(const TenantBook& book);
+  // The tenant's GPU time is split among `sessions` sessions of its account:
+  // this one's share in the fair queue is the tenant's divided by that (its
+  // request, and its limit, so that together they never pass it). Thread-safe.
+  void SplitShare(uint32_t sessions);
 
   // ---- Handlers: one per calls.def row the server answers. -------------------
 #define REMORA_CALL(id, Name, Class, Request, Reply) \
@@ -299,6 +314,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const SessionEnv env_;
   std::string tenant_;
   std::string configured_;  // set once in OnHello, before listed()
+  // The ledger id this session's memory is booked under: its own, or in a
+  // configured tenant's account, the id of the session that opened it.
+  uint64_t ledger_id_ = id_;
   bool admitted_ = false;
   bool admin_ = false;    // an administration session (Hello.admin)
   bool monitor_ = false;  // a monitoring session (Hello.monitor)
@@ -308,6 +326,7 @@ class Session : public std::enable_shared_from_this<Session> {
   mutable std::mutex grant_mu_;
   sched::Quota quota_;
   sched::Share share_;
+  uint32_t split_ = 1;  // sessions sharing the tenant's GPU time (SplitShare)
   std::string project_;
   std::atomic<bool> listed_{false};
   std::atomic<uint64_t> calls_{0};   // frames dispatched (for /metrics)
@@ -321,7 +340,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Tables: touched only by the thread serving the session.
   RangeTable allocations_;  // cudaMalloc: device pointer -> size
   RangeTable symbols_;      // module variables: address -> size
-  uint64_t allocated_bytes_ = 0;
+  // Bytes this session has booked in the ledger (read by Row from any thread).
+  std::atomic<uint64_t> allocated_bytes_{0};
   HandleTable<CUstream> streams_{"stream", err::kInvalidResourceHandle};  // 0: legacy default
   HandleTable<CUevent> events_{"event", err::kInvalidResourceHandle};
   struct Kernel {

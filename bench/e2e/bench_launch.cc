@@ -173,7 +173,7 @@ void BM_LaunchFairVsFifo(benchmark::State& state) {
 BENCHMARK(BM_LaunchFairVsFifo)
     ->Arg(10'000)
     ->UseManualTime()
-    ->Iterations(41)
+    ->Iterations(101)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

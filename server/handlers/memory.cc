@@ -13,7 +13,7 @@ namespace remora::server {
 // ---- Device and memory ---------------------------------------------------------
 
 Status Session::OnMemGetInfo(const v1::Empty&, v1::MemGetInfoReply& rep) {
-  sched::MemoryLedger::View v = env_.ledger->Slice(id_);
+  sched::MemoryLedger::View v = env_.ledger->Slice(ledger_id_);
   rep.set_free(v.free);
   rep.set_total(v.total);
   return OkStatus();
@@ -35,7 +35,7 @@ Result<CUdeviceptr> Session::AllocateCharged(uint64_t bytes, const std::string& 
   uint64_t charged = arena::AlignUp(bytes, 256);
   // Within its request an allocation always succeeds: loans are reclaimed
   // (their sessions ended) and the allocation waits until their memory is back.
-  sched::Decision d = env_.ledger->Claim(id_, charged);
+  sched::Decision d = env_.ledger->Claim(ledger_id_, charged);
   RETURN_IF_ERROR(d.status);
   if (!d.victims.empty()) {
     EvictFor(d.victims,
@@ -43,13 +43,13 @@ Result<CUdeviceptr> Session::AllocateCharged(uint64_t bytes, const std::string& 
              EvictKind::kReclaim);
     Status back = AwaitReclaim(d.victims);
     if (!back.ok()) {
-      env_.ledger->Release(id_, charged);
+      env_.ledger->Release(ledger_id_, charged);
       return back;
     }
   }
   Result<CUdeviceptr> p = env_.executor->Allocate(bytes);
   if (!p.ok()) {
-    env_.ledger->Release(id_, charged);
+    env_.ledger->Release(ledger_id_, charged);
     return p.status();
   }
   allocated_bytes_ += charged;

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -1309,11 +1310,6 @@ TEST_F(TenantsFileTest, TokensMapToConfiguredTenantsAndTheirQuotas) {
   past.set_size(64ull << 20);
   EXPECT_EQ(bob->Call(CallId::kMalloc, past), err::kMemoryAllocation);
 
-  auto again = Client::Connect(path_, WithToken("tok-b"));
-  ASSERT_TRUE(again);
-  EXPECT_EQ(again->welcome_status(), err::kDevicesUnavailable);
-  EXPECT_NE(again->last().message().find("already has a session"), std::string::npos);
-
   // The listing shows the project; administration needs the admin token.
   v1::Hello admin = WithToken("tok-a");
   admin.set_admin(true);
@@ -1411,9 +1407,98 @@ TEST_F(TenantsFileTest, ReloadChangesWhoComesNextAndKeepsWhoIsHere) {
   // A broken file is refused and the last good one stays.
   Write("tenants:\n  - {name: dave}\n");
   EXPECT_FALSE(server_->ReloadTenants().ok());
-  auto carol2 = Client::Connect(path_, WithToken("tok-c"));
+  auto carol2 = Client::Connect(path_, WithToken("tok-c"));  // a second process of carol's
   ASSERT_TRUE(carol2);
-  EXPECT_EQ(carol2->welcome_status(), err::kDevicesUnavailable);  // carol is here already
+  EXPECT_EQ(carol2->welcome_status(), 0) << carol2->last().message();
+}
+
+// A tenant's processes share its one quota: what one holds, the other cannot
+// take past the limit; each sees the tenant's view; the tenant is listed per
+// process with what each holds; a process's memory goes back to the tenant
+// when it ends, and the account itself when the last one does.
+TEST_F(TenantsFileTest, ATenantsProcessesShareItsQuota) {
+  auto bob1 = Client::Connect(path_, WithToken("tok-b"));
+  auto bob2 = Client::Connect(path_, WithToken("tok-b"));
+  ASSERT_TRUE(bob1 && bob2);
+  ASSERT_EQ(bob1->welcome_status(), 0) << bob1->last().message();
+  ASSERT_EQ(bob2->welcome_status(), 0) << bob2->last().message();
+  EXPECT_EQ(bob2->welcome().memory_limit(), 128ull << 20);
+  ASSERT_NE(bob1->Malloc(100ull << 20), 0u);
+  v1::MallocRequest big, small;
+  big.set_size(64ull << 20);
+  small.set_size(16ull << 20);
+  EXPECT_EQ(bob2->Call(CallId::kMalloc, big), err::kMemoryAllocation);  // 164Mi > 128Mi
+  EXPECT_EQ(bob2->Call(CallId::kMalloc, small), 0) << bob2->last().message();
+  v1::MemGetInfoReply info;
+  ASSERT_EQ(bob2->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.total(), 128ull << 20);
+  EXPECT_EQ(info.free(), 12ull << 20);
+
+  v1::Hello admin = WithToken("tok-root");
+  admin.set_admin(true);
+  auto root = Client::Connect(path_, admin);
+  ASSERT_TRUE(root);
+  ASSERT_EQ(root->welcome_status(), 0);
+  v1::TenantList list;
+  ASSERT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  std::vector<uint64_t> used;
+  for (const v1::TenantRow& r : list.tenants())
+    if (r.tenant().rfind("bob/", 0) == 0) {
+      used.push_back(r.memory_used());
+      EXPECT_EQ(r.memory_limit(), 128ull << 20);
+      EXPECT_EQ(r.memory_borrowed(), 52ull << 20);  // the tenant's: 116Mi held, 64Mi requested
+    }
+  std::sort(used.begin(), used.end());
+  EXPECT_EQ(used, (std::vector<uint64_t>{16ull << 20, 100ull << 20}));
+
+  // bob1 ends: what it held is the tenant's again.
+  bob1.reset();
+  int rc = -1;
+  for (int i = 0; i < 250 && rc != 0; ++i) {
+    std::this_thread::sleep_for(20ms);
+    rc = bob2->Call(CallId::kMalloc, big);
+  }
+  EXPECT_EQ(rc, 0) << bob2->last().message();
+  // The last process ends: the account goes, and the next process opens a fresh one.
+  bob2.reset();
+  std::unique_ptr<Client> bob3;
+  uint64_t got = 0;
+  for (int i = 0; i < 250 && got == 0; ++i) {
+    std::this_thread::sleep_for(20ms);
+    bob3 = Client::Connect(path_, WithToken("tok-b"));
+    if (bob3 && bob3->welcome_status() == 0) got = bob3->Malloc(128ull << 20);
+  }
+  EXPECT_NE(got, 0u) << "the whole limit should be free to a fresh process";
+}
+
+// A tenant's memory above its request is a loan of the whole tenant: when
+// another tenant needs it back, every process of the borrower ends.
+TEST_F(TenantsFileTest, AReclaimEndsEveryProcessOfTheBorrower) {
+  Write(R"(
+tenants:
+  - {name: alice, token: tok-a, gpu-fraction: 0.5}
+  - {name: bob, token: tok-b, gpu-fraction-limit: 0.9}
+)");
+  ASSERT_TRUE(server_->ReloadTenants().ok());
+  auto bob1 = Client::Connect(path_, WithToken("tok-b"));
+  auto bob2 = Client::Connect(path_, WithToken("tok-b"));
+  ASSERT_TRUE(bob1 && bob2);
+  ASSERT_EQ(bob1->welcome_status(), 0) << bob1->last().message();
+  ASSERT_EQ(bob2->welcome_status(), 0) << bob2->last().message();
+  const uint64_t limit = bob1->welcome().memory_limit();
+  ASSERT_GT(limit, 1u << 30);
+  const uint64_t usable = limit / 9 * 10;
+  ASSERT_NE(bob1->Malloc(usable / 10 * 3), 0u);
+  ASSERT_NE(bob2->Malloc(usable / 10 * 3), 0u);
+  auto alice = Client::Connect(path_, WithToken("tok-a"));
+  ASSERT_TRUE(alice);
+  ASSERT_EQ(alice->welcome_status(), 0) << alice->last().message();
+  EXPECT_NE(alice->Malloc(usable / 100 * 45), 0u) << "within alice's request";
+  for (Client* bob : {bob1.get(), bob2.get()}) {
+    const std::string why = bob->WaitEvicted();
+    EXPECT_NE(why.find("reclaimed"), std::string::npos) << why;
+    EXPECT_NE(why.find("alice/"), std::string::npos) << why;
+  }
 }
 
 // With GPU time measured by timing events (as on NVIDIA's driver, whose streams do
