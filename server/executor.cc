@@ -165,12 +165,20 @@ std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, 
 
 void Executor::Configure(uint64_t id, const sched::Share& share) {
   std::lock_guard lock(mu_);
-  if (tenants_.count(id)) order_->Configure(id, share);
+  if (!tenants_.count(id)) return;
+  order_->Configure(id, share);
+  RepumpLocked();
 }
 
 void Executor::ConfigureProject(sched::ProjectId p, double share) {
   std::lock_guard lock(mu_);
   order_->ConfigureProject(p, share);
+  RepumpLocked();
+}
+
+void Executor::RepumpLocked() {
+  repump_ = true;
+  cv_.notify_one();
 }
 
 std::optional<uint64_t> Executor::BusyNs(CUstream s) const {
@@ -294,9 +302,10 @@ void Executor::Loop() {
   auto interval = std::chrono::nanoseconds(kPollMin);
   std::unique_lock lock(mu_);
   for (;;) {
-    // Sleep until something is watched, or a tenant held back by its compute
-    // limit may go again (the only wake-up no completion brings).
-    while (!stop_ && polls_->empty()) {
+    // Sleep until something is watched, a tenant held back by its compute
+    // limit may go again, or a new share may let one go (the wake-ups no
+    // completion brings).
+    while (!stop_ && polls_->empty() && !repump_) {
       const uint64_t now = NowNs();
       std::optional<uint64_t> at = order_->NextEligibleAt(now);
       if (!at) {
@@ -352,6 +361,7 @@ void Executor::Loop() {
         p = std::move(polls.back());
         polls.pop_back();
       }
+      repump_ = false;
       PumpLocked();
       lock.unlock();
       for (auto& f : run) f();
@@ -371,7 +381,8 @@ void Executor::Loop() {
                                    : std::min<std::chrono::nanoseconds>(interval * 2, kPollMax);
     // A wait someone is waiting for cuts a lazy interval short.
     const uint64_t urgent = urgent_;
-    cv_.wait_for(lock, interval, [&] { return stop_ || (!waited_on && urgent_ != urgent); });
+    cv_.wait_for(lock, interval,
+                 [&] { return stop_ || repump_ || (!waited_on && urgent_ != urgent); });
   }
 }
 

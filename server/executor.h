@@ -107,6 +107,9 @@ class Executor {
   void Loop();
   // Issues whatever the scheduler lets go now. REQUIRES: mu_ and a Use held.
   void PumpLocked();
+  // Has the executor's thread pump soon: a caller without a Use changed who
+  // may go (a tenant's new share may free work it held back). REQUIRES: mu_.
+  void RepumpLocked();
   // REQUIRES: mu_ and a Use held.
   Result<CUevent> AcquireMarkerLocked();
   // A pooled event that records time (GPU-time accounting by events), and its
@@ -141,6 +144,7 @@ class Executor {
   uint64_t mem_epoch_ = ~uint64_t{0};
   bool pools_ = true;  // false once the driver refused stream-ordered allocation
   bool stop_ = false;
+  bool repump_ = false;  // guarded by mu_ (RepumpLocked)
   uint64_t urgent_ = 0;  // polls somebody waits for, ever watched (guarded by mu_)
   std::thread thread_;
 };

@@ -7,7 +7,11 @@ each got through in the same wall time:
   * two tenants at once, `remora run --gpu-compute` 0.2 and 0.6: the second must run about
     three times as many kernels (a FIFO order gives 1:1);
   * one tenant alone with --gpu-compute-limit 0.3, then alone without a limit:
-    the capped run must get well under half as many (an idle GPU is no excuse).
+    the capped run must get well under half as many (an idle GPU is no excuse);
+  * a tenants-file tenant with --gpu-compute-limit 0.2 running two processes at once:
+    together they must run fewer kernels than the one process capped at 0.3 above
+    (each process gets half the tenant's limit, about 2/3 of that together; were each
+    given the whole of it, they would run about 4/3 of it).
 Tolerances are wide: the emulator runs two tenants' kernels side by side on the
 host's cores and they slow each other, so a kernel count is a loose stand-in for the
 device time the server charges (1:2.5 to 1:4.4 seen here for the 1:3 shares).
@@ -44,6 +48,36 @@ def finish(p):
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
+def two_processes_share_a_limit(bindir, progs, tmp, capped):
+    """A configured tenant's two processes share its compute limit of 0.2; `capped` is
+    what one process capped at 0.3 ran in as long."""
+    if not capped:
+        return False
+    sub = os.path.join(tmp, "tenants")
+    os.mkdir(sub)
+    book = os.path.join(sub, "tenants.yaml")
+    with open(book, "w") as f:
+        f.write("tenants:\n  - {name: alice, token: tok-a, gpu-compute: 0.2, "
+                "gpu-compute-limit: 0.2}\n")
+    proc, _, address = start_server(bindir, "shm", sub, ["--tenants", book])
+    run = ([os.path.join(bindir, "remora"), "run", "--server", address, "--token", "tok-a"],
+           [os.path.join(progs, "host_threads")])
+    try:
+        both = [busy(run, 4, 5 + i, []) for i in range(2)]
+        got = [kernels(finish(p), f"alice's process {i + 1}") for i, p in enumerate(both)]
+    finally:
+        stop_server(proc)
+    if not all(got):
+        return False
+    total = sum(got) / capped
+    print(f"share_test: two processes of a tenant limited to 0.2 ran {got[0]} + {got[1]} "
+          f"kernels, one process limited to 0.3 {capped}: {total:.2f} (about 0.67)")
+    if not 0.3 <= total <= 1.0:
+        print("share_test: FAIL: a tenant's processes together should hold to its 0.2 limit")
+        return False
+    return True
+
+
 def main():
     bindir, progs = sys.argv[1], sys.argv[2]
     ok = True
@@ -76,6 +110,7 @@ def main():
                 ok = False
         finally:
             stop_server(proc)
+        ok = two_processes_share_a_limit(bindir, progs, tmp, capped) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
