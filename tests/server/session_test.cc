@@ -1285,6 +1285,25 @@ admin-token: tok-root
     h.set_program("prog");
     return h;
   }
+  // An administration session with the file's admin token; null (and a test
+  // failure) if it was refused.
+  std::unique_ptr<Client> Root() {
+    v1::Hello admin = WithToken("tok-root");
+    admin.set_admin(true);
+    auto root = Client::Connect(path_, admin);
+    const bool ok = root && root->welcome_status() == 0;
+    EXPECT_TRUE(ok);
+    return ok ? std::move(root) : nullptr;
+  }
+  // What `root` lists of tenant `name`: a row per session.
+  static std::vector<v1::TenantRow> RowsOf(Client& root, const std::string& name) {
+    v1::TenantList list;
+    EXPECT_EQ(root.Call(CallId::kListTenants, v1::Empty(), &list), 0);
+    std::vector<v1::TenantRow> rows;
+    for (const v1::TenantRow& r : list.tenants())
+      if (r.tenant().rfind(name + "/", 0) == 0) rows.push_back(r);
+    return rows;
+  }
   std::string file_;
 };
 
@@ -1434,20 +1453,14 @@ TEST_F(TenantsFileTest, ATenantsProcessesShareItsQuota) {
   EXPECT_EQ(info.total(), 128ull << 20);
   EXPECT_EQ(info.free(), 12ull << 20);
 
-  v1::Hello admin = WithToken("tok-root");
-  admin.set_admin(true);
-  auto root = Client::Connect(path_, admin);
+  auto root = Root();
   ASSERT_TRUE(root);
-  ASSERT_EQ(root->welcome_status(), 0);
-  v1::TenantList list;
-  ASSERT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
   std::vector<uint64_t> used;
-  for (const v1::TenantRow& r : list.tenants())
-    if (r.tenant().rfind("bob/", 0) == 0) {
-      used.push_back(r.memory_used());
-      EXPECT_EQ(r.memory_limit(), 128ull << 20);
-      EXPECT_EQ(r.memory_borrowed(), 52ull << 20);  // the tenant's: 116Mi held, 64Mi requested
-    }
+  for (const v1::TenantRow& r : RowsOf(*root, "bob")) {
+    used.push_back(r.memory_used());
+    EXPECT_EQ(r.memory_limit(), 128ull << 20);
+    EXPECT_EQ(r.memory_borrowed(), 52ull << 20);  // the tenant's: 116Mi held, 64Mi requested
+  }
   std::sort(used.begin(), used.end());
   EXPECT_EQ(used, (std::vector<uint64_t>{16ull << 20, 100ull << 20}));
 
@@ -1633,16 +1646,11 @@ TEST_F(TenantsFileTest, ReloadAppliesNewQuotasToLiveSessions) {
   v1::MallocRequest more;
   more.set_size(64ull << 20);
   ASSERT_EQ(bob->Call(CallId::kMalloc, more), err::kMemoryAllocation);  // 128Mi limit
-  v1::Hello admin = WithToken("tok-root");
-  admin.set_admin(true);
-  auto root = Client::Connect(path_, admin);
+  auto root = Root();
   ASSERT_TRUE(root);
-  ASSERT_EQ(root->welcome_status(), 0);
   auto bobs_row = [&] {
-    v1::TenantList list;
-    EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
-    for (const v1::TenantRow& r : list.tenants())
-      if (r.tenant().rfind("bob/", 0) == 0) return r;
+    std::vector<v1::TenantRow> rows = RowsOf(*root, "bob");
+    if (!rows.empty()) return rows.front();
     ADD_FAILURE() << "bob is not listed";
     return v1::TenantRow();
   };
