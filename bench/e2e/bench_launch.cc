@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -40,33 +41,62 @@ namespace {
 
 constexpr auto kChildTimeout = std::chrono::seconds(120);
 
+// `n` empty launches through the stub and a synchronize: one batch.
+cudaError_t StubBatch(int n) {
+  if (int e = RemoraE2eLaunchEmpty(n)) return static_cast<cudaError_t>(e);
+  return cudaDeviceSynchronize();
+}
+
+// A child of this binary serving batches on request (emu_launch with 0 batches,
+// stub_launch): "ready" after a warm-up batch, then "s=<seconds>" per line read,
+// the batch timed in the child, where the launches are made.
+class BatchChild {
+ public:
+  bool Start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+             const std::string& log, std::string* err) {
+    if (!child_.Start(argv, env, log, err, /*with_stdin=*/true)) return false;
+    std::string line;
+    if (child_.ReadLine(&line, kChildTimeout) && line == "ready") return true;
+    *err = argv[1] + " child did not start (" + line + "); see " + log;
+    return false;
+  }
+  // The next batch's seconds; < 0 if the child failed.
+  double Batch() {
+    std::string line;
+    if (!child_.WriteLine("batch") || !child_.ReadLine(&line, kChildTimeout) ||
+        line.rfind("s=", 0) != 0)
+      return -1;
+    return std::stod(line.substr(2));
+  }
+  // Closes its stdin; its exit status.
+  int Finish() {
+    child_.CloseStdin();
+    return child_.Wait();
+  }
+
+ private:
+  Child child_;
+};
+
 void BM_LaunchEmpty(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const std::string log = Env().dir + "/children.log";
-  Child base;
-  std::string err, line;
-  if (!base.Start({SelfExe(), "--e2e_child=emu_launch", std::to_string(n), "0"}, {}, log, &err,
-                  /*with_stdin=*/true))
+  BatchChild base;
+  std::string err;
+  if (!base.Start({SelfExe(), "--e2e_child=emu_launch", std::to_string(n), "0"}, {}, log, &err))
     return state.SkipWithError(err.c_str());
-  if (!base.ReadLine(&line, kChildTimeout) || line != "ready")
-    return state.SkipWithError(("in-process launch child did not start; see " + log).c_str());
-
-  auto batch = [&]() -> cudaError_t {
-    if (int e = RemoraE2eLaunchEmpty(n)) return static_cast<cudaError_t>(e);
-    return cudaDeviceSynchronize();
-  };
-  if (cudaError_t e = batch())  // registers the fat binary, loads the module, warms up
+  if (cudaError_t e = StubBatch(n))  // registers the fat binary, loads the module, warms up
     return state.SkipWithError((std::string("launch: ") + cudaGetErrorName(e)).c_str());
   double shm_s = 0, base_s = 0;
   for (auto _ : state) {
-    if (!base.WriteLine("batch") || !base.ReadLine(&line, kChildTimeout) ||
-        line.rfind("s=", 0) != 0) {
+    const double b = base.Batch();
+    if (b < 0) {
       state.SkipWithError(("in-process launch child failed; see " + log).c_str());
       break;
     }
-    base_s += std::stod(line.substr(2));
+    base_s += b;
     const auto t0 = Clock::now();
-    const cudaError_t e = batch();
+    const cudaError_t e = StubBatch(n);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (e != cudaSuccess) {
       state.SkipWithError((std::string("launch: ") + cudaGetErrorName(e)).c_str());
@@ -75,8 +105,7 @@ void BM_LaunchEmpty(benchmark::State& state) {
     shm_s += s;
     state.SetIterationTime(s);
   }
-  base.CloseStdin();
-  if (base.Wait() != 0 && !state.error_occurred())
+  if (base.Finish() != 0 && !state.error_occurred())
     state.SkipWithError(("in-process launch child failed at exit; see " + log).c_str());
   if (state.error_occurred()) return;
 
@@ -92,36 +121,6 @@ BENCHMARK(BM_LaunchEmpty)
     ->Iterations(8)
     ->Unit(benchmark::kMillisecond);
 
-// A tenant process serving batches on request: "ready" after a warm-up batch, then
-// "s=<seconds>" per line read (the batch timed here, where the launches are made).
-class LaunchTenant {
- public:
-  bool Start(const std::string& server, int n, const std::string& log, std::string* err) {
-    if (!child_.Start({SelfExe(), "--e2e_child=stub_launch", std::to_string(n)},
-                      {{"REMORA_SERVER", server}}, log, err, /*with_stdin=*/true))
-      return false;
-    std::string line;
-    if (child_.ReadLine(&line, kChildTimeout) && line == "ready") return true;
-    *err = "launch tenant did not start (" + line + "); see " + log;
-    return false;
-  }
-  // The next batch's seconds; < 0 if the tenant failed.
-  double Batch() {
-    std::string line;
-    if (!child_.WriteLine("batch") || !child_.ReadLine(&line, kChildTimeout) ||
-        line.rfind("s=", 0) != 0)
-      return -1;
-    return std::stod(line.substr(2));
-  }
-  int Finish() {
-    child_.CloseStdin();
-    return child_.Wait();
-  }
-
- private:
-  Child child_;
-};
-
 void BM_LaunchFairVsFifo(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   std::string err;
@@ -133,11 +132,13 @@ void BM_LaunchFairVsFifo(benchmark::State& state) {
   std::unique_ptr<BenchServer> fair = start("fair", "fair");
   std::unique_ptr<BenchServer> fifo = fair ? start("fifo", "fifo") : nullptr;
   if (!fair || !fifo) return state.SkipWithError(err.c_str());
-  LaunchTenant on_fair, on_fifo;
+  BatchChild on_fair, on_fifo;
   const std::string log = Env().dir + "/children.log";
-  if (!on_fair.Start(fair->shm_address(), n, log, &err) ||
-      !on_fifo.Start(fifo->shm_address(), n, log, &err))
-    return state.SkipWithError(err.c_str());
+  auto tenant = [&](BatchChild& c, const BenchServer& srv) {
+    return c.Start({SelfExe(), "--e2e_child=stub_launch", std::to_string(n)},
+                   {{"REMORA_SERVER", srv.shm_address()}}, log, &err);
+  };
+  if (!tenant(on_fair, *fair) || !tenant(on_fifo, *fifo)) return state.SkipWithError(err.c_str());
   std::vector<double> fair_s, fifo_s;
   for (auto _ : state) {
     // Alternating which goes first: neither always runs right after the other.
@@ -179,11 +180,7 @@ BENCHMARK(BM_LaunchFairVsFifo)
 }  // namespace
 
 int RunStubLaunchChild(int n) {
-  auto batch = [n]() -> cudaError_t {
-    if (int e = RemoraE2eLaunchEmpty(n)) return static_cast<cudaError_t>(e);
-    return cudaDeviceSynchronize();
-  };
-  if (cudaError_t e = batch()) {  // registers the fat binary, loads the module, warms up
+  if (cudaError_t e = StubBatch(n)) {  // registers the fat binary, loads the module, warms up
     std::fprintf(stderr, "stub_launch: %s\n", cudaGetErrorString(e));
     return 1;
   }
@@ -191,7 +188,7 @@ int RunStubLaunchChild(int n) {
   std::fflush(stdout);
   for (std::string line; std::getline(std::cin, line);) {
     const auto t0 = Clock::now();
-    if (cudaError_t e = batch()) {
+    if (cudaError_t e = StubBatch(n)) {
       std::fprintf(stderr, "stub_launch: %s\n", cudaGetErrorString(e));
       return 1;
     }

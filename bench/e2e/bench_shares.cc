@@ -118,16 +118,19 @@ class ShareRun {
     return out;
   }
 
-  // Waits until every tenant is charged, then samples kWindows + 1 times, kWindow apart.
-  // Each row: the charges at that moment; `at` gets when each was read. Empty (and the
-  // state skipped) on failure.
-  std::vector<std::vector<double>> Sample(std::vector<Clock::time_point>* at = nullptr) {
-    const auto deadline = Clock::now() + std::chrono::seconds(30);
-    while (Clock::now() < deadline && Charged().empty())
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::this_thread::sleep_for(kWarmup);
+  // Waits until every tenant is charged and kWarmup more (unless `at_once`), then
+  // samples `windows` + 1 times, kWindow apart. Each row: the charges at that moment;
+  // `at` gets when each was read. Empty (and the state skipped) on failure.
+  std::vector<std::vector<double>> Sample(std::vector<Clock::time_point>* at = nullptr,
+                                          int windows = kWindows, bool at_once = false) {
+    if (!at_once) {
+      const auto deadline = Clock::now() + std::chrono::seconds(30);
+      while (Clock::now() < deadline && Charged().empty())
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(kWarmup);
+    }
     std::vector<std::vector<double>> rows;
-    for (int w = 0; w <= kWindows; ++w) {
+    for (int w = 0; w <= windows; ++w) {
       if (w > 0) std::this_thread::sleep_for(kWindow);
       if (at) at->push_back(Clock::now());
       rows.push_back(Charged());
@@ -258,17 +261,9 @@ void BM_IdleThenSaturate(benchmark::State& state) {
       run.Finish();
       return;
     }
-    std::vector<std::vector<double>> rows;
-    for (int w = 0; w <= kAfter; ++w) {
-      if (w > 0) std::this_thread::sleep_for(kWindow);
-      rows.push_back(run.Charged());
-      if (rows.back().empty()) {
-        state.SkipWithError("a tenant left /metrics early (see the tenant logs)");
-        break;
-      }
-    }
+    auto rows = run.Sample(nullptr, kAfter, /*at_once=*/true);
     run.Finish();
-    if (state.error_occurred()) return;
+    if (rows.empty()) return;
     auto share = [&](size_t w) {
       std::vector<double> d = Delta(rows[w - 1], rows[w]);
       return d[1] / (d[0] + d[1]);
