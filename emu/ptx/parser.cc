@@ -222,6 +222,12 @@ struct ModuleScope {
 
 // What ptxas accepts: statically allocated shared memory is limited to 48 KiB per kernel.
 constexpr uint64_t kMaxStaticShared = 48 * 1024;
+// The emulator's bounds on what a module declares: one variable, a thread's frame
+// (a GPU's local memory per thread is 512 KiB) and the program's static .global and
+// .const data, which the loader materialises (a real GPU's .const bank is 64 KiB).
+constexpr uint64_t kMaxDeclBytes = uint64_t{1} << 30;
+constexpr uint64_t kMaxFrameBytes = 512 * 1024;
+constexpr uint64_t kMaxStaticGlobal = uint64_t{256} << 20;
 
 uint32_t AlignUp(uint32_t v, uint32_t a) {
   return a ? (v + a - 1) / a * a : v;
@@ -330,6 +336,7 @@ class Parser {
   // Per-function state.
   std::unordered_map<std::string, uint32_t> regs_;
   std::vector<FrameSym> frame_syms_;
+  uint64_t static_bytes_ = 0;  // defined .global/.const bytes of the whole program
   std::vector<size_t> scope_marks_;
   std::unordered_map<std::string, uint32_t> labels_;
   std::vector<std::pair<uint32_t, std::string>> label_fixups_;
@@ -587,6 +594,8 @@ Status Parser::ParseVarDecl(VarDecl* d) {
     if (IsW(".align")) {
       Next();
       ASSIGN_OR_RETURN(int64_t a, ParseInt());
+      if (a <= 0 || a > 65536 || (a & (a - 1)) != 0)
+        return Err(".align must be a power of two up to 65536");
       d->align = uint32_t(a);
     } else if (IsW(".v2") || IsW(".v4")) {
       d->vec = Next().text[2] - '0';
@@ -613,10 +622,14 @@ Status Parser::ParseVarDecl(VarDecl* d) {
       continue;
     }
     ASSIGN_OR_RETURN(int64_t n, ParseInt());
+    if (n < 0) return Err("negative array extent");
+    if (n > 0 && d->count > kMaxDeclBytes / uint64_t(n)) return Err("array larger than 1 GiB");
     d->count *= uint64_t(n);
     RETURN_IF_ERROR(Expect("]"));
   }
   d->count *= uint64_t(d->vec);
+  if (d->count * uint64_t(std::max(1, TySize(d->ty))) > kMaxDeclBytes)
+    return Err("variable larger than 1 GiB");
   if (d->align == 0) d->align = uint32_t(std::max(1, TySize(d->ty) * d->vec));
   return OkStatus();
 }
@@ -731,6 +744,9 @@ Status Parser::ParseModuleVar(bool is_extern, bool is_visible) {
     g.space = d.space;
     g.align = d.align;
     g.size = d.count * esize;
+    static_bytes_ += g.size;
+    if (static_bytes_ > kMaxStaticGlobal)
+      return Err("static .global and .const data exceed the emulator's 256 MiB");
     g.init.assign(g.size, std::byte{0});
     if (IsP("=")) {
       Next();
@@ -757,6 +773,7 @@ Status Parser::ParseParamList(Function& f, std::vector<Function::Param>& out, bo
     off = AlignUp(off, d.align);
     out.push_back({d.name, off, size, d.align});
     off += size;
+    if (off > kMaxFrameBytes) return Err("parameters exceed 512 KiB");
     if (IsP(",")) Next();
   }
   Next();
@@ -914,6 +931,7 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
       f.frame_bytes = AlignUp(f.frame_bytes, std::max<uint32_t>(d.align, 1));
       frame_syms_.push_back({d.name, f.frame_bytes, size});
       f.frame_bytes += size;
+      if (f.frame_bytes > kMaxFrameBytes) return Err("a function's .local data exceeds 512 KiB");
       RETURN_IF_ERROR(Expect(";"));
       continue;
     }

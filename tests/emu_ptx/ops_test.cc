@@ -706,6 +706,34 @@ TEST(SharedLayout, MoreThan48KiBStaticIsRefused) {
   EXPECT_EQ(r.status().code(), err::kInvalidPtx);
 }
 
+// Declared sizes come from an untrusted module: one past what the emulator materialises
+// (or one that overflows 64 bits) is refused at load, never allocated.
+TEST(Errors, OversizedDeclarationsAreRefusedAtLoad) {
+  const std::string head = ".version 9.0\n.target sm_75\n.address_size 64\n";
+  const std::string entry = ".visible .entry k() { ret; }\n";
+  const std::vector<std::string> bad = {
+      ".global .align 4 .b32 g[4611686018427387904];\n",         // 2^62 elements: overflows
+      ".global .b8 g[65536][65536][65536];\n",                   // 2^48 bytes by products
+      ".global .b8 a[200000000];\n.global .b8 b[100000000];\n",  // 300 MB of statics together
+      ".global .align 3 .b8 g[4];\n",                            // not a power of two
+      ".global .b8 g[-4];\n",
+      ".visible .entry f() { .local .b8 x[600000]; ret; }\n",  // a frame past 512 KiB
+      ".visible .entry p(.param .align 4 .b8 x[400000], .param .align 4 .b8 y[400000]) { ret; }\n",
+  };
+  for (const std::string& decl : bad) {
+    auto r = Load(std::vector<std::string>{head + decl + entry});
+    ASSERT_FALSE(r.ok()) << decl;
+    EXPECT_EQ(r.status().code(), err::kInvalidPtx) << decl;
+  }
+  // A megabyte of statics loads, zeroed.
+  auto ok = Load(std::vector<std::string>{head + ".global .b8 g[1048576];\n" + entry});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ((*ok)->globals().size(), 1u);
+  const auto& g = (*ok)->globals()[0];
+  ASSERT_EQ(g.size, 1048576u);
+  EXPECT_EQ(std::count(g.init.begin(), g.init.end(), std::byte{0}), 1048576);
+}
+
 // A vector access of 8 or 16 bytes is seen whole by a thread of another CTA, as on a GPU (CUB's
 // decoupled look-back publishes {status, value} with one st.relaxed.v2 and polls with one ld):
 // block 0 stores (i, ~i) pairs while block 1 loads them and counts the torn ones.
