@@ -228,6 +228,9 @@ constexpr uint64_t kMaxStaticShared = 48 * 1024;
 constexpr uint64_t kMaxDeclBytes = uint64_t{1} << 30;
 constexpr uint64_t kMaxFrameBytes = 512 * 1024;
 constexpr uint64_t kMaxStaticGlobal = uint64_t{256} << 20;
+// Virtual registers of one function (nvcc's largest seen: a few thousand); each is a slot
+// of every thread's register file.
+constexpr uint32_t kMaxRegisters = 65536;
 
 uint32_t AlignUp(uint32_t v, uint32_t a) {
   return a ? (v + a - 1) / a * a : v;
@@ -863,11 +866,14 @@ Status Parser::ParseRegDecl() {
       Next();
       ASSIGN_OR_RETURN(int64_t cnt, ParseInt());
       RETURN_IF_ERROR(Expect(">"));
+      if (cnt < 0 || cnt > int64_t(kMaxRegisters - cur_->nregs))
+        return Err("a function declares more than 65536 registers");
       for (int64_t k = 0; k < cnt; ++k) {
         std::string rn = n + std::to_string(k);
         if (!regs_.count(rn)) regs_[rn] = cur_->nregs++;
       }
     } else if (!regs_.count(n)) {
+      if (cur_->nregs >= kMaxRegisters) return Err("a function declares more than 65536 registers");
       regs_[n] = cur_->nregs++;
     }
     if (!IsP(",")) break;

@@ -707,7 +707,7 @@ TEST(SharedLayout, MoreThan48KiBStaticIsRefused) {
 }
 
 // Declared sizes come from an untrusted module: one past what the emulator materialises
-// (or one that overflows 64 bits) is refused at load, never allocated.
+// (or one that overflows 64 bits) is refused at load, never allocated or enumerated.
 TEST(Errors, OversizedDeclarationsAreRefusedAtLoad) {
   const std::string head = ".version 9.0\n.target sm_75\n.address_size 64\n";
   const std::string entry = ".visible .entry k() { ret; }\n";
@@ -717,7 +717,9 @@ TEST(Errors, OversizedDeclarationsAreRefusedAtLoad) {
       ".global .b8 a[200000000];\n.global .b8 b[100000000];\n",  // 300 MB of statics together
       ".global .align 3 .b8 g[4];\n",                            // not a power of two
       ".global .b8 g[-4];\n",
-      ".visible .entry f() { .local .b8 x[600000]; ret; }\n",  // a frame past 512 KiB
+      ".visible .entry f() { .local .b8 x[600000]; ret; }\n",          // a frame past 512 KiB
+      ".visible .entry r() { .reg .b64 %rd<1555555555555>; ret; }\n",  // registers
+      ".visible .entry s() { .reg .b32 %r<40000>; .reg .b32 %q<40000>; ret; }\n",
       ".visible .entry p(.param .align 4 .b8 x[400000], .param .align 4 .b8 y[400000]) { ret; }\n",
   };
   for (const std::string& decl : bad) {
