@@ -192,6 +192,14 @@ CUresult Context::EnqueueLocked(Stream* st, Work& w) {
   return CUDA_SUCCESS;
 }
 
+CUresult Context::StreamPriority(CUstream s, int* out) const {
+  std::lock_guard lock(mu_);
+  const Stream* st = ResolveLocked(s);
+  if (st == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *out = st->priority();
+  return CUDA_SUCCESS;
+}
+
 CUresult Context::Enqueue(CUstream s, Work w, std::shared_ptr<Marker>* done) {
   std::lock_guard lock(mu_);
   if (w.done == nullptr) w.done = std::make_shared<Marker>();

@@ -88,6 +88,9 @@ class Context {
 
   // --- streams ----------------------------------------------------------------
   CUresult CreateStream(unsigned flags, int priority, CUstream* out);
+  // The priority `s` was created with (the default streams: the least).
+  // Errors: CUDA_ERROR_INVALID_HANDLE.
+  CUresult StreamPriority(CUstream s, int* out) const;
   // Errors: CUDA_ERROR_INVALID_HANDLE for the NULL stream or an unknown one.
   // Pending work still runs; the worker exits after it.
   CUresult DestroyStream(CUstream s);

@@ -250,6 +250,8 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
   }
   std::vector<std::byte> params;
   EMU_RETURN_IF_ERROR(PackParams(k, kernelParams, extra, &params));
+  int priority = 0;
+  EMU_RETURN_IF_ERROR(ctx->StreamPriority(hStream, &priority));
 
   // Per launch the closure owns the packed parameters (no shared_ptr), and the
   // printf buffer lives on the worker's stack: ptx::Launch returns only after
@@ -257,7 +259,7 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
   Work w;
   w.device_time = true;
   w.run = [ctx, mod = fr.module, index = fr.fn->index, params = std::move(params), hStream,
-           grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes] {
+           grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes, priority] {
     PrintfBuffer out;
     ptx::LaunchConfig cfg;
     std::copy(grid.begin(), grid.end(), cfg.grid);
@@ -267,6 +269,7 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
     cfg.global_addresses = mod->global_addrs;
     cfg.relocated = true;  // at load, into this module's own globals
     cfg.memory = &ctx->memory();
+    cfg.priority = priority;
     cfg.printf_sink = [sink = &out](std::string_view text) {
       std::lock_guard lock(sink->mu);
       sink->text.append(text);

@@ -29,6 +29,12 @@ REMORA_EMU_API CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int 
   return cuStreamCreateWithPriority(phStream, Flags, kStreamPriorityLeast);
 }
 
+REMORA_EMU_API CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int* priority) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (priority == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->StreamPriority(hStream, priority);
+}
+
 REMORA_EMU_API CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   EMU_CURRENT_CONTEXT(ctx);
   return ctx->DestroyStream(hStream);

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <utility>
 
+#include "emu/ptx/ptx.h"
+
 namespace remora::emu {
 
 int64_t NowNs() {
@@ -109,6 +111,7 @@ void Stream::Close() {
 // of starting a new worker.
 void Stream::Loop() {
   pthread_setname_np(pthread_self(), "remora-stream");
+  ptx::BecomeDeviceThread();
   for (;;) {
     Work w;
     {

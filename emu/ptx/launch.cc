@@ -6,11 +6,17 @@
 // lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
 // back to back until it branches apart, reaches another group's PC, or parks.
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "emu/ptx/exec.h"
 #include "emu/ptx/interp.h"
@@ -121,13 +127,16 @@ class WorkerPool {
   }
 
   // Runs fn(0) on the calling thread and fn(1..n-1) on helpers; returns when all have returned.
+  // Idle helpers take the tickets of the highest `priority` (CUDA's order: lower is higher)
+  // first, oldest first among equals.
   template <class Fn>
-  void Run(unsigned n, Fn& fn) {
+  void Run(unsigned n, int priority, Fn& fn) {
     if (n <= 1) {
       fn(0u);
       return;
     }
     Job job;
+    job.priority = priority;
     job.fn = [&fn](unsigned w) { fn(w); };
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -155,17 +164,22 @@ class WorkerPool {
  private:
   struct Job {
     std::function<void(unsigned)> fn;
+    int priority = 0;
     unsigned next_worker = 1;  // guarded by mu_
     unsigned outstanding = 0;  // tickets queued or running; guarded by mu_
   };
 
   void Loop() {
+    BecomeDeviceThread();
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      Job* job = queue_.front();
-      queue_.pop_front();
+      auto best = std::min_element(queue_.begin(), queue_.end(), [](const Job* a, const Job* b) {
+        return a->priority < b->priority;
+      });
+      Job* job = *best;
+      queue_.erase(best);
       unsigned worker = job->next_worker++;
       lock.unlock();
       job->fn(worker);
@@ -181,9 +195,57 @@ class WorkerPool {
   bool stop_ = false;
 };
 
+// Stream priorities as a GPU's block dispatcher honours them: while kernels of higher priority
+// ask for every core, a kernel of lower priority starts no new block. Its helpers leave it (so
+// they can serve the higher kernels); its launching thread waits, at most kOutrankedWait at a
+// time, so a kernel that spins on a lower-priority kernel's progress still gets it.
+class PriorityGate {
+ public:
+  static PriorityGate& Get() {
+    static PriorityGate gate;
+    return gate;
+  }
+  // A kernel of `priority` runs with `workers` workers: its demand until each leaves.
+  void Enter(int priority, unsigned workers) {
+    demand_[Index(priority)].fetch_add(workers, std::memory_order_relaxed);
+  }
+  void Leave(int priority, unsigned workers) {
+    demand_[Index(priority)].fetch_sub(workers, std::memory_order_relaxed);
+    if (waiting_.load(std::memory_order_relaxed) > 0) {
+      std::lock_guard lock(mu_);
+      cv_.notify_all();
+    }
+  }
+  // True while kernels of higher priority than `priority` ask for `cores` workers or more.
+  bool Outranked(int priority, unsigned cores) const {
+    uint64_t above = 0;
+    for (size_t i = 0; i < Index(priority); ++i)
+      above += demand_[i].load(std::memory_order_relaxed);
+    return above >= cores;
+  }
+  void WaitWhileOutranked(int priority, unsigned cores) {
+    std::unique_lock lock(mu_);
+    waiting_.fetch_add(1, std::memory_order_relaxed);
+    cv_.wait_for(lock, kOutrankedWait, [&] { return !Outranked(priority, cores); });
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr auto kOutrankedWait = std::chrono::milliseconds(2);
+  static constexpr int kLevels = 8;  // CUDA's range is [-5, 0] on current GPUs
+  static size_t Index(int priority) {
+    return size_t(std::clamp(priority + kLevels - 1, 0, kLevels - 1));
+  }
+
+  std::array<std::atomic<uint64_t>, kLevels> demand_{};
+  std::atomic<int> waiting_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
 template <class Fn>
-void RunOnWorkers(unsigned n, Fn& fn) {
-  WorkerPool::Get().Run(n, fn);
+void RunOnWorkers(unsigned n, int priority, Fn& fn) {
+  WorkerPool::Get().Run(n, priority, fn);
 }
 
 bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
@@ -460,6 +522,9 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
 
   std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> total_warp{0}, total_thread{0};
+  PriorityGate& gate = PriorityGate::Get();
+  gate.Enter(cfg.priority, workers);
+  std::atomic<unsigned> left{0};  // workers that ran and left; the rest never started
   auto work = [&](unsigned worker) {
     // Each thread keeps its Cta (warps, register files, shared and local buffers) from launch
     // to launch, so a launch allocates nothing once the shapes have been seen.
@@ -467,10 +532,16 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     PrepareCta(L, cta, worker);
     for (;;) {
       if (failed.load(std::memory_order_relaxed)) break;
+      if (gate.Outranked(cfg.priority, hw)) {
+        if (worker != 0) break;
+        gate.WaitWhileOutranked(cfg.priority, hw);
+      }
       uint64_t b = next.fetch_add(1, std::memory_order_relaxed);  // work distribution only
       if (b >= nblocks) break;
       if (!RunCta(L, cta, b)) break;
     }
+    gate.Leave(cfg.priority, 1);
+    left.fetch_add(1, std::memory_order_relaxed);
     uint64_t wn = 0, tn = 0;
     for (uint32_t wi = 0; wi < (L.nthreads + 31) / 32; ++wi) {
       wn += cta.warps[wi].instructions;
@@ -480,12 +551,19 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     total_thread.fetch_add(tn, std::memory_order_relaxed);
     TrimCta(cta);
   };
-  RunOnWorkers(workers, work);
+  RunOnWorkers(workers, cfg.priority, work);
+  gate.Leave(cfg.priority, workers - left.load());
   if (stats) {
     stats->warp_instructions = total_warp.load();
     stats->thread_instructions = total_thread.load();
   }
   return fault;
+}
+
+void BecomeDeviceThread() {
+  // Raising one's own nice needs no privilege; a failure leaves the thread as it was.
+  const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  if (now < kDeviceNice) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kDeviceNice);
 }
 
 Status Launch(const Program& program, size_t kernel, const LaunchConfig& config) {

@@ -95,6 +95,10 @@ struct LaunchConfig {
   const AddressSpace* memory = nullptr;
   std::function<void(std::string_view)> printf_sink;  // formatted vprintf output
   unsigned workers = 0;  // threads to spread blocks over; 0 = hardware_concurrency
+  // The launching stream's priority (CUDA's order: lower is higher). While kernels of
+  // higher priority ask for every core, this one starts no new block (a block that
+  // started runs to its end); it waits 2 ms at most at a time, so it always progresses.
+  int priority = 0;
   // The storage at global_addresses already holds its address initialisers
   // (ApplyRelocations): Launch leaves it alone. Otherwise Launch writes them
   // whenever global_addresses differ from the previous launch's.
@@ -108,6 +112,14 @@ struct LaunchConfig {
 // launches with LaunchConfig::relocated. REQUIRES: global_addresses.size() ==
 // globals().size().
 void ApplyRelocations(const Program& program, std::span<const uint64_t> global_addresses);
+
+// Makes the calling thread one of the emulated GPU's: it runs at a lower host
+// CPU priority (nice +kDeviceNice) than the host's threads, so the emulated
+// device takes the CPU the host's threads leave, as a GPU takes none of theirs,
+// and a host thread waking (a server's, a tenant's) is not kept waiting by it.
+// Kernel helpers call it themselves; so should a driver's stream workers.
+inline constexpr int kDeviceNice = 19;
+void BecomeDeviceThread();
 
 // Runs kernel `kernel` of `program` to completion on the calling thread plus up
 // to `workers` helpers.

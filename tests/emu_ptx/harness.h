@@ -91,7 +91,7 @@ struct Dims {
 inline Status RunKernel(const Program& prog, const std::string& name, Dims grid, Dims block,
                         const std::function<void(Params&)>& args, const AddressSpace* mem,
                         uint32_t shmem = 0, std::function<void(std::string_view)> sink = nullptr,
-                        LaunchStats* stats = nullptr, unsigned workers = 0) {
+                        LaunchStats* stats = nullptr, unsigned workers = 0, int priority = 0) {
   auto k = prog.FindKernel(name);
   if (!k) return Error(err::kInvalidDeviceFunction, "no kernel " + name);
   Params p(prog.kernels()[*k]);
@@ -108,6 +108,7 @@ inline Status RunKernel(const Program& prog, const std::string& name, Dims grid,
   cfg.memory = mem;
   cfg.printf_sink = std::move(sink);
   cfg.workers = workers;
+  cfg.priority = priority;
   return LaunchWithStats(prog, *k, cfg, stats);
 }
 

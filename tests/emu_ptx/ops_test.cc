@@ -1,8 +1,11 @@
 // tests/emu_ptx/ops_test.cc - one row per instruction: tiny hand-written PTX, random inputs,
 // outputs checked against a CPU reference of the PTX ISA semantics.
+#include <atomic>
 #include <cfenv>
+#include <chrono>
 #include <cmath>
 #include <functional>
+#include <thread>
 
 #include "tests/emu_ptx/harness.h"
 
@@ -734,6 +737,85 @@ TEST(Errors, OversizedDeclarationsAreRefusedAtLoad) {
   const auto& g = (*ok)->globals()[0];
   ASSERT_EQ(g.size, 1048576u);
   EXPECT_EQ(std::count(g.init.begin(), g.init.end(), std::byte{0}), 1048576);
+}
+
+// Stream priorities, as a GPU's block dispatcher honours them: while a higher-priority kernel
+// holds every core, a lower-priority one starts a block only when its bounded wait (2 ms) runs
+// out, and it still finishes. With equal priorities the same kernels run side by side.
+TEST(Priorities, AHigherPriorityKernelHoldsBackALowerOnesBlocks) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry spin(.param .u64 flag, .param .u64 started) {
+  .reg .pred %p;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [started];
+  atom.global.add.u32 %r1, [%rd2], 1;
+WAIT:
+  ld.volatile.global.u32 %r2, [%rd1];
+  setp.eq.u32 %p, %r2, 0;
+  @%p bra WAIT;
+  ret;
+}
+.visible .entry count(.param .u64 counter) {
+  .reg .b32 %r1;
+  .reg .b64 %rd1;
+  ld.param.u64 %rd1, [counter];
+  atom.global.add.u32 %r1, [%rd1], 1;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_NE(prog, nullptr);
+  TestMemory mem;
+  uint32_t* flag = mem.Alloc<uint32_t>(1);
+  uint32_t* started = mem.Alloc<uint32_t>(1);
+  uint32_t* counter = mem.Alloc<uint32_t>(1);
+  auto load = [](uint32_t* p) { return std::atomic_ref<uint32_t>(*p).load(); };
+  constexpr uint32_t kBlocks = 20000;
+  // Starts the spinner at `priority` (64 blocks: enough to ask for every core) and waits until
+  // it runs.
+  auto spin = [&](int priority) {
+    std::atomic_ref<uint32_t>(*flag).store(0);
+    std::atomic_ref<uint32_t>(*started).store(0);
+    std::thread t([&, priority] {
+      Status s = RunKernel(
+          *prog, "spin", {64}, {1}, [&](Params& p) { p.Add(flag).Add(started); }, &mem, 0, nullptr,
+          nullptr, 0, priority);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    });
+    while (load(started) == 0) std::this_thread::yield();
+    return t;
+  };
+  auto count = [&] {
+    Status s = RunKernel(
+        *prog, "count", {kBlocks}, {1}, [&](Params& p) { p.Add(counter); }, &mem, 0, nullptr,
+        nullptr, 0, /*priority=*/0);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  };
+
+  // Equal priorities: the counting kernel runs to its end while the spinner spins.
+  std::thread spinner = spin(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  count();
+  const auto alongside = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(load(counter), kBlocks);
+  std::atomic_ref<uint32_t>(*flag).store(1);
+  spinner.join();
+
+  // A higher-priority spinner: over twice that time the counting kernel gets a block per
+  // bounded wait at most, far from all of them; released, it finishes.
+  std::atomic_ref<uint32_t>(*counter).store(0);
+  spinner = spin(-5);
+  std::thread counting(count);
+  std::this_thread::sleep_for(2 * alongside + std::chrono::milliseconds(20));
+  const uint32_t held = load(counter);
+  std::atomic_ref<uint32_t>(*flag).store(1);
+  spinner.join();
+  counting.join();
+  EXPECT_LT(held, kBlocks / 2) << "the lower-priority kernel was not held back";
+  EXPECT_EQ(load(counter), kBlocks);
 }
 
 // A vector access of 8 or 16 bytes is seen whole by a thread of another CTA, as on a GPU (CUB's
