@@ -178,10 +178,18 @@ void FairQueue::AddInFlight(Tenant& tn, int64_t n, int64_t ns) {
 // The device bound and the priority rules, for the next item of `tn`.
 bool FairQueue::Allowed(const Tenant& tn) const {
   const uint64_t pred = tn.predicted_ns;
-  if (opt_.device_in_flight_ns && in_flight_ >= opt_.min_in_flight &&
-      in_flight_ns_ + pred > opt_.device_in_flight_ns)
-    return false;
   const int c = ClassOf(tn.share);
+  // The device bound counts the tenant's class and those above it: lower classes'
+  // work, bounded by the priority rules below, never holds a higher class back.
+  uint32_t dev_n = 0;
+  uint64_t dev_ns = 0;
+  for (int k = 0; k <= c; ++k) {
+    dev_n += classes_[k].in_flight;
+    dev_ns += classes_[k].in_flight_ns;
+  }
+  if (opt_.device_in_flight_ns && dev_n >= opt_.min_in_flight &&
+      dev_ns + pred > opt_.device_in_flight_ns)
+    return false;
   int top_present = kPriorities, top_ready = kPriorities;
   for (int k = kPriorities - 1; k >= 0; --k) {
     if (classes_[k].present > 0) top_present = k;

@@ -65,6 +65,33 @@ TEST(FairQueue, InFlightTimeOnTheDeviceIsBounded) {
   EXPECT_EQ(q.in_flight_ns(), 2 * kMs);
 }
 
+// The device bound counts a tenant's class and those above it: the one lower-class
+// item the priority rules let run never keeps a higher class's next item waiting.
+TEST(FairQueue, LowerClassWorkDoesNotCountAgainstAHigherClassOnTheDevice) {
+  FairOptions o = Options(10 * kMs, 2 * kMs);
+  o.min_in_flight = 2;
+  FairQueue q(o);
+  q.Configure(1, ComputeShare(1, 0, Priority::kHigh));
+  q.Configure(2, ComputeShare(1, 0, Priority::kLow));
+  Train(q, 1, 3 * kMs);
+  Train(q, 2, kMs);
+  q.Ready(2, 0);
+  EXPECT_EQ(q.Next(0), 2u);  // the one low item
+  q.Ready(1, 0);
+  EXPECT_EQ(q.Next(0), 1u);  // 1 + 3 ms: past the device bound, but two items may go
+  q.Ready(1, 0);
+  EXPECT_EQ(q.Next(0), 1u);  // high's second: the low item does not count against it
+  q.Ready(1, 0);
+  EXPECT_FALSE(q.Next(0).has_value());  // a third would pass high's own device bound
+  // The low class sees the whole device (and the priority rules).
+  q.Done(1, 3 * kMs, 3 * kMs);
+  q.Done(1, 3 * kMs, 3 * kMs);
+  q.Done(2, kMs, 3 * kMs);
+  q.Ready(2, 3 * kMs);
+  EXPECT_EQ(q.Next(3 * kMs), 1u);  // high first
+  EXPECT_EQ(q.Next(3 * kMs), 2u);  // one low item beside it
+}
+
 // Runs `n` dispatches with every item finishing at once, each costing `ns`;
 // returns how many went to tenant `t`. Every tenant handed out is ready again.
 int Dispatches(FairQueue& q, int n, TenantId t, uint64_t ns, uint64_t* now) {
