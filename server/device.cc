@@ -1,6 +1,7 @@
 // server/device.cc - context, description and stream pool of the server's GPU.
 #include "server/device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -39,6 +40,12 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
       v = 0;
     d->info_.add_attributes(v);
   }
+  int least = 0, greatest = 0;
+  RETURN_IF_ERROR(
+      d->Check(t.cuCtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange"));
+  d->stream_priority_[int(sched::Priority::kHigh)] = greatest;
+  d->stream_priority_[int(sched::Priority::kNormal)] = (least + greatest) / 2;
+  d->stream_priority_[int(sched::Priority::kLow)] = least;
   size_t free = 0, tot = 0;
   RETURN_IF_ERROR(d->Check(t.cuMemGetInfo(&free, &tot), "cuMemGetInfo"));
   d->usable_ = free > kContextReserve ? free - kContextReserve : 0;
@@ -54,8 +61,8 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
 Device::~Device() {
   if (!ctx_) return;
   if (MakeCurrent().ok()) {
-    for (CUstream s : pool_) (void)drv_->cuStreamDestroy(s);
-    for (CUstream s : draining_) (void)drv_->cuStreamDestroy(s);
+    for (const Pooled& p : pool_) (void)drv_->cuStreamDestroy(p.stream);
+    for (const Pooled& p : draining_) (void)drv_->cuStreamDestroy(p.stream);
   }
   (void)drv_->cuDevicePrimaryCtxRelease(dev_);
 }
@@ -70,37 +77,47 @@ namespace {
 constexpr size_t kMaxPooledStreams = 32;
 }  // namespace
 
-Result<CUstream> Device::AcquireStream() {
+Result<CUstream> Device::AcquireStream(sched::Priority cls) {
+  const int priority = stream_priority_[int(cls)];
   {
     std::lock_guard lock(pool_mu_);
     ReapDrainedLocked();
-    if (!pool_.empty()) {
-      CUstream s = pool_.back();
-      pool_.pop_back();
+    auto it = std::find_if(pool_.begin(), pool_.end(),
+                           [&](const Pooled& p) { return p.priority == priority; });
+    if (it != pool_.end()) {
+      CUstream s = it->stream;
+      pool_.erase(it);
+      priority_of_[s] = priority;
       return s;
     }
   }
   CUstream s = nullptr;
-  RETURN_IF_ERROR(Check(drv_->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  RETURN_IF_ERROR(Check(drv_->cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority),
+                        "cuStreamCreateWithPriority"));
+  std::lock_guard lock(pool_mu_);
+  priority_of_[s] = priority;
   return s;
 }
 
 void Device::ReapDrainedLocked() {
   // Streams given back while their last work ran join the pool once done.
-  std::erase_if(draining_, [&](CUstream s) {
-    CUresult r = drv_->cuStreamQuery(s);
+  std::erase_if(draining_, [&](const Pooled& p) {
+    CUresult r = drv_->cuStreamQuery(p.stream);
     if (r == CUDA_ERROR_NOT_READY) return false;
     if (r == CUDA_SUCCESS && pool_.size() < kMaxPooledStreams)
-      pool_.push_back(s);
+      pool_.push_back(p);
     else
-      (void)drv_->cuStreamDestroy(s);  // failed work, or enough kept for reuse
+      (void)drv_->cuStreamDestroy(p.stream);  // failed work, or enough kept for reuse
     return true;
   });
 }
 
 void Device::ReleaseStream(CUstream s) {
   std::lock_guard lock(pool_mu_);
-  draining_.push_back(s);
+  auto it = priority_of_.find(s);
+  if (it == priority_of_.end()) return;  // not ours, or from a context since rebuilt
+  draining_.push_back({s, it->second});
+  priority_of_.erase(it);
   ReapDrainedLocked();
 }
 
@@ -164,6 +181,7 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
     std::lock_guard lock(pool_mu_);
     pool_.clear();
     draining_.clear();
+    priority_of_.clear();
   }
   {
     std::lock_guard lock(gate_mu_);

@@ -17,10 +17,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "proto/status.h"
 #include "remora/v1/session.pb.h"
+#include "scheduler/tenant.h"
 #include "server/blas_table.h"
 #include "server/blaslt_table.h"
 #include "server/dl_rows.h"
@@ -59,9 +61,11 @@ class Device {
   // Device memory tenants may share: total minus the context's own reserve.
   uint64_t usable_memory() const { return usable_; }
 
-  // A non-blocking stream from the pool (created when the pool is empty).
-  // REQUIRES: the context is current. Thread-safe.
-  Result<CUstream> AcquireStream();
+  // A non-blocking stream from the pool (created when the pool is empty) whose
+  // GPU priority is the tenant class's: kHigh the device's greatest, kLow its
+  // least, kNormal between, so the GPU's block scheduler serves a higher class's
+  // kernels first. REQUIRES: the context is current. Thread-safe.
+  Result<CUstream> AcquireStream(sched::Priority cls = sched::Priority::kNormal);
   // Returns a stream to the pool; it is handed out again once its work is
   // done. Never waits. REQUIRES: the context is current.
   void ReleaseStream(CUstream s);
@@ -115,9 +119,15 @@ class Device {
   CUcontext ctx_ = nullptr;
   remora::v1::DeviceInfo info_;
   uint64_t usable_ = 0;
+  int stream_priority_[sched::kPriorities] = {};  // by class, from the device's range
   std::mutex pool_mu_;
-  std::vector<CUstream> pool_;
-  std::vector<CUstream> draining_;  // given back with work possibly in flight
+  struct Pooled {
+    CUstream stream;
+    int priority;
+  };
+  std::vector<Pooled> pool_;
+  std::vector<Pooled> draining_;                   // given back with work possibly in flight
+  std::unordered_map<CUstream, int> priority_of_;  // every stream handed out
   // Moves finished streams from draining_ to the pool. REQUIRES: pool_mu_, context current.
   void ReapDrainedLocked();
 

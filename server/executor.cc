@@ -68,6 +68,23 @@ struct Executor::Poll {
   }
 };
 
+// What a queued ring holds: the executor it wakes, null once that is gone. The
+// host function runs on the driver's thread: it takes no executor lock, and so
+// may miss a waiter about to sleep, which the next poll then finds.
+struct Executor::Bell {
+  std::mutex mu;
+  Executor* owner = nullptr;  // guarded by mu
+
+  static void CUDA_CB Ring(void* data) {
+    const std::unique_ptr<std::shared_ptr<Bell>> hold(static_cast<std::shared_ptr<Bell>*>(data));
+    Bell& bell = **hold;
+    std::lock_guard lock(bell.mu);
+    if (bell.owner == nullptr) return;
+    bell.owner->rung_.fetch_add(1, std::memory_order_release);
+    bell.owner->cv_.notify_all();
+  }
+};
+
 struct Executor::Tenant::Item {
   enum class Kind { kIssue, kRecord, kWaitEvent, kHostFunc, kWait };
   Kind kind = Kind::kIssue;
@@ -134,7 +151,9 @@ Executor::Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, 
       on_fault_(std::move(on_fault)),
       timing_events_(UseTimingEvents(device.drv())),
       order_(std::move(order)),
-      polls_(std::make_unique<std::vector<Poll>>()) {
+      polls_(std::make_unique<std::vector<Poll>>()),
+      bell_(std::make_shared<Bell>()) {
+  bell_->owner = this;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -145,6 +164,10 @@ Executor::~Executor() {
   }
   cv_.notify_all();
   thread_.join();
+  {
+    std::lock_guard lock(bell_->mu);
+    bell_->owner = nullptr;
+  }
   // What the executor created in the current context goes with it.
   Device::Use use = dev_.Enter();
   if (marker_epoch_ == use.epoch()) {
@@ -288,6 +311,12 @@ void Executor::WatchLocked(Poll p) {
   cv_.notify_one();
 }
 
+void Executor::RingWhenReachedLocked(CUstream s) {
+  auto hold = std::make_unique<std::shared_ptr<Bell>>(bell_);
+  if (dev_.drv().cuLaunchHostFunc(s, &Bell::Ring, hold.get()) == CUDA_SUCCESS)
+    (void)hold.release();  // Ring owns it now
+}
+
 void Executor::PumpLocked() {
   const uint64_t now = NowNs();
   while (std::optional<sched::TenantId> t = order_->Next(now)) {
@@ -320,7 +349,7 @@ void Executor::Loop() {
     lock.unlock();
     std::vector<std::function<void()>> run;
     std::optional<std::pair<std::string, Status>> fault;
-    uint64_t epoch = 0;
+    uint64_t epoch = 0, rung = 0;
     bool progress = false;
     {
       Device::Use use = dev_.Enter();
@@ -328,6 +357,7 @@ void Executor::Loop() {
       (void)dev_.MakeCurrent();
       lock.lock();
       std::vector<Poll>& polls = *polls_;
+      rung = rung_.load(std::memory_order_acquire);  // a ring from here on polls again
       Status lost;
       for (size_t i = 0; i < polls.size();) {
         Poll& p = polls[i];
@@ -381,8 +411,10 @@ void Executor::Loop() {
                                    : std::min<std::chrono::nanoseconds>(interval * 2, kPollMax);
     // A wait someone is waiting for cuts a lazy interval short.
     const uint64_t urgent = urgent_;
-    cv_.wait_for(lock, interval,
-                 [&] { return stop_ || repump_ || (!waited_on && urgent_ != urgent); });
+    cv_.wait_for(lock, interval, [&] {
+      return stop_ || repump_ || (!waited_on && urgent_ != urgent) ||
+             rung_.load(std::memory_order_acquire) != rung;
+    });
   }
 }
 
@@ -550,6 +582,7 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
         break;
       case Item::Kind::kRecord:
         s = ex_.dev_.Check(drv.cuEventRecord(item.event, st.s), "cuEventRecord");
+        if (s.ok() && !item.waiters.empty()) ex_.RingWhenReachedLocked(st.s);
         for (Completion& w : item.waiters)
           ex_.WatchLocked(s.ok()
                               ? Poll::Of(ex_.dev_.epoch(), item.event, false, std::move(w), name_)
@@ -686,6 +719,7 @@ void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then, bool lazy)
   Poll p = r.ok() ? Poll::Of(ex_.dev_.epoch(), *m, true, std::move(then), name_)
                   : Poll::Decided(ex_.dev_.epoch(), std::move(then), name_, r);
   p.lazy = lazy;
+  if (r.ok() && !lazy) ex_.RingWhenReachedLocked(st.s);
   ex_.WatchLocked(std::move(p));
 }
 
@@ -790,8 +824,9 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
   // Everything is issued: mark the spot and spin briefly here before the
   // executor's thread takes the wait over.
   Result<CUevent> m = ex_.AcquireMarkerLocked();
+  const CUstream s = st.s;
   Status r =
-      m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
+      m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, s), "cuEventRecord") : m.status();
   if (!r.ok()) {
     lock.unlock();
     done(r);
@@ -815,6 +850,7 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     sched_yield();
   }
   lock.lock();
+  ex_.RingWhenReachedLocked(s);
   ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), *m, true, std::move(done), name_));
 }
 
@@ -831,6 +867,8 @@ void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
         return;
       }
     }
+    // Issued: the stream reaches the ring at the record or after it.
+    if (rs != streams_.end()) ex_.RingWhenReachedLocked(rs->second->s);
   }
   ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_));
 }

@@ -104,6 +104,7 @@ class Executor {
  private:
   friend class Tenant;
   struct Poll;
+  struct Bell;
   void Loop();
   // Issues whatever the scheduler lets go now. REQUIRES: mu_ and a Use held.
   void PumpLocked();
@@ -119,6 +120,11 @@ class Executor {
   void ReleaseTimerLocked(CUevent e, uint64_t epoch);
   // Hands a poll to the executor thread. REQUIRES: mu_.
   void WatchLocked(Poll p);
+  // Wakes the executor's thread when `s` reaches this point (a host function
+  // queued there), so a wait somebody is blocked in ends when the device gets
+  // there, not at the next poll. Best effort: polling still finds it.
+  // REQUIRES: mu_ and a Use held.
+  void RingWhenReachedLocked(CUstream s);
   uint64_t NowNs() const;
   // The device time `s` has spent running work, as the emulated GPU measures
   // it; nullopt on a driver that does not say (NVIDIA's).
@@ -144,8 +150,10 @@ class Executor {
   uint64_t mem_epoch_ = ~uint64_t{0};
   bool pools_ = true;  // false once the driver refused stream-ordered allocation
   bool stop_ = false;
-  bool repump_ = false;  // guarded by mu_ (RepumpLocked)
-  uint64_t urgent_ = 0;  // polls somebody waits for, ever watched (guarded by mu_)
+  bool repump_ = false;            // guarded by mu_ (RepumpLocked)
+  uint64_t urgent_ = 0;            // polls somebody waits for, ever watched (guarded by mu_)
+  std::shared_ptr<Bell> bell_;     // outlives the executor while a ring is queued
+  std::atomic<uint64_t> rung_{0};  // rings heard (RingWhenReachedLocked)
   std::thread thread_;
 };
 

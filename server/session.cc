@@ -426,7 +426,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   }
   // The stream first: a context an earlier tenant broke shows here, before
   // this tenant is admitted.
-  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
+  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream(share.priority));
   streams_.Put(0, s);
   {
     std::lock_guard lock(out_mu_);

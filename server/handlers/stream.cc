@@ -16,7 +16,14 @@ Status Session::OnStreamCreate(const v1::StreamCreateRequest& req, v1::HandleRep
   constexpr uint32_t kNonBlocking = 1;  // cudaStreamNonBlocking
   if (req.flags() & ~kNonBlocking)
     return Error(err::kInvalidValue, "unknown stream flags " + Hex(req.flags()));
-  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream());
+  // The tenant's class, not the priority it asked for, ranks the stream on the GPU
+  // (cudaStreamGetPriority still answers what it asked for).
+  sched::Priority cls;
+  {
+    std::lock_guard lock(grant_mu_);
+    cls = share_.priority;
+  }
+  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream(cls));
   uint64_t id = next_handle_++;
   streams_.Put(id, s);
   work_->AddStream(id, s, !(req.flags() & kNonBlocking));

@@ -853,6 +853,37 @@ TEST_F(ServerTest, AdmissionPreemptsLowerPriorityOnly) {
   EXPECT_EQ(c->welcome_status(), err::kInvalidValue);
 }
 
+// A tenant class's streams carry its GPU priority (high the device's greatest, low its
+// least, normal between: -5, 0 and -2 on the emulator), through the pool too: a stream
+// given back goes again only to a tenant of the class it was made for.
+TEST_F(ServerTest, StreamsCarryTheirTenantClassesGpuPriority) {
+  server::Device& dev = server_->device();
+  server::Device::Use use = dev.Enter();
+  ASSERT_TRUE(dev.MakeCurrent().ok());
+  auto priority = [&](CUstream s) {
+    int p = 99;
+    EXPECT_EQ(dev.drv().cuStreamGetPriority(s, &p), CUDA_SUCCESS);
+    return p;
+  };
+  auto high = dev.AcquireStream(sched::Priority::kHigh);
+  auto normal = dev.AcquireStream(sched::Priority::kNormal);
+  auto low = dev.AcquireStream(sched::Priority::kLow);
+  ASSERT_TRUE(high.ok() && normal.ok() && low.ok());
+  EXPECT_EQ(priority(*high), -5);
+  EXPECT_EQ(priority(*normal), -2);
+  EXPECT_EQ(priority(*low), 0);
+  dev.ReleaseStream(*high);  // idle: pooled at once
+  auto low2 = dev.AcquireStream(sched::Priority::kLow);
+  ASSERT_TRUE(low2.ok());
+  EXPECT_NE(*low2, *high);
+  EXPECT_EQ(priority(*low2), 0);
+  auto high2 = dev.AcquireStream(sched::Priority::kHigh);
+  ASSERT_TRUE(high2.ok());
+  EXPECT_EQ(*high2, *high);  // the pooled one
+  EXPECT_EQ(priority(*high2), -5);
+  for (CUstream s : {*high2, *normal, *low, *low2}) dev.ReleaseStream(s);
+}
+
 // `remora list` speaks as an administration session: it sees every tenant with
 // what it was granted and holds, and may do nothing else; tenants may not list.
 TEST_F(ServerTest, AdminSessionListsTenantsAndNothingElse) {
