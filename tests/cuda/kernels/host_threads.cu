@@ -15,7 +15,8 @@
 // sleeps that long, prints "SATURATING" and goes on as "-busy" says (bench/e2e: no credit
 // is banked while idle).
 // With "-latency N" it runs N kernels one at a time (launch, synchronize, check) and
-// prints their latencies: "LATENCY_US p50 p99" (bench/e2e's priority benchmark).
+// prints their latencies: "LATENCY_US p50 p99" (bench/e2e's priority benchmark); with
+// "-samples 1" also one line per kernel, "SAMPLE start_ns us" (start: CLOCK_MONOTONIC).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -88,7 +89,7 @@ int Busy(long seconds, int iters, Rng& rng) {
 
 // Launches `n` single Chain kernels one after another, each waited for and checked,
 // and prints the median and 99th-percentile launch-to-result latency in microseconds.
-int Latency(long n, int iters, Rng& rng) {
+int Latency(long n, int iters, bool samples, Rng& rng) {
   constexpr int kBlocks = 4;
   std::vector<unsigned> seeds(kBlocks), want(kBlocks), got(kBlocks);
   for (int b = 0; b < kBlocks; ++b) {
@@ -102,6 +103,7 @@ int Latency(long n, int iters, Rng& rng) {
   CHECK(cudaMalloc(&d_out, kBlocks * sizeof(unsigned)));
   CHECK(cudaMemcpy(d_seeds, seeds.data(), kBlocks * sizeof(unsigned), cudaMemcpyHostToDevice));
   std::vector<double> us;
+  std::vector<long long> starts;
   int failures = 0;
   for (long k = 0; k < n; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -110,8 +112,11 @@ int Latency(long n, int iters, Rng& rng) {
     CHECK(cudaMemcpy(got.data(), d_out, kBlocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
     us.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    starts.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count());
     failures += got != want;
   }
+  if (samples)
+    for (size_t k = 0; k < us.size(); ++k) std::printf("SAMPLE %lld %.1f\n", starts[k], us[k]);
   std::sort(us.begin(), us.end());
   std::printf("LATENCY_US %.1f %.1f\n", us[us.size() / 2], us[us.size() * 99 / 100]);
   return Finish(failures, "latency kernels");
@@ -153,7 +158,8 @@ int main(int argc, char** argv) {
     return Busy(seconds, iters, rng);
   }
   if (long n = Flag(argc, argv, "latency", 0))
-    return Latency(n, static_cast<int>(Flag(argc, argv, "iters", 20000)), rng);
+    return Latency(n, static_cast<int>(Flag(argc, argv, "iters", 20000)),
+                   Flag(argc, argv, "samples", 0) != 0, rng);
   if (Flag(argc, argv, "stall", 0)) {
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
