@@ -112,7 +112,8 @@ int Latency(long n, int iters, bool samples, Rng& rng) {
     CHECK(cudaMemcpy(got.data(), d_out, kBlocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
     us.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    starts.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count());
+    starts.push_back(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count());
     failures += got != want;
   }
   if (samples)
