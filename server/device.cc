@@ -121,6 +121,21 @@ void Device::ReleaseStream(CUstream s) {
   ReapDrainedLocked();
 }
 
+void Device::Doorbell::Listen(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  listener_ = std::move(listener);
+}
+
+void Device::Doorbell::Ring(CUstream s) {
+  (void)device_.drv().cuLaunchHostFunc(s, &Doorbell::Fire, this);
+}
+
+void CUDA_CB Device::Doorbell::Fire(void* self) {
+  auto& bell = *static_cast<Doorbell*>(self);
+  std::lock_guard lock(bell.mu_);
+  if (bell.listener_) bell.listener_();
+}
+
 Device::Use::~Use() {
   if (!d_) return;
   if (d_->users_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&

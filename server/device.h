@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,6 +71,29 @@ class Device {
   // done. Never waits. REQUIRES: the context is current.
   void ReleaseStream(CUstream s);
 
+  // A wake-up from the device's own progress: Ring(s) queues a host function
+  // on `s` that, when the stream gets there, calls the listener (if one is
+  // set then). It lives as long as the context, so a ring still queued when
+  // its listener goes is harmless and nothing is allocated per ring.
+  class Doorbell {
+   public:
+    // Sets the function rings call (on the driver's thread; it must not
+    // block), or none; returns once no call to the old one is running.
+    void Listen(std::function<void()> listener);
+    // Best effort: a stream that refuses the host function is never rung.
+    // REQUIRES: the context is current.
+    void Ring(CUstream s);
+
+   private:
+    friend class Device;
+    explicit Doorbell(const Device& device) : device_(device) {}
+    static void CUDA_CB Fire(void* self);
+    const Device& device_;
+    std::mutex mu_;
+    std::function<void()> listener_;  // guarded by mu_
+  };
+  Doorbell& doorbell() { return doorbell_; }
+
   // Wraps a driver result: ok, or the tenant-visible cudaError_t with `what`
   // and the driver's own description.
   Status Check(CUresult r, const char* what) const;
@@ -112,6 +136,7 @@ class Device {
 
  private:
   std::shared_ptr<DriverTable> drv_;
+  Doorbell doorbell_{*this};
   LazyTable<BlasTable> blas_;
   LazyTable<DnnTable> dnn_;
   LazyTable<BlasLtTable> blaslt_;

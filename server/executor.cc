@@ -68,23 +68,6 @@ struct Executor::Poll {
   }
 };
 
-// What a queued ring holds: the executor it wakes, null once that is gone. The
-// host function runs on the driver's thread: it takes no executor lock, and so
-// may miss a waiter about to sleep, which the next poll then finds.
-struct Executor::Bell {
-  std::mutex mu;
-  Executor* owner = nullptr;  // guarded by mu
-
-  static void CUDA_CB Ring(void* data) {
-    const std::unique_ptr<std::shared_ptr<Bell>> hold(static_cast<std::shared_ptr<Bell>*>(data));
-    Bell& bell = **hold;
-    std::lock_guard lock(bell.mu);
-    if (bell.owner == nullptr) return;
-    bell.owner->rung_.fetch_add(1, std::memory_order_release);
-    bell.owner->cv_.notify_all();
-  }
-};
-
 struct Executor::Tenant::Item {
   enum class Kind { kIssue, kRecord, kWaitEvent, kHostFunc, kWait };
   Kind kind = Kind::kIssue;
@@ -151,9 +134,13 @@ Executor::Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, 
       on_fault_(std::move(on_fault)),
       timing_events_(UseTimingEvents(device.drv())),
       order_(std::move(order)),
-      polls_(std::make_unique<std::vector<Poll>>()),
-      bell_(std::make_shared<Bell>()) {
-  bell_->owner = this;
+      polls_(std::make_unique<std::vector<Poll>>()) {
+  // The doorbell rings on the driver's thread: no executor lock there, and so a
+  // waiter about to sleep may miss it, which the next poll then finds.
+  dev_.doorbell().Listen([this] {
+    rung_.fetch_add(1, std::memory_order_release);
+    cv_.notify_all();
+  });
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -164,10 +151,7 @@ Executor::~Executor() {
   }
   cv_.notify_all();
   thread_.join();
-  {
-    std::lock_guard lock(bell_->mu);
-    bell_->owner = nullptr;
-  }
+  dev_.doorbell().Listen(nullptr);
   // What the executor created in the current context goes with it.
   Device::Use use = dev_.Enter();
   if (marker_epoch_ == use.epoch()) {
@@ -312,9 +296,7 @@ void Executor::WatchLocked(Poll p) {
 }
 
 void Executor::RingWhenReachedLocked(CUstream s) {
-  auto hold = std::make_unique<std::shared_ptr<Bell>>(bell_);
-  if (dev_.drv().cuLaunchHostFunc(s, &Bell::Ring, hold.get()) == CUDA_SUCCESS)
-    (void)hold.release();  // Ring owns it now
+  dev_.doorbell().Ring(s);
 }
 
 void Executor::PumpLocked() {

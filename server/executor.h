@@ -104,7 +104,6 @@ class Executor {
  private:
   friend class Tenant;
   struct Poll;
-  struct Bell;
   void Loop();
   // Issues whatever the scheduler lets go now. REQUIRES: mu_ and a Use held.
   void PumpLocked();
@@ -152,8 +151,7 @@ class Executor {
   bool stop_ = false;
   bool repump_ = false;            // guarded by mu_ (RepumpLocked)
   uint64_t urgent_ = 0;            // polls somebody waits for, ever watched (guarded by mu_)
-  std::shared_ptr<Bell> bell_;     // outlives the executor while a ring is queued
-  std::atomic<uint64_t> rung_{0};  // rings heard (RingWhenReachedLocked)
+  std::atomic<uint64_t> rung_{0};  // doorbell rings heard (RingWhenReachedLocked)
   std::thread thread_;
 };
 
