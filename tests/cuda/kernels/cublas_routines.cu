@@ -678,6 +678,7 @@ void Copies(Rng& rng, cudaStream_t s) {
   std::vector<double> v(12), w(24, 0);
   for (double& x : v) x = rng.UniformD(-1, 1);
   BLAS_OK(cublasSetVectorAsync(12, sizeof(double), v.data(), 1, d, 2, s));
+  CHECK(cudaStreamSynchronize(s));  // s is non-blocking: the legacy stream does not wait for it
   BLAS_OK(cublasGetVector(12, sizeof(double), d, 2, w.data(), 2));
   for (int i = 0; i < 12; ++i) bad += w[2 * i] != v[i];
   if (bad) std::printf("FAIL Set/GetMatrix/Vector: %d wrong\n", bad), ++failures;
