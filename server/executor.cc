@@ -397,6 +397,8 @@ void Executor::Loop() {
       return stop_ || repump_ || (!waited_on && urgent_ != urgent) ||
              rung_.load(std::memory_order_acquire) != rung;
     });
+    // A ring comes just before its marker: poll from the shortest interval.
+    if (rung_.load(std::memory_order_acquire) != rung) interval = kPollMin;
   }
 }
 
@@ -563,8 +565,8 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
         s = item.issue(st.s);
         break;
       case Item::Kind::kRecord:
+        if (!item.waiters.empty()) ex_.RingWhenReachedLocked(st.s);
         s = ex_.dev_.Check(drv.cuEventRecord(item.event, st.s), "cuEventRecord");
-        if (s.ok() && !item.waiters.empty()) ex_.RingWhenReachedLocked(st.s);
         for (Completion& w : item.waiters)
           ex_.WatchLocked(s.ok()
                               ? Poll::Of(ex_.dev_.epoch(), item.event, false, std::move(w), name_)
@@ -695,13 +697,13 @@ void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start, cons
 }
 
 void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then, bool lazy) {
+  if (!lazy) ex_.RingWhenReachedLocked(st.s);
   Result<CUevent> m = ex_.AcquireMarkerLocked();
   Status r =
       m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
   Poll p = r.ok() ? Poll::Of(ex_.dev_.epoch(), *m, true, std::move(then), name_)
                   : Poll::Decided(ex_.dev_.epoch(), std::move(then), name_, r);
   p.lazy = lazy;
-  if (r.ok() && !lazy) ex_.RingWhenReachedLocked(st.s);
   ex_.WatchLocked(std::move(p));
 }
 
@@ -806,9 +808,9 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
   // Everything is issued: mark the spot and spin briefly here before the
   // executor's thread takes the wait over.
   Result<CUevent> m = ex_.AcquireMarkerLocked();
-  const CUstream s = st.s;
+  ex_.RingWhenReachedLocked(st.s);
   Status r =
-      m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, s), "cuEventRecord") : m.status();
+      m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
   if (!r.ok()) {
     lock.unlock();
     done(r);
@@ -832,7 +834,6 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     sched_yield();
   }
   lock.lock();
-  ex_.RingWhenReachedLocked(s);
   ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), *m, true, std::move(done), name_));
 }
 
@@ -849,8 +850,6 @@ void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
         return;
       }
     }
-    // Issued: the stream reaches the ring at the record or after it.
-    if (rs != streams_.end()) ex_.RingWhenReachedLocked(rs->second->s);
   }
   ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_));
 }

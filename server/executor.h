@@ -121,7 +121,8 @@ class Executor {
   void WatchLocked(Poll p);
   // Wakes the executor's thread when `s` reaches this point (a host function
   // queued there), so a wait somebody is blocked in ends when the device gets
-  // there, not at the next poll. Best effort: polling still finds it.
+  // there, not at the next poll. Queue it just before the wait's marker, so
+  // the stream is idle once the wait ends. Best effort: polling still finds it.
   // REQUIRES: mu_ and a Use held.
   void RingWhenReachedLocked(CUstream s);
   uint64_t NowNs() const;
