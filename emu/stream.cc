@@ -7,6 +7,7 @@
 #include <chrono>
 #include <utility>
 
+#include "emu/device.h"
 #include "emu/ptx/ptx.h"
 
 namespace remora::emu {
@@ -111,7 +112,8 @@ void Stream::Close() {
 // of starting a new worker.
 void Stream::Loop() {
   pthread_setname_np(pthread_self(), "remora-stream");
-  ptx::BecomeDeviceThread();
+  ptx::BecomeDeviceThread(priority_ < kStreamPriorityLeast ? ptx::kRankedDeviceNice
+                                                           : ptx::kDeviceNice);
   for (;;) {
     Work w;
     {

@@ -560,10 +560,10 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
   return fault;
 }
 
-void BecomeDeviceThread() {
+void BecomeDeviceThread(int nice) {
   // Raising one's own nice needs no privilege; a failure leaves the thread as it was.
   const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
-  if (now < kDeviceNice) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kDeviceNice);
+  if (now < nice) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice);
 }
 
 Status Launch(const Program& program, size_t kernel, const LaunchConfig& config) {

@@ -114,12 +114,16 @@ struct LaunchConfig {
 void ApplyRelocations(const Program& program, std::span<const uint64_t> global_addresses);
 
 // Makes the calling thread one of the emulated GPU's: it runs at a lower host
-// CPU priority (nice +kDeviceNice) than the host's threads, so the emulated
-// device takes the CPU the host's threads leave, as a GPU takes none of theirs,
-// and a host thread waking (a server's, a tenant's) is not kept waiting by it.
-// Kernel helpers call it themselves; so should a driver's stream workers.
+// CPU priority (nice +`nice`, kDeviceNice by default) than the host's threads,
+// so the emulated device takes the CPU the host's threads leave, as a GPU takes
+// none of theirs, and a host thread waking (a server's, a tenant's) is not kept
+// waiting by it. Kernel helpers call it themselves; so should a driver's stream
+// workers, those of streams above the least priority with kRankedDeviceNice:
+// the work of a stream that outranks others is not left the crumbs of the
+// host's CPU. A thread's nice is only ever raised (lowering needs privilege).
 inline constexpr int kDeviceNice = 19;
-void BecomeDeviceThread();
+inline constexpr int kRankedDeviceNice = 5;
+void BecomeDeviceThread(int nice = kDeviceNice);
 
 // Runs kernel `kernel` of `program` to completion on the calling thread plus up
 // to `workers` helpers.

@@ -1,5 +1,9 @@
 // tests/emu/stream_test.cc - stream order, legacy-stream semantics, events, destruction,
 // and stream threads (none while idle).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -479,6 +483,30 @@ TEST_F(EmuStream, DestroyingAnIdleOrLingeringStreamEndsItsWorker) {
   EXPECT_EQ(log.Get(), (std::vector<int>{1, 2}));
   EXPECT_EQ(api.cuEventDestroy(e), CUDA_SUCCESS);
   EXPECT_EQ(api.cuStreamDestroy(t), CUDA_SUCCESS);
+}
+
+// The emulated GPU runs below the host's threads (nice 19), but a stream that
+// outranks the least priority runs at nice 5: its work is not left the crumbs.
+TEST_F(EmuStream, WorkersOfRankedStreamsRunAtALighterNice) {
+  auto nice_of = [&](int priority) {
+    CUstream s;
+    EXPECT_EQ(api.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority), CUDA_SUCCESS);
+    int nice = -100;
+    auto read = [](void* out) {
+      *static_cast<int*>(out) = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+    };
+    EXPECT_EQ(api.cuLaunchHostFunc(s, read, &nice), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+    return nice;
+  };
+  int least = 0, greatest = 0;
+  ASSERT_EQ(api.cuCtxGetStreamPriorityRange(&least, &greatest), CUDA_SUCCESS);
+  ASSERT_LT(greatest, least);
+  const int own = getpriority(PRIO_PROCESS, 0);  // a worker's nice is never below its process's
+  EXPECT_EQ(nice_of(least), std::max(own, 19));
+  EXPECT_EQ(nice_of(greatest), std::max(own, 5));
+  EXPECT_EQ(nice_of(least - 1), std::max(own, 5));
 }
 
 }  // namespace
