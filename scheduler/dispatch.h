@@ -10,7 +10,7 @@
 //   q->Configure(7, share);      // optional: weight, cap, priority, project
 //   q->Ready(7, now);
 //   while (std::optional<TenantId> t = q->Next(now)) issue one item of *t ...
-//   ... on completion: q->Done(*t, measured_gpu_ns, now); then Next again.
+//   ... on completion: q->Done(*t, items, measured_gpu_ns, now); then Next again.
 //   if nothing came out: retry on the next Done, or at q->NextEligibleAt(now).
 //
 // Every item Next or IssueNow hands out counts as in flight until the executor
@@ -62,8 +62,11 @@ class DispatchQueue {
   // executor calls Ready again if it has more), or nullopt when no ready
   // tenant may issue now.
   virtual std::optional<TenantId> Next(uint64_t now_ns) = 0;
-  // Work of `t` issued earlier finished, having used `gpu_ns` of device time.
-  virtual void Done(TenantId t, uint64_t gpu_ns, uint64_t now_ns) = 0;
+  // `items` items of `t` issued earlier finished, having used `gpu_ns` of
+  // device time together.
+  virtual void Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) = 0;
+  // One item of `t` finished, having used `gpu_ns`.
+  void Done(TenantId t, uint64_t gpu_ns, uint64_t now_ns) { Done(t, 1, gpu_ns, now_ns); }
   // Forgets `t` (its session ended).
   virtual void Remove(TenantId t) = 0;
   // True if `t`'s ready item may be issued at once, bypassing the queue (the
@@ -91,7 +94,8 @@ class FifoQueue final : public DispatchQueue {
  public:
   void Ready(TenantId t, uint64_t now_ns) override;
   std::optional<TenantId> Next(uint64_t now_ns) override;
-  void Done(TenantId, uint64_t, uint64_t) override {}
+  using DispatchQueue::Done;
+  void Done(TenantId, uint32_t, uint64_t, uint64_t) override {}
   void Remove(TenantId t) override;
   bool IssueNow(TenantId, uint64_t) override { return order_.empty(); }
 

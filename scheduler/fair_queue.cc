@@ -273,18 +273,19 @@ std::optional<TenantId> FairQueue::Next(uint64_t now_ns) {
   return std::nullopt;
 }
 
-void FairQueue::Done(TenantId t, uint64_t gpu_ns, uint64_t now_ns) {
+void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) {
   now_ = std::max(now_, now_ns);
   auto it = tenants_.find(t);
-  if (it == tenants_.end()) return;
+  if (it == tenants_.end() || items == 0) return;
   Tenant& tn = *it->second;
   const double gpu = static_cast<double>(gpu_ns);
-  if (tn.in_flight > 0) {
-    // Items may finish out of order: take back the average charge, so that
-    // the last Done takes back exactly what is left.
-    const uint64_t share = tn.in_flight_ns / tn.in_flight;
-    AddInFlight(tn, -1, -static_cast<int64_t>(share));
-    const double delta = gpu - static_cast<double>(share);
+  // Items may finish out of order: each takes back the average charge in
+  // flight, so the last Done takes back exactly what is left. Items beyond
+  // those in flight only train the prediction.
+  if (const uint32_t k = std::min(items, tn.in_flight); k > 0) {
+    const uint64_t back = tn.in_flight_ns * k / tn.in_flight;
+    AddInFlight(tn, -static_cast<int64_t>(k), -static_cast<int64_t>(back));
+    const double delta = gpu * k / items - static_cast<double>(back);
     if (Project* p = tn.project) Retag(p->node, p->node.tag + delta / p->node.weight);
     Retag(tn.node, tn.node.tag + delta / tn.node.weight);
     if (tn.share.limit > 0) {
@@ -292,15 +293,12 @@ void FairQueue::Done(TenantId t, uint64_t gpu_ns, uint64_t now_ns) {
       tn.tokens = std::min(Burst(tn), tn.tokens - delta);
     }
   }
-  if (!tn.trained) {
-    tn.predicted_ns = gpu_ns;
-    tn.trained = true;
-  } else {
-    tn.predicted_ns =
-        static_cast<uint64_t>(static_cast<double>(tn.predicted_ns) +
-                              opt_.cost_ewma * (gpu - static_cast<double>(tn.predicted_ns)));
-  }
-  tn.predicted_ns = std::max(tn.predicted_ns, opt_.min_cost_ns);
+  // The moving average over `items` items of equal cost, in one step.
+  const double each = gpu / items;
+  double pred = tn.trained ? static_cast<double>(tn.predicted_ns) : each;
+  pred = each + (pred - each) * std::pow(1 - opt_.cost_ewma, static_cast<double>(items));
+  tn.trained = true;
+  tn.predicted_ns = std::max(static_cast<uint64_t>(pred), opt_.min_cost_ns);
   if (tn.state != State::kIdle) Place(tn, now_ns);
 }
 

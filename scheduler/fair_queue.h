@@ -80,7 +80,8 @@ class FairQueue final : public DispatchQueue {
   // is ignored. Remove drops the tenant's in-flight work from the bounds at once.
   void Ready(TenantId t, uint64_t now_ns) override;
   std::optional<TenantId> Next(uint64_t now_ns) override;
-  void Done(TenantId t, uint64_t gpu_ns, uint64_t now_ns) override;
+  using DispatchQueue::Done;
+  void Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) override;
   void Remove(TenantId t) override;
   // True only when no other tenant is ready and `t` is within its limit, its
   // in-flight bound, the device bound and the priority rules.

@@ -305,7 +305,12 @@ void Executor::PumpLocked() {
     auto it = tenants_.find(*t);
     if (it == tenants_.end()) continue;
     Tenant* tn = it->second;
-    if (tn->IssueOneLocked() && tn->AnyReadyLocked()) order_->Ready(*t, now);
+    if (!tn->IssueOneLocked()) continue;
+    // While nobody else is ready the rest goes as from the tenant's own
+    // enqueue: one queue decision per item would cost a tenant refilling its
+    // in-flight bound more than the items themselves.
+    while (tn->AnyReadyLocked() && order_->IssueNow(*t, now)) tn->IssueOneLocked();
+    if (tn->AnyReadyLocked()) order_->Ready(*t, now);
   }
 }
 
@@ -691,8 +696,7 @@ void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start, cons
   gpu_ns_ += gpu_ns;
   rate_ = Decayed(rate_, rate_at_, now) + static_cast<double>(gpu_ns) / kShareWindowNs;
   rate_at_ = now;
-  for (uint32_t i = 0; i < n; ++i)
-    ex_.order_->Done(id_, gpu_ns / n + (i == 0 ? gpu_ns % n : 0), now);
+  ex_.order_->Done(id_, n, gpu_ns, now);
   ex_.PumpLocked();
 }
 

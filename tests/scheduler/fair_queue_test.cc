@@ -243,6 +243,48 @@ TEST(FairQueue, IssueNowOnlyWhenNobodyElseWaits) {
   EXPECT_LT(issued, 100);  // stops when its budget runs out
 }
 
+// The executor reports a group of items with one Done: it must leave the queue
+// as that many one-item Dones of the group's average cost would.
+TEST(FairQueue, ADoneForManyItemsCountsAsThatManyDones) {
+  FairQueue many(Options(10 * kMs, 0)), one(Options(10 * kMs, 0));
+  for (FairQueue* q : {&many, &one}) {
+    q->Configure(1, ComputeShare(1, 0.5));
+    q->Configure(2, ComputeShare(1));
+    Train(*q, 1, kMs);
+    Train(*q, 2, kMs);
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(q->IssueNow(1, 0));
+  }
+  many.Done(1, 3, 3 * 1'200'000, kMs);
+  for (int i = 0; i < 3; ++i) one.Done(1, 1'200'000, kMs);
+  auto a = many.View(1), b = one.View(1);
+  EXPECT_EQ(a->in_flight, 2u);
+  EXPECT_EQ(a->in_flight, b->in_flight);
+  EXPECT_EQ(a->in_flight_ns, b->in_flight_ns);
+  EXPECT_NEAR(static_cast<double>(a->predicted_ns), static_cast<double>(b->predicted_ns), 2);
+  EXPECT_NEAR(a->budget_ns, b->budget_ns, 2);
+  // Both then order the two tenants alike.
+  uint64_t now = kMs;
+  for (int step = 0; step < 20; ++step) {
+    for (FairQueue* q : {&many, &one}) {
+      q->Ready(1, now);
+      q->Ready(2, now);
+    }
+    auto x = many.Next(now), y = one.Next(now);
+    ASSERT_EQ(x, y) << "step " << step;
+    if (!x) break;
+    many.Done(*x, kMs, now);
+    one.Done(*y, kMs, now);
+    now += kMs;
+  }
+  // More items than are in flight: the rest only train the prediction.
+  many.Done(1, 10, 10 * 500'000, now);
+  EXPECT_EQ(many.View(1)->in_flight, 0u);
+  EXPECT_EQ(many.View(1)->in_flight_ns, 0u);
+  EXPECT_LT(many.View(1)->predicted_ns, kMs);
+  many.Done(1, 0, kMs, now);  // no items: nothing changes
+  EXPECT_EQ(many.View(1)->in_flight, 0u);
+}
+
 TEST(FairQueue, ConfigureMovesAReadyTenant) {
   FairQueue q(Options(kMs, 0));
   q.Ready(1, 0);
