@@ -298,7 +298,7 @@ v1::SliceReply Server::SliceOf(const std::string& owner) {
   return rep;
 }
 
-Result<uint64_t> Server::FindTenant(const v1::EvictRequest& req) {
+Result<std::vector<uint64_t>> Server::FindTenant(const v1::EvictRequest& req) {
   std::vector<uint64_t> found;
   for (const std::shared_ptr<Session>& s : Sessions()) {
     if (!s->listed()) continue;  // first: its name is set by then
@@ -309,10 +309,7 @@ Result<uint64_t> Server::FindTenant(const v1::EvictRequest& req) {
   const std::string what = req.session() != 0 ? "session " + std::to_string(req.session())
                                               : "tenant '" + req.tenant() + "'";
   if (found.empty()) return Error(err::kInvalidValue, "no running " + what);
-  if (found.size() > 1)
-    return Error(err::kInvalidValue, std::to_string(found.size()) + " sessions are " + what +
-                                         "; name one by its session id");
-  return found[0];
+  return found;
 }
 
 Admission Server::CurrentAdmission() const {

@@ -118,7 +118,7 @@ class Server {
   // Memory, GPU time and processes of every listed session `owner` holds.
   v1::SliceReply SliceOf(const std::string& owner);
   // The one running session `req` names (SessionEnv::find_tenant).
-  Result<uint64_t> FindTenant(const v1::EvictRequest& req);
+  Result<std::vector<uint64_t>> FindTenant(const v1::EvictRequest& req);
   // The admission policy for a Hello now (SessionEnv::admission).
   Admission CurrentAdmission() const;
   // Installs `book`, giving its projects' shares to the scheduler.

@@ -603,9 +603,10 @@ void Session::SplitShare(uint32_t sessions) {
 Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
   if (!env_.find_tenant || !env_.evict)
     return Error(err::kNotSupported, "this server cannot evict tenants");
-  ASSIGN_OR_RETURN(uint64_t victim, env_.find_tenant(req));
-  env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")",
-             EvictKind::kAdmin);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> victims, env_.find_tenant(req));
+  for (uint64_t victim : victims)
+    env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")",
+               EvictKind::kAdmin);
   return OkStatus();
 }
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
@@ -84,9 +85,10 @@ struct SessionEnv {
   std::function<void(uint64_t victim, const std::string& why, EvictKind kind)> evict;
   // Every tenant's row, for an administration session (remora list).
   std::function<v1::TenantList()> list_tenants;
-  // The session of the tenant `req` names, for remora evict. Errors:
-  // kInvalidValue if none or several match.
-  std::function<Result<uint64_t>(const v1::EvictRequest& req)> find_tenant;
+  // The sessions `req` names, for remora evict: the one with its session id,
+  // or every session of the tenant it names (one per process of it). Errors:
+  // kInvalidValue if none matches.
+  std::function<Result<std::vector<uint64_t>>(const v1::EvictRequest& req)> find_tenant;
   // Who may connect with what: the tenants file (null book: open mode, where
   // clients declare their quotas within the caps). Null: open mode, no caps.
   std::function<Admission()> admission;

@@ -1399,6 +1399,37 @@ TEST_F(TenantsFileTest, TokensMapToConfiguredTenantsAndTheirQuotas) {
   EXPECT_EQ(back->welcome_status(), 0) << back->last().message();
 }
 
+// remora evict NAME ends every session of the tenant, one per process of it; a
+// session id ends that one alone.
+TEST_F(TenantsFileTest, EvictByNameEndsEveryProcessOfTheTenant) {
+  auto bob1 = Client::Connect(path_, WithToken("tok-b"));
+  auto bob2 = Client::Connect(path_, WithToken("tok-b"));
+  auto bob3 = Client::Connect(path_, WithToken("tok-b"));
+  auto alice = Client::Connect(path_, WithToken("tok-a"));
+  for (auto* c : {&bob1, &bob2, &bob3, &alice}) {
+    ASSERT_TRUE(*c);
+    ASSERT_EQ((*c)->welcome_status(), 0) << (*c)->last().message();
+  }
+  ASSERT_NE(bob1->Malloc(1 << 20), 0u);
+  ASSERT_NE(bob2->Malloc(1 << 20), 0u);
+  auto root = Root();
+  ASSERT_TRUE(root);
+  ASSERT_EQ(RowsOf(*root, "bob").size(), 3u);
+  v1::EvictRequest one;
+  one.set_session(bob3->welcome().session_id());
+  ASSERT_EQ(root->Call(CallId::kEvictTenant, one), 0) << root->last().message();
+  EXPECT_NE(bob3->WaitEvicted().find("administrator"), std::string::npos);
+  v1::EvictRequest all;
+  all.set_tenant("bob");
+  ASSERT_EQ(root->Call(CallId::kEvictTenant, all), 0) << root->last().message();
+  EXPECT_NE(bob1->WaitEvicted().find("administrator"), std::string::npos);
+  EXPECT_NE(bob2->WaitEvicted().find("administrator"), std::string::npos);
+  EXPECT_NE(alice->Malloc(1 << 20), 0u);  // another tenant is untouched
+  v1::EvictRequest nobody;
+  nobody.set_tenant("nobody");
+  EXPECT_EQ(root->Call(CallId::kEvictTenant, nobody), err::kInvalidValue);
+}
+
 // A monitoring session (NVML) sees the slice of the tenant its token names, claims
 // nothing (the tenant may still connect, and connects while it watches) and may do
 // nothing but ask for that slice.
