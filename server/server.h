@@ -117,7 +117,7 @@ class Server {
   v1::TenantList ListTenants();
   // Memory, GPU time and processes of every listed session `owner` holds.
   v1::SliceReply SliceOf(const std::string& owner);
-  // The one running session `req` names (SessionEnv::find_tenant).
+  // The running sessions `req` names (SessionEnv::find_tenant).
   Result<std::vector<uint64_t>> FindTenant(const v1::EvictRequest& req);
   // The admission policy for a Hello now (SessionEnv::admission).
   Admission CurrentAdmission() const;
