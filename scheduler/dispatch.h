@@ -33,6 +33,11 @@ namespace remora::sched {
 using ProjectId = uint64_t;
 inline constexpr ProjectId kNoProject = 0;
 
+// The sessions of one configured tenant (one per process of it): they share
+// the tenant's request and limit as one, and split what it gets evenly.
+using AccountId = uint64_t;
+inline constexpr AccountId kNoAccount = 0;
+
 // A tenant's compute share (Run:ai's gpu-compute / gpu-compute-limit).
 // Build it with ComputeShare() or assign the fields one by one.
 struct Share {
@@ -40,16 +45,22 @@ struct Share {
   double limit = 0;    // cap as a fraction of the GPU's time in (0, 1]; 0: none
   Priority priority = Priority::kNormal;
   ProjectId project = kNoProject;  // kNoProject: the tenant stands alone
+  // kNoAccount: the request and limit are this tenant's own. Otherwise they
+  // are the account's, which every session of it passes alike (the latest
+  // Configure sets them): its sessions compete as one node, so what one leaves
+  // unused goes to the others, and the limit caps them together.
+  AccountId account = kNoAccount;
 };
 
 // A Share with every field given (GCC rejects partial designated initializers).
 inline Share ComputeShare(double request, double limit = 0, Priority priority = Priority::kNormal,
-                          ProjectId project = kNoProject) {
+                          ProjectId project = kNoProject, AccountId account = kNoAccount) {
   Share s;
   s.request = request;
   s.limit = limit;
   s.priority = priority;
   s.project = project;
+  s.account = account;
   return s;
 }
 

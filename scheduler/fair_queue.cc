@@ -25,8 +25,8 @@ Share Sanitized(Share s) {
 FairQueue::FairQueue(FairOptions options) : opt_(options) {}
 FairQueue::~FairQueue() = default;
 
-double FairQueue::Burst(const Tenant& tn) const {
-  return tn.share.limit * static_cast<double>(opt_.limit_burst_ns);
+double FairQueue::Burst(const Bucket& b) const {
+  return b.limit * static_cast<double>(opt_.limit_burst_ns);
 }
 
 FairQueue::Tenant& FairQueue::Get(TenantId t) {
@@ -36,40 +36,74 @@ FairQueue::Tenant& FairQueue::Get(TenantId t) {
     Tenant& tn = *it->second;
     tn.id = t;
     tn.node.tenant = &tn;
+    tn.node.uid = ++uids_;
     tn.predicted_ns = std::max(opt_.initial_cost_ns, opt_.min_cost_ns);
-    tn.refilled_at = now_;
+    tn.cap.refilled_at = now_;
     Attach(tn);
   }
   return *it->second;
 }
 
-// Hooks a detached tenant into its class and project by its share. A new
-// project starts at its class's virtual time.
+// The project or account `key` under `parent`, made at the parent's virtual
+// time if new, with one more member.
+FairQueue::Inner& FairQueue::InnerFor(const InnerKey& key, Group* parent, double weight) {
+  auto [it, fresh] = inners_.try_emplace(key);
+  if (fresh) {
+    it->second = std::make_unique<Inner>();
+    Inner& in = *it->second;
+    in.key = key;
+    in.node.inner = &in;
+    in.node.uid = ++uids_;
+    in.node.parent = parent;
+    in.node.tag = parent->vtime;
+    in.node.weight = weight;
+    in.group.owner = &in;
+    in.cap.refilled_at = now_;
+  }
+  ++it->second->members;
+  return *it->second;
+}
+
+// One member fewer; the last takes the project or account with it.
+void FairQueue::Release(Inner* in) {
+  if (in == nullptr || --in->members > 0) return;
+  if (in->held) held_.erase({in->cap.held_until, in->node.uid, &in->node});
+  inners_.erase(in->key);
+}
+
+// Hooks a detached tenant into its class, project and account by its share.
 void FairQueue::Attach(Tenant& tn) {
   const int c = ClassOf(tn.share);
   Class& cls = classes_[c];
   ++cls.present;
-  tn.node.weight = tn.share.request;
-  if (tn.share.project != kNoProject) {
-    auto [it, fresh] = projects_.try_emplace({c, tn.share.project});
-    if (fresh) {
-      it->second = std::make_unique<Project>();
-      Project& p = *it->second;
-      p.id = tn.share.project;
-      p.cls = c;
-      p.node.project = &p;
-      p.node.parent = &cls.root;
-      p.node.tag = cls.root.vtime;
-      auto s = project_shares_.find(p.id);
-      p.node.weight = s == project_shares_.end() ? 1.0 : s->second;
-    }
-    tn.project = it->second.get();
-    ++tn.project->members;
-    tn.node.parent = &tn.project->group;
-  } else {
-    tn.project = nullptr;
-    tn.node.parent = &cls.root;
+  Group* parent = &cls.root;
+  tn.project = nullptr;
+  if (const ProjectId p = tn.share.project; p != kNoProject) {
+    auto s = project_shares_.find(p);
+    tn.project =
+        &InnerFor({c, p, kNoAccount}, parent, s == project_shares_.end() ? 1.0 : s->second);
+    parent = &tn.project->group;
   }
+  tn.account = nullptr;
+  const double old_limit = tn.cap.limit;
+  if (tn.share.account != kNoAccount) {
+    tn.account = &InnerFor({c, tn.share.project, tn.share.account}, parent, tn.share.request);
+    Inner& a = *tn.account;
+    a.node.weight = tn.share.request;  // the latest Configure says what the account has
+    if (a.cap.limit != tn.share.limit) {
+      a.cap.limit = tn.share.limit;
+      a.cap.tokens = Burst(a.cap);  // a new cap starts full
+      a.cap.refilled_at = now_;
+    }
+    parent = &a.group;
+    tn.node.weight = 1;
+    tn.cap.limit = 0;
+  } else {
+    tn.node.weight = tn.share.request;
+    tn.cap.limit = tn.share.limit;
+  }
+  if (tn.cap.limit != old_limit) tn.cap.tokens = Burst(tn.cap);
+  tn.node.parent = parent;
   cls.in_flight += tn.in_flight;
   cls.in_flight_ns += tn.in_flight_ns;
 }
@@ -80,30 +114,31 @@ void FairQueue::Detach(Tenant& tn) {
   --cls.present;
   cls.in_flight -= tn.in_flight;
   cls.in_flight_ns -= tn.in_flight_ns;
-  if (Project* p = tn.project) {
-    tn.project = nullptr;
-    if (--p->members == 0) projects_.erase({p->cls, p->id});
-  }
+  Release(
+      std::exchange(tn.account, nullptr));  // before its project: it lives in the project's group
+  Release(std::exchange(tn.project, nullptr));
   tn.node.parent = nullptr;
 }
 
+FairQueue::Node* FairQueue::Up(const Node& n) {
+  return n.parent->owner ? &n.parent->owner->node : nullptr;
+}
+
+// Files `n` in its parent's set, and the parent in its own while not held.
 void FairQueue::Enqueue(Node& n) {
   n.seq = ++seq_;
   n.parent->eligible.insert(Key{n.tag, n.seq, &n});
   n.queued = true;
-  if (n.tenant && n.tenant->project) {
-    Project& p = *n.tenant->project;
-    if (!p.node.queued) Enqueue(p.node);
-  }
+  if (Inner* up = n.parent->owner; up && !up->node.queued && !up->held) Enqueue(up->node);
 }
 
+// Takes `n` out of its parent's set, and the parent out of its own if that
+// left it empty.
 void FairQueue::Dequeue(Node& n) {
   n.parent->eligible.erase(Key{n.tag, n.seq, &n});
   n.queued = false;
-  if (n.tenant && n.tenant->project) {
-    Project& p = *n.tenant->project;
-    if (p.group.eligible.empty() && p.node.queued) Dequeue(p.node);
-  }
+  if (Inner* up = n.parent->owner; up && up->group.eligible.empty() && up->node.queued)
+    Dequeue(up->node);
 }
 
 void FairQueue::Retag(Node& n, double tag) {
@@ -116,53 +151,87 @@ void FairQueue::Retag(Node& n, double tag) {
   n.parent->eligible.insert(Key{n.tag, n.seq, &n});
 }
 
-void FairQueue::Refill(Tenant& tn, uint64_t now) {
-  if (now <= tn.refilled_at) return;
-  if (tn.share.limit > 0) {
-    tn.tokens =
-        std::min(Burst(tn), tn.tokens + tn.share.limit * static_cast<double>(now - tn.refilled_at));
-  }
-  tn.refilled_at = now;
+// A node coming back from idle (or from being held by a limit) starts at its
+// group's virtual time: whatever it did not use meanwhile is gone.
+void FairQueue::Wake(Node& n) {
+  Retag(n, std::max(n.tag, n.parent->vtime));
 }
 
-// A tenant coming back from idle (or from being held by its limit) starts at
-// its group's virtual time: whatever it did not use meanwhile is gone.
-void FairQueue::Wake(Tenant& tn) {
-  Retag(tn.node, std::max(tn.node.tag, tn.node.parent->vtime));
+// The tenant becomes ready: so do its account and project if they were idle.
+void FairQueue::WakeAncestors(Tenant& tn) {
+  for (Inner* in : {tn.project, tn.account})
+    if (in && in->ready++ == 0) Wake(in->node);
+}
+
+void FairQueue::Refill(Bucket& b, uint64_t now) const {
+  if (now <= b.refilled_at) return;
+  if (b.limit > 0)
+    b.tokens = std::min(Burst(b), b.tokens + b.limit * static_cast<double>(now - b.refilled_at));
+  b.refilled_at = now;
+}
+
+// Takes `ns` of GPU time (< 0: gives it back) from a capped bucket.
+void FairQueue::Charge(Bucket& b, double ns, uint64_t now) const {
+  if (b.limit <= 0) return;
+  Refill(b, now);
+  b.tokens = std::min(Burst(b), b.tokens - ns);
+}
+
+// When a bucket in debt will have paid it off, at its refill rate.
+uint64_t FairQueue::HeldUntil(const Bucket& b, uint64_t now) const {
+  const double wait = std::ceil(-b.tokens / b.limit);
+  return now + std::max<uint64_t>(1, static_cast<uint64_t>(wait));
 }
 
 // Files a ready tenant as eligible, blocked by its in-flight bound (until a
-// Done), or held by its limit (until held_until).
+// Done), or held by its own limit (until cap.held_until).
 void FairQueue::Place(Tenant& tn, uint64_t now) {
-  Refill(tn, now);
+  Refill(tn.cap, now);
   State want = State::kEligible;
-  if (tn.share.limit > 0 && tn.tokens < 0)
+  if (tn.cap.limit > 0 && tn.cap.tokens < 0)
     want = State::kHeld;
   else if (tn.in_flight >= opt_.min_in_flight &&
            tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns)
     want = State::kBlocked;
 
-  if (tn.state == State::kHeld) held_.erase({tn.held_until, tn.id});
+  if (tn.state == State::kHeld) held_.erase({tn.cap.held_until, tn.node.uid, &tn.node});
   if (tn.state == State::kEligible && want != State::kEligible) Dequeue(tn.node);
   if (want == State::kHeld) {
-    const double wait = std::ceil(-tn.tokens / tn.share.limit);
-    tn.held_until = now + std::max<uint64_t>(1, static_cast<uint64_t>(wait));
-    held_.insert({tn.held_until, tn.id});
+    tn.cap.held_until = HeldUntil(tn.cap, now);
+    held_.insert({tn.cap.held_until, tn.node.uid, &tn.node});
   } else if (want == State::kEligible && tn.state != State::kEligible) {
-    if (tn.state == State::kHeld) Wake(tn);
+    if (tn.state == State::kHeld) Wake(tn.node);
     Enqueue(tn.node);
   }
   tn.state = want;
 }
 
+// Holds an account in debt back, with every session in it, or lets it go.
+void FairQueue::PlaceAccount(Inner& a, uint64_t now) {
+  Refill(a.cap, now);
+  const bool hold = a.cap.limit > 0 && a.cap.tokens < 0;
+  if (a.held) held_.erase({a.cap.held_until, a.node.uid, &a.node});
+  if (hold) {
+    if (a.node.queued) Dequeue(a.node);
+    a.cap.held_until = HeldUntil(a.cap, now);
+    held_.insert({a.cap.held_until, a.node.uid, &a.node});
+  } else if (a.held) {
+    a.held = false;
+    Wake(a.node);
+    if (!a.group.eligible.empty()) Enqueue(a.node);
+  }
+  a.held = hold;
+}
+
 void FairQueue::MakeIdle(Tenant& tn) {
   if (tn.state == State::kIdle) return;
   if (tn.state == State::kEligible) Dequeue(tn.node);
-  if (tn.state == State::kHeld) held_.erase({tn.held_until, tn.id});
+  if (tn.state == State::kHeld) held_.erase({tn.cap.held_until, tn.node.uid, &tn.node});
   tn.state = State::kIdle;
   --classes_[ClassOf(tn.share)].ready;
   --ready_;
-  if (tn.project) --tn.project->ready;
+  for (Inner* in : {tn.project, tn.account})
+    if (in) --in->ready;
 }
 
 void FairQueue::AddInFlight(Tenant& tn, int64_t n, int64_t ns) {
@@ -216,32 +285,36 @@ bool FairQueue::Allowed(const Tenant& tn) const {
   return true;
 }
 
-// The tenant's own limit and in-flight bound, whether or not it is ready.
+// The tenant's own limit (and its account's) and in-flight bound, whether or
+// not it is ready.
 bool FairQueue::WithinOwnBounds(Tenant& tn, uint64_t now) {
-  Refill(tn, now);
-  if (tn.share.limit > 0 && tn.tokens < 0) return false;
+  for (Bucket* b : {&tn.cap, tn.account ? &tn.account->cap : nullptr}) {
+    if (b == nullptr) continue;
+    Refill(*b, now);
+    if (b->limit > 0 && b->tokens < 0) return false;
+  }
   return tn.in_flight < opt_.min_in_flight ||
          tn.in_flight_ns + tn.predicted_ns <= opt_.tenant_in_flight_ns;
 }
 
-// Hands one item of `tn` out: advances the virtual times, charges the
-// predicted cost, counts it in flight.
+// Hands one item of `tn` out: advances the virtual times at every level,
+// charges the predicted cost, counts it in flight.
 void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
   const double pred = static_cast<double>(tn.predicted_ns);
-  if (Project* p = tn.project) {
-    p->node.parent->vtime = std::max(p->node.parent->vtime, p->node.tag);
-    p->group.vtime = std::max(p->group.vtime, tn.node.tag);
-    Retag(p->node, p->node.tag + pred / p->node.weight);
-  } else {
-    tn.node.parent->vtime = std::max(tn.node.parent->vtime, tn.node.tag);
+  for (Node* n = &tn.node; n != nullptr; n = Up(*n)) {
+    n->parent->vtime = std::max(n->parent->vtime, n->tag);
+    Retag(*n, n->tag + pred / n->weight);
   }
-  Retag(tn.node, tn.node.tag + pred / tn.node.weight);
   AddInFlight(tn, 1, static_cast<int64_t>(tn.predicted_ns));
-  if (tn.share.limit > 0) tn.tokens -= pred;
+  Charge(tn.cap, pred, now);
   if (leaves_ready)
     MakeIdle(tn);
   else if (tn.state != State::kIdle)
     Place(tn, now);
+  if (Inner* a = tn.account) {
+    Charge(a->cap, pred, now);
+    PlaceAccount(*a, now);
+  }
 }
 
 void FairQueue::Ready(TenantId t, uint64_t now_ns) {
@@ -250,21 +323,25 @@ void FairQueue::Ready(TenantId t, uint64_t now_ns) {
   if (tn.state != State::kIdle) return;
   ++classes_[ClassOf(tn.share)].ready;
   ++ready_;
-  if (Project* p = tn.project; p && p->ready++ == 0)
-    Retag(p->node, std::max(p->node.tag, p->node.parent->vtime));
-  Wake(tn);
+  WakeAncestors(tn);
+  Wake(tn.node);
   tn.state = State::kBlocked;  // not in any set yet; Place files it
   Place(tn, now_ns);
 }
 
 std::optional<TenantId> FairQueue::Next(uint64_t now_ns) {
   now_ = std::max(now_, now_ns);
-  while (!held_.empty() && held_.begin()->first <= now_ns)
-    Place(*tenants_.at(held_.begin()->second), now_ns);
+  while (!held_.empty() && std::get<0>(*held_.begin()) <= now_ns) {
+    Node* n = std::get<2>(*held_.begin());
+    if (n->tenant)
+      Place(*n->tenant, now_ns);
+    else
+      PlaceAccount(*n->inner, now_ns);
+  }
   for (Class& cls : classes_) {
     if (cls.root.eligible.empty()) continue;
     Node* top = cls.root.eligible.begin()->node;
-    if (top->project) top = top->project->group.eligible.begin()->node;
+    while (top->inner) top = top->inner->group.eligible.begin()->node;
     Tenant& tn = *top->tenant;
     if (!Allowed(tn)) return std::nullopt;
     Dispatch(tn, now_ns, /*leaves_ready=*/true);
@@ -286,11 +363,11 @@ void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_n
     const uint64_t back = tn.in_flight_ns * k / tn.in_flight;
     AddInFlight(tn, -static_cast<int64_t>(k), -static_cast<int64_t>(back));
     const double delta = gpu * k / items - static_cast<double>(back);
-    if (Project* p = tn.project) Retag(p->node, p->node.tag + delta / p->node.weight);
-    Retag(tn.node, tn.node.tag + delta / tn.node.weight);
-    if (tn.share.limit > 0) {
-      Refill(tn, now_ns);
-      tn.tokens = std::min(Burst(tn), tn.tokens - delta);
+    for (Node* n = &tn.node; n != nullptr; n = Up(*n)) Retag(*n, n->tag + delta / n->weight);
+    Charge(tn.cap, delta, now_ns);
+    if (Inner* a = tn.account) {
+      Charge(a->cap, delta, now_ns);
+      PlaceAccount(*a, now_ns);
     }
   }
   // The moving average over `items` items of equal cost, in one step.
@@ -318,9 +395,9 @@ bool FairQueue::IssueNow(TenantId t, uint64_t now_ns) {
   if (ready_ - (tn.state != State::kIdle ? 1 : 0) > 0) return false;
   if (!WithinOwnBounds(tn, now_ns) || !Allowed(tn)) return false;
   if (tn.state == State::kIdle) {
-    if (Project* p = tn.project; p && p->ready == 0)
-      Retag(p->node, std::max(p->node.tag, p->node.parent->vtime));
-    Wake(tn);
+    for (Inner* in : {tn.project, tn.account})
+      if (in && in->ready == 0) Wake(in->node);
+    Wake(tn.node);
   }
   Dispatch(tn, now_ns, /*leaves_ready=*/false);
   return true;
@@ -331,23 +408,22 @@ void FairQueue::Configure(TenantId t, const Share& share) {
   const bool was_ready = tn.state != State::kIdle;
   MakeIdle(tn);
   Detach(tn);
-  const double old_limit = tn.share.limit;
   tn.share = Sanitized(share);
-  if (tn.share.limit != old_limit) tn.tokens = Burst(tn);  // a new cap starts full
   Attach(tn);
-  if (was_ready) Ready(t, std::max(now_, tn.refilled_at));
+  if (was_ready) Ready(t, std::max(now_, tn.cap.refilled_at));
 }
 
 void FairQueue::ConfigureProject(ProjectId p, double share) {
   if (!(share > 0)) share = 1e-6;
   project_shares_[p] = share;
   for (int c = 0; c < kPriorities; ++c)
-    if (auto it = projects_.find({c, p}); it != projects_.end()) it->second->node.weight = share;
+    if (auto it = inners_.find({c, p, kNoAccount}); it != inners_.end())
+      it->second->node.weight = share;
 }
 
 std::optional<uint64_t> FairQueue::NextEligibleAt(uint64_t) const {
   if (held_.empty()) return std::nullopt;
-  return held_.begin()->first;
+  return std::get<0>(*held_.begin());
 }
 
 std::optional<FairQueue::TenantView> FairQueue::View(TenantId t) const {
@@ -356,11 +432,11 @@ std::optional<FairQueue::TenantView> FairQueue::View(TenantId t) const {
   const Tenant& tn = *it->second;
   TenantView v;
   v.ready = tn.state != State::kIdle;
-  v.held = tn.state == State::kHeld;
+  v.held = tn.state == State::kHeld || (v.ready && tn.account && tn.account->held);
   v.in_flight = tn.in_flight;
   v.in_flight_ns = tn.in_flight_ns;
   v.predicted_ns = tn.predicted_ns;
-  v.budget_ns = tn.tokens;
+  v.budget_ns = tn.account ? tn.account->cap.tokens : tn.cap.tokens;
   return v;
 }
 

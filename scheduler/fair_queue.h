@@ -11,12 +11,13 @@
 //     flight (one item by default); while a higher class has work ready, they
 //     issue only when nothing of theirs is in flight. So a high-priority item
 //     waits behind at most one lower-priority item.
-//  2. Within a class, start-time fair queueing over measured GPU time, two
-//     levels: projects (and lone tenants) by project share, then a project's
-//     tenants by request. An item is charged its predicted cost (an EWMA of the
-//     tenant's Done costs) when handed out and corrected to the measured cost at
-//     Done. A tenant or project that was idle starts at the current virtual
-//     time: no credit is banked while idle. Unused share goes to the others.
+//  2. Within a class, start-time fair queueing over measured GPU time, up to
+//     three levels: projects (and what stands alone) by project share, then
+//     accounts and tenants by request, then an account's sessions evenly (a
+//     tenant with several processes is one account; Share::account). An item is charged its
+//     predicted cost (an EWMA of the tenant's Done costs) when handed out and corrected to the
+//     measured cost at Done. A tenant or project that was idle starts at the current virtual time:
+//     no credit is banked while idle. Unused share goes to the others.
 //  3. Bounds on work in flight: a tenant may have at most tenant_in_flight_ns of
 //     predicted time handed out and not yet Done (min_in_flight items always
 //     may go), the device at most device_in_flight_ns (likewise), counting the
@@ -24,12 +25,13 @@
 //     never holds a higher class's item back). The fair order is decided only
 //     among tenants that contend at dispatch, so keep the device bound <= the tenant bound and
 //     small (a few ms): it is what makes the weights bite.
-//  4. Limits: a token bucket per capped tenant, refilled at limit x wall time,
-//     holding at most limit x limit_burst_ns; a tenant in debt is held back
-//     until NextEligibleAt.
+//  4. Limits: a token bucket per capped tenant or account, refilled at limit x
+//     wall time, holding at most limit x limit_burst_ns; one in debt is held
+//     back (an account with all its sessions) until NextEligibleAt.
 //
 // Cost: O(log n) per call in the number of tenants (ordered sets keyed by
-// virtual time), plus O(log n) per capped tenant whose hold-back expires.
+// virtual time), plus O(log n) per capped tenant or account whose hold-back
+// expires.
 // Not thread-safe: the executor calls it under its own lock.
 //
 //   FairQueue q;                                  // or FairQueue(options)
@@ -45,6 +47,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -93,11 +96,11 @@ class FairQueue final : public DispatchQueue {
   // What the queue knows of a tenant, for tests, the simulator and `remora top`.
   struct TenantView {
     bool ready = false;      // between Ready and the Next that hands it out
-    bool held = false;       // ready but held back by its limit
+    bool held = false;       // ready but held back by its (or its account's) limit
     uint32_t in_flight = 0;  // items handed out, not yet Done
     uint64_t in_flight_ns = 0;
     uint64_t predicted_ns = 0;  // the cost the next item will be charged
-    double budget_ns = 0;       // token bucket (capped tenants); < 0: in debt
+    double budget_ns = 0;       // its limit's token bucket (its account's); < 0: in debt
   };
   // Returns nullopt for a tenant the queue does not know.
   std::optional<TenantView> View(TenantId t) const;
@@ -106,8 +109,7 @@ class FairQueue final : public DispatchQueue {
 
  private:
   struct Node;
-  struct Group;
-  struct Project;
+  struct Inner;
   struct Tenant;
   // An entry of a group's ordered set: the node with the least tag goes next.
   struct Key {
@@ -116,42 +118,54 @@ class FairQueue final : public DispatchQueue {
     Node* node;
     bool operator<(const Key& o) const { return tag < o.tag || (tag == o.tag && seq < o.seq); }
   };
-  // Where nodes compete: a class root (projects and lone tenants) or a project.
+  // Where nodes compete: a class root, a project or an account.
   struct Group {
     double vtime = 0;  // SFQ virtual time: the tag of the last node served here
     std::set<Key> eligible;
+    Inner* owner = nullptr;  // nullptr for a class root
   };
   struct Node {
     double weight = 1;
     double tag = 0;  // service received / weight, in the parent's virtual time
     uint64_t seq = 0;
     bool queued = false;  // in parent->eligible
+    uint64_t uid = 0;     // creation order: held_'s tie-break
     Group* parent = nullptr;
-    Project* project = nullptr;  // set on a project's own node
-    Tenant* tenant = nullptr;    // set on a tenant's node
+    Inner* inner = nullptr;    // set on a project's or an account's node
+    Tenant* tenant = nullptr;  // set on a tenant's node
   };
-  struct Project {
+  // A limit's token bucket (a tenant standing alone, or an account).
+  struct Bucket {
+    double limit = 0;  // 0: none
+    double tokens = 0;
+    uint64_t refilled_at = 0;
+    uint64_t held_until = 0;
+  };
+  // A project (account == kNoAccount) or an account: a node whose own group
+  // holds its members' nodes.
+  using InnerKey = std::tuple<int, ProjectId, AccountId>;
+  struct Inner {
     Node node;
     Group group;
-    ProjectId id = kNoProject;
-    int cls = 0;
-    int members = 0;
-    int ready = 0;  // members that are ready (held back or not)
+    InnerKey key;
+    Bucket cap;
+    bool held = false;  // in debt: out of its parent's set, in held_
+    int members = 0;    // tenants below it
+    int ready = 0;      // of which ready (held back or not)
   };
   enum class State : uint8_t { kIdle, kEligible, kBlocked, kHeld };
   struct Tenant {
     Node node;
     TenantId id = 0;
     Share share;
-    Project* project = nullptr;
+    Inner* account = nullptr;
+    Inner* project = nullptr;
     State state = State::kIdle;
     bool trained = false;
     uint32_t in_flight = 0;
     uint64_t in_flight_ns = 0;
     uint64_t predicted_ns = 0;
-    double tokens = 0;
-    uint64_t refilled_at = 0;
-    uint64_t held_until = 0;
+    Bucket cap;  // its own limit; unused in an account
   };
   struct Class {
     Group root;
@@ -162,28 +176,37 @@ class FairQueue final : public DispatchQueue {
   };
 
   Tenant& Get(TenantId t);
+  Inner& InnerFor(const InnerKey& key, Group* parent, double weight);
+  void Release(Inner* in);
   void Attach(Tenant& tn);
   void Detach(Tenant& tn);
+  static Node* Up(const Node& n);
   void Enqueue(Node& n);
   void Dequeue(Node& n);
   void Retag(Node& n, double tag);
-  void Refill(Tenant& tn, uint64_t now);
+  void Wake(Node& n);
+  void WakeAncestors(Tenant& tn);
+  void Refill(Bucket& b, uint64_t now) const;
+  void Charge(Bucket& b, double ns, uint64_t now) const;
+  uint64_t HeldUntil(const Bucket& b, uint64_t now) const;
   void Place(Tenant& tn, uint64_t now);
+  void PlaceAccount(Inner& a, uint64_t now);
   void MakeIdle(Tenant& tn);
-  void Wake(Tenant& tn);
   bool Allowed(const Tenant& tn) const;
   bool WithinOwnBounds(Tenant& tn, uint64_t now);
   void Dispatch(Tenant& tn, uint64_t now, bool leaves_ready);
   void AddInFlight(Tenant& tn, int64_t n, int64_t ns);
-  double Burst(const Tenant& tn) const;
+  double Burst(const Bucket& b) const;
 
   const FairOptions opt_;
   std::unordered_map<TenantId, std::unique_ptr<Tenant>> tenants_;
-  std::map<std::pair<int, ProjectId>, std::unique_ptr<Project>> projects_;
+  std::map<InnerKey, std::unique_ptr<Inner>> inners_;
   std::unordered_map<ProjectId, double> project_shares_;
   Class classes_[kPriorities];
-  std::set<std::pair<uint64_t, TenantId>> held_;  // (until, tenant), capped tenants in debt
+  // (until, uid, node): tenants and accounts held back by their limits.
+  std::set<std::tuple<uint64_t, uint64_t, Node*>> held_;
   uint64_t seq_ = 0;
+  uint64_t uids_ = 0;
   uint64_t now_ = 0;  // the latest time seen, for Configure
   int ready_ = 0;
   uint32_t in_flight_ = 0;

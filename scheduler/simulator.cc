@@ -43,9 +43,41 @@ double Ceiling(const SimTenant& t, uint32_t width) {
   else if (t.think_ns > 0)
     demand = t.outstanding * mean_s / (mean_s + static_cast<double>(t.think_ns) * 1e-9) / width;
   demand = std::min(demand, 1.0);
-  if (t.share.limit > 0 && t.share.limit < 1) demand = std::min(demand, t.share.limit / width);
+  // An account's limit caps its sessions together (Tree below), not each.
+  if (t.share.account == kNoAccount && t.share.limit > 0 && t.share.limit < 1)
+    demand = std::min(demand, t.share.limit / width);
   return demand;
 }
+
+// A node of the share hierarchy: a project, an account, or a tenant (leaf).
+struct Tree {
+  double weight = 1;
+  double cap = 1;  // the node's own ceiling; its demand is its children's
+  size_t leaf = SIZE_MAX;
+  std::map<std::pair<int, uint64_t>, Tree> kids;  // ordered: deterministic
+
+  double Ceiling(const std::vector<double>& leaf_ceiling) const {
+    if (leaf != SIZE_MAX) return leaf_ceiling[leaf];
+    double sum = 0;
+    for (const auto& [key, kid] : kids) sum += kid.Ceiling(leaf_ceiling);
+    return std::min(cap, sum);
+  }
+  void Fill(double capacity, const std::vector<double>& leaf_ceiling,
+            std::vector<double>& out) const {
+    if (leaf != SIZE_MAX) {
+      out[leaf] = capacity;
+      return;
+    }
+    std::vector<double> w, m;
+    for (const auto& [key, kid] : kids) {
+      w.push_back(kid.weight);
+      m.push_back(kid.Ceiling(leaf_ceiling));
+    }
+    std::vector<double> got = WaterFill(w, m, capacity);
+    size_t k = 0;
+    for (const auto& [key, kid] : kids) kid.Fill(got[k++], leaf_ceiling, out);
+  }
+};
 
 struct Item {
   uint32_t tenant = 0;
@@ -231,6 +263,38 @@ class Sim {
     }
   }
 
+  // Checks the windows of the limit tenant `i` is under: its own, or its
+  // account's, whose sessions' windows add up (counted once, at the first).
+  void CheckCap(size_t i, TenantResult& tr, SimResult& r) const {
+    const SimTenant& t = cfg_.tenants[i];
+    std::vector<double> used = windows_[i];
+    uint64_t max_cost = max_cost_[i], members = 1;
+    bool first = true;
+    if (t.share.account != kNoAccount) {
+      members = 0;
+      for (size_t j = 0; j < cfg_.tenants.size(); ++j) {
+        const SimTenant& o = cfg_.tenants[j];
+        if (o.share.account != t.share.account || o.share.priority != t.share.priority ||
+            o.share.project != t.share.project)
+          continue;
+        first = first && j >= i;
+        if (j != i)
+          for (size_t w = 0; w < used.size() && w < windows_[j].size(); ++w)
+            used[w] += windows_[j][w];
+        max_cost = std::max(max_cost, max_cost_[j]);
+        ++members;
+      }
+    }
+    const double W = static_cast<double>(cfg_.cap_window_ns);
+    const double slack = t.share.limit * static_cast<double>(cfg_.queue.limit_burst_ns) +
+                         static_cast<double>(members * cfg_.queue.tenant_in_flight_ns + max_cost);
+    for (double u : used) {
+      tr.max_window_share = std::max(tr.max_window_share, u / W);
+      if (u > t.share.limit * W + slack) ++tr.cap_violations;
+    }
+    if (first) r.cap_violations += tr.cap_violations;
+  }
+
   SimResult Report() {
     SimResult r;
     const std::vector<double> expected = ExpectedShares(cfg_);
@@ -243,16 +307,7 @@ class Sim {
       tr.share = static_cast<double>(used_[i]) / span;
       tr.expected = expected[i];
       tr.items = items_[i];
-      if (t.share.limit > 0) {
-        const double W = static_cast<double>(cfg_.cap_window_ns);
-        const double slack = t.share.limit * static_cast<double>(cfg_.queue.limit_burst_ns) +
-                             static_cast<double>(cfg_.queue.tenant_in_flight_ns + max_cost_[i]);
-        for (double used : windows_[i]) {
-          tr.max_window_share = std::max(tr.max_window_share, used / W);
-          if (used > t.share.limit * W + slack) ++tr.cap_violations;
-        }
-        r.cap_violations += tr.cap_violations;
-      }
+      if (t.share.limit > 0) CheckCap(i, tr, r);
       if (tr.expected > 0) {
         normalized.push_back(tr.share / tr.expected);
         const double abs_err = std::fabs(tr.share - tr.expected);
@@ -308,49 +363,40 @@ SimResult Simulate(const SimConfig& config) {
 
 std::vector<double> ExpectedShares(const SimConfig& cfg) {
   const size_t n = cfg.tenants.size();
-  std::vector<double> out(n, 0);
+  std::vector<double> out(n, 0), ceiling(n);
+  for (size_t i = 0; i < n; ++i) ceiling[i] = Ceiling(cfg.tenants[i], cfg.width);
   std::map<ProjectId, double> project_share(cfg.projects.begin(), cfg.projects.end());
+  enum Kind { kProject, kAccount, kTenant };
   double capacity = 1;
   for (int c = 0; c < kPriorities; ++c) {
-    // Top-level nodes: lone tenants, and projects (their members listed).
-    std::vector<double> weight, ceiling;
-    std::vector<std::vector<size_t>> members;
-    std::map<ProjectId, size_t> node_of;
+    // Projects, then accounts, then tenants, as the queue nests them.
+    Tree root;
     for (size_t i = 0; i < n; ++i) {
       const SimTenant& t = cfg.tenants[i];
       if (static_cast<int>(t.share.priority) != c) continue;
-      const double ceil = Ceiling(t, cfg.width);
-      size_t node;
-      if (t.share.project == kNoProject) {
-        node = weight.size();
-        weight.push_back(t.share.request);
-        ceiling.push_back(0);
-        members.emplace_back();
-      } else if (auto it = node_of.find(t.share.project); it != node_of.end()) {
-        node = it->second;
-      } else {
-        node = weight.size();
-        node_of[t.share.project] = node;
-        auto s = project_share.find(t.share.project);
-        weight.push_back(s == project_share.end() ? 1.0 : s->second);
-        ceiling.push_back(0);
-        members.emplace_back();
+      Tree* at = &root;
+      if (t.share.project != kNoProject) {
+        auto [it, fresh] = at->kids.try_emplace({kProject, t.share.project});
+        if (fresh) {
+          auto s = project_share.find(t.share.project);
+          it->second.weight = s == project_share.end() ? 1.0 : s->second;
+        }
+        at = &it->second;
       }
-      ceiling[node] += ceil;
-      members[node].push_back(i);
-    }
-    if (weight.empty()) continue;
-    std::vector<double> top = WaterFill(weight, ceiling, capacity);
-    for (size_t k = 0; k < top.size(); ++k) {
-      capacity -= top[k];
-      std::vector<double> w, m;
-      for (size_t i : members[k]) {
-        w.push_back(cfg.tenants[i].share.request);
-        m.push_back(Ceiling(cfg.tenants[i], cfg.width));
+      if (t.share.account != kNoAccount) {
+        Tree& a = at->kids[{kAccount, t.share.account}];
+        a.weight = t.share.request;
+        a.cap = t.share.limit > 0 && t.share.limit < 1 ? t.share.limit / cfg.width : 1;
+        at = &a;
       }
-      std::vector<double> inner = WaterFill(w, m, top[k]);
-      for (size_t j = 0; j < inner.size(); ++j) out[members[k][j]] = inner[j];
+      Tree& leaf = at->kids[{kTenant, i}];
+      leaf.leaf = i;
+      leaf.weight = t.share.account != kNoAccount ? 1 : t.share.request;
     }
+    if (root.kids.empty()) continue;
+    const double used = std::min(capacity, root.Ceiling(ceiling));
+    root.Fill(used, ceiling, out);
+    capacity -= used;
     if (capacity < 1e-9) capacity = 0;  // rounding: a saturated class leaves nothing
   }
   return out;

@@ -80,11 +80,13 @@ struct SimConfig {
 
 struct TenantResult {
   TenantId id = 0;
-  double share = 0;             // of device time (width x measured span)
-  double expected = 0;          // what the policy promises, from ExpectedShares
-  uint64_t items = 0;           // completed in the measured span
-  double max_window_share = 0;  // capped tenants: the busiest cap window
-  uint32_t cap_violations = 0;  // windows over limit x window + slack
+  double share = 0;     // of device time (width x measured span)
+  double expected = 0;  // what the policy promises, from ExpectedShares
+  uint64_t items = 0;   // completed in the measured span
+  // Capped tenants: the busiest cap window, and windows over limit x window +
+  // slack. For a session of a capped account, the account's (all its sessions).
+  double max_window_share = 0;
+  uint32_t cap_violations = 0;
 };
 
 struct ClassLatency {
@@ -108,7 +110,8 @@ struct SimResult {
 SimResult Simulate(const SimConfig& config);
 
 // The share of device time each tenant should get (SimConfig order): strict
-// priority, then water-filling by project share and request, each tenant
+// priority, then water-filling by project share, then by request (an
+// account's sessions evenly within its request), each tenant or account
 // capped by its limit / width and by its demand (closed loop without think
 // time: unbounded; open: rate x mean / width).
 std::vector<double> ExpectedShares(const SimConfig& config);

@@ -2,7 +2,10 @@
 #include "server/server.h"
 
 #include <chrono>
+#include <map>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "scheduler/fair_queue.h"
 #include "server/log.h"
@@ -267,17 +270,26 @@ v1::TenantList Server::ListTenants() {
   list.set_device(device_->info().name());
   list.set_usable_memory(ledger_->usable());
   const auto now = std::chrono::steady_clock::now();
+  // An account's request counts once, however many processes share it.
+  std::map<uint64_t, std::pair<double, int>> accounts;  // request, sessions
+  std::vector<uint64_t> account_of;
   double weights = 0;
   for (const auto& s : sessions)
     if (std::optional<v1::TenantRow> r = s->Row(now)) {
-      weights += r->compute_request();
+      auto& [request, members] = accounts[s->account()];
+      if (members++ == 0) weights += r->compute_request();
+      request = r->compute_request();
+      account_of.push_back(s->account());
       *list.add_tenants() = std::move(*r);
     }
-  // What each would get with all of them busy: its weight's part, within its cap.
-  for (v1::TenantRow& r : *list.mutable_tenants()) {
-    double target = weights > 0 ? r.compute_request() / weights : 0;
+  // What each would get with all of them busy: its account's weight's part,
+  // within its cap, split among the account's sessions.
+  for (int i = 0; i < list.tenants_size(); ++i) {
+    v1::TenantRow& r = *list.mutable_tenants(i);
+    const auto& [request, members] = accounts[account_of[i]];
+    double target = weights > 0 ? request / weights : 0;
     if (r.compute_limit() > 0) target = std::min(target, r.compute_limit());
-    r.set_target_share(target);
+    r.set_target_share(target / members);
   }
   return list;
 }
@@ -379,62 +391,32 @@ void Server::Evict(uint64_t victim, const std::string& why, EvictKind kind) {
   n.fetch_add(1, std::memory_order_relaxed);
 }
 
-namespace {
-
-// Tells each of a tenant's sessions how many share its GPU time.
-void Rebalance(const std::vector<std::shared_ptr<Session>>& sessions) {
-  for (const std::shared_ptr<Session>& s : sessions)
-    s->SplitShare(static_cast<uint32_t>(sessions.size()));
-}
-
-std::vector<std::shared_ptr<Session>> Members(const std::map<uint64_t, std::weak_ptr<Session>>& m) {
-  std::vector<std::shared_ptr<Session>> out;
-  for (const auto& [id, weak] : m)
-    if (auto s = weak.lock()) out.push_back(std::move(s));
-  return out;
-}
-
-}  // namespace
-
 Result<uint64_t> Server::JoinTenant(const std::string& name,
                                     const std::shared_ptr<Session>& session,
                                     const std::function<Status()>& admit) {
-  std::vector<std::shared_ptr<Session>> members;
-  uint64_t ledger_id = 0;
-  {
-    std::lock_guard lock(accounts_mu_);
-    auto it = accounts_.find(name);
-    if (it == accounts_.end()) {
-      RETURN_IF_ERROR(admit());
-      it = accounts_.emplace(name, Account{.ledger_id = session->id(), .sessions = {}}).first;
-    } else if (ledger_->Reclaimed(it->second.ledger_id)) {
-      return Error(err::kDevicesUnavailable,
-                   "tenant " + name +
-                       "'s memory is being reclaimed for another tenant; connect again once its "
-                       "other sessions have ended");
-    }
-    it->second.sessions[session->id()] = session;
-    ledger_id = it->second.ledger_id;
-    members = Members(it->second.sessions);
+  std::lock_guard lock(accounts_mu_);
+  auto it = accounts_.find(name);
+  if (it == accounts_.end()) {
+    RETURN_IF_ERROR(admit());
+    it = accounts_.emplace(name, Account{.ledger_id = session->id(), .sessions = {}}).first;
+  } else if (ledger_->Reclaimed(it->second.ledger_id)) {
+    return Error(err::kDevicesUnavailable,
+                 "tenant " + name +
+                     "'s memory is being reclaimed for another tenant; connect again once its "
+                     "other sessions have ended");
   }
-  Rebalance(members);
-  return ledger_id;
+  it->second.sessions[session->id()] = session;
+  return it->second.ledger_id;
 }
 
 void Server::LeaveTenant(const std::string& name, uint64_t id) {
-  std::vector<std::shared_ptr<Session>> members;
-  {
-    std::lock_guard lock(accounts_mu_);
-    auto it = accounts_.find(name);
-    if (it == accounts_.end() || it->second.sessions.erase(id) == 0) return;
-    if (it->second.sessions.empty()) {
-      ledger_->Remove(it->second.ledger_id);
-      accounts_.erase(it);
-      return;
-    }
-    members = Members(it->second.sessions);
+  std::lock_guard lock(accounts_mu_);
+  auto it = accounts_.find(name);
+  if (it == accounts_.end() || it->second.sessions.erase(id) == 0) return;
+  if (it->second.sessions.empty()) {
+    ledger_->Remove(it->second.ledger_id);
+    accounts_.erase(it);
   }
-  Rebalance(members);
 }
 
 void Server::OnFault(uint64_t epoch, const std::string& observer, const Status& fault) {

@@ -85,14 +85,6 @@ Status CapOpenQuota(const v1::Quota& q, const Admission& adm, uint64_t usable,
   return OkStatus();
 }
 
-// One of `n` equal parts of `share`: a request, and a limit, that together
-// come to the tenant's.
-sched::Share Split(sched::Share share, uint32_t n) {
-  share.request /= n;
-  share.limit /= n;
-  return share;
-}
-
 // What a tenant is granted: memory and GPU time.
 struct Grant {
   sched::Quota memory;
@@ -455,7 +447,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                  " and needed room for its request of " + std::to_string(quota.request) + " bytes",
              EvictKind::kPreemption);
   std::weak_ptr<Session> weak = weak_from_this();
-  std::unique_lock split_lock(grant_mu_);  // split_ changes as the tenant's sessions come and go
+  std::unique_lock share_lock(grant_mu_);  // a reload may change share_ meanwhile
   work_ = env_.executor->Join(
       id_, tenant_,
       {.run_host_func =
@@ -471,8 +463,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
            [weak](const Status& st) {
              if (auto self = weak.lock()) self->RecordError(st);
            }},
-      Split(share_, split_));
-  split_lock.unlock();
+      QueueShareLocked());
+  share_lock.unlock();
   work_->AddStream(0, s, true);
 
   greet(tenant_);
@@ -581,7 +573,7 @@ void Session::ApplyBook(const TenantBook& book) {
     quota_ = quota;
     share_ = share;
     project_ = spec->project;
-    env_.executor->Configure(id_, Split(share_, split_));
+    env_.executor->Configure(id_, QueueShareLocked());
   }
   Log(Level::kInfo, "session",
       {{"event", "requota"},
@@ -594,10 +586,10 @@ void Session::ApplyBook(const TenantBook& book) {
        {"priority", sched::PriorityName(share.priority)}});
 }
 
-void Session::SplitShare(uint32_t sessions) {
-  std::lock_guard lock(grant_mu_);
-  split_ = std::max<uint32_t>(sessions, 1);
-  env_.executor->Configure(id_, Split(share_, split_));
+sched::Share Session::QueueShareLocked() const {
+  sched::Share share = share_;
+  if (!configured_.empty()) share.account = ledger_id_;
+  return share;
 }
 
 Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {

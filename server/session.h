@@ -94,11 +94,11 @@ struct SessionEnv {
   std::function<Admission()> admission;
   // The sessions of configured tenant `name` (one per process of it) share
   // one account: its memory in the ledger, under the ledger id of the session
-  // that opened it, and its share of GPU time, split evenly among them
-  // (Session::SplitShare). Seats `session`: the first opens the account by
-  // calling `admit` (which admits the session's own id to the ledger), later
-  // ones join it. Returns the account's ledger id. Errors: admit's;
-  // kDevicesUnavailable while the account is being reclaimed. Thread-safe.
+  // that opened it, and its share of GPU time (the fair queue's account of
+  // that id: one request and limit for all, split evenly). Seats `session`: the first opens the
+  // account by calling `admit` (which admits the session's own id to the ledger), later ones join
+  // it. Returns the account's ledger id. Errors: admit's; kDevicesUnavailable while the account is
+  // being reclaimed. Thread-safe.
   std::function<Result<uint64_t>(const std::string& name, const std::shared_ptr<Session>& session,
                                  const std::function<Status()>& admit)>
       join_tenant;
@@ -144,6 +144,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string& tenant() const { return tenant_; }
   // The tenants-file name this session serves ("" in open mode).
   const std::string& configured() const { return configured_; }
+  // The account whose memory and GPU time this session shares: the ledger id
+  // of its tenant's first session (its own in open mode). Set with listed().
+  uint64_t account() const { return ledger_id_; }
   // Whose slice this session counts toward, for monitoring: the configured
   // tenant, or in open mode the client's user on its host. Set before listed().
   const std::string& owner() const { return owner_; }
@@ -166,10 +169,6 @@ class Session : public std::enable_shared_from_this<Session> {
   // refused and logged, and the session keeps what it had; so does a session
   // whose tenant left the file. Thread-safe.
   void ApplyBook(const TenantBook& book);
-  // The tenant's GPU time is split among `sessions` sessions of its account:
-  // this one's share in the fair queue is the tenant's divided by that (its
-  // request, and its limit, so that together they never pass it). Thread-safe.
-  void SplitShare(uint32_t sessions);
 
   // ---- Handlers: one per calls.def row the server answers. -------------------
 #define REMORA_CALL(id, Name, Class, Request, Reply) \
@@ -328,8 +327,10 @@ class Session : public std::enable_shared_from_this<Session> {
   mutable std::mutex grant_mu_;
   sched::Quota quota_;
   sched::Share share_;
-  uint32_t split_ = 1;  // sessions sharing the tenant's GPU time (SplitShare)
   std::string project_;
+  // share_ as the fair queue takes it: a configured tenant's is for its whole
+  // account, which all its sessions share. REQUIRES: grant_mu_.
+  sched::Share QueueShareLocked() const;
   std::atomic<bool> listed_{false};
   std::atomic<uint64_t> calls_{0};   // frames dispatched (for /metrics)
   std::atomic<uint64_t> errors_{0};  // calls answered with an error

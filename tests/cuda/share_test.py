@@ -10,8 +10,11 @@ each got through in the same wall time:
     the capped run must get well under half as many (an idle GPU is no excuse);
   * a tenants-file tenant with --gpu-compute-limit 0.2 running two processes at once:
     together they must run fewer kernels than the one process capped at 0.3 above
-    (each process gets half the tenant's limit, about 2/3 of that together; were each
-    given the whole of it, they would run about 4/3 of it).
+    (the limit caps them together, about 2/3 of that; were each given the whole of
+    it, they would run about 4/3 of it);
+  * a tenants-file tenant whose busy process has two idle siblings (connected, holding
+    memory) beside another tenant of the same request: the busy process gets its
+    tenant's whole share, about 1:1 (were the share split among the processes, 1:3).
 Tolerances are wide: the emulator runs two tenants' kernels side by side on the
 host's cores and they slow each other, so a kernel count is a loose stand-in for the
 device time the server charges (1:2.5 to 1:4.4 seen here for the 1:3 shares).
@@ -78,6 +81,46 @@ def two_processes_share_a_limit(bindir, progs, tmp, capped):
     return True
 
 
+def idle_siblings_leave_their_part(bindir, progs, tmp):
+    """alice's one busy process of three against bob's one, requests 0.3 each."""
+    sub = os.path.join(tmp, "siblings")
+    os.mkdir(sub)
+    book = os.path.join(sub, "tenants.yaml")
+    with open(book, "w") as f:
+        f.write("tenants:\n"
+                "  - {name: alice, token: tok-a, gpu-compute: 0.3}\n"
+                "  - {name: bob, token: tok-b, gpu-compute: 0.3}\n")
+    proc, _, address = start_server(bindir, "shm", sub, ["--tenants", book])
+    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--token"]
+    prog = os.path.join(progs, "host_threads")
+    idle = []
+    try:
+        for _ in range(2):
+            idle.append(subprocess.Popen(run + ["tok-a", "--", prog, "-hog", "1"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True))
+            if "HOLDING" not in idle[-1].stdout.readline():
+                print("share_test: an idle process of alice's could not start")
+                return False
+        a = busy(([*run, "tok-a"], [prog]), 4, 6, [])
+        b = busy(([*run, "tok-b"], [prog]), 4, 7, [])
+        got_a, got_b = kernels(finish(a), "alice's busy process"), kernels(finish(b), "bob")
+        for p in idle:
+            p.communicate("go\n", timeout=60)
+    finally:
+        for p in idle:
+            p.kill()
+        stop_server(proc)
+    if not got_a or not got_b:
+        return False
+    print(f"share_test: alice's busy process (two idle siblings) ran {got_a} kernels, bob "
+          f"{got_b}: 1:{got_b / got_a:.2f} (about 1:1)")
+    if not 0.55 <= got_b / got_a <= 1.8:
+        print("share_test: FAIL: a busy process should get its tenant's whole share")
+        return False
+    return True
+
+
 def main():
     bindir, progs = sys.argv[1], sys.argv[2]
     ok = True
@@ -111,6 +154,7 @@ def main():
         finally:
             stop_server(proc)
         ok = two_processes_share_a_limit(bindir, progs, tmp, capped) and ok
+        ok = idle_siblings_leave_their_part(bindir, progs, tmp) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

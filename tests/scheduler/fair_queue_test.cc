@@ -117,6 +117,72 @@ TEST(FairQueue, SharesDispatchesByRequest) {
   EXPECT_NEAR(Dispatches(q, 400, 2, 100'000, &now), 300, 2);
 }
 
+Share Session(AccountId account, double request, double limit = 0) {
+  return ComputeShare(request, limit, Priority::kNormal, kNoProject, account);
+}
+
+TEST(FairQueue, AnAccountsSessionsCompeteAsOneTenant) {
+  FairQueue q(Options(kMs, 0));
+  q.Configure(1, Session(9, 1));
+  q.Configure(2, Session(9, 1));
+  q.Configure(3, ComputeShare(1));
+  uint64_t now = 0;
+  for (TenantId t : {1, 2, 3}) q.Ready(t, now);
+  // Tenant 3 gets half, not a third; the account's sessions split the other half.
+  EXPECT_NEAR(Dispatches(q, 600, 3, 100'000, &now), 300, 2);
+  // Apart, each session would be a tenant of its own again.
+  q.Configure(1, ComputeShare(1));
+  q.Configure(2, ComputeShare(1));
+  EXPECT_NEAR(Dispatches(q, 600, 3, 100'000, &now), 200, 2);
+}
+
+TEST(FairQueue, AnIdleSessionLeavesItsPartToItsAccount) {
+  FairQueue q(Options(kMs, 0));
+  q.Configure(1, Session(9, 1));
+  q.Configure(2, Session(9, 1));  // never ready
+  q.Configure(3, ComputeShare(1));
+  uint64_t now = 0;
+  q.Ready(1, now);
+  q.Ready(3, now);
+  EXPECT_NEAR(Dispatches(q, 600, 1, 100'000, &now), 300, 2);
+}
+
+TEST(FairQueue, AnAccountsLimitCapsItsSessionsTogether) {
+  FairOptions o = Options(kMs, 0);
+  o.limit_burst_ns = 4 * kMs;
+  FairQueue q(o);
+  q.Configure(1, Session(9, 1, 0.25));
+  q.Configure(2, Session(9, 1, 0.25));
+  uint64_t now = 0, busy[3] = {0, 0, 0};
+  while (now < 1000 * kMs) {
+    q.Ready(1, now);
+    q.Ready(2, now);
+    if (std::optional<TenantId> t = q.Next(now)) {
+      now += kMs;  // alone on the device
+      busy[*t] += kMs;
+      q.Done(*t, kMs, now);
+      continue;
+    }
+    std::optional<uint64_t> at = q.NextEligibleAt(now);
+    ASSERT_TRUE(at.has_value());
+    ASSERT_GT(*at, now);
+    EXPECT_TRUE(q.View(1)->held);
+    EXPECT_TRUE(q.View(2)->held);
+    EXPECT_LT(q.View(2)->budget_ns, 0);
+    EXPECT_FALSE(q.Next(*at - 1).has_value());
+    EXPECT_FALSE(q.IssueNow(1, *at - 1));
+    now = *at;
+  }
+  EXPECT_LE(busy[1] + busy[2], 250 * kMs + 2 * kMs);
+  EXPECT_GE(busy[1] + busy[2], 245 * kMs);
+  EXPECT_NEAR(static_cast<double>(busy[1]) / static_cast<double>(busy[2]), 1.0, 0.05);
+  // The last session gone, the account goes with it; a new one starts afresh.
+  q.Remove(1);
+  q.Remove(2);
+  q.Configure(4, Session(9, 1, 0.5));
+  EXPECT_DOUBLE_EQ(q.View(4)->budget_ns, 0.5 * 4 * kMs);
+}
+
 TEST(FairQueue, NoCreditIsBankedWhileIdle) {
   FairQueue q(Options(kMs, 0));
   uint64_t now = 0;

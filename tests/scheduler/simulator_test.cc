@@ -41,6 +41,28 @@ TEST(ExpectedShares, WaterFillsByPriorityProjectAndCap) {
   EXPECT_NEAR(JainIndex({1, 0}), 0.5, 1e-12);
 }
 
+TEST(ExpectedShares, AnAccountsSessionsSplitItsRequestAndLimit) {
+  SimConfig c = Config(1);
+  auto session = [](TenantId id, double limit) {
+    return SimTenant::Closed(id, ComputeShare(1, limit, Priority::kNormal, kNoProject, 9),
+                             Cost::Constant(kMs));
+  };
+  for (TenantId id : {1, 2, 3}) c.tenants.push_back(session(id, 0));
+  c.tenants.push_back(SimTenant::Closed(4, ComputeShare(1), Cost::Constant(kMs)));
+  std::vector<double> e = ExpectedShares(c);
+  // Account 9 weighs as one tenant: half, in thirds among its sessions.
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(e[i], 1.0 / 6, 1e-9);
+  EXPECT_NEAR(e[3], 0.5, 1e-9);
+  // A limit of 0.3 caps the three together; one using 0.05 leaves its part to the two others.
+  for (int i = 0; i < 3; ++i) c.tenants[i].share.limit = 0.3;
+  c.tenants[2] = SimTenant::Open(3, c.tenants[2].share, Cost::Constant(kMs), 50);
+  e = ExpectedShares(c);
+  EXPECT_NEAR(e[0], 0.125, 1e-9);
+  EXPECT_NEAR(e[1], 0.125, 1e-9);
+  EXPECT_NEAR(e[2], 0.05, 1e-9);
+  EXPECT_NEAR(e[3], 0.7, 1e-9);
+}
+
 TEST(Simulator, TwoTenantsShareByRequest) {
   SimConfig c = Config(4);
   c.tenants.push_back(SimTenant::Closed(1, ComputeShare(1), Cost::Constant(100 * kUs), kDeep));
@@ -121,6 +143,35 @@ TEST(Simulator, LimitsHoldOnAnIdleAndOnABusyGpu) {
   r = Simulate(c);
   EXPECT_NEAR(r.tenants[0].share, 0.25, 0.005);
   EXPECT_NEAR(r.tenants[1].share, 0.75, 0.005);
+  EXPECT_EQ(r.cap_violations, 0u);
+}
+
+TEST(Simulator, AnAccountsSessionsShareItsRequestAndLimitAsOne) {
+  SimConfig c = Config(10);
+  auto session = [](TenantId id, Cost cost) {
+    return SimTenant::Closed(id, ComputeShare(1, 0, Priority::kNormal, kNoProject, 9), cost, kDeep);
+  };
+  // Three processes of one tenant beside one other tenant of the same request;
+  // the third process uses a twentieth of the GPU.
+  c.tenants.push_back(session(1, Cost::Constant(100 * kUs)));
+  c.tenants.push_back(session(2, Cost::Exponential(300 * kUs)));
+  c.tenants.push_back(session(3, Cost::Constant(100 * kUs)));
+  c.tenants.back() = SimTenant::Open(3, c.tenants.back().share, Cost::Constant(100 * kUs), 500);
+  c.tenants.push_back(SimTenant::Closed(4, ComputeShare(1), Cost::Constant(200 * kUs), kDeep));
+  SimResult r = Simulate(c);
+  EXPECT_NEAR(r.tenants[0].share, 0.225, 0.01);
+  EXPECT_NEAR(r.tenants[1].share, 0.225, 0.01);
+  EXPECT_NEAR(r.tenants[2].share, 0.05, 0.005);
+  EXPECT_NEAR(r.tenants[3].share, 0.5, 0.01);
+  EXPECT_LT(r.max_rel_error, 0.05);
+
+  // Capped at 0.3 together, even with the rest of the GPU idle.
+  c.tenants.pop_back();
+  for (SimTenant& t : c.tenants) t.share.limit = 0.3;
+  r = Simulate(c);
+  EXPECT_NEAR(r.tenants[0].share + r.tenants[1].share + r.tenants[2].share, 0.3, 0.005);
+  EXPECT_NEAR(r.tenants[2].share, 0.05, 0.005);
+  EXPECT_LE(r.tenants[0].max_window_share, 0.3 * 1.1);
   EXPECT_EQ(r.cap_violations, 0u);
 }
 

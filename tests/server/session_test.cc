@@ -1430,6 +1430,30 @@ TEST_F(TenantsFileTest, EvictByNameEndsEveryProcessOfTheTenant) {
   EXPECT_EQ(root->Call(CallId::kEvictTenant, nobody), err::kInvalidValue);
 }
 
+// A tenant's processes share its one target: a second process halves what each
+// row shows and leaves the other tenant's as it was.
+TEST_F(TenantsFileTest, ListedTargetsCountATenantOnceHoweverManyProcesses) {
+  auto alice = Client::Connect(path_, WithToken("tok-a"));
+  auto bob1 = Client::Connect(path_, WithToken("tok-b"));
+  for (auto* c : {&alice, &bob1}) {
+    ASSERT_TRUE(*c);
+    ASSERT_EQ((*c)->welcome_status(), 0) << (*c)->last().message();
+  }
+  auto root = Root();
+  ASSERT_TRUE(root);
+  const double a1 = RowsOf(*root, "alice").at(0).target_share();
+  const double b1 = RowsOf(*root, "bob").at(0).target_share();
+  ASSERT_GT(a1, 0);
+  ASSERT_GT(b1, 0);
+  auto bob2 = Client::Connect(path_, WithToken("tok-b"));
+  ASSERT_TRUE(bob2);
+  ASSERT_EQ(bob2->welcome_status(), 0);
+  EXPECT_NEAR(RowsOf(*root, "alice").at(0).target_share(), a1, 1e-12);
+  const std::vector<v1::TenantRow> bobs = RowsOf(*root, "bob");
+  ASSERT_EQ(bobs.size(), 2u);
+  for (const v1::TenantRow& r : bobs) EXPECT_NEAR(r.target_share(), b1 / 2, 1e-12);
+}
+
 // A monitoring session (NVML) sees the slice of the tenant its token names, claims
 // nothing (the tenant may still connect, and connects while it watches) and may do
 // nothing but ask for that slice.
