@@ -15,6 +15,8 @@
 #include <mutex>
 #include <thread>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -110,13 +112,16 @@ namespace {
 // Helper threads shared by all launches, created on first need and kept: a launch posts one
 // ticket per helper it wants, runs worker 0 itself, then takes back the tickets no helper has
 // started and waits for the started ones. A small grid therefore pays no thread creation, and
-// a ticket that arrives after the work ran out costs one wake-up.
+// a ticket that arrives after the work ran out costs one wake-up. Two pools: kernels of streams
+// above the least priority get helpers at kRankedDeviceNice, as their streams' workers run,
+// so the host's CPU does not split the same between their blocks and the blocks they outrank.
 class WorkerPool {
  public:
-  static WorkerPool& Get() {
-    static WorkerPool pool;
-    return pool;
+  static WorkerPool& Get(int priority) {
+    static WorkerPool least(kDeviceNice), ranked(kRankedDeviceNice);
+    return priority < 0 ? ranked : least;
   }
+  explicit WorkerPool(int nice) : nice_(nice) {}
   ~WorkerPool() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -170,7 +175,7 @@ class WorkerPool {
   };
 
   void Loop() {
-    BecomeDeviceThread();
+    BecomeDeviceThread(nice_);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -193,6 +198,7 @@ class WorkerPool {
   std::deque<Job*> queue_;
   std::vector<std::thread> threads_;
   bool stop_ = false;
+  const int nice_;
 };
 
 // Stream priorities as a GPU's block dispatcher honours them: while kernels of higher priority
@@ -245,7 +251,7 @@ class PriorityGate {
 
 template <class Fn>
 void RunOnWorkers(unsigned n, int priority, Fn& fn) {
-  WorkerPool::Get().Run(n, priority, fn);
+  WorkerPool::Get(priority).Run(n, priority, fn);
 }
 
 bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
@@ -561,9 +567,14 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
 }
 
 void BecomeDeviceThread(int nice) {
-  // Raising one's own nice needs no privilege; a failure leaves the thread as it was.
+  // Raising one's own nice, or taking SCHED_IDLE, needs no privilege; a failure
+  // leaves the thread as it was.
   const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
   if (now < nice) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice);
+  if (nice >= kDeviceNice) {
+    sched_param idle{};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+  }
 }
 
 Status Launch(const Program& program, size_t kernel, const LaunchConfig& config) {

@@ -120,7 +120,11 @@ void ApplyRelocations(const Program& program, std::span<const uint64_t> global_a
 // waiting by it. Kernel helpers call it themselves; so should a driver's stream
 // workers, those of streams above the least priority with kRankedDeviceNice:
 // the work of a stream that outranks others is not left the crumbs of the
-// host's CPU. A thread's nice is only ever raised (lowering needs privilege).
+// host's CPU. At kDeviceNice the thread also takes SCHED_IDLE: any other
+// thread that wakes takes its CPU at once, where under EEVDF a nice-19 thread
+// may first finish its slice (milliseconds, the length of several short
+// kernels of a higher stream). A thread's nice is only ever raised, and its
+// policy never leaves SCHED_IDLE (either would need privilege).
 inline constexpr int kDeviceNice = 19;
 inline constexpr int kRankedDeviceNice = 5;
 void BecomeDeviceThread(int nice = kDeviceNice);

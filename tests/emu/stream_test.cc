@@ -1,5 +1,6 @@
 // tests/emu/stream_test.cc - stream order, legacy-stream semantics, events, destruction,
 // and stream threads (none while idle).
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -488,25 +489,33 @@ TEST_F(EmuStream, DestroyingAnIdleOrLingeringStreamEndsItsWorker) {
 // The emulated GPU runs below the host's threads (nice 19), but a stream that
 // outranks the least priority runs at nice 5: its work is not left the crumbs.
 TEST_F(EmuStream, WorkersOfRankedStreamsRunAtALighterNice) {
-  auto nice_of = [&](int priority) {
+  struct Seen {
+    int nice = -100;
+    int policy = -1;
+  };
+  auto seen_by = [&](int priority) {
     CUstream s;
     EXPECT_EQ(api.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority), CUDA_SUCCESS);
-    int nice = -100;
+    Seen seen;
     auto read = [](void* out) {
-      *static_cast<int*>(out) = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+      Seen& o = *static_cast<Seen*>(out);
+      o.nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+      o.policy = sched_getscheduler(0);
     };
-    EXPECT_EQ(api.cuLaunchHostFunc(s, read, &nice), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuLaunchHostFunc(s, read, &seen), CUDA_SUCCESS);
     EXPECT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
     EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
-    return nice;
+    return seen;
   };
   int least = 0, greatest = 0;
   ASSERT_EQ(api.cuCtxGetStreamPriorityRange(&least, &greatest), CUDA_SUCCESS);
   ASSERT_LT(greatest, least);
   const int own = getpriority(PRIO_PROCESS, 0);  // a worker's nice is never below its process's
-  EXPECT_EQ(nice_of(least), std::max(own, 19));
-  EXPECT_EQ(nice_of(greatest), std::max(own, 5));
-  EXPECT_EQ(nice_of(least - 1), std::max(own, 5));
+  EXPECT_EQ(seen_by(least).nice, std::max(own, 19));
+  EXPECT_EQ(seen_by(least).policy, SCHED_IDLE);  // any waking thread preempts it
+  EXPECT_EQ(seen_by(greatest).nice, std::max(own, 5));
+  EXPECT_EQ(seen_by(greatest).policy, sched_getscheduler(0));
+  EXPECT_EQ(seen_by(least - 1).nice, std::max(own, 5));
 }
 
 }  // namespace
