@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <vector>
+
 namespace remora::sched {
 namespace {
 
@@ -117,6 +120,35 @@ TEST(FairQueue, SharesDispatchesByRequest) {
   EXPECT_NEAR(Dispatches(q, 400, 2, 100'000, &now), 300, 2);
 }
 
+// Keeps `tenants` ready, running each item handed out alone for 1 ms, until
+// `until`; whenever none may go, checks that all are held back by their limits
+// until NextEligibleAt, then jumps there. Returns the device time each got.
+std::map<TenantId, uint64_t> RunAloneCapped(FairQueue& q, const std::vector<TenantId>& tenants,
+                                            uint64_t until) {
+  std::map<TenantId, uint64_t> busy;
+  uint64_t now = 0;
+  while (now < until) {
+    for (TenantId t : tenants) q.Ready(t, now);
+    if (std::optional<TenantId> t = q.Next(now)) {
+      now += kMs;
+      busy[*t] += kMs;
+      q.Done(*t, kMs, now);
+      continue;
+    }
+    std::optional<uint64_t> at = q.NextEligibleAt(now);
+    EXPECT_TRUE(at.has_value());
+    if (!at || *at <= now) return busy;
+    for (TenantId t : tenants) {
+      EXPECT_TRUE(q.View(t)->held);
+      EXPECT_LT(q.View(t)->budget_ns, 0);
+      EXPECT_FALSE(q.IssueNow(t, *at - 1));
+    }
+    EXPECT_FALSE(q.Next(*at - 1).has_value());
+    now = *at;
+  }
+  return busy;
+}
+
 Share Session(AccountId account, double request, double limit = 0) {
   return ComputeShare(request, limit, Priority::kNormal, kNoProject, account);
 }
@@ -153,26 +185,7 @@ TEST(FairQueue, AnAccountsLimitCapsItsSessionsTogether) {
   FairQueue q(o);
   q.Configure(1, Session(9, 1, 0.25));
   q.Configure(2, Session(9, 1, 0.25));
-  uint64_t now = 0, busy[3] = {0, 0, 0};
-  while (now < 1000 * kMs) {
-    q.Ready(1, now);
-    q.Ready(2, now);
-    if (std::optional<TenantId> t = q.Next(now)) {
-      now += kMs;  // alone on the device
-      busy[*t] += kMs;
-      q.Done(*t, kMs, now);
-      continue;
-    }
-    std::optional<uint64_t> at = q.NextEligibleAt(now);
-    ASSERT_TRUE(at.has_value());
-    ASSERT_GT(*at, now);
-    EXPECT_TRUE(q.View(1)->held);
-    EXPECT_TRUE(q.View(2)->held);
-    EXPECT_LT(q.View(2)->budget_ns, 0);
-    EXPECT_FALSE(q.Next(*at - 1).has_value());
-    EXPECT_FALSE(q.IssueNow(1, *at - 1));
-    now = *at;
-  }
+  std::map<TenantId, uint64_t> busy = RunAloneCapped(q, {1, 2}, 1000 * kMs);
   EXPECT_LE(busy[1] + busy[2], 250 * kMs + 2 * kMs);
   EXPECT_GE(busy[1] + busy[2], 245 * kMs);
   EXPECT_NEAR(static_cast<double>(busy[1]) / static_cast<double>(busy[2]), 1.0, 0.05);
@@ -217,22 +230,7 @@ TEST(FairQueue, LimitHoldsATenantBackEvenOnAnIdleGpu) {
   o.limit_burst_ns = 4 * kMs;  // a quarter may save 1 ms
   FairQueue q(o);
   q.Configure(1, ComputeShare(1, 0.25));
-  uint64_t now = 0, busy = 0;
-  while (now < 1000 * kMs) {
-    q.Ready(1, now);
-    if (std::optional<TenantId> t = q.Next(now)) {
-      now += kMs;  // runs alone: the device is otherwise idle
-      busy += kMs;
-      q.Done(*t, kMs, now);
-      continue;
-    }
-    std::optional<uint64_t> at = q.NextEligibleAt(now);
-    ASSERT_TRUE(at.has_value());
-    ASSERT_GT(*at, now);
-    EXPECT_TRUE(q.View(1)->held);
-    EXPECT_FALSE(q.Next(*at - 1).has_value());
-    now = *at;
-  }
+  const uint64_t busy = RunAloneCapped(q, {1}, 1000 * kMs)[1];
   EXPECT_LE(busy, 250 * kMs + 2 * kMs);
   EXPECT_GE(busy, 245 * kMs);
 }
