@@ -100,6 +100,18 @@ SimConfig Build(const Flags& f, bool* ok) {
       cfg.tenants.push_back(
           SimTenant::Closed(i + 1, ComputeShare(1, limit), Cost::Exponential(100'000), kDeep));
     }
+  } else if (f.scenario == "accounts") {
+    // Tenants of three processes each (one mostly idle), requests 1, 2, 4; every
+    // fifth tenant capped at what would otherwise be half its share.
+    const int accounts = (n + 2) / 3;
+    for (int i = 0; i < n; ++i) {
+      const int a = i / 3;
+      const double limit = a % 5 == 0 ? 0.5 / accounts : 0;
+      const Share share = ComputeShare(1 << (a % 3), limit, Priority::kNormal, kNoProject, a + 1);
+      cfg.tenants.push_back(
+          i % 3 == 2 ? SimTenant::Open(i + 1, share, Cost::Constant(100'000), 2.0)
+                     : SimTenant::Closed(i + 1, share, Cost::Exponential(100'000), kDeep));
+    }
   } else if (f.scenario == "priority") {
     cfg.tenants.push_back(
         SimTenant::Open(1, ComputeShare(1, 0, Priority::kHigh), Cost::Constant(50'000), 1000));
@@ -120,7 +132,8 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, &f)) {
     std::fprintf(
         stderr,
-        "usage: remora-sched-sim [--scenario=weighted|mixed|pareto|projects|limits|priority]\n"
+        "usage: remora-sched-sim "
+        "[--scenario=weighted|mixed|pareto|projects|limits|accounts|priority]\n"
         "         [--tenants=N] [--seconds=S] [--width=K] [--seed=N] [--rows=N] [--fifo]\n");
     return 2;
   }

@@ -175,6 +175,35 @@ TEST(Simulator, AnAccountsSessionsShareItsRequestAndLimitAsOne) {
   EXPECT_EQ(r.cap_violations, 0u);
 }
 
+TEST(Simulator, AThousandSessionsInAccountsGetTheirAccountsShares) {
+  SimConfig c = Config(20);
+  constexpr int kAccounts = 333;
+  for (int i = 0; i < 3 * kAccounts; ++i) {
+    const int a = i / 3;
+    const Share share = ComputeShare(1 << (a % 3), a % 5 == 0 ? 0.5 / kAccounts : 0,
+                                     Priority::kNormal, kNoProject, a + 1);
+    c.tenants.push_back(i % 3 == 2
+                            ? SimTenant::Open(i + 1, share, Cost::Constant(100 * kUs), 2)
+                            : SimTenant::Closed(i + 1, share, Cost::Exponential(100 * kUs), kDeep));
+  }
+  SimResult r = Simulate(c);
+  EXPECT_EQ(r.cap_violations, 0u);
+  EXPECT_GT(r.utilization, 0.999);
+  // The busy sessions: each its account's share, less what the idle one used, halved.
+  std::vector<double> busy;
+  double idle = 0;
+  for (size_t i = 0; i < r.tenants.size(); ++i) {
+    if (i % 3 == 2) {
+      idle += r.tenants[i].share;
+      continue;
+    }
+    busy.push_back(r.tenants[i].share / r.tenants[i].expected);
+    EXPECT_NEAR(r.tenants[i].share, r.tenants[i].expected, 0.1 * r.tenants[i].expected) << i;
+  }
+  EXPECT_GT(JainIndex(busy), 0.999);
+  EXPECT_NEAR(idle, kAccounts * 2 * 100e-6, 0.1 * kAccounts * 2 * 100e-6);  // their demand
+}
+
 TEST(Simulator, HighPriorityWaitsBehindAtMostOneLowerItem) {
   SimConfig c = Config(4);
   c.tenants.push_back(
