@@ -83,6 +83,10 @@ class DispatchQueue {
   // True if `t`'s ready item may be issued at once, bypassing the queue (the
   // hot path: nothing else is waiting). It then counts as issued now.
   virtual bool IssueNow(TenantId t, uint64_t now_ns) = 0;
+  // True while a ready tenant is held back by its own in-flight bound alone,
+  // so its next item goes as soon as a Done comes: the executor then looks
+  // for completions more often.
+  virtual bool WaitsForDone() const { return false; }
 
   // Optional refinements; the defaults do nothing, so FifoQueue ignores them.
 

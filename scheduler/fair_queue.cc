@@ -203,7 +203,7 @@ void FairQueue::Place(Tenant& tn, uint64_t now) {
     if (tn.state == State::kHeld) Wake(tn.node);
     Enqueue(tn.node);
   }
-  tn.state = want;
+  SetState(tn, want);
 }
 
 // Holds an account in debt back, with every session in it, or lets it go.
@@ -223,11 +223,16 @@ void FairQueue::PlaceAccount(Inner& a, uint64_t now) {
   a.held = hold;
 }
 
+void FairQueue::SetState(Tenant& tn, State s) {
+  blocked_ += (s == State::kBlocked) - (tn.state == State::kBlocked);
+  tn.state = s;
+}
+
 void FairQueue::MakeIdle(Tenant& tn) {
   if (tn.state == State::kIdle) return;
   if (tn.state == State::kEligible) Dequeue(tn.node);
   if (tn.state == State::kHeld) held_.erase({tn.cap.held_until, tn.node.uid, &tn.node});
-  tn.state = State::kIdle;
+  SetState(tn, State::kIdle);
   --classes_[ClassOf(tn.share)].ready;
   --ready_;
   for (Inner* in : {tn.project, tn.account})
@@ -325,7 +330,7 @@ void FairQueue::Ready(TenantId t, uint64_t now_ns) {
   ++ready_;
   WakeAncestors(tn);
   Wake(tn.node);
-  tn.state = State::kBlocked;  // not in any set yet; Place files it
+  SetState(tn, State::kBlocked);  // not in any set yet; Place files it
   Place(tn, now_ns);
 }
 

@@ -89,6 +89,7 @@ class FairQueue final : public DispatchQueue {
   // True only when no other tenant is ready and `t` is within its limit, its
   // in-flight bound, the device bound and the priority rules.
   bool IssueNow(TenantId t, uint64_t now_ns) override;
+  bool WaitsForDone() const override { return blocked_ > 0; }
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
   std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;
@@ -191,6 +192,7 @@ class FairQueue final : public DispatchQueue {
   uint64_t HeldUntil(const Bucket& b, uint64_t now) const;
   void Place(Tenant& tn, uint64_t now);
   void PlaceAccount(Inner& a, uint64_t now);
+  void SetState(Tenant& tn, State s);
   void MakeIdle(Tenant& tn);
   bool Allowed(const Tenant& tn) const;
   bool WithinOwnBounds(Tenant& tn, uint64_t now);
@@ -209,6 +211,7 @@ class FairQueue final : public DispatchQueue {
   uint64_t uids_ = 0;
   uint64_t now_ = 0;  // the latest time seen, for Configure
   int ready_ = 0;
+  int blocked_ = 0;  // tenants in State::kBlocked
   uint32_t in_flight_ = 0;
   uint64_t in_flight_ns_ = 0;
 };

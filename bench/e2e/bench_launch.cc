@@ -15,9 +15,11 @@
 //                       through the stub over shm) by two tenant processes of this binary
 //                       (--e2e_child=stub_launch), one against a server with the fair
 //                       queue (the default), one against a server with --scheduler fifo,
-//                       alternating batch by batch (and which goes first). ratio = fair
+//                       alternating batch by batch (and which goes first); 25 batch
+//                       pairs on each of 4 fresh server pairs. ratio = fair
 //                       launches/s over FIFO's, over all batches (ratio_median: of the
-//                       median batches; issue target: a lone tenant >= 0.95 of FIFO).
+//                       median batches; round_min/max: of one server pair's batches;
+//                       issue target: a lone tenant >= 0.95 of FIFO).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -121,31 +123,67 @@ BENCHMARK(BM_LaunchEmpty)
     ->Iterations(8)
     ->Unit(benchmark::kMillisecond);
 
+constexpr int kRounds = 4;  // BM_LaunchFairVsFifo's server pairs
+
 void BM_LaunchFairVsFifo(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   std::string err;
-  auto start = [&](const char* name, const char* order) {
-    const std::string dir = Env().dir + "/" + name;
-    std::filesystem::create_directories(dir);
-    return BenchServer::Start(dir, &err, {"--scheduler", order});
-  };
-  std::unique_ptr<BenchServer> fair = start("fair", "fair");
-  std::unique_ptr<BenchServer> fifo = fair ? start("fifo", "fifo") : nullptr;
-  if (!fair || !fifo) return state.SkipWithError(err.c_str());
-  BatchChild on_fair, on_fifo;
   const std::string log = Env().dir + "/children.log";
-  auto tenant = [&](BatchChild& c, const BenchServer& srv) {
-    return c.Start({SelfExe(), "--e2e_child=stub_launch", std::to_string(n)},
-                   {{"REMORA_SERVER", srv.shm_address()}}, log, &err);
+  // One round: a fresh pair of servers, each with its tenant. Where the host's
+  // scheduler puts their threads favours one or the other for as long as they
+  // live (±15% between runs here), so the batches are spread over kRounds pairs.
+  struct Round {
+    std::unique_ptr<BenchServer> fair, fifo;
+    BatchChild on_fair, on_fifo;
   };
-  if (!tenant(on_fair, *fair) || !tenant(on_fifo, *fifo)) return state.SkipWithError(err.c_str());
+  std::unique_ptr<Round> round;
+  int started = 0;
+  auto end_round = [&] {
+    const bool ok = !round || (round->on_fair.Finish() | round->on_fifo.Finish()) == 0;
+    round.reset();
+    return ok;
+  };
+  auto start_round = [&] {
+    round = std::make_unique<Round>();
+    const std::string tag = std::to_string(++started);
+    auto server = [&](const char* order) {
+      const std::string dir = Env().dir + "/" + order + tag;
+      std::filesystem::create_directories(dir);
+      return BenchServer::Start(dir, &err, {"--scheduler", order});
+    };
+    auto tenant = [&](BatchChild& c, const BenchServer& srv) {
+      return c.Start({SelfExe(), "--e2e_child=stub_launch", std::to_string(n)},
+                     {{"REMORA_SERVER", srv.shm_address()}}, log, &err);
+    };
+    // Which server starts first alternates too.
+    Round& r = *round;
+    if (started % 2) {
+      r.fair = server("fair");
+      r.fifo = r.fair ? server("fifo") : nullptr;
+    } else {
+      r.fifo = server("fifo");
+      r.fair = r.fifo ? server("fair") : nullptr;
+    }
+    return r.fair && r.fifo && tenant(r.on_fair, *r.fair) && tenant(r.on_fifo, *r.fifo);
+  };
+  const size_t per_round = (static_cast<size_t>(state.max_iterations) + kRounds - 1) / kRounds;
   std::vector<double> fair_s, fifo_s;
   for (auto _ : state) {
+    if (fair_s.size() % per_round == 0) {
+      state.PauseTiming();
+      const bool ok = end_round() && start_round();
+      state.ResumeTiming();
+      if (!ok) {
+        state.SkipWithError(err.empty() ? ("a launch tenant failed; see " + log).c_str()
+                                        : err.c_str());
+        break;
+      }
+    }
     // Alternating which goes first: neither always runs right after the other.
     const bool fifo_first = fair_s.size() % 2 == 0;
-    double b = fifo_first ? on_fifo.Batch() : 0;
-    const double s = on_fair.Batch();
-    if (!fifo_first) b = on_fifo.Batch();
+    double b = fifo_first ? round->on_fifo.Batch() : 0;
+    const double s = round->on_fair.Batch();
+    if (!fifo_first) b = round->on_fifo.Batch();
     if (b < 0 || s < 0) {
       state.SkipWithError(("a launch tenant failed; see " + log).c_str());
       break;
@@ -154,7 +192,7 @@ void BM_LaunchFairVsFifo(benchmark::State& state) {
     fair_s.push_back(s);
     state.SetIterationTime(s);
   }
-  if ((on_fair.Finish() | on_fifo.Finish()) != 0 && !state.error_occurred())
+  if (!end_round() && !state.error_occurred())
     state.SkipWithError(("a launch tenant failed at exit; see " + log).c_str());
   if (state.error_occurred()) return;
   // Throughput over all batches; medians beside it, which a batch the
@@ -170,11 +208,20 @@ void BM_LaunchFairVsFifo(benchmark::State& state) {
   state.counters["fifo_launches_per_s"] = launches / sum(fifo_s);
   state.counters["ratio"] = sum(fifo_s) / sum(fair_s);
   state.counters["ratio_median"] = median(fifo_s) / median(fair_s);
+  // Each server pair's own ratio: how far placement alone moves it.
+  std::vector<double> rounds;
+  for (size_t r = 0; r < fair_s.size(); r += per_round) {
+    const size_t e = std::min(fair_s.size(), r + per_round);
+    rounds.push_back(std::accumulate(fifo_s.begin() + r, fifo_s.begin() + e, 0.0) /
+                     std::accumulate(fair_s.begin() + r, fair_s.begin() + e, 0.0));
+  }
+  state.counters["round_min"] = *std::min_element(rounds.begin(), rounds.end());
+  state.counters["round_max"] = *std::max_element(rounds.begin(), rounds.end());
 }
 BENCHMARK(BM_LaunchFairVsFifo)
     ->Arg(10'000)
     ->UseManualTime()
-    ->Iterations(101)
+    ->Iterations(kRounds * 25)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -49,6 +49,29 @@ TEST(FairQueue, InFlightTimePerTenantIsBounded) {
   EXPECT_EQ(q.Next(6 * kMs), 2u);
 }
 
+// WaitsForDone says a Done would let ready work go: a tenant at its own bound,
+// not one waiting behind a higher class or idle.
+TEST(FairQueue, WaitsForDoneOnlyWhileATenantIsAtItsOwnBound) {
+  FairQueue q(Options(2 * kMs, 0));
+  q.Configure(3, ComputeShare(1, 0, Priority::kLow));
+  Train(q, 1, kMs);
+  Train(q, 3, kMs);
+  EXPECT_FALSE(q.WaitsForDone());
+  for (int i = 0; i < 2; ++i) {
+    q.Ready(1, 0);
+    EXPECT_EQ(q.Next(0), 1u);
+  }
+  EXPECT_FALSE(q.WaitsForDone());  // nothing more is ready
+  q.Ready(3, 0);                   // low, waiting behind normal: not counted
+  q.Ready(1, 0);
+  EXPECT_TRUE(q.WaitsForDone());  // 1 is at its 2 ms bound
+  q.Done(1, kMs, kMs);
+  EXPECT_FALSE(q.WaitsForDone());
+  EXPECT_EQ(q.Next(kMs), 1u);
+  q.Remove(1);
+  EXPECT_FALSE(q.WaitsForDone());
+}
+
 TEST(FairQueue, InFlightTimeOnTheDeviceIsBounded) {
   FairQueue q(Options(10 * kMs, 2 * kMs));
   Train(q, 1, kMs);
