@@ -47,6 +47,14 @@ void Progress::Wait(std::span<const std::shared_ptr<Marker>> markers) {
   }
 }
 
+namespace {
+
+bool Done(const std::shared_ptr<Marker>& m) {
+  return m == nullptr || m->done.load(std::memory_order_acquire);
+}
+
+}  // namespace
+
 Stream::Stream(Progress& progress, const std::atomic<int>& skip, unsigned flags, int priority)
     : progress_(progress), skip_(skip), flags_(flags), priority_(priority) {}
 
@@ -71,6 +79,16 @@ void Stream::Push(Work w) {
   bool wake;
   {
     std::lock_guard lock(mu_);
+    if (!w.run && queue_.empty() && Done(tail_) &&
+        std::all_of(w.deps.begin(), w.deps.end(), Done)) {
+      // A pure ordering point with nothing to wait for is passed at once, as a
+      // GPU passes an event record on an idle stream: no worker wakes for it,
+      // and a query right after sees the stream idle. Completed under mu_, so
+      // nothing pushed after it can complete first.
+      tail_ = w.done;
+      progress_.Complete(*w.done);
+      return;
+    }
     std::shared_ptr<Marker> prev = std::exchange(tail_, w.done);
     queue_.push_back(std::move(w));
     wake = sleeping_;
@@ -96,7 +114,7 @@ std::shared_ptr<Marker> Stream::tail() const {
 
 bool Stream::idle() const {
   std::lock_guard lock(mu_);
-  return tail_ == nullptr || tail_->done.load(std::memory_order_acquire);
+  return Done(tail_);
 }
 
 void Stream::Close() {

@@ -84,7 +84,9 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  // Appends `w`, starting a worker if none is running. REQUIRES: not closed.
+  // Appends `w`, starting a worker if none is running; an item with no `run`
+  // whose dependencies are done, pushed while the stream is idle, completes
+  // at once instead. REQUIRES: not closed.
   // Thread-safe; callers that need a consistent view with tail() serialise
   // both under their own lock.
   void Push(Work w);

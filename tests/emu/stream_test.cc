@@ -83,6 +83,42 @@ TEST_F(EmuStream, QueryReportsPendingWork) {
   EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+// An event record on an idle stream is passed at once (a query right after it
+// sees the stream idle, as on a GPU); one behind pending work waits for it.
+TEST_F(EmuStream, EventRecordOnAnIdleStreamCompletesAtOnce) {
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent first, second;
+  ASSERT_EQ(api.cuEventCreate(&first, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuEventCreate(&second, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuEventRecord(first, s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuEventQuery(first), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamQuery(s), CUDA_SUCCESS);
+
+  Gate gate;
+  ASSERT_EQ(api.cuLaunchHostFunc(s, Gate::Wait, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuEventRecord(second, s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuEventQuery(second), CUDA_ERROR_NOT_READY);
+  gate.Open();
+  ASSERT_EQ(api.cuEventSynchronize(second), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamQuery(s), CUDA_SUCCESS);
+  float ms = -1;
+  ASSERT_EQ(api.cuEventElapsedTime(&ms, first, second), CUDA_SUCCESS);
+  EXPECT_GE(ms, 0.0f);
+
+  // On a blocking stream behind a busy legacy stream, it waits for that too.
+  CUstream blocking;
+  ASSERT_EQ(api.cuStreamCreate(&blocking, 0), CUDA_SUCCESS);
+  Gate legacy;
+  ASSERT_EQ(api.cuLaunchHostFunc(nullptr, Gate::Wait, &legacy), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuEventRecord(first, blocking), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuEventQuery(first), CUDA_ERROR_NOT_READY);
+  legacy.Open();
+  ASSERT_EQ(api.cuEventSynchronize(first), CUDA_SUCCESS);
+  for (CUevent e : {first, second}) EXPECT_EQ(api.cuEventDestroy(e), CUDA_SUCCESS);
+  for (CUstream x : {s, blocking}) EXPECT_EQ(api.cuStreamDestroy(x), CUDA_SUCCESS);
+}
+
 TEST_F(EmuStream, LegacyStreamWaitsForBlockingStreams) {
   CUstream s;
   ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
