@@ -63,18 +63,7 @@ ProcView Look(pid_t pid) {
   for (auto it = std::filesystem::directory_iterator(dir + "/fd", ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
     ++v.fds;
-  // /proc/PID/stat: utime and stime are fields 14 and 15, after "(comm)".
-  const std::string stat = ReadFile(dir + "/stat");
-  if (const size_t paren = stat.rfind(')'); paren != std::string::npos) {
-    std::istringstream rest(stat.substr(paren + 2));
-    std::string field;
-    double utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14) utime = std::atof(field.c_str());
-      if (i == 15) stime = std::atof(field.c_str());
-    }
-    v.cpu_s = (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
+  v.cpu_s = CpuSeconds(pid);
   return v;
 }
 

@@ -20,6 +20,21 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+double CpuSeconds(pid_t pid) {
+  // /proc/PID/stat: utime and stime are fields 14 and 15, after "(comm)".
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::atof(field.c_str());
+    if (i == 15) stime = std::atof(field.c_str());
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::string* err,
                                                 const std::vector<std::string>& extra) {
   auto s = std::make_unique<BenchServer>();

@@ -72,5 +72,8 @@ BenchEnv& Env();
 
 // Reads a whole file; empty if it cannot.
 std::string ReadFile(const std::string& path);
+// CPU time (user + system) process `pid` has used so far, its ended threads'
+// included, in seconds (clock-tick resolution); 0 if it cannot be read.
+double CpuSeconds(pid_t pid);
 
 }  // namespace remora::bench::e2e
