@@ -10,74 +10,21 @@
 #include <random>
 #include <unordered_map>
 
+#include "scheduler/shares.h"
+
 namespace remora::sched {
 
 namespace {
 
-// Splits `capacity` among children by weight, none above its ceiling; what a
-// capped child leaves is split again among the rest.
-std::vector<double> WaterFill(const std::vector<double>& weight, const std::vector<double>& ceiling,
-                              double capacity) {
-  const size_t n = weight.size();
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return ceiling[a] / weight[a] < ceiling[b] / weight[b]; });
-  double w = 0;
-  for (double x : weight) w += x;
-  std::vector<double> out(n, 0);
-  for (size_t i : order) {
-    const double give = w > 0 ? std::min(ceiling[i], capacity * weight[i] / w) : 0;
-    out[i] = give;
-    capacity -= give;
-    w -= weight[i];
-  }
-  return out;
-}
-
-double Ceiling(const SimTenant& t, uint32_t width) {
+// The most of the device `t` could use, in device widths: closed loop without
+// think time, unbounded; open, rate x mean / width.
+double Demand(const SimTenant& t, uint32_t width) {
   const double mean_s = static_cast<double>(t.cost.mean_ns) * 1e-9;
-  double demand = 1;
-  if (t.outstanding == 0)
-    demand = t.arrivals_per_s * mean_s / width;
-  else if (t.think_ns > 0)
-    demand = t.outstanding * mean_s / (mean_s + static_cast<double>(t.think_ns) * 1e-9) / width;
-  demand = std::min(demand, 1.0);
-  // An account's limit caps its sessions together (Tree below), not each.
-  if (t.share.account == kNoAccount && t.share.limit > 0 && t.share.limit < 1)
-    demand = std::min(demand, t.share.limit / width);
-  return demand;
+  if (t.outstanding == 0) return t.arrivals_per_s * mean_s / width;
+  if (t.think_ns > 0)
+    return t.outstanding * mean_s / (mean_s + static_cast<double>(t.think_ns) * 1e-9) / width;
+  return 1;
 }
-
-// A node of the share hierarchy: a project, an account, or a tenant (leaf).
-struct Tree {
-  double weight = 1;
-  double cap = 1;  // the node's own ceiling; its demand is its children's
-  size_t leaf = SIZE_MAX;
-  std::map<std::pair<int, uint64_t>, Tree> kids;  // ordered: deterministic
-
-  double Ceiling(const std::vector<double>& leaf_ceiling) const {
-    if (leaf != SIZE_MAX) return leaf_ceiling[leaf];
-    double sum = 0;
-    for (const auto& [key, kid] : kids) sum += kid.Ceiling(leaf_ceiling);
-    return std::min(cap, sum);
-  }
-  void Fill(double capacity, const std::vector<double>& leaf_ceiling,
-            std::vector<double>& out) const {
-    if (leaf != SIZE_MAX) {
-      out[leaf] = capacity;
-      return;
-    }
-    std::vector<double> w, m;
-    for (const auto& [key, kid] : kids) {
-      w.push_back(kid.weight);
-      m.push_back(kid.Ceiling(leaf_ceiling));
-    }
-    std::vector<double> got = WaterFill(w, m, capacity);
-    size_t k = 0;
-    for (const auto& [key, kid] : kids) kid.Fill(got[k++], leaf_ceiling, out);
-  }
-};
 
 struct Item {
   uint32_t tenant = 0;
@@ -362,44 +309,9 @@ SimResult Simulate(const SimConfig& config) {
 }
 
 std::vector<double> ExpectedShares(const SimConfig& cfg) {
-  const size_t n = cfg.tenants.size();
-  std::vector<double> out(n, 0), ceiling(n);
-  for (size_t i = 0; i < n; ++i) ceiling[i] = Ceiling(cfg.tenants[i], cfg.width);
-  std::map<ProjectId, double> project_share(cfg.projects.begin(), cfg.projects.end());
-  enum Kind { kProject, kAccount, kTenant };
-  double capacity = 1;
-  for (int c = 0; c < kPriorities; ++c) {
-    // Projects, then accounts, then tenants, as the queue nests them.
-    Tree root;
-    for (size_t i = 0; i < n; ++i) {
-      const SimTenant& t = cfg.tenants[i];
-      if (static_cast<int>(t.share.priority) != c) continue;
-      Tree* at = &root;
-      if (t.share.project != kNoProject) {
-        auto [it, fresh] = at->kids.try_emplace({kProject, t.share.project});
-        if (fresh) {
-          auto s = project_share.find(t.share.project);
-          it->second.weight = s == project_share.end() ? 1.0 : s->second;
-        }
-        at = &it->second;
-      }
-      if (t.share.account != kNoAccount) {
-        Tree& a = at->kids[{kAccount, t.share.account}];
-        a.weight = t.share.request;
-        a.cap = t.share.limit > 0 && t.share.limit < 1 ? t.share.limit / cfg.width : 1;
-        at = &a;
-      }
-      Tree& leaf = at->kids[{kTenant, i}];
-      leaf.leaf = i;
-      leaf.weight = t.share.account != kNoAccount ? 1 : t.share.request;
-    }
-    if (root.kids.empty()) continue;
-    const double used = std::min(capacity, root.Ceiling(ceiling));
-    root.Fill(used, ceiling, out);
-    capacity -= used;
-    if (capacity < 1e-9) capacity = 0;  // rounding: a saturated class leaves nothing
-  }
-  return out;
+  std::vector<Contender> contenders;
+  for (const SimTenant& t : cfg.tenants) contenders.push_back({t.share, Demand(t, cfg.width)});
+  return TargetShares(contenders, {cfg.projects.begin(), cfg.projects.end()}, 1.0 / cfg.width);
 }
 
 double JainIndex(const std::vector<double>& x) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "scheduler/fair_queue.h"
+#include "scheduler/shares.h"
 #include "server/log.h"
 #include "transport/grpc/listener.h"
 #include "transport/shm/shm_channel.h"
@@ -270,27 +271,20 @@ v1::TenantList Server::ListTenants() {
   list.set_device(device_->info().name());
   list.set_usable_memory(ledger_->usable());
   const auto now = std::chrono::steady_clock::now();
-  // An account's request counts once, however many processes share it.
-  std::map<uint64_t, std::pair<double, int>> accounts;  // request, sessions
-  std::vector<uint64_t> account_of;
-  double weights = 0;
+  std::vector<sched::Share> shares;
   for (const auto& s : sessions)
     if (std::optional<v1::TenantRow> r = s->Row(now)) {
-      auto& [request, members] = accounts[s->account()];
-      if (members++ == 0) weights += r->compute_request();
-      request = r->compute_request();
-      account_of.push_back(s->account());
+      shares.push_back(s->QueueShare());
       *list.add_tenants() = std::move(*r);
     }
-  // What each would get with all of them busy: its account's weight's part,
-  // within its cap, split among the account's sessions.
-  for (int i = 0; i < list.tenants_size(); ++i) {
-    v1::TenantRow& r = *list.mutable_tenants(i);
-    const auto& [request, members] = accounts[account_of[i]];
-    double target = weights > 0 ? request / weights : 0;
-    if (r.compute_limit() > 0) target = std::min(target, r.compute_limit());
-    r.set_target_share(target / members);
-  }
+  std::map<sched::ProjectId, double> projects;
+  if (std::shared_ptr<const TenantBook> book = CurrentAdmission().book)
+    for (const ProjectSpec& p : book->projects()) projects[book->ProjectOf(p.name)] = p.gpu_compute;
+  std::vector<double> achieved;
+  for (const v1::TenantRow& r : list.tenants()) achieved.push_back(r.achieved_share());
+  const std::vector<double> target = sched::ListedTargets(shares, achieved, projects);
+  for (int i = 0; i < list.tenants_size(); ++i)
+    list.mutable_tenants(i)->set_target_share(target[i]);
   return list;
 }
 

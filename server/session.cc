@@ -586,6 +586,11 @@ void Session::ApplyBook(const TenantBook& book) {
        {"priority", sched::PriorityName(share.priority)}});
 }
 
+sched::Share Session::QueueShare() const {
+  std::lock_guard lock(grant_mu_);
+  return QueueShareLocked();
+}
+
 sched::Share Session::QueueShareLocked() const {
   sched::Share share = share_;
   if (!configured_.empty()) share.account = ledger_id_;

@@ -163,6 +163,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // the others), or nullopt before it was admitted, for an administration
   // session, or once it ended. Thread-safe.
   std::optional<v1::TenantRow> Row(std::chrono::steady_clock::time_point now) const;
+  // The compute share this session competes with in the dispatch queue (its
+  // account's, for a configured tenant). Thread-safe.
+  sched::Share QueueShare() const;
   // A reloaded tenants file: a listed session of a configured tenant still in
   // `book` takes the tenant's new quota, compute share, priority and project.
   // A change that does not fit (a request beside the others' requests) is

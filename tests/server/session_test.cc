@@ -928,9 +928,10 @@ TEST_F(ServerTest, AdminSessionListsTenantsAndNothingElse) {
   EXPECT_EQ(rb.priority(), "low");
   EXPECT_DOUBLE_EQ(rb.compute_limit(), 0.2);
   EXPECT_EQ(rb.memory_request(), 0u);
-  // Targets: weights 0.5 and 0.05 (no request: the default), the second capped.
-  EXPECT_NEAR(ra.target_share(), 0.5 / 0.55, 1e-9);
-  EXPECT_NEAR(rb.target_share(), 0.05 / 0.55, 1e-9);
+  // Targets: alpha alone in its class; beta, a class below, gets what alpha
+  // leaves (all: it ran nothing yet) within its cap.
+  EXPECT_NEAR(ra.target_share(), 1.0, 1e-9);
+  EXPECT_NEAR(rb.target_share(), 0.2, 1e-9);
   // The administration session holds nothing and may do nothing else; tenants may not list.
   v1::MallocRequest m;
   m.set_size(64);
