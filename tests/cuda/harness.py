@@ -20,9 +20,23 @@ import tempfile
 import time
 
 
+def make_cert(tmp):
+    """A self-signed certificate for 127.0.0.1 and localhost: (cert, key) paths in tmp."""
+    crt, key = os.path.join(tmp, "server.crt"), os.path.join(tmp, "server.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", key, "-out", crt], check=True, capture_output=True)
+    return crt, key
+
+
 def start_server(bindir, transport, tmp, extra, env=None):
+    """Starts remora-server on `transport`: shm, grpc, or grpcs (gRPC over TLS with
+    a fresh self-signed certificate, which this process's children then trust
+    through REMORA_TLS_ROOT_CERT). Returns (process, log file, address)."""
     log = open(os.path.join(tmp, "server.log"), "w+")
     args = [os.path.join(bindir, "remora-server"), "--device=emu"]
+    scheme = transport + "://"
     if transport == "shm":
         sock = os.path.join(tmp, "gpu0.sock")
         args += ["--listen", "unix:" + sock]
@@ -30,16 +44,20 @@ def start_server(bindir, transport, tmp, extra, env=None):
     else:
         args += ["--grpc", "127.0.0.1:0"]
         address = None
+    if transport == "grpcs":
+        crt, key = make_cert(tmp)
+        args += ["--tls-cert", crt, "--tls-key", key]
+        os.environ["REMORA_TLS_ROOT_CERT"] = crt
     proc = subprocess.Popen(args + extra, stdout=log, stderr=subprocess.STDOUT,
                             env=None if env is None else {**os.environ, **env})
     deadline = time.time() + 30
     while time.time() < deadline:
         log.seek(0)
         text = log.read()
-        if transport == "grpc" and address is None:
+        if transport != "shm" and address is None:
             m = re.search(r"transport=grpc .*port=(\d+)", text)
             if m:
-                address = "grpc://127.0.0.1:" + m.group(1)
+                address = scheme + "127.0.0.1:" + m.group(1)
         if "event=ready" in text and address:
             return proc, log, address
         if proc.poll() is not None:

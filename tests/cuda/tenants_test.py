@@ -11,6 +11,10 @@ stub, that
   - remora list needs the admin token and then shows alice's project;
   - after the file is rewritten and SIGHUP reaches the server (through its
     supervisor), carol's token is admitted and alice's no longer is.
+Over grpcs (gRPC with TLS, a self-signed certificate the clients trust through
+REMORA_TLS_ROOT_CERT) all of the above holds too, and a client that does not
+trust the certificate, or speaks plaintext to the TLS port, is told it cannot
+reach the server and why.
 """
 import os
 import re
@@ -64,6 +68,21 @@ def main():
             r = run(*args)
             check(r.returncode != 0 and "names none of them" in r.stderr,
                   f"a run with {args or 'no token'} was not refused as it should be",
+                  r.stdout + r.stderr)
+
+        if transport == "grpcs":
+            untrusting = {k: v for k, v in os.environ.items() if k != "REMORA_TLS_ROOT_CERT"}
+            r = subprocess.run([remora, "run", "--server", address, "--token", "tok-alice", "--",
+                                vector_add], capture_output=True, text=True, timeout=300,
+                               env=untrusting)
+            check(r.returncode != 0 and "over TLS, trusting the certificates in" in r.stderr,
+                  "a client without the server's certificate was not told why it failed",
+                  r.stdout + r.stderr)
+            plain = address.replace("grpcs://", "grpc://")
+            r = subprocess.run([remora, "run", "--server", plain, "--token", "tok-alice", "--",
+                                vector_add], capture_output=True, text=True, timeout=300)
+            check(r.returncode != 0 and "plaintext" in r.stderr,
+                  "a plaintext client of the TLS port was not told why it failed",
                   r.stdout + r.stderr)
 
         lst = [remora, "list", "--server", address]

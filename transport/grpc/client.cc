@@ -313,8 +313,16 @@ Result<std::unique_ptr<Channel>> GrpcConnect(const std::string& target, GrpcClie
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   auto channel = grpc::CreateCustomChannel(target, creds, args);
-  if (!channel->WaitForConnected(ToGpr(deadline)))
-    return Error(err::kInitializationError, "cannot reach grpc server " + target);
+  if (!channel->WaitForConnected(ToGpr(deadline))) {
+    // The usual causes, named: gRPC itself reports a failed handshake only on stderr.
+    const std::string how =
+        opts.tls_root_cert_path.empty()
+            ? " (plaintext: a server with TLS refuses it)"
+            : " over TLS, trusting the certificates in " + opts.tls_root_cert_path +
+                  " (a server whose certificate they do not sign fails the handshake; one "
+                  "without TLS refuses it)";
+    return Error(err::kInitializationError, "cannot reach grpc server " + target + how);
+  }
   return GrpcClientChannel::Open(std::move(channel), opts, deadline);
 }
 
