@@ -24,19 +24,22 @@ uint64_t RoundUp(uint64_t v, uint64_t a) {
 }  // namespace
 
 DeviceMemory::DeviceMemory(uint64_t total) : total_(total / kAllocAlign * kAllocAlign) {
-  void* p = mmap(nullptr, total_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    std::fprintf(stderr, "remora-emu: cannot reserve %llu bytes of device memory: %s\n",
-                 static_cast<unsigned long long>(total_), std::strerror(errno));
-    total_ = 0;
+  // As much address space as the device's memory if no more can be had.
+  for (uint64_t span : {total_ * kAddressSpaceFactor, total_}) {
+    void* p = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) continue;
+    base_ = static_cast<char*>(p);
+    span_ = span;
+    free_.emplace(0, span_);
     return;
   }
-  base_ = static_cast<char*>(p);
-  free_.emplace(0, total_);
+  std::fprintf(stderr, "remora-emu: cannot reserve %llu bytes of device memory: %s\n",
+               static_cast<unsigned long long>(total_), std::strerror(errno));
+  total_ = 0;
 }
 
 DeviceMemory::~DeviceMemory() {
-  if (base_ != nullptr) munmap(base_, total_);
+  if (base_ != nullptr) munmap(base_, span_);
 }
 
 CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out) {
@@ -44,6 +47,7 @@ CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out) {
   if (bytes > total_) return CUDA_ERROR_OUT_OF_MEMORY;
   const uint64_t rounded = RoundUp(bytes, kAllocAlign);
   std::unique_lock lock(mu_);
+  if (rounded > total_ - used_) return CUDA_ERROR_OUT_OF_MEMORY;
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second < rounded) continue;
     const uint64_t offset = it->first;
@@ -68,7 +72,7 @@ CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out) {
 CUresult DeviceMemory::Free(CUdeviceptr p) {
   const uint64_t addr = p;
   const uint64_t begin = reinterpret_cast<uint64_t>(base_);
-  if (base_ == nullptr || addr < begin || addr >= begin + total_) return CUDA_ERROR_INVALID_VALUE;
+  if (base_ == nullptr || addr < begin || addr >= begin + span_) return CUDA_ERROR_INVALID_VALUE;
   std::unique_lock lock(mu_);
   auto it = live_.find(addr - begin);
   if (it == live_.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -111,8 +115,8 @@ void DeviceMemory::FreeAll() {
   free_.clear();
   used_ = 0;
   if (base_ == nullptr) return;
-  free_.emplace(0, total_);
-  Decommit(0, total_);
+  free_.emplace(0, span_);
+  Decommit(0, span_);
 }
 
 void DeviceMemory::MapHost(uint64_t base, uint64_t bytes) {
@@ -139,7 +143,7 @@ bool DeviceMemory::Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const {
 
 bool DeviceMemory::LookupAllocation(uint64_t addr, uint64_t* base, uint64_t* size) const {
   const uint64_t begin = reinterpret_cast<uint64_t>(base_);
-  if (base_ == nullptr || addr < begin || addr >= begin + total_) return false;
+  if (base_ == nullptr || addr < begin || addr >= begin + span_) return false;
   std::shared_lock lock(mu_);
   auto it = live_.upper_bound(addr - begin);
   if (it == live_.begin()) return false;

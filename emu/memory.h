@@ -1,9 +1,12 @@
 // emu/memory.h - device memory: one reserved host range, carved into allocations.
 //
 // A CUdeviceptr is a host address inside a PROT_NONE range reserved at start
-// (size = total device memory, MAP_NORESERVE). An allocation commits its pages
-// read-write; freeing returns whole free pages to PROT_NONE, so a stray host
-// access to freed device memory faults. Allocations are 256-byte aligned and
+// (MAP_NORESERVE), kAddressSpaceFactor times the device's memory: as on a GPU,
+// whose allocations are mapped pages, free memory split between allocations
+// still serves one large allocation (only the bytes allocated count against
+// the total). An allocation commits its pages read-write; freeing returns
+// whole free pages to PROT_NONE, so a stray host access to freed device memory
+// faults. Allocations are 256-byte aligned and
 // sized in 256-byte units; the free list is coalesced on every free.
 //
 // Host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP is mapped into the
@@ -27,6 +30,7 @@
 namespace remora::emu {
 
 inline constexpr uint64_t kAllocAlign = 256;
+inline constexpr uint64_t kAddressSpaceFactor = 4;
 
 class DeviceMemory final : public ptx::AddressSpace {
  public:
@@ -38,8 +42,8 @@ class DeviceMemory final : public ptx::AddressSpace {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
   // Allocates `bytes` (> 0) at a 256-byte aligned address.
-  // Errors: CUDA_ERROR_INVALID_VALUE for 0, CUDA_ERROR_OUT_OF_MEMORY if no free
-  // block is large enough. Thread-safe.
+  // Errors: CUDA_ERROR_INVALID_VALUE for 0, CUDA_ERROR_OUT_OF_MEMORY past the
+  // total (or, rarely, with no free range of addresses large enough). Thread-safe.
   CUresult Allocate(uint64_t bytes, CUdeviceptr* out);
   // Frees the allocation starting exactly at `p`.
   // Errors: CUDA_ERROR_INVALID_VALUE for any other address. Thread-safe.
@@ -69,7 +73,8 @@ class DeviceMemory final : public ptx::AddressSpace {
  private:
   void Decommit(uint64_t offset, uint64_t size);
 
-  uint64_t total_;
+  uint64_t total_;     // device memory: what allocations may hold together
+  uint64_t span_ = 0;  // reserved address space
   char* base_ = nullptr;
   mutable std::shared_mutex mu_;
   std::map<uint64_t, uint64_t> free_;  // offset -> size, disjoint, coalesced

@@ -72,6 +72,29 @@ TEST_F(EmuMemory, FreeListCoalescesSoALargeBlockFitsAgain) {
   EXPECT_EQ(api.cuMemFree(big), CUDA_SUCCESS);
 }
 
+// As on a GPU, whose allocations are mapped pages: free memory split by a live
+// allocation still serves one allocation as large as all of it, and no more.
+TEST_F(EmuMemory, FreeMemoryOnBothSidesOfALiveBlockServesOneLargeBlock) {
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+  const size_t third = free0 / 3 / 256 * 256;
+  CUdeviceptr a, pin, c;
+  ASSERT_EQ(api.cuMemAlloc(&a, third), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&pin, 4096), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&c, third), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemFree(a), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemFree(c), CUDA_SUCCESS);
+  size_t free1 = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free1, &total), CUDA_SUCCESS);
+  CUdeviceptr big;
+  ASSERT_EQ(api.cuMemAlloc(&big, free1 / 256 * 256), CUDA_SUCCESS)
+      << "free memory split around a live block must still serve one block";
+  CUdeviceptr more;
+  EXPECT_EQ(api.cuMemAlloc(&more, 256), CUDA_ERROR_OUT_OF_MEMORY);  // past the total
+  EXPECT_EQ(api.cuMemFree(big), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(pin), CUDA_SUCCESS);
+}
+
 // As in CUDA's pools: memory freed earlier on a stream serves a later
 // allocation on that stream, even while the free has not run yet.
 TEST_F(EmuMemory, AStreamOrderedAllocationReusesTheStreamsFrees) {

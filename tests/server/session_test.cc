@@ -1016,6 +1016,121 @@ v1::LaunchRequest OneThread(uint64_t kernel, std::string params) {
   return l;
 }
 
+// One thread stores `v` to p[i % 1024] for i < n: a kernel that keeps writing
+// into the first 4 KiB of an allocation for as long as it runs.
+constexpr char kScribblePtx[] =
+    ".version 7.5\n.target sm_75\n.address_size 64\n"
+    ".visible .entry _Z8scribblePjjj(.param .u64 p, .param .u32 n, .param .u32 v)\n{\n"
+    ".reg .pred %p<2>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<5>;\n"
+    "ld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nld.param.u32 %r2, [v];\n"
+    "mov.u32 %r3, 0;\n"
+    "$L_loop:\nand.b32 %r4, %r3, 1023;\nmul.wide.u32 %rd2, %r4, 4;\n"
+    "add.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r2;\nadd.u32 %r3, %r3, 1;\n"
+    "setp.lt.u32 %p1, %r3, %r1;\n@%p1 bra $L_loop;\nret;\n}\n";
+
+// A loan taken back while the borrower's kernels are queued and running, writing
+// into the borrowed memory: the owner's allocation succeeds, the borrower hears
+// why, others are served meanwhile, the loan comes back once the borrower's
+// work has left the device, and memory handed on afterwards keeps what its new
+// owner writes (no kernel of the borrower's runs on into it).
+TEST_F(ServerTest, ReclaimWhileTheBorrowerIsMidLaunchLosesNoData) {
+  auto borrower = Client::Connect(path_);  // no quota: request 0, limit everything
+  ASSERT_TRUE(borrower);
+  ASSERT_EQ(borrower->welcome_status(), 0);
+  const uint64_t usable = borrower->welcome().memory_limit();
+  const uint64_t loan = borrower->Malloc(usable / 4 * 3);
+  ASSERT_NE(loan, 0u);
+  const uint64_t scribble =
+      LoadKernel(*borrower, kScribblePtx, sizeof kScribblePtx, "_Z8scribblePjjj");
+  ASSERT_NE(scribble, 0u);
+  std::string params(16, '\0');
+  const uint32_t iters = 1'500'000, mark = 0xB0B0B0B0;
+  std::memcpy(params.data(), &loan, 8);
+  std::memcpy(params.data() + 8, &iters, 4);
+  std::memcpy(params.data() + 12, &mark, 4);
+  for (int i = 0; i < 16; ++i) borrower->Post(CallId::kLaunchKernel, OneThread(scribble, params));
+  ASSERT_EQ(borrower->Call(CallId::kStreamQuery, v1::StreamRequest()), err::kNotReady)
+      << "the borrower's kernels should still be running";
+
+  v1::Hello h;
+  h.mutable_quota()->set_gpu_fraction(0.5);
+  auto owner = Client::Connect(path_, h);
+  ASSERT_TRUE(owner);
+  ASSERT_EQ(owner->welcome_status(), 0);
+  auto bystander = Client::Connect(path_);
+  ASSERT_TRUE(bystander);
+  ASSERT_EQ(bystander->welcome_status(), 0);
+  const uint64_t scratch = bystander->Malloc(4096);
+  ASSERT_NE(scratch, 0u);
+  // Within its request: the loan goes. The claim waits for the borrower's work
+  // to leave the device; the bystander is served all the while.
+  const uint64_t first = usable / 5 * 2;
+  std::atomic<bool> claimed{false};
+  uint64_t owned = 0;
+  std::thread claim([&] {
+    owned = owner->Malloc(first);
+    claimed = true;
+  });
+  int served_meanwhile = 0;
+  for (uint32_t i = 0; !claimed; ++i) {
+    v1::MemsetRequest m;
+    m.set_dst(scratch);
+    m.set_size(4096);
+    m.set_value(i & 0xff);
+    v1::MemcpyDtoHRequest d;
+    d.set_src(scratch + 4000);
+    d.set_size(1);
+    v1::MemcpyDtoHReply b;
+    const bool ok = bystander->Call(CallId::kMemset, m) == 0 &&
+                    bystander->Call(CallId::kMemcpyDtoH, d, &b) == 0 &&
+                    b.data() == std::string(1, static_cast<char>(i & 0xff));
+    ASSERT_TRUE(ok) << "the bystander was not served: " << bystander->last().message();
+    if (!claimed) ++served_meanwhile;
+  }
+  claim.join();
+  ASSERT_NE(owned, 0u);
+  EXPECT_GT(served_meanwhile, 0) << "nobody else was served while the loan was reclaimed";
+  const std::string why = borrower->WaitEvicted();
+  EXPECT_NE(why.find(owner->welcome().tenant()), std::string::npos) << why;
+  EXPECT_LT(borrower->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);  // the session is over
+
+  // The loan is free again once the borrower's session has closed.
+  v1::Hello admin;
+  admin.set_admin(true);
+  auto root = Client::Connect(path_, admin);
+  ASSERT_TRUE(root);
+  for (int i = 0; i < 400; ++i) {
+    v1::TenantList list;
+    ASSERT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+    if (list.tenants_size() == 2) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  v1::MallocRequest half;
+  half.set_size(usable / 2);
+  v1::MallocReply got_half;
+  EXPECT_EQ(bystander->Call(CallId::kMalloc, half, &got_half), 0)
+      << "the borrower's " << usable / 4 * 3 << " bytes did not come back";
+
+  // The owner's second allocation may reuse where the borrower's kernels wrote.
+  const uint64_t second = usable / 20;
+  const uint64_t mine = owner->Malloc(second);
+  ASSERT_NE(mine, 0u);
+  const uint64_t at = mine <= loan && loan + 4096 <= mine + second ? loan : mine;
+  v1::MemsetRequest fill;
+  fill.set_dst(at);
+  fill.set_size(4096);
+  fill.set_value(0x11);
+  ASSERT_EQ(owner->Call(CallId::kMemset, fill), 0) << owner->last().message();
+  std::this_thread::sleep_for(300ms);  // a scribbler still running would show by now
+  v1::MemcpyDtoHRequest back;
+  back.set_src(at);
+  back.set_size(4096);
+  v1::MemcpyDtoHReply data;
+  ASSERT_EQ(owner->Call(CallId::kMemcpyDtoH, back, &data), 0) << owner->last().message();
+  EXPECT_EQ(data.data(), std::string(4096, '\x11'))
+      << "the owner's memory changed after it wrote it (the borrower's kernel ran on)";
+}
+
 // b never reaches a's memory, kernels or events, by any call that names them;
 // a's memory is unchanged afterwards.
 TEST_P(IsolationTest, NoCallReachesAnotherTenantsMemoryKernelsOrEvents) {
