@@ -190,8 +190,7 @@ void FairQueue::Place(Tenant& tn, uint64_t now) {
   State want = State::kEligible;
   if (tn.cap.limit > 0 && tn.cap.tokens < 0)
     want = State::kHeld;
-  else if (tn.in_flight >= opt_.min_in_flight &&
-           tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns)
+  else if (AtOwnBound(tn))
     want = State::kBlocked;
 
   if (tn.state == State::kHeld) held_.erase({tn.cap.held_until, tn.node.uid, &tn.node});
@@ -298,8 +297,16 @@ bool FairQueue::WithinOwnBounds(Tenant& tn, uint64_t now) {
     Refill(*b, now);
     if (b->limit > 0 && b->tokens < 0) return false;
   }
-  return tn.in_flight < opt_.min_in_flight ||
-         tn.in_flight_ns + tn.predicted_ns <= opt_.tenant_in_flight_ns;
+  return !AtOwnBound(tn);
+}
+
+// Whether `tn`'s next item would pass its in-flight bound. Before its first
+// Done nothing is known of its items' cost: only min_in_flight go, so a
+// tenant that opens with a burst of long kernels cannot queue them all ahead
+// of the others on a guess.
+bool FairQueue::AtOwnBound(const Tenant& tn) const {
+  if (tn.in_flight < opt_.min_in_flight) return false;
+  return !tn.trained || tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns;
 }
 
 // Hands one item of `tn` out: advances the virtual times at every level,
@@ -375,10 +382,14 @@ void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_n
       PlaceAccount(*a, now_ns);
     }
   }
-  // The moving average over `items` items of equal cost, in one step.
+  // The moving average over `items` items of equal cost, in one step. The
+  // first measurement only raises the initial guess: one short item must not
+  // let a tenant of long ones put dozens in flight on its word.
   const double each = gpu / items;
-  double pred = tn.trained ? static_cast<double>(tn.predicted_ns) : each;
-  pred = each + (pred - each) * std::pow(1 - opt_.cost_ewma, static_cast<double>(items));
+  const double pred = tn.trained
+                          ? each + (static_cast<double>(tn.predicted_ns) - each) *
+                                       std::pow(1 - opt_.cost_ewma, static_cast<double>(items))
+                          : std::max(each, static_cast<double>(tn.predicted_ns));
   tn.trained = true;
   tn.predicted_ns = std::max(static_cast<uint64_t>(pred), opt_.min_cost_ns);
   if (tn.state != State::kIdle) Place(tn, now_ns);

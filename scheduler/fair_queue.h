@@ -20,11 +20,11 @@
 //     no credit is banked while idle. Unused share goes to the others.
 //  3. Bounds on work in flight: a tenant may have at most tenant_in_flight_ns of
 //     predicted time handed out and not yet Done (min_in_flight items always
-//     may go), the device at most device_in_flight_ns (likewise), counting the
-//     tenant's class and those above it (lower classes' work, bounded by rule 1,
-//     never holds a higher class's item back). The fair order is decided only
-//     among tenants that contend at dispatch, so keep the device bound <= the tenant bound and
-//     small (a few ms): it is what makes the weights bite.
+//     may go; before its first Done, only they), the device at most device_in_flight_ns (likewise),
+//     counting the tenant's class and those above it (lower classes' work, bounded by rule 1, never
+//     holds a higher class's item back). The fair order is decided only among tenants that contend
+//     at dispatch, so keep the device bound <= the tenant bound and small (a few ms): it is what
+//     makes the weights bite.
 //  4. Limits: a token bucket per capped tenant or account, refilled at limit x
 //     wall time, holding at most limit x limit_burst_ns; one in debt is held
 //     back (an account with all its sessions) until NextEligibleAt.
@@ -65,7 +65,7 @@ struct FairOptions {
   // device's queue while one runs, so the device never idles between items
   // for as long as a completion takes to be noticed (the server's choice).
   uint32_t min_in_flight = 1;
-  uint64_t initial_cost_ns = 50'000;  // predicted cost before any Done
+  uint64_t initial_cost_ns = 50'000;  // charged per item before any Done; the first only raises it
   uint64_t min_cost_ns = 1'000;       // predictions never go below this
   double cost_ewma = 0.125;           // weight of the newest Done in the prediction
 };
@@ -195,6 +195,7 @@ class FairQueue final : public DispatchQueue {
   void SetState(Tenant& tn, State s);
   void MakeIdle(Tenant& tn);
   bool Allowed(const Tenant& tn) const;
+  bool AtOwnBound(const Tenant& tn) const;
   bool WithinOwnBounds(Tenant& tn, uint64_t now);
   void Dispatch(Tenant& tn, uint64_t now, bool leaves_ready);
   void AddInFlight(Tenant& tn, int64_t n, int64_t ns);

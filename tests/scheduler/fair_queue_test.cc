@@ -49,6 +49,29 @@ TEST(FairQueue, InFlightTimePerTenantIsBounded) {
   EXPECT_EQ(q.Next(6 * kMs), 2u);
 }
 
+// Nothing is known of a new tenant's items: before its first Done only
+// min_in_flight go, however small the initial guess. A first item shorter than
+// that guess does not lower it (one short item must not open the gate to a
+// burst of long ones); later ones move it as an average.
+TEST(FairQueue, ANewTenantIsHeldToMinInFlightUntilItsFirstDone) {
+  FairQueue q(Options(2 * kMs, 0));  // the guess, 50 us, would allow 40 items
+  q.Ready(1, 0);
+  EXPECT_EQ(q.Next(0), 1u);
+  q.Ready(1, 0);
+  EXPECT_FALSE(q.Next(0).has_value());
+  EXPECT_TRUE(q.WaitsForDone());
+  q.Done(1, 1'000, 10'000);  // 1 us: shorter than the guess
+  EXPECT_EQ(q.View(1)->predicted_ns, FairOptions().initial_cost_ns);
+  EXPECT_EQ(q.Next(10'000), 1u);
+  q.Ready(1, 10'000);
+  EXPECT_EQ(q.Next(10'000), 1u);  // trained: the ns bound applies now
+  q.Done(1, 2, 2'000, 20'000);
+  EXPECT_LT(q.View(1)->predicted_ns, FairOptions().initial_cost_ns);
+  // A first item longer than the guess replaces it at once.
+  Train(q, 2, 5 * kMs);
+  EXPECT_EQ(q.View(2)->predicted_ns, 5 * kMs);
+}
+
 // WaitsForDone says a Done would let ready work go: a tenant at its own bound,
 // not one waiting behind a higher class or idle.
 TEST(FairQueue, WaitsForDoneOnlyWhileATenantIsAtItsOwnBound) {
