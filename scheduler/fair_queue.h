@@ -20,11 +20,12 @@
 //     no credit is banked while idle. Unused share goes to the others.
 //  3. Bounds on work in flight: a tenant may have at most tenant_in_flight_ns of
 //     predicted time handed out and not yet Done (min_in_flight items always
-//     may go; before its first Done, only they), the device at most device_in_flight_ns (likewise),
-//     counting the tenant's class and those above it (lower classes' work, bounded by rule 1, never
-//     holds a higher class's item back). The fair order is decided only among tenants that contend
-//     at dispatch, so keep the device bound <= the tenant bound and small (a few ms): it is what
-//     makes the weights bite.
+//     may go; before its first Done, only they), the device at most
+//     device_in_flight_ns (likewise), counting the tenant's class and those
+//     above it (lower classes' work, bounded by rule 1, never holds a higher
+//     class's item back). The fair order is decided only among tenants that
+//     contend at dispatch, so keep the device bound <= the tenant bound and
+//     small (a few ms): it is what makes the weights bite.
 //  4. Limits: a token bucket per capped tenant or account, refilled at limit x
 //     wall time, holding at most limit x limit_burst_ns; one in debt is held
 //     back (an account with all its sessions) until NextEligibleAt.

@@ -238,12 +238,6 @@ Result<CUdeviceptr> Executor::Allocate(uint64_t bytes) {
   if (pools_) {
     ASSIGN_OR_RETURN(CUstream s, MemStreamLocked());
     CUresult r = dev_.drv().cuMemAllocAsync(&p, bytes, s);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-      // Frees queued on the stream may not have given their memory back yet
-      // (the ledger already counts it free): let them, then try once more.
-      RETURN_IF_ERROR(dev_.Check(dev_.drv().cuStreamSynchronize(s), "cuStreamSynchronize"));
-      r = dev_.drv().cuMemAllocAsync(&p, bytes, s);
-    }
     if (r == CUDA_SUCCESS) {
       RETURN_IF_ERROR(dev_.Check(dev_.drv().cuStreamSynchronize(s), "cuStreamSynchronize"));
       return p;
