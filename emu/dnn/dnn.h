@@ -4,8 +4,9 @@
 // thread, copies the descriptors it needs into Views (the caller may destroy
 // them as soon as the call returns), reads its scaling parameters (host memory,
 // as cuDNN) and submits one closure to the handle's stream through
-// remoraEmuLaunchDeviceWork, so the work runs in stream order on the stream's
-// worker and counts as device time.
+// remoraEmuLaunchDeviceWork, so the work runs in stream order and counts as
+// device time: the stream's worker hands it to the library's compute thread
+// and waits for it.
 //
 //   Call call;
 //   DNN_RETURN_IF_ERROR(call.Begin(handle));
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -208,6 +210,15 @@ void Each(const int64_t dim[5], F f) {
           for (i[4] = 0; i[4] < dim[4]; ++i[4]) f(i);
 }
 
+// Runs `fn` on a compute thread of the library; returns once it has run.
+// oneDNN's OpenMP runtime keeps a team of helper threads per calling thread and
+// lets it go, unjoined, when that thread exits. Stream workers come and go (they
+// exit after a few idle milliseconds), so calling oneDNN on them rebuilt a team
+// per burst of work and left helpers exiting at any time, the process's exit
+// included. Compute threads live as long as the process and keep one team each:
+// one per CPU priority (nice) of the callers, started by the first of them.
+void RunOnComputeThread(const std::function<void()>& fn);
+
 // Frees a submitted closure that never ran.
 template <class F>
 void Discard(void* p) {
@@ -219,11 +230,13 @@ void Discard(void* p) {
 template <class F>
 void Trampoline(void* p) {
   std::unique_ptr<F> f(static_cast<F*>(p));
-  try {
-    (*f)();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "remora-emu: cudnn work failed: %s\n", e.what());
-  }
+  RunOnComputeThread([&] {
+    try {
+      (*f)();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "remora-emu: cudnn work failed: %s\n", e.what());
+    }
+  });
 }
 
 // One computing call: its handle's stream, and submission to it.

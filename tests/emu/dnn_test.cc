@@ -14,12 +14,17 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/emu/emu_api.h"
@@ -1146,6 +1151,65 @@ TEST_F(DnnTest, StreamOrder) {
   }
   ASSERT_EQ(api.cuStreamSynchronize(stream), CUDA_SUCCESS);
   ExpectBlend(t.Get(), Vec(t.count(), 6), 1, 0, Vec(t.count()), 0, "stream order");
+}
+
+// The ids of this process's threads named `name` (new threads inherit their
+// creator's name: OpenMP's helpers carry the name of the thread that made them).
+std::set<std::string> ThreadsNamed(const std::string& name) {
+  std::set<std::string> ids;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    if (std::getline(comm, got) && got == name) ids.insert(task.path().filename());
+  }
+  return ids;
+}
+
+// cuDNN work from streams that come and go runs on the library's one compute
+// thread, so one oneDNN helper team serves every stream: none is built per
+// stream, and none is left exiting (unjoined) when a stream's worker exits.
+TEST_F(DnnTest, OneComputeTeamServesStreamsThatComeAndGo) {
+  const Dims xd{2, 4, 9, 9}, wd{6, 4, 3, 3}, yd{2, 6, 7, 7};
+  Tensor x(CUDNN_DATA_FLOAT, xd, Strides(xd, false));
+  Tensor w = Tensor::Filter(CUDNN_DATA_FLOAT, wd, CUDNN_TENSOR_NCHW);
+  Tensor y(CUDNN_DATA_FLOAT, yd, Strides(yd, false));
+  const Vec xv = x.Set(Random(x.count(), 21));
+  const Vec wv = w.Set(Random(w.count(), 22));
+  cudnnConvolutionDescriptor_t c = nullptr;
+  ASSERT_EQ(DNN(cudnnCreateConvolutionDescriptor)(&c), CUDNN_STATUS_SUCCESS);
+  const int pad[2] = {0, 0}, one[2] = {1, 1};
+  ASSERT_EQ(DNN(cudnnSetConvolutionNdDescriptor)(c, 2, pad, one, one, CUDNN_CROSS_CORRELATION,
+                                                 CUDNN_DATA_FLOAT),
+            CUDNN_STATUS_SUCCESS);
+  ConvRef ref;
+  ref.xc = x.canon();
+  ref.wc = w.canon();
+  ref.yc = y.canon();
+  Vec want(y.count());
+  ref.Taps([&](int xi, int wi, int yi) { want[yi] += xv[xi] * wv[wi]; });
+
+  std::set<std::string> team;
+  for (int round = 0; round < 3; ++round) {
+    CUstream s = nullptr;
+    ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    ASSERT_EQ(DNN(cudnnSetStream)(h, reinterpret_cast<cudaStream_t>(s)), CUDNN_STATUS_SUCCESS);
+    const float a = 1, b = 0;
+    ASSERT_EQ(DNN(cudnnConvolutionForward)(h, &a, x.desc(), x.ptr(), w.fdesc(), w.ptr(), c,
+                                           CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &b,
+                                           y.desc(), y.ptr()),
+              CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+    ExpectBlend(y.Get(), want, 1, 0, want, Tol(CUDNN_DATA_FLOAT), "round " + std::to_string(round));
+    ASSERT_EQ(DNN(cudnnSetStream)(h, reinterpret_cast<cudaStream_t>(stream)), CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+    // Past the stream worker's exit: a team tied to it would be going now.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::set<std::string> now = ThreadsNamed("remora-dnn");
+    ASSERT_FALSE(now.empty()) << "round " << round;
+    if (round == 0) team = now;
+    EXPECT_EQ(now, team) << "round " << round;
+  }
+  EXPECT_EQ(DNN(cudnnDestroyConvolutionDescriptor)(c), CUDNN_STATUS_SUCCESS);
 }
 
 }  // namespace
