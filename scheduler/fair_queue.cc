@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace remora::sched {
 
@@ -106,6 +107,10 @@ void FairQueue::Attach(Tenant& tn) {
   tn.node.parent = parent;
   cls.in_flight += tn.in_flight;
   cls.in_flight_ns += tn.in_flight_ns;
+  if (Inner* a = tn.account) {
+    a->in_flight += tn.in_flight;
+    a->in_flight_ns += tn.in_flight_ns;
+  }
 }
 
 // Undoes Attach; the tenant must be idle (not ready).
@@ -114,6 +119,11 @@ void FairQueue::Detach(Tenant& tn) {
   --cls.present;
   cls.in_flight -= tn.in_flight;
   cls.in_flight_ns -= tn.in_flight_ns;
+  if (Inner* a = tn.account) {
+    a->in_flight -= tn.in_flight;
+    a->in_flight_ns -= tn.in_flight_ns;
+    if (a->members > 1) PlaceBlockedSessions(a, now_);  // its work in flight left with it
+  }
   Release(
       std::exchange(tn.account, nullptr));  // before its project: it lives in the project's group
   Release(std::exchange(tn.project, nullptr));
@@ -224,7 +234,23 @@ void FairQueue::PlaceAccount(Inner& a, uint64_t now) {
 
 void FairQueue::SetState(Tenant& tn, State s) {
   blocked_ += (s == State::kBlocked) - (tn.state == State::kBlocked);
+  if (Inner* a = tn.account) {
+    if (s == State::kBlocked)
+      a->blocked.emplace(tn.node.uid, &tn);
+    else
+      a->blocked.erase(tn.node.uid);
+  }
   tn.state = s;
+}
+
+// Files again the sessions of account `a` that wait for a Done: one of their
+// siblings' may be what lets them go.
+void FairQueue::PlaceBlockedSessions(Inner* a, uint64_t now) {
+  if (a == nullptr || a->blocked.empty()) return;
+  std::vector<Tenant*> waiting;
+  waiting.reserve(a->blocked.size());
+  for (const auto& [uid, tn] : a->blocked) waiting.push_back(tn);
+  for (Tenant* tn : waiting) Place(*tn, now);
 }
 
 void FairQueue::MakeIdle(Tenant& tn) {
@@ -246,6 +272,10 @@ void FairQueue::AddInFlight(Tenant& tn, int64_t n, int64_t ns) {
   tn.in_flight_ns += static_cast<uint64_t>(ns);
   cls.in_flight_ns += static_cast<uint64_t>(ns);
   in_flight_ns_ += static_cast<uint64_t>(ns);
+  if (Inner* a = tn.account) {
+    a->in_flight += static_cast<uint32_t>(n);
+    a->in_flight_ns += static_cast<uint64_t>(ns);
+  }
 }
 
 // The device bound and the priority rules, for the next item of `tn`.
@@ -304,9 +334,15 @@ bool FairQueue::WithinOwnBounds(Tenant& tn, uint64_t now) {
 // Done nothing is known of its items' cost: only min_in_flight go, so a
 // tenant that opens with a burst of long kernels cannot queue them all ahead
 // of the others on a guess.
+// A session is also held to its account's bound: a tenant running several
+// processes queues no more ahead of the others than one that runs one.
 bool FairQueue::AtOwnBound(const Tenant& tn) const {
-  if (tn.in_flight < opt_.min_in_flight) return false;
-  return !tn.trained || tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns;
+  if (tn.in_flight >= opt_.min_in_flight &&
+      (!tn.trained || tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns))
+    return true;
+  const Inner* a = tn.account;
+  return a != nullptr && a->in_flight >= opt_.min_in_flight &&
+         a->in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns;
 }
 
 // Hands one item of `tn` out: advances the virtual times at every level,
@@ -350,16 +386,26 @@ std::optional<TenantId> FairQueue::Next(uint64_t now_ns) {
     else
       PlaceAccount(*n->inner, now_ns);
   }
-  for (Class& cls : classes_) {
-    if (cls.root.eligible.empty()) continue;
-    Node* top = cls.root.eligible.begin()->node;
-    while (top->inner) top = top->inner->group.eligible.begin()->node;
-    Tenant& tn = *top->tenant;
-    if (!Allowed(tn)) return std::nullopt;
-    Dispatch(tn, now_ns, /*leaves_ready=*/true);
-    return tn.id;
+  for (;;) {
+    Tenant* pick = nullptr;
+    for (Class& cls : classes_) {
+      if (cls.root.eligible.empty()) continue;
+      Node* top = cls.root.eligible.begin()->node;
+      while (top->inner) top = top->inner->group.eligible.begin()->node;
+      pick = top->tenant;
+      break;
+    }
+    if (pick == nullptr) return std::nullopt;
+    // A sibling's dispatch may have filled its account's bound since it was
+    // filed: it waits for a Done now, and the next in line is asked.
+    if (AtOwnBound(*pick)) {
+      Place(*pick, now_ns);
+      continue;
+    }
+    if (!Allowed(*pick)) return std::nullopt;
+    Dispatch(*pick, now_ns, /*leaves_ready=*/true);
+    return pick->id;
   }
-  return std::nullopt;
 }
 
 void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) {
@@ -393,6 +439,7 @@ void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_n
   tn.trained = true;
   tn.predicted_ns = std::max(static_cast<uint64_t>(pred), opt_.min_cost_ns);
   if (tn.state != State::kIdle) Place(tn, now_ns);
+  PlaceBlockedSessions(tn.account, now_ns);
 }
 
 void FairQueue::Remove(TenantId t) {
@@ -401,7 +448,7 @@ void FairQueue::Remove(TenantId t) {
   Tenant& tn = *it->second;
   MakeIdle(tn);
   AddInFlight(tn, -static_cast<int64_t>(tn.in_flight), -static_cast<int64_t>(tn.in_flight_ns));
-  Detach(tn);
+  Detach(tn);  // files its account's blocked sessions again
   tenants_.erase(it);
 }
 

@@ -20,7 +20,8 @@
 //     no credit is banked while idle. Unused share goes to the others.
 //  3. Bounds on work in flight: a tenant may have at most tenant_in_flight_ns of
 //     predicted time handed out and not yet Done (min_in_flight items always
-//     may go; before its first Done, only they), the device at most
+//     may go; before its first Done, only they), an account the same over all
+//     its sessions together, the device at most
 //     device_in_flight_ns (likewise), counting the tenant's class and those
 //     above it (lower classes' work, bounded by rule 1, never holds a higher
 //     class's item back). The fair order is decided only among tenants that
@@ -154,6 +155,10 @@ class FairQueue final : public DispatchQueue {
     bool held = false;  // in debt: out of its parent's set, in held_
     int members = 0;    // tenants below it
     int ready = 0;      // of which ready (held back or not)
+    // An account's: its sessions' work in flight, and those blocked (by uid).
+    uint32_t in_flight = 0;
+    uint64_t in_flight_ns = 0;
+    std::map<uint64_t, Tenant*> blocked;
   };
   enum class State : uint8_t { kIdle, kEligible, kBlocked, kHeld };
   struct Tenant {
@@ -194,6 +199,7 @@ class FairQueue final : public DispatchQueue {
   void Place(Tenant& tn, uint64_t now);
   void PlaceAccount(Inner& a, uint64_t now);
   void SetState(Tenant& tn, State s);
+  void PlaceBlockedSessions(Inner* a, uint64_t now);
   void MakeIdle(Tenant& tn);
   bool Allowed(const Tenant& tn) const;
   bool AtOwnBound(const Tenant& tn) const;

@@ -242,6 +242,42 @@ TEST(FairQueue, AnAccountsLimitCapsItsSessionsTogether) {
   EXPECT_DOUBLE_EQ(q.View(4)->budget_ns, 0.5 * 4 * kMs);
 }
 
+// A tenant running several processes is one account: its sessions share one
+// in-flight bound, so it queues no more ahead of the others than one process.
+TEST(FairQueue, AnAccountsSessionsShareOneInFlightBound) {
+  FairQueue q(Options(2 * kMs, 0));
+  for (TenantId t : {1, 2, 3}) q.Configure(t, Session(9, 1));
+  q.Configure(4, ComputeShare(1));
+  for (TenantId t : {1, 2, 3, 4}) Train(q, t, kMs);
+  for (TenantId t : {1, 2, 3, 4}) q.Ready(t, 0);
+  std::map<TenantId, int> issued;
+  while (auto t = q.Next(0)) {
+    ++issued[*t];
+    q.Ready(*t, 0);
+  }
+  // 2 ms each: the account's two items, from two of its sessions, and 4's two.
+  EXPECT_EQ(issued[1] + issued[2] + issued[3], 2);
+  EXPECT_EQ(issued[4], 2);
+  EXPECT_TRUE(q.WaitsForDone());
+  // A Done of one session lets a sibling go, whichever it is.
+  const TenantId done = issued[1] > 0 ? 1 : 2;
+  q.Done(done, kMs, kMs);
+  const auto next = q.Next(kMs);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_NE(*next, 4u);
+  EXPECT_FALSE(q.Next(kMs).has_value());
+  // A session leaving takes its work in flight off the account's count.
+  uint64_t account_ns = 0;
+  for (TenantId t : {1, 2, 3}) account_ns += q.View(t)->in_flight_ns;
+  EXPECT_EQ(account_ns, 2 * kMs);
+  TenantId leaving = 0;
+  for (TenantId t : {1, 2, 3})
+    if (q.View(t)->in_flight > 0 && t != *next) leaving = t;
+  if (leaving == 0) leaving = *next;
+  q.Remove(leaving);
+  EXPECT_TRUE(q.Next(kMs).has_value());
+}
+
 TEST(FairQueue, NoCreditIsBankedWhileIdle) {
   FairQueue q(Options(kMs, 0));
   uint64_t now = 0;
