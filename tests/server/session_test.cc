@@ -1044,7 +1044,7 @@ TEST_F(ServerTest, ReclaimWhileTheBorrowerIsMidLaunchLosesNoData) {
       LoadKernel(*borrower, kScribblePtx, sizeof kScribblePtx, "_Z8scribblePjjj");
   ASSERT_NE(scribble, 0u);
   std::string params(16, '\0');
-  const uint32_t iters = 1'500'000, mark = 0xB0B0B0B0;
+  const uint32_t iters = 300'000, mark = 0xB0B0B0B0;
   std::memcpy(params.data(), &loan, 8);
   std::memcpy(params.data() + 8, &iters, 4);
   std::memcpy(params.data() + 12, &mark, 4);
