@@ -222,9 +222,13 @@ int BarSync(Exec& x, const Inst& in) {
   return kRepick;
 }
 
+// A lane reading a lane that does not execute this shfl.sync with it (outside membermask, or
+// not there) reads 0: CUDA leaves the value undefined, and 0 is what code that reads such a lane
+// by accident, as NVIDIA's reduction sample does at compute_75, needs to stay right.
 template <Sub kMode>
 int Shfl(Exec& x, const Inst& in) {
   if (!Converged(x, FirstValue(x, in.a[3]))) return kRepick;
+  const uint64_t* members = Src(x, in.a[3]);  // per lane: tiles of one warp name their own
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
@@ -253,7 +257,7 @@ int Shfl(Exec& x, const Inst& in) {
       ok = j <= max_lane;
     }
     if (!ok) j = l;
-    d[l] = vals[j & 31];
+    d[l] = (uint32_t(members[l]) & x.mask) >> (j & 31) & 1 ? vals[j & 31] : 0;
     if (p) p[l] = ok;
   });
   return kNext;

@@ -3,8 +3,9 @@
 // type, the block size and "n is a power of two", dynamic shared memory reached through a
 // SharedMemory<T> helper (with a double specialization), a switch over block sizes 1..512,
 // warp-synchronous tails with cooperative groups and __shfl_down_sync. Every kernel is run for
-// int, float and double on several sizes (non-powers of two included), reducing on the GPU
-// pass after pass until one value is left, and checked against a host sum of the same data.
+// int, long long (high words in use), float and double on several sizes (non-powers of two
+// included), reducing on the GPU pass after pass until one value is left, and checked against a
+// host sum of the same data.
 //
 // Flags: -seed <n>, -max <largest n> (default 70001).
 #include <cooperative_groups.h>
@@ -319,6 +320,10 @@ void fill<int>(Rng& rng, std::vector<int>& v) {
   for (int& x : v) x = rng.Int(-1000, 1000);
 }
 template <>
+void fill<long long>(Rng& rng, std::vector<long long>& v) {  // high words in use
+  for (long long& x : v) x = static_cast<long long>(rng.Next() % (1ull << 41)) - (1ll << 40);
+}
+template <>
 void fill<float>(Rng& rng, std::vector<float>& v) {
   for (float& x : v) x = rng.Uniform(0.0f, 1.0f);
 }
@@ -334,6 +339,10 @@ bool same<int>(int got, int want) {
   return got == want;
 }
 template <>
+bool same<long long>(long long got, long long want) {
+  return got == want;
+}
+template <>
 bool same<float>(float got, float want) {
   return Near(got, want, 2e-5);
 }
@@ -343,6 +352,7 @@ bool same<double>(double got, double want) {
 }
 
 const char* typeName(int) { return "int"; }
+const char* typeName(long long) { return "long long"; }
 const char* typeName(float) { return "float"; }
 const char* typeName(double) { return "double"; }
 
@@ -411,8 +421,9 @@ int main(int argc, char** argv) {
   std::vector<int> sizes = {1, 2, 7, 32, 100, 1000, 1024, 4097, 16384, maxN};
   int cases = 0, failures = 0;
   failures += runType<int>(rng, sizes, cases);
+  failures += runType<long long>(rng, sizes, cases);
   failures += runType<float>(rng, sizes, cases);
   failures += runType<double>(rng, sizes, cases);
-  std::printf("%d reductions (7 kernels x 3 types x %zu sizes)\n", cases, sizes.size());
+  std::printf("%d reductions (7 kernels x 4 types x %zu sizes)\n", cases, sizes.size());
   return Finish(failures, "reduction_classic");
 }

@@ -1,7 +1,8 @@
 // tests/cuda/thrust/thrust_cub.cu - Thrust algorithms and CUB device-wide primitives, as a user
 // calls them, each checked against the same computation on the host on random data.
 //
-// Thrust: sort, sort_by_key, reduce, inclusive/exclusive scan, transform on device_vectors.
+// Thrust: sort, sort_by_key, reduce (32- and 64-bit integers, double), inclusive/exclusive scan,
+// transform on device_vectors.
 // CUB: DeviceRadixSort::SortKeys/SortPairs, DeviceReduce::Sum/Max, DeviceScan::InclusiveSum/
 // ExclusiveSum, DeviceHistogram::HistogramEven, DeviceSelect::If/Flagged/Unique.
 // Flags: -n <elements> (default 65536), -seed <seed>.
@@ -135,6 +136,36 @@ void ThrustReduceScan(Rng& rng, int n) {
   Expect(Same(ToHost(out), expect), "thrust::exclusive_scan");
 }
 
+// 64-bit sums: long long values with their high words in use, unsigned ones wrapping, and
+// doubles of halves (exact in any order); whole tiles, one element, a partial warp, many tiles.
+void ThrustReduceWide(Rng& rng, int n) {
+  for (int m : {n, 1, 33, 4 * n + 7}) {
+    std::vector<long long> h(m);
+    std::vector<unsigned long long> u(m);
+    std::vector<double> f(m);
+    for (int i = 0; i < m; ++i) {
+      h[i] = static_cast<long long>(rng.Next() % (1ull << 41)) - (1ll << 40);
+      u[i] = rng.Next();
+      f[i] = static_cast<double>(rng.Int(-1 << 20, 1 << 20)) / 2;
+    }
+    thrust::device_vector<long long> dh(h.begin(), h.end());
+    thrust::device_vector<unsigned long long> du(u.begin(), u.end());
+    thrust::device_vector<double> df(f.begin(), f.end());
+    Expect(thrust::reduce(dh.begin(), dh.end()) == std::accumulate(h.begin(), h.end(), 0ll),
+           "thrust::reduce long long");
+    Expect(thrust::reduce(dh.begin(), dh.end(), 7ll, thrust::plus<long long>()) ==
+               std::accumulate(h.begin(), h.end(), 7ll),
+           "thrust::reduce long long with init");
+    Expect(thrust::reduce(dh.begin(), dh.end(), LLONG_MIN, thrust::maximum<long long>()) ==
+               *std::max_element(h.begin(), h.end()),
+           "thrust::reduce long long max");
+    Expect(thrust::reduce(du.begin(), du.end()) == std::accumulate(u.begin(), u.end(), 0ull),
+           "thrust::reduce unsigned long long");
+    Expect(thrust::reduce(df.begin(), df.end()) == std::accumulate(f.begin(), f.end(), 0.0),
+           "thrust::reduce double");
+  }
+}
+
 void ThrustTransform(Rng& rng, int n) {
   std::vector<float> x(n), y(n), expect(n);
   for (int i = 0; i < n; ++i) x[i] = rng.Uniform(-10, 10), y[i] = rng.Uniform(-10, 10);
@@ -255,6 +286,7 @@ int main(int argc, char** argv) {
   ThrustSort(rng, n);
   ThrustSortByKey(rng, n);
   ThrustReduceScan(rng, n);
+  ThrustReduceWide(rng, n);
   ThrustTransform(rng, n);
   CubRadixSort(rng, n);
   CubReduceScan(rng, n);
