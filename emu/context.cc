@@ -259,6 +259,16 @@ CUresult Context::StreamBusyTime(CUstream s, uint64_t* ns) {
   return CUDA_SUCCESS;
 }
 
+CUresult Context::CancelStream(CUstream s) {
+  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+    return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(mu_);
+  Stream* st = ResolveLocked(s);
+  if (st == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  st->Cancel();
+  return CUDA_SUCCESS;
+}
+
 // --- events -------------------------------------------------------------------
 
 CUresult Context::CreateEvent(unsigned flags, CUevent* out) {

@@ -108,6 +108,10 @@ class Context {
   CUresult WaitFor(const std::shared_ptr<Marker>& m);
   // Device time spent on `s`'s work. Errors: CUDA_ERROR_INVALID_HANDLE.
   CUresult StreamBusyTime(CUstream s, uint64_t* ns);
+  // Stream::Cancel on `s`: its queued work is dropped and its running kernel stops, without
+  // breaking the context. Errors: CUDA_ERROR_INVALID_HANDLE, also for the legacy and
+  // per-thread streams (shared by every user of the context).
+  CUresult CancelStream(CUstream s);
 
   // --- events -----------------------------------------------------------------
   CUresult CreateEvent(unsigned flags, CUevent* out);

@@ -1,9 +1,11 @@
 // emu/driver.cc - entry points: initialisation, device, context, errors, extensions.
 #include "emu/driver.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string_view>
 
 #include "emu/device.h"
 
@@ -227,6 +229,18 @@ REMORA_EMU_API CUresult remoraEmuGetStreamBusyTime(CUstream s, unsigned long lon
   EMU_RETURN_IF_ERROR(ctx->StreamBusyTime(s, &v));
   *ns = v;
   return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult remoraEmuCancelStream(CUstream s) {
+  EMU_CURRENT_CONTEXT(ctx);
+  // REMORA_EMU_CANCEL=off: as NVIDIA's driver, which cannot stop a kernel (for tests of
+  // what the server does there).
+  static const bool off = [] {
+    const char* v = std::getenv("REMORA_EMU_CANCEL");
+    return v != nullptr && std::string_view(v) == "off";
+  }();
+  if (off) return CUDA_ERROR_NOT_SUPPORTED;
+  return ctx->CancelStream(s);
 }
 
 REMORA_EMU_API CUresult remoraEmuGetProgramCacheStats(unsigned long long* programs,

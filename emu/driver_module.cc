@@ -1,5 +1,6 @@
 // emu/driver_module.cc - entry points: modules, functions, launches, the linker.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -270,13 +271,18 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
     cfg.relocated = true;  // at load, into this module's own globals
     cfg.memory = &ctx->memory();
     cfg.priority = priority;
+    cfg.cancel = CurrentWorkCancelled();
     cfg.printf_sink = [sink = &out](std::string_view text) {
       std::lock_guard lock(sink->mu);
       sink->text.append(text);
     };
     const remora::Status s = ptx::Launch(*mod->program, index, cfg);
     if (!out.text.empty()) DeliverPrintf(hStream, out.text);
-    if (!s.ok()) {
+    if (!s.ok() && cfg.cancel && cfg.cancel->load()) {
+      // Cancelled (remoraEmuCancelStream): its user is gone; the context stays healthy.
+      std::fprintf(stderr, "remora-emu: kernel %s cancelled\n",
+                   mod->program->kernels()[index].name.c_str());
+    } else if (!s.ok()) {
       CUresult code = ToCuResult(s);
       if (code != CUDA_ERROR_ILLEGAL_ADDRESS && code != CUDA_ERROR_ASSERT) {
         code = CUDA_ERROR_LAUNCH_FAILED;

@@ -53,7 +53,13 @@ bool Done(const std::shared_ptr<Marker>& m) {
   return m == nullptr || m->done.load(std::memory_order_acquire);
 }
 
+thread_local const std::atomic<bool>* t_cancelled = nullptr;
+
 }  // namespace
+
+const std::atomic<bool>* CurrentWorkCancelled() {
+  return t_cancelled;
+}
 
 Stream::Stream(Progress& progress, const std::atomic<int>& skip, unsigned flags, int priority)
     : progress_(progress), skip_(skip), flags_(flags), priority_(priority) {}
@@ -79,6 +85,7 @@ void Stream::Push(Work w) {
   bool wake;
   {
     std::lock_guard lock(mu_);
+    w.seq = pushed_++;
     if (!w.run && queue_.empty() && Done(tail_) &&
         std::all_of(w.deps.begin(), w.deps.end(), Done)) {
       // A pure ordering point with nothing to wait for is passed at once, as a
@@ -117,6 +124,13 @@ bool Stream::idle() const {
   return Done(tail_);
 }
 
+void Stream::Cancel() {
+  std::lock_guard lock(mu_);
+  cancel_below_ = pushed_;
+  // Whatever runs now was pushed before: it stops. The next item resets the flag.
+  cancel_running_.store(true, std::memory_order_relaxed);
+}
+
 void Stream::Close() {
   std::lock_guard lock(mu_);
   closed_ = true;
@@ -149,13 +163,19 @@ void Stream::Loop() {
       }
       w = std::move(queue_.front());
       queue_.pop_front();
+      cancel_running_.store(w.seq < cancel_below_, std::memory_order_relaxed);
     }
     progress_.Wait(w.deps);
     // One clock read per item (two for device_time): the end of the run is
     // also the completion time.
-    const bool run = w.run && skip_.load(std::memory_order_acquire) == 0;
+    const bool run = w.run && skip_.load(std::memory_order_acquire) == 0 &&
+                     !cancel_running_.load(std::memory_order_relaxed);
     const int64_t start = run && w.device_time ? NowNs() : 0;
-    if (run) w.run();
+    if (run) {
+      t_cancelled = &cancel_running_;
+      w.run();
+      t_cancelled = nullptr;
+    }
     const int64_t end = NowNs();
     if (run && w.device_time) {
       busy_ns_.fetch_add(static_cast<uint64_t>(end - start), std::memory_order_relaxed);

@@ -72,7 +72,12 @@ struct Work {
   std::function<void()> run;                  // may be empty (a pure ordering point)
   std::shared_ptr<Marker> done;               // REQUIRES: non-null
   bool device_time = false;                   // counts toward the stream's busy time
+  uint64_t seq = 0;                           // set by Stream::Push: its place in the stream
 };
+
+// On a stream's worker while it runs an item: the flag that turns true when the item is
+// cancelled (Stream::Cancel), for long work to poll and stop early. Null on other threads.
+const std::atomic<bool>* CurrentWorkCancelled();
 
 class Stream {
  public:
@@ -96,6 +101,10 @@ class Stream {
   bool idle() const;
   // Lets the worker exit as soon as the queue is empty (no linger). Idempotent.
   void Close();
+  // Cancels every item pushed so far: those not started complete without running, and the
+  // one running now sees CurrentWorkCancelled() turn true (a kernel stops within a few
+  // thousand instructions per warp). Items pushed afterwards run as usual. Thread-safe.
+  void Cancel();
   // True after Close once the queue is drained and no worker runs an item.
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   // Total wall time spent running device_time items, in nanoseconds.
@@ -119,7 +128,11 @@ class Stream {
   // A worker exists and will run everything queued before it exits. False
   // implies queue_ is empty. (guarded by mu_)
   bool running_ = false;
-  bool sleeping_ = false;  // the worker waits on cv_; Push signals only then (guarded by mu_)
+  bool sleeping_ = false;      // the worker waits on cv_; Push signals only then (guarded by mu_)
+  uint64_t pushed_ = 0;        // items ever pushed (guarded by mu_)
+  uint64_t cancel_below_ = 0;  // items with a smaller seq are cancelled (guarded by mu_)
+  // The running item was cancelled; reset as each item starts (written under mu_).
+  std::atomic<bool> cancel_running_{false};
   // The current worker, or the last one (exited or exiting once !running_);
   // joined before a new one starts and by the destructor. (guarded by mu_)
   std::thread worker_;

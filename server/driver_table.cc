@@ -45,6 +45,7 @@ Result<std::shared_ptr<DriverTable>> Open(const std::string& path, bool emulated
       reinterpret_cast<StreamBusyTimeFn>(dlsym(lib, "remoraEmuGetStreamBusyTime"));
   t->remoraEmuGetFaultStream =
       reinterpret_cast<FaultStreamFn>(dlsym(lib, "remoraEmuGetFaultStream"));
+  t->remoraEmuCancelStream = reinterpret_cast<CancelStreamFn>(dlsym(lib, "remoraEmuCancelStream"));
   if (missing) Log(Level::kWarn, "driver", {{"library", path}, {"missing_rows", missing}});
   CUresult r = t->cuInit(0);
   if (r != CUDA_SUCCESS)

@@ -27,6 +27,7 @@ using PrintfHandler = void (*)(void* user, CUstream stream, const char* text, si
 using SetPrintfHandlerFn = CUresult (*)(PrintfHandler fn, void* user);
 using StreamBusyTimeFn = CUresult (*)(CUstream s, unsigned long long* ns);
 using FaultStreamFn = CUresult (*)(CUstream* s);
+using CancelStreamFn = CUresult (*)(CUstream s);
 
 struct DriverTable {
 #define DRIVER_FN(name) decltype(&::name) name = nullptr;
@@ -34,6 +35,7 @@ struct DriverTable {
   SetPrintfHandlerFn remoraEmuSetPrintfHandler = nullptr;
   StreamBusyTimeFn remoraEmuGetStreamBusyTime = nullptr;
   FaultStreamFn remoraEmuGetFaultStream = nullptr;  // the stream whose work broke the context
+  CancelStreamFn remoraEmuCancelStream = nullptr;   // drop a stream's work, stop its kernel
 
   std::string library;  // path or soname that was loaded
   bool emulated = false;

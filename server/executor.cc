@@ -913,6 +913,18 @@ void Executor::Tenant::Abandon(const Status& why) {
   ex_.order_->Remove(id_);
 }
 
+void Executor::Tenant::CancelIssued() {
+  const CancelStreamFn cancel = ex_.dev_.drv().remoraEmuCancelStream;
+  if (!cancel) return;
+  std::vector<CUstream> mine;
+  {
+    std::lock_guard lock(ex_.mu_);
+    for (auto& [id, st] : streams_)
+      if (st->s) mine.push_back(st->s);
+  }
+  for (CUstream s : mine) (void)cancel(s);
+}
+
 void Executor::Tenant::Reset(const Status& why) {
   Abandon(why);
   std::lock_guard lock(ex_.mu_);

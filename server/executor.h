@@ -200,6 +200,10 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
 
   // Drops every queued item; their waits complete with `why`. Streams stay.
   void Abandon(const Status& why);
+  // Asks the driver to stop what was already issued on this tenant's streams: the emulated
+  // GPU drops it and stops a running kernel (remoraEmuCancelStream). NVIDIA's driver cannot
+  // stop a kernel: there this does nothing and that work runs to its end.
+  void CancelIssued();
   // Forgets every stream and event (the context they lived in is gone);
   // queued items are dropped, their waits complete with `why`.
   void Reset(const Status& why);

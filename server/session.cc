@@ -927,9 +927,11 @@ Status Session::Teardown() {
     finished_.store(true, std::memory_order_release);
     return OkStatus();
   }
-  // Queued work is dropped (host functions never run: the tenant is gone);
-  // what was issued runs to its end before anything it may use goes back.
+  // Queued work is dropped (host functions never run: the tenant is gone); what was
+  // issued is stopped where the driver can (the emulated GPU), and otherwise runs to its
+  // end, before anything it may use goes back.
   work_->Abandon(Error(err::kDevicesUnavailable, "the session ended"));
+  work_->CancelIssued();
   const size_t n_alloc = allocations_.size(), n_streams = streams_.size(),
                n_events = events_.size();
   Held held = TakeAll();

@@ -306,6 +306,14 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
         m = (in.flags & kFlagGuardNeg) ? (m & ~gm) : (m & gm);
       }
       ++warp_n;
+      if ((warp_n & 0xfff) == 0 && L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed))
+          [[unlikely]] {
+        ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
+        w.instructions += warp_n;
+        w.thread_instructions += thread_n;
+        Fault(x, err::kLaunchTimeout, "cancelled");
+        return false;
+      }
       if (m == 0) {
         ++x.pc;
       } else {
@@ -538,6 +546,11 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     PrepareCta(L, cta, worker);
     for (;;) {
       if (failed.load(std::memory_order_relaxed)) break;
+      if (cfg.cancel && cfg.cancel->load(std::memory_order_relaxed)) [[unlikely]] {
+        Exec x{&cta.warps[0], &cta, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
+        Fault(x, err::kLaunchTimeout, "cancelled");
+        break;
+      }
       if (gate.Outranked(cfg.priority, hw)) {
         if (worker != 0) break;
         gate.WaitWhileOutranked(cfg.priority, hw);

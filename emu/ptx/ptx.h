@@ -10,6 +10,7 @@
 //   RETURN_IF_ERROR(ptx::Launch(*prog, *k, config));
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -103,6 +104,9 @@ struct LaunchConfig {
   // (ApplyRelocations): Launch leaves it alone. Otherwise Launch writes them
   // whenever global_addresses differ from the previous launch's.
   bool relocated = false;
+  // When set and it turns true, the launch stops: no block starts, and running warps stop
+  // within a few thousand instructions each. Launch then returns kLaunchTimeout ("cancelled").
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Writes the address-valued initialisers of `program`'s globals (`.global .u64
@@ -132,6 +136,7 @@ void BecomeDeviceThread(int nice = kDeviceNice);
 // Runs kernel `kernel` of `program` to completion on the calling thread plus up
 // to `workers` helpers.
 // Errors: kIllegalAddress (names kernel, address, space, block/thread),
+// kLaunchTimeout (LaunchConfig::cancel turned true),
 // kLaunchFailure (an unsupported instruction, named; a trap), kAssert
 // (__assertfail: file, line, message, function), kInvalidValue (bad
 // configuration: too many threads, too much shared memory).

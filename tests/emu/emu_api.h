@@ -31,6 +31,7 @@ struct Api {
   CUresult (*remoraEmuGetStreamBusyTime)(CUstream s, unsigned long long* ns) = nullptr;
   CUresult (*remoraEmuGetProgramCacheStats)(unsigned long long* programs,
                                             unsigned long long* parses) = nullptr;
+  CUresult (*remoraEmuCancelStream)(CUstream s) = nullptr;
   void* handle = nullptr;
   std::string missing;  // space-separated rows that dlsym could not find
 };
@@ -52,6 +53,8 @@ inline Api Resolve(void* handle) {
       reinterpret_cast<decltype(api.remoraEmuGetStreamBusyTime)>(sym("remoraEmuGetStreamBusyTime"));
   api.remoraEmuGetProgramCacheStats = reinterpret_cast<decltype(api.remoraEmuGetProgramCacheStats)>(
       sym("remoraEmuGetProgramCacheStats"));
+  api.remoraEmuCancelStream =
+      reinterpret_cast<decltype(api.remoraEmuCancelStream)>(sym("remoraEmuCancelStream"));
   return api;
 }
 

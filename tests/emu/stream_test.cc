@@ -308,6 +308,72 @@ TEST_F(EmuStream, BusyTimeGrowsWithDeviceWork) {
   EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
 }
 
+// --- cancellation: the work of a tenant that is gone stops ---------------------------------
+
+// Every thread counts for ever, after adding 1 to a counter in global memory, so the test
+// knows the kernel runs and how many of its threads started.
+constexpr char kEndlessPtx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.visible .entry endless(.param .u64 started)
+{
+  .reg .b64 %rd<3>;
+  .reg .b32 %r<3>;
+  ld.param.u64 %rd1, [started];
+  cvta.to.global.u64 %rd2, %rd1;
+  atom.global.add.u32 %r1, [%rd2], 1;
+  mov.u32 %r2, 0;
+$L_spin:
+  add.u32 %r2, %r2, 1;
+  bra.uni $L_spin;
+}
+)";
+
+TEST_F(EmuStream, CancelStopsARunningKernelAndDropsQueuedWorkButNotLaterWork) {
+  CUmodule m;
+  ASSERT_EQ(api.cuModuleLoadData(&m, kEndlessPtx), CUDA_SUCCESS);
+  CUfunction f;
+  ASSERT_EQ(api.cuModuleGetFunction(&f, m, "endless"), CUDA_SUCCESS);
+  CUdeviceptr started;
+  ASSERT_EQ(api.cuMemAlloc(&started, 4), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD32(started, 0, 1), CUDA_SUCCESS);
+  CUstream s, other;
+  ASSERT_EQ(api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  void* args[] = {&started};
+  ASSERT_EQ(api.cuLaunchKernel(f, 64, 1, 1, 32, 1, 1, 0, s, args, nullptr), CUDA_SUCCESS);
+  Log log(4);
+  ASSERT_EQ(api.cuLaunchHostFunc(s, Log::Append, log.Tag(1)), CUDA_SUCCESS);  // queued behind
+  uint32_t threads = 0;
+  while (threads == 0) ASSERT_EQ(api.cuMemcpyDtoH(&threads, started, 4), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+
+  ASSERT_EQ(api.remoraEmuCancelStream(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);  // the context is not broken
+  EXPECT_TRUE(log.Get().empty());                       // queued work never ran
+  ASSERT_EQ(api.cuMemcpyDtoH(&threads, started, 4), CUDA_SUCCESS);
+  EXPECT_LT(threads, 64u * 32);  // the blocks still waiting never started
+
+  ASSERT_EQ(api.cuLaunchHostFunc(s, Log::Append, log.Tag(2)), CUDA_SUCCESS);  // pushed after
+  ASSERT_EQ(api.cuLaunchHostFunc(other, Log::Append, log.Tag(3)), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  std::vector<int> ran = log.Get();
+  std::sort(ran.begin(), ran.end());
+  EXPECT_EQ(ran, (std::vector<int>{2, 3}));
+
+  // The legacy and per-thread streams belong to every user of the context.
+  EXPECT_EQ(api.remoraEmuCancelStream(nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.remoraEmuCancelStream(CU_STREAM_LEGACY), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.remoraEmuCancelStream(CU_STREAM_PER_THREAD), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.remoraEmuCancelStream(reinterpret_cast<CUstream>(&threads)),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamDestroy(other), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(started), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 // --- threads: a stream has a worker only while it has work ----------------------------------
 
 // The process's thread count, from /proc/self/status.

@@ -7,6 +7,9 @@
 // stream must not hold up another stream either.
 // With "-stall 1" the program instead enqueues a host function that never returns, prints
 // STALLING and synchronizes the device forever (tests/cuda/stall_test.py kills it).
+// With "-spin 1" it launches a kernel whose every thread waits for a flag nobody sets, prints
+// SPINNING and synchronizes forever (tests/cuda/lifecycle_test.py: the kernel of a tenant
+// that is gone must stop).
 // With "-hog MIB" it allocates that much device memory, prints HOLDING, waits for a line
 // on stdin, then synchronizes and prints what that returned (reclaim_test.py).
 // With "-busy SECONDS" it keeps the device busy that long with batches of equal kernels
@@ -161,6 +164,19 @@ int main(int argc, char** argv) {
   if (long n = Flag(argc, argv, "latency", 0))
     return Latency(n, static_cast<int>(Flag(argc, argv, "iters", 20000)),
                    Flag(argc, argv, "samples", 0) != 0, rng);
+  if (Flag(argc, argv, "spin", 0)) {
+    int *flag, *result;
+    CHECK(cudaMalloc(&flag, sizeof(int)));
+    CHECK(cudaMalloc(&result, sizeof(int)));
+    CHECK(cudaMemset(flag, 0, sizeof(int)));
+    WaitForFlag<<<64, 128>>>(flag, result, LLONG_MAX);
+    CHECK(cudaGetLastError());
+    std::printf("SPINNING\n");
+    std::fflush(stdout);
+    CHECK(cudaDeviceSynchronize());
+    std::printf("FAIL: a kernel waiting for a flag nobody sets ended\n");
+    return 1;
+  }
   if (Flag(argc, argv, "stall", 0)) {
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
