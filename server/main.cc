@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
     "                     [--emu-dir DIR] [--scheduler fair|fifo] [--no-restart]\n"
     "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
-    "                     [--metrics HOST:PORT] [--grace-period SECONDS] [--check]\n"
+    "                     [--metrics HOST:PORT] [--grace-period SECONDS] [--lock-dir DIR]\n"
+    "                     [--check]\n"
     "  --device   which driver to load: NVIDIA's (cuda), Remora's emulated GPU (emu),\n"
     "             or NVIDIA's when a GPU is present and the emulator otherwise (auto)\n"
     "  --listen   local tenants over shared memory (default unix:/run/remora/gpu0.sock)\n"
@@ -44,13 +45,18 @@ constexpr const char* kUsage =
     "  --grace-period  on SIGTERM or SIGINT the server drains: it refuses new\n"
     "             tenants, serves the open ones until they end, and exits 0 when the\n"
     "             last one has; those still open after this many seconds (default 30;\n"
-    "             0: at once) fail at their next call, saying the server shut down.\n"
+    "             0: at once) fail at their next call, saying the server shut down;\n"
+    "             their kernels are stopped on the emulated GPU, and on a GPU the\n"
+    "             process exits 10 s later whatever still runs there.\n"
     "             A second SIGTERM or SIGINT ends the drain at once\n"
     "  --check    check the options, the tenants file and the device, then exit\n"
     "             (0: ready to serve) without serving\n"
     "  --no-restart  serve in this process; by default a supervisor process holds the\n"
     "             listeners and starts a fresh server when a device fault leaves a GPU\n"
-    "             context the driver cannot rebuild in process\n"
+    "             context the driver cannot rebuild in process (the server ends with\n"
+    "             its supervisor, even killed)\n"
+    "  --lock-dir  where a server on a GPU locks it against a second server (default:\n"
+    "             the first --listen socket's folder, else /tmp)\n"
     "  REMORA_LOG=debug|info|warn|error sets the log level\n";
 
 std::string ExeDir() {
@@ -146,6 +152,18 @@ void HandleSignals(remora::server::Server* s, const sigset_t& set,
     deadline = Clock::now() + grace;
   }
   if (!why.empty()) {
+    // Work that cannot be stopped (a kernel on NVIDIA's driver, which has no way to end one)
+    // would hold the ending sessions, and so the process, for as long as it runs: past
+    // kForcedExit the process goes anyway, and with it its context and everything on it.
+    static constexpr auto kForcedExit = std::chrono::seconds(10);
+    std::thread([why] {
+      std::this_thread::sleep_for(kForcedExit);
+      server::Log(server::Level::kError, "server",
+                  {{"event", "exit_forced"},
+                   {"why", "work of the ended sessions was still running " +
+                               std::to_string(kForcedExit.count()) + " s after " + why}});
+      _exit(0);
+    }).detach();
     s->Drain();
     server::Log(server::Level::kWarn, "server",
                 {{"event", "ending_sessions"}, {"sessions", s->tenant_sessions()}, {"why", why}});
@@ -249,6 +267,8 @@ int main(int argc, char** argv) {
       opts.tls_key = v;
     } else if (Flag(argc, argv, i, "--scheduler", v)) {
       opts.scheduler = v;
+    } else if (Flag(argc, argv, i, "--lock-dir", v)) {
+      opts.lock_dir = v;
     } else if (Flag(argc, argv, i, "--emu-dir", v)) {
       opts.emu_dir = v;
     } else if (Flag(argc, argv, i, "--arena", v)) {

@@ -17,6 +17,34 @@ namespace remora::server {
 
 using transport::Deadline;
 
+namespace {
+
+// One server per GPU: the lock named by the GPU's UUID (device 0, the one Device::Open
+// takes), in opts.lock_dir. None for the emulated GPU, which is this process's own.
+Result<DeviceLock> LockDevice(const DriverTable& drv, const ServerOptions& opts) {
+  if (drv.emulated) return DeviceLock();
+  CUdevice dev = 0;
+  CUuuid uuid{};
+  if (drv.cuDeviceGet(&dev, 0) != CUDA_SUCCESS || drv.cuDeviceGetUuid(&uuid, dev) != CUDA_SUCCESS)
+    return DeviceLock();  // Device::Open reports why the device is unusable
+  std::string key = "gpu-";
+  for (unsigned char b : uuid.bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    key += kHex[b >> 4];
+    key += kHex[b & 15];
+  }
+  std::string dir = opts.lock_dir;
+  if (dir.empty() && !opts.unix_paths.empty()) {
+    const std::string& sock = opts.unix_paths.front();
+    const size_t slash = sock.rfind('/');
+    dir = slash == std::string::npos ? "." : slash == 0 ? "/" : sock.substr(0, slash);
+  }
+  if (dir.empty()) dir = "/tmp";
+  return DeviceLock::Acquire(dir, key);
+}
+
+}  // namespace
+
 Result<std::string> Server::Check(const ServerOptions& opts) {
   if (!opts.tenants_file.empty()) {
     auto book = TenantBook::Load(opts.tenants_file);
@@ -28,6 +56,7 @@ Result<std::string> Server::Check(const ServerOptions& opts) {
     return Error(err::kInvalidValue,
                  "--scheduler takes fair or fifo, not '" + opts.scheduler + "'");
   ASSIGN_OR_RETURN(auto drv, DriverTable::Load(opts.device, opts.emu_dir));
+  ASSIGN_OR_RETURN(DeviceLock lock, LockDevice(*drv, opts));
   ASSIGN_OR_RETURN(auto device, Device::Open(std::move(drv)));
   return device->info().name();
 }
@@ -36,6 +65,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto s = std::make_unique<Server>();
   s->opts_ = opts;
   ASSIGN_OR_RETURN(auto drv, DriverTable::Load(opts.device, opts.emu_dir));
+  ASSIGN_OR_RETURN(s->device_lock_, LockDevice(*drv, opts));
   ASSIGN_OR_RETURN(s->device_, Device::Open(std::move(drv)));
   s->ledger_ = std::make_unique<sched::MemoryLedger>(s->device_->usable_memory());
   std::unique_ptr<sched::DispatchQueue> order;

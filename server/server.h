@@ -22,6 +22,7 @@
 #include "server/pollers.h"
 #include "server/session.h"
 #include "server/tenants.h"
+#include "server/device_lock.h"
 #include "transport/channel.h"
 
 namespace remora::server {
@@ -44,6 +45,9 @@ struct ServerOptions {
   std::string tenants_file;
   double open_max_fraction = 0.5;
   sched::Priority open_max_priority = sched::Priority::kNormal;
+  // Where a server on a GPU takes its DeviceLock; "" for the first unix socket's
+  // folder, else /tmp. (The emulated GPU is the server's own: no lock.)
+  std::string lock_dir;
 };
 
 class Server {
@@ -130,6 +134,7 @@ class Server {
   static void OnDevicePrintf(void* user, CUstream stream, const char* text, size_t len);
 
   ServerOptions opts_;
+  DeviceLock device_lock_;  // outlives device_: released only once the context is gone
   std::unique_ptr<Device> device_;
   std::unique_ptr<sched::MemoryLedger> ledger_;
   ModuleCache modules_;

@@ -114,7 +114,9 @@ int Supervise(const std::function<int()>& worker) {
       return 1;
     }
     if (child == 0) {
-      (void)::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      // The worker ends with the supervisor, however it ends: SIGKILL, because a worker
+      // left behind would go on serving, and holding the GPU, beside a restarted server.
+      (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != self) ::_exit(1);  // the supervisor died before prctl
       // SIGINT, SIGTERM and SIGHUP stay blocked: one passed on before the worker
       // waits for them stays pending for it instead of killing it half started.

@@ -43,7 +43,8 @@ void ReleaseEndpoints(Endpoints& e);
 
 // Runs `worker` in a child process and starts another whenever one exits with
 // kExitDeviceLost (after a pause that grows while restarts come quickly).
-// SIGINT, SIGTERM and SIGHUP are passed on to the worker. Returns the exit
+// SIGINT, SIGTERM and SIGHUP are passed on to the worker; should the supervisor
+// die (even by SIGKILL), the kernel kills the worker. Returns the exit
 // status of the worker that ended for another reason (128 + signal if killed).
 // The calling process must not have started threads.
 int Supervise(const std::function<int()>& worker);

@@ -299,8 +299,15 @@ Result<int> ShmListener::Bind(const std::string& path) {
       return Error(err::kInvalidValue, "shm listen " + path + ": exists and is not a socket");
     UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (probe.valid() &&
-        ::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
-      return Error(err::kInitializationError, "shm listen " + path + ": a server is live there");
+        ::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      ucred who{};
+      socklen_t len = sizeof who;
+      const bool known = ::getsockopt(probe.get(), SOL_SOCKET, SO_PEERCRED, &who, &len) == 0;
+      return Error(err::kInitializationError,
+                   "shm listen " + path + ": a live server" +
+                       (known ? " (pid " + std::to_string(who.pid) + ")" : std::string()) +
+                       " accepts there; stop it first, or listen elsewhere");
+    }
     ::unlink(path.c_str());  // stale: nobody accepts on it
   }
   UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""tests/cuda/lifecycle_test.py - nothing outlives what it belongs to.
+
+On the emulated device, over one transport:
+  runaway   a tenant whose kernel never ends is SIGKILLed: the kernel stops (the
+            emulated GPU cancels it), the session closes with its memory freed,
+            and another tenant passes;
+  drain     SIGTERM with --grace-period 1 while such a tenant spins: the drain
+            ends at its grace period, the kernel is cancelled and the server
+            exits 0 without being forced;
+  forced    the same where kernels cannot be stopped (REMORA_EMU_CANCEL=off, as
+            on NVIDIA's driver): the server still exits, by force, saying why;
+  orphan    SIGKILL of the supervisor: its worker dies with it;
+  second    a second server on the same socket refuses to start, naming the
+            pid of the live one.
+Usage: lifecycle_test.py BINDIR PROGRAMS TRANSPORT [CASE...]
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import finish_server, start_server  # noqa: E402
+
+
+def wait_for(pred, seconds):
+    """Polls `pred` every 20 ms for up to `seconds`; returns its last value."""
+    deadline = time.time() + seconds
+    while True:
+        v = pred()
+        if v or time.time() > deadline:
+            return v
+        time.sleep(0.02)
+
+
+def log_text(log):
+    log.seek(0)
+    return log.read()
+
+
+def start_spinner(run, progs):
+    """A tenant whose kernel waits for a flag nobody sets; returns it once it spins."""
+    p = subprocess.Popen(run + [os.path.join(progs, "host_threads"), "-spin", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if "SPINNING" not in line:
+        p.kill()
+        raise RuntimeError("the spinning tenant did not start: " + line + p.stderr.read())
+    time.sleep(0.5)  # its kernel is on the device
+    return p
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for our purpose: it runs nothing and holds nothing.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def case_runaway(bindir, progs, transport, tmp):
+    proc, log, address = start_server(bindir, transport, tmp, [])
+    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
+    ok = True
+    spinner = start_spinner(run, progs)
+    spinner.send_signal(signal.SIGKILL)
+    spinner.wait()
+    text = wait_for(lambda: (lambda t: t if "event=closed" in t else None)(log_text(log)), 30)
+    if not text:
+        print("runaway: the killed tenant's session never closed (its kernel still runs?)")
+        ok = False
+    elif not re.search(r"kernel \S*WaitForFlag\S* cancelled", text):
+        print("runaway: the server's log does not say the kernel was cancelled")
+        ok = False
+    r = subprocess.run(run + [os.path.join(progs, "vector_add")], capture_output=True,
+                       text=True, timeout=300)
+    if r.returncode != 0 or "PASS" not in r.stdout:
+        print(f"runaway: a tenant after the cancelled one failed:\n{r.stdout}{r.stderr}")
+        ok = False
+    return finish_server(proc, log, ok, "lifecycle_test runaway")
+
+
+def case_drain(bindir, progs, transport, tmp, cancel):
+    env = None if cancel else {"REMORA_EMU_CANCEL": "off"}
+    proc, log, address = start_server(bindir, transport, tmp, ["--grace-period", "1"], env=env)
+    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
+    ok = True
+    spinner = start_spinner(run, progs)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = "still running after 60 s"
+    spinner.wait(timeout=30)
+    text = log_text(log)
+    who = "drain" if cancel else "forced"
+    if code != 0:
+        print(f"{who}: remora-server exited with {code}")
+        ok = False
+    if "the grace period of 1 s ran out" not in text:
+        print(f"{who}: the drain did not end at its grace period")
+        ok = False
+    forced = "event=exit_forced" in text
+    if cancel and (forced or "cancelled" not in text):
+        print("drain: the spinning kernel was not cancelled (forced exit: %s)" % forced)
+        ok = False
+    if not cancel and not forced:
+        print("forced: with kernels that cannot be stopped the exit was not forced")
+        ok = False
+    if not ok:
+        print("---- remora-server log ----\n" + text)
+    return 0 if ok else 1
+
+
+def case_orphan(bindir, progs, transport, tmp):
+    proc, log, address = start_server(bindir, transport, tmp, [])
+    ok = True
+    m = wait_for(lambda: re.search(r"event=worker_started pid=(\d+)", log_text(log)), 10)
+    if not m:
+        print("orphan: no worker_started line in the supervisor's log")
+        return finish_server(proc, log, False, "lifecycle_test orphan")
+    worker = int(m.group(1))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if wait_for(lambda: not alive(worker), 10) is False:
+        print(f"orphan: worker {worker} still runs 10 s after its supervisor was killed")
+        os.kill(worker, signal.SIGKILL)
+        ok = False
+    if not ok:
+        print("---- remora-server log ----\n" + log_text(log))
+    return 0 if ok else 1
+
+
+def case_second(bindir, progs, transport, tmp):
+    proc, log, address = start_server(bindir, "shm", tmp, [])
+    ok = True
+    sock = address[len("unix:"):]
+    r = subprocess.run([os.path.join(bindir, "remora-server"), "--device=emu", "--listen",
+                        "unix:" + sock], capture_output=True, text=True, timeout=60)
+    said = r.stdout + r.stderr
+    if r.returncode == 0 or f"pid {proc.pid}" not in said:
+        print(f"second: a second server on {sock} exited {r.returncode} saying:\n{said}")
+        ok = False
+    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
+    r = subprocess.run(run + [os.path.join(progs, "vector_add")], capture_output=True,
+                       text=True, timeout=300)
+    if r.returncode != 0 or "PASS" not in r.stdout:
+        print(f"second: the first server stopped serving:\n{r.stdout}{r.stderr}")
+        ok = False
+    return finish_server(proc, log, ok, "lifecycle_test second")
+
+
+def main():
+    bindir, progs, transport = sys.argv[1], sys.argv[2], sys.argv[3]
+    cases = sys.argv[4:] or ["runaway", "drain", "forced", "orphan", "second"]
+    failed = 0
+    for case in cases:
+        with tempfile.TemporaryDirectory(prefix=f"remora-{case}-") as tmp:
+            if case == "runaway":
+                rc = case_runaway(bindir, progs, transport, tmp)
+            elif case in ("drain", "forced"):
+                rc = case_drain(bindir, progs, transport, tmp, cancel=case == "drain")
+            elif case == "orphan":
+                rc = case_orphan(bindir, progs, transport, tmp)
+            else:
+                rc = case_second(bindir, progs, transport, tmp)
+        print(f"lifecycle_test {case}: {'PASS' if rc == 0 else 'FAIL'}")
+        failed += rc != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
