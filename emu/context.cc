@@ -93,6 +93,7 @@ void Context::TearDown(bool deactivate) {
   streams.clear();
   retired.clear();
   memory_->FreeAll();
+  heap_.Reset();
   if (!deactivate) return;
   std::lock_guard lock(mu_);
   error_.store(0, std::memory_order_release);
@@ -256,6 +257,20 @@ CUresult Context::StreamBusyTime(CUstream s, uint64_t* ns) {
   const Stream* st = ResolveLocked(s);
   if (st == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   *ns = st->busy_ns();
+  return CUDA_SUCCESS;
+}
+
+CUresult Context::SetLimit(CUlimit limit, size_t value) {
+  if (limit < 0 || limit >= CU_LIMIT_MAX || limit >= CU_LIMIT_SHMEM_SIZE)
+    return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) return CUDA_ERROR_INVALID_VALUE;
+  limits_[limit].store(value, std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+CUresult Context::GetLimit(CUlimit limit, size_t* value) const {
+  if (limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  *value = limits_[limit].load(std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
 

@@ -24,6 +24,7 @@
 
 #include <cuda.h>
 
+#include "emu/heap.h"
 #include "emu/memory.h"
 #include "emu/module.h"
 #include "emu/program_cache.h"
@@ -85,6 +86,14 @@ class Context {
   CUstream FaultStream() const;
 
   DeviceMemory& memory() { return *memory_; }
+  // Device-side malloc/free of this context's kernels.
+  Heap& heap() { return heap_; }
+  // The limits other than the heap's (cuCtxSetLimit / cuCtxGetLimit): recorded and read
+  // back, with a GPU's defaults. Errors: CUDA_ERROR_UNSUPPORTED_LIMIT for an unknown one,
+  // and for setting a read-only one; CUDA_ERROR_INVALID_VALUE for an L2 fetch granularity
+  // above 128.
+  CUresult SetLimit(CUlimit limit, size_t value);
+  CUresult GetLimit(CUlimit limit, size_t* value) const;
 
   // --- streams ----------------------------------------------------------------
   CUresult CreateStream(unsigned flags, int priority, CUstream* out);
@@ -162,6 +171,8 @@ class Context {
   void TearDown(bool deactivate);
 
   std::unique_ptr<DeviceMemory> memory_;
+  Heap heap_{*memory_};  // after memory_: gives its block back first
+  std::atomic<size_t> limits_[CU_LIMIT_MAX] = {1024, 1 << 20, 0, 2, 2048, 64, 0, 0, 0, 0};
   Progress progress_;
   // Non-zero while work must be skipped: the sticky error, or
   // CUDA_ERROR_CONTEXT_IS_DESTROYED during teardown.

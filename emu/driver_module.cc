@@ -272,6 +272,7 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
     cfg.memory = &ctx->memory();
     cfg.priority = priority;
     cfg.cancel = CurrentWorkCancelled();
+    cfg.heap = &ctx->heap();
     cfg.printf_sink = [sink = &out](std::string_view text) {
       std::lock_guard lock(sink->mu);
       sink->text.append(text);

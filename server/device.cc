@@ -9,8 +9,11 @@
 
 namespace remora::server {
 
-// Bytes kept back from tenants for the context itself (module images, stacks).
+// Bytes kept back from tenants for the context itself (module images, stacks, the heap).
 static constexpr uint64_t kContextReserve = 256ull << 20;
+// The heap of device-side malloc/new, one for every tenant of the context: eight times a
+// GPU's default, since one program's default would be shared by all of them.
+static constexpr uint64_t kDeviceHeap = 64ull << 20;
 
 Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   auto d = std::make_unique<Device>();
@@ -20,6 +23,8 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   RETURN_IF_ERROR(
       d->Check(t.cuDevicePrimaryCtxRetain(&d->ctx_, d->dev_), "cuDevicePrimaryCtxRetain"));
   RETURN_IF_ERROR(d->MakeCurrent());
+  if (const CUresult r = t.cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, kDeviceHeap); r != CUDA_SUCCESS)
+    Log(Level::kWarn, "device", {{"event", "heap_limit_refused"}, {"code", static_cast<int>(r)}});
 
   char name[256] = {};
   RETURN_IF_ERROR(d->Check(t.cuDeviceGetName(name, sizeof name, d->dev_), "cuDeviceGetName"));

@@ -95,9 +95,32 @@ std::mutex& PrintfMutex() {
   return mu;
 }
 
+// malloc(size) -> pointer, free(pointer), for every lane of the group in lane order.
+int CallHeap(Exec& x, const Inst& in, const CallSite& site, Builtin b) {
+  DeviceHeap* heap = x.L->cfg->heap;
+  if (heap == nullptr)
+    return FaultAt(x, err::kLaunchFailure, in, "device-side malloc/free: no device heap");
+  int fault = kNext;
+  ForLanes(x.mask, [&](int l) {
+    if (fault != kNext) return;
+    const uint64_t arg = Arg(x, l, site, 0);
+    if (b == Builtin::kMalloc) {
+      const uint64_t p = heap->Malloc(arg);
+      if (!site.rets.empty())
+        std::memcpy(FramePtr(x, l, x.lbase + site.rets[0].to), &p,
+                    std::min<uint32_t>(site.rets[0].size, 8));
+    } else if (!heap->Free(arg)) {
+      char what[96];
+      std::snprintf(what, sizeof what, "free of 0x%llx, not a block of the device heap",
+                    static_cast<unsigned long long>(arg));
+      fault = FaultAt(x, err::kLaunchFailure, in, what);
+    }
+  });
+  return fault;
+}
+
 int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, Builtin b) {
-  if (b == Builtin::kMalloc || b == Builtin::kFree)
-    return FaultAt(x, err::kLaunchFailure, in, "device-side malloc/free is not supported");
+  if (b == Builtin::kMalloc || b == Builtin::kFree) return CallHeap(x, in, site, b);
   uint32_t m = x.mask;
   while (m) {
     int l = std::countr_zero(m);

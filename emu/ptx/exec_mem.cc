@@ -287,7 +287,11 @@ ExecFn PickLdS(int n, int v, bool sext) {
         LDV(2, false)
       }
     case 4:
-      LDV(4, false)
+      if (sext) {
+        LDV(4, true)
+      } else {
+        LDV(4, false)
+      }
     case 8:
       LDV(8, false)
     default:
@@ -326,7 +330,9 @@ ExecFn PickStS(int n, int v) {
 ExecFn PickMem(const Inst& in, bool store) {
   int n = TySize(in.ty);
   if (n == 0 || n == 16 || in.ty == Ty::kPred) return nullptr;
-  bool sext = TyIsSigned(in.ty) && n < 4;
+  // Narrow signed values are held sign-extended; an s32 only when the register is 64-bit
+  // (ty2 = s64, set by the parser): PTX sign-extends a load into a wider register.
+  bool sext = TyIsSigned(in.ty) && (n < 4 || (n == 4 && in.ty2 == Ty::kS64));
   switch (in.space) {
     case Space::kGlobal:
       return store ? PickStS<Space::kGlobal>(n, in.vec) : PickLdS<Space::kGlobal>(n, in.vec, sext);

@@ -288,6 +288,15 @@ class Parser {
   Status ParseParamList(Function& f, std::vector<Function::Param>& out, bool in_frame);
   Status ParseBody(Function& f, uint32_t fidx);
   Status ParseRegDecl();
+  // Records the width of register `slot` as declared (the latest declaration wins: inline
+  // asm scopes reuse names).
+  void NoteWidth(uint32_t slot, Ty ty) {
+    if (slot_bytes_.size() <= slot) slot_bytes_.resize(slot + 1, 0);
+    slot_bytes_[slot] = uint8_t(TySize(ty));
+  }
+  uint32_t SlotBytes(uint32_t slot) const {
+    return slot < slot_bytes_.size() ? slot_bytes_[slot] : 0;
+  }
   Status ParseInstruction(Function& f, uint32_t fidx);
   Status ParseOperand(RawOp* op);
 
@@ -338,6 +347,7 @@ class Parser {
 
   // Per-function state.
   std::unordered_map<std::string, uint32_t> regs_;
+  std::vector<uint8_t> slot_bytes_;  // declared width of each register slot of the function
   std::vector<FrameSym> frame_syms_;
   uint64_t static_bytes_ = 0;  // defined .global/.const bytes of the whole program
   std::vector<size_t> scope_marks_;
@@ -871,10 +881,15 @@ Status Parser::ParseRegDecl() {
       for (int64_t k = 0; k < cnt; ++k) {
         std::string rn = n + std::to_string(k);
         if (!regs_.count(rn)) regs_[rn] = cur_->nregs++;
+        NoteWidth(regs_[rn], ty);
       }
-    } else if (!regs_.count(n)) {
-      if (cur_->nregs >= kMaxRegisters) return Err("a function declares more than 65536 registers");
-      regs_[n] = cur_->nregs++;
+    } else {
+      if (!regs_.count(n)) {
+        if (cur_->nregs >= kMaxRegisters)
+          return Err("a function declares more than 65536 registers");
+        regs_[n] = cur_->nregs++;
+      }
+      NoteWidth(regs_[n], ty);
     }
     if (!IsP(",")) break;
     Next();
@@ -884,6 +899,7 @@ Status Parser::ParseRegDecl() {
 
 Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   regs_.clear();
+  slot_bytes_.clear();
   frame_syms_.clear();
   scope_marks_.clear();
   labels_.clear();
@@ -1346,6 +1362,9 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
       } else {
         RETURN_IF_ERROR(dst(0));
       }
+      if (!is_st && in.op != Op::kAtom && in.ty == Ty::kS32 && in.d[0] != kNoReg &&
+          SlotBytes(in.d[0]) == 8)
+        in.ty2 = Ty::kS64;  // ld.s32 into a 64-bit register sign-extends
       break;
     }
     case Shape::Var:

@@ -87,6 +87,19 @@ class AddressSpace {
   virtual bool Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const = 0;
 };
 
+// The device-side heap behind malloc/free (and new/delete, which call them) in kernels.
+// Implementations are thread-safe: every lane of every block may call at once.
+class DeviceHeap {
+ public:
+  virtual ~DeviceHeap() = default;
+  // A 16-byte aligned block of `bytes` in device memory, or 0 when the heap cannot hold it
+  // (CUDA's malloc returns NULL then; so does a request for 0 bytes).
+  virtual uint64_t Malloc(uint64_t bytes) = 0;
+  // Frees a block Malloc returned; 0 is ignored. Returns false for any other address
+  // (not a live block of this heap).
+  virtual bool Free(uint64_t addr) = 0;
+};
+
 struct LaunchConfig {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
@@ -107,6 +120,8 @@ struct LaunchConfig {
   // When set and it turns true, the launch stops: no block starts, and running warps stop
   // within a few thousand instructions each. Launch then returns kLaunchTimeout ("cancelled").
   const std::atomic<bool>* cancel = nullptr;
+  // Device-side malloc/free; without one a call to either is kLaunchFailure.
+  DeviceHeap* heap = nullptr;
 };
 
 // Writes the address-valued initialisers of `program`'s globals (`.global .u64

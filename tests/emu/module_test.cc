@@ -449,6 +449,73 @@ TEST_F(EmuKernels, DeviceAssertAndTrapAreStickyWithTheirOwnCodes) {
   mod_ = nullptr;  // unloaded by the resets
 }
 
+TEST_F(EmuKernels, DeviceNewAndDeleteServeEveryThreadAndBlocksOutliveTheirKernel) {
+  constexpr int kBlocks = 8, kThreads = 64, kN = 100;
+  CUdeviceptr sums, ptrs;
+  ASSERT_EQ(api.cuMemAlloc(&sums, kBlocks * kThreads * 8), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&ptrs, kBlocks * kThreads * 8), CUDA_SUCCESS);
+  int n = kN;
+  void* args[] = {&n, &sums, &ptrs};
+  // Twice: what the first launch deleted is there for the second.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(api.cuLaunchKernel(Fn("heapNeighbours"), kBlocks, 1, 1, kThreads, 1, 1, 0, nullptr,
+                                 args, nullptr),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+    std::vector<long long> got(kBlocks * kThreads);
+    ASSERT_EQ(api.cuMemcpyDtoH(got.data(), sums, got.size() * 8), CUDA_SUCCESS);
+    for (int t = 0; t < kBlocks * kThreads; ++t) {
+      const long long other = t / kThreads * kThreads + (t % kThreads + 1) % kThreads;
+      ASSERT_EQ(got[t], kN * other + kN * (kN - 1) / 2) << "thread " << t << " round " << round;
+    }
+  }
+  // A block malloc'd by one kernel is freed by another; a request past the heap gets null.
+  CUdeviceptr out;
+  ASSERT_EQ(api.cuMemAlloc(&out, 8), CUDA_SUCCESS);
+  size_t heap = 0;
+  ASSERT_EQ(api.cuCtxGetLimit(&heap, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+  EXPECT_EQ(heap, 8u << 20);  // CUDA's default
+  EXPECT_EQ(api.cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 16u << 20), CUDA_ERROR_INVALID_VALUE)
+      << "the heap is in use: its size is fixed";
+  for (unsigned long long bytes : {9ull << 20, 1000ull}) {
+    void* margs[] = {&bytes, &out};
+    ASSERT_EQ(api.cuLaunchKernel(Fn("heapMalloc"), 1, 1, 1, 1, 1, 1, 0, nullptr, margs, nullptr),
+              CUDA_SUCCESS);
+    unsigned long long p = 1;
+    ASSERT_EQ(api.cuMemcpyDtoH(&p, out, 8), CUDA_SUCCESS);
+    if (bytes > heap) {
+      EXPECT_EQ(p, 0u) << "past the heap: null, as CUDA's malloc";
+      continue;
+    }
+    EXPECT_NE(p, 0u);
+    EXPECT_EQ(p % 16, 0u);
+    void* fargs[] = {&p};
+    ASSERT_EQ(api.cuLaunchKernel(Fn("heapFree"), 1, 1, 1, 1, 1, 1, 0, nullptr, fargs, nullptr),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+    // Freeing it again is not a block of the heap: a launch failure, as a GPU's trap.
+    ASSERT_EQ(api.cuLaunchKernel(Fn("heapFree"), 1, 1, 1, 1, 1, 1, 0, nullptr, fargs, nullptr),
+              CUDA_SUCCESS);
+    EXPECT_EQ(api.cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
+    ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+    mod_ = nullptr;  // unloaded by the reset
+    return;
+  }
+}
+
+TEST_F(EmuKernels, LimitsReadBackWithAGpusDefaults) {
+  size_t v = 0;
+  ASSERT_EQ(api.cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+  EXPECT_EQ(v, 1024u);
+  ASSERT_EQ(api.cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 4u << 20), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxGetLimit(&v, CU_LIMIT_PRINTF_FIFO_SIZE), CUDA_SUCCESS);
+  EXPECT_EQ(v, 4u << 20);
+  EXPECT_EQ(api.cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 256), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuCtxSetLimit(CU_LIMIT_SHMEM_SIZE, 1), CUDA_ERROR_UNSUPPORTED_LIMIT);
+  EXPECT_EQ(api.cuCtxGetLimit(&v, CU_LIMIT_MAX), CUDA_ERROR_UNSUPPORTED_LIMIT);
+  EXPECT_EQ(api.cuCtxGetLimit(nullptr, CU_LIMIT_STACK_SIZE), CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_F(EmuModule, LinkerResolvesExternsAcrossRdcUnits) {
   const std::string lib = ReadFile(REMORA_EMU_DATA "/rdc_lib.ptx");
   const std::string main = ReadFile(REMORA_EMU_DATA "/rdc_main.ptx");

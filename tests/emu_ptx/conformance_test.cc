@@ -255,6 +255,31 @@ TEST_P(Conformance, NarrowValuesWidenedIntoSums) {
   EXPECT_EQ(*o64, want64);
 }
 
+TEST_P(Conformance, SignedLoadsIntoWideRegistersSignExtend) {
+  struct Cell {
+    int32_t value;
+    int16_t half;
+    int8_t byte;
+    const Cell* next;
+  };
+  const int n = 300;
+  Cell* cells = mem.Alloc<Cell>(n);
+  int64_t want[3] = {0, 0, 0};
+  for (int i = 0; i < n; ++i) {
+    cells[i] = {int32_t(rng()), int16_t(rng()), int8_t(rng()), i + 1 < n ? &cells[i + 1] : nullptr};
+    want[0] += cells[i].value;
+    want[1] += cells[i].half;
+    want[2] += cells[i].byte;
+  }
+  int64_t* out = mem.Alloc<int64_t>(3);
+  Status s = RunKernel(
+      Prog(), "listSum", {1}, {1}, [&](Params& p) { p.Add(cells).Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0], want[0]) << "s32";
+  EXPECT_EQ(out[1], want[1]) << "s16";
+  EXPECT_EQ(out[2], want[2]) << "s8";
+}
+
 INSTANTIATE_TEST_SUITE_P(Arch, Conformance, ::testing::Values("conformance", "conformance_90"),
                          [](const auto& info) {
                            return std::string(info.param) == "conformance" ? "compute75"

@@ -42,3 +42,32 @@ extern "C" __global__ void checkPositive(int v) { assert(v > 0); }
 extern "C" __global__ void trapIf(int v) {
   if (v != 0) __trap();
 }
+
+// Device-side heap: each thread news an array of `n` ints, fills it with its id, publishes the
+// pointer; after a barrier each thread reads its neighbour's array, then deletes its own.
+// sums[t] = the neighbour's sum, or -1 if new returned null.
+extern "C" __global__ void heapNeighbours(int n, long long* sums, unsigned long long* ptrs) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int* mine = new int[n];
+  ptrs[t] = reinterpret_cast<unsigned long long>(mine);
+  if (mine != nullptr)
+    for (int i = 0; i < n; ++i) mine[i] = t + i;
+  __syncthreads();
+  const int other = blockIdx.x * blockDim.x + (threadIdx.x + 1) % blockDim.x;
+  const int* theirs = reinterpret_cast<const int*>(ptrs[other]);
+  long long s = -1;
+  if (theirs != nullptr) {
+    s = 0;
+    for (int i = 0; i < n; ++i) s += theirs[i];
+  }
+  sums[t] = s;
+  __syncthreads();
+  delete[] mine;
+}
+
+// malloc(bytes) once, writing the pointer (0 when the heap cannot hold it); free(p) of what
+// an earlier launch got.
+extern "C" __global__ void heapMalloc(unsigned long long bytes, unsigned long long* out) {
+  *out = reinterpret_cast<unsigned long long>(malloc(bytes));
+}
+extern "C" __global__ void heapFree(unsigned long long p) { free(reinterpret_cast<void*>(p)); }

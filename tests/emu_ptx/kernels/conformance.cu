@@ -190,3 +190,23 @@ extern "C" __global__ void widenSum(const signed char* a, const short* b, int* o
     atomicAdd(reinterpret_cast<unsigned long long*>(out64), static_cast<unsigned long long>(s64));
   }
 }
+
+// Signed loads straight into 64-bit registers (nvcc emits ld.s32 %rd for a list walk): a list of
+// cells summed as long long, and the same cells' 8- and 16-bit fields.
+struct Cell {
+  int value;
+  short half;
+  signed char byte;
+  const Cell* next;
+};
+extern "C" __global__ void listSum(const Cell* head, long long* out) {
+  long long s = 0, h = 0, b = 0;
+  for (const Cell* p = head; p != nullptr; p = p->next) {
+    s += p->value;
+    h += p->half;
+    b += p->byte;
+  }
+  out[0] = s;
+  out[1] = h;
+  out[2] = b;
+}
