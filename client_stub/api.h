@@ -54,6 +54,15 @@ cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const voi
 cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
                                                      size_t offset, enum cudaMemcpyKind kind,
                                                      cudaStream_t stream);
+cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream);
+cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream);
+cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
+                                                   cudaStream_t stream);
+cudaError_t CUDARTAPI cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID attr,
+                                                  const cudaStreamAttrValue* value);
+cudaError_t CUDARTAPI cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID attr,
+                                                  cudaStreamAttrValue* value_out);
+cudaError_t CUDARTAPI cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src);
 cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream);
 cudaError_t CUDARTAPI cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
