@@ -234,6 +234,13 @@ cudaError_t cudaFree(void* devPtr) {
   return Ret(e);
 }
 
+// A host-side constructor: no array or texture is made (those are refused), but programs call
+// it to describe one before they ask.
+struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
+                                                   enum cudaChannelFormatKind f) {
+  return cudaChannelFormatDesc{x, y, z, w, f};
+}
+
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
   return AllocHost(ptr, size, cudaHostAllocDefault);
 }

@@ -1,8 +1,11 @@
 #!/bin/sh
 # tests/client_stub/check_exports.sh - the stub's dynamic symbols: soname, versions, names.
-# Usage: check_exports.sh path/to/libcudart.so.13
+# Usage: check_exports.sh path/to/libcudart.so.13 [NVIDIA's libcudart.so.13]
+# With NVIDIA's library, every cuda* entry point it exports must be exported too (forwarded,
+# or refused by name: cudart_refused.def), so a program linked against it loads.
 set -eu
 lib="$1"
+nvidia="${2:-}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 readelf -d "$lib" | grep -q 'SONAME.*\[libcudart\.so\.13\]' || fail "soname is not libcudart.so.13"
@@ -24,6 +27,12 @@ for sym in __cudaRegisterFatBinary __cudaRegisterFunction __cudaPushCallConfigur
            cudaFuncGetName cudaGetDriverEntryPoint cudaDeviceGetCacheConfig; do
   echo "$defined" | grep -q " $sym\$" || fail "missing export $sym"
 done
+if [ -n "$nvidia" ] && [ -f "$nvidia" ]; then
+  theirs=$(nm -D --defined-only "$nvidia" | awk '{print $3}' | sed 's/@.*//' | grep '^cuda' | sort -u)
+  ours=$(echo "$defined" | awk '{print $2}' | sort -u)
+  missing=$(printf '%s\n' "$theirs" | grep -vxF "$ours" || true)
+  [ -z "$missing" ] || fail "NVIDIA's entry points missing (regenerate cudart_refused.def): $missing"
+fi
 # One client core per process: libcudart.so.13 uses libremora_client.so (beside it) and carries
 # no copy of the connection or of the generated wire messages, so later stub libraries
 # (cuBLAS, cuDNN) share its session, connection and pointer table.

@@ -1,0 +1,67 @@
+// tests/client_stub/refused_test.cc - what the stub runtime does not forward is refused by name.
+//
+// Loads the stub libcudart.so.13 as a program would (no server: none of these calls needs
+// one) and calls entry points of cudart_refused.def, and the host-side constructor
+// cudaCreateChannelDesc, which is answered in process.
+#include <dlfcn.h>
+#include <driver_types.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+class Refused : public ::testing::Test {
+ protected:
+  static void* Lib() {
+    static void* lib = dlopen(REMORA_STUB_CUDART, RTLD_NOW | RTLD_LOCAL);
+    return lib;
+  }
+  template <class Fn>
+  Fn Sym(const char* name) {
+    EXPECT_NE(Lib(), nullptr) << dlerror();
+    void* p = Lib() ? dlsym(Lib(), name) : nullptr;
+    EXPECT_NE(p, nullptr) << name;
+    return reinterpret_cast<Fn>(p);
+  }
+};
+
+TEST_F(Refused, AGraphCallIsNotSupportedAndBecomesTheLastError) {
+  auto create = Sym<cudaError_t (*)(void**, unsigned)>("cudaGraphCreate");
+  auto last = Sym<cudaError_t (*)()>("cudaGetLastError");
+  ASSERT_TRUE(create && last);
+  void* graph = nullptr;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(create(&graph, 0), cudaErrorNotSupported);
+  EXPECT_EQ(create(&graph, 0), cudaErrorNotSupported);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("cudaGraphCreate"), std::string::npos) << said;
+  EXPECT_EQ(said.find("cudaGraphCreate", said.find("cudaGraphCreate") + 1), std::string::npos)
+      << "said once per entry point: " << said;
+  EXPECT_EQ(last(), cudaErrorNotSupported);
+  EXPECT_EQ(last(), cudaSuccess);
+}
+
+TEST_F(Refused, TexturesAndCooperativeLaunchAreRefusedToo) {
+  for (const char* name :
+       {"cudaCreateTextureObject", "cudaMallocArray", "cudaLaunchCooperativeKernel",
+        "cudaIpcGetMemHandle", "cudaGraphLaunch"}) {
+    auto fn = Sym<cudaError_t (*)()>(name);
+    ASSERT_TRUE(fn) << name;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(fn(), cudaErrorNotSupported) << name;
+    (void)testing::internal::GetCapturedStderr();
+  }
+}
+
+TEST_F(Refused, ChannelDescriptorsAreMadeInProcess) {
+  auto make = Sym<cudaChannelFormatDesc (*)(int, int, int, int, cudaChannelFormatKind)>(
+      "cudaCreateChannelDesc");
+  ASSERT_TRUE(make);
+  const cudaChannelFormatDesc d = make(32, 8, 0, 0, cudaChannelFormatKindFloat);
+  EXPECT_EQ(d.x, 32);
+  EXPECT_EQ(d.y, 8);
+  EXPECT_EQ(d.z, 0);
+  EXPECT_EQ(d.w, 0);
+  EXPECT_EQ(d.f, cudaChannelFormatKindFloat);
+}
+
+}  // namespace
