@@ -50,6 +50,7 @@ enum class Ty : uint8_t {
   kBF16x2,
   kF32,
   kF64,
+  kTF32,  // an f32 whose low 13 mantissa bits are ignored (cvt.rna.tf32.f32, mma/wmma .tf32)
 };
 const char* TyName(Ty t);
 inline int TySize(Ty t) {
@@ -72,6 +73,7 @@ inline int TySize(Ty t) {
     case Ty::kF32:
     case Ty::kF16x2:
     case Ty::kBF16x2:
+    case Ty::kTF32:
       return 4;
     case Ty::kB64:
     case Ty::kU64:
@@ -94,8 +96,9 @@ inline bool TyIsFloat(Ty t) {
 
 enum class Space : uint8_t { kGeneric, kGlobal, kShared, kLocal, kConst, kParam };
 
-// Rounding modifier; the *i forms round to an integral value.
-enum class Rnd : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi };
+// Rounding modifier; the *i forms round to an integral value, kRna is nearest with ties away
+// from zero (cvt to .tf32 only).
+enum class Rnd : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi, kRna };
 
 enum class Cmp : uint8_t {
   kNone,

@@ -75,6 +75,7 @@ constexpr ModRow kMods[] = {
     {"bf16x2", ModKind::kType, uint8_t(Ty::kBF16x2)},
     {"f32", ModKind::kType, uint8_t(Ty::kF32)},
     {"f64", ModKind::kType, uint8_t(Ty::kF64)},
+    {"tf32", ModKind::kType, uint8_t(Ty::kTF32)},
     {"rn", ModKind::kRnd, uint8_t(Rnd::kRn)},
     {"rz", ModKind::kRnd, uint8_t(Rnd::kRz)},
     {"rm", ModKind::kRnd, uint8_t(Rnd::kRm)},
@@ -83,6 +84,7 @@ constexpr ModRow kMods[] = {
     {"rzi", ModKind::kRnd, uint8_t(Rnd::kRzi)},
     {"rmi", ModKind::kRnd, uint8_t(Rnd::kRmi)},
     {"rpi", ModKind::kRnd, uint8_t(Rnd::kRpi)},
+    {"rna", ModKind::kRnd, uint8_t(Rnd::kRna)},
     {"ftz", ModKind::kFlag, 0},
     {"sat", ModKind::kFlag, 1},
     {"approx", ModKind::kFlag, 2},
@@ -1440,6 +1442,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   }
   SelectFn sel = FindSelect(in.op);
   in.fn = sel ? sel(in) : nullptr;
+  if (in.rnd == Rnd::kRna && in.op != Op::kCvt) in.fn = nullptr;  // .rna is cvt's alone
   if (!in.fn) in.fn = &exec_unimplemented;
   return OkStatus();
 }
