@@ -263,6 +263,28 @@ struct CallSite {
   std::vector<Copy> rets;  // callee frame -> caller frame
 };
 
+// A warp-level matrix instruction (mma, ldmatrix, movmatrix, wmma.load/store/mma), decoded once
+// at load: its form and its register operands, which outnumber Inst's d[]/a[] slots. The Inst
+// names it by index (Inst::target into ProgramImpl::matrix); wmma's address is the Inst's own
+// (base, off, symkind, space) and its stride is Inst::a[0]. exec_mma.cc executes it.
+struct MatrixOp {
+  enum Kind : uint8_t { kMma, kLdmatrix, kMovmatrix, kWmmaLoad, kWmmaStore, kWmmaMma };
+  static constexpr int kMaxRegs = 8;
+  Kind kind = kMma;
+  bool supported = true;  // false: a form decoded but not implemented (refused when reached)
+  bool row_a = true;      // .row layout of A (mma/wmma.mma), or of the wmma.load/store matrix
+  bool row_b = false;     // .row layout of B (mma/wmma.mma)
+  bool satfinite = false;
+  bool trans = false;  // ldmatrix/movmatrix .trans
+  char frag = 0;       // wmma.load/store: 'a', 'b', 'c' or 'd'
+  uint8_t m = 0, n = 0, k = 0;
+  uint8_t num = 0;                                                    // ldmatrix .x1/.x2/.x4
+  Ty ta = Ty::kNone, tb = Ty::kNone, tc = Ty::kNone, td = Ty::kNone;  // element types
+  Rnd rnd = Rnd::kNone;
+  uint8_t nd = 0, na = 0, nb = 0, nc = 0;  // register counts; wmma.load/store use d only
+  uint32_t d[kMaxRegs], a[kMaxRegs], b[kMaxRegs], c[kMaxRegs];  // register slots
+};
+
 enum class Builtin : uint8_t { kNone, kVprintf, kAssertfail, kMalloc, kFree };
 
 struct Function {
@@ -307,7 +329,8 @@ class ProgramImpl {
   std::vector<uint64_t> consts;        // constant pool: nconst * 32 lanes
   std::vector<Function> funcs;
   std::vector<CallSite> calls;
-  std::vector<Global> globals;  // .global and .const only
+  std::vector<MatrixOp> matrix;  // operands of the warp-level matrix instructions
+  std::vector<Global> globals;   // .global and .const only
   std::vector<KernelInfo> kernels;
   std::vector<GlobalInfo> global_info;
   std::vector<uint32_t> kernel_func;  // kernel index -> function index
