@@ -194,6 +194,14 @@ inline uint64_t UniformBase(const Exec& x, const Inst& in) {
   }
 }
 
+// Host pointer for `size` bytes at `addr` in space `s` (global, shared or generic), checked as
+// ld/st check theirs; nullptr after raising an illegal-address fault naming lane `lane`.
+uint8_t* ResolveAddress(Exec& x, const Inst& in, int lane, Space s, uint64_t addr, uint32_t size);
+
+// Returns true if a collective over `members` may run now with x.mask; otherwise parks the
+// group at this instruction until the other members arrive (the caller returns kRepick).
+bool Converged(Exec& x, uint32_t members);
+
 // Select functions, one per ops.def row: return the exec function for a decoded
 // instruction's types and modifiers, or nullptr if that form is not implemented.
 #define PTX_OP(id, Name, mnemonic, shape, section) ExecFn select_##Name(Inst& in);

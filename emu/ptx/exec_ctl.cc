@@ -183,8 +183,8 @@ int Call(Exec& x, const Inst& in) {
   return kRepick;
 }
 
-// Returns true if a collective over `members` may run now with x.mask; otherwise parks the
-// group at this instruction until the other members arrive.
+}  // namespace
+
 bool Converged(Exec& x, uint32_t members) {
   Warp& w = *x.w;
   uint32_t live = 0;
@@ -198,6 +198,8 @@ bool Converged(Exec& x, uint32_t members) {
   });
   return false;
 }
+
+namespace {
 
 uint32_t FirstValue(const Exec& x, uint32_t slot) {
   return uint32_t(Src(x, slot)[std::countr_zero(x.mask)]);

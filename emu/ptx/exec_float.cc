@@ -536,8 +536,30 @@ ExecFn select_Testp(Inst&) {
   return nullptr;
 }
 
+namespace {
+
+// cvt.rna.tf32.f32: the f32 rounded to .tf32's 10 mantissa bits (the low 13 bits cleared).
+int CvtRnaTf32(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  ForLanes(x.mask, [&](int l) {
+    uint32_t u = uint32_t(a[l]);
+    // Adding half of the dropped range to the magnitude rounds ties away from zero; a NaN
+    // could lose its payload bits that way, so it becomes the canonical NaN.
+    d[l] = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fffffffu : (u + 0x1000u) & 0xffffe000u;
+  });
+  return kNext;
+}
+
+}  // namespace
+
 ExecFn select_Cvt(Inst& in) {
   if (in.ty == Ty::kNone || in.ty2 == Ty::kNone) return nullptr;
+  if (in.ty == Ty::kTF32) {  // only cvt.rna.tf32.f32 (no .satfinite, .rn, .rz forms yet)
+    bool plain = !(in.flags & (kFlagSat | kFlagFtz | kFlagRelu));
+    return plain && in.ty2 == Ty::kF32 && in.rnd == Rnd::kRna ? &CvtRnaTf32 : nullptr;
+  }
+  if (in.ty2 == Ty::kTF32 || in.rnd == Rnd::kRna) return nullptr;
   if (in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2) return select_cvt_pack2(in);
   if (in.ty2 == Ty::kF16x2 || in.ty2 == Ty::kBF16x2 || in.ty == Ty::kPred || in.ty2 == Ty::kPred)
     return nullptr;

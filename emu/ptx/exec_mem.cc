@@ -603,6 +603,20 @@ ExecFn select_Isspacep(Inst&) {
 
 namespace remora::emu::ptx {
 
+uint8_t* ResolveAddress(Exec& x, const Inst& in, int lane, Space s, uint64_t addr, uint32_t size) {
+  switch (s) {
+    case Space::kGlobal:
+      return Resolve<Space::kGlobal>(x, in, lane, addr, size);
+    case Space::kShared:
+      return Resolve<Space::kShared>(x, in, lane, addr, size);
+    case Space::kGeneric:
+      return Resolve<Space::kGeneric>(x, in, lane, addr, size);
+    default:
+      AddressFault(x, in, lane, addr, size, s);
+      return nullptr;
+  }
+}
+
 // Checked reads for builtins (vprintf, __assertfail): generic addresses, byte granular.
 bool ReadGeneric(Exec& x, const Inst& in, int lane, uint64_t addr, void* dst, size_t n) {
   uint8_t* p = Resolve<Space::kGeneric>(x, in, lane, addr, uint32_t(n));

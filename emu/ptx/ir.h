@@ -50,6 +50,7 @@ enum class Ty : uint8_t {
   kBF16x2,
   kF32,
   kF64,
+  kTF32,  // an f32 whose low 13 mantissa bits are ignored (cvt.rna.tf32.f32, mma/wmma .tf32)
 };
 const char* TyName(Ty t);
 inline int TySize(Ty t) {
@@ -72,6 +73,7 @@ inline int TySize(Ty t) {
     case Ty::kF32:
     case Ty::kF16x2:
     case Ty::kBF16x2:
+    case Ty::kTF32:
       return 4;
     case Ty::kB64:
     case Ty::kU64:
@@ -94,8 +96,9 @@ inline bool TyIsFloat(Ty t) {
 
 enum class Space : uint8_t { kGeneric, kGlobal, kShared, kLocal, kConst, kParam };
 
-// Rounding modifier; the *i forms round to an integral value.
-enum class Rnd : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi };
+// Rounding modifier; the *i forms round to an integral value, kRna is nearest with ties away
+// from zero (cvt to .tf32 only).
+enum class Rnd : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi, kRna };
 
 enum class Cmp : uint8_t {
   kNone,
@@ -260,6 +263,28 @@ struct CallSite {
   std::vector<Copy> rets;  // callee frame -> caller frame
 };
 
+// A warp-level matrix instruction (mma, ldmatrix, movmatrix, wmma.load/store/mma), decoded once
+// at load: its form and its register operands, which outnumber Inst's d[]/a[] slots. The Inst
+// names it by index (Inst::target into ProgramImpl::matrix); wmma's address is the Inst's own
+// (base, off, symkind, space) and its stride is Inst::a[0]. exec_mma.cc executes it.
+struct MatrixOp {
+  enum Kind : uint8_t { kMma, kLdmatrix, kMovmatrix, kWmmaLoad, kWmmaStore, kWmmaMma };
+  static constexpr int kMaxRegs = 8;
+  Kind kind = kMma;
+  bool supported = true;  // false: a form decoded but not implemented (refused when reached)
+  bool row_a = true;      // .row layout of A (mma/wmma.mma), or of the wmma.load/store matrix
+  bool row_b = false;     // .row layout of B (mma/wmma.mma)
+  bool satfinite = false;
+  bool trans = false;  // ldmatrix/movmatrix .trans
+  char frag = 0;       // wmma.load/store: 'a', 'b', 'c' or 'd'
+  uint8_t m = 0, n = 0, k = 0;
+  uint8_t num = 0;                                                    // ldmatrix .x1/.x2/.x4
+  Ty ta = Ty::kNone, tb = Ty::kNone, tc = Ty::kNone, td = Ty::kNone;  // element types
+  Rnd rnd = Rnd::kNone;
+  uint8_t nd = 0, na = 0, nb = 0, nc = 0;  // register counts; wmma.load/store use d only
+  uint32_t d[kMaxRegs], a[kMaxRegs], b[kMaxRegs], c[kMaxRegs];  // register slots
+};
+
 enum class Builtin : uint8_t { kNone, kVprintf, kAssertfail, kMalloc, kFree };
 
 struct Function {
@@ -304,7 +329,8 @@ class ProgramImpl {
   std::vector<uint64_t> consts;        // constant pool: nconst * 32 lanes
   std::vector<Function> funcs;
   std::vector<CallSite> calls;
-  std::vector<Global> globals;  // .global and .const only
+  std::vector<MatrixOp> matrix;  // operands of the warp-level matrix instructions
+  std::vector<Global> globals;   // .global and .const only
   std::vector<KernelInfo> kernels;
   std::vector<GlobalInfo> global_info;
   std::vector<uint32_t> kernel_func;  // kernel index -> function index

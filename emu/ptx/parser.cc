@@ -10,6 +10,7 @@
 #include "emu/ptx/exec.h"
 #include "emu/ptx/ir.h"
 #include "emu/ptx/lexer.h"
+#include "emu/ptx/matrix.h"
 
 namespace remora::emu::ptx {
 namespace {
@@ -75,6 +76,7 @@ constexpr ModRow kMods[] = {
     {"bf16x2", ModKind::kType, uint8_t(Ty::kBF16x2)},
     {"f32", ModKind::kType, uint8_t(Ty::kF32)},
     {"f64", ModKind::kType, uint8_t(Ty::kF64)},
+    {"tf32", ModKind::kType, uint8_t(Ty::kTF32)},
     {"rn", ModKind::kRnd, uint8_t(Rnd::kRn)},
     {"rz", ModKind::kRnd, uint8_t(Rnd::kRz)},
     {"rm", ModKind::kRnd, uint8_t(Rnd::kRm)},
@@ -83,6 +85,7 @@ constexpr ModRow kMods[] = {
     {"rzi", ModKind::kRnd, uint8_t(Rnd::kRzi)},
     {"rmi", ModKind::kRnd, uint8_t(Rnd::kRmi)},
     {"rpi", ModKind::kRnd, uint8_t(Rnd::kRpi)},
+    {"rna", ModKind::kRnd, uint8_t(Rnd::kRna)},
     {"ftz", ModKind::kFlag, 0},
     {"sat", ModKind::kFlag, 1},
     {"approx", ModKind::kFlag, 2},
@@ -310,6 +313,8 @@ class Parser {
   Status Decode(Function& f, uint32_t fidx, const std::string& mnemonic, std::vector<RawOp>& ops,
                 Inst& in);
   Status DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool tail_list);
+  Status DecodeMatrix(const std::string& mnemonic, std::string_view mods, std::vector<RawOp>& ops,
+                      Inst& in);
 
   uint32_t LookupGlobal(const std::string& name) const {
     auto it = scope().globals.find(name);
@@ -1173,6 +1178,9 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   const OpRow* row = FindOp(base);
   if (!row) return Err("unknown instruction '" + std::string(base) + "'");
   in.op = row->op;
+  if (in.op == Op::kMma || in.op == Op::kLdmatrix || in.op == Op::kMovmatrix || in.op == Op::kWmma)
+    return DecodeMatrix(mnemonic, dot == std::string_view::npos ? "" : rest.substr(dot + 1), ops,
+                        in);
   bool is_cmp_op = in.op == Op::kSetp || in.op == Op::kSet;
   std::vector<Ty> types;
   rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
@@ -1440,6 +1448,78 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   }
   SelectFn sel = FindSelect(in.op);
   in.fn = sel ? sel(in) : nullptr;
+  if (in.rnd == Rnd::kRna && in.op != Op::kCvt) in.fn = nullptr;  // .rna is cvt's alone
+  if (!in.fn) in.fn = &exec_unimplemented;
+  return OkStatus();
+}
+
+// mma, ldmatrix, movmatrix and wmma.*: DecodeMatrixForm reads the modifiers; the register
+// vectors go to a MatrixOp of P.matrix (in.target). A form it does not implement is refused
+// when reached, without its operands being looked at: they differ between forms (.sp, block
+// scaling) and a module using one elsewhere must still load.
+Status Parser::DecodeMatrix(const std::string& mnemonic, std::string_view mods,
+                            std::vector<RawOp>& ops, Inst& in) {
+  MatrixOp m;
+  DecodeMatrixForm(in.op, mods, &m, &in.space);
+  // A vector operand of `count` registers (a lone register where count is 1: movmatrix).
+  auto regs = [&](const RawOp& o, int count, uint32_t* out, bool dst, Ty ty) -> Status {
+    bool vec = o.kind == RawOp::kVec;
+    size_t have = vec ? o.elems.size() : 1;
+    if (have != size_t(count) || (!vec && m.kind != MatrixOp::kMovmatrix))
+      return Err("'" + mnemonic + "' takes a vector of " + std::to_string(count) + " registers");
+    for (int k = 0; k < count; ++k) {
+      const RawOp& e = vec ? o.elems[k] : o;
+      if (dst) {
+        ASSIGN_OR_RETURN(out[k], DstSlot(e));
+      } else {
+        ASSIGN_OR_RETURN(out[k], SrcSlot(e, ty));
+      }
+    }
+    return OkStatus();
+  };
+  auto need = [&](size_t lo, size_t hi) -> Status {
+    if (ops.size() < lo || ops.size() > hi)
+      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
+                 std::to_string(ops.size()));
+    return OkStatus();
+  };
+  if (m.supported) {
+    switch (m.kind) {
+      case MatrixOp::kMma:
+      case MatrixOp::kWmmaMma:
+        RETURN_IF_ERROR(need(4, 4));
+        RETURN_IF_ERROR(regs(ops[0], m.nd, m.d, true, m.td));
+        RETURN_IF_ERROR(regs(ops[1], m.na, m.a, false, m.ta));
+        RETURN_IF_ERROR(regs(ops[2], m.nb, m.b, false, m.tb));
+        RETURN_IF_ERROR(regs(ops[3], m.nc, m.c, false, m.tc));
+        break;
+      case MatrixOp::kLdmatrix:
+        RETURN_IF_ERROR(need(2, 2));
+        RETURN_IF_ERROR(regs(ops[0], m.nd, m.d, true, m.td));
+        RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+        break;
+      case MatrixOp::kMovmatrix:
+        RETURN_IF_ERROR(need(2, 2));
+        RETURN_IF_ERROR(regs(ops[0], 1, m.d, true, m.td));
+        RETURN_IF_ERROR(regs(ops[1], 1, m.a, false, m.ta));
+        break;
+      case MatrixOp::kWmmaLoad:
+      case MatrixOp::kWmmaStore: {
+        RETURN_IF_ERROR(need(2, 3));
+        bool load = m.kind == MatrixOp::kWmmaLoad;
+        RETURN_IF_ERROR(DecodeAddress(ops[load ? 1 : 0], in));
+        RETURN_IF_ERROR(regs(ops[load ? 0 : 1], m.nd, m.d, load, m.td));
+        if (ops.size() == 3) {
+          ASSIGN_OR_RETURN(in.a[0], SrcSlot(ops[2], Ty::kU32));
+          in.na = 1;
+        }
+        break;
+      }
+    }
+  }
+  in.target = uint32_t(P.matrix.size());
+  P.matrix.push_back(m);
+  in.fn = SelectMatrix(m);
   if (!in.fn) in.fn = &exec_unimplemented;
   return OkStatus();
 }
