@@ -29,6 +29,7 @@ enum class LaneState : uint8_t { kRun, kWaitColl, kWaitBar, kExited, kInvalid };
 
 struct Frame {
   uint32_t ret_pc, rbase, lbase, site;
+  uint32_t callee = 0;  // the function called (read by ret of an indirect call)
 };
 
 struct LaunchCtx;

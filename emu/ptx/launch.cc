@@ -499,7 +499,8 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
 
   const Function& f = P.funcs[P.kernel_func[kernel]];
   bool has_calls = false;
-  for (const CallSite& c : P.calls) has_calls |= P.funcs[c.callee].builtin == Builtin::kNone;
+  for (const CallSite& c : P.calls)
+    has_calls |= c.indirect || P.funcs[c.callee].builtin == Builtin::kNone;
   uint32_t stride = f.frame_bytes + (has_calls ? 16384 : 0);
   stride = (stride + 15) / 16 * 16;
 
