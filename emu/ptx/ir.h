@@ -231,7 +231,7 @@ struct Inst {
   int64_t off = 0;                                           // address/symbol immediate
   uint32_t base = kNoReg;                                    // address base register slot
   uint32_t sym = 0;                                          // global index for SymKind::kGlobal
-  uint32_t target = 0;      // branch target pc, callee function, or call-site index
+  uint32_t target = 0;      // branch target pc, call-site index, or cp/mbarrier AsyncForm
   uint32_t guard = kNoReg;  // predicate slot
   uint32_t line = 0;        // PTX source line, for errors
   uint16_t flags = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "emu/ptx/async.h"
 #include "emu/ptx/exec.h"
 #include "emu/ptx/ir.h"
 #include "emu/ptx/lexer.h"
@@ -311,6 +312,7 @@ class Parser {
                 Inst& in);
   Status DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool tail_list);
   Status DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, PendingCall& pc);
+  Status DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
   Status ParsePrototype();
   // Function addresses: the .func `name` declares, or kNoReg; TakeAddress records the use.
   uint32_t LookupFunc(const std::string& name) const {
@@ -1215,6 +1217,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   const OpRow* row = FindOp(base);
   if (!row) return Err("unknown instruction '" + std::string(base) + "'");
   in.op = row->op;
+  if (in.op == Op::kCp || in.op == Op::kMbarrier) return DecodeAsync(mnemonic, ops, in);
   bool is_cmp_op = in.op == Op::kSetp || in.op == Op::kSet;
   std::vector<Ty> types;
   rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
@@ -1603,6 +1606,134 @@ Status Parser::DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, P
   func_sites_.resize(std::max<size_t>(func_sites_.size(), cur_fidx_ + 1));
   func_sites_[cur_fidx_].push_back(in.target);
   in.fn = select_Call(in);
+  return OkStatus();
+}
+
+// cp.async, cp.async.bulk, mbarrier: the form from DecodeAsyncModifiers, operands as async.h
+// lays them out.
+Status Parser::DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in) {
+  bool cache_hint = false;
+  if (std::string why = DecodeAsyncModifiers(mnemonic, in, &cache_hint); !why.empty())
+    return Err(why);
+  const size_t n = ops.size();
+  auto need = [&](size_t lo, size_t hi) -> Status {
+    if (n < lo || n > hi)
+      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
+                 std::to_string(n));
+    return OkStatus();
+  };
+  auto value = [&](size_t k, int slot) -> Status {
+    if (ops[k].kind == RawOp::kAddr) return Err("unexpected address operand");
+    ASSIGN_OR_RETURN(in.a[slot], SrcSlot(ops[k], Ty::kU64));
+    if (ops[k].neg) in.src_neg |= uint8_t(1u << slot);
+    in.na = uint8_t(std::max<int>(in.na, slot + 1));
+    return OkStatus();
+  };
+  auto pair = [&](size_t k, int slot) -> Status {  // [reg+imm] or [static shared var+imm]
+    const RawOp& o = ops[k];
+    if (o.kind != RawOp::kAddr) return Err("expected an address operand [..]");
+    in.a[slot] = o.has_base ? o.reg : kNoReg;
+    if (o.sym.empty()) {
+      in.a[slot + 1] = ConstSlot(uint64_t(o.imm));
+    } else {
+      auto sh = scope().shared.find(o.sym);
+      if (sh == scope().shared.end())
+        return Err("address " + o.sym + " must be a register or a static .shared variable here");
+      in.a[slot + 1] = SharedConstSlot(sh->second, o.imm);
+    }
+    in.na = uint8_t(std::max<int>(in.na, slot + 2));
+    return OkStatus();
+  };
+  auto dst = [&]() -> Status {
+    ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[0]));
+    in.nd = 1;
+    return OkStatus();
+  };
+  const size_t hint = cache_hint ? 1 : 0;
+  switch (AsyncForm(in.target)) {
+    case AsyncForm::kCpAsyncCa:
+    case AsyncForm::kCpAsyncCg: {
+      RETURN_IF_ERROR(need(3 + hint, 4 + hint));
+      RETURN_IF_ERROR(pair(0, 0));
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      const int64_t size = ops[2].kind == RawOp::kImm ? ops[2].imm : 0;
+      const bool ca = AsyncForm(in.target) == AsyncForm::kCpAsyncCa;
+      if (size != 16 && !(ca && (size == 4 || size == 8)))
+        return Err("cp-size of '" + mnemonic + "' must be 16 (or 4, 8 with .ca)");
+      in.vec = uint8_t(size);
+      if (n == 4 + hint) {  // src-size, or the ignore-src predicate
+        const bool pred = ops[3].kind == RawOp::kReg && SlotBytes(ops[3].reg) == 1;
+        RETURN_IF_ERROR(value(3, pred ? 3 : 2));
+      }
+      if (hint) RETURN_IF_ERROR(value(n - 1, 4));
+      break;
+    }
+    case AsyncForm::kCpCommit:
+    case AsyncForm::kCpWaitAll:
+    case AsyncForm::kBulkCommit:
+      RETURN_IF_ERROR(need(0, 0));
+      break;
+    case AsyncForm::kCpWaitGroup:
+    case AsyncForm::kBulkWait:
+      RETURN_IF_ERROR(need(1, 1));
+      if (ops[0].kind != RawOp::kImm) return Err("'" + mnemonic + "' needs an immediate");
+      break;
+    case AsyncForm::kCpMbarArrive:
+    case AsyncForm::kCpMbarArriveNoinc:
+    case AsyncForm::kMbInval:
+      RETURN_IF_ERROR(need(1, 1));
+      RETURN_IF_ERROR(DecodeAddress(ops[0], in));
+      break;
+    case AsyncForm::kBulkG2S:
+    case AsyncForm::kBulkS2S:
+      RETURN_IF_ERROR(need(4 + hint, 4 + hint));
+      RETURN_IF_ERROR(pair(0, 0));
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      RETURN_IF_ERROR(value(2, 2));
+      RETURN_IF_ERROR(pair(3, 3));
+      break;
+    case AsyncForm::kBulkS2G:
+      RETURN_IF_ERROR(need(3 + hint, 3 + hint));
+      RETURN_IF_ERROR(DecodeAddress(ops[0], in));
+      RETURN_IF_ERROR(pair(1, 0));
+      RETURN_IF_ERROR(value(2, 2));
+      break;
+    case AsyncForm::kMbInit:
+    case AsyncForm::kMbExpectTx:
+    case AsyncForm::kMbCompleteTx:
+      RETURN_IF_ERROR(need(2, 2));
+      RETURN_IF_ERROR(DecodeAddress(ops[0], in));
+      RETURN_IF_ERROR(value(1, 0));
+      break;
+    case AsyncForm::kMbArrive:
+    case AsyncForm::kMbArriveDrop:
+      RETURN_IF_ERROR(need(2, 3));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      if (n == 3) RETURN_IF_ERROR(value(2, 0));
+      break;
+    case AsyncForm::kMbTryWait:
+    case AsyncForm::kMbTryWaitParity:
+      RETURN_IF_ERROR(need(3, 4));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      RETURN_IF_ERROR(value(2, 0));
+      if (n == 4) RETURN_IF_ERROR(value(3, 1));  // suspend-time hint: a limit we may undercut
+      break;
+    case AsyncForm::kMbPendingCount:
+      RETURN_IF_ERROR(need(2, 2));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(value(1, 0));
+      break;
+    default:  // the .noComplete / .expect_tx arrivals, test_wait: d, [mbar], operand
+      RETURN_IF_ERROR(need(3, 3));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      RETURN_IF_ERROR(value(2, 0));
+      break;
+  }
+  in.fn = in.op == Op::kCp ? select_Cp(in) : select_Mbarrier(in);
+  if (!in.fn) in.fn = &exec_unimplemented;
   return OkStatus();
 }
 
