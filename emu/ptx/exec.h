@@ -25,10 +25,14 @@ inline constexpr uint64_t kLocalWindow = 0x0002000000000000ull;
 inline constexpr uint64_t kParamWindow = 0x0003000000000000ull;
 inline constexpr uint64_t kWindowSize = 0x0000000100000000ull;
 
-enum class LaneState : uint8_t { kRun, kWaitColl, kWaitBar, kExited, kInvalid };
+// kWaitMbar: parked in mbarrier.try_wait until the phase completes (exec_async.cc);
+// kYield: a failed mbarrier.test_wait, runnable again once the CTA's other warps have run.
+// Those two stay last: RunWarp tests `>= kWaitMbar`.
+enum class LaneState : uint8_t { kRun, kWaitColl, kWaitBar, kExited, kInvalid, kWaitMbar, kYield };
 
 struct Frame {
   uint32_t ret_pc, rbase, lbase, site;
+  uint32_t callee = 0;  // the function called (read by ret of an indirect call)
 };
 
 struct LaunchCtx;
@@ -39,9 +43,9 @@ struct Warp {
   uint32_t valid = 0;  // lanes that exist (the last warp may be partial)
   uint32_t carry = 0;  // CC.CF of each lane (bit l), written by .cc, read by addc/subc/madc
   uint32_t pc[32];
-  uint32_t rbase[32];  // register frame base, in slots
-  uint32_t lbase[32];  // local frame base, in bytes
-  uint32_t bar_id[32];
+  uint32_t rbase[32];   // register frame base, in slots
+  uint32_t lbase[32];   // local frame base, in bytes
+  uint32_t bar_id[32];  // kWaitBar: the barrier; kWaitMbar: shared offset << 1 | awaited parity
   LaneState state[32];
   uint32_t tid[3][32];
   std::vector<std::vector<Frame>> stack;  // per lane call stack
@@ -149,6 +153,7 @@ struct Cta {
   uint32_t bar_arrived[16];
   uint32_t bar_expected[16];
   uint32_t bar_red[16];
+  uint32_t mbar_completions = 0;  // mbarrier phases completed (RunCta's progress check)
   uint32_t worker = 0;
   uint8_t* SharedBytes() { return reinterpret_cast<uint8_t*>(shared.data()); }
   uint8_t* LocalOf(uint32_t warp, int lane) {

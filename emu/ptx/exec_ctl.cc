@@ -55,8 +55,12 @@ int Ret(Exec& x, const Inst&) {
     }
     Frame f = st.back();
     st.pop_back();
-    for (const CallSite::Copy& c : P.calls[f.site].rets)
-      std::memcpy(FramePtr(x, l, f.lbase + c.to), FramePtr(x, l, x.lbase + c.from), c.size);
+    const CallSite& site = P.calls[f.site];
+    for (size_t k = 0; k < site.rets.size(); ++k) {
+      const CallSite::Copy& c = site.rets[k];
+      const uint32_t from = site.indirect ? P.funcs[f.callee].rets[k].offset : c.from;
+      std::memcpy(FramePtr(x, l, f.lbase + c.to), FramePtr(x, l, x.lbase + from), c.size);
+    }
     w.pc[l] = f.ret_pc;
     w.rbase[l] = f.rbase;
     w.lbase[l] = f.lbase;
@@ -158,9 +162,69 @@ int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, Builtin b) {
   return kNext;
 }
 
+// call through a function address: each lane's register names its callee, which must be a
+// .func of this program declaring the prototype's sizes. Checked for every lane before any
+// lane moves, so a fault leaves the warp where it was.
+int CallIndirect(Exec& x, const Inst& in, const CallSite& site) {
+  const ProgramImpl& P = *x.L->P;
+  Warp& w = *x.w;
+  const uint64_t* target = Src(x, in.a[0]);
+  const uint32_t rb = x.rbase + in.d[0];  // as Call: the caller's register slots and frame bytes
+  const uint32_t lb = x.lbase + in.d[1];
+  uint32_t callee[32];
+  size_t need = 0;
+  int r = kNext;
+  ForLanes(x.mask, [&](int l) {
+    if (r != kNext) return;
+    const uint32_t fi = FuncAtAddress(P, target[l]);
+    char what[160];
+    if (fi == kNoReg) {
+      std::snprintf(what, sizeof what,
+                    "indirect call to 0x%llx, which is not a function, in block (%u,%u,%u) "
+                    "thread (%u,%u,%u)",
+                    static_cast<unsigned long long>(target[l]), x.cta->ctaid[0], x.cta->ctaid[1],
+                    x.cta->ctaid[2], w.tid[0][l], w.tid[1][l], w.tid[2][l]);
+      r = FaultAt(x, err::kIllegalAddress, in, what);
+      return;
+    }
+    const Function& f = P.funcs[fi];
+    bool same = f.params.size() == site.args.size() && f.rets.size() == site.rets.size();
+    for (size_t k = 0; same && k < site.args.size(); ++k)
+      same = f.params[k].size == site.args[k].size;
+    for (size_t k = 0; same && k < site.rets.size(); ++k)
+      same = f.rets[k].size == site.rets[k].size;
+    if (!same) {
+      r = FaultAt(x, err::kLaunchFailure, in,
+                  "indirect call to " + f.name + ", whose parameters differ from the prototype");
+      return;
+    }
+    if (lb + f.frame_bytes > x.cta->local_stride) {
+      r = FaultAt(x, err::kLaunchFailure, in, "call stack overflow calling " + f.name);
+      return;
+    }
+    callee[l] = fi;
+    need = std::max(need, size_t(rb + f.nregs) * 32);
+  });
+  if (r != kNext) return r;
+  if (w.regs.size() < need) w.regs.resize(need * 2);
+  SkipUnmasked(x);
+  ForLanes(x.mask, [&](int l) {
+    const Function& f = P.funcs[callee[l]];
+    w.stack[l].push_back({x.pc + 1, x.rbase, x.lbase, in.target, callee[l]});
+    for (size_t k = 0; k < site.args.size(); ++k)
+      std::memcpy(FramePtr(x, l, lb + f.params[k].offset),
+                  FramePtr(x, l, x.lbase + site.args[k].from), site.args[k].size);
+    w.pc[l] = f.entry_pc;
+    w.rbase[l] = rb;
+    w.lbase[l] = lb;
+  });
+  return kRepick;
+}
+
 int Call(Exec& x, const Inst& in) {
   const ProgramImpl& P = *x.L->P;
   const CallSite& site = P.calls[in.target];
+  if (site.indirect) return CallIndirect(x, in, site);
   const Function& callee = P.funcs[site.callee];
   if (callee.builtin != Builtin::kNone) return CallBuiltin(x, in, site, callee.builtin);
   Warp& w = *x.w;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 
+#include "emu/ptx/async.h"
 #include "emu/ptx/exec.h"
 
 namespace remora::emu::ptx {
@@ -623,6 +624,18 @@ bool ReadGeneric(Exec& x, const Inst& in, int lane, uint64_t addr, void* dst, si
   if (!p) return false;
   std::memcpy(dst, p, n);
   return true;
+}
+
+// For exec_async.cc (async.h).
+uint8_t* ResolveFor(Exec& x, const Inst& in, int lane, Space sp, uint64_t addr, uint32_t size) {
+  switch (sp) {
+    case Space::kShared:
+      return Resolve<Space::kShared>(x, in, lane, addr, size);
+    case Space::kGlobal:
+      return Resolve<Space::kGlobal>(x, in, lane, addr, size);
+    default:
+      return Resolve<Space::kGeneric>(x, in, lane, addr, size);
+  }
 }
 
 bool ReadString(Exec& x, const Inst& in, int lane, uint64_t addr, std::string* out) {

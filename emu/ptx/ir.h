@@ -234,7 +234,7 @@ struct Inst {
   int64_t off = 0;                                           // address/symbol immediate
   uint32_t base = kNoReg;                                    // address base register slot
   uint32_t sym = 0;                                          // global index for SymKind::kGlobal
-  uint32_t target = 0;      // branch target pc, callee function, or call-site index
+  uint32_t target = 0;      // branch target pc, call-site index, or cp/mbarrier AsyncForm
   uint32_t guard = kNoReg;  // predicate slot
   uint32_t line = 0;        // PTX source line, for errors
   uint16_t flags = 0;
@@ -254,8 +254,11 @@ struct Inst {
 };
 
 // A call site: where the caller's .param temporaries go in the callee's frame.
+// An indirect call (`call (r), %rd, (a), prototype;`) has callee kNoReg: its copies hold the
+// caller's offsets and the prototype's sizes; the callee's offsets are taken when it runs.
 struct CallSite {
   uint32_t callee = 0;  // function index
+  bool indirect = false;
   struct Copy {
     uint32_t from, to, size;  // frame offsets: caller temp -> callee param (or back for returns)
   };
@@ -337,6 +340,7 @@ class ProgramImpl {
   std::unordered_map<std::string, uint32_t> func_by_name;
   std::unordered_map<std::string, uint32_t> global_by_name;
   uint32_t dyn_shared_align = 16;
+  uint32_t func_tag = 0;  // this program's part of its functions' addresses (FuncAddress)
   // Default storage for globals when a launch supplies no addresses (tests, tools).
   std::vector<std::vector<uint64_t>> own_storage;
   std::vector<uint64_t> own_addresses;
@@ -344,5 +348,23 @@ class ProgramImpl {
   mutable std::mutex reloc_mu;
   mutable std::vector<uint64_t> reloc_applied;
 };
+
+// Device addresses of .func symbols (function pointers, vtable entries): a window above the
+// shared/local/param ones, no host address, so a load or store through one faults. The tag
+// (24 bits of a per-program counter) keeps a pointer taken in one program from calling another
+// program's function of the same index.
+inline constexpr uint64_t kFuncWindow = 0x0004000000000000ull;
+inline constexpr uint32_t kMaxFuncs = 1u << 20;
+inline uint64_t FuncAddress(const ProgramImpl& P, uint32_t func) {
+  return kFuncWindow | uint64_t(P.func_tag & 0xffffffu) << 24 | uint64_t(func) << 4;
+}
+// The function index `addr` names, or kNoReg if it is not the address of a defined .func.
+inline uint32_t FuncAtAddress(const ProgramImpl& P, uint64_t addr) {
+  if ((addr & 0xffff00000000000full) != kFuncWindow) return kNoReg;
+  if ((addr >> 24 & 0xffffffu) != (P.func_tag & 0xffffffu)) return kNoReg;
+  uint32_t f = uint32_t(addr >> 4 & (kMaxFuncs - 1));
+  if (f >= P.funcs.size() || !P.funcs[f].defined || P.funcs[f].is_entry) return kNoReg;
+  return f;
+}
 
 }  // namespace remora::emu::ptx

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "emu/ptx/async.h"
 #include "emu/ptx/exec.h"
 #include "emu/ptx/interp.h"
 
@@ -260,13 +261,16 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
   const Inst* code = P.code.data();
   for (;;) {
     // Lanes that can run, as masks; collectives' waiters only run when no lane can (force).
-    uint32_t run = 0, coll = 0;
+    uint32_t run = 0, coll = 0, mbar = 0;
     for (int l = 0; l < 32; ++l) {
       run |= uint32_t(w.state[l] == LaneState::kRun) << l;
       coll |= uint32_t(w.state[l] == LaneState::kWaitColl) << l;
+      mbar |= uint32_t(w.state[l] >= LaneState::kWaitMbar) << l;
     }
     uint32_t cand = run ? run : coll;
-    if (cand == 0) return true;
+    // A collective does not go ahead without lanes of the warp that wait on an mbarrier:
+    // they run again once RunCta resumes them.
+    if (cand == 0 || (run == 0 && mbar != 0)) return true;
     bool force = run == 0;
     int best = std::countr_zero(cand);
     ForLanes(cand & (cand - 1), [&](int l) {
@@ -421,6 +425,10 @@ void TrimCta(Cta& cta) {
   if (cta.warps.size() > 32) std::vector<Warp>().swap(cta.warps);
 }
 
+// Scheduling rounds a CTA may spend with every live lane waiting on mbarriers and none of their
+// phases completing, before the launch fails as deadlocked (each round times out the waits).
+constexpr uint32_t kMaxIdleRounds = 1024;
+
 bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
   const ProgramImpl& P = *L.P;
   const Function& f = P.funcs[P.kernel_func[L.kernel_index]];
@@ -443,20 +451,60 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
   std::fill(std::begin(cta.bar_arrived), std::end(cta.bar_arrived), 0u);
   std::fill(std::begin(cta.bar_expected), std::end(cta.bar_expected), 0u);
   std::fill(std::begin(cta.bar_red), std::end(cta.bar_red), 0u);
+  uint32_t idle = 0;  // rounds in a row in which lanes waited on mbarriers and nothing moved
   for (;;) {
+    const uint32_t completions = cta.mbar_completions;
     for (uint32_t wi = 0; wi < nwarps; ++wi)
       if (!RunWarp(L, cta, cta.warps[wi])) return false;
-    uint32_t live = 0;
-    for (uint32_t wi = 0; wi < nwarps; ++wi)
-      for (int l = 0; l < 32; ++l) live += cta.warps[wi].state[l] == LaneState::kWaitBar;
+    // ready: lanes an mbarrier phase completed by a later warp resumed, or that wait on a
+    // collective those lanes were part of; they run in the next round.
+    uint32_t live = 0, bar = 0, async = 0, ready = 0;
+    for (uint32_t wi = 0; wi < nwarps; ++wi) {
+      for (int l = 0; l < 32; ++l) {
+        const LaneState s = cta.warps[wi].state[l];
+        live += s != LaneState::kExited && s != LaneState::kInvalid;
+        bar += s == LaneState::kWaitBar;
+        async += s >= LaneState::kWaitMbar;
+        ready += s == LaneState::kRun || s == LaneState::kWaitColl;
+      }
+    }
     if (live == 0) return true;
-    if (!ReleaseBarriers(L, cta, live)) {
-      Exec x{&cta.warps[0], &cta, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
-      char buf[120];
+    const bool released = bar && ReleaseBarriers(L, cta, live);
+    if (async == 0 && (released || ready)) continue;
+    Exec x{&cta.warps[0], &cta, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
+    char buf[160];
+    if (async == 0) {
       std::snprintf(buf, sizeof buf, "barrier deadlock in block (%u,%u,%u)", cta.ctaid[0],
                     cta.ctaid[1], cta.ctaid[2]);
       Fault(x, err::kLaunchFailure, buf);
       return false;
+    }
+    // Lanes poll or wait on mbarriers: run the polling ones again; when nothing completed,
+    // the parked ones' try_wait times out (false), as PTX allows, so code that does other work
+    // on a timeout gets to. Rounds without progress are bounded: a deadlock faults.
+    const bool progress = released || ready || cta.mbar_completions != completions;
+    idle = progress ? 0 : idle + 1;
+    if (idle > kMaxIdleRounds) {
+      std::snprintf(buf, sizeof buf,
+                    "mbarrier deadlock in block (%u,%u,%u): %u threads wait on phases that no "
+                    "thread completes",
+                    cta.ctaid[0], cta.ctaid[1], cta.ctaid[2], async);
+      Fault(x, err::kLaunchFailure, buf);
+      return false;
+    }
+    if (L.failed->load(std::memory_order_relaxed)) return false;
+    if (L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed)) [[unlikely]] {
+      Fault(x, err::kLaunchTimeout, "cancelled");
+      return false;
+    }
+    for (uint32_t wi = 0; wi < nwarps; ++wi) {
+      Warp& w = cta.warps[wi];
+      for (int l = 0; l < 32; ++l) {
+        if (w.state[l] == LaneState::kYield)
+          w.state[l] = LaneState::kRun;
+        else if (w.state[l] == LaneState::kWaitMbar && !progress)
+          ResumeMbarWaiter(P, w, l, false);
+      }
     }
   }
 }
@@ -500,7 +548,8 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
 
   const Function& f = P.funcs[P.kernel_func[kernel]];
   bool has_calls = false;
-  for (const CallSite& c : P.calls) has_calls |= P.funcs[c.callee].builtin == Builtin::kNone;
+  for (const CallSite& c : P.calls)
+    has_calls |= c.indirect || P.funcs[c.callee].builtin == Builtin::kNone;
   uint32_t stride = f.frame_bytes + (has_calls ? 16384 : 0);
   stride = (stride + 15) / 16 * 16;
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "emu/ptx/async.h"
 #include "emu/ptx/exec.h"
 #include "emu/ptx/ir.h"
 #include "emu/ptx/lexer.h"
@@ -315,6 +316,18 @@ class Parser {
   Status DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool tail_list);
   Status DecodeMatrix(const std::string& mnemonic, std::string_view mods, std::vector<RawOp>& ops,
                       Inst& in);
+  Status DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, PendingCall& pc);
+  Status DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
+  Status ParsePrototype();
+  // Function addresses: the .func `name` declares, or kNoReg; TakeAddress records the use.
+  uint32_t LookupFunc(const std::string& name) const {
+    auto it = scope().funcs.find(name);
+    if (it != scope().funcs.end()) return it->second;
+    auto jt = P.func_by_name.find(name);
+    return jt == P.func_by_name.end() ? kNoReg : jt->second;
+  }
+  Result<uint64_t> TakeAddress(uint32_t func);
+  Status InitRef(Global& g, uint64_t pos, uint32_t esize, const std::string& s, int64_t add);
 
   uint32_t LookupGlobal(const std::string& name) const {
     auto it = scope().globals.find(name);
@@ -359,6 +372,12 @@ class Parser {
   std::unordered_map<std::string, uint32_t> labels_;
   std::vector<std::pair<uint32_t, std::string>> label_fixups_;
   std::vector<std::pair<uint32_t, int>> pending_module_;
+  std::unordered_map<std::string, Function> protos_;  // the function's .callprototype labels
+  std::vector<uint32_t> addr_taken_;                  // functions whose address is taken
+  // .weak (and .common) definitions: another definition of the symbol replaces them, and one
+  // that comes after a definition is dropped.
+  bool cur_weak_ = false;
+  std::unordered_map<uint32_t, bool> weak_funcs_, weak_globals_;
   uint32_t sink_slot_ = kNoReg;
   Function* cur_ = nullptr;
 };
@@ -668,9 +687,7 @@ Status Parser::ParseInitializer(Global& g, Ty elem, uint32_t esize) {
         Next();
         ASSIGN_OR_RETURN(add, ParseInt());
       }
-      uint32_t t = LookupGlobal(s);
-      if (t == kNoReg) return Err("initialiser names unknown symbol " + s);
-      g.relocs.push_back({pos, t, add, int(esize)});
+      RETURN_IF_ERROR(InitRef(g, pos, esize, s, add));
     } else if (Peek().kind == Token::kIdent) {
       std::string s(Next().text);
       int64_t add = 0;
@@ -678,9 +695,7 @@ Status Parser::ParseInitializer(Global& g, Ty elem, uint32_t esize) {
         Next();
         ASSIGN_OR_RETURN(add, ParseInt());
       }
-      uint32_t t = LookupGlobal(s);
-      if (t == kNoReg) return Err("initialiser names unknown symbol " + s);
-      g.relocs.push_back({pos, t, add, int(esize)});
+      RETURN_IF_ERROR(InitRef(g, pos, esize, s, add));
     } else {
       bool neg = false;
       if (IsP("-")) {
@@ -757,7 +772,20 @@ Status Parser::ParseModuleVar(bool is_extern, bool is_visible) {
   scope().globals[d.name] = idx;
   Global& g = P.globals[idx];
   if (!is_extern) {
-    if (g.defined) return Err("duplicate definition of " + d.name);
+    if (g.defined && cur_weak_) {  // the definition already there stays
+      Global dropped;
+      dropped.size = d.count * esize;
+      dropped.init.assign(dropped.size, std::byte{0});
+      if (IsP("=")) {
+        Next();
+        RETURN_IF_ERROR(ParseInitializer(dropped, d.ty, esize));
+      }
+      return Expect(";");
+    }
+    if (g.defined && !weak_globals_[idx]) return Err("duplicate definition of " + d.name);
+    if (g.defined) static_bytes_ -= g.size;  // a weak definition gives way
+    weak_globals_[idx] = cur_weak_;
+    g.relocs.clear();
     g.defined = true;
     g.space = d.space;
     g.align = d.align;
@@ -856,8 +884,10 @@ Status Parser::ParseFunction(bool is_entry, bool is_extern, bool is_visible) {
     }
     return OkStatus();
   }
-  if (P.funcs[idx].defined) return Err("duplicate definition of " + f.name);
+  if (P.funcs[idx].defined && cur_weak_) return SkipBalanced();  // the one already there stays
+  if (P.funcs[idx].defined && !weak_funcs_[idx]) return Err("duplicate definition of " + f.name);
   if (!IsP("{")) return Err("expected '{' or ';' after function header");
+  weak_funcs_[idx] = cur_weak_;
   f.defined = true;
   f.entry_pc = uint32_t(P.code.size());
   P.funcs[idx] = std::move(f);
@@ -909,6 +939,7 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   scope_marks_.clear();
   labels_.clear();
   label_fixups_.clear();
+  protos_.clear();
   cur_ = &fref;
   cur_fidx_ = fidx;
   Function& f = fref;
@@ -968,6 +999,10 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
       RETURN_IF_ERROR(ParseVarDecl(&d));
       scope().shared[d.name] = AddSharedVar(uint32_t(d.count * std::max(1, TySize(d.ty))), d.align);
       RETURN_IF_ERROR(Expect(";"));
+      continue;
+    }
+    if (t.kind == Token::kIdent && IsP(":", 1) && IsW(".callprototype", 2)) {
+      RETURN_IF_ERROR(ParsePrototype());
       continue;
     }
     if (t.kind == Token::kIdent && IsP(":", 1)) {
@@ -1147,6 +1182,15 @@ Status Parser::ResolveSymbol(const std::string& name, int64_t off, Inst& in, Spa
     *space = P.globals[g].space == Space::kConst ? Space::kConst : Space::kGlobal;
     return OkStatus();
   }
+  if (uint32_t f = LookupFunc(name); f != kNoReg) {
+    if (in.op == Op::kMov && TySize(in.ty) != 8)
+      return Err("the address of function " + name + " needs a 64-bit mov");
+    ASSIGN_OR_RETURN(uint64_t addr, TakeAddress(f));
+    in.symkind = SymKind::kNone;
+    in.off = int64_t(addr + uint64_t(off));
+    *space = Space::kGlobal;
+    return OkStatus();
+  }
   return Err("unknown symbol " + name);
 }
 
@@ -1181,6 +1225,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   if (in.op == Op::kMma || in.op == Op::kLdmatrix || in.op == Op::kMovmatrix || in.op == Op::kWmma)
     return DecodeMatrix(mnemonic, dot == std::string_view::npos ? "" : rest.substr(dot + 1), ops,
                         in);
+  if (in.op == Op::kCp || in.op == Op::kMbarrier) return DecodeAsync(mnemonic, ops, in);
   bool is_cmp_op = in.op == Op::kSetp || in.op == Op::kSet;
   std::vector<Ty> types;
   rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
@@ -1544,7 +1589,8 @@ Status Parser::DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool) 
     for (auto& e : ops[k].elems) RETURN_IF_ERROR(frame_of(e, pc.rets));
     ++k;
   }
-  if (k >= ops.size() || ops[k].kind != RawOp::kSym) return Err("indirect calls are not supported");
+  if (k < ops.size() && ops[k].kind == RawOp::kReg) return DecodeIndirectCall(ops, in, k, pc);
+  if (k >= ops.size() || ops[k].kind != RawOp::kSym) return Err("expected a function to call");
   pc.callee = ops[k].sym;
   ++k;
   if (k < ops.size() && ops[k].kind == RawOp::kList) {
@@ -1562,6 +1608,215 @@ Status Parser::DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool) 
   return OkStatus();
 }
 
+Result<uint64_t> Parser::TakeAddress(uint32_t func) {
+  if (P.funcs[func].is_entry)
+    return Err("the address of kernel " + P.funcs[func].name + " is not supported");
+  addr_taken_.push_back(func);
+  return FuncAddress(P, func);
+}
+
+// An initialiser element naming a symbol: a global's address is written at load (a
+// relocation), a function's is known now.
+Status Parser::InitRef(Global& g, uint64_t pos, uint32_t esize, const std::string& s, int64_t add) {
+  if (uint32_t t = LookupGlobal(s); t != kNoReg) {
+    g.relocs.push_back({pos, t, add, int(esize)});
+    return OkStatus();
+  }
+  uint32_t f = LookupFunc(s);
+  if (f == kNoReg) return Err("initialiser names unknown symbol " + s);
+  if (esize != 8) return Err("the address of function " + s + " in a narrower initialiser");
+  ASSIGN_OR_RETURN(uint64_t addr, TakeAddress(f));
+  addr += uint64_t(add);
+  std::memcpy(g.init.data() + pos, &addr, 8);
+  return OkStatus();
+}
+
+// label: .callprototype {(.param ret)} _ {(.param args)};
+Status Parser::ParsePrototype() {
+  std::string name(Next().text);
+  Next();  // :
+  Next();  // .callprototype
+  Function proto;
+  if (IsP("(")) RETURN_IF_ERROR(ParseParamList(proto, proto.rets, false));
+  if (!IsW("_")) return Err("expected '_' in .callprototype");
+  Next();
+  if (IsP("(")) RETURN_IF_ERROR(ParseParamList(proto, proto.params, false));
+  if (IsW(".noreturn")) Next();
+  RETURN_IF_ERROR(Expect(";"));
+  protos_[name] = std::move(proto);
+  return OkStatus();
+}
+
+// call (rets), %reg, (args), prototype: the prototype fixes the sizes; the callee, found from
+// the register at run time, must declare the same (exec_ctl.cc checks).
+Status Parser::DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, PendingCall& pc) {
+  in.a[0] = ops[k].reg;
+  in.na = 1;
+  ++k;
+  for (; k < ops.size() && ops[k].kind == RawOp::kList; ++k) {
+    for (auto& e : ops[k].elems) {
+      auto it = std::find_if(frame_syms_.rbegin(), frame_syms_.rend(),
+                             [&](const FrameSym& f) { return f.name == e.sym; });
+      if (e.kind != RawOp::kSym || it == frame_syms_.rend())
+        return Err("call argument " + e.sym + " is not a .param in scope");
+      pc.args.push_back(*it);
+    }
+  }
+  if (k + 1 != ops.size() || ops[k].kind != RawOp::kSym) return Err("expected a .callprototype");
+  auto proto = protos_.find(ops[k].sym);
+  if (proto == protos_.end())
+    return Err("indirect call through " + ops[k].sym +
+               ", which is not a .callprototype (.calltargets lists are not supported)");
+  const Function& f = proto->second;
+  if (pc.args.size() != f.params.size() || pc.rets.size() != f.rets.size())
+    return Err("indirect call with the wrong number of arguments for " + ops[k].sym);
+  CallSite site;
+  site.callee = kNoReg;
+  site.indirect = true;
+  for (size_t i = 0; i < pc.args.size(); ++i) {
+    if (pc.args[i].size != f.params[i].size) return Err("argument size differs from prototype");
+    site.args.push_back({pc.args[i].offset, 0, f.params[i].size});
+  }
+  for (size_t i = 0; i < pc.rets.size(); ++i) {
+    if (pc.rets[i].size != f.rets[i].size) return Err("return size differs from prototype");
+    site.rets.push_back({0, pc.rets[i].offset, f.rets[i].size});
+  }
+  in.target = uint32_t(P.calls.size());
+  P.calls.push_back(std::move(site));
+  func_sites_.resize(std::max<size_t>(func_sites_.size(), cur_fidx_ + 1));
+  func_sites_[cur_fidx_].push_back(in.target);
+  in.fn = select_Call(in);
+  return OkStatus();
+}
+
+// cp.async, cp.async.bulk, mbarrier: the form from DecodeAsyncModifiers, operands as async.h
+// lays them out.
+Status Parser::DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in) {
+  bool cache_hint = false;
+  if (std::string why = DecodeAsyncModifiers(mnemonic, in, &cache_hint); !why.empty())
+    return Err(why);
+  const size_t n = ops.size();
+  auto need = [&](size_t lo, size_t hi) -> Status {
+    if (n < lo || n > hi)
+      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
+                 std::to_string(n));
+    return OkStatus();
+  };
+  auto value = [&](size_t k, int slot) -> Status {
+    if (ops[k].kind == RawOp::kAddr) return Err("unexpected address operand");
+    ASSIGN_OR_RETURN(in.a[slot], SrcSlot(ops[k], Ty::kU64));
+    if (ops[k].neg) in.src_neg |= uint8_t(1u << slot);
+    in.na = uint8_t(std::max<int>(in.na, slot + 1));
+    return OkStatus();
+  };
+  auto pair = [&](size_t k, int slot) -> Status {  // [reg+imm] or [static shared var+imm]
+    const RawOp& o = ops[k];
+    if (o.kind != RawOp::kAddr) return Err("expected an address operand [..]");
+    in.a[slot] = o.has_base ? o.reg : kNoReg;
+    if (o.sym.empty()) {
+      in.a[slot + 1] = ConstSlot(uint64_t(o.imm));
+    } else {
+      auto sh = scope().shared.find(o.sym);
+      if (sh == scope().shared.end())
+        return Err("address " + o.sym + " must be a register or a static .shared variable here");
+      in.a[slot + 1] = SharedConstSlot(sh->second, o.imm);
+    }
+    in.na = uint8_t(std::max<int>(in.na, slot + 2));
+    return OkStatus();
+  };
+  auto dst = [&]() -> Status {
+    ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[0]));
+    in.nd = 1;
+    return OkStatus();
+  };
+  const size_t hint = cache_hint ? 1 : 0;
+  switch (AsyncForm(in.target)) {
+    case AsyncForm::kCpAsyncCa:
+    case AsyncForm::kCpAsyncCg: {
+      RETURN_IF_ERROR(need(3 + hint, 4 + hint));
+      RETURN_IF_ERROR(pair(0, 0));
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      const int64_t size = ops[2].kind == RawOp::kImm ? ops[2].imm : 0;
+      const bool ca = AsyncForm(in.target) == AsyncForm::kCpAsyncCa;
+      if (size != 16 && !(ca && (size == 4 || size == 8)))
+        return Err("cp-size of '" + mnemonic + "' must be 16 (or 4, 8 with .ca)");
+      in.vec = uint8_t(size);
+      if (n == 4 + hint) {  // src-size, or the ignore-src predicate
+        const bool pred = ops[3].kind == RawOp::kReg && SlotBytes(ops[3].reg) == 1;
+        RETURN_IF_ERROR(value(3, pred ? 3 : 2));
+      }
+      if (hint) RETURN_IF_ERROR(value(n - 1, 4));
+      break;
+    }
+    case AsyncForm::kCpCommit:
+    case AsyncForm::kCpWaitAll:
+    case AsyncForm::kBulkCommit:
+      RETURN_IF_ERROR(need(0, 0));
+      break;
+    case AsyncForm::kCpWaitGroup:
+    case AsyncForm::kBulkWait:
+      RETURN_IF_ERROR(need(1, 1));
+      if (ops[0].kind != RawOp::kImm) return Err("'" + mnemonic + "' needs an immediate");
+      break;
+    case AsyncForm::kCpMbarArrive:
+    case AsyncForm::kCpMbarArriveNoinc:
+    case AsyncForm::kMbInval:
+      RETURN_IF_ERROR(need(1, 1));
+      RETURN_IF_ERROR(DecodeAddress(ops[0], in));
+      break;
+    case AsyncForm::kBulkG2S:
+    case AsyncForm::kBulkS2S:
+      RETURN_IF_ERROR(need(4 + hint, 4 + hint));
+      RETURN_IF_ERROR(pair(0, 0));
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      RETURN_IF_ERROR(value(2, 2));
+      RETURN_IF_ERROR(pair(3, 3));
+      break;
+    case AsyncForm::kBulkS2G:
+      RETURN_IF_ERROR(need(3 + hint, 3 + hint));
+      RETURN_IF_ERROR(DecodeAddress(ops[0], in));
+      RETURN_IF_ERROR(pair(1, 0));
+      RETURN_IF_ERROR(value(2, 2));
+      break;
+    case AsyncForm::kMbInit:
+    case AsyncForm::kMbExpectTx:
+    case AsyncForm::kMbCompleteTx:
+      RETURN_IF_ERROR(need(2, 2));
+      RETURN_IF_ERROR(DecodeAddress(ops[0], in));
+      RETURN_IF_ERROR(value(1, 0));
+      break;
+    case AsyncForm::kMbArrive:
+    case AsyncForm::kMbArriveDrop:
+      RETURN_IF_ERROR(need(2, 3));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      if (n == 3) RETURN_IF_ERROR(value(2, 0));
+      break;
+    case AsyncForm::kMbTryWait:
+    case AsyncForm::kMbTryWaitParity:
+      RETURN_IF_ERROR(need(3, 4));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      RETURN_IF_ERROR(value(2, 0));
+      if (n == 4) RETURN_IF_ERROR(value(3, 1));  // suspend-time hint: a limit we may undercut
+      break;
+    case AsyncForm::kMbPendingCount:
+      RETURN_IF_ERROR(need(2, 2));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(value(1, 0));
+      break;
+    default:  // the .noComplete / .expect_tx arrivals, test_wait: d, [mbar], operand
+      RETURN_IF_ERROR(need(3, 3));
+      RETURN_IF_ERROR(dst());
+      RETURN_IF_ERROR(DecodeAddress(ops[1], in));
+      RETURN_IF_ERROR(value(2, 0));
+      break;
+  }
+  in.fn = in.op == Op::kCp ? select_Cp(in) : select_Mbarrier(in);
+  if (!in.fn) in.fn = &exec_unimplemented;
+  return OkStatus();
+}
+
 Status Parser::ParseModule(std::string_view src, int module) {
   module_ = module;
   scopes_[module];
@@ -1570,6 +1825,7 @@ Status Parser::ParseModule(std::string_view src, int module) {
   i_ = 0;
   while (Peek().kind != Token::kEnd) {
     bool is_extern = false, is_visible = false;
+    cur_weak_ = false;
     if (IsW(".version") || IsW(".target") || IsW(".address_size") || IsW(".file") || IsW(".loc")) {
       SkipLine();
       continue;
@@ -1591,6 +1847,7 @@ Status Parser::ParseModule(std::string_view src, int module) {
         is_extern = true;
       else
         is_visible = true;
+      cur_weak_ |= IsW(".weak") || IsW(".common");
       Next();
     }
     if (IsW(".entry") || IsW(".func")) {
@@ -1625,8 +1882,14 @@ Status Parser::LayOutShared() {
           var_seen[v] = true;
         }
       }
-      if (f < func_sites_.size())
-        for (uint32_t site : func_sites_[f]) stack.push_back(P.calls[site].callee);
+      if (f < func_sites_.size()) {
+        for (uint32_t site : func_sites_[f]) {
+          if (P.calls[site].indirect)
+            stack.insert(stack.end(), addr_taken_.begin(), addr_taken_.end());
+          else
+            stack.push_back(P.calls[site].callee);
+        }
+      }
     }
   }
   std::vector<uint32_t> end(nk, 0), offset(nv, 0);
@@ -1691,6 +1954,12 @@ Status Parser::Link() {
   for (const Global& g : P.globals)
     if (!g.defined)
       return Error(err::kInvalidPtx, "extern variable " + g.name + " is defined by no module");
+  for (uint32_t f : addr_taken_)
+    if (!P.funcs[f].defined)
+      return Error(err::kInvalidPtx,
+                   "the address of " + P.funcs[f].name + " is taken, but no module defines it");
+  if (P.funcs.size() > kMaxFuncs)
+    return Error(err::kInvalidPtx, "more than 2^20 functions in one program");
   // The dynamic shared array is a pseudo-global one past the real ones (see LaunchCtx::gaddr).
   uint32_t dyn_index = uint32_t(P.globals.size());
   for (Inst& in : P.code)
@@ -1737,6 +2006,8 @@ const char* OpName(Op op) {
 }
 
 Status ParseProgram(std::span<const std::string> sources, ProgramImpl& P) {
+  static std::atomic<uint32_t> next_tag{1};
+  P.func_tag = next_tag.fetch_add(1, std::memory_order_relaxed);  // unique only: no ordering
   Parser parser(P);
   for (size_t m = 0; m < sources.size(); ++m)
     RETURN_IF_ERROR(parser.ParseModule(sources[m], int(m)));
