@@ -1,6 +1,8 @@
 // emu/device.h - the one emulated device: its configuration and attribute table.
 //
-// The device looks like an sm_75 data-centre GPU named "Remora Emulated GPU".
+// The device looks like an sm_80 data-centre GPU (A100-class limits) named "Remora Emulated
+// GPU": it runs the PTX of compute_80 and below, tensor-core and asynchronous-copy
+// instructions included, so programs take the paths they take on a modern GPU.
 // Memory size and SM count come from the environment, read once:
 //   REMORA_EMU_MEMORY  total device memory, "16G" (default), "512M", "1073741824"
 //   REMORA_EMU_SMS     multiprocessor count (default 40)
@@ -18,17 +20,17 @@
 
 namespace remora::emu {
 
-inline constexpr int kComputeMajor = 7;
-inline constexpr int kComputeMinor = 5;
-inline constexpr int kArch = 75;
+inline constexpr int kComputeMajor = 8;
+inline constexpr int kComputeMinor = 0;
+inline constexpr int kArch = 80;
 inline constexpr int kDriverVersion = 13000;
 inline constexpr int kSharedPerBlock = 48 * 1024;
-inline constexpr int kSharedPerBlockOptin = 64 * 1024;
-inline constexpr int kSharedPerSm = 64 * 1024;
+inline constexpr int kSharedPerBlockOptin = 163 * 1024;
+inline constexpr int kSharedPerSm = 164 * 1024;
 inline constexpr int kRegistersPerBlock = 65536;
 inline constexpr int kRegistersPerSm = 65536;
-inline constexpr int kThreadsPerSm = 1024;
-inline constexpr int kBlocksPerSm = 16;
+inline constexpr int kThreadsPerSm = 2048;
+inline constexpr int kBlocksPerSm = 32;
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr int kStreamPriorityLeast = 0;
 inline constexpr int kStreamPriorityGreatest = -5;

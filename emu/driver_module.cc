@@ -17,8 +17,8 @@ using remora::emu::Function;
 using remora::emu::FunctionRef;
 using remora::emu::Module;
 
-constexpr int kPtxVersion = 75;
-constexpr int kBinaryVersion = 75;
+constexpr int kPtxVersion = remora::emu::kArch;
+constexpr int kBinaryVersion = remora::emu::kArch;
 constexpr unsigned kMaxBlockDim[3] = {1024, 1024, 64};
 constexpr unsigned kMaxGridDim[3] = {2147483647u, 65535, 65535};
 

@@ -33,7 +33,7 @@ CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>
 std::vector<std::byte> EncodeLinked(std::span<const std::string> sources);
 
 // Checks that PTX text targets a device the emulator models: .target sm_N with
-// N <= 75 (else CUDA_ERROR_INVALID_PTX) and .version <= 9.0 (else
+// N <= kArch, the device's (else CUDA_ERROR_INVALID_PTX) and .version <= 9.0 (else
 // CUDA_ERROR_UNSUPPORTED_PTX_VERSION). Text without the directives passes.
 CUresult CheckPtxHeader(const std::string& ptx);
 

@@ -41,7 +41,7 @@ TEST_F(EmuModule, BadImagesAreRefused) {
       "ELF\x02\x01\x01";
   EXPECT_EQ(api.cuModuleLoadData(&m, elf), CUDA_ERROR_NO_BINARY_FOR_GPU);
   std::string newer = kTinyPtx;
-  newer.replace(newer.find("sm_75"), 5, "sm_80");
+  newer.replace(newer.find("sm_75"), 5, "sm_86");
   EXPECT_EQ(api.cuModuleLoadData(&m, newer.c_str()), CUDA_ERROR_INVALID_PTX);
   std::string future = kTinyPtx;
   future.replace(future.find("7.5"), 3, "9.9");
@@ -71,7 +71,7 @@ TEST_F(EmuModule, PtxVersionIsTheModulesTarget) {
   ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, f), CUDA_SUCCESS);
   EXPECT_EQ(v, 60);
   ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f), CUDA_SUCCESS);
-  EXPECT_EQ(v, 75);
+  EXPECT_EQ(v, 80);
   EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
 }
 
@@ -176,7 +176,7 @@ TEST_F(EmuKernels, FunctionAttributes) {
   ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, f), CUDA_SUCCESS);
   EXPECT_EQ(v, 75);
   ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f), CUDA_SUCCESS);
-  EXPECT_EQ(v, 75);
+  EXPECT_EQ(v, 80);
   ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), CUDA_SUCCESS);
   EXPECT_EQ(v, 1024);
   ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), CUDA_SUCCESS);
@@ -191,7 +191,7 @@ TEST_F(EmuKernels, FunctionAttributes) {
             CUDA_SUCCESS);
   EXPECT_EQ(v, 64 * 1024);
   EXPECT_EQ(
-      api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024 + 1),
+      api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 163 * 1024 + 1),
       CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NUM_REGS, 8), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(api.cuFuncSetCacheConfig(f, CU_FUNC_CACHE_PREFER_SHARED), CUDA_SUCCESS);
@@ -199,7 +199,7 @@ TEST_F(EmuKernels, FunctionAttributes) {
   int blocks = -1;
   ASSERT_EQ(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 256, 0), CUDA_SUCCESS);
   EXPECT_GT(blocks, 0);
-  EXPECT_LE(blocks, 4);  // 1024 threads per SM / 256
+  EXPECT_LE(blocks, 8);  // 2048 threads per SM / 256
   ASSERT_EQ(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 2048, 0), CUDA_SUCCESS);
   EXPECT_EQ(blocks, 0);
 }

@@ -191,7 +191,7 @@ TEST_F(ServerTest, WelcomeDescribesTheDeviceAndArena) {
   ASSERT_EQ(c->welcome_status(), 0);
   EXPECT_EQ(c->welcome().device().name(), "Remora Emulated GPU");
   EXPECT_GT(c->welcome().device().total_mem(), 0u);
-  EXPECT_EQ(c->welcome().device().attributes(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), 7);
+  EXPECT_EQ(c->welcome().device().attributes(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), 8);
   EXPECT_EQ(c->welcome().staging_slots(), 16u);
   EXPECT_GT(c->welcome().heap_bytes(), 0u);
 }

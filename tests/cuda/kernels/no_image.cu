@@ -1,8 +1,8 @@
 // tests/cuda/kernels/no_image.cu - a program with no code the device can run is told so.
 //
-// Built with -gencode arch=compute_80,code=sm_80 only: sm_80 machine code and no
-// PTX. Neither the emulated GPU (compute capability 7.5) nor an H100 (sm_90,
-// another major version) can run it, so, as on a GPU, every use of the kernel
+// Built with -gencode arch=compute_86,code=sm_86 only: sm_86 machine code and no
+// PTX. Neither the emulated GPU (compute capability 8.0, an older minor version,
+// and it runs PTX only) nor an H100 (sm_90, another major version) can run it, so, as on a GPU, every use of the kernel
 // fails with cudaErrorNoKernelImageForDevice and the kernel never runs: its
 // output stays as it was.
 #include "common.h"
