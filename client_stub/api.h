@@ -102,6 +102,9 @@ cudaError_t CUDARTAPI cudaStreamGetCaptureInfo_ptsz(
 cudaError_t CUDARTAPI cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long* streamId);
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                             void** args, size_t sharedMem, cudaStream_t stream);
+cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim,
+                                                       dim3 blockDim, void** args, size_t sharedMem,
+                                                       cudaStream_t stream);
 cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                                void** args);
 }

@@ -22,6 +22,7 @@ cs::Kernel* AsKernel(cudaKernel_t k) {
 // What the stub does with each cudaLaunchAttribute of cudaLaunchKernelExC.
 enum class AttrUse : uint8_t {
   kIgnore,       // a hint, or an ordering already given: the launch runs fully stream-ordered
+  kHonoured,     // sent with the launch (cooperative)
   kUnsupported,  // cudaErrorNotSupported rather than a launch that silently differs
 };
 struct AttrRow {
@@ -31,7 +32,7 @@ struct AttrRow {
 constexpr AttrRow kLaunchAttrs[] = {
     {cudaLaunchAttributeIgnore, AttrUse::kIgnore},
     {cudaLaunchAttributeAccessPolicyWindow, AttrUse::kIgnore},
-    {cudaLaunchAttributeCooperative, AttrUse::kUnsupported},
+    {cudaLaunchAttributeCooperative, AttrUse::kHonoured},
     {cudaLaunchAttributeSynchronizationPolicy, AttrUse::kIgnore},
     {cudaLaunchAttributeClusterDimension, AttrUse::kUnsupported},
     {cudaLaunchAttributeClusterSchedulingPolicyPreference, AttrUse::kIgnore},
@@ -56,8 +57,7 @@ cudaError_t CheckLaunchAttrs(const cudaLaunchConfig_t& config) {
     for (const AttrRow& r : kLaunchAttrs)
       if (r.id == a.id) row = &r;
     if (!row) return cudaErrorInvalidValue;
-    bool trivial = a.id == cudaLaunchAttributeCooperative && a.val.cooperative == 0;
-    if (row->use == AttrUse::kUnsupported && !trivial) return cudaErrorNotSupported;
+    if (row->use == AttrUse::kUnsupported) return cudaErrorNotSupported;
   }
   return cudaSuccess;
 }
@@ -155,13 +155,27 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
 }
 
 // Launch attributes that only hint or relax ordering are accepted (the launch stays fully
-// ordered); those that change what runs (cooperative, clusters, launch events) are refused with
-// cudaErrorNotSupported.
+// ordered); cooperative is sent with the launch; those that change what runs otherwise
+// (clusters, launch events) are refused with cudaErrorNotSupported.
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = CheckLaunchAttrs(*config)) return Ret(e);
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    cooperative |= config->attrs[i].id == cudaLaunchAttributeCooperative &&
+                   config->attrs[i].val.cooperative != 0;
   return cs::Launch(cs::FindKernel(func), config->gridDim, config->blockDim, args,
-                    config->dynamicSmemBytes, config->stream);
+                    config->dynamicSmemBytes, config->stream, cooperative);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                        size_t sharedMem, cudaStream_t stream) {
+  return cs::Launch(cs::FindKernel(func), gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                             void** args, size_t sharedMem, cudaStream_t stream) {
+  return cudaLaunchCooperativeKernel(func, gridDim, blockDim, args, sharedMem, stream);
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,

@@ -256,7 +256,7 @@ bool PackParams(const Kernel& k, void** args, std::string* out) {
 }
 
 cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, bool cooperative) {
   if (!k) return RecordError(cudaErrorInvalidDeviceFunction);
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return RecordError(e);
@@ -292,6 +292,7 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
   req.set_block_z(block.z);
   req.set_shared_bytes(static_cast<uint32_t>(shared_bytes));
   req.set_stream(StreamId(stream));
+  req.set_cooperative(cooperative);
   return RecordError(c.Post(CallId::kLaunchKernel, req));
 }
 

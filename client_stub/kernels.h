@@ -72,9 +72,12 @@ cudaError_t EnsureRegistered(Kernel& k);
 // Checks the configuration, then posts the launch. Errors (also recorded as
 // last error): cudaErrorInvalidDeviceFunction for a null kernel;
 // cudaErrorInvalidConfiguration for a zero or oversized grid/block;
-// registration errors; the session's failure code.
+// registration errors; the session's failure code. A `cooperative` launch has
+// every block co-resident (cudaLaunchCooperativeKernel); one too large for the
+// device fails with cudaErrorCooperativeLaunchTooLarge at its stream's next
+// synchronising call.
 cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                   cudaStream_t stream);
+                   cudaStream_t stream, bool cooperative = false);
 
 // The variable whose host shadow is `symbol`, registered with the server.
 // Errors: cudaErrorInvalidSymbol if unknown; registration errors.

@@ -36,7 +36,6 @@ void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy) {
       {cudaDevAttrPageableMemoryAccessUsesHostPageTables, 0},
       {cudaDevAttrDirectManagedMemAccessFromHost, 0},
       {cudaDevAttrCanUseHostPointerForRegisteredMem, 0},
-      {cudaDevAttrCooperativeLaunch, 0},
   };
   for (auto [attr, value] : caps) {
     auto i = static_cast<int>(attr);

@@ -34,8 +34,6 @@ cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info);
 // memory and managed memory exist only with `zero_copy` (shm, same-address
 // arena); managed memory is never concurrently accessible (the host touches it
 // only between synchronisations) and pageable memory never device-accessible.
-// Cooperative launch is refused by this runtime (cudart_refused.def), so the
-// device never claims it.
 void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy);
 
 // ---- errors ---------------------------------------------------------------------

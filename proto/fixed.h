@@ -105,6 +105,7 @@ REMORA_FIXED_MESSAGE(LaunchRequest) {
   REMORA_FIXED(io, m, uint32_t, block_y);
   REMORA_FIXED(io, m, uint32_t, block_z);
   REMORA_FIXED(io, m, uint32_t, shared_bytes);
+  REMORA_FIXED(io, m, bool, cooperative);
   REMORA_FIXED_TAIL(io, m, params);
 }
 REMORA_FIXED_MESSAGE(MemcpyDtoHRequest) {

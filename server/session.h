@@ -354,6 +354,7 @@ class Session : public std::enable_shared_from_this<Session> {
     CUfunction fn = nullptr;
     uint32_t param_bytes = 0;
     uint64_t module = 0;
+    std::vector<uint32_t> param_offsets;  // for cuLaunchCooperativeKernel's kernelParams
   };
   struct Module {
     CUmodule mod = nullptr;

@@ -154,9 +154,11 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
     v1::KernelLayout* k = rep.add_kernels();
     k->set_name(name);
     uint32_t bytes = 0;
+    std::vector<uint32_t> offsets;
     for (size_t i = 0;; ++i) {
       size_t off = 0, size = 0;
       if (drv().cuFuncGetParamInfo(fn, i, &off, &size) != CUDA_SUCCESS) break;
+      offsets.push_back(static_cast<uint32_t>(off));
       k->add_offsets(static_cast<uint32_t>(off));
       k->add_sizes(static_cast<uint32_t>(size));
       bytes = std::max<uint32_t>(bytes, static_cast<uint32_t>(off + size));
@@ -176,7 +178,7 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
     k->set_const_size_bytes(attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
     uint64_t handle = next_handle_++;
     k->set_handle(handle);
-    kernels_.Put(handle, Kernel{fn, bytes, module_id});
+    kernels_.Put(handle, Kernel{fn, bytes, module_id, std::move(offsets)});
   }
   for (const std::string& name : req.variables()) {
     CUdeviceptr p = 0;
@@ -227,12 +229,26 @@ Status Session::OnLaunchKernel(const v1::LaunchRequest& req, v1::Empty&) {
     CUfunction fn;
     unsigned grid[3], block[3], shared;
     std::string params;
+    std::vector<uint32_t> offsets;  // set for a cooperative launch
   };
   auto l = std::make_shared<Launch>(Launch{k.fn,
                                            {req.grid_x(), req.grid_y(), req.grid_z()},
                                            {req.block_x(), req.block_y(), req.block_z()},
                                            req.shared_bytes(),
-                                           req.params()});
+                                           req.params(),
+                                           {}});
+  if (req.cooperative()) {
+    // cuLaunchCooperativeKernel takes one pointer per parameter, never a packed buffer.
+    l->offsets = k.param_offsets;
+    return work_->Submit(req.stream(), [dev = env_.device, l](CUstream s) {
+      std::vector<void*> args;
+      for (uint32_t off : l->offsets) args.push_back(l->params.data() + off);
+      return dev->Check(dev->drv().cuLaunchCooperativeKernel(
+                            l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                            l->block[2], l->shared, s, args.empty() ? nullptr : args.data()),
+                        "cuLaunchCooperativeKernel");
+    });
+  }
   return work_->Submit(req.stream(), [dev = env_.device, l](CUstream s) {
     size_t size = l->params.size();
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, l->params.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
