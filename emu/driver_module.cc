@@ -21,6 +21,8 @@ constexpr int kPtxVersion = remora::emu::kArch;
 constexpr int kBinaryVersion = remora::emu::kArch;
 constexpr unsigned kMaxBlockDim[3] = {1024, 1024, 64};
 constexpr unsigned kMaxGridDim[3] = {2147483647u, 65535, 65535};
+// A cooperative launch's grid workspace: grid.sync() keeps its arrival counter at offset 4.
+constexpr uint64_t kGridWorkspaceBytes = 256;
 
 CUresult ResolveFunction(Context* ctx, CUfunction f, FunctionRef* out) {
   *out = ctx->FindFunction(f);
@@ -95,6 +97,21 @@ CUresult PackParams(const remora::emu::ptx::KernelInfo& k, void** kernelParams, 
     return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(out->data(), buffer, k.param_bytes);
   return CUDA_SUCCESS;
+}
+
+// Blocks of `k` with `threads` threads and `dynamic_shared` bytes that fit on one SM at once:
+// the least of the block, thread, register and shared memory limits (NVIDIA's occupancy).
+uint64_t MaxBlocksPerSm(const remora::emu::ptx::KernelInfo& k, uint64_t threads,
+                        uint64_t dynamic_shared) {
+  if (threads > std::min<uint32_t>(k.max_threads_per_block, 1024)) return 0;
+  const uint64_t warps = (threads + 31) / 32;
+  uint64_t blocks =
+      std::min<uint64_t>(remora::emu::kBlocksPerSm, remora::emu::kThreadsPerSm / (warps * 32));
+  const uint64_t regs = std::max<uint32_t>(k.num_regs, 1) * warps * 32;
+  blocks = std::min<uint64_t>(blocks, remora::emu::kRegistersPerSm / regs);
+  const uint64_t shared = k.static_shared_bytes + dynamic_shared;
+  if (shared > 0) blocks = std::min<uint64_t>(blocks, remora::emu::kSharedPerSm / shared);
+  return blocks;
 }
 
 struct PrintfBuffer {
@@ -207,28 +224,19 @@ REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(
   if (numBlocks == nullptr || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
   FunctionRef f;
   EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
-  const auto& k = *f.fn->info;
-  const uint64_t warps = (static_cast<uint64_t>(blockSize) + 31) / 32;
-  if (static_cast<uint32_t>(blockSize) > std::min<uint32_t>(k.max_threads_per_block, 1024)) {
-    *numBlocks = 0;
-    return CUDA_SUCCESS;
-  }
-  uint64_t blocks = std::min<uint64_t>(kBlocksPerSm, kThreadsPerSm / (warps * 32));
-  const uint64_t regs = std::max<uint32_t>(k.num_regs, 1) * warps * 32;
-  blocks = std::min<uint64_t>(blocks, kRegistersPerSm / regs);
-  const uint64_t shared = k.static_shared_bytes + dynamicSMemSize;
-  if (shared > 0) blocks = std::min<uint64_t>(blocks, kSharedPerSm / shared);
-  *numBlocks = static_cast<int>(blocks);
+  *numBlocks = static_cast<int>(MaxBlocksPerSm(*f.fn->info, uint64_t(blockSize), dynamicSMemSize));
   return CUDA_SUCCESS;
 }
 
-REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
-                                               unsigned int gridDimY, unsigned int gridDimZ,
-                                               unsigned int blockDimX, unsigned int blockDimY,
-                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                               CUstream hStream, void** kernelParams,
-                                               void** extra) {
-  EMU_CURRENT_CONTEXT(ctx);
+namespace {
+
+// cuLaunchKernel and cuLaunchCooperativeKernel. A cooperative launch also refuses a grid
+// larger than can be resident at once, and gets a zeroed grid workspace in device memory
+// (what grid.sync() counts arrivals in, read through %envreg1:%envreg2), freed after it.
+CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                       unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                       unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                       void** kernelParams, void** extra, bool cooperative) {
   FunctionRef fr;
   EMU_RETURN_IF_ERROR(ResolveFunction(ctx, f, &fr));
   const auto& k = *fr.fn->info;
@@ -249,6 +257,13 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
   if (uint64_t{k.num_regs} * ((threads + 31) / 32 * 32) > kRegistersPerBlock) {
     return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   }
+  if (cooperative) {
+    const uint64_t resident =
+        MaxBlocksPerSm(k, threads, sharedMemBytes) * uint64_t(Config().sm_count);
+    if (uint64_t{gridDimX} * gridDimY * gridDimZ > resident) {
+      return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    }
+  }
   std::vector<std::byte> params;
   EMU_RETURN_IF_ERROR(PackParams(k, kernelParams, extra, &params));
   int priority = 0;
@@ -260,7 +275,8 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
   Work w;
   w.device_time = true;
   w.run = [ctx, mod = fr.module, index = fr.fn->index, params = std::move(params), hStream,
-           grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes, priority] {
+           grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes, priority,
+           cooperative] {
     PrintfBuffer out;
     ptx::LaunchConfig cfg;
     std::copy(grid.begin(), grid.end(), cfg.grid);
@@ -277,7 +293,20 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
       std::lock_guard lock(sink->mu);
       sink->text.append(text);
     };
+    CUdeviceptr workspace = 0;
+    if (cooperative) {
+      // Allocated here rather than at enqueue, so that dropped (cancelled) work holds none.
+      if (ctx->memory().Allocate(kGridWorkspaceBytes, &workspace) != CUDA_SUCCESS) {
+        ctx->Fail(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                  "kernel " + mod->program->kernels()[index].name + ": no grid workspace", hStream);
+        return;
+      }
+      std::memset(reinterpret_cast<void*>(workspace), 0, kGridWorkspaceBytes);
+      cfg.grid_workspace = workspace;
+      cfg.cooperative = true;
+    }
     const remora::Status s = ptx::Launch(*mod->program, index, cfg);
+    if (workspace != 0) ctx->memory().Free(workspace);
     if (!out.text.empty()) DeliverPrintf(hStream, out.text);
     if (!s.ok() && cfg.cancel && cfg.cancel->load()) {
       // Cancelled (remoraEmuCancelStream): its user is gone; the context stays healthy.
@@ -293,6 +322,28 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDi
     }
   };
   return ctx->Enqueue(hStream, std::move(w));
+}
+
+}  // namespace
+
+REMORA_EMU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void** kernelParams,
+                                               void** extra) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return EnqueueLaunch(ctx, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                       sharedMemBytes, hStream, kernelParams, extra, false);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuLaunchCooperativeKernel(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return EnqueueLaunch(ctx, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                       sharedMemBytes, hStream, kernelParams, nullptr, true);
 }
 
 // --- linker ----------------------------------------------------------------------------

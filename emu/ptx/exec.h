@@ -154,6 +154,8 @@ struct Cta {
   uint32_t bar_expected[16];
   uint32_t bar_red[16];
   uint32_t mbar_completions = 0;  // mbarrier phases completed (RunCta's progress check)
+  uint32_t slice_yields = 0;      // warps that ran out of their slice (cooperative launches)
+  uint32_t idle_rounds = 0;       // rounds in a row in which only mbarrier waits timed out
   uint32_t worker = 0;
   uint8_t* SharedBytes() { return reinterpret_cast<uint8_t*>(shared.data()); }
   uint8_t* LocalOf(uint32_t warp, int lane) {
@@ -178,6 +180,8 @@ struct LaunchCtx {
   uint32_t kernel_index;
   bool own_globals;  // globals live in the Program's own storage (no driver addresses)
   bool has_calls;    // the program calls non-builtin functions (lanes may have call stacks)
+  bool cooperative;  // blocks take turns: warps yield after a slice of instructions
+  bool poll;         // cooperative, or cfg->cancel is set: RunWarp looks up every 4096
   std::atomic<bool>* failed;
   Status* fault;  // first fault, guarded by fault_mu
   std::mutex* fault_mu;

@@ -541,6 +541,12 @@ int exec_mov_sreg(Exec& x, const Inst& in) {
     case SReg::kEnvreg:
       u = 0;
       break;
+    case SReg::kGridWorkspaceHi:
+      u = uint32_t(L.cfg->grid_workspace >> 32);
+      break;
+    case SReg::kGridWorkspaceLo:
+      u = uint32_t(L.cfg->grid_workspace);
+      break;
     case SReg::kDynSmem:
       u = L.cfg->dynamic_shared_bytes;
       break;

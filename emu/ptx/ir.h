@@ -210,7 +210,9 @@ enum class SReg : uint8_t {
   kClock,
   kClock64,
   kGlobaltimer,
-  kEnvreg,
+  kEnvreg,           // %envreg<n> the driver leaves 0
+  kGridWorkspaceHi,  // %envreg1: LaunchConfig::grid_workspace >> 32
+  kGridWorkspaceLo,  // %envreg2: its low 32 bits
   kDynSmem,
   kTotalSmem,
   kClockHi,

@@ -23,6 +23,7 @@
 #include "emu/ptx/async.h"
 #include "emu/ptx/exec.h"
 #include "emu/ptx/interp.h"
+#include "emu/ptx/sched.h"
 
 namespace remora::emu::ptx {
 
@@ -256,9 +257,17 @@ void RunOnWorkers(unsigned n, int priority, Fn& fn) {
   WorkerPool::Get(priority).Run(n, priority, fn);
 }
 
+// Instructions a warp of a cooperative launch runs before its block makes way for another.
+constexpr uint64_t kSliceInstructions = 4096;
+
+// Runs the warp until every lane is parked or exited; false after a fault. kCoop (a
+// cooperative launch): a group that ran kSliceInstructions parks as kYield at its next
+// instruction, so that a warp spinning on another block's progress lets that block run.
+template <bool kCoop>
 bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
   const ProgramImpl& P = *L.P;
   const Inst* code = P.code.data();
+  [[maybe_unused]] const uint64_t slice_end = w.instructions + kSliceInstructions;
   for (;;) {
     // Lanes that can run, as masks; collectives' waiters only run when no lane can (force).
     uint32_t run = 0, coll = 0, mbar = 0;
@@ -271,6 +280,14 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
     // A collective does not go ahead without lanes of the warp that wait on an mbarrier:
     // they run again once RunCta resumes them.
     if (cand == 0 || (run == 0 && mbar != 0)) return true;
+    if constexpr (kCoop) {
+      // Groups that keep repicking (never 4096 instructions in a row) still yield.
+      if (run != 0 && w.instructions >= slice_end) {
+        ForLanes(run, [&](int l) { w.state[l] = LaneState::kYield; });
+        ++cta.slice_yields;
+        return true;
+      }
+    }
     bool force = run == 0;
     int best = std::countr_zero(cand);
     ForLanes(cand & (cand - 1), [&](int l) {
@@ -311,13 +328,24 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
         m = (in.flags & kFlagGuardNeg) ? (m & ~gm) : (m & gm);
       }
       ++warp_n;
-      if ((warp_n & 0xfff) == 0 && L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed))
-          [[unlikely]] {
-        ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
-        w.instructions += warp_n;
-        w.thread_instructions += thread_n;
-        Fault(x, err::kLaunchTimeout, "cancelled");
-        return false;
+      if ((warp_n & 0xfff) == 0 && L.poll) [[unlikely]] {
+        if (L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed)) {
+          ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
+          w.instructions += warp_n;
+          w.thread_instructions += thread_n;
+          Fault(x, err::kLaunchTimeout, "cancelled");
+          return false;
+        }
+        if constexpr (kCoop) {
+          // The slice is over: the group resumes at this instruction, not yet run.
+          --warp_n;
+          ForLanes(x.group, [&](int l) {
+            w.pc[l] = x.pc;
+            w.state[l] = LaneState::kYield;
+          });
+          ++cta.slice_yields;
+          break;
+        }
       }
       if (m == 0) {
         ++x.pc;
@@ -378,6 +406,8 @@ bool ReleaseBarriers(const LaunchCtx& L, Cta& cta, uint32_t live) {
   return released;
 }
 
+}  // namespace
+
 // Per launch and worker: sizes the reused Cta for this kernel and block shape, computes each
 // lane's %tid (the same for every block), zeroes shared and local memory.
 void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
@@ -418,6 +448,8 @@ void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
   }
 }
 
+namespace {
+
 // After a launch: keep a worker's buffers for the next one unless they are large.
 void TrimCta(Cta& cta) {
   constexpr size_t kKeepWords = (4u << 20) / 8;
@@ -429,7 +461,9 @@ void TrimCta(Cta& cta) {
 // phases completing, before the launch fails as deadlocked (each round times out the waits).
 constexpr uint32_t kMaxIdleRounds = 1024;
 
-bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
+}  // namespace
+
+void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
   const ProgramImpl& P = *L.P;
   const Function& f = P.funcs[P.kernel_func[L.kernel_index]];
   cta.ctaid[0] = uint32_t(linear % L.nctaid[0]);
@@ -451,11 +485,21 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
   std::fill(std::begin(cta.bar_arrived), std::end(cta.bar_arrived), 0u);
   std::fill(std::begin(cta.bar_expected), std::end(cta.bar_expected), 0u);
   std::fill(std::begin(cta.bar_red), std::end(cta.bar_red), 0u);
-  uint32_t idle = 0;  // rounds in a row in which lanes waited on mbarriers and nothing moved
+  cta.idle_rounds = 0;
+}
+
+namespace {
+
+// Runs rounds over the block's warps until it ends; kCoop: or until a warp used its slice.
+template <bool kCoop>
+CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
+  const ProgramImpl& P = *L.P;
+  const uint32_t nwarps = (L.nthreads + 31) / 32;
   for (;;) {
     const uint32_t completions = cta.mbar_completions;
+    const uint32_t yields = cta.slice_yields;
     for (uint32_t wi = 0; wi < nwarps; ++wi)
-      if (!RunWarp(L, cta, cta.warps[wi])) return false;
+      if (!RunWarp<kCoop>(L, cta, cta.warps[wi])) return CtaEnd::kFailed;
     // ready: lanes an mbarrier phase completed by a later warp resumed, or that wait on a
     // collective those lanes were part of; they run in the next round.
     uint32_t live = 0, bar = 0, async = 0, ready = 0;
@@ -468,7 +512,7 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
         ready += s == LaneState::kRun || s == LaneState::kWaitColl;
       }
     }
-    if (live == 0) return true;
+    if (live == 0) return CtaEnd::kDone;
     const bool released = bar && ReleaseBarriers(L, cta, live);
     if (async == 0 && (released || ready)) continue;
     Exec x{&cta.warps[0], &cta, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
@@ -477,25 +521,27 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
       std::snprintf(buf, sizeof buf, "barrier deadlock in block (%u,%u,%u)", cta.ctaid[0],
                     cta.ctaid[1], cta.ctaid[2]);
       Fault(x, err::kLaunchFailure, buf);
-      return false;
+      return CtaEnd::kFailed;
     }
     // Lanes poll or wait on mbarriers: run the polling ones again; when nothing completed,
     // the parked ones' try_wait times out (false), as PTX allows, so code that does other work
     // on a timeout gets to. Rounds without progress are bounded: a deadlock faults.
-    const bool progress = released || ready || cta.mbar_completions != completions;
-    idle = progress ? 0 : idle + 1;
-    if (idle > kMaxIdleRounds) {
+    // A slice that ran out is progress: its warp was running, not waiting.
+    const bool sliced = cta.slice_yields != yields;
+    const bool progress = released || ready || sliced || cta.mbar_completions != completions;
+    cta.idle_rounds = progress ? 0 : cta.idle_rounds + 1;
+    if (cta.idle_rounds > kMaxIdleRounds) {
       std::snprintf(buf, sizeof buf,
                     "mbarrier deadlock in block (%u,%u,%u): %u threads wait on phases that no "
                     "thread completes",
                     cta.ctaid[0], cta.ctaid[1], cta.ctaid[2], async);
       Fault(x, err::kLaunchFailure, buf);
-      return false;
+      return CtaEnd::kFailed;
     }
-    if (L.failed->load(std::memory_order_relaxed)) return false;
+    if (L.failed->load(std::memory_order_relaxed)) return CtaEnd::kFailed;
     if (L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed)) [[unlikely]] {
       Fault(x, err::kLaunchTimeout, "cancelled");
-      return false;
+      return CtaEnd::kFailed;
     }
     for (uint32_t wi = 0; wi < nwarps; ++wi) {
       Warp& w = cta.warps[wi];
@@ -506,10 +552,26 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
           ResumeMbarWaiter(P, w, l, false);
       }
     }
+    if constexpr (kCoop) {
+      if (sliced) return CtaEnd::kYielded;
+    }
   }
 }
 
+bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
+  StartCta(L, cta, linear);
+  return RunRounds<false>(L, cta) == CtaEnd::kDone;
+}
+
 }  // namespace
+
+CtaEnd RunCtaSlice(const LaunchCtx& L, Cta& cta) {
+  return RunRounds<true>(L, cta);
+}
+
+void RunOnWorkers(unsigned n, int priority, const std::function<void(unsigned)>& fn) {
+  WorkerPool::Get(priority).Run(n, priority, fn);
+}
 
 Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig& cfg,
                        LaunchStats* stats) {
@@ -583,6 +645,18 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
   L.fault_mu = &fault_mu;
 
   L.has_calls = has_calls;
+  L.cooperative = cfg.cooperative;
+  L.poll = cfg.cooperative || cfg.cancel != nullptr;
+  if (cfg.cooperative) {
+    // Not through the priority gate: its blocks all stay resident, so none can be held back.
+    uint64_t wn = 0, tn = 0;
+    RunCooperative(L, nblocks, workers, &wn, &tn);
+    if (stats) {
+      stats->warp_instructions = wn;
+      stats->thread_instructions = tn;
+    }
+    return fault;
+  }
 
   std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> total_warp{0}, total_thread{0};

@@ -517,6 +517,9 @@ std::optional<SReg> FindSReg(std::string_view n) {
   };
   for (auto& [name, id] : kRows)
     if (n == name) return id;
+  // NVIDIA's driver passes a cooperative launch's grid workspace in %envreg1:%envreg2.
+  if (n == "%envreg1") return SReg::kGridWorkspaceHi;
+  if (n == "%envreg2") return SReg::kGridWorkspaceLo;
   if (n.starts_with("%envreg")) return SReg::kEnvreg;
   if (n.starts_with("%pm") || n.starts_with("%reserved_smem_offset_"))
     return SReg::kZero;  // performance monitor counters %pm0..7(_64): nothing counted

@@ -122,6 +122,15 @@ struct LaunchConfig {
   const std::atomic<bool>* cancel = nullptr;
   // Device-side malloc/free; without one a call to either is kLaunchFailure.
   DeviceHeap* heap = nullptr;
+  // A cooperative launch (cuLaunchCooperativeKernel): every block is resident at once, as the
+  // grid-wide barrier of cooperative_groups needs; blocks take turns on the workers, each
+  // running until its warps wait or a warp has run a slice of instructions. Slower than an
+  // ordinary launch, whose blocks each run to their end.
+  bool cooperative = false;
+  // The device address of the launch's zeroed grid workspace, which %envreg1 (high 32 bits)
+  // and %envreg2 (low) read, as NVIDIA's driver passes it: grid.sync() traps when it is 0.
+  // The driver sets it for cooperative launches only.
+  uint64_t grid_workspace = 0;
 };
 
 // Writes the address-valued initialisers of `program`'s globals (`.global .u64

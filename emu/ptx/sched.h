@@ -1,0 +1,40 @@
+// emu/ptx/sched.h - the block scheduler's pieces that launch.cc shares with coop.cc.
+//
+// An ordinary launch runs each block to its end on one worker (launch.cc). A cooperative
+// launch (coop.cc) keeps every block's state alive and lets the workers take turns over them,
+// so blocks that wait on each other (grid.sync) all progress.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "emu/ptx/exec.h"
+
+namespace remora::emu::ptx {
+
+// How a call that runs a block's warps ended.
+enum class CtaEnd : uint8_t {
+  kDone,     // every thread exited
+  kFailed,   // a fault (or cancellation) was recorded in the launch; stop
+  kYielded,  // cooperative only: a warp ran its slice; call RunCtaSlice again later
+};
+
+// Sizes `cta` for L's kernel and block shape and zeroes its shared and local memory.
+void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker);
+// Sets up block `linear` (row-major over the grid) in a prepared `cta`: every lane at entry.
+void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear);
+// Runs a started block of a cooperative launch until it ends or one of its warps used its
+// slice of instructions; then the worker may run another block. REQUIRES: L.cooperative.
+CtaEnd RunCtaSlice(const LaunchCtx& L, Cta& cta);
+
+// Runs fn(0) on the calling thread and fn(1..n-1) on the shared helper threads of `priority`;
+// returns when all have returned.
+void RunOnWorkers(unsigned n, int priority, const std::function<void(unsigned)>& fn);
+
+// Runs every block of a cooperative launch, all resident at once, over `workers` threads.
+// Faults and cancellation are recorded in L as for an ordinary launch. Adds the instructions
+// run to *warp_n and *thread_n.
+void RunCooperative(const LaunchCtx& L, uint64_t nblocks, unsigned workers, uint64_t* warp_n,
+                    uint64_t* thread_n);
+
+}  // namespace remora::emu::ptx
