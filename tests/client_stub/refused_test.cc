@@ -40,10 +40,9 @@ TEST_F(Refused, AGraphCallIsNotSupportedAndBecomesTheLastError) {
   EXPECT_EQ(last(), cudaSuccess);
 }
 
-TEST_F(Refused, TexturesAndCooperativeLaunchAreRefusedToo) {
-  for (const char* name :
-       {"cudaCreateTextureObject", "cudaMallocArray", "cudaLaunchCooperativeKernel",
-        "cudaIpcGetMemHandle", "cudaGraphLaunch"}) {
+TEST_F(Refused, TexturesArraysIpcAndGraphLaunchesAreRefusedToo) {
+  for (const char* name : {"cudaCreateTextureObject", "cudaMallocArray", "cudaCreateSurfaceObject",
+                           "cudaIpcGetMemHandle", "cudaGraphLaunch"}) {
     auto fn = Sym<cudaError_t (*)()>(name);
     ASSERT_TRUE(fn) << name;
     testing::internal::CaptureStderr();
