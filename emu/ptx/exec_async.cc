@@ -194,23 +194,31 @@ int Done(Exec&, const Inst&) {
   return kNext;
 }
 
-// The arrive-on that fires when the lane's earlier copies are done: now. Without .noinc
-// the pending count is raised by one first, so the pair changes nothing but is checked.
-template <bool kNoinc>
-int CpMbarArrive(Exec& x, const Inst& in) {
+// For each lane of x.mask in order: `fn(lane, p, off)` on the mbarrier its address names
+// (`p` its word, `off` its offset in shared memory), until a lane's address is not an
+// mbarrier or its `fn` returns a fault. Returns kNext or kFault.
+template <class Fn>
+int EachMbar(Exec& x, const Inst& in, Fn&& fn) {
   int r = kNext;
   ForLanes(x.mask, [&](int l) {
     if (r != kNext) return;
     uint32_t off;
     uint64_t* p = MbarAt(x, in, l, in.space, MemAddr(x, in, l), &off);
-    Mbar m;
-    if (!p || !Load(x, in, l, off, p, &m)) {
-      r = kFault;
-      return;
-    }
-    if (kNoinc && !Update(x, in, l, off, p, 1, 0, false, false, nullptr)) r = kFault;
+    r = p ? fn(l, p, off) : kFault;
   });
   return r;
+}
+
+// The arrive-on that fires when the lane's earlier copies are done: now. Without .noinc
+// the pending count is raised by one first, so the pair changes nothing but is checked.
+template <bool kNoinc>
+int CpMbarArrive(Exec& x, const Inst& in) {
+  return EachMbar(x, in, [&](int l, uint64_t* p, uint32_t off) -> int {
+    Mbar m;
+    if (!Load(x, in, l, off, p, &m)) return kFault;
+    if (kNoinc && !Update(x, in, l, off, p, 1, 0, false, false, nullptr)) return kFault;
+    return kNext;
+  });
 }
 
 // cp.async.bulk: `size` bytes, both addresses 16-byte aligned, then (shared destinations)
@@ -253,37 +261,20 @@ int Bulk(Exec& x, const Inst& in) {
 
 int MbInit(Exec& x, const Inst& in) {
   const uint64_t* count = Src(x, in.a[0]);
-  int r = kNext;
-  ForLanes(x.mask, [&](int l) {
-    if (r != kNext) return;
-    uint32_t off;
-    uint64_t* p = MbarAt(x, in, l, in.space, MemAddr(x, in, l), &off);
-    if (!p) {
-      r = kFault;
-      return;
-    }
+  return EachMbar(x, in, [&](int l, uint64_t* p, uint32_t off) -> int {
     const uint64_t c = uint32_t(count[l]);
-    if (c == 0 || c > uint64_t(kMaxCount)) {
-      r = MbarFault(x, in, l, off, "count " + std::to_string(c) + " outside [1, 2^20-1]");
-      return;
-    }
+    if (c == 0 || c > uint64_t(kMaxCount))
+      return MbarFault(x, in, l, off, "count " + std::to_string(c) + " outside [1, 2^20-1]");
     *p = Pack({uint32_t(c), uint32_t(c), 0, 0});
+    return kNext;
   });
-  return r;
 }
 
 int MbInval(Exec& x, const Inst& in) {
-  int r = kNext;
-  ForLanes(x.mask, [&](int l) {
-    if (r != kNext) return;
-    uint32_t off;
-    uint64_t* p = MbarAt(x, in, l, in.space, MemAddr(x, in, l), &off);
-    if (!p)
-      r = kFault;
-    else
-      *p = 0;
+  return EachMbar(x, in, [](int, uint64_t* p, uint32_t) -> int {
+    *p = 0;
+    return kNext;
   });
-  return r;
 }
 
 // arrive / arrive_drop, with a count, .noComplete, or .expect_tx (tx-count, one arrival).
@@ -291,47 +282,30 @@ template <bool kDrop, bool kNoComplete, bool kExpectTx>
 int MbArrive(Exec& x, const Inst& in) {
   const uint64_t* arg = in.na > 0 ? Src(x, in.a[0]) : nullptr;
   uint64_t* d = in.nd ? Dst(x, in.d[0]) : nullptr;
-  int r = kNext;
-  ForLanes(x.mask, [&](int l) {
-    if (r != kNext) return;
-    uint32_t off;
-    uint64_t* p = MbarAt(x, in, l, in.space, MemAddr(x, in, l), &off);
-    if (!p) {
-      r = kFault;
-      return;
-    }
+  return EachMbar(x, in, [&](int l, uint64_t* p, uint32_t off) -> int {
     uint32_t count = 1;
     int64_t tx = 0;
     if (kExpectTx)
       tx = int64_t(uint32_t(arg[l]));
     else if (arg)
       count = uint32_t(arg[l]);
-    if (count == 0 || count > uint32_t(kMaxCount)) {
-      r = MbarFault(x, in, l, off, "count " + std::to_string(count) + " outside [1, 2^20-1]");
-      return;
-    }
+    if (count == 0 || count > uint32_t(kMaxCount))
+      return MbarFault(x, in, l, off, "count " + std::to_string(count) + " outside [1, 2^20-1]");
     uint64_t state = 0;
-    if (!Update(x, in, l, off, p, count, tx, kDrop, kNoComplete, &state)) {
-      r = kFault;
-      return;
-    }
+    if (!Update(x, in, l, off, p, count, tx, kDrop, kNoComplete, &state)) return kFault;
     if (d) d[l] = state;
+    return kNext;
   });
-  return r;
 }
 
 template <bool kComplete>
 int MbTx(Exec& x, const Inst& in) {
   const uint64_t* arg = Src(x, in.a[0]);
-  int r = kNext;
-  ForLanes(x.mask, [&](int l) {
-    if (r != kNext) return;
-    uint32_t off;
-    uint64_t* p = MbarAt(x, in, l, in.space, MemAddr(x, in, l), &off);
+  return EachMbar(x, in, [&](int l, uint64_t* p, uint32_t off) -> int {
     const int64_t tx = int64_t(uint32_t(arg[l]));
-    if (!p || !Update(x, in, l, off, p, 0, kComplete ? -tx : tx, false, false, nullptr)) r = kFault;
+    return Update(x, in, l, off, p, 0, kComplete ? -tx : tx, false, false, nullptr) ? kNext
+                                                                                    : kFault;
   });
-  return r;
 }
 
 // test_wait / try_wait: true once the phase named by the state's (or the operand's) parity has
@@ -344,20 +318,13 @@ int MbWait(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   Warp& w = *x.w;
   uint32_t parked = 0;
-  int r = kNext;
-  ForLanes(x.mask, [&](int l) {
-    if (r != kNext) return;
-    uint32_t off;
-    uint64_t* p = MbarAt(x, in, l, in.space, MemAddr(x, in, l), &off);
+  const int r = EachMbar(x, in, [&](int l, uint64_t* p, uint32_t off) -> int {
     Mbar m;
-    if (!p || !Load(x, in, l, off, p, &m)) {
-      r = kFault;
-      return;
-    }
+    if (!Load(x, in, l, off, p, &m)) return kFault;
     const uint32_t awaited = kParity ? uint32_t(arg[l] & 1) : uint32_t(arg[l] >> kPhaseShift);
     if (m.phase != awaited) {
       d[l] = 1;
-      return;
+      return kNext;
     }
     parked |= 1u << l;
     if (kTry) {
@@ -365,6 +332,7 @@ int MbWait(Exec& x, const Inst& in) {
     } else {
       d[l] = 0;
     }
+    return kNext;
   });
   if (r != kNext || parked == 0) return r;
   ForLanes(x.group, [&](int l) {

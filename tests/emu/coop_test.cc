@@ -14,34 +14,14 @@ namespace {
 #if defined(REMORA_EMU_HAS_PTX) && defined(REMORA_EMU_HAS_NVCC)
 
 // Loads coop.ptx (tests/emu/data/coop.cu, compute_80).
-class EmuCoop : public EmuTest {
+class EmuCoop : public EmuModuleTest {
  protected:
-  void SetUp() override {
-    EmuTest::SetUp();
-    std::ifstream in(REMORA_EMU_DATA "/coop.ptx", std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ptx_ = ss.str();
-    ASSERT_FALSE(ptx_.empty());
-    ASSERT_EQ(api.cuModuleLoadData(&mod_, ptx_.c_str()), CUDA_SUCCESS);
-  }
-  void TearDown() override {
-    if (mod_ != nullptr) api.cuModuleUnload(mod_);
-    EmuTest::TearDown();
-  }
-  CUfunction Fn(const char* name) {
-    CUfunction f = nullptr;
-    EXPECT_EQ(api.cuModuleGetFunction(&f, mod_, name), CUDA_SUCCESS) << name;
-    return f;
-  }
+  EmuCoop() : EmuModuleTest("coop.ptx") {}
   CUdeviceptr Alloc(size_t bytes) {
     CUdeviceptr p = 0;
     EXPECT_EQ(api.cuMemAlloc(&p, bytes), CUDA_SUCCESS);
     return p;
   }
-
-  std::string ptx_;
-  CUmodule mod_ = nullptr;
 };
 
 // 64 blocks of 128 threads (more blocks than the host has cores): each block's total is only

@@ -15,7 +15,10 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 
 namespace remora::emu::test {
 
@@ -103,6 +106,39 @@ class EmuTest : public ::testing::Test {
 
   const Api& api = Lib();
   CUcontext ctx = nullptr;
+};
+
+// The text of `path`; empty if it cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// EmuTest with one module loaded from a PTX file the build made (REMORA_EMU_DATA/`file`).
+class EmuModuleTest : public EmuTest {
+ protected:
+  explicit EmuModuleTest(std::string file) : file_(std::move(file)) {}
+  void SetUp() override {
+    EmuTest::SetUp();
+    ptx_ = ReadFile(std::string(REMORA_EMU_DATA) + "/" + file_);
+    ASSERT_FALSE(ptx_.empty()) << file_;
+    ASSERT_EQ(api.cuModuleLoadData(&mod_, ptx_.c_str()), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    if (mod_ != nullptr) api.cuModuleUnload(mod_);
+    EmuTest::TearDown();
+  }
+  CUfunction Fn(const char* name) {
+    CUfunction f = nullptr;
+    EXPECT_EQ(api.cuModuleGetFunction(&f, mod_, name), CUDA_SUCCESS) << name;
+    return f;
+  }
+
+  std::string file_;
+  std::string ptx_;
+  CUmodule mod_ = nullptr;
 };
 
 }  // namespace remora::emu::test

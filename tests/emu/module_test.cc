@@ -13,13 +13,6 @@
 namespace remora::emu::test {
 namespace {
 
-[[maybe_unused]] std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 constexpr char kTinyPtx[] = R"(
 .version 7.5
 .target sm_75
@@ -99,26 +92,9 @@ TEST_F(EmuModule, LinkerValidatesItsInputs) {
 
 #if defined(REMORA_EMU_HAS_PTX) && defined(REMORA_EMU_HAS_NVCC)
 
-class EmuKernels : public EmuTest {
+class EmuKernels : public EmuModuleTest {
  protected:
-  void SetUp() override {
-    EmuTest::SetUp();
-    ptx_ = ReadFile(REMORA_EMU_DATA "/kernels.ptx");
-    ASSERT_FALSE(ptx_.empty());
-    ASSERT_EQ(api.cuModuleLoadData(&mod_, ptx_.c_str()), CUDA_SUCCESS);
-  }
-  void TearDown() override {
-    if (mod_ != nullptr) api.cuModuleUnload(mod_);
-    EmuTest::TearDown();
-  }
-  CUfunction Fn(const char* name) {
-    CUfunction f = nullptr;
-    EXPECT_EQ(api.cuModuleGetFunction(&f, mod_, name), CUDA_SUCCESS) << name;
-    return f;
-  }
-
-  std::string ptx_;
-  CUmodule mod_ = nullptr;
+  EmuKernels() : EmuModuleTest("kernels.ptx") {}
 };
 
 TEST_F(EmuKernels, FunctionsAndGlobalsFromPtxText) {
