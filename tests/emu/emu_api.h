@@ -116,6 +116,7 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+#ifdef REMORA_EMU_DATA
 // EmuTest with one module loaded from a PTX file the build made (REMORA_EMU_DATA/`file`).
 class EmuModuleTest : public EmuTest {
  protected:
@@ -140,5 +141,6 @@ class EmuModuleTest : public EmuTest {
   std::string ptx_;
   CUmodule mod_ = nullptr;
 };
+#endif  // REMORA_EMU_DATA
 
 }  // namespace remora::emu::test
