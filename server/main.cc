@@ -56,7 +56,7 @@ constexpr const char* kUsage =
     "             context the driver cannot rebuild in process (the server ends with\n"
     "             its supervisor, even killed)\n"
     "  --lock-dir  where a server on a GPU locks it against a second server (default:\n"
-    "             the first --listen socket's folder, else /tmp)\n"
+    "             /run/remora where it is writable, else /tmp)\n"
     "  REMORA_LOG=debug|info|warn|error sets the log level\n";
 
 std::string ExeDir() {

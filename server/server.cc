@@ -1,6 +1,8 @@
 // server/server.cc - listeners, session threads, printf routing, reaping.
 #include "server/server.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <map>
 #include <thread>
@@ -33,13 +35,10 @@ Result<DeviceLock> LockDevice(const DriverTable& drv, const ServerOptions& opts)
     key += kHex[b >> 4];
     key += kHex[b & 15];
   }
+  // The same folder whatever else a server is given (sockets, ports), so any two servers of a
+  // node meet there: /run/remora (the sockets' home) where it is writable, else /tmp.
   std::string dir = opts.lock_dir;
-  if (dir.empty() && !opts.unix_paths.empty()) {
-    const std::string& sock = opts.unix_paths.front();
-    const size_t slash = sock.rfind('/');
-    dir = slash == std::string::npos ? "." : slash == 0 ? "/" : sock.substr(0, slash);
-  }
-  if (dir.empty()) dir = "/tmp";
+  if (dir.empty()) dir = ::access("/run/remora", W_OK | X_OK) == 0 ? "/run/remora" : "/tmp";
   return DeviceLock::Acquire(dir, key);
 }
 

@@ -45,8 +45,8 @@ struct ServerOptions {
   std::string tenants_file;
   double open_max_fraction = 0.5;
   sched::Priority open_max_priority = sched::Priority::kNormal;
-  // Where a server on a GPU takes its DeviceLock; "" for the first unix socket's
-  // folder, else /tmp. (The emulated GPU is the server's own: no lock.)
+  // Where a server on a GPU takes its DeviceLock; "" for /run/remora where it is
+  // writable, else /tmp. (The emulated GPU is the server's own: no lock.)
   std::string lock_dir;
 };
 
