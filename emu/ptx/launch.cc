@@ -1,4 +1,4 @@
-// emu/ptx/launch.cc - Program, Load, Launch: blocks over workers, warps over converged groups.
+// emu/ptx/launch.cc - Launch: blocks over workers, warps over converged groups.
 //
 // Scheduling: a worker takes whole CTAs from a shared counter. Within a CTA each warp runs until
 // all its lanes are parked at a CTA barrier or exited; then barriers whose arrivals are complete
@@ -26,89 +26,6 @@
 #include "emu/ptx/sched.h"
 
 namespace remora::emu::ptx {
-
-Status ParseProgram(std::span<const std::string> sources, ProgramImpl& P);
-const char* SpaceName(Space s);
-
-Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
-Program::~Program() = default;
-const std::vector<KernelInfo>& Program::kernels() const {
-  return impl_->kernels;
-}
-const std::vector<GlobalInfo>& Program::globals() const {
-  return impl_->global_info;
-}
-std::optional<size_t> Program::FindKernel(std::string_view name) const {
-  for (size_t i = 0; i < impl_->kernels.size(); ++i)
-    if (impl_->kernels[i].name == name) return i;
-  return std::nullopt;
-}
-std::optional<size_t> Program::FindGlobal(std::string_view name) const {
-  for (size_t i = 0; i < impl_->global_info.size(); ++i)
-    if (impl_->global_info[i].name == name) return i;
-  return std::nullopt;
-}
-
-namespace {
-
-void ApplyRelocs(const ProgramImpl& P, const uint64_t* addr) {
-  for (size_t g = 0; g < P.globals.size(); ++g) {
-    for (const Global::Reloc& r : P.globals[g].relocs) {
-      uint64_t v = addr[r.target] + uint64_t(r.addend);
-      std::memcpy(reinterpret_cast<uint8_t*>(addr[g]) + r.at, &v, size_t(r.size));
-    }
-  }
-}
-
-}  // namespace
-
-void ApplyRelocations(const Program& program, std::span<const uint64_t> global_addresses) {
-  ApplyRelocs(program.impl(), global_addresses.data());
-}
-
-Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sources) {
-  auto impl = std::make_unique<ProgramImpl>();
-  RETURN_IF_ERROR(ParseProgram(ptx_sources, *impl));
-  ProgramImpl& P = *impl;
-  for (const Global& g : P.globals) {
-    P.own_storage.emplace_back((g.size + 7) / 8 + 1, 0);
-    std::memcpy(P.own_storage.back().data(), g.init.data(), g.init.size());
-    P.own_addresses.push_back(reinterpret_cast<uint64_t>(P.own_storage.back().data()));
-  }
-  ApplyRelocs(P, P.own_addresses.data());
-  return std::shared_ptr<const Program>(std::make_shared<Program>(std::move(impl)));
-}
-
-const char* TyName(Ty t) {
-  static const char* kNames[] = {"",        ".pred", ".b8",  ".b16", ".b32",   ".b64",
-                                 ".b128",   ".u8",   ".u16", ".u32", ".u64",   ".s8",
-                                 ".s16",    ".s32",  ".s64", ".f16", ".f16x2", ".bf16",
-                                 ".bf16x2", ".f32",  ".f64", ".tf32"};
-  return kNames[size_t(t)];
-}
-
-std::string Describe(const ProgramImpl& P, const Inst& in) {
-  size_t pc = size_t(&in - P.code.data());
-  if (pc < P.code_text.size())
-    return P.code_text[pc] + " (PTX line " + std::to_string(in.line) + ")";
-  std::string s = OpName(in.op);
-  if (in.space != Space::kGeneric) s += std::string(".") + SpaceName(in.space);
-  s += TyName(in.ty);
-  s += TyName(in.ty2);
-  return s + " (PTX line " + std::to_string(in.line) + ")";
-}
-
-int Fault(Exec& x, int32_t code, std::string message) {
-  LaunchCtx& L = const_cast<LaunchCtx&>(*x.L);
-  std::lock_guard<std::mutex> lock(*L.fault_mu);
-  if (L.fault->ok()) *L.fault = Error(code, "kernel " + L.kernel->name + ": " + message);
-  L.failed->store(true, std::memory_order_relaxed);  // read by workers between CTAs only
-  return kFault;
-}
-
-int FaultAt(Exec& x, int32_t code, const Inst& in, const std::string& what) {
-  return Fault(x, code, what + " at " + Describe(*x.L->P, in));
-}
 
 namespace {
 
@@ -599,7 +516,7 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     if (!cfg.relocated) {
       std::lock_guard<std::mutex> lock(P.reloc_mu);
       if (P.reloc_applied != gaddr) {
-        ApplyRelocs(P, gaddr.data());
+        ApplyRelocations(program, gaddr);
         P.reloc_applied = gaddr;
       }
     }
