@@ -20,6 +20,7 @@
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 
+using remora::client_stub::CheckStream;
 using remora::client_stub::Ret;
 using remora::client_stub::St;
 using remora::client_stub::StreamId;
@@ -43,9 +44,18 @@ cudaMemPool_t DefaultPoolHandle() {
   return reinterpret_cast<cudaMemPool_t>(&DefaultPool());
 }
 
-cudaError_t CheckStream(cudaStream_t s) {
-  const uint64_t id = StreamId(s);
-  return id == 0 || St().streams.Contains(id) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+// The pool's recorded reuse flag `attr`, or null if `attr` is not one.
+int* ReuseFlag(Pool& p, cudaMemPoolAttr attr) {
+  switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+      return &p.follow_event_dependencies;
+    case cudaMemPoolReuseAllowOpportunistic:
+      return &p.allow_opportunistic;
+    case cudaMemPoolReuseAllowInternalDependencies:
+      return &p.allow_internal_dependencies;
+    default:
+      return nullptr;
+  }
 }
 
 cudaError_t Allocate(void** ptr, size_t size, cudaStream_t stream) {
@@ -70,6 +80,14 @@ struct StreamAttributes {
 StreamAttributes& Attributes() {
   static remora::client_stub::NoDestructor<StreamAttributes> a;
   return *a;
+}
+
+// The launch attributes a stream has (cudaStreamSetAttribute records them; priority is the
+// stream's own, answered by cudaStreamGetPriority).
+bool IsRecordedStreamAttr(cudaStreamAttrID attr) {
+  return attr == cudaLaunchAttributeAccessPolicyWindow ||
+         attr == cudaLaunchAttributeSynchronizationPolicy ||
+         attr == cudaLaunchAttributeMemSyncDomainMap || attr == cudaLaunchAttributeMemSyncDomain;
 }
 
 cudaError_t CheckWindow(const cudaAccessPolicyWindow& w) {
@@ -160,16 +178,11 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
   if (memPool != DefaultPoolHandle() || value == nullptr) return Ret(cudaErrorInvalidValue);
   Pool& p = DefaultPool();
   std::lock_guard lock(p.mu);
+  if (int* flag = ReuseFlag(p, attr)) {
+    *flag = *static_cast<int*>(value);
+    return cudaSuccess;
+  }
   switch (attr) {
-    case cudaMemPoolReuseFollowEventDependencies:
-      p.follow_event_dependencies = *static_cast<int*>(value);
-      return cudaSuccess;
-    case cudaMemPoolReuseAllowOpportunistic:
-      p.allow_opportunistic = *static_cast<int*>(value);
-      return cudaSuccess;
-    case cudaMemPoolReuseAllowInternalDependencies:
-      p.allow_internal_dependencies = *static_cast<int*>(value);
-      return cudaSuccess;
     case cudaMemPoolAttrReleaseThreshold:
       p.release_threshold = *static_cast<uint64_t*>(value);
       return cudaSuccess;
@@ -187,16 +200,11 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
   if (memPool != DefaultPoolHandle() || value == nullptr) return Ret(cudaErrorInvalidValue);
   Pool& p = DefaultPool();
   std::lock_guard lock(p.mu);
+  if (const int* flag = ReuseFlag(p, attr)) {
+    *static_cast<int*>(value) = *flag;
+    return cudaSuccess;
+  }
   switch (attr) {
-    case cudaMemPoolReuseFollowEventDependencies:
-      *static_cast<int*>(value) = p.follow_event_dependencies;
-      return cudaSuccess;
-    case cudaMemPoolReuseAllowOpportunistic:
-      *static_cast<int*>(value) = p.allow_opportunistic;
-      return cudaSuccess;
-    case cudaMemPoolReuseAllowInternalDependencies:
-      *static_cast<int*>(value) = p.allow_internal_dependencies;
-      return cudaSuccess;
     case cudaMemPoolAttrReleaseThreshold:
       *static_cast<uint64_t*>(value) = p.release_threshold;
       return cudaSuccess;
@@ -246,19 +254,13 @@ cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr,
                                    const cudaStreamAttrValue* value) {
   if (value == nullptr) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = CheckStream(hStream)) return Ret(e);
-  switch (attr) {
-    case cudaLaunchAttributeAccessPolicyWindow:
-      if (cudaError_t e = CheckWindow(value->accessPolicyWindow)) return Ret(e);
-      break;
-    case cudaLaunchAttributeSynchronizationPolicy:
-      if (value->syncPolicy < cudaSyncPolicyAuto || value->syncPolicy > cudaSyncPolicyBlockingSync)
-        return Ret(cudaErrorInvalidValue);
-      break;
-    case cudaLaunchAttributeMemSyncDomainMap:
-    case cudaLaunchAttributeMemSyncDomain:
-      break;
-    default:  // a launch attribute that is not a stream's
-      return Ret(cudaErrorInvalidValue);
+  if (!IsRecordedStreamAttr(attr)) return Ret(cudaErrorInvalidValue);
+  if (attr == cudaLaunchAttributeAccessPolicyWindow) {
+    if (cudaError_t e = CheckWindow(value->accessPolicyWindow)) return Ret(e);
+  } else if (attr == cudaLaunchAttributeSynchronizationPolicy &&
+             (value->syncPolicy < cudaSyncPolicyAuto ||
+              value->syncPolicy > cudaSyncPolicyBlockingSync)) {
+    return Ret(cudaErrorInvalidValue);
   }
   StreamAttributes& a = Attributes();
   std::lock_guard lock(a.mu);
@@ -277,10 +279,7 @@ cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr,
   if (cudaError_t e = CheckStream(hStream)) return Ret(e);
   if (attr == cudaLaunchAttributePriority)
     return cudaStreamGetPriority(hStream, &value_out->priority);
-  if (attr != cudaLaunchAttributeAccessPolicyWindow &&
-      attr != cudaLaunchAttributeSynchronizationPolicy &&
-      attr != cudaLaunchAttributeMemSyncDomainMap && attr != cudaLaunchAttributeMemSyncDomain)
-    return Ret(cudaErrorInvalidValue);
+  if (!IsRecordedStreamAttr(attr)) return Ret(cudaErrorInvalidValue);
   *value_out = cudaLaunchAttributeValue{};
   if (attr == cudaLaunchAttributeSynchronizationPolicy) value_out->syncPolicy = cudaSyncPolicyAuto;
   StreamAttributes& a = Attributes();

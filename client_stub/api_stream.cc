@@ -8,6 +8,7 @@
 #include "client_stub/state.h"
 
 using remora::CallId;
+using remora::client_stub::CheckStream;
 using remora::client_stub::Connection;
 using remora::client_stub::Ret;
 using remora::client_stub::St;
@@ -22,12 +23,6 @@ constexpr unsigned kEventFlags =
 
 uint64_t EventId(cudaEvent_t e) {
   return reinterpret_cast<uintptr_t>(e);
-}
-
-// cudaErrorInvalidResourceHandle unless `s` is a default stream or one of ours.
-cudaError_t CheckStream(cudaStream_t s) {
-  uint64_t id = StreamId(s);
-  return id == 0 || St().streams.Contains(id) ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
 cudaError_t CheckEvent(cudaEvent_t e) {

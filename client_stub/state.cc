@@ -96,6 +96,11 @@ cudaStream_t StreamHandle(uint64_t id) {
   return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(v));
 }
 
+cudaError_t CheckStream(cudaStream_t s) {
+  const uint64_t id = StreamId(s);
+  return id == 0 || St().streams.Contains(id) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
 void HandleSet::Add(uint64_t id, uint64_t value) {
   std::unique_lock lock(mu_);
   ids_[id] = value;

@@ -188,4 +188,7 @@ struct State {
 // The process's state. Never destroyed (static destructors may still call in).
 State& St();
 
+// cudaErrorInvalidResourceHandle unless `s` is a default stream or one of the process's own.
+cudaError_t CheckStream(cudaStream_t s);
+
 }  // namespace remora::client_stub
