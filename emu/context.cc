@@ -263,6 +263,7 @@ CUresult Context::StreamBusyTime(CUstream s, uint64_t* ns) {
 CUresult Context::SetLimit(CUlimit limit, size_t value) {
   if (limit < 0 || limit >= CU_LIMIT_MAX || limit >= CU_LIMIT_SHMEM_SIZE)
     return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) return heap_.SetLimit(value);
   if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) return CUDA_ERROR_INVALID_VALUE;
   limits_[limit].store(value, std::memory_order_relaxed);
   return CUDA_SUCCESS;
@@ -270,7 +271,8 @@ CUresult Context::SetLimit(CUlimit limit, size_t value) {
 
 CUresult Context::GetLimit(CUlimit limit, size_t* value) const {
   if (limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
-  *value = limits_[limit].load(std::memory_order_relaxed);
+  *value = limit == CU_LIMIT_MALLOC_HEAP_SIZE ? heap_.limit()
+                                              : limits_[limit].load(std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
 

@@ -88,10 +88,11 @@ class Context {
   DeviceMemory& memory() { return *memory_; }
   // Device-side malloc/free of this context's kernels.
   Heap& heap() { return heap_; }
-  // The limits other than the heap's (cuCtxSetLimit / cuCtxGetLimit): recorded and read
-  // back, with a GPU's defaults. Errors: CUDA_ERROR_UNSUPPORTED_LIMIT for an unknown one,
-  // and for setting a read-only one; CUDA_ERROR_INVALID_VALUE for an L2 fetch granularity
-  // above 128.
+  // cuCtxSetLimit / cuCtxGetLimit. The heap's limit is the heap's (Heap::SetLimit); the
+  // others are recorded and read back with a GPU's defaults, as the emulator has no fixed
+  // stack, FIFO or launch queue to size. Errors: CUDA_ERROR_UNSUPPORTED_LIMIT for an unknown
+  // one, and for setting a read-only one; CUDA_ERROR_INVALID_VALUE for an L2 fetch
+  // granularity above 128, and as Heap::SetLimit says.
   CUresult SetLimit(CUlimit limit, size_t value);
   CUresult GetLimit(CUlimit limit, size_t* value) const;
 
@@ -172,6 +173,7 @@ class Context {
 
   std::unique_ptr<DeviceMemory> memory_;
   Heap heap_{*memory_};  // after memory_: gives its block back first
+  // Recorded limits by CUlimit; the heap's slot is unused (heap_ holds it).
   std::atomic<size_t> limits_[CU_LIMIT_MAX] = {1024, 1 << 20, 0, 2, 2048, 64, 0, 0, 0, 0};
   Progress progress_;
   // Non-zero while work must be skipped: the sticky error, or

@@ -200,21 +200,14 @@ REMORA_EMU_API CUresult CUDAAPI cuCtxSynchronize(void) {
   return ctx->Synchronize();
 }
 
-// Limits a GPU's context has. The heap's is real (emu/heap.h); the others are recorded
-// and answered, as the emulator has no fixed stack, FIFO or launch queue to size.
 REMORA_EMU_API CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
   EMU_CURRENT_CONTEXT(ctx);
-  if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) return ctx->heap().SetLimit(value);
   return ctx->SetLimit(limit, value);
 }
 
 REMORA_EMU_API CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
   EMU_CURRENT_CONTEXT(ctx);
   if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
-    *pvalue = ctx->heap().limit();
-    return CUDA_SUCCESS;
-  }
   return ctx->GetLimit(limit, pvalue);
 }
 

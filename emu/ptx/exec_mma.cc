@@ -36,20 +36,9 @@ namespace {
 constexpr uint32_t kAllLanes = 0xffffffffu;
 constexpr int kMaxElems = 512;  // the largest operand: a 16x32 or 32x16 multiplicand
 
+// Bits of one element of a fragment of type t (every type the decoder lets through has a size).
 int Bits(Ty t) {
-  switch (t) {
-    case Ty::kS8:
-    case Ty::kU8:
-      return 8;
-    case Ty::kF16:
-    case Ty::kBF16:
-    case Ty::kB16:
-      return 16;
-    case Ty::kF64:
-      return 64;
-    default:
-      return 32;
-  }
+  return 8 * TySize(t);
 }
 
 // Elements one register holds: a 32-bit register packs 32 / bits of them, an .f64 register one.
