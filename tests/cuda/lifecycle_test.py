@@ -42,6 +42,21 @@ def log_text(log):
     return log.read()
 
 
+def remora_run(bindir, address):
+    """The command line prefix that runs a program as a tenant of the server at `address`."""
+    return [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
+
+
+def tenant_passes(run, progs, who):
+    """Runs vector_add as a tenant; True if it passed, else says why under `who`."""
+    r = subprocess.run(run + [os.path.join(progs, "vector_add")], capture_output=True,
+                       text=True, timeout=300)
+    if r.returncode == 0 and "PASS" in r.stdout:
+        return True
+    print(f"{who} failed:\n{r.stdout}{r.stderr}")
+    return False
+
+
 def start_spinner(run, progs):
     """A tenant whose kernel waits for a flag nobody sets; returns it once it spins."""
     p = subprocess.Popen(run + [os.path.join(progs, "host_threads"), "-spin", "1"],
@@ -69,7 +84,7 @@ def alive(pid):
 
 def case_runaway(bindir, progs, transport, tmp):
     proc, log, address = start_server(bindir, transport, tmp, [])
-    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
+    run = remora_run(bindir, address)
     ok = True
     spinner = start_spinner(run, progs)
     spinner.send_signal(signal.SIGKILL)
@@ -81,18 +96,14 @@ def case_runaway(bindir, progs, transport, tmp):
     elif not re.search(r"kernel \S*WaitForFlag\S* cancelled", text):
         print("runaway: the server's log does not say the kernel was cancelled")
         ok = False
-    r = subprocess.run(run + [os.path.join(progs, "vector_add")], capture_output=True,
-                       text=True, timeout=300)
-    if r.returncode != 0 or "PASS" not in r.stdout:
-        print(f"runaway: a tenant after the cancelled one failed:\n{r.stdout}{r.stderr}")
-        ok = False
+    ok = tenant_passes(run, progs, "runaway: a tenant after the cancelled one") and ok
     return finish_server(proc, log, ok, "lifecycle_test runaway")
 
 
 def case_drain(bindir, progs, transport, tmp, cancel):
     env = None if cancel else {"REMORA_EMU_CANCEL": "off"}
     proc, log, address = start_server(bindir, transport, tmp, ["--grace-period", "1"], env=env)
-    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
+    run = remora_run(bindir, address)
     ok = True
     spinner = start_spinner(run, progs)
     proc.send_signal(signal.SIGTERM)
@@ -151,12 +162,8 @@ def case_second(bindir, progs, transport, tmp):
     if r.returncode == 0 or f"pid {proc.pid}" not in said:
         print(f"second: a second server on {sock} exited {r.returncode} saying:\n{said}")
         ok = False
-    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--"]
-    r = subprocess.run(run + [os.path.join(progs, "vector_add")], capture_output=True,
-                       text=True, timeout=300)
-    if r.returncode != 0 or "PASS" not in r.stdout:
-        print(f"second: the first server stopped serving:\n{r.stdout}{r.stderr}")
-        ok = False
+    ok = tenant_passes(remora_run(bindir, address), progs,
+                       "second: a tenant of the first server") and ok
     return finish_server(proc, log, ok, "lifecycle_test second")
 
 

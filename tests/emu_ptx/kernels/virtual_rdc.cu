@@ -1,5 +1,6 @@
 // tests/emu_ptx/kernels/virtual_rdc.cu - the other half of the -rdc build of virtual.cu: Circle's
-// virtual functions and vtable, and a function whose address virtual.cu's module takes.
+// virtual functions and vtable, and a function whose address virtual.cu's module takes. The
+// whole-program build of virtual.cu includes this file.
 #include "virtual.h"
 
 __device__ Circle::~Circle() {
