@@ -41,11 +41,8 @@ void RunCooperative(const LaunchCtx& L, uint64_t nblocks, unsigned workers, uint
     for (uint64_t i = worker % nblocks;; i = i + 1 == nblocks ? 0 : i + 1) {
       if (ended.load(std::memory_order_relaxed) == nblocks) break;
       if (L.failed->load(std::memory_order_relaxed)) break;
-      if (L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed)) [[unlikely]] {
-        Exec x{nullptr, nullptr, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
-        Fault(x, err::kLaunchTimeout, "cancelled");
+      if (Cancelled(L)) [[unlikely]]
         break;
-      }
       Block& b = blocks[i];
       uint8_t waiting = kWaiting;
       if (!b.state.compare_exchange_strong(waiting, kHeld, std::memory_order_acquire,

@@ -246,11 +246,10 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
       }
       ++warp_n;
       if ((warp_n & 0xfff) == 0 && L.poll) [[unlikely]] {
-        if (L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed)) {
+        if (Cancelled(L)) {
           ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
           w.instructions += warp_n;
           w.thread_instructions += thread_n;
-          Fault(x, err::kLaunchTimeout, "cancelled");
           return false;
         }
         if constexpr (kCoop) {
@@ -456,10 +455,8 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
       return CtaEnd::kFailed;
     }
     if (L.failed->load(std::memory_order_relaxed)) return CtaEnd::kFailed;
-    if (L.cfg->cancel && L.cfg->cancel->load(std::memory_order_relaxed)) [[unlikely]] {
-      Fault(x, err::kLaunchTimeout, "cancelled");
+    if (Cancelled(L)) [[unlikely]]
       return CtaEnd::kFailed;
-    }
     for (uint32_t wi = 0; wi < nwarps; ++wi) {
       Warp& w = cta.warps[wi];
       for (int l = 0; l < 32; ++l) {
@@ -481,6 +478,13 @@ bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
 }
 
 }  // namespace
+
+bool Cancelled(const LaunchCtx& L) {
+  if (!L.cfg->cancel || !L.cfg->cancel->load(std::memory_order_relaxed)) return false;
+  Exec x{nullptr, nullptr, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
+  Fault(x, err::kLaunchTimeout, "cancelled");
+  return true;
+}
 
 CtaEnd RunCtaSlice(const LaunchCtx& L, Cta& cta) {
   return RunRounds<true>(L, cta);
@@ -587,11 +591,8 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     PrepareCta(L, cta, worker);
     for (;;) {
       if (failed.load(std::memory_order_relaxed)) break;
-      if (cfg.cancel && cfg.cancel->load(std::memory_order_relaxed)) [[unlikely]] {
-        Exec x{&cta.warps[0], &cta, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
-        Fault(x, err::kLaunchTimeout, "cancelled");
+      if (Cancelled(L)) [[unlikely]]
         break;
-      }
       if (gate.Outranked(cfg.priority, hw)) {
         if (worker != 0) break;
         gate.WaitWhileOutranked(cfg.priority, hw);

@@ -27,6 +27,10 @@ void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear);
 // slice of instructions; then the worker may run another block. REQUIRES: L.cooperative.
 CtaEnd RunCtaSlice(const LaunchCtx& L, Cta& cta);
 
+// True once LaunchConfig::cancel has turned true, after recording the launch's fault
+// (kLaunchTimeout, "cancelled"); every place that stops a cancelled launch asks here.
+bool Cancelled(const LaunchCtx& L);
+
 // Runs fn(0) on the calling thread and fn(1..n-1) on the shared helper threads of `priority`;
 // returns when all have returned.
 void RunOnWorkers(unsigned n, int priority, const std::function<void(unsigned)>& fn);
