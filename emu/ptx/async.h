@@ -53,10 +53,6 @@ enum class AsyncForm : uint32_t {
 // ("cp.async.bulk.tensor is not supported").
 std::string DecodeAsyncModifiers(std::string_view mnemonic, Inst& in, bool* cache_hint);
 
-// Host pointer of `size` bytes at `addr` in space `sp` for lane `lane`, or nullptr after the
-// fault is recorded (exec_mem.cc's checks: allocations, shared and local bounds, windows).
-uint8_t* ResolveFor(Exec& x, const Inst& in, int lane, Space sp, uint64_t addr, uint32_t size);
-
 // Resumes a lane parked in mbarrier.try_wait: its predicate gets `complete`, it moves past
 // the instruction and runs again. RunCta calls it with false when nothing else in the CTA can
 // run (PTX lets try_wait return false after a time limit of its own choosing).

@@ -85,7 +85,7 @@ uint64_t* MbarAt(Exec& x, const Inst& in, int l, Space space, uint64_t addr, uin
             "mbarrier at shared " + Hex(addr) + ", not 8-byte aligned," + Where(x, l));
     return nullptr;
   }
-  uint8_t* p = ResolveFor(x, in, l, Space::kShared, addr, 8);
+  uint8_t* p = ResolveAddress(x, in, l, Space::kShared, addr, 8);
   *off = uint32_t(addr);
   return reinterpret_cast<uint64_t*>(p);
 }
@@ -177,8 +177,8 @@ int CpAsync(Exec& x, const Inst& in) {
                       Hex(dst) + Where(x, l));
       return;
     }
-    uint8_t* d = ResolveFor(x, in, l, Space::kShared, dst, n);
-    const uint8_t* s = m && d ? ResolveFor(x, in, l, Space::kGlobal, src, m) : d;
+    uint8_t* d = ResolveAddress(x, in, l, Space::kShared, dst, n);
+    const uint8_t* s = m && d ? ResolveAddress(x, in, l, Space::kGlobal, src, m) : d;
     if (!d || !s) {
       r = kFault;
       return;
@@ -239,9 +239,10 @@ int Bulk(Exec& x, const Inst& in) {
                       Hex(dst) + " (16-byte multiples only)" + Where(x, l));
       return;
     }
-    uint8_t* d = ResolveFor(x, in, l, kToGlobal ? Space::kGlobal : Space::kShared, dst, n);
+    uint8_t* d = ResolveAddress(x, in, l, kToGlobal ? Space::kGlobal : Space::kShared, dst, n);
     const uint8_t* s =
-        d ? ResolveFor(x, in, l, F == AsyncForm::kBulkG2S ? Space::kGlobal : Space::kShared, src, n)
+        d ? ResolveAddress(x, in, l, F == AsyncForm::kBulkG2S ? Space::kGlobal : Space::kShared,
+                           src, n)
           : nullptr;
     if (!d || !s) {
       r = kFault;

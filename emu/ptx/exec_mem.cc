@@ -626,18 +626,6 @@ bool ReadGeneric(Exec& x, const Inst& in, int lane, uint64_t addr, void* dst, si
   return true;
 }
 
-// For exec_async.cc (async.h).
-uint8_t* ResolveFor(Exec& x, const Inst& in, int lane, Space sp, uint64_t addr, uint32_t size) {
-  switch (sp) {
-    case Space::kShared:
-      return Resolve<Space::kShared>(x, in, lane, addr, size);
-    case Space::kGlobal:
-      return Resolve<Space::kGlobal>(x, in, lane, addr, size);
-    default:
-      return Resolve<Space::kGeneric>(x, in, lane, addr, size);
-  }
-}
-
 bool ReadString(Exec& x, const Inst& in, int lane, uint64_t addr, std::string* out) {
   out->clear();
   for (size_t i = 0; i < (1u << 20); ++i) {
