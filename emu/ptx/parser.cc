@@ -314,6 +314,13 @@ class Parser {
   Status Decode(Function& f, uint32_t fidx, const std::string& mnemonic, std::vector<RawOp>& ops,
                 Inst& in);
   Status DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool tail_list);
+  // kInvalidPtx, naming `mnemonic`, unless its `n` operands are from `lo` to `hi`.
+  Status NeedOperands(const std::string& mnemonic, size_t n, size_t lo, size_t hi) {
+    if (n < lo || n > hi)
+      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
+                 std::to_string(n));
+    return OkStatus();
+  }
   Status DecodeMatrix(const std::string& mnemonic, std::string_view mods, std::vector<RawOp>& ops,
                       Inst& in);
   Status DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, PendingCall& pc);
@@ -1285,12 +1292,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   if (!types.empty()) in.ty = types[0];
   if (types.size() > 1) in.ty2 = types[1];
   size_t n = ops.size();
-  auto need = [&](size_t lo, size_t hi) -> Status {
-    if (n < lo || n > hi)
-      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
-                 std::to_string(n));
-    return OkStatus();
-  };
+  auto need = [&](size_t lo, size_t hi) { return NeedOperands(mnemonic, n, lo, hi); };
   auto dst = [&](int k) -> Status {
     ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[k]));
     if (ops[k].reg2 != kNoReg) {
@@ -1525,12 +1527,7 @@ Status Parser::DecodeMatrix(const std::string& mnemonic, std::string_view mods,
     }
     return OkStatus();
   };
-  auto need = [&](size_t lo, size_t hi) -> Status {
-    if (ops.size() < lo || ops.size() > hi)
-      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
-                 std::to_string(ops.size()));
-    return OkStatus();
-  };
+  auto need = [&](size_t lo, size_t hi) { return NeedOperands(mnemonic, ops.size(), lo, hi); };
   if (m.supported) {
     switch (m.kind) {
       case MatrixOp::kMma:
@@ -1699,12 +1696,7 @@ Status Parser::DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops,
   if (std::string why = DecodeAsyncModifiers(mnemonic, in, &cache_hint); !why.empty())
     return Err(why);
   const size_t n = ops.size();
-  auto need = [&](size_t lo, size_t hi) -> Status {
-    if (n < lo || n > hi)
-      return Err("'" + mnemonic + "' takes " + std::to_string(lo) + " operands, got " +
-                 std::to_string(n));
-    return OkStatus();
-  };
+  auto need = [&](size_t lo, size_t hi) { return NeedOperands(mnemonic, n, lo, hi); };
   auto value = [&](size_t k, int slot) -> Status {
     if (ops[k].kind == RawOp::kAddr) return Err("unexpected address operand");
     ASSIGN_OR_RETURN(in.a[slot], SrcSlot(ops[k], Ty::kU64));
