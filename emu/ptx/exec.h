@@ -190,6 +190,8 @@ struct LaunchCtx {
 // Records the first fault of a launch; the exec function returns kFault after calling it.
 int Fault(Exec& x, int32_t code, std::string message);
 int FaultAt(Exec& x, int32_t code, const Inst& in, const std::string& what);
+// " in block (x,y,z) thread (x,y,z)": where lane `lane` of x's warp is, for fault messages.
+std::string Where(const Exec& x, int lane);
 
 // Resolves the uniform part of an instruction's address or symbol value.
 inline uint64_t UniformBase(const Exec& x, const Inst& in) {

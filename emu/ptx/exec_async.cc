@@ -40,14 +40,6 @@ uint64_t Pack(const Mbar& m) {
          (uint64_t(m.tx) & kTxMask) << kTxShift | uint64_t(m.phase) << kPhaseShift;
 }
 
-std::string Where(const Exec& x, int l) {
-  char buf[96];
-  const Warp& w = *x.w;
-  std::snprintf(buf, sizeof buf, " in block (%u,%u,%u) thread (%u,%u,%u)", x.cta->ctaid[0],
-                x.cta->ctaid[1], x.cta->ctaid[2], w.tid[0][l], w.tid[1][l], w.tid[2][l]);
-  return buf;
-}
-
 std::string Hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));

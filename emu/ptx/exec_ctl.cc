@@ -177,14 +177,11 @@ int CallIndirect(Exec& x, const Inst& in, const CallSite& site) {
   ForLanes(x.mask, [&](int l) {
     if (r != kNext) return;
     const uint32_t fi = FuncAtAddress(P, target[l]);
-    char what[160];
     if (fi == kNoReg) {
-      std::snprintf(what, sizeof what,
-                    "indirect call to 0x%llx, which is not a function, in block (%u,%u,%u) "
-                    "thread (%u,%u,%u)",
-                    static_cast<unsigned long long>(target[l]), x.cta->ctaid[0], x.cta->ctaid[1],
-                    x.cta->ctaid[2], w.tid[0][l], w.tid[1][l], w.tid[2][l]);
-      r = FaultAt(x, err::kIllegalAddress, in, what);
+      char what[64];
+      std::snprintf(what, sizeof what, "indirect call to 0x%llx, which is not a function,",
+                    static_cast<unsigned long long>(target[l]));
+      r = FaultAt(x, err::kIllegalAddress, in, what + Where(x, l));
       return;
     }
     const Function& f = P.funcs[fi];

@@ -1,4 +1,5 @@
 // emu/ptx/program.cc - Program and Load; how a fault names its instruction.
+#include <cstdio>
 #include <string>
 
 #include "emu/ptx/exec.h"
@@ -82,6 +83,14 @@ int Fault(Exec& x, int32_t code, std::string message) {
   if (L.fault->ok()) *L.fault = Error(code, "kernel " + L.kernel->name + ": " + message);
   L.failed->store(true, std::memory_order_relaxed);  // read by workers between CTAs only
   return kFault;
+}
+
+std::string Where(const Exec& x, int lane) {
+  char buf[96];
+  const Warp& w = *x.w;
+  std::snprintf(buf, sizeof buf, " in block (%u,%u,%u) thread (%u,%u,%u)", x.cta->ctaid[0],
+                x.cta->ctaid[1], x.cta->ctaid[2], w.tid[0][lane], w.tid[1][lane], w.tid[2][lane]);
+  return buf;
 }
 
 int FaultAt(Exec& x, int32_t code, const Inst& in, const std::string& what) {
