@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -197,6 +199,70 @@ void BM_VectorAdd(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * n * 12);
 }
 BENCHMARK(BM_VectorAdd)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The prefix-sum sample's shape (kernels/scan.cu): one scan_shared launch over 2^20 elements in
+// arrays of state.range(0), 256 threads of 4 elements per block, checked against a CPU scan.
+// Counters: elements_per_second, ratio = interpreter time / native exclusive scan, and
+// sample_seconds = the 1,500 scans of 6.8M elements such a sample runs, at this rate.
+void BM_Scan(benchmark::State& state) {
+  unsigned workers = unsigned(state.range(1));
+  std::ifstream f(REMORA_SCAN_PTX);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto prog = Load(std::vector<std::string>{text});
+  if (!prog.ok()) return state.SkipWithError(prog.status().ToString().c_str());
+  const uint32_t n = 1u << 20, size = uint32_t(state.range(0));
+  VectorMemory mem;
+  mem.bufs.emplace_back(n);
+  mem.bufs.emplace_back(n);
+  std::vector<uint32_t> in(n);
+  uint32_t seed = 12345;
+  for (auto& v : in) v = (seed = seed * 1664525u + 1013904223u) >> 24;
+  std::memcpy(mem.bufs[1].data(), in.data(), n * 4);
+  const auto& k = (*prog)->kernels()[0];
+  std::vector<std::byte> params(k.param_bytes);
+  Put(params, k.params[0].offset, mem.bufs[0].data());
+  Put(params, k.params[1].offset, mem.bufs[1].data());
+  Put(params, k.params[2].offset, size);
+  LaunchConfig cfg;
+  cfg.grid[0] = n / 4 / 256;
+  cfg.block[0] = 256;
+  cfg.params = params;
+  cfg.memory = &mem;
+  cfg.workers = workers;
+  std::vector<uint32_t> want(n);
+  double native_s = 1e9;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t a = 0; a < n; a += size) {
+      uint32_t acc = 0;
+      for (uint32_t i = a; i < a + size; ++i) {
+        want[i] = acc;
+        acc += in[i];
+      }
+    }
+    benchmark::DoNotOptimize(want.data());
+    native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - t0));
+  }
+  double emu_s = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = Launch(**prog, 0, cfg);
+    emu_s += Seconds(std::chrono::steady_clock::now() - t0);
+    if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
+  }
+  if (std::memcmp(mem.bufs[0].data(), want.data(), n * 4) != 0)
+    return state.SkipWithError("interpreter result differs from the CPU scan");
+  double per_iter = emu_s / double(state.iterations());
+  state.counters["elements_per_second"] = n / per_iter;
+  state.counters["ratio"] = per_iter / native_s;
+  state.counters["sample_seconds"] = 1500.0 * (13 * 1048576 / 2) / (n / per_iter);
+}
+BENCHMARK(BM_Scan)
+    ->Args({16, 2})
+    ->Args({1024, 1})
+    ->Args({1024, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 const char* kEmptyPtx = R"(.version 9.0
 .target sm_75

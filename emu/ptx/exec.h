@@ -17,7 +17,85 @@
 
 #include "emu/ptx/ir.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace remora::emu::ptx {
+
+// Lane masks over a warp's 32-entry arrays: bit l describes entry l. The scheduler derives its
+// masks from the arrays on every pick, so these are a few vector compares, not 32 branches.
+#if defined(__SSE2__)
+namespace lanes_detail {
+inline uint32_t Bytes(__m128i lo, __m128i hi) {
+  return uint32_t(_mm_movemask_epi8(lo)) | uint32_t(_mm_movemask_epi8(hi)) << 16;
+}
+inline uint32_t Words(const __m128i* q, __m128i v) {
+  uint32_t m = 0;
+  for (int i = 0; i < 8; ++i)
+    m |= uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_loadu_si128(q + i), v))))
+         << (4 * i);
+  return m;
+}
+}  // namespace lanes_detail
+#endif
+
+template <class E>
+inline uint32_t LanesEq(const E* a, E v) {
+  static_assert(sizeof(E) == 1 || sizeof(E) == 4);
+#if defined(__SSE2__)
+  if constexpr (sizeof(E) == 1) {
+    const __m128i* q = reinterpret_cast<const __m128i*>(a);
+    __m128i b = _mm_set1_epi8(char(v));
+    return lanes_detail::Bytes(_mm_cmpeq_epi8(_mm_loadu_si128(q), b),
+                               _mm_cmpeq_epi8(_mm_loadu_si128(q + 1), b));
+  } else {
+    return lanes_detail::Words(reinterpret_cast<const __m128i*>(a), _mm_set1_epi32(int(v)));
+  }
+#else
+  uint32_t m = 0;
+  for (int l = 0; l < 32; ++l) m |= uint32_t(a[l] == v) << l;
+  return m;
+#endif
+}
+// Entries >= v (unsigned bytes).
+template <class E>
+inline uint32_t LanesAtLeast(const E* a, E v) {
+  static_assert(sizeof(E) == 1);
+#if defined(__SSE2__)
+  const __m128i* q = reinterpret_cast<const __m128i*>(a);
+  __m128i b = _mm_set1_epi8(char(v));
+  __m128i lo = _mm_loadu_si128(q), hi = _mm_loadu_si128(q + 1);
+  return lanes_detail::Bytes(_mm_cmpeq_epi8(_mm_max_epu8(lo, b), lo),
+                             _mm_cmpeq_epi8(_mm_max_epu8(hi, b), hi));
+#else
+  uint32_t m = 0;
+  for (int l = 0; l < 32; ++l) m |= uint32_t(uint8_t(a[l]) >= uint8_t(v)) << l;
+  return m;
+#endif
+}
+// Lanes whose 64-bit slot is not zero (a predicate register's true lanes).
+inline uint32_t LanesNonZero(const uint64_t* r) {
+#if defined(__SSE2__)
+  const __m128i* q = reinterpret_cast<const __m128i*>(r);
+  const __m128i zero = _mm_setzero_si128();
+  uint32_t m = 0;
+  for (int i = 0; i < 8; ++i) {
+    // Two slots each: fold every slot's high half onto its low half, then test the low halves.
+    __m128i a = _mm_loadu_si128(q + 2 * i), b = _mm_loadu_si128(q + 2 * i + 1);
+    a = _mm_or_si128(a, _mm_srli_epi64(a, 32));
+    b = _mm_or_si128(b, _mm_srli_epi64(b, 32));
+    __m128 lows = _mm_shuffle_ps(_mm_castsi128_ps(a), _mm_castsi128_ps(b), _MM_SHUFFLE(2, 0, 2, 0));
+    m |= uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(lows), zero))))
+         << (4 * i);
+  }
+  return ~m;
+#else
+  uint32_t m = 0;
+  for (int l = 0; l < 32; ++l) m |= uint32_t(r[l] != 0) << l;
+  return m;
+#endif
+}
 
 // Generic-address windows for shared and local memory (above any user-space host address).
 inline constexpr uint64_t kSharedWindow = 0x0001000000000000ull;
@@ -116,6 +194,18 @@ inline void ForLanes(uint32_t mask, F&& f) {
       mask &= mask - 1;
       f(l);
     }
+  }
+}
+
+// ForLanes for a body that writes lane l's destination from lane l's sources only (and may
+// write a register it reads: d and a the same slot). The full-warp loop then vectorizes.
+template <class F>
+inline void ForLanesElementwise(uint32_t mask, F&& f) {
+  if (mask == 0xffffffffu) {
+#pragma GCC ivdep
+    for (int l = 0; l < 32; ++l) f(l);
+  } else {
+    ForLanes(mask, f);
   }
 }
 

@@ -55,7 +55,7 @@ int FBin(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
-  ForLanes(x.mask, [&](int l) {
+  ForLanesElementwise(x.mask, [&](int l) {
     d[l] = Put<T>(
         Out<T, kFtz, kSat>(O::f(FlushIn<T, kFtz>(Get<T>(a[l])), FlushIn<T, kFtz>(Get<T>(b[l])))));
   });
@@ -65,8 +65,9 @@ template <class T, class O, bool kFtz, bool kSat>
 int FUn(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask,
-           [&](int l) { d[l] = Put<T>(Out<T, kFtz, kSat>(O::f(FlushIn<T, kFtz>(Get<T>(a[l]))))); });
+  ForLanesElementwise(x.mask, [&](int l) {
+    d[l] = Put<T>(Out<T, kFtz, kSat>(O::f(FlushIn<T, kFtz>(Get<T>(a[l])))));
+  });
   return kNext;
 }
 
@@ -76,7 +77,7 @@ template <class T, bool kFtz, bool kSat>
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
-  ForLanes(x.mask, [&](int l) {
+  ForLanesElementwise(x.mask, [&](int l) {
     T r;
     if constexpr (sizeof(T) == 4) {
       r = __builtin_fmaf(FlushIn<T, kFtz>(Get<T>(a[l])), FlushIn<T, kFtz>(Get<T>(b[l])),
@@ -94,7 +95,7 @@ int FFmaSw(Exec& x, const Inst& in) {
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
-  ForLanes(x.mask, [&](int l) {
+  ForLanesElementwise(x.mask, [&](int l) {
     d[l] = Put<T>(
         Out<T, kFtz, kSat>(std::fma(FlushIn<T, kFtz>(Get<T>(a[l])), FlushIn<T, kFtz>(Get<T>(b[l])),
                                     FlushIn<T, kFtz>(Get<T>(c[l])))));
@@ -178,14 +179,15 @@ template <class T, bool kFtz>
 int FAbs(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(std::fabs(FlushIn<T, kFtz>(Get<T>(a[l])))); });
+  ForLanesElementwise(x.mask,
+                      [&](int l) { d[l] = Put<T>(std::fabs(FlushIn<T, kFtz>(Get<T>(a[l])))); });
   return kNext;
 }
 template <class T, bool kFtz>
 int FNeg(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(-FlushIn<T, kFtz>(Get<T>(a[l]))); });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(-FlushIn<T, kFtz>(Get<T>(a[l]))); });
   return kNext;
 }
 
@@ -436,19 +438,19 @@ int CvtGeneric(Exec& x, const Inst& in) {
 int CvtU64U32(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = uint32_t(a[l]); });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = uint32_t(a[l]); });
   return kNext;
 }
 int CvtS64S32(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = uint64_t(int64_t(int32_t(a[l]))); });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = uint64_t(int64_t(int32_t(a[l]))); });
   return kNext;
 }
 int CvtF32S32(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = Put<float>(float(int32_t(a[l]))); });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<float>(float(int32_t(a[l]))); });
   return kNext;
 }
 

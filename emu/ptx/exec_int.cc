@@ -12,19 +12,25 @@ template <class T>
 using U = std::make_unsigned_t<T>;
 
 // d = O(a, b) over the active lanes.
+// An immediate second operand is one value for every lane (a shift by a constant vectorizes).
 template <class T, class O>
 int Bin(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
-  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]))); });
+  if (in.a[1] & kConstSlot) {
+    const T bv = Get<T>(b[0]);
+    ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), bv)); });
+  } else {
+    ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]))); });
+  }
   return kNext;
 }
 template <class T, class O>
 int Un(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]))); });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]))); });
   return kNext;
 }
 template <class T, class O>
@@ -33,7 +39,8 @@ int Tern(Exec& x, const Inst& in) {
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
-  ForLanes(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]), Get<T>(c[l]))); });
+  ForLanesElementwise(
+      x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]), Get<T>(c[l]))); });
   return kNext;
 }
 
@@ -200,12 +207,13 @@ int MulWide(Exec& x, const Inst& in) {
   const uint64_t* b = Src(x, in.a[1]);
   if (in.op == Op::kMad) {
     const uint64_t* c = Src(x, in.a[2]);
-    ForLanes(x.mask, [&](int l) {
+    ForLanesElementwise(x.mask, [&](int l) {
       d[l] = Put<W>(W(std::make_unsigned_t<W>(W(Get<T>(a[l])) * W(Get<T>(b[l]))) +
                       std::make_unsigned_t<W>(Get<W>(c[l]))));
     });
   } else {
-    ForLanes(x.mask, [&](int l) { d[l] = Put<W>(W(W(Get<T>(a[l])) * W(Get<T>(b[l])))); });
+    ForLanesElementwise(x.mask,
+                        [&](int l) { d[l] = Put<W>(W(W(Get<T>(a[l])) * W(Get<T>(b[l])))); });
   }
   return kNext;
 }
@@ -642,7 +650,7 @@ int Setp(Exec& x, const Inst& in) {
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   if (in.na < 3 && !(in.flags & kFlagSecondDest)) {
-    ForLanes(x.mask, [&](int l) { p[l] = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l])); });
+    ForLanesElementwise(x.mask, [&](int l) { p[l] = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l])); });
     return kNext;
   }
   const uint64_t* c = in.na >= 3 ? Src(x, in.a[2]) : nullptr;
@@ -721,7 +729,8 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kGe)
     CASE(kLo)
     CASE(kLs)
-    CASE(kHi) CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum)
+    CASE(kHi)
+    CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum)
         CASE(kNan)
 #undef CASE
             default : return nullptr;
@@ -770,7 +779,7 @@ int Selp(Exec& x, const Inst& in) {
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
-  ForLanes(x.mask, [&](int l) { d[l] = c[l] ? a[l] : b[l]; });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = c[l] ? a[l] : b[l]; });
   return kNext;
 }
 template <class C>
@@ -779,7 +788,7 @@ int Slct(Exec& x, const Inst& in) {
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
-  ForLanes(x.mask, [&](int l) { d[l] = Get<C>(c[l]) >= C(0) ? a[l] : b[l]; });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = Get<C>(c[l]) >= C(0) ? a[l] : b[l]; });
   return kNext;
 }
 
@@ -787,13 +796,13 @@ int Slct(Exec& x, const Inst& in) {
 int MovReg(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = a[l]; });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = a[l]; });
   return kNext;
 }
 int MovSym(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   uint64_t v = UniformBase(x, in);
-  ForLanes(x.mask, [&](int l) { d[l] = v; });
+  ForLanesElementwise(x.mask, [&](int l) { d[l] = v; });
   return kNext;
 }
 int MovPack(Exec& x, const Inst& in) {

@@ -5,6 +5,9 @@
 // local and param are per-CTA / per-thread / per-launch buffers addressed by offset; generic
 // addresses select them through the windows in exec.h.
 #include <emmintrin.h>
+#if defined(__SSE4_2__)
+#include <nmmintrin.h>
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -155,26 +158,98 @@ inline void StoreVector(uint8_t* p, const uint64_t* const (&v)[V], int l) {
   CopyVector<N * V>(p, buf);
 }
 
-// Fast path of a converged global/const access: when the 32 lanes' bytes [lo, hi) all lie in
-// one cached allocation, one check covers the warp and the per-lane loop has no branches.
+// The least and greatest of 32 lanes' 64-bit values; false (no range) if one has its top bit set,
+// which no host or shared address has.
+inline bool LaneRange(const uint64_t* v, uint64_t* low, uint64_t* high) {
+#if defined(__SSE4_2__)
+  // Four independent chains: a compare-and-blend chain over all 16 pairs is latency-bound.
+  const __m128i* q = reinterpret_cast<const __m128i*>(v);
+  __m128i mn[4], mx[4], any[4];
+  for (int k = 0; k < 4; ++k) mn[k] = mx[k] = any[k] = _mm_loadu_si128(q + k);
+  for (int i = 4; i < 16; i += 4) {
+    for (int k = 0; k < 4; ++k) {
+      __m128i a = _mm_loadu_si128(q + i + k);
+      any[k] = _mm_or_si128(any[k], a);
+      mn[k] = _mm_blendv_epi8(mn[k], a, _mm_cmpgt_epi64(mn[k], a));
+      mx[k] = _mm_blendv_epi8(mx[k], a, _mm_cmpgt_epi64(a, mx[k]));
+    }
+  }
+  for (int k = 1; k < 4; ++k) {
+    any[0] = _mm_or_si128(any[0], any[k]);
+    mn[0] = _mm_blendv_epi8(mn[0], mn[k], _mm_cmpgt_epi64(mn[0], mn[k]));
+    mx[0] = _mm_blendv_epi8(mx[0], mx[k], _mm_cmpgt_epi64(mx[k], mx[0]));
+  }
+  uint64_t n[2], x[2], o[2];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(n), mn[0]);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(x), mx[0]);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o), any[0]);
+  *low = std::min(n[0], n[1]);
+  *high = std::max(x[0], x[1]);
+  return ((o[0] | o[1]) >> 63) == 0;
+#else
+  uint64_t lo[4] = {~0ull, ~0ull, ~0ull, ~0ull}, hi[4] = {0, 0, 0, 0};
+  for (int l = 0; l < 32; l += 4) {
+    for (int k = 0; k < 4; ++k) {
+      lo[k] = std::min(lo[k], v[l + k]);
+      hi[k] = std::max(hi[k], v[l + k]);
+    }
+  }
+  *low = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
+  *high = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+  return (*high >> 63) == 0;
+#endif
+}
+
+// The greatest of 32 lanes' values if every one fits in 32 bits (shared offsets do); false if not.
+inline bool LaneMax32(const uint64_t* v, uint64_t* high) {
+#if defined(__SSE4_2__)
+  const __m128i* q = reinterpret_cast<const __m128i*>(v);
+  __m128i mx[4], any[4];
+  for (int k = 0; k < 4; ++k) mx[k] = any[k] = _mm_loadu_si128(q + k);
+  for (int i = 4; i < 16; i += 4) {
+    for (int k = 0; k < 4; ++k) {
+      __m128i a = _mm_loadu_si128(q + i + k);
+      mx[k] = _mm_max_epu32(mx[k], a);  // high halves are 0 when the check below passes
+      any[k] = _mm_or_si128(any[k], a);
+    }
+  }
+  __m128i m = _mm_max_epu32(_mm_max_epu32(mx[0], mx[1]), _mm_max_epu32(mx[2], mx[3]));
+  __m128i o = _mm_or_si128(_mm_or_si128(any[0], any[1]), _mm_or_si128(any[2], any[3]));
+  uint32_t md[4], od[4];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(md), m);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(od), o);
+  *high = std::max(md[0], md[2]);
+  return (od[1] | od[3]) == 0;
+#else
+  uint64_t low;
+  return LaneRange(v, &low, high) && (*high >> 32) == 0;
+#endif
+}
+
+// Fast path of a converged global, const or shared access: when the 32 lanes' bytes all lie in
+// one cached allocation (global, const) or in the block's shared memory, one check covers the
+// warp and the per-lane loop has no branches. Lane l's host address is then *bias + base[l] + ub.
 template <Space S>
-inline bool WarpInCache(Exec& x, const uint64_t* base, uint64_t ub, uint32_t bytes) {
-  if constexpr (S != Space::kGlobal && S != Space::kConst) {
+inline bool WarpInBounds(Exec& x, const uint64_t* base, uint64_t ub, uint32_t bytes,
+                         uintptr_t* bias) {
+  if constexpr (S != Space::kGlobal && S != Space::kConst && S != Space::kShared) {
     return false;
   } else {
     if (!base || x.mask != 0xffffffffu) return false;
-    // Four independent min/max chains (the compiler keeps them in registers).
-    uint64_t lo[4] = {~0ull, ~0ull, ~0ull, ~0ull}, hi[4] = {0, 0, 0, 0};
-    for (int l = 0; l < 32; l += 4) {
-      for (int k = 0; k < 4; ++k) {
-        uint64_t a = base[l + k];
-        lo[k] = a < lo[k] ? a : lo[k];
-        hi[k] = a > hi[k] ? a : hi[k];
-      }
+    if constexpr (S == Space::kShared) {
+      // 32-bit offsets and a 32-bit uniform part: nothing wraps, the greatest decides.
+      uint64_t high;
+      if (!LaneMax32(base, &high) || (ub >> 32) != 0) return false;
+      *bias = reinterpret_cast<uintptr_t>(x.cta->SharedBytes());
+      return high + ub + bytes <= x.cta->shared_size;
     }
-    uint64_t mn = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
-    uint64_t mx = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
-    return x.w->CacheHit(mn + ub, mx + ub + bytes);
+    uint64_t low, high;
+    if (!LaneRange(base, &low, &high)) return false;
+    // Lanes within 4 GiB of each other whose [mn, mx) does not wrap: every lane's range is in it.
+    const uint64_t mn = low + ub, mx = high + ub + bytes;
+    if (high - low >= (1ull << 32) || mn >= mx) return false;
+    *bias = 0;
+    return x.w->CacheHit(mn, mx);
   }
 }
 
@@ -182,15 +257,17 @@ template <Space S, int N, int V, bool kSext>
 int Ld(Exec& x, const Inst& in) {
   uint64_t ub = UniformBase(x, in);
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
-  if (WarpInCache<S>(x, base, ub, N * V)) {
+  uintptr_t bias;
+  if (WarpInBounds<S>(x, base, ub, N * V, &bias)) {
+    const uintptr_t at = bias + ub;
     if constexpr (V == 1) {
       uint64_t* d = Dst(x, in.d[0]);
       for (int l = 0; l < 32; ++l)
-        d[l] = LoadBytes<N, kSext>(reinterpret_cast<const uint8_t*>(base[l] + ub));
+        d[l] = LoadBytes<N, kSext>(reinterpret_cast<const uint8_t*>(at + base[l]));
     } else {
       uint64_t tmp[V][32];
       for (int l = 0; l < 32; ++l)
-        LoadVector<N, V, kSext>(reinterpret_cast<const uint8_t*>(base[l] + ub), tmp, l);
+        LoadVector<N, V, kSext>(reinterpret_cast<const uint8_t*>(at + base[l]), tmp, l);
       for (int k = 0; k < V; ++k)
         if (in.d[k] != kNoReg) std::memcpy(Dst(x, in.d[k]), tmp[k], sizeof tmp[k]);
     }
@@ -244,8 +321,10 @@ int St(Exec& x, const Inst& in) {
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
   const uint64_t* v[V];
   for (int k = 0; k < V; ++k) v[k] = Src(x, in.a[k]);
-  if (WarpInCache<S>(x, base, ub, N * V)) {
-    for (int l = 0; l < 32; ++l) StoreVector<N, V>(reinterpret_cast<uint8_t*>(base[l] + ub), v, l);
+  uintptr_t bias;
+  if (WarpInBounds<S>(x, base, ub, N * V, &bias)) {
+    const uintptr_t at = bias + ub;
+    for (int l = 0; l < 32; ++l) StoreVector<N, V>(reinterpret_cast<uint8_t*>(at + base[l]), v, l);
     return kNext;
   }
   uint32_t m = x.mask;

@@ -187,12 +187,9 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
   [[maybe_unused]] const uint64_t slice_end = w.instructions + kSliceInstructions;
   for (;;) {
     // Lanes that can run, as masks; collectives' waiters only run when no lane can (force).
-    uint32_t run = 0, coll = 0, mbar = 0;
-    for (int l = 0; l < 32; ++l) {
-      run |= uint32_t(w.state[l] == LaneState::kRun) << l;
-      coll |= uint32_t(w.state[l] == LaneState::kWaitColl) << l;
-      mbar |= uint32_t(w.state[l] >= LaneState::kWaitMbar) << l;
-    }
+    const uint32_t run = LanesEq(w.state, LaneState::kRun);
+    const uint32_t coll = LanesEq(w.state, LaneState::kWaitColl);
+    const uint32_t mbar = LanesAtLeast(w.state, LaneState::kWaitMbar);
     uint32_t cand = run ? run : coll;
     // A collective does not go ahead without lanes of the warp that wait on an mbarrier:
     // they run again once RunCta resumes them.
@@ -206,19 +203,22 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
       }
     }
     bool force = run == 0;
+    // The group: the candidates' deepest frame, lowest PC there. Converged warps (every
+    // candidate at one PC and frame) take it without a walk over the lanes.
     int best = std::countr_zero(cand);
-    ForLanes(cand & (cand - 1), [&](int l) {
-      if (w.rbase[l] > w.rbase[best] || (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
-        best = l;
-    });
-    uint32_t pc = w.pc[best], rb = w.rbase[best];
-    uint32_t group = 0, stop = 0xffffffffu;
-    ForLanes(run | coll, [&](int l) {
-      if (w.rbase[l] != rb) return;
-      if (w.pc[l] == pc)
-        group |= 1u << l;
-      else if (w.pc[l] > pc && w.pc[l] < stop)
-        stop = w.pc[l];
+    const uint32_t at_best_rb = LanesEq(w.rbase, w.rbase[best]);
+    if ((cand & ~(at_best_rb & LanesEq(w.pc, w.pc[best]))) != 0) {
+      ForLanes(cand & (cand - 1), [&](int l) {
+        if (w.rbase[l] > w.rbase[best] || (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
+          best = l;
+      });
+    }
+    const uint32_t pc = w.pc[best], rb = w.rbase[best];
+    const uint32_t in_frame = (run | coll) & LanesEq(w.rbase, rb);
+    const uint32_t group = in_frame & LanesEq(w.pc, pc);
+    uint32_t stop = 0xffffffffu;
+    ForLanes(in_frame & ~group, [&](int l) {
+      if (w.pc[l] > pc && w.pc[l] < stop) stop = w.pc[l];
     });
     ForLanes(group & coll, [&](int l) { w.state[l] = LaneState::kRun; });
     Exec x{&w,
@@ -239,9 +239,7 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
       const Inst& in = code[x.pc];
       uint32_t m = x.group;
       if (in.guard != kNoReg) {
-        const uint64_t* g = x.R + size_t(in.guard) * 32;
-        uint32_t gm = 0;
-        for (int l = 0; l < 32; ++l) gm |= uint32_t(g[l] != 0) << l;
+        const uint32_t gm = LanesNonZero(x.R + size_t(in.guard) * 32);
         m = (in.flags & kFlagGuardNeg) ? (m & ~gm) : (m & gm);
       }
       ++warp_n;
@@ -293,25 +291,36 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
 // Releases every barrier whose arrivals are complete; false if none could be.
 bool ReleaseBarriers(const LaunchCtx& L, Cta& cta, uint32_t live) {
   bool released = false;
+  const uint32_t nwarps = (L.nthreads + 31) / 32;
   for (uint32_t id = 0; id < 16; ++id) {
     if (cta.bar_arrived[id] == 0) continue;
     uint32_t expected = cta.bar_expected[id] ? cta.bar_expected[id] : live;
     uint32_t waiting = 0;
-    for (Warp& w : cta.warps)
-      for (int l = 0; l < 32; ++l)
-        waiting += w.state[l] == LaneState::kWaitBar && w.bar_id[l] == id;
+    for (uint32_t wi = 0; wi < nwarps; ++wi) {
+      const Warp& w = cta.warps[wi];
+      waiting +=
+          uint32_t(std::popcount(LanesEq(w.state, LaneState::kWaitBar) & LanesEq(w.bar_id, id)));
+    }
     if (cta.bar_arrived[id] < expected && waiting < live) continue;
     uint32_t result = cta.bar_red[id];
-    for (Warp& w : cta.warps) {
-      for (int l = 0; l < 32; ++l) {
-        if (w.state[l] != LaneState::kWaitBar || w.bar_id[l] != id) continue;
-        w.state[l] = LaneState::kRun;
-        const Inst& in = L.P->code[w.pc[l]];
-        if ((in.op == Op::kBar || in.op == Op::kBarrier) && (in.flags & kFlagPredOut)) {
-          uint64_t v = in.sub == Sub::kPopc ? result : (result != 0);
-          w.regs[(size_t(w.rbase[l]) + in.d[0]) * 32 + size_t(l)] = v;
-          ++w.pc[l];
-        }
+    for (uint32_t wi = 0; wi < nwarps; ++wi) {
+      Warp& w = cta.warps[wi];
+      uint32_t waiters = LanesEq(w.state, LaneState::kWaitBar) & LanesEq(w.bar_id, id);
+      while (waiters) {  // by PC: the lanes of a warp mostly wait at one barrier instruction
+        const uint32_t pc = w.pc[std::countr_zero(waiters)];
+        const uint32_t at = waiters & LanesEq(w.pc, pc);
+        waiters &= ~at;
+        const Inst& in = L.P->code[pc];
+        const bool pred_out =
+            (in.op == Op::kBar || in.op == Op::kBarrier) && (in.flags & kFlagPredOut);
+        const uint64_t v = in.sub == Sub::kPopc ? result : (result != 0);
+        ForLanes(at, [&](int l) {
+          w.state[l] = LaneState::kRun;
+          if (pred_out) {
+            w.regs[(size_t(w.rbase[l]) + in.d[0]) * 32 + size_t(l)] = v;
+            ++w.pc[l];
+          }
+        });
       }
     }
     cta.bar_arrived[id] = 0;
@@ -420,13 +429,13 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
     // collective those lanes were part of; they run in the next round.
     uint32_t live = 0, bar = 0, async = 0, ready = 0;
     for (uint32_t wi = 0; wi < nwarps; ++wi) {
-      for (int l = 0; l < 32; ++l) {
-        const LaneState s = cta.warps[wi].state[l];
-        live += s != LaneState::kExited && s != LaneState::kInvalid;
-        bar += s == LaneState::kWaitBar;
-        async += s >= LaneState::kWaitMbar;
-        ready += s == LaneState::kRun || s == LaneState::kWaitColl;
-      }
+      const LaneState* s = cta.warps[wi].state;
+      live += uint32_t(
+          std::popcount(~(LanesEq(s, LaneState::kExited) | LanesEq(s, LaneState::kInvalid))));
+      bar += uint32_t(std::popcount(LanesEq(s, LaneState::kWaitBar)));
+      async += uint32_t(std::popcount(LanesAtLeast(s, LaneState::kWaitMbar)));
+      ready +=
+          uint32_t(std::popcount(LanesEq(s, LaneState::kRun) | LanesEq(s, LaneState::kWaitColl)));
     }
     if (live == 0) return CtaEnd::kDone;
     const bool released = bar && ReleaseBarriers(L, cta, live);
