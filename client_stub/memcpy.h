@@ -16,10 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace remora::client_stub {
+#include "proto/inline.h"
 
-// Bytes a remote frame body keeps free for the request's other fields.
-inline constexpr uint64_t kInlineOverhead = 4096;
+namespace remora::client_stub {
 
 // How a copy of `total` bytes splits into pieces of at most `chunk` bytes.
 struct Chunking {
@@ -29,12 +28,6 @@ struct Chunking {
   uint64_t offset(uint64_t i) const { return i * chunk; }
   uint64_t size(uint64_t i) const { return std::min(chunk, total - offset(i)); }
 };
-
-// The inline payload per frame for a channel accepting `max_body` bytes (at least 1).
-inline uint64_t InlineChunkBytes(uint64_t max_body) {
-  return max_body > 2 * kInlineOverhead ? max_body - kInlineOverhead
-                                        : std::max<uint64_t>(max_body / 2, 1);
-}
 
 // cudaMemcpy/cudaMemcpyAsync for every kind. Errors: cudaErrorInvalidMemcpyDirection
 // for an unknown kind; cudaErrorInvalidValue for a null pointer with n > 0 or a

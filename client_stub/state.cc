@@ -123,32 +123,6 @@ void HandleSet::Clear() {
   ids_.clear();
 }
 
-// ---- ranges ---------------------------------------------------------------------
-
-void RangeTable::Add(uint64_t base, uint64_t size) {
-  std::unique_lock lock(mu_);
-  ranges_[base] = size;
-}
-
-bool RangeTable::Remove(uint64_t base) {
-  std::unique_lock lock(mu_);
-  return ranges_.erase(base) != 0;
-}
-
-std::optional<RangeTable::Range> RangeTable::Find(uint64_t p) const {
-  std::shared_lock lock(mu_);
-  auto it = ranges_.upper_bound(p);
-  if (it == ranges_.begin()) return std::nullopt;
-  --it;
-  if (p - it->first >= std::max<uint64_t>(it->second, 1)) return std::nullopt;
-  return Range{it->first, it->second};
-}
-
-void RangeTable::Clear() {
-  std::unique_lock lock(mu_);
-  ranges_.clear();
-}
-
 // ---- host memory ----------------------------------------------------------------
 
 void HostMemory::FreeDeleter::operator()(void* p) const {

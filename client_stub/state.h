@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "client_stub/pinned_heap.h"
+#include "proto/range_table.h"
 #include "remora/v1/session.pb.h"
 
 namespace remora::client_stub {
@@ -71,25 +72,6 @@ class HandleSet {
  private:
   mutable std::shared_mutex mu_;
   std::unordered_map<uint64_t, uint64_t> ids_;
-};
-
-// Address ranges [base, base + size) that do not overlap: device allocations and
-// registered symbols. Thread-safe.
-class RangeTable {
- public:
-  struct Range {
-    uint64_t base = 0, size = 0;
-  };
-  void Add(uint64_t base, uint64_t size);
-  // Removes the range starting exactly at `base`; false if there is none.
-  bool Remove(uint64_t base);
-  // The range containing `p`, if any.
-  std::optional<Range> Find(uint64_t p) const;
-  void Clear();
-
- private:
-  mutable std::shared_mutex mu_;
-  std::map<uint64_t, uint64_t> ranges_;
 };
 
 // ---- host memory ----------------------------------------------------------------
@@ -178,7 +160,7 @@ struct Limits {
 struct State {
   cudaDeviceProp prop{};  // valid once connected
   std::atomic<unsigned> device_flags{0};
-  RangeTable device_ranges;  // cudaMalloc'ed memory and registered symbols
+  SharedRangeTable device_ranges;  // cudaMalloc'ed memory and registered symbols
   HandleSet streams, events;
   HostMemory host;
   std::mutex limits_mu;

@@ -26,6 +26,11 @@
 
 namespace remora::arena {
 
+// The server's staging region: 16 slots of 4 MiB at the start of the arena; the heap follows.
+// (Welcome carries them, so a stub takes whatever its server offers.)
+inline constexpr uint32_t kStagingSlots = 16;
+inline constexpr uint64_t kStagingSlotBytes = 4ull << 20;
+
 inline constexpr uint64_t kFlagStride = 64;
 inline constexpr uint64_t kPage = 4096;
 

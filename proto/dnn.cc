@@ -220,7 +220,6 @@ constexpr StatusPair kStatusMap[] = {
     {0, 0},                               // SUCCESS
     {2000, err::kInvalidValue},           // BAD_PARAM
     {2000, err::kInvalidResourceHandle},  //   a bad or destroyed handle
-    {2000, err::kInvalidDevicePointer},
     {1001, err::kInitializationError},  // NOT_INITIALIZED: no server, no library
     {3000, err::kNotSupported},         // NOT_SUPPORTED
     {3000, err::kNotPermitted},

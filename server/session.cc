@@ -257,8 +257,8 @@ void Session::LoseState() {
   streams_.clear();
   kernels_.clear();
   modules_.clear();
-  symbols_.clear();
-  allocations_.clear();
+  symbols_.Clear();
+  allocations_.Clear();
   blas_.clear();
   blaslt_.clear();
   dnn_.clear();
@@ -489,11 +489,11 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
            {"why", "cuMemHostGetDevicePointer failed"},
            {"code", static_cast<int>(r)}});
     welcome.set_arena_device_address(device_address);
-    uint64_t staging = arena::StagingBytes(kStagingSlots, kStagingSlotBytes);
+    uint64_t staging = arena::StagingBytes(arena::kStagingSlots, arena::kStagingSlotBytes);
     if (a->size() > staging + arena::kPage) {
       welcome.set_staging_offset(0);
-      welcome.set_staging_slot_bytes(kStagingSlotBytes);
-      welcome.set_staging_slots(kStagingSlots);
+      welcome.set_staging_slot_bytes(arena::kStagingSlotBytes);
+      welcome.set_staging_slots(arena::kStagingSlots);
       welcome.set_heap_offset(staging);
       welcome.set_heap_bytes(a->size() - staging);
     }
@@ -812,9 +812,7 @@ bool Session::OwnsStream(CUstream s) const {
 Status Session::CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) const {
   if (size == 0) return OkStatus();
   if (allocations_.Covers(ptr, size) || symbols_.Covers(ptr, size)) return OkStatus();
-  return Error(err::kInvalidValue, std::string(what) + " [" + Hex(ptr) + ", +" +
-                                       std::to_string(size) +
-                                       ") lies outside this tenant's allocations");
+  return OutsideAllocations(what, ptr, size);
 }
 
 Result<std::byte*> Session::ArenaRange(uint64_t offset, uint64_t size) const {
@@ -839,7 +837,7 @@ Result<const std::byte*> Session::HostSource(const v1::HostBytes& src, uint64_t 
 
 void Session::ReleaseStagingSlot(uint32_t slot_plus_one) {
   transport::Arena* a = channel_->arena();
-  if (!a || slot_plus_one == 0 || slot_plus_one > kStagingSlots) return;
+  if (!a || slot_plus_one == 0 || slot_plus_one > arena::kStagingSlots) return;
   uint64_t off = arena::StagingFlagOffset(0, slot_plus_one - 1);
   auto* flag = reinterpret_cast<uint32_t*>(a->base() + off);
   // Pairs with the stub's acquire load before it refills the slot.
@@ -848,10 +846,10 @@ void Session::ReleaseStagingSlot(uint32_t slot_plus_one) {
 
 Status Session::CheckStagingSlot(uint32_t slot_plus_one) const {
   if (slot_plus_one == 0) return OkStatus();
-  if (!channel_->arena() || slot_plus_one > kStagingSlots)
+  if (!channel_->arena() || slot_plus_one > arena::kStagingSlots)
     return Error(err::kInvalidValue, "staging slot " + std::to_string(slot_plus_one) +
                                          " does not exist (this session has " +
-                                         std::to_string(channel_->arena() ? kStagingSlots : 0) +
+                                         std::to_string(channel_->arena() ? arena::kStagingSlots : 0) +
                                          ")");
   return OkStatus();
 }
@@ -882,9 +880,9 @@ Session::Held Session::TakeAll() {
   kernels_.clear();
   for (auto& [id, m] : modules_) held.modules.push_back(m.mod);
   modules_.clear();
-  symbols_.clear();
+  symbols_.Clear();
   for (const auto& [p, size] : allocations_) held.allocations[p] = arena::AlignUp(size, 256);
-  allocations_.clear();
+  allocations_.Clear();
   TakeBlasHandles(held);
   TakeBlasLtHandles(held);
   TakeDnnHandles(held);

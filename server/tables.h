@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "proto/range_table.h"
 #include "proto/status.h"
 
 namespace remora::server {
@@ -60,33 +61,6 @@ class HandleTable {
   const char* kind_;
   int32_t missing_;
   std::unordered_map<uint64_t, T> items_;
-};
-
-// Device address ranges a tenant may touch: [base, base + size).
-class RangeTable {
- public:
-  void Add(uint64_t base, uint64_t size) { ranges_[base] = size; }
-  // The size of the range starting exactly at `base`, if there is one.
-  std::optional<uint64_t> SizeAt(uint64_t base) const {
-    auto it = ranges_.find(base);
-    return it == ranges_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
-  }
-  bool Erase(uint64_t base) { return ranges_.erase(base) > 0; }
-  // True if [ptr, ptr + size) lies inside one range (overflow-safe).
-  bool Covers(uint64_t ptr, uint64_t size) const {
-    auto it = ranges_.upper_bound(ptr);
-    if (it == ranges_.begin()) return false;
-    --it;
-    const uint64_t off = ptr - it->first;
-    return off < it->second && size <= it->second - off;
-  }
-  size_t size() const { return ranges_.size(); }
-  void clear() { ranges_.clear(); }
-  auto begin() const { return ranges_.begin(); }
-  auto end() const { return ranges_.end(); }
-
- private:
-  std::map<uint64_t, uint64_t> ranges_;
 };
 
 }  // namespace remora::server

@@ -5,6 +5,7 @@
 
 #include "fatbin/fatbin.h"
 #include "proto/arena.h"
+#include "proto/inline.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
 
@@ -81,7 +82,7 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
   held.charged = arena::AlignUp(*size, 256);
   held.allocations[req.dptr()] = held.charged;
   allocated_bytes_ -= held.charged;
-  allocations_.Erase(req.dptr());
+  allocations_.Remove(req.dptr());
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
@@ -149,7 +150,7 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
   if (req.to_arena()) {
     ASSIGN_OR_RETURN(dst, ArenaRange(req.dst_arena_offset(), req.size()));
   } else {
-    if (req.size() + kFrameOverhead > channel_->max_body())
+    if (req.size() + kInlineOverhead > channel_->max_body())
       return Error(err::kInvalidValue, "an inline copy of " + std::to_string(req.size()) +
                                            " bytes exceeds one frame; chunk it");
     v1::MemcpyDtoHReply* r = direct ? &rep : (out = std::make_shared<v1::MemcpyDtoHReply>()).get();

@@ -9,12 +9,6 @@
 
 namespace remora::server {
 
-// Shm staging: 16 slots of 4 MiB at the start of the arena; the heap follows.
-inline constexpr uint32_t kStagingSlots = 16;
-inline constexpr uint64_t kStagingSlotBytes = 4ull << 20;
-// Bytes an inline (remote) payload may take in one frame, leaving room for the header.
-inline constexpr uint64_t kFrameOverhead = 4096;
-
 // A fault of the device's work that breaks the context (not a lost connection).
 inline bool IsDeviceFault(int code) {
   return ErrorIsSticky(code) && code != err::kDevicesUnavailable;

@@ -283,7 +283,7 @@ class FakeServer {
               *reinterpret_cast<uint32_t*>(Arena() +
                                            arena::StagingFlagOffset(0, req.staging_slot() - 1)))
               .store(0, std::memory_order_release);
-        if (!dst) deferred_ = cudaErrorInvalidDevicePointer;
+        if (!dst) deferred_ = cudaErrorInvalidValue;
         return Reply(f, 0);
       }
       case CallId::kMemcpyDtoH:
@@ -292,9 +292,9 @@ class FakeServer {
         std::byte* src = Device(req.src(), req.size());
         if (!src && req.async()) {  // as the real server: reported by the next SYNC reply
           int none = 0;
-          deferred_.compare_exchange_strong(none, cudaErrorInvalidDevicePointer);
+          deferred_.compare_exchange_strong(none, cudaErrorInvalidValue);
         }
-        if (!src) return Reply(f, cudaErrorInvalidDevicePointer);
+        if (!src) return Reply(f, cudaErrorInvalidValue);
         v1::MemcpyDtoHReply rep;
         if (req.to_arena())
           std::memcpy(Arena() + req.dst_arena_offset(), src, req.size());
@@ -308,14 +308,14 @@ class FakeServer {
         std::byte* dst = Device(req.dst(), req.size());
         std::byte* src = Device(req.src(), req.size());
         if (dst && src) std::memmove(dst, src, req.size());
-        return Reply(f, dst && src ? 0 : cudaErrorInvalidDevicePointer);
+        return Reply(f, dst && src ? 0 : cudaErrorInvalidValue);
       }
       case CallId::kMemset:
       case CallId::kMemsetAsync: {
         auto req = Parse<v1::MemsetRequest>(f);
         std::byte* dst = Device(req.dst(), req.size());
         if (dst) std::memset(dst, static_cast<int>(req.value()), req.size());
-        return Reply(f, dst ? 0 : cudaErrorInvalidDevicePointer);
+        return Reply(f, dst ? 0 : cudaErrorInvalidValue);
       }
       case CallId::kStreamCreate:
       case CallId::kEventCreate: {
@@ -577,8 +577,8 @@ TEST_F(Wire, PageableDeviceToHostFailingMidwayFreesTheSlots) {
   server_->Memory(base)->resize(kSlotBytes);  // the server lost the rest: chunk 1 fails
   const size_t syncs = server_->Count(CallId::kStreamSynchronize);
   std::vector<std::byte> back(n);
-  EXPECT_EQ(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaErrorInvalidDevicePointer);
-  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevicePointer);
+  EXPECT_EQ(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   if (kShm) {
     EXPECT_TRUE(server_->SlotsFree());
     EXPECT_EQ(server_->Count(CallId::kStreamSynchronize), syncs + 1);
