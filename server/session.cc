@@ -12,6 +12,7 @@
 #include "fatbin/fatbin.h"
 #include "proto/arena.h"
 #include "proto/fixed.h"
+#include "scheduler/quota.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
 #include "transport/fragment.h"
@@ -28,82 +29,24 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 // How long a pool thread keeps looking for a tenant's next frame before it
 // arms the channel and moves on.
 constexpr auto kServeSpin = std::chrono::microseconds(50);
-// The GPU-time weight of a tenant that declared neither a compute share nor
-// a memory request: a small best-effort slice beside those that did.
-constexpr double kDefaultComputeShare = 0.05;
 
-// The priority `q` declares (normal if none); nullopt for an unknown name.
-std::optional<sched::Priority> PriorityOf(const v1::Quota& q) {
-  return q.priority().empty() ? sched::Priority::kNormal : sched::ParsePriority(q.priority());
+// What the scheduler's quota rules need of a declared quota.
+sched::TenantQuota TenantQuotaOf(const v1::Quota& q) {
+  sched::TenantQuota t;
+  t.memory = {q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(), q.gpu_memory_limit()};
+  t.compute = q.gpu_compute();
+  t.compute_limit = q.gpu_compute_limit();
+  t.priority = q.priority();
+  return t;
 }
 
-// The tenant's share of GPU time: what it declared, else its memory fraction.
-// Errors: kInvalidValue for a fraction outside [0, 1] (NaN included), a limit
-// below the request, or an unknown priority.
-Result<sched::Share> ShareOf(const v1::Quota& q, const sched::Quota& memory, uint64_t usable,
-                             double weight) {
-  auto fraction = [](double f) { return f >= 0 && f <= 1; };
-  if (!fraction(q.gpu_compute()) || !fraction(q.gpu_compute_limit()))
-    return Error(err::kInvalidValue, "gpu-compute and gpu-compute-limit are fractions in (0, 1]");
-  if (q.gpu_compute_limit() > 0 && q.gpu_compute_limit() < q.gpu_compute())
-    return Error(err::kInvalidValue, "gpu-compute-limit is below gpu-compute");
-  const std::optional<sched::Priority> priority = PriorityOf(q);
-  if (!priority)
-    return Error(err::kInvalidValue,
-                 "priority '" + q.priority() + "' is none of high, normal, low");
-  double request = q.gpu_compute();
-  if (request == 0 && usable != 0)
-    request = static_cast<double>(memory.request) / static_cast<double>(usable);
-  if (request == 0) request = kDefaultComputeShare * weight;
-  return sched::ComputeShare(request, q.gpu_compute_limit(), *priority);
-}
-
-// Open mode: a client declares its own quota, so what it may declare is capped
-// (Admission). A guaranteed request or a priority above the caps is refused;
-// a memory limit above them (or none) is cut to the cap.
-Status CapOpenQuota(const v1::Quota& q, const Admission& adm, uint64_t usable,
-                    sched::Quota& quota) {
-  const double f = adm.open_max_fraction;
-  const auto cap = static_cast<uint64_t>(f * static_cast<double>(usable));
-  const std::string why = " (open mode: --open-max-fraction " + std::to_string(f).substr(0, 4) +
-                          " of the GPU, " + std::to_string(cap) +
-                          " bytes; a tenants file entry may ask for more)";
-  if (quota.request > cap)
-    return Error(err::kMemoryAllocation, "a guaranteed " + std::to_string(quota.request) +
-                                             " bytes is more than a client may declare" + why);
-  if (q.gpu_compute() > f)
-    return Error(err::kInvalidValue, "a guaranteed compute share of " +
-                                         std::to_string(q.gpu_compute()).substr(0, 4) +
-                                         " is more than a client may declare" + why);
-  const std::optional<sched::Priority> p = PriorityOf(q);
-  if (p && *p < adm.open_max_priority)
-    return Error(err::kNotPermitted,
-                 "priority " + q.priority() + " is above what a client may declare here (" +
-                     sched::PriorityName(adm.open_max_priority) +
-                     ", --open-max-priority; a tenants file entry may have it)");
-  quota.limit = std::min(quota.limit, std::max(cap, quota.request));
-  return OkStatus();
-}
-
-// What a tenant is granted: memory and GPU time.
-struct Grant {
-  sched::Quota memory;
-  sched::Share share;
-};
-
-// The grant `q` resolves to on `usable` bytes (a tenants file entry's quota, or
-// in open mode, when `open` is set, what the client declared, capped by it).
-// Errors: ResolveQuota's, ShareOf's, CapOpenQuota's.
-Result<Grant> GrantOf(const v1::Quota& q, uint64_t usable, double weight, sched::ProjectId project,
-                      const Admission* open) {
-  Grant g;
-  ASSIGN_OR_RETURN(g.memory, sched::ResolveQuota({q.gpu_fraction(), q.gpu_fraction_limit(),
-                                                  q.gpu_memory(), q.gpu_memory_limit()},
-                                                 usable));
-  if (open != nullptr) RETURN_IF_ERROR(CapOpenQuota(q, *open, usable, g.memory));
-  ASSIGN_OR_RETURN(g.share, ShareOf(q, g.memory, usable, weight));
-  g.share.project = project;
-  return g;
+// sched::GrantOf over `q`; in open mode (`open` set) capped by its caps.
+Result<sched::Grant> GrantOf(const v1::Quota& q, uint64_t usable, double weight,
+                             sched::ProjectId project, const Admission* open) {
+  sched::OpenCaps caps;
+  if (open != nullptr) caps = {open->open_max_fraction, open->open_max_priority};
+  return sched::GrantOf(TenantQuotaOf(q), usable, weight, project,
+                        open != nullptr ? &caps : nullptr);
 }
 
 }  // namespace
@@ -400,7 +343,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     weight = spec->weight;
     project = adm.book->ProjectOf(spec->project);
   }
-  ASSIGN_OR_RETURN(Grant grant,
+  ASSIGN_OR_RETURN(sched::Grant grant,
                    GrantOf(q, env_.ledger->usable(), weight, project, adm.book ? nullptr : &adm));
   const sched::Quota& quota = grant.memory;
   const sched::Share& share = grant.share;
@@ -551,8 +494,8 @@ void Session::ApplyBook(const TenantBook& book) {
   if (spec == nullptr)
     return keep("tenant " + configured_ +
                 " is no longer in the tenants file; its session keeps its quota until it ends");
-  Result<Grant> grant = GrantOf(spec->quota, env_.ledger->usable(), spec->weight,
-                                book.ProjectOf(spec->project), nullptr);
+  Result<sched::Grant> grant = GrantOf(spec->quota, env_.ledger->usable(), spec->weight,
+                                       book.ProjectOf(spec->project), nullptr);
   if (!grant.ok()) return keep(grant.status().ToString());
   const sched::Quota& quota = grant->memory;
   const sched::Share& share = grant->share;
