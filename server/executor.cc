@@ -77,14 +77,11 @@ struct Executor::Poll {
 struct Executor::Tenant::Item {
   enum class Kind { kIssue, kRecord, kWaitEvent, kHostFunc, kWait };
   Kind kind = Kind::kIssue;
-  uint64_t index = 0;  // position in its stream, from 1
   Issue issue;
   CUevent event = nullptr;
   uint64_t host_id = 0;
   Completion done;
   std::vector<Completion> waiters;  // kRecord: WhenEventDone calls made while it was queued
-  // (stream, index) pairs that must have been issued first.
-  std::vector<std::pair<uint64_t, uint64_t>> after;
 
   static Item Of(Kind kind) {
     Item i;
@@ -93,18 +90,11 @@ struct Executor::Tenant::Item {
   }
 };
 
+// A stream's device side; its queue and order are in Tenant::ordering_.
 struct Executor::Tenant::Stream {
   uint64_t id = 0;
   CUstream s = nullptr;
-  bool blocking = true;
-  std::deque<Item> queue;
-  uint64_t submitted = 0;  // items enqueued so far
-  uint64_t issued = 0;     // index of the last item issued (a host function: answered)
-  bool held = false;       // a host function at the head waits for the tenant
-  uint64_t held_id = 0;
-  CUevent order_marker = nullptr;     // recorded when another stream must follow this one
-  std::map<uint64_t, uint64_t> seen;  // other stream -> its `issued` this one is ordered after
-  bool removed = false;
+  CUevent order_marker = nullptr;  // recorded when another stream must follow this one
   // GPU-time accounting (ChargeLocked): items issued, not yet in a charge group;
   // groups whose markers are watched, and their items; the device's busy time
   // charged so far.
@@ -429,7 +419,7 @@ void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
   auto st = std::make_unique<Stream>();
   st->id = id;
   st->s = s;
-  st->blocking = blocking;
+  ordering_.Add(id, blocking);
   // A pooled stream's busy time includes its earlier tenants' work.
   st->busy_charged = ex_.BusyNs(s).value_or(0);
   streams_[id] = std::move(st);
@@ -437,16 +427,14 @@ void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
 
 bool Executor::Tenant::HasStream(uint64_t id) const {
   std::lock_guard lock(ex_.mu_);
-  auto it = streams_.find(id);
-  return it != streams_.end() && !it->second->removed;
+  return ordering_.Has(id);
 }
 
 void Executor::Tenant::RemoveStream(uint64_t id, std::function<void(CUstream)> released) {
   {
     std::lock_guard lock(ex_.mu_);
-    auto it = streams_.find(id);
-    if (it == streams_.end() || it->second->removed) return;
-    it->second->removed = true;
+    if (!ordering_.Has(id)) return;
+    ordering_.Remove(id);
   }
   WhenDone(id, [self = shared_from_this(), id, released = std::move(released)](const Status&) {
     std::unique_ptr<Stream> gone;
@@ -456,7 +444,7 @@ void Executor::Tenant::RemoveStream(uint64_t id, std::function<void(CUstream)> r
       if (it == self->streams_.end()) return;
       gone = std::move(it->second);
       self->streams_.erase(it);
-      for (auto& [other_id, other] : self->streams_) other->seen.erase(id);
+      self->ordering_.Erase(id);
       self->ex_.ReleaseTimerLocked(gone->group_start, gone->group_epoch);
       for (auto [a, b] : gone->group_done) {
         self->ex_.ReleaseTimerLocked(a, gone->group_epoch);
@@ -469,102 +457,59 @@ void Executor::Tenant::RemoveStream(uint64_t id, std::function<void(CUstream)> r
 }
 
 void Executor::Tenant::MarkReadyLocked() {
-  if (AnyReadyLocked()) ex_.order_->Ready(id_, ex_.NowNs());
+  if (ordering_.AnyReady()) ex_.order_->Ready(id_, ex_.NowNs());
 }
 
-Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item) {
-  auto it = streams_.find(stream);
-  if (it == streams_.end() || it->second->removed)
+Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item, std::optional<CUevent> waits,
+                                      bool owner) {
+  if (!(owner ? streams_.count(stream) > 0 : ordering_.Has(stream)))
     return Error(err::kInvalidResourceHandle, "stream is not one of this tenant's");
-  Stream& st = *it->second;
-  // The legacy default stream waits for every blocking stream, and they for it:
-  // here, for what was submitted before; OrderLocked adds the device's side.
-  auto follow = [&](const Stream& other) {
-    if (other.submitted > other.issued) item.after.emplace_back(other.id, other.submitted);
-  };
-  if (stream == 0) {
-    for (const auto& [oid, other] : streams_)
-      if (oid != 0 && other->blocking && !other->removed) follow(*other);
-  } else if (st.blocking) {
-    if (auto zero = streams_.find(0); zero != streams_.end()) follow(*zero->second);
-  }
-  item.index = ++st.submitted;
-  st.queue.push_back(std::move(item));
+  (void)ordering_.Push(stream, std::move(item), waits);
   queued_.fetch_add(1, std::memory_order_relaxed);
   // The hot path: the stream's head can go now and the scheduler has nobody
   // else waiting. What a tenant held at its in-flight bound queued goes from
   // here too, as room frees, rather than by a hand-off to the executor's thread.
+  Stream& st = *streams_.at(stream);
   bool issued = false;
-  for (uint64_t now = ex_.NowNs(); HeadReadyLocked(st) && ex_.order_->IssueNow(id_, now);) {
-    IssueLocked(st, st.queue.front());
+  for (uint64_t now = ex_.NowNs(); ordering_.HeadReady(stream) && ex_.order_->IssueNow(id_, now);) {
+    IssueLocked(st);
     issued = true;
   }
-  if (issued && !AnyReadyLocked()) return OkStatus();
+  if (issued && !ordering_.AnyReady()) return OkStatus();
   MarkReadyLocked();
   ex_.PumpLocked();
   return OkStatus();
 }
 
-bool Executor::Tenant::HeadReadyLocked(const Stream& st) const {
-  if (st.held || st.queue.empty()) return false;
-  for (const auto& [sid, index] : st.queue.front().after) {
-    auto it = streams_.find(sid);
-    if (it != streams_.end() && it->second->issued < index) return false;
-  }
-  return true;
-}
-
 bool Executor::Tenant::AnyReadyLocked() const {
-  for (const auto& [id, st] : streams_)
-    if (HeadReadyLocked(*st)) return true;
-  return false;
+  return ordering_.AnyReady();
 }
 
 bool Executor::Tenant::IssueOneLocked() {
-  // Round-robin over the streams, so one busy stream cannot starve the others.
-  const size_t n = streams_.size();
-  if (n == 0) return false;
-  auto it = streams_.begin();
-  std::advance(it, next_stream_hint_ % n);
-  for (size_t k = 0; k < n; ++k, ++it) {
-    if (it == streams_.end()) it = streams_.begin();
-    if (!HeadReadyLocked(*it->second)) continue;
-    next_stream_hint_ = (next_stream_hint_ + k + 1) % n;
-    Stream& st = *it->second;
-    IssueLocked(st, st.queue.front());
-    return true;
-  }
-  return false;
+  std::optional<uint64_t> ready = ordering_.NextReady();
+  if (!ready) return false;
+  IssueLocked(*streams_.at(*ready));
+  return true;
 }
 
 Status Executor::Tenant::OrderLocked(Stream& st) {
   const DriverTable& drv = ex_.dev_.drv();
-  auto order_after = [&](Stream& other) -> Status {
-    auto [seen, fresh] = st.seen.try_emplace(other.id, 0);
-    if (other.issued <= seen->second) return OkStatus();
+  return ordering_.OrderOnDevice(st.id, [&](uint64_t tied) -> Status {
+    Stream& other = *streams_.at(tied);
     if (!other.order_marker)
       RETURN_IF_ERROR(ex_.dev_.Check(
           drv.cuEventCreate(&other.order_marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     RETURN_IF_ERROR(
         ex_.dev_.Check(drv.cuEventRecord(other.order_marker, other.s), "cuEventRecord"));
     CutGroupLocked(st);
-    RETURN_IF_ERROR(
-        ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, other.order_marker, 0), "cuStreamWaitEvent"));
-    seen->second = other.issued;
-    return OkStatus();
-  };
-  if (st.id == 0) {
-    for (auto& [oid, other] : streams_)
-      if (oid != 0 && other->blocking) RETURN_IF_ERROR(order_after(*other));
-  } else if (st.blocking) {
-    if (auto zero = streams_.find(0); zero != streams_.end())
-      RETURN_IF_ERROR(order_after(*zero->second));
-  }
-  return OkStatus();
+    return ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, other.order_marker, 0),
+                          "cuStreamWaitEvent");
+  });
 }
 
-void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
+void Executor::Tenant::IssueLocked(Stream& st) {
   const DriverTable& drv = ex_.dev_.drv();
+  Item& item = ordering_.Head(st.id).payload;
   Status s = OrderLocked(st);
   if (s.ok()) {
     if (item.kind == Item::Kind::kWaitEvent)
@@ -591,9 +536,8 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
         break;
       case Item::Kind::kHostFunc: {
         // Held (not popped) until the tenant answers; counted as issued then.
-        st.held = true;
-        st.held_id = item.host_id;
         const uint64_t id = item.host_id;
+        ordering_.Hold(st.id, id);
         auto self = weak_from_this();
         WatchStreamLocked(st, [self, id](const Status& reached) {
           if (auto t = self.lock()) {
@@ -610,8 +554,7 @@ void Executor::Tenant::IssueLocked(Stream& st, Item& item) {
   }
   if (!s.ok() && hooks_.on_error) hooks_.on_error(s);
   CountIssuedLocked(st);
-  st.issued = item.index;
-  st.queue.pop_front();
+  ordering_.Issued(st.id);
   queued_.fetch_sub(1, std::memory_order_release);  // after the driver has it: see AllIssued
 }
 
@@ -729,8 +672,7 @@ Status Executor::Tenant::Record(uint64_t stream, CUevent e) {
   Item item = Item::Of(Item::Kind::kRecord);
   item.event = e;
   RETURN_IF_ERROR(EnqueueLocked(stream, std::move(item)));
-  Stream& st = *streams_.at(stream);
-  events_[e] = EventState{.stream = stream, .index = st.submitted};
+  ordering_.Recorded(e, stream, ordering_.submitted(stream));
   return OkStatus();
 }
 
@@ -738,13 +680,7 @@ Status Executor::Tenant::WaitEvent(uint64_t stream, CUevent e) {
   std::lock_guard lock(ex_.mu_);
   Item item = Item::Of(Item::Kind::kWaitEvent);
   item.event = e;
-  auto ev = events_.find(e);
-  if (ev != events_.end()) {
-    auto rs = streams_.find(ev->second.stream);
-    if (rs != streams_.end() && rs->second->issued < ev->second.index)
-      item.after.emplace_back(ev->second.stream, ev->second.index);
-  }
-  return EnqueueLocked(stream, std::move(item));
+  return EnqueueLocked(stream, std::move(item), e);
 }
 
 Status Executor::Tenant::HostFunc(uint64_t stream, uint64_t id) {
@@ -756,16 +692,10 @@ Status Executor::Tenant::HostFunc(uint64_t stream, uint64_t id) {
 
 void Executor::Tenant::HostFuncDone(uint64_t id) {
   std::lock_guard lock(ex_.mu_);
-  for (auto& [sid, st] : streams_) {
-    if (!st->held || st->held_id != id) continue;
-    st->held = false;
-    st->issued = st->queue.front().index;
-    st->queue.pop_front();
-    queued_.fetch_sub(1, std::memory_order_release);
-    MarkReadyLocked();
-    ex_.PumpLocked();
-    return;
-  }
+  if (!ordering_.Release(id)) return;
+  queued_.fetch_sub(1, std::memory_order_release);
+  MarkReadyLocked();
+  ex_.PumpLocked();
 }
 
 void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done, Wait how) {
@@ -809,10 +739,10 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     return;
   }
   Stream& st = *it->second;
-  if (!st.queue.empty()) {
+  if (!ordering_.Empty(st.id)) {  // a going stream too: RemoveStream waits for it this way
     Item item = Item::Of(Item::Kind::kWait);
     item.done = std::move(done);
-    (void)EnqueueLocked(*stream, std::move(item));
+    (void)EnqueueLocked(*stream, std::move(item), std::nullopt, /*owner=*/true);
     return;
   }
   // Everything is issued: mark the spot and spin briefly here before the
@@ -849,16 +779,11 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
 
 void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
   std::lock_guard lock(ex_.mu_);
-  auto ev = events_.find(e);
-  if (ev != events_.end()) {
-    auto rs = streams_.find(ev->second.stream);
-    if (rs != streams_.end() && rs->second->issued < ev->second.index) {
-      // The record is still queued: wait with it, for it.
-      for (Item& item : rs->second->queue) {
-        if (item.index != ev->second.index) continue;
-        item.waiters.push_back(std::move(done));
-        return;
-      }
+  if (std::optional<std::pair<uint64_t, uint64_t>> r = ordering_.PendingRecord(e)) {
+    // The record is still queued: wait with it, for it.
+    if (auto* queued = ordering_.Find(r->first, r->second)) {
+      queued->payload.waiters.push_back(std::move(done));
+      return;
     }
   }
   ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_));
@@ -869,7 +794,7 @@ Status Executor::Tenant::Query(uint64_t stream) {
   auto it = streams_.find(stream);
   if (it == streams_.end())
     return Error(err::kInvalidResourceHandle, "stream is not one of this tenant's");
-  if (!it->second->queue.empty()) return Error(err::kNotReady, "work is queued");
+  if (!ordering_.Empty(stream)) return Error(err::kNotReady, "work is queued");
   CUstream s = it->second->s;
   lock.unlock();
   return ex_.dev_.Check(ex_.dev_.drv().cuStreamQuery(s), "cuStreamQuery");
@@ -878,33 +803,28 @@ Status Executor::Tenant::Query(uint64_t stream) {
 Status Executor::Tenant::QueryEvent(CUevent e) {
   {
     std::lock_guard lock(ex_.mu_);
-    auto ev = events_.find(e);
-    if (ev != events_.end()) {
-      auto rs = streams_.find(ev->second.stream);
-      if (rs != streams_.end() && rs->second->issued < ev->second.index)
-        return Error(err::kNotReady, "the event's record is queued");
-    }
+    if (ordering_.PendingRecord(e)) return Error(err::kNotReady, "the event's record is queued");
   }
   return ex_.dev_.Check(ex_.dev_.drv().cuEventQuery(e), "cuEventQuery");
 }
 
 void Executor::Tenant::ForgetEvent(CUevent e) {
   std::lock_guard lock(ex_.mu_);
-  events_.erase(e);
+  ordering_.ForgetEvent(e);
 }
 
 void Executor::Tenant::DropLocked(Stream& st, const Status& why) {
   auto fail = [&](Completion& done) {
     ex_.WatchLocked(Poll::Decided(ex_.dev_.epoch(), std::move(done), name_, why));
   };
-  for (Item& item : st.queue) {
+  size_t dropped = 0;
+  ordering_.Drain(st.id, [&](auto& queued) {
+    Item& item = queued.payload;
     if (item.kind == Item::Kind::kWait) fail(item.done);
     for (Completion& w : item.waiters) fail(w);
-  }
-  queued_.fetch_sub(st.queue.size(), std::memory_order_release);
-  st.queue.clear();
-  st.held = false;
-  st.issued = st.submitted;
+    ++dropped;
+  });
+  queued_.fetch_sub(dropped, std::memory_order_release);
 }
 
 void Executor::Tenant::Abandon(const Status& why) {
@@ -929,7 +849,7 @@ void Executor::Tenant::Reset(const Status& why) {
   Abandon(why);
   std::lock_guard lock(ex_.mu_);
   streams_.clear();  // their handles died with the context: never passed to the driver
-  events_.clear();
+  ordering_.Clear();
 }
 
 }  // namespace remora::server

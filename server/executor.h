@@ -40,6 +40,7 @@
 
 #include "proto/status.h"
 #include "scheduler/dispatch.h"
+#include "scheduler/stream_order.h"
 #include "server/device.h"
 
 namespace remora::server {
@@ -213,16 +214,18 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   struct Item;
   struct Stream;
   Tenant(Executor& ex, uint64_t id, std::string name, TenantHooks hooks);
-  // Appends `item` to `stream`'s queue with the ordering CUDA implies, then
-  // issues what may go. REQUIRES: mu_.
-  Status EnqueueLocked(uint64_t stream, Item item);
-  // True if `st`'s head item may be issued now. REQUIRES: mu_.
-  bool HeadReadyLocked(const Stream& st) const;
+  // Appends `item` to `stream`'s queue with the ordering CUDA implies (after the latest
+  // record of `waits`, if given), then issues what may go. `owner`: the executor's own item,
+  // accepted on a stream being removed. REQUIRES: mu_.
+  Status EnqueueLocked(uint64_t stream, Item item, std::optional<CUevent> waits = std::nullopt,
+                       bool owner = false);
   bool AnyReadyLocked() const;
   // Issues one ready head item; returns false if none was ready. REQUIRES: mu_, a Use.
   bool IssueOneLocked();
-  void IssueLocked(Stream& st, Item& item);
-  // Orders `st` after the streams CUDA's legacy semantics tie it to. REQUIRES: mu_, a Use.
+  // Issues `st`'s head item. REQUIRES: mu_, a Use, the head ready.
+  void IssueLocked(Stream& st);
+  // Orders `st` on the device after the streams CUDA's legacy semantics tie it to.
+  // REQUIRES: mu_, a Use.
   Status OrderLocked(Stream& st);
   // Queues completions of dropped items with `why`. REQUIRES: mu_.
   void DropLocked(Stream& st, const Status& why);
@@ -252,14 +255,9 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   const uint64_t id_;
   const std::string name_;
   const TenantHooks hooks_;
-  // Guarded by ex_.mu_.
+  // Guarded by ex_.mu_: the streams' device side, and their queues in CUDA's order.
   std::unordered_map<uint64_t, std::unique_ptr<Stream>> streams_;
-  struct EventState {
-    uint64_t stream = 0;  // where its latest record was submitted
-    uint64_t index = 0;   // that record's item index: issued once the stream's issued >= it
-  };
-  std::unordered_map<CUevent, EventState> events_;
-  size_t next_stream_hint_ = 0;
+  sched::StreamOrder<Item, CUevent> ordering_;
   bool closed_ = false;
   // Device time charged (Charged), guarded by ex_.mu_: in all, and as a rate
   // (device ns per ns, decaying over kShareWindow) as of rate_at_.
