@@ -13,6 +13,7 @@
 #include "proto/arena.h"
 #include "proto/fixed.h"
 #include "scheduler/quota.h"
+#include "scheduler/stream_order.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
 #include "transport/fragment.h"
@@ -729,13 +730,10 @@ std::optional<CUstream> Session::DirectStream(uint64_t stream, uint64_t bytes) {
   if (!s.ok()) return std::nullopt;
   auto idle = [&](CUstream c) { return drv().cuStreamQuery(c) == CUDA_SUCCESS; };
   if (!idle(*s)) return std::nullopt;
-  // The legacy stream is ordered after every blocking stream, and they after it.
-  if (stream == 0) {
-    for (const auto& [id, other] : streams_)
-      if (!idle(other)) return std::nullopt;
-  } else if (Result<CUstream> legacy = streams_.Get(0); legacy.ok() && !idle(*legacy)) {
-    return std::nullopt;
-  }
+  // CUDA's legacy rule, taking every stream as blocking (the session does not keep the flag):
+  // stricter for a non-blocking stream, never more lenient.
+  for (const auto& [id, other] : streams_)
+    if (sched::LegacyTied(stream, true, id, true) && !idle(other)) return std::nullopt;
   return *s;
 }
 
