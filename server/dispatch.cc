@@ -6,6 +6,7 @@
 // answers itself (LOCAL), server notifications (NOTIFY) and a second Hello get
 // a refusal here rather than a missing entry.
 #include <array>
+#include <type_traits>
 
 #include "proto/fixed.h"
 
@@ -33,16 +34,32 @@ bool Decode(const transport::Frame& f, Req& req) {
   return req.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()));
 }
 
-template <typename Req, typename Rep, Status (Session::*M)(const Req&, Rep&), CallClass C>
+template <CallId Id, typename Req, typename Rep, Status (Session::*M)(const Req&, Rep&),
+          CallClass C>
 void Handle(Session& s, const transport::Frame& f) {
   // One request per type and thread, so its strings (launch parameters, inline
   // bytes) keep their capacity from call to call.
   thread_local Req req;
   Rep rep;
-  Status st =
-      Decode(f, req) ? (s.*M)(req, rep) : Error(err::kInvalidValue, "malformed request body");
+  Status st = Decode(f, req) ? s.CheckDeclared<Id>(req)
+                             : Error(err::kInvalidValue, "malformed request body");
+  if (st.ok()) st = (s.*M)(req, rep);
   s.Finish(f.header, C, std::move(st), rep);
 }
+
+constexpr CallClass ClassOf(CallId id) {
+  for (const CallInfo& c : kCalls)
+    if (c.id == static_cast<uint32_t>(id)) return c.cls;
+  return CallClass::kLocal;
+}
+
+// Declared checks name calls the server handles (a LOCAL or NOTIFY row never gets here).
+#define REMORA_HANDLE(Call, field, table)                           \
+  static_assert(ClassOf(CallId::k##Call) != CallClass::kLocal &&    \
+                    ClassOf(CallId::k##Call) != CallClass::kNotify, \
+                "call_checks.def: " #Call " is not handled by the server");
+#define REMORA_DEVICE(Call, ptr, size, access, what) REMORA_HANDLE(Call, ptr, _)
+#include "proto/call_checks.def"
 
 constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
   std::array<Entry, kMaxCallId + 1> t{};
@@ -51,9 +68,16 @@ constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
 #define ORDERED CallClass::kOrdered
 #define NOTIFY CallClass::kNotify
 #define LOCAL CallClass::kLocal
-#define REMORA_CALL(id, Name, Class, Request, Reply)               \
-  static_assert(id <= kMaxCallId);                                 \
-  t[id].fn = &Handle < v1::Request, v1::Reply, &Session::On##Name, \
+// A row's class says what its handler does: an ORDERED call is never answered, so it
+// has no reply message; a LOCAL or NOTIFY row carries nothing the server reads.
+#define REMORA_CALL(id, Name, Class, Request, Reply)                                     \
+  static_assert(id <= kMaxCallId);                                                       \
+  static_assert(Class != CallClass::kOrdered || std::is_same_v<v1::Reply, v1::Empty>,    \
+                "calls.def: ORDERED " #Name " cannot have a reply");                     \
+  static_assert(Class != CallClass::kLocal || (std::is_same_v<v1::Request, v1::Empty> && \
+                                               std::is_same_v<v1::Reply, v1::Empty>),    \
+                "calls.def: LOCAL " #Name " never travels");                             \
+  t[id].fn = &Handle < CallId::k##Name, v1::Request, v1::Reply, &Session::On##Name,      \
   (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync : Class > ;
 #include "proto/calls.def"
 #undef SETUP
@@ -67,6 +91,17 @@ constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
 constexpr std::array<Entry, kMaxCallId + 1> kTable = BuildTable();
 
 }  // namespace
+
+template <CallId C, typename Req>
+Status Session::CheckDeclared(const Req& req) const {
+#define REMORA_HANDLE(Call, field, table) \
+  if constexpr (C == CallId::k##Call) RETURN_IF_ERROR(table##_.Check(req.field()));
+#define REMORA_DEVICE(Call, ptr, size, access, what) \
+  if constexpr (C == CallId::k##Call)                \
+    RETURN_IF_ERROR(CheckDeviceRange(req.ptr(), req.size(), what));
+#include "proto/call_checks.def"
+  return OkStatus();
+}
 
 void Session::Dispatch(const transport::Frame& f) {
   calls_.fetch_add(1, std::memory_order_relaxed);

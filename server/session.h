@@ -178,6 +178,11 @@ class Session : public std::enable_shared_from_this<Session> {
   Status On##Name(const v1::Request& req, v1::Reply& rep);
 #include "proto/calls.def"
 
+  // Run by the generated dispatcher before the handler: the handle and device-buffer
+  // checks proto/call_checks.def declares for call C, in its order; the first miss.
+  template <CallId C, typename Req>
+  Status CheckDeclared(const Req& req) const;
+
   // Called by the generated dispatcher after a handler ran, and by the
   // completions Later() makes. Thread-safe.
   void Finish(const transport::FrameHeader& h, CallClass cls, Status st,

@@ -291,7 +291,6 @@ Status Session::OnBlasDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
 Status Session::OnBlasSetWorkspace(const v1::BlasWorkspaceRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(req.handle()));
   if (req.size() != 0) {
-    RETURN_IF_ERROR(CheckDeviceRange(req.workspace(), req.size(), "cuBLAS workspace"));
     if (req.workspace() % 256 != 0)
       return Error(err::kInvalidValue,
                    "a cuBLAS workspace must be 256-byte aligned, not " + Hex(req.workspace()));
