@@ -101,7 +101,7 @@ REMORA_DNN_API cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
   Call call;
   DNN_RETURN_IF_ERROR(call.Begin(handle));
   cudnnActivationStruct act;
-  DNN_RETURN_IF_ERROR(Copy(activationDesc, &act));
+  DNN_RETURN_IF_ERROR(DnnCopy(activationDesc, &act));
   View xv, yv;
   DNN_RETURN_IF_ERROR(MakeView(xDesc, x, &xv));
   DNN_RETURN_IF_ERROR(MakeView(yDesc, y, &yv));
@@ -124,7 +124,7 @@ REMORA_DNN_API cudnnStatus_t cudnnActivationBackward(
   Call call;
   DNN_RETURN_IF_ERROR(call.Begin(handle));
   cudnnActivationStruct act;
-  DNN_RETURN_IF_ERROR(Copy(activationDesc, &act));
+  DNN_RETURN_IF_ERROR(DnnCopy(activationDesc, &act));
   DNN_CHECK_ARG(act.mode != CUDNN_ACTIVATION_IDENTITY);
   View yv, dyv, xv, dxv;
   DNN_RETURN_IF_ERROR(MakeView(yDesc, y, &yv));

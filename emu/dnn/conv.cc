@@ -47,11 +47,12 @@ bool ValidCompute(cudnnDataType_t data, cudnnDataType_t compute) {
 // NOT_SUPPORTED (mixed types, compute type).
 cudnnStatus_t Check(const View& x, const View& w, const cudnnConvolutionStruct& c, const View& y,
                     Geom* g) {
-  DNN_CHECK_ARG(x.nd == w.nd && x.nd == y.nd && c.nd == x.nd - 2);
+  const int sp = static_cast<int>(c.pads.size());
+  DNN_CHECK_ARG(x.nd == w.nd && x.nd == y.nd && sp == x.nd - 2);
   if (x.type != w.type || x.type != y.type || !ValidCompute(x.type, c.compute)) {
     return CUDNN_STATUS_NOT_SUPPORTED;
   }
-  g->sp = c.nd;
+  g->sp = sp;
   g->N = x.dim[0];
   g->C = x.dim[1];
   g->K = w.dim[0];
@@ -59,13 +60,13 @@ cudnnStatus_t Check(const View& x, const View& w, const cudnnConvolutionStruct& 
   DNN_CHECK_ARG(w.dim[1] * g->G == g->C && g->K % g->G == 0);
   DNN_CHECK_ARG(y.dim[0] == g->N && y.dim[1] == g->K);
   for (int s = 0; s < 3; ++s) {
-    const int k = s - (3 - c.nd);  // descriptor's spatial index, < 0 for unused slots
+    const int k = s - (3 - sp);  // descriptor's spatial index, < 0 for unused slots
     if (k < 0) continue;
     g->I[s] = x.dim[2 + s];
     g->R[s] = w.dim[2 + s];
-    g->pad[s] = c.pad[k];
-    g->str[s] = c.stride[k];
-    g->dil[s] = c.dilation[k];
+    g->pad[s] = c.pads[k];
+    g->str[s] = c.strides[k];
+    g->dil[s] = c.dilations[k];
     const int64_t span = (g->R[s] - 1) * g->dil[s] + 1;
     DNN_CHECK_ARG(g->I[s] + 2 * g->pad[s] >= span);
     g->O[s] = (g->I[s] + 2 * g->pad[s] - span) / g->str[s] + 1;
@@ -80,7 +81,7 @@ cudnnStatus_t Resolve(cudnnTensorDescriptor_t xd, const void* x, cudnnFilterDesc
                       const void* w, cudnnConvolutionDescriptor_t cd, cudnnTensorDescriptor_t yd,
                       const void* y, View* xv, View* wv, View* yv, Geom* g) {
   cudnnConvolutionStruct c;
-  DNN_RETURN_IF_ERROR(Copy(cd, &c));
+  DNN_RETURN_IF_ERROR(DnnCopy(cd, &c));
   DNN_RETURN_IF_ERROR(MakeView(xd, x, xv));
   DNN_RETURN_IF_ERROR(MakeFilterView(wd, w, wv));
   DNN_RETURN_IF_ERROR(MakeView(yd, y, yv));
@@ -400,7 +401,7 @@ cudnnStatus_t ListAlgos(int count, int requested, int* returned, Perf* perf, cud
 
 cudnnStatus_t MathOf(cudnnConvolutionDescriptor_t cd, cudnnMathType_t* math) {
   cudnnConvolutionStruct c;
-  DNN_RETURN_IF_ERROR(Copy(cd, &c));
+  DNN_RETURN_IF_ERROR(DnnCopy(cd, &c));
   *math = c.math;
   return CUDNN_STATUS_SUCCESS;
 }

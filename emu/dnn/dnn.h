@@ -1,8 +1,8 @@
 // emu/dnn/dnn.h - shared plumbing of emu/dnn's cuDNN entry points.
 //
 // Every computing entry point checks its handle and descriptors on the calling
-// thread, copies the descriptors it needs into Views (the caller may destroy
-// them as soon as the call returns), reads its scaling parameters (host memory,
+// thread, copies the descriptors it needs (remora::DnnCopy, or into Views: the
+// caller may destroy them as soon as the call returns), reads its scaling parameters (host memory,
 // as cuDNN) and submits one closure to the handle's stream through
 // remoraEmuLaunchDeviceWork, so the work runs in stream order and counts as
 // device time: the stream's worker hands it to the library's compute thread
@@ -28,70 +28,12 @@
 #include <type_traits>
 #include <utility>
 
-// Marks a definition as one of libcudnn.so.9's exports.
-#define REMORA_DNN_API extern "C" __attribute__((visibility("default")))
+#include "proto/dnn_descriptors.h"
 
 // The emulated driver's extension (emu/driver_stream.cc): cuLaunchHostFunc whose
 // run counts as device time; `discard` frees `user` when the work is dropped.
 extern "C" CUresult remoraEmuLaunchDeviceWork(CUstream stream, CUhostFn fn, void* user,
                                               CUhostFn discard);
-
-// The objects behind cuDNN's descriptor types (declared by cudnn_*_v9.h). Each
-// lives in a registry (handle.cc); an unset descriptor has set == false.
-struct cudnnTensorStruct {
-  bool set = false;
-  cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  int nd = 0;
-  int dims[CUDNN_DIM_MAX] = {};
-  int strides[CUDNN_DIM_MAX] = {};
-};
-struct cudnnFilterStruct {
-  bool set = false;
-  cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
-  int nd = 0;
-  int dims[CUDNN_DIM_MAX] = {};  // K, C/groups, spatial... whatever the format
-};
-struct cudnnConvolutionStruct {
-  bool set = false;
-  int nd = 0;  // spatial dimensions
-  int pad[3] = {};
-  int stride[3] = {1, 1, 1};
-  int dilation[3] = {1, 1, 1};
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  int groups = 1;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-};
-struct cudnnActivationStruct {
-  bool set = false;
-  cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
-  cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;
-  double coef = 0;
-  double swish_beta = 1;  // cudnnSetActivationDescriptorSwishBeta's default
-};
-struct cudnnPoolingStruct {
-  bool set = false;
-  cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
-  cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;
-  int nd = 0;  // spatial dimensions
-  int window[3] = {1, 1, 1};
-  int pad[3] = {};
-  int stride[3] = {1, 1, 1};
-};
-struct cudnnLRNStruct {
-  bool set = true;  // created with cuDNN's defaults
-  unsigned n = 5;   // cudnnCreateLRNDescriptor's defaults
-  double alpha = 1e-4;
-  double beta = 0.75;
-  double k = 2.0;
-};
-struct cudnnOpTensorStruct {
-  bool set = false;
-  cudnnOpTensorOp_t op = CUDNN_OP_TENSOR_ADD;
-  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;
-};
 
 namespace remora::emu::dnn {
 
@@ -110,15 +52,11 @@ namespace remora::emu::dnn {
       return CUDNN_STATUS_BAD_PARAM; \
   } while (0)
 
-// Copies the live descriptor `d` into *out. Errors: CUDNN_STATUS_BAD_PARAM for
-// a null, destroyed or never set descriptor. Thread-safe (handle.cc).
-cudnnStatus_t Copy(cudnnTensorDescriptor_t d, cudnnTensorStruct* out);
-cudnnStatus_t Copy(cudnnFilterDescriptor_t d, cudnnFilterStruct* out);
-cudnnStatus_t Copy(cudnnConvolutionDescriptor_t d, cudnnConvolutionStruct* out);
-cudnnStatus_t Copy(cudnnActivationDescriptor_t d, cudnnActivationStruct* out);
-cudnnStatus_t Copy(cudnnPoolingDescriptor_t d, cudnnPoolingStruct* out);
-cudnnStatus_t Copy(cudnnLRNDescriptor_t d, cudnnLRNStruct* out);
-cudnnStatus_t Copy(cudnnOpTensorDescriptor_t d, cudnnOpTensorStruct* out);
+// The descriptors and registries are proto/dnn_descriptors.h's, shared with the
+// stub's library.
+using remora::DnnCopy;
+using remora::DnnCreate;
+using remora::DnnLive;
 
 // Copies the stream of handle `h` into *out. Errors: CUDNN_STATUS_BAD_PARAM for a
 // null or destroyed handle. Thread-safe.

@@ -18,14 +18,15 @@ struct PoolGeom {
 
 // Checks x and y against the pooling descriptor. Errors: BAD_PARAM.
 cudnnStatus_t CheckPool(const cudnnPoolingStruct& p, const View& x, const View& y, PoolGeom* g) {
-  DNN_CHECK_ARG(p.nd == x.nd - 2 && x.nd == y.nd && x.type == y.type);
+  const int sp = static_cast<int>(p.window.size());
+  DNN_CHECK_ARG(sp == x.nd - 2 && x.nd == y.nd && x.type == y.type);
   DNN_CHECK_ARG(x.dim[0] == y.dim[0] && x.dim[1] == y.dim[1]);
   for (int s = 0; s < 3; ++s) {
-    const int k = s - (3 - p.nd);
+    const int k = s - (3 - sp);
     if (k < 0) continue;
     g->win[s] = p.window[k];
-    g->pad[s] = p.pad[k];
-    g->str[s] = p.stride[k];
+    g->pad[s] = p.pads[k];
+    g->str[s] = p.strides[k];
     DNN_CHECK_ARG(x.dim[2 + s] + 2 * g->pad[s] >= g->win[s]);
     DNN_CHECK_ARG(y.dim[2 + s] == (x.dim[2 + s] + 2 * g->pad[s] - g->win[s]) / g->str[s] + 1);
   }
@@ -84,7 +85,7 @@ REMORA_DNN_API cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle,
   Call call;
   DNN_RETURN_IF_ERROR(call.Begin(handle));
   cudnnPoolingStruct p;
-  DNN_RETURN_IF_ERROR(Copy(poolingDesc, &p));
+  DNN_RETURN_IF_ERROR(DnnCopy(poolingDesc, &p));
   View xv, yv;
   DNN_RETURN_IF_ERROR(MakeView(xDesc, x, &xv));
   DNN_RETURN_IF_ERROR(MakeView(yDesc, y, &yv));
@@ -120,7 +121,7 @@ REMORA_DNN_API cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle,
   Call call;
   DNN_RETURN_IF_ERROR(call.Begin(handle));
   cudnnPoolingStruct p;
-  DNN_RETURN_IF_ERROR(Copy(poolingDesc, &p));
+  DNN_RETURN_IF_ERROR(DnnCopy(poolingDesc, &p));
   View yv, dyv, xv, dxv;
   DNN_RETURN_IF_ERROR(MakeView(yDesc, y, &yv));
   DNN_RETURN_IF_ERROR(MakeView(dyDesc, dy, &dyv));
@@ -217,7 +218,7 @@ REMORA_DNN_API cudnnStatus_t cudnnLRNCrossChannelForward(cudnnHandle_t handle,
   Call call;
   DNN_RETURN_IF_ERROR(call.Begin(handle));
   cudnnLRNStruct l;
-  DNN_RETURN_IF_ERROR(Copy(normDesc, &l));
+  DNN_RETURN_IF_ERROR(DnnCopy(normDesc, &l));
   View xv, yv;
   DNN_RETURN_IF_ERROR(MakeView(xDesc, x, &xv));
   DNN_RETURN_IF_ERROR(MakeView(yDesc, y, &yv));
@@ -245,7 +246,7 @@ REMORA_DNN_API cudnnStatus_t cudnnLRNCrossChannelBackward(
   Call call;
   DNN_RETURN_IF_ERROR(call.Begin(handle));
   cudnnLRNStruct l;
-  DNN_RETURN_IF_ERROR(Copy(normDesc, &l));
+  DNN_RETURN_IF_ERROR(DnnCopy(normDesc, &l));
   View yv, dyv, xv, dxv;
   DNN_RETURN_IF_ERROR(MakeView(yDesc, y, &yv));
   DNN_RETURN_IF_ERROR(MakeView(dyDesc, dy, &dyv));

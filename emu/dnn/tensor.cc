@@ -52,7 +52,7 @@ REMORA_DNN_API cudnnStatus_t cudnnOpTensor(
   Call call;
   DNN_RETURN_IF_ERROR(call.Begin(handle));
   cudnnOpTensorStruct op;
-  DNN_RETURN_IF_ERROR(Copy(opTensorDesc, &op));
+  DNN_RETURN_IF_ERROR(DnnCopy(opTensorDesc, &op));
   const bool unary = op.op == CUDNN_OP_TENSOR_SQRT || op.op == CUDNN_OP_TENSOR_NOT;
   View a, b, c;
   DNN_RETURN_IF_ERROR(MakeView(aDesc, A, &a));
