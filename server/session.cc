@@ -1,5 +1,6 @@
-// server/session.cc - a tenant's session: handshake, serving, replies, validation, teardown.
-// The handlers live in server/handlers/, one file per API area.
+// server/session.cc - a tenant's session: serving, replies, faults, validation, teardown.
+// The handshake and admission are in handlers/hello.cc; the other handlers in server/handlers/,
+// one file per API area.
 #include "server/session.h"
 
 #include <chrono>
@@ -12,7 +13,6 @@
 #include "fatbin/fatbin.h"
 #include "proto/arena.h"
 #include "proto/fixed.h"
-#include "scheduler/quota.h"
 #include "scheduler/stream_order.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
@@ -26,29 +26,9 @@ using transport::FrameHeader;
 
 namespace {
 
-constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 // How long a pool thread keeps looking for a tenant's next frame before it
 // arms the channel and moves on.
 constexpr auto kServeSpin = std::chrono::microseconds(50);
-
-// What the scheduler's quota rules need of a declared quota.
-sched::TenantQuota TenantQuotaOf(const v1::Quota& q) {
-  sched::TenantQuota t;
-  t.memory = {q.gpu_fraction(), q.gpu_fraction_limit(), q.gpu_memory(), q.gpu_memory_limit()};
-  t.compute = q.gpu_compute();
-  t.compute_limit = q.gpu_compute_limit();
-  t.priority = q.priority();
-  return t;
-}
-
-// sched::GrantOf over `q`; in open mode (`open` set) capped by its caps.
-Result<sched::Grant> GrantOf(const v1::Quota& q, uint64_t usable, double weight,
-                             sched::ProjectId project, const Admission* open) {
-  sched::OpenCaps caps;
-  if (open != nullptr) caps = {open->open_max_fraction, open->open_max_priority};
-  return sched::GrantOf(TenantQuotaOf(q), usable, weight, project,
-                        open != nullptr ? &caps : nullptr);
-}
 
 }  // namespace
 
@@ -249,327 +229,6 @@ Status Session::sticky() const {
   if (!has_errors_.load(std::memory_order_acquire)) return OkStatus();
   std::lock_guard lock(err_mu_);
   return sticky_;
-}
-
-// ---- Handshake -----------------------------------------------------------------
-
-Status Session::Handshake() {
-  Frame f;
-  Status st = channel_->Receive(f, Deadline::In(kHandshakeTimeout));
-  if (!st.ok()) return st;
-  return Greet(f);
-}
-
-Status Session::Greet(const Frame& f) {
-  Status st;
-  v1::Hello hello;
-  v1::Welcome welcome;
-  for (int attempt = 0;; ++attempt) {
-    {
-      Device::Use use = EnterDevice();
-      if (f.header.call != static_cast<uint32_t>(CallId::kHello)) {
-        st = Error(err::kInitializationError, "the first frame must be Hello (call 0)");
-      } else if (!hello.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) {
-        st = Error(err::kInitializationError, "malformed Hello");
-      } else {
-        st = OnHello(hello, welcome);
-      }
-      // A context broken by an earlier tenant's fault that nobody reported yet
-      // (it exited first): rebuild it and admit this tenant into the new one.
-      if (env_.device->lost()) {
-        // This process can no longer reach the GPU: leave the tenant unanswered,
-        // so its stub connects again, to the server that replaces this one.
-        Stop();
-        return Error(err::kDevicesUnavailable, "the device was lost before this tenant's Hello");
-      }
-      if (attempt > 0 || !IsDeviceFault(st.code())) {
-        Finish(f.header, CallClass::kSetup, st, welcome);
-        return st;
-      }
-      streams_.clear();  // stream 0 died with the context
-      std::lock_guard lock(out_mu_);
-      mapped_.clear();
-    }
-    if (env_.on_fault) env_.on_fault(epoch_, "an earlier tenant", st);
-  }
-}
-
-Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
-  if (hello.protocol_version() != kProtocolVersion)
-    return Error(err::kInitializationError,
-                 "protocol version " + std::to_string(hello.protocol_version()) +
-                     " is not this server's " + std::to_string(kProtocolVersion));
-  std::string program = hello.program().empty() ? "tenant" : hello.program();
-  const std::string host = hello.client_host().empty() ? peer_.address : hello.client_host();
-  tenant_ = program + "-" + std::to_string(hello.client_pid()) + "@" + host;
-  client_pid_ = hello.client_pid();
-  // A local peer's user is the kernel's word for it, not the client's.
-  const int64_t uid = peer_.uid >= 0 ? peer_.uid : hello.client_uid();
-  owner_ = "user " + std::to_string(uid) + "@" + host;
-  auto greet = [&](const std::string& as) {
-    welcome.set_protocol_version(kProtocolVersion);
-    welcome.set_session_id(id_);
-    welcome.set_tenant(as);
-    *welcome.mutable_device() = env_.device->info();
-  };
-  const Admission adm = env_.admission ? env_.admission() : Admission{};
-  if (hello.admin()) {
-    if (adm.book && !adm.book->IsAdmin(hello.token()))
-      return Error(err::kNotPermitted,
-                   "administration needs the admin token of the tenants file (admin-token; "
-                   "remora list --token or REMORA_TOKEN)");
-    admin_ = true;
-    greet("admin:" + tenant_);
-    Log(Level::kInfo, "session",
-        {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
-    return OkStatus();
-  }
-  // Administration (remora list) goes on while the server drains; tenants not.
-  if (!adm.refusal.empty()) return Error(err::kDevicesUnavailable, adm.refusal);
-  v1::Quota q = hello.quota();
-  double weight = 1;
-  sched::ProjectId project = sched::kNoProject;
-  if (adm.book) {
-    const TenantSpec* spec = adm.book->ByToken(hello.token());
-    if (spec == nullptr)
-      return Error(err::kNotPermitted,
-                   "this server admits the tenants of its tenants file only, and this "
-                   "session's token (REMORA_TOKEN) names none of them");
-    if (!hello.monitor() && !env_.join_tenant)
-      return Error(err::kNotSupported, "this server cannot seat configured tenants");
-    owner_ = spec->name;
-    project_ = spec->project;
-    tenant_ = spec->name + "/" + tenant_;
-    q = spec->quota;  // the file's, whatever the client declared
-    weight = spec->weight;
-    project = adm.book->ProjectOf(spec->project);
-  }
-  ASSIGN_OR_RETURN(sched::Grant grant,
-                   GrantOf(q, env_.ledger->usable(), weight, project, adm.book ? nullptr : &adm));
-  const sched::Quota& quota = grant.memory;
-  const sched::Share& share = grant.share;
-  quota_ = quota;
-  share_ = share;
-  if (hello.monitor()) {
-    // Holds nothing: no stream, no memory, no place in the fair queue.
-    monitor_ = true;
-    greet("monitor:" + tenant_);
-    welcome.set_memory_limit(quota.limit);
-    welcome.set_memory_request(quota.request);
-    Log(Level::kInfo, "session",
-        {{"event", "monitor"}, {"session", id_}, {"tenant", tenant_}, {"owner", owner_}});
-    return OkStatus();
-  }
-  // The stream first: a context an earlier tenant broke shows here, before
-  // this tenant is admitted.
-  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream(share.priority));
-  streams_.Put(0, s);
-  {
-    std::lock_guard lock(out_mu_);
-    mapped_.insert(s);
-  }
-  if (CUresult r = drv().cuStreamQuery(s); r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
-    return Check(r, "cuStreamQuery");
-  sched::Decision admit;
-  auto admit_self = [&] {
-    admit = env_.ledger->AdmitOrEvict(id_, quota, share.priority);
-    return admit.status;
-  };
-  if (adm.book) {
-    // A configured tenant's processes share its account (its first admits it).
-    const std::string& name = owner_;
-    ASSIGN_OR_RETURN(ledger_id_, env_.join_tenant(name, shared_from_this(), admit_self));
-    configured_ = name;
-  } else {
-    RETURN_IF_ERROR(admit_self());
-  }
-  admitted_ = true;
-  if (env_.counters) env_.counters->sessions_opened.fetch_add(1, std::memory_order_relaxed);
-  if (!admit.victims.empty())
-    EvictFor(admit.victims,
-             "has priority " + std::string(sched::PriorityName(share.priority)) +
-                 " and needed room for its request of " + std::to_string(quota.request) + " bytes",
-             EvictKind::kPreemption);
-  std::weak_ptr<Session> weak = weak_from_this();
-  std::unique_lock share_lock(grant_mu_);  // a reload may change share_ meanwhile
-  work_ = env_.executor->Join(
-      id_, tenant_,
-      {.run_host_func =
-           [weak](uint64_t id) {
-             v1::HostFuncRun run;
-             run.set_id(id);
-             if (auto self = weak.lock())
-               (void)self->Send(
-                   {.call = static_cast<uint32_t>(CallId::kHostFuncRun), .flags = 0, .seq = 0},
-                   run);
-           },
-       .on_error =
-           [weak](const Status& st) {
-             if (auto self = weak.lock()) self->RecordError(st);
-           }},
-      QueueShareLocked());
-  share_lock.unlock();
-  work_->AddStream(0, s, true);
-
-  greet(tenant_);
-  welcome.set_memory_limit(quota.limit);
-  welcome.set_memory_request(quota.request);
-  if (transport::Arena* a = channel_->arena()) {
-    // Registered (page-locked on a GPU) so copies to and from it are truly
-    // asynchronous and single-pass, as from cudaMallocHost memory, and mapped
-    // into the device's address space so kernels may dereference arena memory
-    // (zero-copy and managed memory). The tenant can use that only if it mapped
-    // the arena at the same address as we did (the shm handshake asks it to).
-    RETURN_IF_ERROR(
-        Check(drv().cuMemHostRegister(a->base(), a->size(), CU_MEMHOSTREGISTER_DEVICEMAP),
-              "cuMemHostRegister"));
-    arena_registered_ = true;
-    CUdeviceptr device_address = 0;
-    CUresult r = drv().cuMemHostGetDevicePointer(&device_address, a->base(), 0);
-    if (r != CUDA_SUCCESS)
-      Log(Level::kWarn, "session",
-          {{"session", id_},
-           {"zero_copy", "off"},
-           {"why", "cuMemHostGetDevicePointer failed"},
-           {"code", static_cast<int>(r)}});
-    welcome.set_arena_device_address(device_address);
-    uint64_t staging = arena::StagingBytes(arena::kStagingSlots, arena::kStagingSlotBytes);
-    if (a->size() > staging + arena::kPage) {
-      welcome.set_staging_offset(0);
-      welcome.set_staging_slot_bytes(arena::kStagingSlotBytes);
-      welcome.set_staging_slots(arena::kStagingSlots);
-      welcome.set_heap_offset(staging);
-      welcome.set_heap_bytes(a->size() - staging);
-    }
-  }
-  Log(Level::kInfo, "session",
-      {{"event", "open"},
-       {"session", id_},
-       {"tenant", tenant_},
-       {"peer", channel_->Describe()},
-       {"request", quota.request},
-       {"limit", quota.limit}});
-  listed_.store(true, std::memory_order_release);
-  return OkStatus();
-}
-
-std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point now) const {
-  if (!listed()) return std::nullopt;
-  v1::TenantRow r;
-  r.set_session(id_);
-  r.set_tenant(tenant_);
-  r.set_calls(calls_.load(std::memory_order_relaxed));
-  r.set_errors(errors_.load(std::memory_order_relaxed));
-  r.set_peer(channel_->Describe());
-  const bool reclaimed = env_.ledger->Reclaimed(ledger_id_);
-  r.set_status(reclaimed ? "reclaimed" : closing_ ? "ending" : "running");
-  // Its own bytes; what the tenant borrows is its account's (all its sessions).
-  const sched::MemoryLedger::View v = env_.ledger->Slice(ledger_id_);
-  r.set_memory_used(allocated_bytes_.load(std::memory_order_relaxed));
-  {
-    std::lock_guard lock(grant_mu_);
-    r.set_project(project_);
-    r.set_priority(sched::PriorityName(share_.priority));
-    r.set_memory_request(quota_.request);
-    r.set_memory_limit(quota_.limit);
-    r.set_memory_borrowed(v.used > quota_.request ? v.used - quota_.request : 0);
-    r.set_compute_request(share_.request);
-    r.set_compute_limit(share_.limit);
-  }
-  if (std::optional<Executor::Usage> u = env_.executor->UsageOf(id_)) {
-    r.set_gpu_ns(u->gpu_ns);
-    r.set_achieved_share(u->share);
-  }
-  r.set_age_ms(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - created_).count()));
-  return r;
-}
-
-void Session::ApplyBook(const TenantBook& book) {
-  if (!listed() || configured_.empty()) return;
-  const TenantSpec* spec = book.ByName(configured_);
-  auto keep = [&](const std::string& why) {
-    Log(Level::kWarn, "session",
-        {{"event", "quota_kept"}, {"session", id_}, {"tenant", tenant_}, {"why", why}});
-  };
-  if (spec == nullptr)
-    return keep("tenant " + configured_ +
-                " is no longer in the tenants file; its session keeps its quota until it ends");
-  Result<sched::Grant> grant = GrantOf(spec->quota, env_.ledger->usable(), spec->weight,
-                                       book.ProjectOf(spec->project), nullptr);
-  if (!grant.ok()) return keep(grant.status().ToString());
-  const sched::Quota& quota = grant->memory;
-  const sched::Share& share = grant->share;
-  {
-    std::lock_guard lock(grant_mu_);
-    const sched::Share& s = share_;
-    if (quota_.request == quota.request && quota_.limit == quota.limit &&
-        s.request == share.request && s.limit == share.limit && s.priority == share.priority &&
-        s.project == share.project && project_ == spec->project)
-      return;
-  }
-  // Every session of the tenant applies the same quota to its account: the
-  // first changes it, the others find it as they want it.
-  if (Status st = env_.ledger->Requota(ledger_id_, quota, share.priority); !st.ok())
-    return keep("the tenants file's new quota does not fit: " + st.ToString());
-  {
-    std::lock_guard lock(grant_mu_);
-    quota_ = quota;
-    share_ = share;
-    project_ = spec->project;
-    env_.executor->Configure(id_, QueueShareLocked());
-  }
-  Log(Level::kInfo, "session",
-      {{"event", "requota"},
-       {"session", id_},
-       {"tenant", tenant_},
-       {"memory_request", quota.request},
-       {"memory_limit", quota.limit},
-       {"compute_request", share.request},
-       {"compute_limit", share.limit},
-       {"priority", sched::PriorityName(share.priority)}});
-}
-
-sched::Share Session::QueueShare() const {
-  std::lock_guard lock(grant_mu_);
-  return QueueShareLocked();
-}
-
-sched::Share Session::QueueShareLocked() const {
-  sched::Share share = share_;
-  if (!configured_.empty()) share.account = ledger_id_;
-  return share;
-}
-
-Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
-  if (!env_.find_tenant || !env_.evict)
-    return Error(err::kNotSupported, "this server cannot evict tenants");
-  ASSIGN_OR_RETURN(std::vector<uint64_t> victims, env_.find_tenant(req));
-  for (uint64_t victim : victims)
-    env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")",
-               EvictKind::kAdmin);
-  return OkStatus();
-}
-
-Status Session::OnSlice(const v1::Empty&, v1::SliceReply& rep) {
-  if (env_.slice_of) rep = env_.slice_of(owner_);
-  rep.set_tenant(owner_);
-  const uint64_t limit = [&] {
-    std::lock_guard lock(grant_mu_);
-    return quota_.limit;
-  }();
-  rep.set_memory_total(limit);
-  const uint64_t used = std::min(rep.memory_used(), limit);
-  uint64_t free = limit - used;
-  if (admitted_) free = std::min(free, env_.ledger->Slice(ledger_id_).free);
-  rep.set_memory_free(free);
-  return OkStatus();
-}
-
-Status Session::OnListTenants(const v1::Empty&, v1::TenantList& rep) {
-  if (!env_.list_tenants) return Error(err::kNotSupported, "this server cannot list tenants");
-  rep = env_.list_tenants();
-  return OkStatus();
 }
 
 // ---- Serving -------------------------------------------------------------------
@@ -788,10 +447,10 @@ void Session::ReleaseStagingSlot(uint32_t slot_plus_one) {
 Status Session::CheckStagingSlot(uint32_t slot_plus_one) const {
   if (slot_plus_one == 0) return OkStatus();
   if (!channel_->arena() || slot_plus_one > arena::kStagingSlots)
-    return Error(err::kInvalidValue, "staging slot " + std::to_string(slot_plus_one) +
-                                         " does not exist (this session has " +
-                                         std::to_string(channel_->arena() ? arena::kStagingSlots : 0) +
-                                         ")");
+    return Error(err::kInvalidValue,
+                 "staging slot " + std::to_string(slot_plus_one) +
+                     " does not exist (this session has " +
+                     std::to_string(channel_->arena() ? arena::kStagingSlots : 0) + ")");
   return OkStatus();
 }
 

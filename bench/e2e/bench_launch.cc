@@ -90,7 +90,7 @@ void BM_LaunchEmpty(benchmark::State& state) {
     return state.SkipWithError(err.c_str());
   if (cudaError_t e = StubBatch(n))  // registers the fat binary, loads the module, warms up
     return state.SkipWithError((std::string("launch: ") + cudaGetErrorName(e)).c_str());
-  double shm_s = 0, base_s = 0;
+  double shm_s = 0, base_s = 0, server_cpu_s = 0;
   for (auto _ : state) {
     const double b = base.Batch();
     if (b < 0) {
@@ -98,9 +98,11 @@ void BM_LaunchEmpty(benchmark::State& state) {
       break;
     }
     base_s += b;
+    const double cpu0 = CpuSeconds(Env().server->pid());
     const auto t0 = Clock::now();
     const cudaError_t e = StubBatch(n);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    server_cpu_s += CpuSeconds(Env().server->pid()) - cpu0;
     if (e != cudaSuccess) {
       state.SkipWithError((std::string("launch: ") + cudaGetErrorName(e)).c_str());
       break;
@@ -117,6 +119,8 @@ void BM_LaunchEmpty(benchmark::State& state) {
   state.counters["launches_per_s"] = shm_s > 0 ? launches / shm_s : 0;
   state.counters["base_launches_per_s"] = base_s > 0 ? launches / base_s : 0;
   state.counters["ratio"] = shm_s > 0 ? base_s / shm_s : 0;
+  // The serving process's CPU (its emulated GPU's included) per launch over shm.
+  state.counters["server_cpu_ns_per_launch"] = server_cpu_s * 1e9 / launches;
 }
 BENCHMARK(BM_LaunchEmpty)
     ->Arg(10'000)

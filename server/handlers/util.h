@@ -1,6 +1,7 @@
 // server/handlers/util.h - what the session and its handler files share.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -8,6 +9,9 @@
 #include "proto/status.h"
 
 namespace remora::server {
+
+// How long a new session has to say Hello.
+inline constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 
 // A fault of the device's work that breaks the context (not a lost connection).
 inline bool IsDeviceFault(int code) {
