@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "server/executor_internal.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
 
@@ -35,82 +36,7 @@ constexpr auto kPollLazy = std::chrono::microseconds(400);
 // a higher one, and polling for them took the CPU the emulated GPU runs the
 // higher class's kernels on (its p99 went to 1.17x alone, twice).
 constexpr auto kPollBacklog = std::chrono::microseconds(100);
-// The smallest charge group closed while others are in flight (CountIssuedLocked).
-constexpr uint32_t kMinGroupItems = 8;
-// The window of a tenant's achieved share of device time (UsageOf).
-constexpr double kShareWindowNs = 10e9;
-
-// A decaying rate: `rate` as of `at`, seen at `now`.
-double Decayed(double rate, uint64_t at, uint64_t now) {
-  return now > at ? rate * std::exp(-static_cast<double>(now - at) / kShareWindowNs) : rate;
-}
-
 }  // namespace
-
-struct Executor::Poll {
-  uint64_t epoch = 0;
-  CUevent event = nullptr;  // null: already complete with `status`
-  bool marker = false;      // a pooled marker to give back when done
-  bool lazy = false;        // accounting only: nobody waits for it
-  Completion done;
-  std::string observer;  // whose work, for the fault log
-  Status status;
-
-  // A poll of `event` (a pooled marker when `marker`).
-  static Poll Of(uint64_t epoch, CUevent event, bool marker, Completion done, std::string who) {
-    Poll p;
-    p.epoch = epoch;
-    p.event = event;
-    p.marker = marker;
-    p.done = std::move(done);
-    p.observer = std::move(who);
-    return p;
-  }
-  // A completion already decided: it runs with `status` on the executor's thread.
-  static Poll Decided(uint64_t epoch, Completion done, std::string who, Status status) {
-    Poll p = Of(epoch, nullptr, false, std::move(done), std::move(who));
-    p.status = std::move(status);
-    return p;
-  }
-};
-
-struct Executor::Tenant::Item {
-  enum class Kind { kIssue, kRecord, kWaitEvent, kHostFunc, kWait };
-  Kind kind = Kind::kIssue;
-  Issue issue;
-  CUevent event = nullptr;
-  uint64_t host_id = 0;
-  Completion done;
-  std::vector<Completion> waiters;  // kRecord: WhenEventDone calls made while it was queued
-
-  static Item Of(Kind kind) {
-    Item i;
-    i.kind = kind;
-    return i;
-  }
-};
-
-// A stream's device side; its queue and order are in Tenant::ordering_.
-struct Executor::Tenant::Stream {
-  uint64_t id = 0;
-  CUstream s = nullptr;
-  CUevent order_marker = nullptr;  // recorded when another stream must follow this one
-  // GPU-time accounting (ChargeLocked): items issued, not yet in a charge group;
-  // groups whose markers are watched, and their items; the device's busy time
-  // charged so far.
-  uint32_t uncharged = 0;
-  uint32_t charging = 0;
-  uint32_t charging_items = 0;
-  uint64_t busy_charged = 0;
-  // Timing events (Executor::timing_events_): the open group's segments, each
-  // bracketed by a start and an end event and ended by a wait for another
-  // stream (the wait is not the tenant's GPU time); the open segment's start;
-  // whether a timing event failed, so the group is charged by wall time.
-  std::vector<std::pair<CUevent, CUevent>> group_done;
-  CUevent group_start = nullptr;
-  bool group_wall = false;
-  uint64_t group_epoch = 0;
-};
 
 // ---- Executor ------------------------------------------------------------------
 
@@ -199,13 +125,7 @@ std::optional<Executor::Usage> Executor::UsageOf(uint64_t id) const {
   const Tenant& t = *it->second;
   Usage u;
   u.gpu_ns = t.gpu_ns_;
-  // The average starts at zero: divide by the weight the window has had so
-  // far, so a tenant busy since it joined shows its share at once.
-  const uint64_t now = NowNs();
-  const double seen =
-      1 -
-      std::exp(-static_cast<double>(now > t.joined_at_ ? now - t.joined_at_ : 0) / kShareWindowNs);
-  u.share = seen > 0 ? std::min(1.0, Decayed(t.rate_, t.rate_at_, now) / seen) : 0;
+  u.share = t.usage_.Share(NowNs());
   return u;
 }
 
@@ -421,7 +341,7 @@ void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
   st->s = s;
   ordering_.Add(id, blocking);
   // A pooled stream's busy time includes its earlier tenants' work.
-  st->busy_charged = ex_.BusyNs(s).value_or(0);
+  st->busy = BusyClock(ex_.BusyNs(s).value_or(0));
   streams_[id] = std::move(st);
 }
 
@@ -461,7 +381,7 @@ void Executor::Tenant::MarkReadyLocked() {
 }
 
 Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item, std::optional<CUevent> waits,
-                                      bool owner) {
+                                       bool owner) {
   if (!(owner ? streams_.count(stream) > 0 : ordering_.Has(stream)))
     return Error(err::kInvalidResourceHandle, "stream is not one of this tenant's");
   (void)ordering_.Push(stream, std::move(item), waits);
@@ -502,8 +422,7 @@ Status Executor::Tenant::OrderLocked(Stream& st) {
     RETURN_IF_ERROR(
         ex_.dev_.Check(drv.cuEventRecord(other.order_marker, other.s), "cuEventRecord"));
     CutGroupLocked(st);
-    return ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, other.order_marker, 0),
-                          "cuStreamWaitEvent");
+    return ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, other.order_marker, 0), "cuStreamWaitEvent");
   });
 }
 
@@ -556,97 +475,6 @@ void Executor::Tenant::IssueLocked(Stream& st) {
   CountIssuedLocked(st);
   ordering_.Issued(st.id);
   queued_.fetch_sub(1, std::memory_order_release);  // after the driver has it: see AllIssued
-}
-
-// Every item the queue hands out is reported back with Done, once the device
-// is past it, with the GPU time it took. Items go in groups, each closed by a
-// charge marker recorded after its last item: the first item on an idle
-// stream is a group, and while groups are watched the next closes once it
-// holds a quarter of the items in flight (kMinGroupItems at least). So Dones
-// come back while the device still has work queued: a tenant held at its
-// in-flight bound is given more before the device runs dry, and one marker
-// serves many short items. GPU time is what the emulated device measured
-// itself running the stream's work; on a GPU, what timing events around the
-// group's items measured (StartGroupLocked).
-void Executor::Tenant::CountIssuedLocked(Stream& st) {
-  ++st.uncharged;
-  if (st.charging == 0 || st.uncharged >= std::max(kMinGroupItems, st.charging_items / 4))
-    ChargeLocked(st);
-}
-
-void Executor::Tenant::StartGroupLocked(Stream& st) {
-  if (!ex_.timing_events_ || st.group_start != nullptr || st.group_wall) return;
-  Result<CUevent> e = ex_.AcquireTimerLocked();
-  if (e.ok() && ex_.dev_.drv().cuEventRecord(*e, st.s) == CUDA_SUCCESS) {
-    st.group_start = *e;
-    st.group_epoch = ex_.dev_.epoch();
-    return;
-  }
-  if (e.ok()) ex_.ReleaseTimerLocked(*e, ex_.dev_.epoch());
-  st.group_wall = true;  // this group is charged by wall time
-}
-
-void Executor::Tenant::CutGroupLocked(Stream& st) {
-  if (st.group_start == nullptr) return;
-  Result<CUevent> end = ex_.AcquireTimerLocked();
-  if (end.ok() && ex_.dev_.drv().cuEventRecord(*end, st.s) == CUDA_SUCCESS) {
-    st.group_done.emplace_back(std::exchange(st.group_start, nullptr), *end);
-    return;
-  }
-  if (end.ok()) ex_.ReleaseTimerLocked(*end, st.group_epoch);
-  ex_.ReleaseTimerLocked(std::exchange(st.group_start, nullptr), st.group_epoch);
-  st.group_wall = true;  // this group is charged by wall time
-}
-
-void Executor::Tenant::ChargeLocked(Stream& st) {
-  const uint32_t n = std::exchange(st.uncharged, 0);
-  ++st.charging;
-  st.charging_items += n;
-  const uint64_t start = ex_.NowNs();
-  // The group ran in its segments, each from a start event to an end event: the
-  // device's own clock, idle time before the group and waits for other streams
-  // left out.
-  CutGroupLocked(st);
-  Timed timed{.segments = std::exchange(st.group_done, {}),
-              .wall = std::exchange(st.group_wall, false) || !ex_.timing_events_,
-              .epoch = st.group_epoch};
-  WatchStreamLocked(
-      st,
-      [self = weak_from_this(), id = st.id, n, start, timed = std::move(timed)](const Status&) {
-        if (auto t = self.lock()) t->Charged(id, n, start, timed);
-      },
-      /*lazy=*/true);
-}
-
-void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start, const Timed& timed) {
-  std::lock_guard lock(ex_.mu_);
-  const uint64_t now = ex_.NowNs();
-  bool wall = timed.wall;
-  double ms_sum = 0;
-  for (auto [a, b] : timed.segments) {
-    float ms = 0;
-    wall |= timed.epoch != ex_.dev_.epoch() ||
-            ex_.dev_.drv().cuEventElapsedTime(&ms, a, b) != CUDA_SUCCESS || ms < 0;
-    ms_sum += static_cast<double>(ms);
-    ex_.ReleaseTimerLocked(a, timed.epoch);
-    ex_.ReleaseTimerLocked(b, timed.epoch);
-  }
-  uint64_t gpu_ns = wall ? now - start : static_cast<uint64_t>(ms_sum * 1e6);
-  if (auto it = streams_.find(stream); it != streams_.end()) {
-    Stream& st = *it->second;
-    if (std::optional<uint64_t> busy = ex_.timing_events_ ? std::nullopt : ex_.BusyNs(st.s)) {
-      gpu_ns = *busy - std::min(*busy, st.busy_charged);
-      st.busy_charged = *busy;
-    }
-    --st.charging;
-    st.charging_items -= n;
-    if (st.charging == 0 && st.uncharged != 0) ChargeLocked(st);
-  }
-  gpu_ns_ += gpu_ns;
-  rate_ = Decayed(rate_, rate_at_, now) + static_cast<double>(gpu_ns) / kShareWindowNs;
-  rate_at_ = now;
-  ex_.order_->Done(id_, n, gpu_ns, now);
-  ex_.PumpLocked();
 }
 
 void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then, bool lazy) {

@@ -42,6 +42,7 @@
 #include "scheduler/dispatch.h"
 #include "scheduler/stream_order.h"
 #include "server/device.h"
+#include "server/gpu_time.h"
 
 namespace remora::server {
 
@@ -259,12 +260,9 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   std::unordered_map<uint64_t, std::unique_ptr<Stream>> streams_;
   sched::StreamOrder<Item, CUevent> ordering_;
   bool closed_ = false;
-  // Device time charged (Charged), guarded by ex_.mu_: in all, and as a rate
-  // (device ns per ns, decaying over kShareWindow) as of rate_at_.
+  // Device time charged (Charged), guarded by ex_.mu_: in all, and as a share.
   uint64_t gpu_ns_ = 0;
-  double rate_ = 0;
-  uint64_t rate_at_ = 0;
-  const uint64_t joined_at_ = ex_.NowNs();
+  UsageRate usage_{ex_.NowNs()};
   // Items in all queues (held host functions included); written under ex_.mu_,
   // decremented only once an item reached the driver.
   std::atomic<size_t> queued_{0};

@@ -1,0 +1,78 @@
+// server/executor_internal.h - the executor's private types, shared by its files
+// (executor.cc: queues and polling; executor_meter.cc: GPU time). Not for other modules.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/executor.h"
+#include "server/gpu_time.h"
+
+namespace remora::server {
+
+struct Executor::Poll {
+  uint64_t epoch = 0;
+  CUevent event = nullptr;  // null: already complete with `status`
+  bool marker = false;      // a pooled marker to give back when done
+  bool lazy = false;        // accounting only: nobody waits for it
+  Completion done;
+  std::string observer;  // whose work, for the fault log
+  Status status;
+
+  // A poll of `event` (a pooled marker when `marker`).
+  static Poll Of(uint64_t epoch, CUevent event, bool marker, Completion done, std::string who) {
+    Poll p;
+    p.epoch = epoch;
+    p.event = event;
+    p.marker = marker;
+    p.done = std::move(done);
+    p.observer = std::move(who);
+    return p;
+  }
+  // A completion already decided: it runs with `status` on the executor's thread.
+  static Poll Decided(uint64_t epoch, Completion done, std::string who, Status status) {
+    Poll p = Of(epoch, nullptr, false, std::move(done), std::move(who));
+    p.status = std::move(status);
+    return p;
+  }
+};
+
+struct Executor::Tenant::Item {
+  enum class Kind { kIssue, kRecord, kWaitEvent, kHostFunc, kWait };
+  Kind kind = Kind::kIssue;
+  Issue issue;
+  CUevent event = nullptr;
+  uint64_t host_id = 0;
+  Completion done;
+  std::vector<Completion> waiters;  // kRecord: WhenEventDone calls made while it was queued
+
+  static Item Of(Kind kind) {
+    Item i;
+    i.kind = kind;
+    return i;
+  }
+};
+
+// A stream's device side; its queue and order are in Tenant::ordering_.
+struct Executor::Tenant::Stream {
+  uint64_t id = 0;
+  CUstream s = nullptr;
+  CUevent order_marker = nullptr;  // recorded when another stream must follow this one
+  // GPU-time accounting (executor_meter.cc): the stream's charge groups, and its
+  // busy clock where the device reports one.
+  ChargeGroups groups;
+  BusyClock busy;
+  // Timing events (Executor::timing_events_): the open group's segments, each
+  // bracketed by a start and an end event and ended by a wait for another
+  // stream (the wait is not the tenant's GPU time); the open segment's start;
+  // whether a timing event failed, so the group is charged by wall time.
+  std::vector<std::pair<CUevent, CUevent>> group_done;
+  CUevent group_start = nullptr;
+  bool group_wall = false;
+  uint64_t group_epoch = 0;
+};
+
+}  // namespace remora::server
