@@ -61,8 +61,28 @@ constexpr CallClass ClassOf(CallId id) {
 #define REMORA_DEVICE(Call, ptr, size, access, what) REMORA_HANDLE(Call, ptr, _)
 #include "proto/call_checks.def"
 
-constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
-  std::array<Entry, kMaxCallId + 1> t{};
+// Which calls a kind of session may make: ids 3000-3999 are administration's, 4000-4999
+// monitoring's (calls.def); a tenant may ask for its slice too. Goodbye and HostFuncDone
+// are every session's.
+constexpr bool Allowed(SessionKind kind, uint32_t id) {
+  if (id == static_cast<uint32_t>(CallId::kGoodbye) ||
+      id == static_cast<uint32_t>(CallId::kHostFuncDone))
+    return true;
+  const bool admin = id >= 3000 && id < 4000, monitor = id >= 4000 && id < 5000;
+  switch (kind) {
+    case SessionKind::kAdmin:
+      return admin;
+    case SessionKind::kMonitor:
+      return monitor;
+    default:
+      return !admin;
+  }
+}
+
+using Table = std::array<Entry, kMaxCallId + 1>;
+
+constexpr Table BuildTable(SessionKind kind) {
+  Table t{};
 #define SETUP CallClass::kSetup
 #define SYNC CallClass::kSync
 #define ORDERED CallClass::kOrdered
@@ -77,8 +97,9 @@ constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
   static_assert(Class != CallClass::kLocal || (std::is_same_v<v1::Request, v1::Empty> && \
                                                std::is_same_v<v1::Reply, v1::Empty>),    \
                 "calls.def: LOCAL " #Name " never travels");                             \
-  t[id].fn = &Handle < CallId::k##Name, v1::Request, v1::Reply, &Session::On##Name,      \
-  (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync : Class > ;
+  if (Allowed(kind, id))                                                                 \
+    t[id].fn = &Handle < CallId::k##Name, v1::Request, v1::Reply, &Session::On##Name,    \
+    (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync : Class > ;
 #include "proto/calls.def"
 #undef SETUP
 #undef SYNC
@@ -88,7 +109,15 @@ constexpr std::array<Entry, kMaxCallId + 1> BuildTable() {
   return t;
 }
 
-constexpr std::array<Entry, kMaxCallId + 1> kTable = BuildTable();
+// Indexed by SessionKind.
+constexpr Table kTables[] = {BuildTable(SessionKind::kTenant), BuildTable(SessionKind::kAdmin),
+                             BuildTable(SessionKind::kMonitor)};
+
+constexpr const char* kRefusals[] = {
+    "only an administration session lists or evicts",
+    "an administration session may only list and evict",
+    "a monitoring session may only ask for its slice",
+};
 
 }  // namespace
 
@@ -106,35 +135,24 @@ Status Session::CheckDeclared(const Req& req) const {
 void Session::Dispatch(const transport::Frame& f) {
   calls_.fetch_add(1, std::memory_order_relaxed);
   uint32_t call = f.header.call;
-  bool always = call == static_cast<uint32_t>(CallId::kGoodbye) ||
-                call == static_cast<uint32_t>(CallId::kHostFuncDone);
+  const bool always = call == static_cast<uint32_t>(CallId::kGoodbye) ||
+                      call == static_cast<uint32_t>(CallId::kHostFuncDone);
   if (call == static_cast<uint32_t>(CallId::kHello)) {
     Finish(f.header, CallClass::kSync, Error(err::kNotPermitted, "session set-up happens once"),
            v1::Empty());
     return;
   }
-  if (call > kMaxCallId || !kTable[call].fn) {
+  if (call > kMaxCallId || (!kTables[0][call].fn && !kTables[1][call].fn && !kTables[2][call].fn)) {
     Finish(f.header, CallClass::kSync,
            Error(err::kNotSupported, "call id " + std::to_string(call) + " is unknown"),
            v1::Empty());
     return;
   }
-  // An administration session lists tenants and does nothing else; only it may.
-  // A monitoring session asks for its slice and does nothing else.
-  const bool admin_call = call == static_cast<uint32_t>(CallId::kListTenants) ||
-                          call == static_cast<uint32_t>(CallId::kEvictTenant);
-  const bool slice_call = call == static_cast<uint32_t>(CallId::kSlice);
-  const char* refused = nullptr;
-  if (admin_ && !admin_call)
-    refused = "an administration session may only list and evict";
-  else if (!admin_ && admin_call)
-    refused = "only an administration session lists or evicts";
-  else if (monitor_ && !slice_call)
-    refused = "a monitoring session may only ask for its slice";
-  if (refused != nullptr && !always) {
+  const size_t kind = static_cast<size_t>(kind_);
+  if (!kTables[kind][call].fn) {
     const CallInfo* info = FindCall(call);
-    Finish(f.header, info ? info->cls : CallClass::kSync, Error(err::kNotPermitted, refused),
-           v1::Empty());
+    Finish(f.header, info ? info->cls : CallClass::kSync,
+           Error(err::kNotPermitted, kRefusals[kind]), v1::Empty());
     return;
   }
   if (!always) {
@@ -146,7 +164,7 @@ void Session::Dispatch(const transport::Frame& f) {
     }
   }
   current_ = f.header;
-  kTable[call].fn(*this, f);
+  kTables[kind][call].fn(*this, f);
 }
 
 // Rows the server never serves: answered locally by the stub, sent by the

@@ -67,6 +67,12 @@ struct Admission {
   std::string refusal;
 };
 
+// A session's kind, chosen at Hello. A tenant runs CUDA work (and may ask for its slice); an
+// administration session (Hello.admin, `remora list`) lists and evicts; a monitoring session
+// (Hello.monitor, NVML) asks for its slice. Each kind dispatches through its own table
+// (dispatch.cc): a call outside it is refused with kNotPermitted.
+enum class SessionKind : uint8_t { kTenant, kAdmin, kMonitor };
+
 class Session;
 
 // What a session needs from the server around it.
@@ -327,9 +333,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // configured tenant's account, the id of the session that opened it.
   uint64_t ledger_id_ = id_;
   bool admitted_ = false;
-  bool admin_ = false;    // an administration session (Hello.admin)
-  bool monitor_ = false;  // a monitoring session (Hello.monitor)
-  std::string owner_;     // see owner()
+  // What the session is, chosen at Hello; each kind has its own dispatch table.
+  SessionKind kind_ = SessionKind::kTenant;
+  std::string owner_;  // see owner()
   int64_t client_pid_ = 0;
   // What the tenant was granted: set before listed_, changed by ApplyBook.
   mutable std::mutex grant_mu_;

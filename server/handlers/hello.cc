@@ -105,7 +105,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
       return Error(err::kNotPermitted,
                    "administration needs the admin token of the tenants file (admin-token; "
                    "remora list --token or REMORA_TOKEN)");
-    admin_ = true;
+    kind_ = SessionKind::kAdmin;
     greet("admin:" + tenant_);
     Log(Level::kInfo, "session",
         {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
@@ -139,7 +139,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   share_ = share;
   if (hello.monitor()) {
     // Holds nothing: no stream, no memory, no place in the fair queue.
-    monitor_ = true;
+    kind_ = SessionKind::kMonitor;
     greet("monitor:" + tenant_);
     welcome.set_memory_limit(quota.limit);
     welcome.set_memory_request(quota.request);
