@@ -258,12 +258,18 @@ void Executor::Loop() {
       Device::Use use = dev_.Enter();
       epoch = use.epoch();
       (void)dev_.MakeCurrent();
+      // The watched events are queried with no executor lock held: sessions keep submitting
+      // (and issuing) meanwhile; what they watch from now on waits for the next round.
       lock.lock();
-      std::vector<Poll>& polls = *polls_;
+      std::vector<Poll> polls;
+      polls.swap(*polls_);
       rung = rung_.load(std::memory_order_acquire);  // a ring from here on polls again
+      const bool stopping = stop_;
+      lock.unlock();
+      std::vector<Poll> pending;
+      std::vector<CUevent> reusable;
       Status lost;
-      for (size_t i = 0; i < polls.size();) {
-        Poll& p = polls[i];
+      for (Poll& p : polls) {
         Status st;
         if (p.epoch != epoch) {
           if (lost.ok()) {
@@ -278,22 +284,23 @@ void Executor::Loop() {
           p.marker = false;  // its event died with the context
         } else if (p.event == nullptr) {
           st = p.status;
-        } else if (stop_) {
+        } else if (stopping) {
           st = Error(err::kDevicesUnavailable, "the server is shutting down");
         } else {
           CUresult r = dev_.drv().cuEventQuery(p.event);
           if (r == CUDA_ERROR_NOT_READY) {
-            ++i;
+            pending.push_back(std::move(p));
             continue;
           }
           st = dev_.Check(r, "waiting for the device");
           if (IsDeviceFault(st.code()) && !fault) fault.emplace(p.observer, st);
         }
-        if (p.marker && st.ok()) markers_.push_back(p.event);
+        if (p.marker && st.ok()) reusable.push_back(p.event);
         run.push_back([done = std::move(p.done), st] { done(st); });
-        p = std::move(polls.back());
-        polls.pop_back();
       }
+      lock.lock();
+      for (Poll& p : pending) polls_->push_back(std::move(p));
+      markers_.insert(markers_.end(), reusable.begin(), reusable.end());
       repump_ = false;
       PumpLocked();
       lock.unlock();
