@@ -177,15 +177,7 @@ void Session::LoseState() {
                         "); this session's device memory, streams and modules are gone: restart "
                         "the program");
   if (work_) work_->Reset(lost);
-  events_.clear();
-  streams_.clear();
-  kernels_.clear();
-  modules_.clear();
-  symbols_.Clear();
-  allocations_.Clear();
-  blas_.clear();
-  blaslt_.clear();
-  dnn_.clear();
+  tables_.ForgetAll();
   {
     std::lock_guard lock(out_mu_);
     mapped_.clear();
@@ -456,39 +448,26 @@ Status Session::CheckStagingSlot(uint32_t slot_plus_one) const {
 
 // ---- Teardown ------------------------------------------------------------------
 
-Session::Held Session::TakeAll() {
+Held Session::TakeAll() {
   Held held;
   held.epoch = epoch_;
-  for (auto& [id, e] : events_) held.events.push_back(e);
-  events_.clear();
-  std::optional<CUstream> zero;
-  for (auto& [id, s] : streams_) {
-    if (id == 0) {
-      zero = s;
-      continue;
-    }
-    work_->RemoveStream(id, [weak = weak_from_this(), dev = env_.device](CUstream s) {
-      if (auto self = weak.lock()) {
-        std::lock_guard lock(self->out_mu_);
-        self->mapped_.erase(s);
-      }
-      dev->ReleaseStream(s);
-    });
-  }
-  streams_.clear();
-  if (zero) streams_.Put(0, *zero);
-  kernels_.clear();
-  for (auto& [id, m] : modules_) held.modules.push_back(m.mod);
-  modules_.clear();
-  symbols_.Clear();
-  for (const auto& [p, size] : allocations_) held.allocations[p] = arena::AlignUp(size, 256);
-  allocations_.Clear();
-  TakeBlasHandles(held);
-  TakeBlasLtHandles(held);
-  TakeDnnHandles(held);
+  tables_.SurrenderAll(held);
   held.charged = allocated_bytes_;
   allocated_bytes_ = 0;
   return held;
+}
+
+bool Session::ReleaseStream(uint64_t id, CUstream s) {
+  if (id == 0) return true;  // the legacy default stream is the session's while it lives
+  work_->RemoveStream(id, [weak = weak_from_this(), dev = env_.device](CUstream s) {
+    if (auto self = weak.lock()) {
+      std::lock_guard lock(self->out_mu_);
+      self->mapped_.erase(s);
+    }
+    dev->ReleaseStream(s);
+  });
+  (void)s;
+  return false;
 }
 
 void Session::GiveBack(Held& held) {

@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "proto/arena.h"
 #include "proto/calls.h"
 #include "remora/v1/session.pb.h"
 #include "scheduler/dispatch.h"
@@ -251,18 +252,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // What the tenant held, taken out of the tables to be given back once its
   // work is done (device state cannot go while kernels may still use it).
-  struct Held {
-    std::map<uint64_t, uint64_t> allocations;  // pointer -> charged bytes
-    std::vector<CUmodule> modules;
-    std::vector<CUevent> events;
-    // Library handles (cuBLAS, cuDNN) to destroy, only in the epoch they live in.
-    std::vector<std::function<void()>> destroy;
-    std::shared_ptr<const void> keep;  // host memory the work still reads
-    uint64_t charged = 0;
-    uint64_t epoch = 0;  // the context they live in
-  };
   // Empties the tables (all streams but the default one go back too).
   Held TakeAll();
+  // What each table gives up when the tenant goes (the tables' Release policies).
+  bool ReleaseStream(uint64_t id, CUstream s);
   // Gives `held` back (REQUIRES: a Use; the tenant's work on it is done).
   // Handles of an older context are forgotten, never passed to the driver.
   void GiveBack(Held& held);
@@ -285,16 +278,16 @@ class Session : public std::enable_shared_from_this<Session> {
   Result<std::shared_ptr<BlasCall>> PrepareBlas(const v1::BlasRequest& req, bool host_result);
   // Queues a prepared call on its stream.
   Status SubmitBlas(std::shared_ptr<BlasCall> call);
-  // Moves every cuBLAS handle (and its workspace) into `held`.
-  void TakeBlasHandles(Held& held);
+  // Gives a cuBLAS handle (and its workspace) up into `held`; false (not kept).
+  bool ReleaseBlas(const BlasHandle& handle, Held& held);
   // ---- cuBLASLt (handlers/blaslt.cc) ----
-  // Moves every cuBLASLt handle into `held`.
-  void TakeBlasLtHandles(Held& held);
+  // Gives a cuBLASLt handle up into `held`; false (not kept).
+  bool ReleaseBlasLt(cublasLtContext* handle, Held& held);
   // ---- cuDNN (handlers/dnn.cc) ----
   // Checks an operation's request against the tenant's tables and builds it.
   Result<std::shared_ptr<DnnCall>> PrepareDnn(const v1::DnnRequest& req);
-  // Moves every cuDNN handle into `held`.
-  void TakeDnnHandles(Held& held);
+  // Gives a cuDNN handle up into `held`; false (not kept).
+  bool ReleaseDnn(cudnnContext* handle, Held& held);
   // Records the failure of a call that returned no reply (deferred; sticky for a fault).
   void RecordError(const Status& st);
   // A device fault's status with whose work caused it appended (once), when
@@ -354,13 +347,24 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<uint64_t> epoch_{~uint64_t{0}};  // of the context this session's state lives in
   bool fault_reported_ = false;                // a device fault of this session's was reported
 
-  // Tables: touched only by the thread serving the session.
-  RangeTable allocations_;  // cudaMalloc: device pointer -> size
-  RangeTable symbols_;      // module variables: address -> size
+  // Tables: touched only by the thread serving the session. Each registers with tables_,
+  // which LoseState and TakeAll walk; each says what it gives up when the tenant goes.
+  TableSet tables_;
+  OwnedRanges allocations_{tables_, [](uint64_t p, uint64_t size, Held& h) {
+                             h.allocations[p] = arena::AlignUp(size, 256);
+                           }};    // cudaMalloc: device pointer -> size
+  OwnedRanges symbols_{tables_};  // module variables: address -> size
   // Bytes this session has booked in the ledger (read by Row from any thread).
   std::atomic<uint64_t> allocated_bytes_{0};
-  HandleTable<CUstream> streams_{"stream", err::kInvalidResourceHandle};  // 0: legacy default
-  HandleTable<CUevent> events_{"event", err::kInvalidResourceHandle};
+  HandleTable<CUstream> streams_{tables_, "stream", err::kInvalidResourceHandle,
+                                 [this](uint64_t id, const CUstream& s, Held&) {
+                                   return ReleaseStream(id, s);
+                                 }};  // 0: legacy default
+  HandleTable<CUevent> events_{tables_, "event", err::kInvalidResourceHandle,
+                               [](uint64_t, const CUevent& e, Held& h) {
+                                 h.events.push_back(e);
+                                 return false;
+                               }};
   struct Kernel {
     CUfunction fn = nullptr;
     uint32_t param_bytes = 0;
@@ -371,13 +375,25 @@ class Session : public std::enable_shared_from_this<Session> {
     CUmodule mod = nullptr;
     std::shared_ptr<const FatbinImages> images;  // keeps the program in the cache
   };
-  HandleTable<Module> modules_{"module", err::kInvalidResourceHandle};
-  HandleTable<Kernel> kernels_{"kernel", err::kInvalidDeviceFunction};
+  HandleTable<Module> modules_{tables_, "module", err::kInvalidResourceHandle,
+                               [](uint64_t, const Module& m, Held& h) {
+                                 h.modules.push_back(m.mod);
+                                 return false;
+                               }};
+  HandleTable<Kernel> kernels_{tables_, "kernel", err::kInvalidDeviceFunction};
   // cuBLAS handles (a bad one is CUBLAS_STATUS_NOT_INITIALIZED to the tenant).
-  HandleTable<std::shared_ptr<BlasHandle>> blas_{"cuBLAS handle", err::kInvalidResourceHandle};
+  HandleTable<std::shared_ptr<BlasHandle>> blas_{
+      tables_, "cuBLAS handle", err::kInvalidResourceHandle,
+      [this](uint64_t, const std::shared_ptr<BlasHandle>& b, Held& h) {
+        return ReleaseBlas(*b, h);
+      }};
   // cuBLASLt handles (likewise NOT_INITIALIZED); they own no memory of the tenant's.
-  HandleTable<cublasLtContext*> blaslt_{"cuBLASLt handle", err::kInvalidResourceHandle};
-  HandleTable<cudnnContext*> dnn_{"cuDNN handle", err::kInvalidResourceHandle};
+  HandleTable<cublasLtContext*> blaslt_{
+      tables_, "cuBLASLt handle", err::kInvalidResourceHandle,
+      [this](uint64_t, cublasLtContext* const& c, Held& h) { return ReleaseBlasLt(c, h); }};
+  HandleTable<cudnnContext*> dnn_{
+      tables_, "cuDNN handle", err::kInvalidResourceHandle,
+      [this](uint64_t, cudnnContext* const& c, Held& h) { return ReleaseDnn(c, h); }};
   // Loads a module from `images`; `how` says which image or linked PTX it used.
   Result<CUmodule> LoadModule(const FatbinImages& images, std::string* how);
   uint64_t next_handle_ = 0x1000;

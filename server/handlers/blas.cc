@@ -300,14 +300,12 @@ Status Session::OnBlasSetWorkspace(const v1::BlasWorkspaceRequest& req, v1::Empt
   return OkStatus();
 }
 
-void Session::TakeBlasHandles(Held& held) {
-  if (blas_.size() == 0) return;  // never load a library a session did not use
-  Result<const BlasTable*> t = env_.device->blas();
-  for (auto& [id, handle] : blas_) {
-    if (t.ok()) held.destroy.push_back([t = *t, h = handle->h] { (void)t->cublasDestroy_v2(h); });
-    held.allocations[handle->memory] = arena::AlignUp(kScratch + kBlasWorkspace, 256);
-  }
-  blas_.clear();
+bool Session::ReleaseBlas(const BlasHandle& handle, Held& held) {
+  // The library is loaded: the handle came from it.
+  if (Result<const BlasTable*> t = env_.device->blas(); t.ok())
+    held.destroy.push_back([t = *t, h = handle.h] { (void)t->cublasDestroy_v2(h); });
+  held.allocations[handle.memory] = arena::AlignUp(kScratch + kBlasWorkspace, 256);
+  return false;
 }
 
 // ---- Routines ------------------------------------------------------------------

@@ -146,12 +146,10 @@ Status Session::OnBlasLtDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
-void Session::TakeBlasLtHandles(Held& held) {
-  if (blaslt_.size() == 0) return;  // never load a library a session did not use
-  Result<const BlasLtTable*> t = env_.device->blaslt();
-  for (auto& [id, h] : blaslt_)
-    if (t.ok()) held.destroy.push_back([t = *t, h = h] { (void)t->cublasLtDestroy(h); });
-  blaslt_.clear();
+bool Session::ReleaseBlasLt(cublasLtContext* handle, Held& held) {
+  if (Result<const BlasLtTable*> t = env_.device->blaslt(); t.ok())
+    held.destroy.push_back([t = *t, handle] { (void)t->cublasLtDestroy(handle); });
+  return false;
 }
 
 // ---- The matmul ----------------------------------------------------------------

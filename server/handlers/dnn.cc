@@ -305,12 +305,10 @@ Status Session::OnDnnDestroy(const v1::DnnHandleRequest& req, v1::Empty&) {
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
-void Session::TakeDnnHandles(Held& held) {
-  if (dnn_.size() == 0) return;  // never load a library a session did not use
-  Result<const DnnTable*> t = env_.device->dnn();
-  for (auto& [id, h] : dnn_)
-    if (t.ok()) held.destroy.push_back([t = *t, h = h] { (void)t->cudnnDestroy(h); });
-  dnn_.clear();
+bool Session::ReleaseDnn(cudnnContext* handle, Held& held) {
+  if (Result<const DnnTable*> t = env_.device->dnn(); t.ok())
+    held.destroy.push_back([t = *t, handle] { (void)t->cudnnDestroy(handle); });
+  return false;
 }
 
 // ---- Operations ----------------------------------------------------------------
