@@ -202,7 +202,11 @@ inline void ForLanes(uint32_t mask, F&& f) {
 template <class F>
 inline void ForLanesElementwise(uint32_t mask, F&& f) {
   if (mask == 0xffffffffu) {
+#if defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#else
 #pragma GCC ivdep
+#endif
     for (int l = 0; l < 32; ++l) f(l);
   } else {
     ForLanes(mask, f);
