@@ -1,0 +1,403 @@
+// tests/server/isolation_test.cc - tenants cannot reach each other: handles, memory, kernels,
+// events and the libraries' pointers of another tenant are refused, over shm and over gRPC.
+#include "tests/server/harness.h"
+
+namespace remora {
+namespace {
+
+using namespace server_test;
+
+INSTANTIATE_TEST_SUITE_P(Transports, IsolationTest, ::testing::Values("shm", "grpc"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(IsolationTest, RefusesOtherTenantsHandles) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  v1::HandleReply s, e;
+  ASSERT_EQ(a->Call(CallId::kStreamCreate, v1::StreamCreateRequest(), &s), 0);
+  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &e), 0);
+  v1::StreamRequest sr;
+  sr.set_stream(s.handle());
+  EXPECT_EQ(b->Call(CallId::kStreamSynchronize, sr), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kStreamSynchronize, sr), 0);
+  v1::EventRequest er;
+  er.set_event(e.handle());
+  EXPECT_EQ(b->Call(CallId::kEventQuery, er), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kEventDestroy, er), 0);
+  EXPECT_EQ(a->Call(CallId::kEventDestroy, er), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kStreamDestroy, sr), 0);
+  EXPECT_EQ(a->Call(CallId::kStreamDestroy, sr), err::kInvalidResourceHandle);
+}
+
+// cuBLAS: every pointer a routine reaches, directly or through a pointer
+// array, is checked against the tenant's allocations; handles are per tenant;
+// a handle's workspace is charged to the tenant and given back with it.
+TEST_P(IsolationTest, CublasChecksEveryPointerAndHandle) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  v1::MemGetInfoReply before, during, after;
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &before), 0);
+  v1::HandleReply h;
+  ASSERT_EQ(a->Call(CallId::kBlasCreate, v1::Empty(), &h), 0) << a->last().message();
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &during), 0);
+  EXPECT_GE(before.free() - during.free(), 4u << 20);
+  const uint64_t pa = a->Malloc(4096), pb = b->Malloc(4096);
+  // x = 1..8 as floats, then x.x through BlasSync (host-mode result).
+  std::string x;
+  for (int i = 1; i <= 8; ++i) {
+    float f = static_cast<float>(i);
+    x.append(reinterpret_cast<const char*>(&f), 4);
+  }
+  v1::MemcpyHtoDRequest up;
+  up.set_dst(pa);
+  up.set_size(x.size());
+  up.mutable_src()->set_data(x);
+  ASSERT_EQ(a->Call(CallId::kMemcpyHtoD, up), 0);
+  auto dot = [&](uint64_t handle, uint64_t px, uint64_t py) {
+    v1::BlasRequest r;
+    r.set_op(3);  // Sdot: n incx incy | x y -> result
+    r.set_handle(handle);
+    for (int64_t v : {8, 1, 1}) r.add_ints(v);
+    r.add_ptrs(px);
+    r.add_ptrs(py);
+    return r;
+  };
+  v1::BlasReply rep;
+  ASSERT_EQ(a->Call(CallId::kBlasSync, dot(h.handle(), pa, pa), &rep), 0) << a->last().message();
+  ASSERT_EQ(rep.result().size(), 4u);
+  float got = 0;
+  std::memcpy(&got, rep.result().data(), 4);
+  EXPECT_EQ(got, 204.0f);
+  // b's memory, a range running past the end, b using a's handle.
+  EXPECT_EQ(a->Call(CallId::kBlasSync, dot(h.handle(), pa, pb)), err::kInvalidValue);
+  EXPECT_NE(a->last().message().find("outside this tenant's allocations"), std::string::npos)
+      << a->last().message();
+  EXPECT_EQ(a->Call(CallId::kBlasSync, dot(h.handle(), pa + 4080, pa)), err::kInvalidValue);
+  EXPECT_EQ(b->Call(CallId::kBlasSync, dot(h.handle(), pb, pb)), err::kInvalidResourceHandle);
+  // A result routine without a host result must not be ORDERED (and vice versa).
+  a->Post(CallId::kBlas, dot(h.handle(), pa, pa));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // Wrong arity, an unknown routine, bad dimensions.
+  v1::BlasRequest bad = dot(h.handle(), pa, pa);
+  bad.add_ints(3);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kInvalidValue);
+  bad = dot(h.handle(), pa, pa);
+  bad.add_ptrs(pa);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kInvalidValue);
+  bad.set_op(9999);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kNotSupported);
+  bad = dot(h.handle(), pa, pa);
+  bad.set_ints(0, -5);
+  EXPECT_EQ(a->Call(CallId::kBlasSync, bad), err::kInvalidValue);
+  // SgemmBatched whose pointer array names b's matrix: refused at the next sync.
+  v1::BlasRequest g;
+  g.set_op(97);  // transa transb m n k lda ldb ldc batch | A[] B[] C[] | alpha beta
+  g.set_handle(h.handle());
+  for (int64_t v : {0, 0, 4, 4, 4, 4, 4, 4, 2}) g.add_ints(v);
+  for (int i = 0; i < 3; ++i) g.add_ptrs(pa);
+  const float one = 1, zero = 0;
+  g.mutable_scalars()->append(reinterpret_cast<const char*>(&one), 4);
+  g.mutable_scalars()->append(reinterpret_cast<const char*>(&zero), 4);
+  for (uint64_t p : {pa, pa + 64, pa, pa + 64, pa + 128, pb}) g.add_arrays(p);
+  a->Post(CallId::kBlas, g);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  g.set_arrays(5, pa + 192);
+  a->Post(CallId::kBlas, g);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
+  g.mutable_arrays()->RemoveLast();  // one pointer short
+  a->Post(CallId::kBlas, g);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // The handle goes, with its workspace; then it is unknown.
+  v1::BlasHandleRequest d;
+  d.set_handle(h.handle());
+  EXPECT_EQ(b->Call(CallId::kBlasDestroy, d), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kBlasDestroy, d), 0);
+  EXPECT_EQ(a->Call(CallId::kBlasDestroy, d), err::kInvalidResourceHandle);
+  // Only pa and b's pb are still held once the server's copies of the pointer
+  // arrays went back, which happens when the work that read them is done.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &after), 0);
+    if (after.free() + 2 * 4096 == before.free()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(after.free() + 2 * 4096, before.free());
+}
+
+TEST_P(IsolationTest, CublasLtChecksEveryPointerAndHandle) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  v1::HandleReply h;
+  ASSERT_EQ(a->Call(CallId::kBlasLtCreate, v1::Empty(), &h), 0) << a->last().message();
+  const uint64_t pa = a->Malloc(4096), pb = b->Malloc(4096);
+  // D = A * B + bias for 4x4 FP32 matrices at pa, A = B = I (C = D, beta 0).
+  std::string m(4096, '\0');
+  for (int i = 0; i < 4; ++i) {
+    const float one = 1;
+    std::memcpy(&m[(i * 4 + i) * 4], &one, 4);
+    std::memcpy(&m[64 + (i * 4 + i) * 4], &one, 4);
+    const float bias = static_cast<float>(i + 1);
+    std::memcpy(&m[192 + i * 4], &bias, 4);
+  }
+  v1::MemcpyHtoDRequest up;
+  up.set_dst(pa);
+  up.set_size(m.size());
+  up.mutable_src()->set_data(m);
+  ASSERT_EQ(a->Call(CallId::kMemcpyHtoD, up), 0);
+  auto matmul = [&](uint64_t handle, uint64_t A, uint64_t D) {
+    v1::BlasLtMatmulRequest r;
+    r.set_handle(handle);
+    r.set_compute_type(68);  // CUBLAS_COMPUTE_32F
+    r.set_scale_type(0);
+    r.set_epilogue(4);  // BIAS
+    r.set_bias(pa + 192);
+    r.set_bias_type(-1);
+    for (int i = 0; i < 4; ++i) {
+      v1::BlasLtMatmulRequest::Layout* l = r.add_layouts();
+      l->set_rows(4);
+      l->set_cols(4);
+      l->set_ld(4);
+      l->set_batch(1);
+    }
+    for (uint64_t p : {A, pa + 64, D, D}) r.add_ptrs(p);
+    const float one = 1, zero = 0;
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&one), 4);
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&zero), 4);
+    return r;
+  };
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pa, pa + 128));
+  v1::MemcpyDtoHRequest down;
+  down.set_src(pa + 128);
+  down.set_size(64);
+  v1::MemcpyDtoHReply got;
+  ASSERT_EQ(a->Call(CallId::kMemcpyDtoH, down, &got), 0) << a->last().message();
+  ASSERT_EQ(got.data().size(), 64u);
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 4; ++i) {
+      float v = 0;
+      std::memcpy(&v, got.data().data() + (j * 4 + i) * 4, 4);
+      EXPECT_EQ(v, (i == j ? 1.0f : 0.0f) + static_cast<float>(i + 1)) << i << "," << j;
+    }
+  // b's memory, a matrix running past the end, a bias outside, b using a's handle.
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pb, pa + 128));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pa, pa + 4096 - 32));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  v1::BlasLtMatmulRequest bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_bias(pb);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  b->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pb, pb));
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  // Device scalars and the workspace are checked too; layouts must be four.
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_pointer_mode(1);
+  bad.add_scalar_ptrs(pa);
+  bad.add_scalar_ptrs(pb);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_workspace(pa);
+  bad.set_workspace_size(8192);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.mutable_layouts()->RemoveLast();
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // A bad layout and a type not forwarded, as the stub would have refused them.
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.mutable_layouts(0)->set_ld(2);
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = matmul(h.handle(), pa, pa + 128);
+  bad.set_compute_type(70);  // CUBLAS_COMPUTE_64F
+  a->Post(CallId::kBlasLtMatmul, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kNotSupported);
+  // The handle goes; then it is unknown.
+  v1::BlasHandleRequest d;
+  d.set_handle(h.handle());
+  EXPECT_EQ(b->Call(CallId::kBlasLtDestroy, d), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kBlasLtDestroy, d), 0);
+  EXPECT_EQ(a->Call(CallId::kBlasLtDestroy, d), err::kInvalidResourceHandle);
+  a->Post(CallId::kBlasLtMatmul, matmul(h.handle(), pa, pa + 128));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+}
+
+// cuDNN: descriptors come by value and every pointer's reach (from them) and
+// the workspace are checked against the tenant's allocations; handles are per tenant.
+TEST_P(IsolationTest, CudnnChecksDescriptorsPointersAndHandles) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  v1::HandleReply h;
+  ASSERT_EQ(a->Call(CallId::kDnnCreate, v1::Empty(), &h), 0) << a->last().message();
+  const uint64_t pa = a->Malloc(4096), pb = b->Malloc(4096);
+  // ActivationForward (op 32): act | x y | alpha beta, on 1x2x4x4 float tensors (128 bytes).
+  auto relu = [&](uint64_t handle, uint64_t x, uint64_t y) {
+    v1::DnnRequest r;
+    r.set_op(32);
+    r.set_handle(handle);
+    for (int t = 0; t < 2; ++t) {
+      v1::DnnRequest::Tensor* d = r.add_tensors();
+      d->set_dtype(0);
+      for (int v : {1, 2, 4, 4}) d->add_dims(v);
+      for (int v : {32, 16, 4, 1}) d->add_strides(v);
+    }
+    r.mutable_activation()->set_mode(1);  // RELU
+    r.add_ptrs(x);
+    r.add_ptrs(y);
+    const float one = 1, zero = 0;
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&one), 4);
+    r.mutable_scalars()->append(reinterpret_cast<const char*>(&zero), 4);
+    return r;
+  };
+  a->Post(CallId::kDnn, relu(h.handle(), pa, pa + 128));
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
+  a->Post(CallId::kDnn, relu(h.handle(), pa, pb));  // b's memory
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  EXPECT_NE(a->last().deferred_message().find("outside this tenant's allocations"),
+            std::string::npos)
+      << a->last().deferred_message();
+  a->Post(CallId::kDnn, relu(h.handle(), pa + 4000, pa));  // runs past the end
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  b->Post(CallId::kDnn, relu(h.handle(), pb, pb));  // a's handle
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  // A stride that makes the tensor reach past the allocation, a negative dimension,
+  // a missing descriptor, scaling parameters of the wrong size.
+  v1::DnnRequest bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_tensors(0)->set_strides(1, 1 << 20);
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_tensors(1)->set_dims(1, -2);
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_tensors()->RemoveLast();
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  bad = relu(h.handle(), pa, pa + 128);
+  bad.mutable_scalars()->resize(12);
+  a->Post(CallId::kDnn, bad);
+  EXPECT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidValue);
+  // A query goes through DnnSync only; an operation through Dnn only.
+  EXPECT_EQ(a->Call(CallId::kDnnSync, relu(h.handle(), pa, pa + 128)), err::kInvalidValue);
+  v1::DnnHandleRequest d;
+  d.set_handle(h.handle());
+  EXPECT_EQ(b->Call(CallId::kDnnDestroy, d), err::kInvalidResourceHandle);
+  EXPECT_EQ(a->Call(CallId::kDnnDestroy, d), 0);
+  EXPECT_EQ(a->Call(CallId::kDnnDestroy, d), err::kInvalidResourceHandle);
+}
+
+// SIGTERM's drain (server/main.cc times it): newcomers are refused saying why,
+// open sessions keep being served, and when ended they are told why.
+TEST_P(IsolationTest, DrainRefusesNewcomersServesTheOpenAndEndsThemSayingWhy) {
+  auto open = Connect();
+  ASSERT_TRUE(open);
+  ASSERT_EQ(open->welcome_status(), 0);
+  ASSERT_NE(open->Malloc(1 << 20), 0u);
+  EXPECT_FALSE(server_->draining());
+  server_->Drain();
+  EXPECT_TRUE(server_->draining());
+  auto late = Connect();
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->welcome_status(), err::kDevicesUnavailable);
+  EXPECT_NE(late->last().message().find("shutting down"), std::string::npos)
+      << late->last().message();
+  EXPECT_NE(open->Malloc(1 << 20), 0u);  // still served
+  v1::Hello admin;
+  admin.set_admin(true);
+  auto root = Connect(admin);  // remora list still works, and the drain does not wait for it
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->welcome_status(), 0);
+  v1::TenantList list;
+  EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  EXPECT_EQ(list.tenants_size(), 1);
+  EXPECT_EQ(server_->tenant_sessions(), 1u);
+  server_->EndSessions("remora-server is shutting down (drain test)", 5s);
+  EXPECT_TRUE(WaitForSessions(0, 5s));
+  EXPECT_NE(open->WaitEvicted().find("shutting down (drain test)"), std::string::npos);
+  EXPECT_LT(open->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);  // the session is over
+}
+
+// b never reaches a's memory, kernels or events, by any call that names them;
+// a's memory is unchanged afterwards.
+TEST_P(IsolationTest, NoCallReachesAnotherTenantsMemoryKernelsOrEvents) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  const uint64_t pa = a->Malloc(64), pb = b->Malloc(64);
+  v1::MemsetRequest fill;
+  fill.set_dst(pa);
+  fill.set_size(64);
+  fill.set_value(0x11);
+  ASSERT_EQ(a->Call(CallId::kMemset, fill), 0);
+  v1::RegisterModuleRequest reg;
+  reg.add_images(std::string(kAddPtx, sizeof kAddPtx));
+  reg.set_hash(Digest(reg));
+  reg.add_kernels("_Z3addPi");
+  v1::RegisterModuleReply mod;
+  ASSERT_EQ(a->Call(CallId::kRegisterModule, reg, &mod), 0);
+  ASSERT_EQ(mod.kernels_size(), 1);
+  v1::HandleReply ev;
+  ASSERT_EQ(a->Call(CallId::kEventCreate, v1::EventCreateRequest(), &ev), 0);
+
+  v1::MemcpyHtoDRequest h;  // host to a's memory, inline bytes
+  h.set_dst(pa);
+  h.set_size(4);
+  h.mutable_src()->set_data("evil");
+  EXPECT_EQ(b->Call(CallId::kMemcpyHtoD, h), err::kInvalidValue);
+  v1::MemcpyDtoDRequest d;  // b's memory to a's, and a's to b's
+  d.set_dst(pa);
+  d.set_src(pb);
+  d.set_size(16);
+  EXPECT_EQ(b->Call(CallId::kMemcpyDtoD, d), err::kInvalidValue);
+  d.set_dst(pb);
+  d.set_src(pa);
+  EXPECT_EQ(b->Call(CallId::kMemcpyDtoD, d), err::kInvalidValue);
+  std::string param(8, '\0');
+  std::memcpy(param.data(), &pb, sizeof pb);
+  EXPECT_EQ(b->Call(CallId::kFuncSetAttribute,
+                    [&] {
+                      v1::FuncAttributeRequest r;
+                      r.set_kernel(mod.kernels(0).handle());
+                      return r;
+                    }()),
+            err::kInvalidDeviceFunction);
+  b->Post(CallId::kLaunchKernel, OneThread(mod.kernels(0).handle(), param));
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidDeviceFunction);
+  v1::StreamWaitEventRequest w;
+  w.set_event(ev.handle());
+  b->Post(CallId::kStreamWaitEvent, w);
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  v1::EventRecordRequest rec;
+  rec.set_event(ev.handle());
+  b->Post(CallId::kEventRecord, rec);
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+  v1::UnregisterModuleRequest un;
+  un.set_module(mod.module());
+  b->Post(CallId::kUnregisterModule, un);
+  EXPECT_EQ(b->Call(CallId::kDeviceSynchronize, v1::Empty()), err::kInvalidResourceHandle);
+
+  // a's memory, kernel and event are untouched and still work for a.
+  v1::MemcpyDtoHRequest back;
+  back.set_src(pa);
+  back.set_size(64);
+  v1::MemcpyDtoHReply got;
+  ASSERT_EQ(a->Call(CallId::kMemcpyDtoH, back, &got), 0);
+  EXPECT_EQ(got.data(), std::string(64, '\x11'));
+  std::memcpy(param.data(), &pa, sizeof pa);
+  a->Post(CallId::kLaunchKernel, OneThread(mod.kernels(0).handle(), param));
+  v1::EventRecordRequest mine;
+  mine.set_event(ev.handle());
+  a->Post(CallId::kEventRecord, mine);
+  v1::EventRequest sync;
+  sync.set_event(ev.handle());
+  EXPECT_EQ(a->Call(CallId::kEventSynchronize, sync), 0);
+}
+
+}  // namespace
+}  // namespace remora
