@@ -14,6 +14,7 @@
 #include "client_stub/greet.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
+#include "proto/reply.h"
 
 namespace remora::client_stub {
 namespace {
@@ -180,16 +181,9 @@ cudaError_t Connection::CallBytes(CallId id, uint32_t flags, std::span<const std
   // A fixed-layout request is answered in fixed layout; anything else with a Reply.
   fixed::ReplyView reply;
   v1::Reply parsed;
-  if (frame.header.flags & fixed::kFixedLayout) {
-    if (!fixed::ParseReply(frame.body, reply)) [[unlikely]]
-      return Lost(Error(err::kUnknown, "malformed reply"));
-  } else {
-    if (!parsed.ParseFromArray(frame.body.data(), static_cast<int>(frame.body.size())))
-      return Lost(Error(err::kUnknown, "malformed reply"));
-    reply = {parsed.code(), parsed.deferred_code(),
-             parsed.deferred_code() != 0 ? parsed.deferred_message() : parsed.message(),
-             parsed.device_output(), parsed.result()};
-  }
+  if (!DecodeReply(frame.header.flags & fixed::kFixedLayout, frame.body, parsed, reply))
+      [[unlikely]]
+    return Lost(Error(err::kUnknown, "malformed reply"));
 
   if (!reply.output.empty()) {
     std::fflush(stdout);

@@ -7,12 +7,10 @@
 #include <cstring>
 #include <thread>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/wire_format_lite.h>
-
 #include "fatbin/fatbin.h"
 #include "proto/arena.h"
 #include "proto/fixed.h"
+#include "proto/reply.h"
 #include "scheduler/stream_order.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
@@ -279,11 +277,13 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
     output.swap(device_output_);
     has_output_.store(false, std::memory_order_relaxed);
   }
-  const size_t n = st.ok() ? result.ByteSizeLong() : 0;
-  if (h.flags & fixed::kFixedLayout)
-    EncodeFixedReply(st.code(), why, deferred, output, result, n);
-  else if (!EncodeReply(st.code(), why, deferred, output, result, n))
-    return;
+  const ReplyParts parts{.code = st.code(),
+                         .message = why,
+                         .deferred_code = deferred.code(),
+                         .deferred_message = deferred.message(),
+                         .output = output,
+                         .result = st.ok() ? &result : nullptr};
+  if (!EncodeReply(h.flags & fixed::kFixedLayout, parts, reply_, send_buf_)) return;
   (void)channel_->Send({.call = h.call, .flags = h.flags & fixed::kFixedLayout, .seq = h.seq},
                        std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
 }
@@ -314,46 +314,6 @@ Status Session::NameCulprit(Status st) const {
 }
 
 // Both replies carry the result last, serialized once straight into the frame.
-bool Session::EncodeReply(int32_t code, const std::string& why, const Status& deferred,
-                          std::string& output, const google::protobuf::Message& result, size_t n) {
-  // One Reply per session, cleared per call, so its strings keep their capacity.
-  v1::Reply& reply = reply_;
-  reply.Clear();
-  reply.set_code(code);
-  if (!why.empty()) reply.set_message(why);
-  if (!deferred.ok()) {
-    reply.set_deferred_code(deferred.code());
-    reply.set_deferred_message(deferred.message());
-  }
-  if (!output.empty()) reply.mutable_device_output()->swap(output);
-  if (!reply.SerializeToString(&send_buf_)) return false;
-  if (n != 0) {
-    // Reply's last field (bytes result = 6), written by hand: tag, length, message.
-    uint8_t head[1 + 10];
-    uint8_t* end = google::protobuf::io::CodedOutputStream::WriteTagToArray(
-        google::protobuf::internal::WireFormatLite::MakeTag(
-            v1::Reply::kResultFieldNumber,
-            google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
-        head);
-    end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(n),
-                                                                        end);
-    const size_t at = send_buf_.size();
-    send_buf_.resize(at + static_cast<size_t>(end - head) + n);
-    std::memcpy(send_buf_.data() + at, head, static_cast<size_t>(end - head));
-    result.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(send_buf_.data()) + at +
-                                           (end - head));
-  }
-  return true;
-}
-
-void Session::EncodeFixedReply(int32_t code, const std::string& why, const Status& deferred,
-                               const std::string& output, const google::protobuf::Message& result,
-                               size_t n) {
-  const std::string& message = deferred.ok() ? why : deferred.message();
-  char* p = fixed::EncodeReply(code, deferred.code(), message, output, n, send_buf_);
-  if (n != 0) result.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p));
-}
-
 Status Session::Send(const FrameHeader& h, const google::protobuf::Message& m) {
   std::lock_guard lock(send_mu_);
   if (!m.SerializeToString(&send_buf_)) return Error(err::kUnknown, "cannot serialize a reply");

@@ -301,14 +301,6 @@ class Session : public std::enable_shared_from_this<Session> {
   Status AwaitReclaim(const std::vector<sched::TenantId>& victims);
   Status sticky() const;
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
-  // Fill send_buf_ with a reply to a protobuf request (v1::Reply) or to a
-  // fixed-layout one (proto/fixed.h). `why` is "" on success; `n` is
-  // result.ByteSizeLong(), 0 for none. REQUIRES: send_mu_ held.
-  bool EncodeReply(int32_t code, const std::string& why, const Status& deferred,
-                   std::string& output, const google::protobuf::Message& result, size_t n);
-  void EncodeFixedReply(int32_t code, const std::string& why, const Status& deferred,
-                        const std::string& output, const google::protobuf::Message& result,
-                        size_t n);
   Status Check(CUresult r, const char* what) const {
     return env_.device->Check(r, what);
   }

@@ -19,6 +19,7 @@
 #include "proto/arena.h"
 #include "proto/calls.h"
 #include "proto/fixed.h"
+#include "proto/reply.h"
 #include "remora/v1/session.pb.h"
 #include "transport/fragment.h"
 #include "transport/shm/shm_channel.h"
@@ -196,21 +197,21 @@ class FakeServer {
   void Reply(const Frame& f, int code, const google::protobuf::Message* result = nullptr) {
     const CallInfo* info = FindCall(f.header.call);
     if (!info || info->cls != CallClass::kSync) return;  // ORDERED: failures are deferred
-    v1::Reply r;
-    r.set_code(code);
-    if (int d = deferred_.exchange(0)) r.set_deferred_code(d);
+    std::string output;
     {
       std::lock_guard lock(mu_);
-      r.set_device_output(std::exchange(device_output_, ""));
+      output = std::exchange(device_output_, "");
     }
-    if (result) r.set_result(result->SerializeAsString());
-    std::string body = r.SerializeAsString();
+    // A fixed-layout request is answered in fixed layout, as the real server does.
     const uint32_t flags = f.header.flags & fixed::kFixedLayout;
-    if (flags) {  // a fixed-layout request is answered in fixed layout
-      char* p = fixed::EncodeReply(r.code(), r.deferred_code(), "", r.device_output(),
-                                   r.result().size(), body);
-      std::memcpy(p, r.result().data(), r.result().size());
-    }
+    v1::Reply scratch;
+    std::string body;
+    ReplyParts parts;
+    parts.code = code;
+    parts.deferred_code = deferred_.exchange(0);
+    parts.output = output;
+    parts.result = code == 0 ? result : nullptr;
+    ASSERT_TRUE(EncodeReply(flags != 0, parts, scratch, body));
     ASSERT_TRUE(ch_->Send({.call = f.header.call, .flags = flags, .seq = f.header.seq},
                           {reinterpret_cast<const std::byte*>(body.data()), body.size()})
                     .ok());
