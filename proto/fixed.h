@@ -257,9 +257,10 @@ inline char* EncodeReply(int32_t code, int32_t deferred_code, std::string_view m
   char* p = out.data();
   std::memcpy(p, &head, sizeof head);
   p += sizeof head;
-  std::memcpy(p, message.data(), message.size());
+  // An empty view may have no data pointer, which memcpy must not be given.
+  if (!message.empty()) std::memcpy(p, message.data(), message.size());
   p += message.size();
-  std::memcpy(p, output.data(), output.size());
+  if (!output.empty()) std::memcpy(p, output.data(), output.size());
   return p + output.size();
 }
 
