@@ -300,6 +300,12 @@ int BarSync(Exec& x, const Inst& in) {
     return kNext;
   }
   bool red = in.flags & kFlagPredOut;
+  if (x.mask == 0xffffffffu) {  // the whole warp: straight stores, no walk over the lanes
+    std::fill_n(w.state, 32, LaneState::kWaitBar);
+    std::fill_n(w.bar_id, 32, id);
+    std::fill_n(w.pc, 32, red ? x.pc : x.pc + 1);
+    return kRepick;
+  }
   ForLanes(x.mask, [&](int l) {
     w.state[l] = LaneState::kWaitBar;
     w.bar_id[l] = id;

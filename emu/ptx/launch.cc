@@ -295,13 +295,16 @@ bool ReleaseBarriers(const LaunchCtx& L, Cta& cta, uint32_t live) {
   for (uint32_t id = 0; id < 16; ++id) {
     if (cta.bar_arrived[id] == 0) continue;
     uint32_t expected = cta.bar_expected[id] ? cta.bar_expected[id] : live;
-    uint32_t waiting = 0;
-    for (uint32_t wi = 0; wi < nwarps; ++wi) {
-      const Warp& w = cta.warps[wi];
-      waiting +=
-          uint32_t(std::popcount(LanesEq(w.state, LaneState::kWaitBar) & LanesEq(w.bar_id, id)));
+    if (cta.bar_arrived[id] < expected) {
+      // Not all arrivals yet: it still releases once every live thread waits on it.
+      uint32_t waiting = 0;
+      for (uint32_t wi = 0; wi < nwarps; ++wi) {
+        const Warp& w = cta.warps[wi];
+        waiting +=
+            uint32_t(std::popcount(LanesEq(w.state, LaneState::kWaitBar) & LanesEq(w.bar_id, id)));
+      }
+      if (waiting < live) continue;
     }
-    if (cta.bar_arrived[id] < expected && waiting < live) continue;
     uint32_t result = cta.bar_red[id];
     for (uint32_t wi = 0; wi < nwarps; ++wi) {
       Warp& w = cta.warps[wi];
@@ -313,6 +316,10 @@ bool ReleaseBarriers(const LaunchCtx& L, Cta& cta, uint32_t live) {
         const Inst& in = L.P->code[pc];
         const bool pred_out =
             (in.op == Op::kBar || in.op == Op::kBarrier) && (in.flags & kFlagPredOut);
+        if (at == 0xffffffffu && !pred_out) {  // the whole warp: one store
+          std::fill_n(w.state, 32, LaneState::kRun);
+          continue;
+        }
         const uint64_t v = in.sub == Sub::kPopc ? result : (result != 0);
         ForLanes(at, [&](int l) {
           w.state[l] = LaneState::kRun;
