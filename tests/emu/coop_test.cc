@@ -1,9 +1,11 @@
 // tests/emu/coop_test.cc - cooperative launches: grid.sync() across every block of a grid.
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/emu/emu_api.h"
@@ -132,7 +134,10 @@ TEST_F(EmuCoop, CancelStopsACooperativeGridSpinningInGridSync) {
       api.cuLaunchCooperativeKernel(Fn("syncForever"), blocks, 1, 1, threads, 1, 1, 0, s, args),
       CUDA_SUCCESS);
   uint32_t n = 0;
-  while (n < blocks * threads) ASSERT_EQ(api.cuMemcpyDtoH(&n, started, 4), CUDA_SUCCESS);
+  while (n < blocks * threads) {  // with pauses: the device runs at the least priority
+    ASSERT_EQ(api.cuMemcpyDtoH(&n, started, 4), CUDA_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(n, blocks * threads);  // all resident at once
   EXPECT_EQ(api.cuStreamQuery(s), CUDA_ERROR_NOT_READY);
   ASSERT_EQ(api.remoraEmuCancelStream(s), CUDA_SUCCESS);

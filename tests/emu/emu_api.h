@@ -143,4 +143,15 @@ class EmuModuleTest : public EmuTest {
 };
 #endif  // REMORA_EMU_DATA
 
+// PTX text of one empty kernel, `tiny(u32)`.
+inline constexpr char kTinyPtx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.visible .entry tiny(.param .u32 tiny_param_0)
+{
+  ret;
+}
+)";
+
 }  // namespace remora::emu::test

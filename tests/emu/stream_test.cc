@@ -346,7 +346,12 @@ TEST_F(EmuStream, CancelStopsARunningKernelAndDropsQueuedWorkButNotLaterWork) {
   Log log(4);
   ASSERT_EQ(api.cuLaunchHostFunc(s, Log::Append, log.Tag(1)), CUDA_SUCCESS);  // queued behind
   uint32_t threads = 0;
-  while (threads == 0) ASSERT_EQ(api.cuMemcpyDtoH(&threads, started, 4), CUDA_SUCCESS);
+  // Poll with pauses: the device's threads run at the host's least priority, and a poller
+  // that never sleeps can keep them off the CPU for as long as other work is ready.
+  while (threads == 0) {
+    ASSERT_EQ(api.cuMemcpyDtoH(&threads, started, 4), CUDA_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(api.cuStreamQuery(s), CUDA_ERROR_NOT_READY);
 
   ASSERT_EQ(api.remoraEmuCancelStream(s), CUDA_SUCCESS);
