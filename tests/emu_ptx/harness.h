@@ -126,4 +126,30 @@ inline std::shared_ptr<const Program> CachedKernel(const std::string& name) {
   return p;
 }
 
+// Each thread loads three b32 inputs into %r1..%r3, runs BODY, stores %r4 and %r5.
+inline std::string Wrap(const std::string& body) {
+  return R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_in, .param .u64 k_out) {
+  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .f32 %f<12>; .reg .f64 %fd<8>; .reg .pred %p<6>;
+  .reg .b16 %h<4>;
+  ld.param.u64 %rd1, [k_in];
+  ld.param.u64 %rd2, [k_out];
+  mov.u32 %r9, %tid.x;
+  mul.wide.u32 %rd3, %r9, 12;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v2.u32 {%r1, %r2}, [%rd4];
+  ld.global.u32 %r3, [%rd4+8];
+  mov.u32 %r4, 0;
+  mov.u32 %r5, 0;
+)" + body +
+         R"(
+  mul.wide.u32 %rd5, %r9, 8;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.v2.u32 [%rd6], {%r4, %r5};
+  ret;
+})";
+}
+
 }  // namespace remora::emu::ptx::testing

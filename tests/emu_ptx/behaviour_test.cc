@@ -1,0 +1,436 @@
+// tests/emu_ptx/behaviour_test.cc - the interpreter beyond single instructions: warp
+// collectives together, errors at load and when reached, shared-memory layout, kernel
+// priorities, and vector accesses that are not torn across blocks.
+#include <atomic>
+#include <cfenv>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <thread>
+
+#include "tests/emu_ptx/harness.h"
+
+namespace remora::emu::ptx::testing {
+namespace {
+
+// Warp and CTA collectives on one 64-thread block: inputs in[t], outputs out[t*2..].
+TEST(Collectives, ReduxMatchBarRedShflIdx) {
+  const std::string ptx = Wrap(R"(
+  and.b32 %r6, %r1, 7;
+  redux.sync.add.u32 %r4, %r6, 0xffffffff;
+  match.any.sync.b32 %r7, %r6, 0xffffffff;
+  setp.ne.u32 %p1, %r6, 0;
+  bar.red.popc.u32 %r8, 0, %p1;
+  shfl.sync.idx.b32 %r10, %r6, 3, 0x181f, 0xffffffff;
+  vote.sync.uni.pred %p2, %p1, 0xffffffff;
+  selp.u32 %r11, 1000000, 0, %p2;
+  add.s32 %r5, %r8, %r11;
+  shl.b32 %r10, %r10, 24;
+  xor.b32 %r5, %r5, %r10;
+  xor.b32 %r5, %r5, %r7;)");
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  const int n = 64;
+  std::mt19937 rng(5);
+  std::vector<uint32_t> in(n * 3);
+  for (auto& v : in) v = rng();
+  TestMemory mem;
+  uint32_t* din = mem.Upload(in);
+  uint32_t* out = mem.Alloc<uint32_t>(n * 2);
+  Status s = RunKernel(
+      *prog, "k", {1}, {n}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto v = [&](int t) { return in[t * 3] & 7; };
+  uint32_t popc = 0;
+  for (int t = 0; t < n; ++t) popc += v(t) != 0;
+  for (int t = 0; t < n; ++t) {
+    int w = t / 32 * 32, l = t % 32;
+    uint32_t sum = 0, match = 0;
+    bool all = true, any = false;
+    for (int k = 0; k < 32; ++k) {
+      sum += v(w + k);
+      match |= uint32_t(v(w + k) == v(t)) << k;
+      all &= v(w + k) != 0;
+      any |= v(w + k) != 0;
+    }
+    int src = (l & 0x18) | 3;  // width 8 segments: c = ((32-8)<<8) | 31
+    uint32_t uni = (all || !any) ? 1000000u : 0u;
+    EXPECT_EQ(out[t * 2], sum) << t;
+    EXPECT_EQ(out[t * 2 + 1], ((popc + uni) ^ (v(w + src) << 24)) ^ match) << t;
+  }
+}
+
+TEST(Errors, UnknownInstructionIsRefusedAtLoad) {
+  auto r = Load(std::vector<std::string>{Wrap("frobnicate.b32 %r4, %r1;")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), err::kInvalidPtx);
+  EXPECT_NE(r.status().message().find("frobnicate"), std::string::npos) << r.status().message();
+}
+
+TEST(Errors, UnknownModifierIsRefusedAtLoad) {
+  auto r = Load(std::vector<std::string>{Wrap("add.wobble.s32 %r4, %r1, %r2;")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(".wobble"), std::string::npos) << r.status().message();
+}
+
+TEST(Errors, UnimplementedFormFailsWhenReached) {
+  // mad.hi.sat.s32 decodes (known mnemonic and modifiers) but has no exec function: loading
+  // works, threads that never reach it are fine, reaching it is a named launch failure.
+  auto prog = MustLoad(
+      {Wrap("setp.gt.u32 %p1, %r9, 40; @!%p1 bra SKIP; mad.hi.sat.s32 %r4, %r1, %r1, %r1; SKIP:")});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  std::vector<uint32_t> in(64 * 3, 1);
+  uint32_t* din = mem.Upload(in);
+  uint32_t* out = mem.Alloc<uint32_t>(64 * 2);
+  Status ok = RunKernel(
+      *prog, "k", {1}, {32}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
+  Status s = RunKernel(
+      *prog, "k", {1}, {64}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+  EXPECT_EQ(s.code(), err::kLaunchFailure);
+  EXPECT_NE(s.message().find("mad.hi.sat.s32"), std::string::npos) << s.message();
+}
+
+TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_out) {
+  .local .align 8 .b8 depot[16];
+  .shared .align 4 .b32 sm[64];
+  .reg .b32 %r<8>; .reg .b64 %rd<12>; .reg .pred %p<2>;
+  ld.param.u64 %rd1, [k_out];
+  mov.u32 %r1, %tid.x;
+  mov.u64 %rd2, sm;
+  cvta.shared.u64 %rd3, %rd2;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  mul.lo.s32 %r2, %r1, 3;
+  st.u32 [%rd5], %r2;
+  bar.sync 0;
+  mov.u64 %rd6, depot;
+  cvta.local.u64 %rd7, %rd6;
+  add.s32 %r3, %r1, 100;
+  st.u32 [%rd7+4], %r3;
+  ld.local.u32 %r4, [depot+4];
+  isspacep.shared %p1, %rd5;
+  xor.b32 %r5, %r1, 1;
+  mul.wide.u32 %rd8, %r5, 4;
+  add.s64 %rd9, %rd2, %rd8;
+  ld.shared.u32 %r6, [%rd9];
+  add.s32 %r6, %r6, %r4;
+  @!%p1 mov.u32 %r6, 0;
+  add.s64 %rd10, %rd1, %rd4;
+  st.global.u32 [%rd10], %r6;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(64);
+  Status s = RunKernel(
+      *prog, "k", {1}, {64}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], (t ^ 1) * 3 + t + 100) << t;
+}
+
+// Each kernel's static shared memory holds only the .shared variables it reaches (directly or
+// through the functions it calls), as ptxas lays it out; a variable two kernels reach is at the
+// same offset in both.
+TEST(SharedLayout, PerKernelAndReachable) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.shared .align 4 .b8 big_a[40960];
+.shared .align 4 .b8 big_b[40960];
+.shared .align 8 .b8 common[128];
+.func (.param .b32 r) twice(.param .b32 x) {
+  .reg .b32 %r<6>;
+  ld.param.b32 %r1, [x];
+  mov.u32 %r2, %tid.x;
+  shl.b32 %r2, %r2, 2;
+  mov.u32 %r3, common;
+  add.u32 %r3, %r3, %r2;
+  st.shared.u32 [%r3], %r1;
+  ld.shared.u32 %r4, [%r3];
+  add.u32 %r4, %r4, %r4;
+  st.param.b32 [r], %r4;
+  ret;
+}
+.visible .entry ka(.param .u64 out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  mov.u64 %rd3, big_a;
+  add.s64 %rd4, %rd3, %rd2;
+  mul.lo.s32 %r2, %r1, 3;
+  st.shared.u32 [%rd4], %r2;
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 r0;
+  call.uni (r0), twice, (p0);
+  ld.param.b32 %r3, [r0];
+  }
+  ld.shared.u32 %r4, [%rd4];
+  add.s32 %r5, %r4, %r3;
+  add.s64 %rd5, %rd1, %rd2;
+  st.global.u32 [%rd5], %r5;
+  ret;
+}
+.visible .entry kb(.param .u64 out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  st.shared.u32 [big_b+40956], %r1;
+  ld.shared.u32 %r2, [big_b+40956];
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 r0;
+  call.uni (r0), twice, (p0);
+  ld.param.b32 %r3, [r0];
+  }
+  add.s32 %r4, %r3, 5;
+  add.s64 %rd5, %rd1, %rd2;
+  st.global.u32 [%rd5], %r4;
+  ret;
+}
+.visible .entry kc(.param .u64 out) {
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  st.global.u32 [%rd1], 7;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  auto shared_of = [&](const char* name) {
+    return prog->kernels()[*prog->FindKernel(name)].static_shared_bytes;
+  };
+  EXPECT_EQ(shared_of("ka"), 40960u + 128u);
+  EXPECT_EQ(shared_of("kb"), 40960u + 128u);
+  EXPECT_EQ(shared_of("kc"), 0u);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(32);
+  Status ska = RunKernel(
+      *prog, "ka", {2}, {32}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(ska.ok()) << ska.ToString();
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], 3 * t + 2 * t) << t;
+  Status skb = RunKernel(
+      *prog, "kb", {2}, {32}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(skb.ok()) << skb.ToString();
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], 2 * t + 5) << t;
+  // With dynamic shared memory past the static part, 48 KiB in all per CTA.
+  Status s = RunKernel(
+      *prog, "ka", {1}, {32}, [&](Params& p) { p.Add(out); }, &mem, 49152 - 41088);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(SharedLayout, MoreThan48KiBStaticIsRefused) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .shared .align 4 .b8 big[49156];
+  st.shared.u32 [big+49152], 1;
+  ret;
+})";
+  auto r = Load(std::vector<std::string>{ptx});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), err::kInvalidPtx);
+}
+
+// Declared sizes come from an untrusted module: one past what the emulator materialises
+// (or one that overflows 64 bits) is refused at load, never allocated or enumerated.
+TEST(Errors, OversizedDeclarationsAreRefusedAtLoad) {
+  const std::string head = ".version 9.0\n.target sm_75\n.address_size 64\n";
+  const std::string entry = ".visible .entry k() { ret; }\n";
+  const std::vector<std::string> bad = {
+      ".global .align 4 .b32 g[4611686018427387904];\n",         // 2^62 elements: overflows
+      ".global .b8 g[65536][65536][65536];\n",                   // 2^48 bytes by products
+      ".global .b8 a[200000000];\n.global .b8 b[100000000];\n",  // 300 MB of statics together
+      ".global .align 3 .b8 g[4];\n",                            // not a power of two
+      ".global .b8 g[-4];\n",
+      ".visible .entry f() { .local .b8 x[600000]; ret; }\n",          // a frame past 512 KiB
+      ".visible .entry r() { .reg .b64 %rd<1555555555555>; ret; }\n",  // registers
+      ".visible .entry s() { .reg .b32 %r<40000>; .reg .b32 %q<40000>; ret; }\n",
+      ".visible .entry p(.param .align 4 .b8 x[400000], .param .align 4 .b8 y[400000]) { ret; }\n",
+  };
+  for (const std::string& decl : bad) {
+    auto r = Load(std::vector<std::string>{head + decl + entry});
+    ASSERT_FALSE(r.ok()) << decl;
+    EXPECT_EQ(r.status().code(), err::kInvalidPtx) << decl;
+  }
+  // A megabyte of statics loads, zeroed.
+  auto ok = Load(std::vector<std::string>{head + ".global .b8 g[1048576];\n" + entry});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ((*ok)->globals().size(), 1u);
+  const auto& g = (*ok)->globals()[0];
+  ASSERT_EQ(g.size, 1048576u);
+  EXPECT_EQ(std::count(g.init.begin(), g.init.end(), std::byte{0}), 1048576);
+}
+
+// Stream priorities, as a GPU's block dispatcher honours them: while a higher-priority kernel
+// holds every core, a lower-priority one starts a block only when its bounded wait (2 ms) runs
+// out, and it still finishes. With equal priorities the same kernels run side by side.
+TEST(Priorities, AHigherPriorityKernelHoldsBackALowerOnesBlocks) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry spin(.param .u64 flag, .param .u64 started) {
+  .reg .pred %p;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [started];
+  atom.global.add.u32 %r1, [%rd2], 1;
+WAIT:
+  ld.volatile.global.u32 %r2, [%rd1];
+  setp.eq.u32 %p, %r2, 0;
+  @%p bra WAIT;
+  ret;
+}
+.visible .entry count(.param .u64 counter) {
+  .reg .b32 %r1;
+  .reg .b64 %rd1;
+  ld.param.u64 %rd1, [counter];
+  atom.global.add.u32 %r1, [%rd1], 1;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_NE(prog, nullptr);
+  TestMemory mem;
+  uint32_t* flag = mem.Alloc<uint32_t>(1);
+  uint32_t* started = mem.Alloc<uint32_t>(1);
+  uint32_t* counter = mem.Alloc<uint32_t>(1);
+  auto load = [](uint32_t* p) { return std::atomic_ref<uint32_t>(*p).load(); };
+  constexpr uint32_t kBlocks = 20000;
+  // Starts the spinner at `priority` (64 blocks: enough to ask for every core) and waits until
+  // it runs.
+  auto spin = [&](int priority) {
+    std::atomic_ref<uint32_t>(*flag).store(0);
+    std::atomic_ref<uint32_t>(*started).store(0);
+    std::thread t([&, priority] {
+      Status s = RunKernel(
+          *prog, "spin", {64}, {1}, [&](Params& p) { p.Add(flag).Add(started); }, &mem, 0, nullptr,
+          nullptr, 0, priority);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    });
+    while (load(started) == 0) std::this_thread::yield();
+    return t;
+  };
+  auto count = [&] {
+    Status s = RunKernel(
+        *prog, "count", {kBlocks}, {1}, [&](Params& p) { p.Add(counter); }, &mem, 0, nullptr,
+        nullptr, 0, /*priority=*/0);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  };
+
+  // Equal priorities: the counting kernel runs to its end while the spinner spins.
+  std::thread spinner = spin(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  count();
+  const auto alongside = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(load(counter), kBlocks);
+  std::atomic_ref<uint32_t>(*flag).store(1);
+  spinner.join();
+
+  // A higher-priority spinner: over twice that time the counting kernel gets a block per
+  // bounded wait at most, far from all of them; released, it finishes.
+  std::atomic_ref<uint32_t>(*counter).store(0);
+  spinner = spin(-5);
+  std::thread counting(count);
+  std::this_thread::sleep_for(2 * alongside + std::chrono::milliseconds(20));
+  const uint32_t held = load(counter);
+  std::atomic_ref<uint32_t>(*flag).store(1);
+  spinner.join();
+  counting.join();
+  EXPECT_LT(held, kBlocks / 2) << "the lower-priority kernel was not held back";
+  EXPECT_EQ(load(counter), kBlocks);
+}
+
+// A vector access of 8 or 16 bytes is seen whole by a thread of another CTA, as on a GPU (CUB's
+// decoupled look-back publishes {status, value} with one st.relaxed.v2 and polls with one ld):
+// block 0 stores (i, ~i) pairs while block 1 loads them and counts the torn ones.
+TEST(Memory, VectorAccessIsNotTornAcrossCtas) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry pairs32(.param .u64 cell, .param .u64 out, .param .u32 n) {
+  .reg .b32 %r<12>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+  ld.param.u64 %rd1, [cell];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, 0;
+  mov.u32 %r9, 0;
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra READ;
+WRITE:
+  add.u32 %r3, %r3, 1;
+  not.b32 %r4, %r3;
+  st.relaxed.gpu.v2.u32 [%rd1], {%r3, %r4};
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra WRITE;
+  ret;
+READ:
+  ld.relaxed.gpu.v2.u32 {%r5, %r6}, [%rd1];
+  not.b32 %r7, %r6;
+  setp.ne.u32 %p3, %r5, %r7;
+  selp.u32 %r8, 1, 0, %p3;
+  add.u32 %r9, %r9, %r8;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra READ;
+  st.global.u32 [%rd2], %r9;
+  ret;
+}
+.visible .entry pairs64(.param .u64 cell, .param .u64 out, .param .u32 n) {
+  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<4>;
+  ld.param.u64 %rd1, [cell];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, 0;
+  mov.u32 %r9, 0;
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra READ;
+WRITE:
+  add.u32 %r3, %r3, 1;
+  cvt.u64.u32 %rd3, %r3;
+  not.b64 %rd4, %rd3;
+  st.relaxed.gpu.v2.u64 [%rd1], {%rd3, %rd4};
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra WRITE;
+  ret;
+READ:
+  ld.relaxed.gpu.v2.u64 {%rd5, %rd6}, [%rd1];
+  not.b64 %rd7, %rd6;
+  setp.ne.u64 %p3, %rd5, %rd7;
+  selp.u32 %r8, 1, 0, %p3;
+  add.u32 %r9, %r9, %r8;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra READ;
+  st.global.u32 [%rd2], %r9;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  for (const char* kernel : {"pairs32", "pairs64"}) {
+    SCOPED_TRACE(kernel);
+    TestMemory mem;
+    uint64_t* cell = mem.Upload(std::vector<uint64_t>{0xffffffff00000000ull, ~0ull});
+    uint32_t* torn = mem.Alloc<uint32_t>(1);
+    auto args = [&](Params& p) { p.Add(cell).Add(torn).Add(uint32_t{2000000}); };
+    Status s = RunKernel(*prog, kernel, {2}, {1}, args, &mem, 0, nullptr, nullptr, 2);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(*torn, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace remora::emu::ptx::testing
