@@ -61,13 +61,16 @@ constexpr CallClass ClassOf(CallId id) {
 #define REMORA_DEVICE(Call, ptr, size, access, what) REMORA_HANDLE(Call, ptr, _)
 #include "proto/call_checks.def"
 
+// Calls every session may make, even after a sticky fault: Goodbye and HostFuncDone.
+constexpr bool EverySessions(uint32_t id) {
+  return id == static_cast<uint32_t>(CallId::kGoodbye) ||
+         id == static_cast<uint32_t>(CallId::kHostFuncDone);
+}
+
 // Which calls a kind of session may make: ids 3000-3999 are administration's, 4000-4999
-// monitoring's (calls.def); a tenant may ask for its slice too. Goodbye and HostFuncDone
-// are every session's.
+// monitoring's (calls.def); a tenant may ask for its slice too.
 constexpr bool Allowed(SessionKind kind, uint32_t id) {
-  if (id == static_cast<uint32_t>(CallId::kGoodbye) ||
-      id == static_cast<uint32_t>(CallId::kHostFuncDone))
-    return true;
+  if (EverySessions(id)) return true;
   const bool admin = id >= 3000 && id < 4000, monitor = id >= 4000 && id < 5000;
   switch (kind) {
     case SessionKind::kAdmin:
@@ -135,8 +138,7 @@ Status Session::CheckDeclared(const Req& req) const {
 void Session::Dispatch(const transport::Frame& f) {
   calls_.fetch_add(1, std::memory_order_relaxed);
   uint32_t call = f.header.call;
-  const bool always = call == static_cast<uint32_t>(CallId::kGoodbye) ||
-                      call == static_cast<uint32_t>(CallId::kHostFuncDone);
+  const bool always = EverySessions(call);
   if (call == static_cast<uint32_t>(CallId::kHello)) {
     Finish(f.header, CallClass::kSync, Error(err::kNotPermitted, "session set-up happens once"),
            v1::Empty());

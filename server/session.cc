@@ -417,8 +417,7 @@ Held Session::TakeAll() {
   return held;
 }
 
-bool Session::ReleaseStream(uint64_t id, CUstream s) {
-  if (id == 0) return true;  // the legacy default stream is the session's while it lives
+void Session::RetireStream(uint64_t id) {
   work_->RemoveStream(id, [weak = weak_from_this(), dev = env_.device](CUstream s) {
     if (auto self = weak.lock()) {
       std::lock_guard lock(self->out_mu_);
@@ -426,8 +425,6 @@ bool Session::ReleaseStream(uint64_t id, CUstream s) {
     }
     dev->ReleaseStream(s);
   });
-  (void)s;
-  return false;
 }
 
 void Session::GiveBack(Held& held) {

@@ -254,8 +254,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // work is done (device state cannot go while kernels may still use it).
   // Empties the tables (all streams but the default one go back too).
   Held TakeAll();
-  // What each table gives up when the tenant goes (the tables' Release policies).
-  bool ReleaseStream(uint64_t id, CUstream s);
+  // Takes no more work on stream `id`; once its work is done, its CUstream goes back to the
+  // device's pool (cudaStreamDestroy, and every stream but the legacy one when the tenant goes).
+  void RetireStream(uint64_t id);
   // Gives `held` back (REQUIRES: a Use; the tenant's work on it is done).
   // Handles of an older context are forgotten, never passed to the driver.
   void GiveBack(Held& held);
@@ -349,8 +350,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Bytes this session has booked in the ledger (read by Row from any thread).
   std::atomic<uint64_t> allocated_bytes_{0};
   HandleTable<CUstream> streams_{tables_, "stream", err::kInvalidResourceHandle,
-                                 [this](uint64_t id, const CUstream& s, Held&) {
-                                   return ReleaseStream(id, s);
+                                 [this](uint64_t id, const CUstream&, Held&) {
+                                   if (id == 0) return true;  // the session's while it lives
+                                   RetireStream(id);
+                                   return false;
                                  }};  // 0: legacy default
   HandleTable<CUevent> events_{tables_, "event", err::kInvalidResourceHandle,
                                [](uint64_t, const CUevent& e, Held& h) {

@@ -39,14 +39,7 @@ Status Session::OnStreamDestroy(const v1::StreamRequest& req, v1::Empty&) {
   if (req.stream() == 0)
     return Error(err::kInvalidResourceHandle, "the default stream cannot be destroyed");
   streams_.Erase(req.stream());
-  // Returns at once, as CUDA does; the stream's work completes first.
-  work_->RemoveStream(req.stream(), [weak = weak_from_this(), dev = env_.device](CUstream s) {
-    if (auto self = weak.lock()) {
-      std::lock_guard lock(self->out_mu_);
-      self->mapped_.erase(s);
-    }
-    dev->ReleaseStream(s);
-  });
+  RetireStream(req.stream());  // returns at once, as CUDA does; the work completes first
   return OkStatus();
 }
 
