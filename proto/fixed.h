@@ -108,6 +108,60 @@ REMORA_FIXED_MESSAGE(LaunchRequest) {
   REMORA_FIXED(io, m, bool, cooperative);
   REMORA_FIXED_TAIL(io, m, params);
 }
+// LaunchRequest decoded in place (the server's hot path): the same fields, the parameters
+// a view of the body it was decoded from, valid while that is. Decode(body, view) fills it
+// from a fixed-layout body; Of() views a protobuf-decoded request.
+class LaunchView {
+ public:
+#define REMORA_VIEW_FIELD(T, name)          \
+  T name() const { return name##_; }        \
+  void set_##name(T v) { name##_ = v; }
+  REMORA_VIEW_FIELD(uint64_t, kernel)
+  REMORA_VIEW_FIELD(uint64_t, stream)
+  REMORA_VIEW_FIELD(uint32_t, grid_x)
+  REMORA_VIEW_FIELD(uint32_t, grid_y)
+  REMORA_VIEW_FIELD(uint32_t, grid_z)
+  REMORA_VIEW_FIELD(uint32_t, block_x)
+  REMORA_VIEW_FIELD(uint32_t, block_y)
+  REMORA_VIEW_FIELD(uint32_t, block_z)
+  REMORA_VIEW_FIELD(uint32_t, shared_bytes)
+  REMORA_VIEW_FIELD(bool, cooperative)
+#undef REMORA_VIEW_FIELD
+  std::string_view params() const { return params_; }
+  void set_params(const char* p, size_t n) { params_ = std::string_view(p, n); }
+  void Clear() { *this = LaunchView(); }
+
+  static LaunchView Of(const v1::LaunchRequest& r) {
+    LaunchView v;
+    v.kernel_ = r.kernel(), v.stream_ = r.stream();
+    v.grid_x_ = r.grid_x(), v.grid_y_ = r.grid_y(), v.grid_z_ = r.grid_z();
+    v.block_x_ = r.block_x(), v.block_y_ = r.block_y(), v.block_z_ = r.block_z();
+    v.shared_bytes_ = r.shared_bytes();
+    v.cooperative_ = r.cooperative();
+    v.params_ = r.params();
+    return v;
+  }
+
+ private:
+  uint64_t kernel_ = 0, stream_ = 0;
+  uint32_t grid_x_ = 0, grid_y_ = 0, grid_z_ = 0, block_x_ = 0, block_y_ = 0, block_z_ = 0;
+  uint32_t shared_bytes_ = 0;
+  bool cooperative_ = false;
+  std::string_view params_;
+};
+template <>
+struct FixedLayout<LaunchView> : FixedLayout<v1::LaunchRequest> {};
+
+// How the server's handler for Msg takes its request: decoded in place where a view exists.
+template <class Msg>
+struct HandlerRequest {
+  using type = Msg;
+};
+template <>
+struct HandlerRequest<v1::LaunchRequest> {
+  using type = LaunchView;
+};
+
 REMORA_FIXED_MESSAGE(MemcpyDtoHRequest) {
   REMORA_FIXED(io, m, uint64_t, src);
   REMORA_FIXED(io, m, uint64_t, size);

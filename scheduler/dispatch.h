@@ -83,6 +83,19 @@ class DispatchQueue {
   // True if `t`'s ready item may be issued at once, bypassing the queue (the
   // hot path: nothing else is waiting). It then counts as issued now.
   virtual bool IssueNow(TenantId t, uint64_t now_ns) = 0;
+  // Up to `most` items of `t` that may be issued at once, each as IssueNow
+  // would allow it, all counted as issued now: the executor hands them to the
+  // tenant's own thread, which issues without asking again. What it does not
+  // use goes back with Return.
+  uint32_t Grant(TenantId t, uint64_t now_ns, uint32_t most) {
+    uint32_t n = 0;
+    while (n < most && IssueNow(t, now_ns)) ++n;
+    return n;
+  }
+  // `items` of what Next, IssueNow or Grant handed out for `t` were never
+  // issued: they leave the in-flight bounds, and what they were charged is
+  // given back. The prediction is not trained. Ignored for an unknown tenant.
+  virtual void Return(TenantId t, uint32_t items) = 0;
   // True while a ready tenant is held back by its own in-flight bound alone,
   // so its next item goes as soon as a Done comes: the executor then looks
   // for completions more often.
@@ -113,6 +126,7 @@ class FifoQueue final : public DispatchQueue {
   void Done(TenantId, uint32_t, uint64_t, uint64_t) override {}
   void Remove(TenantId t) override;
   bool IssueNow(TenantId, uint64_t) override { return order_.empty(); }
+  void Return(TenantId, uint32_t) override {}
 
  private:
   std::deque<TenantId> order_;

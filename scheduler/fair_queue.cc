@@ -408,12 +408,7 @@ std::optional<TenantId> FairQueue::Next(uint64_t now_ns) {
   }
 }
 
-void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) {
-  now_ = std::max(now_, now_ns);
-  auto it = tenants_.find(t);
-  if (it == tenants_.end() || items == 0) return;
-  Tenant& tn = *it->second;
-  const double gpu = static_cast<double>(gpu_ns);
+void FairQueue::Settle(Tenant& tn, uint32_t items, double gpu, uint64_t now_ns) {
   // Items may finish out of order: each takes back the average charge in
   // flight, so the last Done takes back exactly what is left. Items beyond
   // those in flight only train the prediction.
@@ -428,6 +423,15 @@ void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_n
       PlaceAccount(*a, now_ns);
     }
   }
+}
+
+void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) {
+  now_ = std::max(now_, now_ns);
+  auto it = tenants_.find(t);
+  if (it == tenants_.end() || items == 0) return;
+  Tenant& tn = *it->second;
+  const double gpu = static_cast<double>(gpu_ns);
+  Settle(tn, items, gpu, now_ns);
   // The moving average over `items` items of equal cost, in one step. The
   // first measurement only raises the initial guess: one short item must not
   // let a tenant of long ones put dozens in flight on its word.
@@ -440,6 +444,15 @@ void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_n
   tn.predicted_ns = std::max(static_cast<uint64_t>(pred), opt_.min_cost_ns);
   if (tn.state != State::kIdle) Place(tn, now_ns);
   PlaceBlockedSessions(tn.account, now_ns);
+}
+
+void FairQueue::Return(TenantId t, uint32_t items) {
+  auto it = tenants_.find(t);
+  if (it == tenants_.end() || items == 0) return;
+  Tenant& tn = *it->second;
+  Settle(tn, items, 0, now_);
+  if (tn.state != State::kIdle) Place(tn, now_);
+  PlaceBlockedSessions(tn.account, now_);
 }
 
 void FairQueue::Remove(TenantId t) {

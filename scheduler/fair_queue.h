@@ -91,6 +91,7 @@ class FairQueue final : public DispatchQueue {
   // True only when no other tenant is ready and `t` is within its limit, its
   // in-flight bound, the device bound and the priority rules.
   bool IssueNow(TenantId t, uint64_t now_ns) override;
+  void Return(TenantId t, uint32_t items) override;
   bool WaitsForDone() const override { return blocked_ > 0; }
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
@@ -206,6 +207,8 @@ class FairQueue final : public DispatchQueue {
   bool WithinOwnBounds(Tenant& tn, uint64_t now);
   void Dispatch(Tenant& tn, uint64_t now, bool leaves_ready);
   void AddInFlight(Tenant& tn, int64_t n, int64_t ns);
+  // Takes `items` of `tn` out of flight, corrected to `gpu_ns` of measured time.
+  void Settle(Tenant& tn, uint32_t items, double gpu_ns, uint64_t now);
   double Burst(const Bucket& b) const;
 
   const FairOptions opt_;

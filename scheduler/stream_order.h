@@ -14,12 +14,13 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "scheduler/ring_queue.h"
 
 namespace remora::sched {
 
@@ -103,13 +104,15 @@ class StreamOrder {
     if (rs == streams_.end() || rs->second.issued >= ev->second.second) return std::nullopt;
     return ev->second;
   }
-  // The queued item `index` of `stream`, if it is still queued.
+  // The queued item `index` of `stream`, if it is still queued. Constant time: a queue holds
+  // consecutive indices.
   Item* Find(uint64_t stream, uint64_t index) {
     auto it = streams_.find(stream);
-    if (it == streams_.end()) return nullptr;
-    for (Item& item : it->second.queue)
-      if (item.index == index) return &item;
-    return nullptr;
+    if (it == streams_.end() || it->second.queue.empty()) return nullptr;
+    RingQueue<Item>& q = it->second.queue;
+    const uint64_t first = q.front().index;
+    if (index < first || index - first >= q.size()) return nullptr;
+    return &q[index - first];
   }
 
   // True if `id`'s head may be issued now: there is one, it is not held, and everything it
@@ -214,7 +217,7 @@ class StreamOrder {
     uint64_t hold = 0;
     uint64_t submitted = 0;
     uint64_t issued = 0;  // index of the last item issued (a host function: answered)
-    std::deque<Item> queue;
+    RingQueue<Item> queue;
     std::map<uint64_t, uint64_t> seen;  // tied stream -> its `issued` this one follows on device
   };
   bool HeadReady(const Stream& s) const {

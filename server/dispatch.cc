@@ -34,17 +34,43 @@ bool Decode(const transport::Frame& f, Req& req) {
   return req.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()));
 }
 
-template <CallId Id, typename Req, typename Rep, Status (Session::*M)(const Req&, Rep&),
-          CallClass C>
-void Handle(Session& s, const transport::Frame& f) {
-  // One request per type and thread, so its strings (launch parameters, inline
-  // bytes) keep their capacity from call to call.
-  thread_local Req req;
+// A request the handler takes in place (fixed::HandlerRequest): a view of the frame's body,
+// or of the protobuf form decoded into `msg`.
+template <typename Msg, typename View>
+bool DecodeView(const transport::Frame& f, Msg& msg, View& view) {
+  if (f.header.flags & fixed::kFixedLayout) return fixed::Decode(f.body, view);
+  if (!Decode(f, msg)) return false;
+  view = View::Of(msg);
+  return true;
+}
+
+template <CallId Id, typename Msg, typename Rep, CallClass C>
+void Handle(Session& s, const transport::Frame& f,
+            Status (Session::*m)(const typename fixed::HandlerRequest<Msg>::type&, Rep&)) {
+  // One request per type and thread, so its strings (inline bytes, a protobuf
+  // launch's parameters) keep their capacity from call to call.
+  thread_local Msg msg;
+  using Req = typename fixed::HandlerRequest<Msg>::type;
   Rep rep;
-  Status st = Decode(f, req) ? s.CheckDeclared<Id>(req)
-                             : Error(err::kInvalidValue, "malformed request body");
-  if (st.ok()) st = (s.*M)(req, rep);
+  Status st;
+  bool decoded = false;
+  if constexpr (std::is_same_v<Req, Msg>) {
+    decoded = Decode(f, msg);
+    if (decoded) st = s.CheckDeclared<Id>(msg);
+    if (decoded && st.ok()) st = (s.*m)(msg, rep);
+  } else {
+    Req view;
+    decoded = DecodeView(f, msg, view);
+    if (decoded) st = s.CheckDeclared<Id>(view);
+    if (decoded && st.ok()) st = (s.*m)(view, rep);
+  }
+  if (!decoded) st = Error(err::kInvalidValue, "malformed request body");
   s.Finish(f.header, C, std::move(st), rep);
+}
+
+template <CallId Id, typename Msg, typename Rep, auto M, CallClass C>
+void HandleCall(Session& s, const transport::Frame& f) {
+  Handle<Id, Msg, Rep, C>(s, f, M);
 }
 
 constexpr CallClass ClassOf(CallId id) {
@@ -101,7 +127,7 @@ constexpr Table BuildTable(SessionKind kind) {
                                                std::is_same_v<v1::Reply, v1::Empty>),    \
                 "calls.def: LOCAL " #Name " never travels");                             \
   if (Allowed(kind, id))                                                                 \
-    t[id].fn = &Handle < CallId::k##Name, v1::Request, v1::Reply, &Session::On##Name,    \
+    t[id].fn = &HandleCall < CallId::k##Name, v1::Request, v1::Reply, &Session::On##Name, \
     (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync : Class > ;
 #include "proto/calls.def"
 #undef SETUP
@@ -172,13 +198,13 @@ void Session::Dispatch(const transport::Frame& f) {
 // Rows the server never serves: answered locally by the stub, sent by the
 // server, or the handshake repeated mid-session.
 #define REFUSE_SETUP(Name, Request, Reply)
-#define REFUSE_LOCAL(Name, Request, Reply)                                      \
-  Status Session::On##Name(const v1::Request&, v1::Reply&) {                    \
-    return Error(err::kNotSupported, #Name " is answered by the stub runtime"); \
+#define REFUSE_LOCAL(Name, Request, Reply)                                                  \
+  Status Session::On##Name(const fixed::HandlerRequest<v1::Request>::type&, v1::Reply&) { \
+    return Error(err::kNotSupported, #Name " is answered by the stub runtime");             \
   }
-#define REFUSE_NOTIFY(Name, Request, Reply)                                \
-  Status Session::On##Name(const v1::Request&, v1::Reply&) {               \
-    return Error(err::kNotPermitted, #Name " is sent by the server only"); \
+#define REFUSE_NOTIFY(Name, Request, Reply)                                                 \
+  Status Session::On##Name(const fixed::HandlerRequest<v1::Request>::type&, v1::Reply&) { \
+    return Error(err::kNotPermitted, #Name " is sent by the server only");                 \
   }
 #define REFUSE_SYNC(Name, Request, Reply)
 #define REFUSE_ORDERED(Name, Request, Reply)

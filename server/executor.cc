@@ -75,7 +75,7 @@ Executor::~Executor() {
   dev_.doorbell().Listen(nullptr);
   // What the executor created in the current context goes with it.
   Device::Use use = dev_.Enter();
-  if (marker_epoch_ == use.epoch()) {
+  if (pool_epoch_ == use.epoch()) {
     for (CUevent e : markers_) (void)dev_.drv().cuEventDestroy(e);
     for (CUevent e : timers_) (void)dev_.drv().cuEventDestroy(e);
   }
@@ -86,7 +86,7 @@ std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, 
                                                  const sched::Share& share) {
   std::shared_ptr<Tenant> t(new Tenant(*this, id, std::move(name), std::move(hooks)));
   std::lock_guard lock(mu_);
-  tenants_[id] = t.get();
+  tenants_[id] = t;
   order_->Configure(id, share);
   return t;
 }
@@ -118,52 +118,59 @@ std::optional<uint64_t> Executor::BusyNs(CUstream s) const {
 }
 
 std::optional<Executor::Usage> Executor::UsageOf(uint64_t id) const {
+  std::shared_ptr<Tenant> t;  // let go of after the lock: the last owner's destructor takes it
   std::lock_guard lock(mu_);
   auto it = tenants_.find(id);
-  if (it == tenants_.end()) return std::nullopt;
-  const Tenant& t = *it->second;
+  if (it == tenants_.end() || !(t = it->second.lock())) return std::nullopt;
   Usage u;
-  u.gpu_ns = t.gpu_ns_;
-  u.share = t.usage_.Share(NowNs());
+  u.gpu_ns = t->gpu_ns_;
+  u.share = t->usage_.Share(NowNs());
   return u;
 }
 
-Result<CUstream> Executor::MemStreamLocked() {
-  if (mem_epoch_ != dev_.epoch()) {
-    mem_stream_ = nullptr;  // died with its context
-    mem_epoch_ = dev_.epoch();
+Result<CUstream> Executor::MemStream() {
+  const uint64_t epoch = dev_.epoch();
+  {
+    std::lock_guard lock(mem_mu_);
+    if (mem_epoch_ == epoch && mem_stream_) return mem_stream_;
   }
-  if (!mem_stream_)
-    RETURN_IF_ERROR(dev_.Check(dev_.drv().cuStreamCreate(&mem_stream_, CU_STREAM_NON_BLOCKING),
-                               "cuStreamCreate"));
-  return mem_stream_;
+  CUstream s = nullptr;
+  RETURN_IF_ERROR(
+      dev_.Check(dev_.drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  std::lock_guard lock(mem_mu_);
+  if (mem_epoch_ == epoch && mem_stream_) {  // another thread's came first
+    (void)dev_.drv().cuStreamDestroy(s);
+    return mem_stream_;
+  }
+  mem_stream_ = s;  // an older epoch's died with its context
+  mem_epoch_ = epoch;
+  return s;
 }
 
 // Stream-ordered allocation, because cuMemFree waits for the whole device (the
 // work of every tenant) and a tenant's free must wait for its own work at most.
 Result<CUdeviceptr> Executor::Allocate(uint64_t bytes) {
-  std::lock_guard lock(mem_mu_);
   CUdeviceptr p = 0;
-  if (pools_) {
-    ASSIGN_OR_RETURN(CUstream s, MemStreamLocked());
+  if (pools_.load(std::memory_order_relaxed)) {
+    ASSIGN_OR_RETURN(CUstream s, MemStream());
     CUresult r = dev_.drv().cuMemAllocAsync(&p, bytes, s);
     if (r == CUDA_SUCCESS) {
       RETURN_IF_ERROR(dev_.Check(dev_.drv().cuStreamSynchronize(s), "cuStreamSynchronize"));
       return p;
     }
     if (r != CUDA_ERROR_NOT_SUPPORTED) return dev_.Check(r, "cuMemAllocAsync");
-    pools_ = false;
-    Log(Level::kWarn, "executor",
-        {{"event", "no_memory_pools"}, {"why", "cuMemAllocAsync is not supported; frees wait"}});
+    if (pools_.exchange(false))
+      Log(Level::kWarn, "executor",
+          {{"event", "no_memory_pools"}, {"why", "cuMemAllocAsync is not supported; frees wait"}});
   }
   RETURN_IF_ERROR(dev_.Check(dev_.drv().cuMemAlloc(&p, bytes), "cuMemAlloc"));
   return p;
 }
 
 Status Executor::Free(CUdeviceptr p) {
-  std::lock_guard lock(mem_mu_);
-  if (!pools_) return dev_.Check(dev_.drv().cuMemFree(p), "cuMemFree");
-  ASSIGN_OR_RETURN(CUstream s, MemStreamLocked());
+  if (!pools_.load(std::memory_order_relaxed))
+    return dev_.Check(dev_.drv().cuMemFree(p), "cuMemFree");
+  ASSIGN_OR_RETURN(CUstream s, MemStream());
   return dev_.Check(dev_.drv().cuMemFreeAsync(p, s), "cuMemFreeAsync");
 }
 
@@ -173,17 +180,20 @@ uint64_t Executor::NowNs() const {
                                    .count());
 }
 
-Result<CUevent> Executor::AcquirePooledLocked(bool timing) {
-  if (marker_epoch_ != dev_.epoch()) {
-    markers_.clear();  // they died with their context
-    timers_.clear();
-    marker_epoch_ = dev_.epoch();
-  }
-  std::vector<CUevent>& pool = timing ? timers_ : markers_;
-  if (!pool.empty()) {
-    CUevent e = pool.back();
-    pool.pop_back();
-    return e;
+Result<CUevent> Executor::AcquirePooled(bool timing) {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (pool_epoch_ != dev_.epoch()) {
+      markers_.clear();  // they died with their context
+      timers_.clear();
+      pool_epoch_ = dev_.epoch();
+    }
+    std::vector<CUevent>& pool = timing ? timers_ : markers_;
+    if (!pool.empty()) {
+      CUevent e = pool.back();
+      pool.pop_back();
+      return e;
+    }
   }
   CUevent e = nullptr;
   RETURN_IF_ERROR(
@@ -192,40 +202,69 @@ Result<CUevent> Executor::AcquirePooledLocked(bool timing) {
   return e;
 }
 
-Result<CUevent> Executor::AcquireMarkerLocked() {
-  return AcquirePooledLocked(false);
+void Executor::ReleaseMarker(CUevent e, uint64_t epoch) {
+  std::lock_guard lock(pool_mu_);
+  if (e != nullptr && epoch == dev_.epoch() && epoch == pool_epoch_) markers_.push_back(e);
 }
 
-Result<CUevent> Executor::AcquireTimerLocked() {
-  return AcquirePooledLocked(true);
+void Executor::ReleaseTimer(CUevent e, uint64_t epoch) {
+  std::lock_guard lock(pool_mu_);
+  if (e != nullptr && epoch == dev_.epoch() && epoch == pool_epoch_) timers_.push_back(e);
 }
 
-void Executor::ReleaseTimerLocked(CUevent e, uint64_t epoch) {
-  if (e != nullptr && epoch == dev_.epoch() && epoch == marker_epoch_) timers_.push_back(e);
-}
-
-void Executor::WatchLocked(Poll p) {
+void Executor::Watch(Poll p) {
+  std::lock_guard lock(mu_);
   if (!p.lazy) ++urgent_;
   polls_->push_back(std::move(p));
   cv_.notify_one();
 }
 
-void Executor::RingWhenReachedLocked(CUstream s) {
+void Executor::RingWhenReached(CUstream s) {
   dev_.doorbell().Ring(s);
 }
 
-void Executor::PumpLocked() {
+bool Executor::GrantTo(Tenant& t) {
+  std::lock_guard lock(mu_);
   const uint64_t now = NowNs();
-  while (std::optional<sched::TenantId> t = order_->Next(now)) {
-    auto it = tenants_.find(*t);
-    if (it == tenants_.end()) continue;
-    Tenant* tn = it->second;
-    if (!tn->IssueOneLocked()) continue;
-    // While nobody else is ready the rest goes as from the tenant's own
-    // enqueue: one queue decision per item would cost a tenant refilling its
-    // in-flight bound more than the items themselves.
-    while (tn->AnyReadyLocked() && order_->IssueNow(*t, now)) tn->IssueOneLocked();
-    if (tn->AnyReadyLocked()) order_->Ready(*t, now);
+  if (const uint32_t n = order_->Grant(t.id_, now, kGrant); n > 0) {
+    t.permits_.fetch_add(n, std::memory_order_relaxed);
+    granted_.insert(&t);
+    return true;
+  }
+  // It waits its turn: grants others hold would go before it, so they come back.
+  order_->Ready(t.id_, now);
+  RevokeGrantsLocked();
+  RepumpLocked();
+  return false;
+}
+
+void Executor::ReturnGrantLocked(Tenant& t) {
+  if (const uint32_t n = t.permits_.exchange(0, std::memory_order_relaxed); n > 0)
+    order_->Return(t.id_, n);
+  granted_.erase(&t);
+}
+
+void Executor::RevokeGrantsLocked() {
+  while (!granted_.empty()) ReturnGrantLocked(**granted_.begin());
+}
+
+void Executor::Pump() {
+  for (;;) {
+    std::shared_ptr<Tenant> t;  // declared first: let go of with no lock held
+    {
+      std::lock_guard lock(mu_);
+      std::optional<sched::TenantId> id = order_->Next(NowNs());
+      if (!id) return;
+      auto it = tenants_.find(*id);
+      if (it == tenants_.end() || !(t = it->second.lock())) {
+        order_->Return(*id, 1);
+        continue;
+      }
+      t->permits_.fetch_add(1, std::memory_order_relaxed);
+      granted_.insert(t.get());
+    }
+    std::lock_guard lock(t->mu_);
+    t->IssueReadyLocked();
   }
 }
 
@@ -266,7 +305,6 @@ void Executor::Loop() {
       const bool stopping = stop_;
       lock.unlock();
       std::vector<Poll> pending;
-      std::vector<CUevent> reusable;
       Status lost;
       for (Poll& p : polls) {
         Status st;
@@ -294,15 +332,14 @@ void Executor::Loop() {
           st = dev_.Check(r, "waiting for the device");
           if (IsDeviceFault(st.code()) && !fault) fault.emplace(p.observer, st);
         }
-        if (p.marker && st.ok()) reusable.push_back(p.event);
+        if (p.marker && st.ok()) ReleaseMarker(p.event, epoch);
         run.push_back([done = std::move(p.done), st] { done(st); });
       }
       lock.lock();
       for (Poll& p : pending) polls_->push_back(std::move(p));
-      markers_.insert(markers_.end(), reusable.begin(), reusable.end());
       repump_ = false;
-      PumpLocked();
       lock.unlock();
+      Pump();
       for (auto& f : run) f();
       progress = !run.empty();
       run.clear();  // what the completions held goes here, unlocked
@@ -337,11 +374,12 @@ Executor::Tenant::Tenant(Executor& ex, uint64_t id, std::string name, TenantHook
 Executor::Tenant::~Tenant() {
   std::lock_guard lock(ex_.mu_);
   ex_.tenants_.erase(id_);
+  ex_.granted_.erase(this);
   ex_.order_->Remove(id_);
 }
 
 void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   auto st = std::make_unique<Stream>();
   st->id = id;
   st->s = s;
@@ -352,70 +390,60 @@ void Executor::Tenant::AddStream(uint64_t id, CUstream s, bool blocking) {
 }
 
 bool Executor::Tenant::HasStream(uint64_t id) const {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   return ordering_.Has(id);
 }
 
 void Executor::Tenant::RemoveStream(uint64_t id, std::function<void(CUstream)> released) {
   {
-    std::lock_guard lock(ex_.mu_);
+    std::lock_guard lock(mu_);
     if (!ordering_.Has(id)) return;
     ordering_.Remove(id);
   }
   WhenDone(id, [self = shared_from_this(), id, released = std::move(released)](const Status&) {
     std::unique_ptr<Stream> gone;
     {
-      std::lock_guard lock(self->ex_.mu_);
+      std::lock_guard lock(self->mu_);
       auto it = self->streams_.find(id);
       if (it == self->streams_.end()) return;
       gone = std::move(it->second);
       self->streams_.erase(it);
       self->ordering_.Erase(id);
-      self->ex_.ReleaseTimerLocked(gone->group_start, gone->group_epoch);
-      for (auto [a, b] : gone->group_done) {
-        self->ex_.ReleaseTimerLocked(a, gone->group_epoch);
-        self->ex_.ReleaseTimerLocked(b, gone->group_epoch);
-      }
+    }
+    self->ex_.ReleaseTimer(gone->group_start, gone->group_epoch);
+    for (auto [a, b] : gone->group_done) {
+      self->ex_.ReleaseTimer(a, gone->group_epoch);
+      self->ex_.ReleaseTimer(b, gone->group_epoch);
     }
     if (gone->order_marker) (void)self->ex_.dev_.drv().cuEventDestroy(gone->order_marker);
     released(gone->s);
   });
 }
 
-void Executor::Tenant::MarkReadyLocked() {
-  if (ordering_.AnyReady()) ex_.order_->Ready(id_, ex_.NowNs());
-}
-
-Status Executor::Tenant::EnqueueLocked(uint64_t stream, Item item, std::optional<CUevent> waits,
-                                       bool owner) {
+Result<uint64_t> Executor::Tenant::EnqueueLocked(uint64_t stream, Item item,
+                                                 std::optional<CUevent> waits, bool owner) {
   if (!(owner ? streams_.count(stream) > 0 : ordering_.Has(stream)))
     return Error(err::kInvalidResourceHandle, "stream is not one of this tenant's");
-  (void)ordering_.Push(stream, std::move(item), waits);
+  const uint64_t index = *ordering_.Push(stream, std::move(item), waits);
   queued_.fetch_add(1, std::memory_order_relaxed);
-  // The hot path: the stream's head can go now and the scheduler has nobody
-  // else waiting. What a tenant held at its in-flight bound queued goes from
-  // here too, as room frees, rather than by a hand-off to the executor's thread.
-  Stream& st = *streams_.at(stream);
-  bool issued = false;
-  for (uint64_t now = ex_.NowNs(); ordering_.HeadReady(stream) && ex_.order_->IssueNow(id_, now);) {
-    IssueLocked(st);
-    issued = true;
+  IssueReadyLocked();
+  return index;
+}
+
+bool Executor::Tenant::TakePermit() {
+  uint32_t p = permits_.load(std::memory_order_relaxed);
+  while (p > 0 && !permits_.compare_exchange_weak(p, p - 1, std::memory_order_relaxed)) {
   }
-  if (issued && !ordering_.AnyReady()) return OkStatus();
-  MarkReadyLocked();
-  ex_.PumpLocked();
-  return OkStatus();
+  return p > 0;
 }
 
-bool Executor::Tenant::AnyReadyLocked() const {
-  return ordering_.AnyReady();
-}
-
-bool Executor::Tenant::IssueOneLocked() {
-  std::optional<uint64_t> ready = ordering_.NextReady();
-  if (!ready) return false;
-  IssueLocked(*streams_.at(*ready));
-  return true;
+// The hot path: the tenant's own thread issues while its grant lasts. What it held at its
+// in-flight bound goes from here too, as room frees, or from the executor's thread (Pump).
+void Executor::Tenant::IssueReadyLocked() {
+  while (std::optional<uint64_t> ready = ordering_.NextReady()) {
+    if (!TakePermit() && !ex_.GrantTo(*this)) return;
+    IssueLocked(*streams_.at(*ready));
+  }
 }
 
 Status Executor::Tenant::OrderLocked(Stream& st) {
@@ -432,6 +460,33 @@ Status Executor::Tenant::OrderLocked(Stream& st) {
   });
 }
 
+namespace {
+
+Status IssueLaunch(Device& dev, CUstream s, const Executor::LaunchArgs& a) {
+  const DriverTable& drv = dev.drv();
+  if (a.cooperative) {
+    // cuLaunchCooperativeKernel takes one pointer per parameter, never a packed buffer.
+    std::vector<void*> args;
+    args.reserve(a.cooperative->size());
+    for (uint32_t off : *a.cooperative)
+      args.push_back(const_cast<char*>(a.params.data()) + off);
+    return dev.Check(
+        drv.cuLaunchCooperativeKernel(a.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0],
+                                      a.block[1], a.block[2], a.shared, s,
+                                      args.empty() ? nullptr : args.data()),
+        "cuLaunchCooperativeKernel");
+  }
+  size_t size = a.params.size();
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<char*>(a.params.data()),
+                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  return dev.Check(drv.cuLaunchKernel(a.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0],
+                                      a.block[1], a.block[2], a.shared, s, nullptr,
+                                      size ? extra : nullptr),
+                   "cuLaunchKernel");
+}
+
+}  // namespace
+
 void Executor::Tenant::IssueLocked(Stream& st) {
   const DriverTable& drv = ex_.dev_.drv();
   Item& item = ordering_.Head(st.id).payload;
@@ -445,13 +500,15 @@ void Executor::Tenant::IssueLocked(Stream& st) {
       case Item::Kind::kIssue:
         s = item.issue(st.s);
         break;
+      case Item::Kind::kLaunch:
+        s = IssueLaunch(ex_.dev_, st.s, item.Args());
+        break;
       case Item::Kind::kRecord:
-        if (!item.waiters.empty()) ex_.RingWhenReachedLocked(st.s);
+        if (!item.waiters.empty()) ex_.RingWhenReached(st.s);
         s = ex_.dev_.Check(drv.cuEventRecord(item.event, st.s), "cuEventRecord");
         for (Completion& w : item.waiters)
-          ex_.WatchLocked(s.ok()
-                              ? Poll::Of(ex_.dev_.epoch(), item.event, false, std::move(w), name_)
-                              : Poll::Decided(ex_.dev_.epoch(), std::move(w), name_, s));
+          ex_.Watch(s.ok() ? Poll::Of(ex_.dev_.epoch(), item.event, false, std::move(w), name_)
+                           : Poll::Decided(ex_.dev_.epoch(), std::move(w), name_, s));
         break;
       case Item::Kind::kWaitEvent:
         s = ex_.dev_.Check(drv.cuStreamWaitEvent(st.s, item.event, 0), "cuStreamWaitEvent");
@@ -484,52 +541,60 @@ void Executor::Tenant::IssueLocked(Stream& st) {
 }
 
 void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then, bool lazy) {
-  if (!lazy) ex_.RingWhenReachedLocked(st.s);
-  Result<CUevent> m = ex_.AcquireMarkerLocked();
+  if (!lazy) ex_.RingWhenReached(st.s);
+  Result<CUevent> m = ex_.AcquireMarker();
   Status r =
       m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
   Poll p = r.ok() ? Poll::Of(ex_.dev_.epoch(), *m, true, std::move(then), name_)
                   : Poll::Decided(ex_.dev_.epoch(), std::move(then), name_, r);
   p.lazy = lazy;
-  ex_.WatchLocked(std::move(p));
+  ex_.Watch(std::move(p));
 }
 
 Status Executor::Tenant::Submit(uint64_t stream, Issue issue) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   Item item = Item::Of(Item::Kind::kIssue);
   item.issue = std::move(issue);
-  return EnqueueLocked(stream, std::move(item));
+  return EnqueueLocked(stream, std::move(item)).status();
+}
+
+Status Executor::Tenant::Launch(uint64_t stream, const LaunchArgs& args) {
+  std::lock_guard lock(mu_);
+  Item item = Item::Of(Item::Kind::kLaunch);
+  item.launch = args;
+  ASSIGN_OR_RETURN(uint64_t index, EnqueueLocked(stream, std::move(item)));
+  if (auto* queued = ordering_.Find(stream, index)) queued->payload.Keep();
+  return OkStatus();
 }
 
 Status Executor::Tenant::Record(uint64_t stream, CUevent e) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   Item item = Item::Of(Item::Kind::kRecord);
   item.event = e;
-  RETURN_IF_ERROR(EnqueueLocked(stream, std::move(item)));
-  ordering_.Recorded(e, stream, ordering_.submitted(stream));
+  ASSIGN_OR_RETURN(uint64_t index, EnqueueLocked(stream, std::move(item)));
+  ordering_.Recorded(e, stream, index);
   return OkStatus();
 }
 
 Status Executor::Tenant::WaitEvent(uint64_t stream, CUevent e) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   Item item = Item::Of(Item::Kind::kWaitEvent);
   item.event = e;
-  return EnqueueLocked(stream, std::move(item), e);
+  return EnqueueLocked(stream, std::move(item), e).status();
 }
 
 Status Executor::Tenant::HostFunc(uint64_t stream, uint64_t id) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   Item item = Item::Of(Item::Kind::kHostFunc);
   item.host_id = id;
-  return EnqueueLocked(stream, std::move(item));
+  return EnqueueLocked(stream, std::move(item)).status();
 }
 
 void Executor::Tenant::HostFuncDone(uint64_t id) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   if (!ordering_.Release(id)) return;
   queued_.fetch_sub(1, std::memory_order_release);
-  MarkReadyLocked();
-  ex_.PumpLocked();
+  IssueReadyLocked();
 }
 
 void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done, Wait how) {
@@ -545,7 +610,7 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     join->done = std::move(done);
     std::vector<uint64_t> ids;
     {
-      std::lock_guard lock(ex_.mu_);
+      std::lock_guard lock(mu_);
       for (const auto& [id, st] : streams_) ids.push_back(id);
     }
     join->left = ids.size() + 1;
@@ -565,7 +630,7 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     part(OkStatus());
     return;
   }
-  std::unique_lock lock(ex_.mu_);
+  std::unique_lock lock(mu_);
   auto it = streams_.find(*stream);
   if (it == streams_.end()) {
     lock.unlock();
@@ -581,38 +646,34 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
   }
   // Everything is issued: mark the spot and spin briefly here before the
   // executor's thread takes the wait over.
-  Result<CUevent> m = ex_.AcquireMarkerLocked();
-  ex_.RingWhenReachedLocked(st.s);
+  Result<CUevent> m = ex_.AcquireMarker();
+  ex_.RingWhenReached(st.s);
   Status r =
       m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
+  lock.unlock();
   if (!r.ok()) {
-    lock.unlock();
     done(r);
     return;
   }
-  lock.unlock();
+  const uint64_t epoch = ex_.dev_.epoch();
   const auto until = std::chrono::steady_clock::now() +
                      (how == Wait::kSpin ? kInlineSpin : std::chrono::microseconds(0));
   for (;;) {
     CUresult q = ex_.dev_.drv().cuEventQuery(*m);
     if (q != CUDA_ERROR_NOT_READY) {
       Status st_done = ex_.dev_.Check(q, "waiting for the device");
-      if (st_done.ok()) {
-        std::lock_guard relock(ex_.mu_);
-        ex_.markers_.push_back(*m);
-      }
+      if (st_done.ok()) ex_.ReleaseMarker(*m, epoch);
       done(st_done);
       return;
     }
     if (std::chrono::steady_clock::now() >= until) break;
     sched_yield();
   }
-  lock.lock();
-  ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), *m, true, std::move(done), name_));
+  ex_.Watch(Poll::Of(epoch, *m, true, std::move(done), name_));
 }
 
 void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   if (std::optional<std::pair<uint64_t, uint64_t>> r = ordering_.PendingRecord(e)) {
     // The record is still queued: wait with it, for it.
     if (auto* queued = ordering_.Find(r->first, r->second)) {
@@ -620,11 +681,11 @@ void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
       return;
     }
   }
-  ex_.WatchLocked(Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_));
+  ex_.Watch(Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_));
 }
 
 Status Executor::Tenant::Query(uint64_t stream) {
-  std::unique_lock lock(ex_.mu_);
+  std::unique_lock lock(mu_);
   auto it = streams_.find(stream);
   if (it == streams_.end())
     return Error(err::kInvalidResourceHandle, "stream is not one of this tenant's");
@@ -636,20 +697,20 @@ Status Executor::Tenant::Query(uint64_t stream) {
 
 Status Executor::Tenant::QueryEvent(CUevent e) {
   {
-    std::lock_guard lock(ex_.mu_);
+    std::lock_guard lock(mu_);
     if (ordering_.PendingRecord(e)) return Error(err::kNotReady, "the event's record is queued");
   }
   return ex_.dev_.Check(ex_.dev_.drv().cuEventQuery(e), "cuEventQuery");
 }
 
 void Executor::Tenant::ForgetEvent(CUevent e) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   ordering_.ForgetEvent(e);
 }
 
 void Executor::Tenant::DropLocked(Stream& st, const Status& why) {
   auto fail = [&](Completion& done) {
-    ex_.WatchLocked(Poll::Decided(ex_.dev_.epoch(), std::move(done), name_, why));
+    ex_.Watch(Poll::Decided(ex_.dev_.epoch(), std::move(done), name_, why));
   };
   size_t dropped = 0;
   ordering_.Drain(st.id, [&](auto& queued) {
@@ -662,8 +723,10 @@ void Executor::Tenant::DropLocked(Stream& st, const Status& why) {
 }
 
 void Executor::Tenant::Abandon(const Status& why) {
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   for (auto& [id, st] : streams_) DropLocked(*st, why);
+  std::lock_guard ex_lock(ex_.mu_);
+  ex_.ReturnGrantLocked(*this);
   ex_.order_->Remove(id_);
 }
 
@@ -672,7 +735,7 @@ void Executor::Tenant::CancelIssued() {
   if (!cancel) return;
   std::vector<CUstream> mine;
   {
-    std::lock_guard lock(ex_.mu_);
+    std::lock_guard lock(mu_);
     for (auto& [id, st] : streams_)
       if (st->s) mine.push_back(st->s);
   }
@@ -681,7 +744,7 @@ void Executor::Tenant::CancelIssued() {
 
 void Executor::Tenant::Reset(const Status& why) {
   Abandon(why);
-  std::lock_guard lock(ex_.mu_);
+  std::lock_guard lock(mu_);
   streams_.clear();  // their handles died with the context: never passed to the driver
   ordering_.Clear();
 }

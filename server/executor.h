@@ -16,6 +16,16 @@
 // executor until the tenant answers, so a tenant that never answers, or dies,
 // holds up nobody but itself.
 //
+// Locks: each tenant's queues have their own lock, and every driver call the
+// executor makes for a tenant (issuing its work, recording its markers) is made
+// under that lock alone. The executor's own lock guards what all tenants share
+// (the dispatch queue, the watched completions, the event pools) and is never
+// held across a driver call or while a tenant's lock is taken (order: a
+// tenant's, then the executor's). The dispatch queue hands a tenant's thread a
+// few items at once when nobody else waits (a grant), so in steady state a
+// launch takes no lock another tenant takes; a tenant that becomes ready takes
+// unused grants back, so the queue's order still holds item by item.
+//
 // Threads: items are issued on the submitting thread when the scheduler lets
 // them go at once, else on the executor's thread; completions run on the
 // executor's thread (or inline, when the work is already done), holding a
@@ -31,9 +41,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "proto/status.h"
@@ -51,6 +64,17 @@ class Executor {
   using Completion = std::function<void(const Status&)>;
   // Makes the item's asynchronous driver calls on the tenant's stream.
   using Issue = std::function<Status(CUstream)>;
+  // One kernel launch as the tenant's request holds it: views, valid for the call that
+  // passes them (Tenant::Launch keeps a copy only of what it must queue).
+  struct LaunchArgs {
+    CUfunction fn = nullptr;
+    unsigned grid[3] = {1, 1, 1};
+    unsigned block[3] = {1, 1, 1};
+    unsigned shared = 0;
+    std::string_view params;  // packed, as the kernel takes them
+    // Set for a cooperative launch: each parameter's offset in `params`.
+    std::optional<std::span<const uint32_t>> cooperative;
+  };
   // How a wait starts on the calling thread.
   enum class Wait {
     kAsync,  // hand it to the executor's thread at once
@@ -104,33 +128,44 @@ class Executor {
  private:
   friend class Tenant;
   struct Poll;
+  // Items the dispatch queue grants a tenant's thread at most at once.
+  static constexpr uint32_t kGrant = 16;
   void Loop();
-  // Issues whatever the scheduler lets go now. REQUIRES: mu_ and a Use held.
-  void PumpLocked();
+  // Issues, tenant by tenant, whatever the dispatch queue lets go now. Holds no lock on entry.
+  // REQUIRES: a Use.
+  void Pump();
+  // Grants `t` items to issue on its own thread (Tenant::permits_); false when the queue says
+  // wait, and then `t` is ready in it and the executor's thread issues for it. REQUIRES: t.mu_.
+  bool GrantTo(Tenant& t);
+  // Takes every unused grant back into the dispatch queue. REQUIRES: mu_.
+  void RevokeGrantsLocked();
+  // Gives `t`'s unused grant back. REQUIRES: mu_.
+  void ReturnGrantLocked(Tenant& t);
   // Has the executor's thread pump soon: a caller without a Use changed who
   // may go (a tenant's new share may free work it held back). REQUIRES: mu_.
   void RepumpLocked();
-  // REQUIRES: mu_ and a Use held.
-  Result<CUevent> AcquireMarkerLocked();
-  // A pooled event that records time (GPU-time accounting by events), and its
-  // return. REQUIRES: mu_ and a Use held.
-  Result<CUevent> AcquireTimerLocked();
-  Result<CUevent> AcquirePooledLocked(bool timing);
-  void ReleaseTimerLocked(CUevent e, uint64_t epoch);
-  // Hands a poll to the executor thread. REQUIRES: mu_.
-  void WatchLocked(Poll p);
+  // Pooled events: markers (no timing) and timers (GPU-time accounting by
+  // events). A driver call only when the pool is empty, under no lock.
+  // REQUIRES: a Use.
+  Result<CUevent> AcquirePooled(bool timing);
+  Result<CUevent> AcquireMarker() { return AcquirePooled(false); }
+  Result<CUevent> AcquireTimer() { return AcquirePooled(true); }
+  void ReleaseMarker(CUevent e, uint64_t epoch);
+  void ReleaseTimer(CUevent e, uint64_t epoch);
+  // Hands a poll to the executor thread. Takes mu_.
+  void Watch(Poll p);
   // Wakes the executor's thread when `s` reaches this point (a host function
   // queued there), so a wait somebody is blocked in ends when the device gets
   // there, not at the next poll. Queue it just before the wait's marker, so
   // the stream is idle once the wait ends. Best effort: polling still finds it.
-  // REQUIRES: mu_ and a Use held.
-  void RingWhenReachedLocked(CUstream s);
+  // REQUIRES: a Use.
+  void RingWhenReached(CUstream s);
   uint64_t NowNs() const;
   // The device time `s` has spent running work, as the emulated GPU measures
   // it; nullopt on a driver that does not say (NVIDIA's).
   std::optional<uint64_t> BusyNs(CUstream s) const;
-  // The allocation stream of the current epoch. REQUIRES: mem_mu_, a Use.
-  Result<CUstream> MemStreamLocked();
+  // The allocation stream of the current epoch. REQUIRES: a Use.
+  Result<CUstream> MemStream();
 
   Device& dev_;
   const FaultHook on_fault_;
@@ -140,19 +175,21 @@ class Executor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<sched::DispatchQueue> order_;  // guarded by mu_
-  std::unordered_map<uint64_t, Tenant*> tenants_;
+  std::unordered_map<uint64_t, std::weak_ptr<Tenant>> tenants_;  // guarded by mu_
+  std::unordered_set<Tenant*> granted_;  // guarded by mu_: tenants that may hold permits
   std::unique_ptr<std::vector<Poll>> polls_;  // guarded by mu_ (a pointer: Poll is incomplete here)
+  std::mutex pool_mu_;  // guards the event pools
   std::vector<CUevent> markers_;
-  uint64_t marker_epoch_ = 0;  // of markers_ and timers_
   std::vector<CUevent> timers_;
-  std::mutex mem_mu_;  // the allocation stream: created per epoch
+  uint64_t pool_epoch_ = 0;  // of markers_ and timers_
+  std::mutex mem_mu_;        // guards the allocation stream, created per epoch
   CUstream mem_stream_ = nullptr;
   uint64_t mem_epoch_ = ~uint64_t{0};
-  bool pools_ = true;  // false once the driver refused stream-ordered allocation
+  std::atomic<bool> pools_{true};  // false once the driver refused stream-ordered allocation
   bool stop_ = false;
   bool repump_ = false;            // guarded by mu_ (RepumpLocked)
   uint64_t urgent_ = 0;            // polls somebody waits for, ever watched (guarded by mu_)
-  std::atomic<uint64_t> rung_{0};  // doorbell rings heard (RingWhenReachedLocked)
+  std::atomic<uint64_t> rung_{0};  // doorbell rings heard (RingWhenReached)
   std::thread thread_;
 };
 
@@ -175,6 +212,9 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   // or event; the tenant's sticky fault. An issue failure later reaches
   // TenantHooks::on_error.
   Status Submit(uint64_t stream, Issue issue);
+  // A kernel launch: issued from `args` at once when it may go (nothing copied, nothing
+  // allocated once the queues have grown), else queued with a copy of its parameters.
+  Status Launch(uint64_t stream, const LaunchArgs& args);
   Status Record(uint64_t stream, CUevent e);
   Status WaitEvent(uint64_t stream, CUevent e);
   // The tenant's host function `id`: when the stream reaches it the executor
@@ -214,13 +254,16 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   struct Stream;
   Tenant(Executor& ex, uint64_t id, std::string name, TenantHooks hooks);
   // Appends `item` to `stream`'s queue with the ordering CUDA implies (after the latest
-  // record of `waits`, if given), then issues what may go. `owner`: the executor's own item,
-  // accepted on a stream being removed. REQUIRES: mu_.
-  Status EnqueueLocked(uint64_t stream, Item item, std::optional<CUevent> waits = std::nullopt,
-                       bool owner = false);
-  bool AnyReadyLocked() const;
-  // Issues one ready head item; returns false if none was ready. REQUIRES: mu_, a Use.
-  bool IssueOneLocked();
+  // record of `waits`, if given), then issues what may go. Returns the item's index in its
+  // stream. `owner`: the executor's own item, accepted on a stream being removed.
+  // REQUIRES: mu_.
+  Result<uint64_t> EnqueueLocked(uint64_t stream, Item item,
+                                 std::optional<CUevent> waits = std::nullopt, bool owner = false);
+  // Issues ready items while the tenant holds a grant or the dispatch queue gives one; else
+  // leaves the tenant ready in the queue. REQUIRES: mu_, a Use.
+  void IssueReadyLocked();
+  // Uses one item of the tenant's grant; false if none is left. Lock-free.
+  bool TakePermit();
   // Issues `st`'s head item. REQUIRES: mu_, a Use, the head ready.
   void IssueLocked(Stream& st);
   // Orders `st` on the device after the streams CUDA's legacy semantics tie it to.
@@ -230,7 +273,7 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   void DropLocked(Stream& st, const Status& why);
   // Records a marker on `st` and watches it; `then` runs when it is reached.
   void WatchStreamLocked(Stream& st, Completion then, bool lazy = false);
-  // GPU-time accounting of issued items (see executor.cc). REQUIRES: mu_.
+  // GPU-time accounting of issued items (see executor_meter.cc). REQUIRES: mu_.
   void CountIssuedLocked(Stream& st);
   void ChargeLocked(Stream& st);
   // Starts a segment of `st`'s charge group with a timing event, if events
@@ -246,22 +289,24 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
     uint64_t epoch = 0;
   };
   // A charge group of `n` items on `stream`, handed to the device at `start`
-  // (wall time) and timed by `timed`, is done.
+  // (wall time) and timed by `timed`, is done. Takes mu_, then the executor's.
   void Charged(uint64_t stream, uint32_t n, uint64_t start, const Timed& timed);
-  void MarkReadyLocked();
 
   Executor& ex_;
   const uint64_t id_;
   const std::string name_;
   const TenantHooks hooks_;
-  // Guarded by ex_.mu_: the streams' device side, and their queues in CUDA's order.
+  mutable std::mutex mu_;  // the tenant's own: its streams and queues
+  // Guarded by mu_: the streams' device side, and their queues in CUDA's order.
   std::unordered_map<uint64_t, std::unique_ptr<Stream>> streams_;
   sched::StreamOrder<Item, CUevent> ordering_;
-  bool closed_ = false;
   // Device time charged (Charged), guarded by ex_.mu_: in all, and as a share.
   uint64_t gpu_ns_ = 0;
   UsageRate usage_{ex_.NowNs()};
-  // Items in all queues (held host functions included); written under ex_.mu_,
+  // Items the dispatch queue granted and the tenant has not issued yet: taken by the
+  // tenant's thread, taken back (RevokeGrantsLocked) by whoever holds ex_.mu_.
+  std::atomic<uint32_t> permits_{0};
+  // Items in all queues (held host functions included); written under mu_,
   // decremented only once an item reached the driver.
   std::atomic<size_t> queued_{0};
 };

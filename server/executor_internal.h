@@ -41,18 +41,39 @@ struct Executor::Poll {
 };
 
 struct Executor::Tenant::Item {
-  enum class Kind { kIssue, kRecord, kWaitEvent, kHostFunc, kWait };
+  enum class Kind { kIssue, kLaunch, kRecord, kWaitEvent, kHostFunc, kWait };
   Kind kind = Kind::kIssue;
   Issue issue;
   CUevent event = nullptr;
   uint64_t host_id = 0;
   Completion done;
   std::vector<Completion> waiters;  // kRecord: WhenEventDone calls made while it was queued
+  // kLaunch: the launch; its views point at the request until Keep() copies them here.
+  LaunchArgs launch;
+  bool kept = false;
+  std::string params;
+  std::vector<uint32_t> offsets;
 
   static Item Of(Kind kind) {
     Item i;
     i.kind = kind;
     return i;
+  }
+  // The launch outlives the request it came in: it owns its parameters from now on.
+  void Keep() {
+    if (kind != Kind::kLaunch || kept) return;
+    params.assign(launch.params);
+    if (launch.cooperative) offsets.assign(launch.cooperative->begin(), launch.cooperative->end());
+    kept = true;
+  }
+  // The launch's arguments, wherever its bytes live now.
+  LaunchArgs Args() const {
+    LaunchArgs a = launch;
+    if (kept) {
+      a.params = params;
+      if (a.cooperative) a.cooperative = std::span<const uint32_t>(offsets);
+    }
+    return a;
   }
 };
 

@@ -22,25 +22,25 @@ void Executor::Tenant::CountIssuedLocked(Stream& st) {
 
 void Executor::Tenant::StartGroupLocked(Stream& st) {
   if (!ex_.timing_events_ || st.group_start != nullptr || st.group_wall) return;
-  Result<CUevent> e = ex_.AcquireTimerLocked();
+  Result<CUevent> e = ex_.AcquireTimer();
   if (e.ok() && ex_.dev_.drv().cuEventRecord(*e, st.s) == CUDA_SUCCESS) {
     st.group_start = *e;
     st.group_epoch = ex_.dev_.epoch();
     return;
   }
-  if (e.ok()) ex_.ReleaseTimerLocked(*e, ex_.dev_.epoch());
+  if (e.ok()) ex_.ReleaseTimer(*e, ex_.dev_.epoch());
   st.group_wall = true;  // this group is charged by wall time
 }
 
 void Executor::Tenant::CutGroupLocked(Stream& st) {
   if (st.group_start == nullptr) return;
-  Result<CUevent> end = ex_.AcquireTimerLocked();
+  Result<CUevent> end = ex_.AcquireTimer();
   if (end.ok() && ex_.dev_.drv().cuEventRecord(*end, st.s) == CUDA_SUCCESS) {
     st.group_done.emplace_back(std::exchange(st.group_start, nullptr), *end);
     return;
   }
-  if (end.ok()) ex_.ReleaseTimerLocked(*end, st.group_epoch);
-  ex_.ReleaseTimerLocked(std::exchange(st.group_start, nullptr), st.group_epoch);
+  if (end.ok()) ex_.ReleaseTimer(*end, st.group_epoch);
+  ex_.ReleaseTimer(std::exchange(st.group_start, nullptr), st.group_epoch);
   st.group_wall = true;  // this group is charged by wall time
 }
 
@@ -63,29 +63,35 @@ void Executor::Tenant::ChargeLocked(Stream& st) {
 }
 
 void Executor::Tenant::Charged(uint64_t stream, uint32_t n, uint64_t start, const Timed& timed) {
-  std::lock_guard lock(ex_.mu_);
-  const uint64_t now = ex_.NowNs();
-  bool wall = timed.wall;
-  double ms_sum = 0;
-  for (auto [a, b] : timed.segments) {
-    float ms = 0;
-    wall |= timed.epoch != ex_.dev_.epoch() ||
-            ex_.dev_.drv().cuEventElapsedTime(&ms, a, b) != CUDA_SUCCESS || ms < 0;
-    ms_sum += static_cast<double>(ms);
-    ex_.ReleaseTimerLocked(a, timed.epoch);
-    ex_.ReleaseTimerLocked(b, timed.epoch);
+  {
+    std::lock_guard lock(mu_);
+    const uint64_t now = ex_.NowNs();
+    bool wall = timed.wall;
+    double ms_sum = 0;
+    for (auto [a, b] : timed.segments) {
+      float ms = 0;
+      wall |= timed.epoch != ex_.dev_.epoch() ||
+              ex_.dev_.drv().cuEventElapsedTime(&ms, a, b) != CUDA_SUCCESS || ms < 0;
+      ms_sum += static_cast<double>(ms);
+      ex_.ReleaseTimer(a, timed.epoch);
+      ex_.ReleaseTimer(b, timed.epoch);
+    }
+    uint64_t gpu_ns = wall ? now - start : static_cast<uint64_t>(ms_sum * 1e6);
+    if (auto it = streams_.find(stream); it != streams_.end()) {
+      Stream& st = *it->second;
+      if (std::optional<uint64_t> busy = ex_.timing_events_ ? std::nullopt : ex_.BusyNs(st.s))
+        gpu_ns = st.busy.Take(*busy);
+      if (st.groups.Charged(n)) ChargeLocked(st);
+    }
+    std::lock_guard ex_lock(ex_.mu_);
+    gpu_ns_ += gpu_ns;
+    usage_.Add(gpu_ns, now);
+    ex_.order_->Done(id_, n, gpu_ns, now);
+    // A grant left over (nothing was ready to use it) would hold room in the
+    // bounds the others may want: it comes back with each charge.
+    if (!ordering_.AnyReady()) ex_.ReturnGrantLocked(*this);
   }
-  uint64_t gpu_ns = wall ? now - start : static_cast<uint64_t>(ms_sum * 1e6);
-  if (auto it = streams_.find(stream); it != streams_.end()) {
-    Stream& st = *it->second;
-    if (std::optional<uint64_t> busy = ex_.timing_events_ ? std::nullopt : ex_.BusyNs(st.s))
-      gpu_ns = st.busy.Take(*busy);
-    if (st.groups.Charged(n)) ChargeLocked(st);
-  }
-  gpu_ns_ += gpu_ns;
-  usage_.Add(gpu_ns, now);
-  ex_.order_->Done(id_, n, gpu_ns, now);
-  ex_.PumpLocked();
+  ex_.Pump();
 }
 
 }  // namespace remora::server

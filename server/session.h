@@ -34,6 +34,7 @@
 
 #include "proto/arena.h"
 #include "proto/calls.h"
+#include "proto/fixed.h"
 #include "remora/v1/session.pb.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/ledger.h"
@@ -182,7 +183,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // ---- Handlers: one per calls.def row the server answers. -------------------
 #define REMORA_CALL(id, Name, Class, Request, Reply) \
-  Status On##Name(const v1::Request& req, v1::Reply& rep);
+  Status On##Name(const fixed::HandlerRequest<v1::Request>::type& req, v1::Reply& rep);
 #include "proto/calls.def"
 
   // Run by the generated dispatcher before the handler: the handle and device-buffer

@@ -218,46 +218,21 @@ Status Session::OnUnregisterModule(const v1::UnregisterModuleRequest& req, v1::E
   return GiveBackWhenDone(std::move(held), /*reply=*/false);
 }
 
-Status Session::OnLaunchKernel(const v1::LaunchRequest& req, v1::Empty&) {
+Status Session::OnLaunchKernel(const fixed::LaunchView& req, v1::Empty&) {
   ASSIGN_OR_RETURN(Kernel * kernel, kernels_.Find(req.kernel()));
   const Kernel& k = *kernel;
   if (req.params().size() != k.param_bytes)
     return Error(err::kInvalidValue,
                  "kernel parameters are " + std::to_string(req.params().size()) +
                      " bytes, the kernel takes " + std::to_string(k.param_bytes));
-  struct Launch {
-    CUfunction fn;
-    unsigned grid[3], block[3], shared;
-    std::string params;
-    std::vector<uint32_t> offsets;  // set for a cooperative launch
-  };
-  auto l = std::make_shared<Launch>(Launch{k.fn,
-                                           {req.grid_x(), req.grid_y(), req.grid_z()},
-                                           {req.block_x(), req.block_y(), req.block_z()},
-                                           req.shared_bytes(),
-                                           req.params(),
-                                           {}});
-  if (req.cooperative()) {
-    // cuLaunchCooperativeKernel takes one pointer per parameter, never a packed buffer.
-    l->offsets = k.param_offsets;
-    return work_->Submit(req.stream(), [dev = env_.device, l](CUstream s) {
-      std::vector<void*> args;
-      for (uint32_t off : l->offsets) args.push_back(l->params.data() + off);
-      return dev->Check(dev->drv().cuLaunchCooperativeKernel(
-                            l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-                            l->block[2], l->shared, s, args.empty() ? nullptr : args.data()),
-                        "cuLaunchCooperativeKernel");
-    });
-  }
-  return work_->Submit(req.stream(), [dev = env_.device, l](CUstream s) {
-    size_t size = l->params.size();
-    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, l->params.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
-                     &size, CU_LAUNCH_PARAM_END};
-    return dev->Check(dev->drv().cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2],
-                                                l->block[0], l->block[1], l->block[2], l->shared, s,
-                                                nullptr, size ? extra : nullptr),
-                      "cuLaunchKernel");
-  });
+  Executor::LaunchArgs a;
+  a.fn = k.fn;
+  a.grid[0] = req.grid_x(), a.grid[1] = req.grid_y(), a.grid[2] = req.grid_z();
+  a.block[0] = req.block_x(), a.block[1] = req.block_y(), a.block[2] = req.block_z();
+  a.shared = req.shared_bytes();
+  a.params = req.params();
+  if (req.cooperative()) a.cooperative = std::span<const uint32_t>(k.param_offsets);
+  return work_->Launch(req.stream(), a);
 }
 
 Status Session::OnFuncSetAttribute(const v1::FuncAttributeRequest& req, v1::Empty&) {

@@ -99,6 +99,36 @@ TEST(FixedLayout, WrongLengthsAreRefused) {
   EXPECT_TRUE(launch.params().empty());
 }
 
+// The server decodes a launch in place: the same fields as the message, the parameters a view
+// of the body (no copy); a protobuf-decoded request views the same way.
+TEST(FixedLayout, ALaunchViewDecodesInPlaceAsTheMessageDoes) {
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 50; ++i) {
+    v1::LaunchRequest req;
+    FillRandom(req, rng);
+    std::string body;
+    fixed::Encode(req, body);
+    fixed::LaunchView view;
+    ASSERT_TRUE(fixed::Decode(Bytes(body), view));
+    for (const fixed::LaunchView& v : {view, fixed::LaunchView::Of(req)}) {
+      EXPECT_EQ(v.kernel(), req.kernel());
+      EXPECT_EQ(v.stream(), req.stream());
+      EXPECT_EQ(v.grid_x(), req.grid_x());
+      EXPECT_EQ(v.grid_y(), req.grid_y());
+      EXPECT_EQ(v.grid_z(), req.grid_z());
+      EXPECT_EQ(v.block_x(), req.block_x());
+      EXPECT_EQ(v.block_y(), req.block_y());
+      EXPECT_EQ(v.block_z(), req.block_z());
+      EXPECT_EQ(v.shared_bytes(), req.shared_bytes());
+      EXPECT_EQ(v.cooperative(), req.cooperative());
+      EXPECT_EQ(v.params(), req.params());
+    }
+    EXPECT_EQ(view.params().data() + view.params().size(), body.data() + body.size());
+  }
+  fixed::LaunchView view;
+  EXPECT_FALSE(fixed::Decode(Bytes(std::string(44, '\0')), view));
+}
+
 TEST(FixedLayout, BoolsAreZeroOrOne) {
   v1::MemcpyDtoDRequest req;
   req.set_async(true);

@@ -389,6 +389,49 @@ TEST(FairQueue, IssueNowOnlyWhenNobodyElseWaits) {
   EXPECT_LT(issued, 100);  // stops when its budget runs out
 }
 
+TEST(FairQueue, AGrantIsIssueNowManyTimesAndReturnUndoesIt) {
+  FairQueue q(Options(4 * kMs, 0));
+  Train(q, 1, kMs);
+  EXPECT_EQ(q.Grant(1, 0, 16), 4u);  // its bound: 4 ms of 1 ms items
+  EXPECT_EQ(q.View(1)->in_flight_ns, 4 * kMs);
+  EXPECT_EQ(q.Grant(1, 0, 16), 0u);
+  q.Return(1, 3);  // issued one of four
+  EXPECT_EQ(q.View(1)->in_flight, 1u);
+  EXPECT_EQ(q.View(1)->in_flight_ns, kMs);
+  EXPECT_EQ(q.View(1)->predicted_ns, kMs);  // a return trains nothing
+  q.Return(1, 5);                           // more than it holds: the rest only
+  EXPECT_EQ(q.View(1)->in_flight, 0u);
+  q.Return(9, 1);  // unknown: ignored
+  EXPECT_FALSE(q.View(9).has_value());
+
+  // Nobody else may be waiting, as for IssueNow.
+  q.Ready(2, 0);
+  EXPECT_EQ(q.Grant(1, 0, 16), 0u);
+}
+
+// What was granted and returned leaves the fair order as if it never went: the tenant that
+// returned its grant is not behind another that issued the same work.
+TEST(FairQueue, AReturnedGrantCostsNoShare) {
+  FairQueue q(Options(100 * kMs, 0));
+  Train(q, 1, kMs);
+  Train(q, 2, kMs);
+  ASSERT_EQ(q.Grant(1, 0, 10), 10u);
+  q.Return(1, 10);
+  ASSERT_EQ(q.Grant(2, 0, 1), 1u);
+  q.Done(2, kMs, kMs);
+  q.Ready(1, kMs);
+  q.Ready(2, kMs);
+  EXPECT_EQ(q.Next(kMs), 1u);  // tenant 2 has had more
+  FairQueue capped(Options(100 * kMs, 0));
+  capped.Configure(3, ComputeShare(1, 0.1));
+  Train(capped, 3, kMs);
+  const double before = capped.View(3)->budget_ns;
+  ASSERT_GT(capped.Grant(3, 0, 1), 0u);
+  EXPECT_LT(capped.View(3)->budget_ns, before);
+  capped.Return(3, 1);
+  EXPECT_DOUBLE_EQ(capped.View(3)->budget_ns, before);  // its limit's tokens come back
+}
+
 // The executor reports a group of items with one Done: it must leave the queue
 // as that many one-item Dones of the group's average cost would.
 TEST(FairQueue, ADoneForManyItemsCountsAsThatManyDones) {

@@ -82,6 +82,24 @@ TEST(StreamOrder, OnlyWorkSubmittedBeforeIsWaitedFor) {
   EXPECT_TRUE(o.HeadReady(0));
 }
 
+TEST(StreamOrder, FindsAQueuedItemByItsIndexOnly) {
+  Order o;
+  o.Add(1, false);
+  for (int v = 10; v < 15; ++v) o.Push(1, v);  // indices 1..5
+  o.Issued(1);
+  o.Issued(1);
+  EXPECT_EQ(o.Find(1, 2), nullptr);  // issued
+  ASSERT_NE(o.Find(1, 3), nullptr);
+  EXPECT_EQ(o.Find(1, 3)->payload, 12);
+  EXPECT_EQ(o.Find(1, 5)->payload, 14);
+  EXPECT_EQ(o.Find(1, 6), nullptr);  // not submitted
+  EXPECT_EQ(o.Find(7, 3), nullptr);  // no such stream
+  o.Drain(1, [](auto&) {});
+  EXPECT_EQ(o.Find(1, 5), nullptr);
+  o.Push(1, 20);
+  EXPECT_EQ(o.Find(1, 6)->payload, 20);
+}
+
 TEST(StreamOrder, AnEventWaitFollowsTheLatestRecordSubmittedBeforeIt) {
   Order o;
   o.Add(1, false);
