@@ -140,6 +140,7 @@ TEST(WaitStrategy, ArmAgainstPublisherNeverLosesADoorbell) {
   std::atomic<uint64_t> published{0};
   const int bell = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   ASSERT_GE(bell, 0);
+  std::atomic<uint64_t> caught_up{0};
   std::thread publisher([&] {
     for (uint64_t i = 1; i <= kItems; ++i) {
       published.store(i, std::memory_order_seq_cst);
@@ -148,6 +149,12 @@ TEST(WaitStrategy, ArmAgainstPublisherNeverLosesADoorbell) {
         ASSERT_EQ(::write(bell, &one, sizeof one), static_cast<ssize_t>(sizeof one));
       }
       if (i % 3 == 0) std::this_thread::yield();
+      // Now and then a pause once the consumer has caught up, so that it does go to
+      // sleep however the machine schedules the two (else the test may prove nothing).
+      if (i % 500 == 0) {
+        while (caught_up.load(std::memory_order_acquire) < i) std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
     }
   });
   uint64_t seen = 0, sleeps = 0, refused = 0;
@@ -155,6 +162,7 @@ TEST(WaitStrategy, ArmAgainstPublisherNeverLosesADoorbell) {
     const uint64_t now = published.load(std::memory_order_seq_cst);
     if (now > seen) {
       seen = now;
+      caught_up.store(seen, std::memory_order_release);
       continue;
     }
     // Sometimes dawdle before arming, so that items also land between the look above
