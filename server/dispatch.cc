@@ -119,14 +119,14 @@ constexpr Table BuildTable(SessionKind kind) {
 #define LOCAL CallClass::kLocal
 // A row's class says what its handler does: an ORDERED call is never answered, so it
 // has no reply message; a LOCAL or NOTIFY row carries nothing the server reads.
-#define REMORA_CALL(id, Name, Class, Request, Reply)                                     \
-  static_assert(id <= kMaxCallId);                                                       \
-  static_assert(Class != CallClass::kOrdered || std::is_same_v<v1::Reply, v1::Empty>,    \
-                "calls.def: ORDERED " #Name " cannot have a reply");                     \
-  static_assert(Class != CallClass::kLocal || (std::is_same_v<v1::Request, v1::Empty> && \
-                                               std::is_same_v<v1::Reply, v1::Empty>),    \
-                "calls.def: LOCAL " #Name " never travels");                             \
-  if (Allowed(kind, id))                                                                 \
+#define REMORA_CALL(id, Name, Class, Request, Reply)                                      \
+  static_assert(id <= kMaxCallId);                                                        \
+  static_assert(Class != CallClass::kOrdered || std::is_same_v<v1::Reply, v1::Empty>,     \
+                "calls.def: ORDERED " #Name " cannot have a reply");                      \
+  static_assert(Class != CallClass::kLocal || (std::is_same_v<v1::Request, v1::Empty> &&  \
+                                               std::is_same_v<v1::Reply, v1::Empty>),     \
+                "calls.def: LOCAL " #Name " never travels");                              \
+  if (Allowed(kind, id))                                                                  \
     t[id].fn = &HandleCall < CallId::k##Name, v1::Request, v1::Reply, &Session::On##Name, \
     (Class == CallClass::kLocal || Class == CallClass::kNotify) ? CallClass::kSync : Class > ;
 #include "proto/calls.def"
@@ -184,7 +184,7 @@ void Session::Dispatch(const transport::Frame& f) {
     return;
   }
   if (!always) {
-    if (Status st = sticky(); !st.ok()) {
+    if (Status st = failures_.sticky(); !st.ok()) {
       // After a device fault every call fails as on a GPU; still answer SYNC calls.
       const CallInfo* info = FindCall(call);
       Finish(f.header, info ? info->cls : CallClass::kSync, st, v1::Empty());
@@ -198,13 +198,13 @@ void Session::Dispatch(const transport::Frame& f) {
 // Rows the server never serves: answered locally by the stub, sent by the
 // server, or the handshake repeated mid-session.
 #define REFUSE_SETUP(Name, Request, Reply)
-#define REFUSE_LOCAL(Name, Request, Reply)                                                  \
+#define REFUSE_LOCAL(Name, Request, Reply)                                                \
   Status Session::On##Name(const fixed::HandlerRequest<v1::Request>::type&, v1::Reply&) { \
-    return Error(err::kNotSupported, #Name " is answered by the stub runtime");             \
+    return Error(err::kNotSupported, #Name " is answered by the stub runtime");           \
   }
-#define REFUSE_NOTIFY(Name, Request, Reply)                                                 \
+#define REFUSE_NOTIFY(Name, Request, Reply)                                               \
   Status Session::On##Name(const fixed::HandlerRequest<v1::Request>::type&, v1::Reply&) { \
-    return Error(err::kNotPermitted, #Name " is sent by the server only");                 \
+    return Error(err::kNotPermitted, #Name " is sent by the server only");                \
   }
 #define REFUSE_SYNC(Name, Request, Reply)
 #define REFUSE_ORDERED(Name, Request, Reply)

@@ -283,7 +283,7 @@ std::string Server::FaultCulprit() {
     return "";
   std::lock_guard lock(mu_);
   for (auto& [id, live] : live_)
-    if (live.session->OwnsStream(faulted)) return live.session->tenant();
+    if (live.session->output().Owns(faulted)) return live.session->who().tenant;
   return "";
 }
 
@@ -321,13 +321,13 @@ v1::SliceReply Server::SliceOf(const std::string& owner) {
   v1::SliceReply rep;
   const auto now = std::chrono::steady_clock::now();
   for (const std::shared_ptr<Session>& s : Sessions()) {
-    if (!s->listed() || s->owner() != owner) continue;
+    if (!s->listed() || s->who().owner != owner) continue;
     std::optional<v1::TenantRow> r = s->Row(now);
     if (!r) continue;
     rep.set_memory_used(rep.memory_used() + r->memory_used());
     rep.set_achieved_share(rep.achieved_share() + r->achieved_share());
     v1::SliceReply::Process* p = rep.add_processes();
-    p->set_pid(s->client_pid());
+    p->set_pid(s->who().client_pid);
     p->set_memory_used(r->memory_used());
   }
   return rep;
@@ -338,7 +338,7 @@ Result<std::vector<uint64_t>> Server::FindTenant(const v1::EvictRequest& req) {
   for (const std::shared_ptr<Session>& s : Sessions()) {
     if (!s->listed()) continue;  // first: its name is set by then
     if (req.session() != 0 ? s->id() == req.session()
-                           : s->tenant() == req.tenant() || s->configured() == req.tenant())
+                           : s->who().tenant == req.tenant() || s->who().configured == req.tenant())
       found.push_back(s->id());
   }
   const std::string what = req.session() != 0 ? "session " + std::to_string(req.session())
@@ -482,8 +482,8 @@ void Server::OnDevicePrintf(void* user, CUstream stream, const char* text, size_
   auto* self = static_cast<Server*>(user);
   std::lock_guard lock(self->mu_);
   for (auto& [id, live] : self->live_) {
-    if (live.session->OwnsStream(stream)) {
-      live.session->AppendDeviceOutput(std::string_view(text, len));
+    if (live.session->output().Owns(stream)) {
+      live.session->output().Append(std::string_view(text, len));
       return;
     }
   }

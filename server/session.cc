@@ -37,7 +37,8 @@ Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, trans
       peer_(std::move(peer)),
       env_(env),
       created_(std::chrono::steady_clock::now()) {
-  tenant_ = "session-" + std::to_string(id);
+  who_.tenant = "session-" + std::to_string(id);
+  who_.ledger_id = id;
 }
 
 Session::~Session() = default;
@@ -50,7 +51,7 @@ void Session::Stop() {
 bool Session::Evict(const std::string& why, int32_t code) {
   if (evicted_.exchange(true)) return false;
   Log(Level::kWarn, "session",
-      {{"event", "evicted"}, {"session", id_}, {"tenant", tenant_}, {"why", why}});
+      {{"event", "evicted"}, {"session", id_}, {"tenant", who_.tenant}, {"why", why}});
   v1::Evicted e;
   e.set_code(code);
   e.set_message(why);
@@ -59,21 +60,19 @@ bool Session::Evict(const std::string& why, int32_t code) {
   return true;
 }
 
-void Session::EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what,
-                       EvictKind kind) {
+Status Session::Reclaim(const std::vector<sched::TenantId>& victims, const std::string& what,
+                        EvictKind kind) {
   for (sched::TenantId v : victims)
     if (env_.evict)
       env_.evict(v,
-                 "this session's memory was reclaimed for " + tenant_ + ", which " + what +
+                 "this session's memory was reclaimed for " + who_.tenant + ", which " + what +
                      (kind == EvictKind::kPreemption
                           ? "; a tenant of a higher priority class comes first: restart when "
                             "the GPU has room, or with a higher priority (REMORA_PRIORITY)"
                           : "; memory above a tenant's request is a loan: restart with a request "
                             "of its own (REMORA_GPU_MEMORY or REMORA_GPU_FRACTION) to keep it"),
                  kind);
-}
-
-Status Session::AwaitReclaim(const std::vector<sched::TenantId>& victims) {
+  if (kind != EvictKind::kReclaim) return OkStatus();
   // The victims' sessions end on serving threads of their own: their memory
   // is back once their work is done, usually within milliseconds.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -89,7 +88,25 @@ Status Session::AwaitReclaim(const std::vector<sched::TenantId>& victims) {
 }
 
 void Session::Run() {
-  if (Handshake().ok()) Serve();
+  Frame f;
+  Status st = channel_->Receive(f, Deadline::In(kHandshakeTimeout));
+  if (st.ok()) st = Greet(f);
+  while (st.ok() && !closing_) {
+    st = channel_->Receive(f, Deadline::Never());
+    if (!st.ok()) {
+      Log(Level::kInfo, "session",
+          {{"event", "peer_gone"},
+           {"session", id_},
+           {"tenant", who_.tenant},
+           {"why", st.message()}});
+      break;
+    }
+    {
+      Device::Use use = EnterDevice();
+      Dispatch(f);
+    }
+    ReportFault();
+  }
   End();
 }
 
@@ -124,7 +141,10 @@ bool Session::ServeReady() {
     }
     if (st.code() != err::kNotReady) {
       Log(Level::kInfo, "session",
-          {{"event", "peer_gone"}, {"session", id_}, {"tenant", tenant_}, {"why", st.message()}});
+          {{"event", "peer_gone"},
+           {"session", id_},
+           {"tenant", who_.tenant},
+           {"why", st.message()}});
       break;
     }
     // Read the clock now and then only: on a VM it costs more than a look at the ring.
@@ -145,13 +165,9 @@ void Session::End() {
   }
   // A fault nobody saw before this tenant left (it never synchronised), seen
   // by a teardown that completed at once; the executor reports later ones.
-  Status torn;
-  {
-    std::lock_guard lock(err_mu_);
-    torn = torn_;
-  }
+  const Status torn = failures_.torn();
   if (!fault_reported_ && IsDeviceFault(torn.code()) && env_.on_fault)
-    env_.on_fault(epoch_, tenant_, torn);
+    env_.on_fault(epoch_, who_.tenant, torn);
 }
 
 // ---- Device faults -------------------------------------------------------------
@@ -176,24 +192,16 @@ void Session::LoseState() {
                         "the program");
   if (work_) work_->Reset(lost);
   tables_.ForgetAll();
-  {
-    std::lock_guard lock(out_mu_);
-    mapped_.clear();
-  }
-  env_.ledger->Release(ledger_id_, allocated_bytes_);
+  output_.UnmapAll();
+  env_.ledger->Release(who_.ledger_id, allocated_bytes_);
   allocated_bytes_ = 0;
   arena_registered_ = false;
-  {
-    std::lock_guard lock(err_mu_);
-    deferred_ = OkStatus();
-    sticky_ = lost;
-    has_errors_.store(true, std::memory_order_release);
-  }
+  failures_.Lose(lost);
   fault_reported_ = true;
   Log(Level::kWarn, "session",
       {{"event", "lost"},
        {"session", id_},
-       {"tenant", tenant_},
+       {"tenant", who_.tenant},
        {"culprit", f.culprit},
        {"freed_bytes", held},
        {"freed_allocations", n_alloc}});
@@ -201,45 +209,13 @@ void Session::LoseState() {
 
 void Session::ReportFault() {
   if (fault_reported_) return;
-  Status st = sticky();
+  Status st = failures_.sticky();
   if (st.ok() || !IsDeviceFault(st.code())) return;
   fault_reported_ = true;
-  if (env_.on_fault) env_.on_fault(epoch_, tenant_, st);
-}
-
-void Session::RecordError(const Status& st) {
-  if (st.ok() || st.code() == err::kNotReady) return;
-  std::lock_guard lock(err_mu_);
-  if (deferred_.ok()) deferred_ = st;
-  if (ErrorIsSticky(st.code()) && sticky_.ok()) sticky_ = st;
-  has_errors_.store(true, std::memory_order_release);
-}
-
-Status Session::sticky() const {
-  if (!has_errors_.load(std::memory_order_acquire)) return OkStatus();
-  std::lock_guard lock(err_mu_);
-  return sticky_;
+  if (env_.on_fault) env_.on_fault(epoch_, who_.tenant, st);
 }
 
 // ---- Serving -------------------------------------------------------------------
-
-void Session::Serve() {
-  Frame f;
-  for (;;) {
-    Status st = channel_->Receive(f, Deadline::Never());
-    if (!st.ok()) {
-      Log(Level::kInfo, "session",
-          {{"event", "peer_gone"}, {"session", id_}, {"tenant", tenant_}, {"why", st.message()}});
-      return;
-    }
-    {
-      Device::Use use = EnterDevice();
-      Dispatch(f);
-    }
-    ReportFault();
-    if (closing_) return;
-  }
-}
 
 void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
                      const google::protobuf::Message& result) {
@@ -253,30 +229,18 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
     if (st.code() != err::kNotReady) errors_.fetch_add(1, std::memory_order_relaxed);
     if (st.code() != err::kNotReady)
       Log(Level::kInfo, "call",
-          {{"tenant", tenant_}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
+          {{"tenant", who_.tenant}, {"call", name}, {"code", st.code()}, {"error", st.ToString()}});
     if (replies) why = std::string(name) + ": " + st.message();
   }
   if (!replies) {
-    RecordError(st);
+    failures_.Record(st);
     return;
   }
-  const bool sticks = !st.ok() && st.code() != err::kNotReady && ErrorIsSticky(st.code());
-  Status deferred;
-  if (sticks || has_errors_.load(std::memory_order_acquire)) [[unlikely]] {
-    std::lock_guard lock(err_mu_);
-    if (sticks && sticky_.ok()) sticky_ = st;
-    deferred = std::exchange(deferred_, OkStatus());
-    has_errors_.store(!sticky_.ok(), std::memory_order_release);
-  }
+  Status deferred = failures_.TakeForReply(st);
   if (!deferred.ok()) [[unlikely]]
     deferred = NameCulprit(std::move(deferred));  // a launch or copy that met the fault
   std::lock_guard lock(send_mu_);
-  std::string output;
-  if (has_output_.load(std::memory_order_acquire)) [[unlikely]] {
-    std::lock_guard out(out_mu_);
-    output.swap(device_output_);
-    has_output_.store(false, std::memory_order_relaxed);
-  }
+  const std::string output = output_.Take();
   const ReplyParts parts{.code = st.code(),
                          .message = why,
                          .deferred_code = deferred.code(),
@@ -309,7 +273,7 @@ Status Session::NameCulprit(Status st) const {
   }
   if (who.empty()) return st;
   return Error(st.code(), st.message() + " (" + std::string(kNamed) +
-                              (who == tenant_ ? "this tenant's own work" : who) +
+                              (who == who_.tenant ? "this tenant's own work" : who) +
                               "; the GPU context is rebuilt, other tenants' work cannot go on)");
 }
 
@@ -348,62 +312,12 @@ std::optional<CUstream> Session::DirectStream(uint64_t stream, uint64_t bytes) {
   return *s;
 }
 
-void Session::AppendDeviceOutput(std::string_view text) {
-  std::lock_guard lock(out_mu_);
-  device_output_.append(text);
-  has_output_.store(true, std::memory_order_release);
-}
-
-bool Session::OwnsStream(CUstream s) const {
-  std::lock_guard lock(out_mu_);
-  return mapped_.count(s) > 0;
-}
-
 // ---- Validation ----------------------------------------------------------------
 
 Status Session::CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) const {
   if (size == 0) return OkStatus();
   if (allocations_.Covers(ptr, size) || symbols_.Covers(ptr, size)) return OkStatus();
   return OutsideAllocations(what, ptr, size);
-}
-
-Result<std::byte*> Session::ArenaRange(uint64_t offset, uint64_t size) const {
-  transport::Arena* a = channel_->arena();
-  if (!a) return Error(err::kInvalidValue, "arena offsets need a shared-memory session");
-  if (!a->Contains(offset, size))
-    return Error(err::kInvalidValue, "host range [arena+" + Hex(offset) + ", +" +
-                                         std::to_string(size) + ") lies outside the arena");
-  return a->base() + offset;
-}
-
-Result<const std::byte*> Session::HostSource(const v1::HostBytes& src, uint64_t size) const {
-  if (src.has_arena_offset()) {
-    ASSIGN_OR_RETURN(std::byte * p, ArenaRange(src.arena_offset(), size));
-    return static_cast<const std::byte*>(p);
-  }
-  if (src.data().size() != size)
-    return Error(err::kInvalidValue, "inline copy carries " + std::to_string(src.data().size()) +
-                                         " bytes, not " + std::to_string(size));
-  return reinterpret_cast<const std::byte*>(src.data().data());
-}
-
-void Session::ReleaseStagingSlot(uint32_t slot_plus_one) {
-  transport::Arena* a = channel_->arena();
-  if (!a || slot_plus_one == 0 || slot_plus_one > arena::kStagingSlots) return;
-  uint64_t off = arena::StagingFlagOffset(0, slot_plus_one - 1);
-  auto* flag = reinterpret_cast<uint32_t*>(a->base() + off);
-  // Pairs with the stub's acquire load before it refills the slot.
-  std::atomic_ref<uint32_t>(*flag).store(0, std::memory_order_release);
-}
-
-Status Session::CheckStagingSlot(uint32_t slot_plus_one) const {
-  if (slot_plus_one == 0) return OkStatus();
-  if (!channel_->arena() || slot_plus_one > arena::kStagingSlots)
-    return Error(err::kInvalidValue,
-                 "staging slot " + std::to_string(slot_plus_one) +
-                     " does not exist (this session has " +
-                     std::to_string(channel_->arena() ? arena::kStagingSlots : 0) + ")");
-  return OkStatus();
 }
 
 // ---- Teardown ------------------------------------------------------------------
@@ -419,10 +333,7 @@ Held Session::TakeAll() {
 
 void Session::RetireStream(uint64_t id) {
   work_->RemoveStream(id, [weak = weak_from_this(), dev = env_.device](CUstream s) {
-    if (auto self = weak.lock()) {
-      std::lock_guard lock(self->out_mu_);
-      self->mapped_.erase(s);
-    }
+    if (auto self = weak.lock()) self->output_.Unmap(s);
     dev->ReleaseStream(s);
   });
 }
@@ -434,7 +345,7 @@ void Session::GiveBack(Held& held) {
     for (const std::function<void()>& destroy : held.destroy) destroy();
     for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
   }
-  if (admitted_) env_.ledger->Release(ledger_id_, held.charged);
+  if (admitted_) env_.ledger->Release(who_.ledger_id, held.charged);
   held = Held{};
 }
 
@@ -480,24 +391,18 @@ Status Session::Teardown() {
     if (arena && self->env_.device->epoch() == self->epoch_)
       (void)self->drv().cuMemHostUnregister(arena);
     if (zero) {
-      {
-        std::lock_guard lock(self->out_mu_);
-        self->mapped_.erase(zero);
-      }
+      self->output_.Unmap(zero);
       self->env_.device->ReleaseStream(zero);
     }
-    if (!self->configured_.empty())
-      self->env_.leave_tenant(self->configured_, self->id_);  // the last removes the account
+    if (!self->who_.configured.empty())
+      self->env_.leave_tenant(self->who_.configured, self->id_);  // the last removes the account
     else if (self->admitted_)
       self->env_.ledger->Remove(self->id_);
-    {
-      std::lock_guard lock(self->err_mu_);
-      self->torn_ = st;
-    }
+    self->failures_.set_torn(st);
     Log(Level::kInfo, "session",
         {{"event", "closed"},
          {"session", self->id_},
-         {"tenant", self->tenant_},
+         {"tenant", self->who_.tenant},
          {"freed_bytes", bytes},
          {"freed_allocations", n_alloc},
          {"streams", n_streams},

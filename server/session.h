@@ -38,10 +38,13 @@
 #include "remora/v1/session.pb.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/ledger.h"
+#include "server/call_errors.h"
 #include "server/device.h"
+#include "server/device_output.h"
 #include "server/executor.h"
 #include "server/metrics.h"
 #include "server/modules.h"
+#include "server/staging.h"
 #include "server/tables.h"
 #include "server/tenants.h"
 #include "transport/channel.h"
@@ -76,6 +79,33 @@ struct Admission {
 enum class SessionKind : uint8_t { kTenant, kAdmin, kMonitor };
 
 class Session;
+
+// A handler returns ReplyLater() when a completion made by Session::Later() will reply.
+inline constexpr int32_t kReplyLater = -1;
+inline Status ReplyLater() {
+  return Status(kReplyLater, "reply follows");
+}
+
+// Who a session serves.
+struct SessionIdentity {
+  std::string tenant;      // the name it goes by in logs and `remora list`
+  std::string configured;  // the tenants-file name it serves ("" in open mode)
+  // Whose slice it counts toward, for monitoring: the configured tenant, or in open mode the
+  // client's user on its host.
+  std::string owner;
+  int64_t client_pid = 0;
+  // The ledger id its memory is booked under, which is also its account of GPU time: its own,
+  // or in a configured tenant's account, the id of the session that opened it.
+  uint64_t ledger_id = 0;
+};
+
+// A tenant's cuBLAS handle (handlers/blas.cc).
+struct BlasHandle;
+// What a library handle leaves when its tenant goes: its destroy call and its memory go into
+// `held` (handlers/blas.cc, blaslt.cc, dnn.cc). Returns false: the table keeps nothing.
+bool ReleaseBlas(Device& dev, const BlasHandle& handle, Held& held);
+bool ReleaseBlasLt(Device& dev, cublasLtContext* handle, Held& held);
+bool ReleaseDnn(Device& dev, cudnnContext* handle, Held& held);
 
 // What a session needs from the server around it.
 struct SessionEnv {
@@ -149,21 +179,12 @@ class Session : public std::enable_shared_from_this<Session> {
   bool greeted() const { return greeted_.load(std::memory_order_acquire); }
 
   uint64_t id() const { return id_; }
-  const std::string& tenant() const { return tenant_; }
-  // The tenants-file name this session serves ("" in open mode).
-  const std::string& configured() const { return configured_; }
-  // The account whose memory and GPU time this session shares: the ledger id
-  // of its tenant's first session (its own in open mode). Set with listed().
-  uint64_t account() const { return ledger_id_; }
-  // Whose slice this session counts toward, for monitoring: the configured
-  // tenant, or in open mode the client's user on its host. Set before listed().
-  const std::string& owner() const { return owner_; }
-  int64_t client_pid() const { return client_pid_; }
+  // Who the session serves: set at Hello, before listed(), and read-only from then on.
+  const SessionIdentity& who() const { return who_; }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
-  // Device printf text from this tenant's kernels; sent with the next reply.
-  void AppendDeviceOutput(std::string_view text);
-  // Owner of `stream` among this session's mapped streams.
-  bool OwnsStream(CUstream s) const;
+  // Device printf text from this tenant's kernels (sent with its next reply), and which
+  // CUstreams are the tenant's.
+  DeviceOutput& output() { return output_; }
   // True once the tenant was admitted, until its session ended: then tenant()
   // and Row() may be read from any thread. Thread-safe.
   bool listed() const { return listed_.load(std::memory_order_acquire) && !finished(); }
@@ -196,20 +217,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void Finish(const transport::FrameHeader& h, CallClass cls, Status st,
               const google::protobuf::Message& result);
 
-  // A tenant's cuBLAS handle and one prepared routine (handlers/blas.cc).
-  struct BlasHandle;
+  // One prepared cuBLAS routine (handlers/blas.cc).
   struct BlasCall;
   // One prepared cuDNN operation (handlers/dnn.cc).
   struct DnnCall;
 
-  // A handler returns this when a completion made by Later() will reply.
-  static constexpr int32_t kReplyLater = -1;
-
  private:
-  Status Handshake();
   // Answers the first frame, which must be Hello.
   Status Greet(const transport::Frame& f);
-  void Serve();
   // Tears down and reports a fault the teardown saw first.
   void End();
   // Enters the device for one call; if the context was rebuilt since this
@@ -226,21 +241,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void Dispatch(const transport::Frame& f);
 
   Status CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) const;
-  Result<std::byte*> ArenaRange(uint64_t offset, uint64_t size) const;
-  Result<const std::byte*> HostSource(const v1::HostBytes& src, uint64_t size) const;
-  // The checked source of a host-to-device copy (destination, source, stream).
+  // The checked source of a host-to-device copy (destination, source, stream); checked here
+  // rather than declared, so that a refusal still hands the staging slot back.
   Result<const std::byte*> HtoDSource(const v1::MemcpyHtoDRequest& req) const;
-  void ReleaseStagingSlot(uint32_t slot_plus_one);
-  // kInvalidValue unless `slot_plus_one` is 0 (none) or one of this session's slots.
-  Status CheckStagingSlot(uint32_t slot_plus_one) const;
 
   // The reply to the call being handled, sent when the returned completion
   // runs, with `result` (kept alive until then) on success. The handler then
   // returns kReplyLater.
   Executor::Completion Later(std::shared_ptr<const google::protobuf::Message> result = nullptr);
-  Status ReplyLater() const {
-    return Status(kReplyLater, "reply follows");
-  }
   // Waits for `stream` (every stream: nullopt) and then replies with `result`.
   Status ReplyWhenDone(std::optional<uint64_t> stream,
                        std::shared_ptr<const google::protobuf::Message> result = nullptr,
@@ -280,28 +288,17 @@ class Session : public std::enable_shared_from_this<Session> {
   Result<std::shared_ptr<BlasCall>> PrepareBlas(const v1::BlasRequest& req, bool host_result);
   // Queues a prepared call on its stream.
   Status SubmitBlas(std::shared_ptr<BlasCall> call);
-  // Gives a cuBLAS handle (and its workspace) up into `held`; false (not kept).
-  bool ReleaseBlas(const BlasHandle& handle, Held& held);
-  // ---- cuBLASLt (handlers/blaslt.cc) ----
-  // Gives a cuBLASLt handle up into `held`; false (not kept).
-  bool ReleaseBlasLt(cublasLtContext* handle, Held& held);
   // ---- cuDNN (handlers/dnn.cc) ----
   // Checks an operation's request against the tenant's tables and builds it.
   Result<std::shared_ptr<DnnCall>> PrepareDnn(const v1::DnnRequest& req);
-  // Gives a cuDNN handle up into `held`; false (not kept).
-  bool ReleaseDnn(cudnnContext* handle, Held& held);
-  // Records the failure of a call that returned no reply (deferred; sticky for a fault).
-  void RecordError(const Status& st);
   // A device fault's status with whose work caused it appended (once), when
   // known; any other status as it is.
   Status NameCulprit(Status st) const;
-  // Ends every session the ledger chose to reclaim for this one; `what` says
-  // what this tenant asked for.
-  void EvictFor(const std::vector<sched::TenantId>& victims, const std::string& what,
-                EvictKind kind);
-  // Waits (bounded) until every victim's memory is back in the ledger.
-  Status AwaitReclaim(const std::vector<sched::TenantId>& victims);
-  Status sticky() const;
+  // Ends every session the ledger chose to reclaim for this one (`what`: what this tenant
+  // asked for). For a reclaim (kReclaim: memory within this tenant's request) it then waits,
+  // bounded, until their memory is back in the ledger. Errors: kMemoryAllocation if it is not.
+  Status Reclaim(const std::vector<sched::TenantId>& victims, const std::string& what,
+                 EvictKind kind);
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
   Status Check(CUresult r, const char* what) const {
     return env_.device->Check(r, what);
@@ -314,16 +311,11 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<transport::Channel> channel_;
   const transport::PeerInfo peer_;
   const SessionEnv env_;
-  std::string tenant_;
-  std::string configured_;  // set once in OnHello, before listed()
-  // The ledger id this session's memory is booked under: its own, or in a
-  // configured tenant's account, the id of the session that opened it.
-  uint64_t ledger_id_ = id_;
+  const HostStaging staging_{*channel_};
+  SessionIdentity who_;
   bool admitted_ = false;
   // What the session is, chosen at Hello; each kind has its own dispatch table.
   SessionKind kind_ = SessionKind::kTenant;
-  std::string owner_;  // see owner()
-  int64_t client_pid_ = 0;
   // What the tenant was granted: set before listed_, changed by ApplyBook.
   mutable std::mutex grant_mu_;
   sched::Quota quota_;
@@ -381,27 +373,21 @@ class Session : public std::enable_shared_from_this<Session> {
   HandleTable<std::shared_ptr<BlasHandle>> blas_{
       tables_, "cuBLAS handle", err::kInvalidResourceHandle,
       [this](uint64_t, const std::shared_ptr<BlasHandle>& b, Held& h) {
-        return ReleaseBlas(*b, h);
+        return ReleaseBlas(*env_.device, *b, h);
       }};
   // cuBLASLt handles (likewise NOT_INITIALIZED); they own no memory of the tenant's.
-  HandleTable<cublasLtContext*> blaslt_{
-      tables_, "cuBLASLt handle", err::kInvalidResourceHandle,
-      [this](uint64_t, cublasLtContext* const& c, Held& h) { return ReleaseBlasLt(c, h); }};
+  HandleTable<cublasLtContext*> blaslt_{tables_, "cuBLASLt handle", err::kInvalidResourceHandle,
+                                        [this](uint64_t, cublasLtContext* const& c, Held& h) {
+                                          return ReleaseBlasLt(*env_.device, c, h);
+                                        }};
   HandleTable<cudnnContext*> dnn_{
       tables_, "cuDNN handle", err::kInvalidResourceHandle,
-      [this](uint64_t, cudnnContext* const& c, Held& h) { return ReleaseDnn(c, h); }};
-  // Loads a module from `images`; `how` says which image or linked PTX it used.
-  Result<CUmodule> LoadModule(const FatbinImages& images, std::string* how);
+      [this](uint64_t, cudnnContext* const& c, Held& h) { return ReleaseDnn(*env_.device, c, h); }};
   uint64_t next_handle_ = 0x1000;
   std::shared_ptr<Executor::Tenant> work_;  // this tenant's queues, once admitted
   transport::FrameHeader current_;          // the call being handled
 
-  mutable std::mutex err_mu_;
-  Status deferred_;  // first failure of a stream-ordered call since the last reply
-  Status sticky_;    // a device fault: every later call returns it
-  Status torn_;      // how the teardown's wait ended
-  // True while deferred_ or sticky_ holds an error: lets a call skip err_mu_.
-  std::atomic<bool> has_errors_{false};
+  CallErrors failures_;  // deferred and sticky errors, and how the teardown ended
 
   std::atomic<bool> closing_{false};
   std::atomic<bool> evicted_{false};
@@ -411,10 +397,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::mutex send_mu_;                // guards send_buf_ and reply_
   std::string send_buf_;
   v1::Reply reply_;  // reused by Finish
-  mutable std::mutex out_mu_;
-  std::string device_output_;
-  std::atomic<bool> has_output_{false};  // device_output_ is not empty
-  std::set<CUstream> mapped_;            // guarded by out_mu_, for printf routing
+  DeviceOutput output_;
   std::atomic<bool> finished_{false};
 };
 

@@ -31,7 +31,7 @@ constexpr uint64_t kResultSlots = 16;
 constexpr uint64_t kScratch = kResultSlot * kResultSlots;
 }  // namespace
 
-struct Session::BlasHandle {
+struct BlasHandle {
   cublasHandle_t h = nullptr;
   CUdeviceptr memory = 0;  // scratch, then the server's workspace
   CUdeviceptr tenant_workspace = 0;
@@ -300,9 +300,9 @@ Status Session::OnBlasSetWorkspace(const v1::BlasWorkspaceRequest& req, v1::Empt
   return OkStatus();
 }
 
-bool Session::ReleaseBlas(const BlasHandle& handle, Held& held) {
+bool ReleaseBlas(Device& dev, const BlasHandle& handle, Held& held) {
   // The library is loaded: the handle came from it.
-  if (Result<const BlasTable*> t = env_.device->blas(); t.ok())
+  if (Result<const BlasTable*> t = dev.blas(); t.ok())
     held.destroy.push_back([t = *t, h = handle.h] { (void)t->cublasDestroy_v2(h); });
   held.allocations[handle.memory] = arena::AlignUp(kScratch + kBlasWorkspace, 256);
   return false;

@@ -146,8 +146,8 @@ Status Session::OnBlasLtDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
-bool Session::ReleaseBlasLt(cublasLtContext* handle, Held& held) {
-  if (Result<const BlasLtTable*> t = env_.device->blaslt(); t.ok())
+bool ReleaseBlasLt(Device& dev, cublasLtContext* handle, Held& held) {
+  if (Result<const BlasLtTable*> t = dev.blaslt(); t.ok())
     held.destroy.push_back([t = *t, handle] { (void)t->cublasLtDestroy(handle); });
   return false;
 }

@@ -305,8 +305,8 @@ Status Session::OnDnnDestroy(const v1::DnnHandleRequest& req, v1::Empty&) {
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
-bool Session::ReleaseDnn(cudnnContext* handle, Held& held) {
-  if (Result<const DnnTable*> t = env_.device->dnn(); t.ok())
+bool ReleaseDnn(Device& dev, cudnnContext* handle, Held& held) {
+  if (Result<const DnnTable*> t = dev.dnn(); t.ok())
     held.destroy.push_back([t = *t, handle] { (void)t->cudnnDestroy(handle); });
   return false;
 }

@@ -40,13 +40,6 @@ Result<sched::Grant> GrantOf(const v1::Quota& q, uint64_t usable, double weight,
 
 // ---- Handshake -----------------------------------------------------------------
 
-Status Session::Handshake() {
-  Frame f;
-  Status st = channel_->Receive(f, Deadline::In(kHandshakeTimeout));
-  if (!st.ok()) return st;
-  return Greet(f);
-}
-
 Status Session::Greet(const Frame& f) {
   Status st;
   v1::Hello hello;
@@ -74,8 +67,7 @@ Status Session::Greet(const Frame& f) {
         return st;
       }
       streams_.clear();  // stream 0 died with the context
-      std::lock_guard lock(out_mu_);
-      mapped_.clear();
+      output_.UnmapAll();
     }
     if (env_.on_fault) env_.on_fault(epoch_, "an earlier tenant", st);
   }
@@ -88,11 +80,11 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                      " is not this server's " + std::to_string(kProtocolVersion));
   std::string program = hello.program().empty() ? "tenant" : hello.program();
   const std::string host = hello.client_host().empty() ? peer_.address : hello.client_host();
-  tenant_ = program + "-" + std::to_string(hello.client_pid()) + "@" + host;
-  client_pid_ = hello.client_pid();
+  who_.tenant = program + "-" + std::to_string(hello.client_pid()) + "@" + host;
+  who_.client_pid = hello.client_pid();
   // A local peer's user is the kernel's word for it, not the client's.
   const int64_t uid = peer_.uid >= 0 ? peer_.uid : hello.client_uid();
-  owner_ = "user " + std::to_string(uid) + "@" + host;
+  who_.owner = "user " + std::to_string(uid) + "@" + host;
   auto greet = [&](const std::string& as) {
     welcome.set_protocol_version(kProtocolVersion);
     welcome.set_session_id(id_);
@@ -106,7 +98,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                    "administration needs the admin token of the tenants file (admin-token; "
                    "remora list --token or REMORA_TOKEN)");
     kind_ = SessionKind::kAdmin;
-    greet("admin:" + tenant_);
+    greet("admin:" + who_.tenant);
     Log(Level::kInfo, "session",
         {{"event", "admin"}, {"session", id_}, {"peer", channel_->Describe()}});
     return OkStatus();
@@ -124,9 +116,9 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                    "session's token (REMORA_TOKEN) names none of them");
     if (!hello.monitor() && !env_.join_tenant)
       return Error(err::kNotSupported, "this server cannot seat configured tenants");
-    owner_ = spec->name;
+    who_.owner = spec->name;
     project_ = spec->project;
-    tenant_ = spec->name + "/" + tenant_;
+    who_.tenant = spec->name + "/" + who_.tenant;
     q = spec->quota;  // the file's, whatever the client declared
     weight = spec->weight;
     project = adm.book->ProjectOf(spec->project);
@@ -140,21 +132,18 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   if (hello.monitor()) {
     // Holds nothing: no stream, no memory, no place in the fair queue.
     kind_ = SessionKind::kMonitor;
-    greet("monitor:" + tenant_);
+    greet("monitor:" + who_.tenant);
     welcome.set_memory_limit(quota.limit);
     welcome.set_memory_request(quota.request);
     Log(Level::kInfo, "session",
-        {{"event", "monitor"}, {"session", id_}, {"tenant", tenant_}, {"owner", owner_}});
+        {{"event", "monitor"}, {"session", id_}, {"tenant", who_.tenant}, {"owner", who_.owner}});
     return OkStatus();
   }
   // The stream first: a context an earlier tenant broke shows here, before
   // this tenant is admitted.
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream(share.priority));
   streams_.Put(0, s);
-  {
-    std::lock_guard lock(out_mu_);
-    mapped_.insert(s);
-  }
+  output_.Map(s);
   if (CUresult r = drv().cuStreamQuery(s); r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
     return Check(r, "cuStreamQuery");
   sched::Decision admit;
@@ -164,23 +153,24 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   };
   if (adm.book) {
     // A configured tenant's processes share its account (its first admits it).
-    const std::string& name = owner_;
-    ASSIGN_OR_RETURN(ledger_id_, env_.join_tenant(name, shared_from_this(), admit_self));
-    configured_ = name;
+    const std::string& name = who_.owner;
+    ASSIGN_OR_RETURN(who_.ledger_id, env_.join_tenant(name, shared_from_this(), admit_self));
+    who_.configured = name;
   } else {
     RETURN_IF_ERROR(admit_self());
   }
   admitted_ = true;
   if (env_.counters) env_.counters->sessions_opened.fetch_add(1, std::memory_order_relaxed);
   if (!admit.victims.empty())
-    EvictFor(admit.victims,
-             "has priority " + std::string(sched::PriorityName(share.priority)) +
-                 " and needed room for its request of " + std::to_string(quota.request) + " bytes",
-             EvictKind::kPreemption);
+    (void)Reclaim(admit.victims,
+                  "has priority " + std::string(sched::PriorityName(share.priority)) +
+                      " and needed room for its request of " + std::to_string(quota.request) +
+                      " bytes",
+                  EvictKind::kPreemption);
   std::weak_ptr<Session> weak = weak_from_this();
   std::unique_lock share_lock(grant_mu_);  // a reload may change share_ meanwhile
   work_ = env_.executor->Join(
-      id_, tenant_,
+      id_, who_.tenant,
       {.run_host_func =
            [weak](uint64_t id) {
              v1::HostFuncRun run;
@@ -192,13 +182,13 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
            },
        .on_error =
            [weak](const Status& st) {
-             if (auto self = weak.lock()) self->RecordError(st);
+             if (auto self = weak.lock()) self->failures_.Record(st);
            }},
       QueueShareLocked());
   share_lock.unlock();
   work_->AddStream(0, s, true);
 
-  greet(tenant_);
+  greet(who_.tenant);
   welcome.set_memory_limit(quota.limit);
   welcome.set_memory_request(quota.request);
   if (transport::Arena* a = channel_->arena()) {
@@ -232,7 +222,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   Log(Level::kInfo, "session",
       {{"event", "open"},
        {"session", id_},
-       {"tenant", tenant_},
+       {"tenant", who_.tenant},
        {"peer", channel_->Describe()},
        {"request", quota.request},
        {"limit", quota.limit}});
@@ -244,14 +234,14 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   if (!listed()) return std::nullopt;
   v1::TenantRow r;
   r.set_session(id_);
-  r.set_tenant(tenant_);
+  r.set_tenant(who_.tenant);
   r.set_calls(calls_.load(std::memory_order_relaxed));
   r.set_errors(errors_.load(std::memory_order_relaxed));
   r.set_peer(channel_->Describe());
-  const bool reclaimed = env_.ledger->Reclaimed(ledger_id_);
+  const bool reclaimed = env_.ledger->Reclaimed(who_.ledger_id);
   r.set_status(reclaimed ? "reclaimed" : closing_ ? "ending" : "running");
   // Its own bytes; what the tenant borrows is its account's (all its sessions).
-  const sched::MemoryLedger::View v = env_.ledger->Slice(ledger_id_);
+  const sched::MemoryLedger::View v = env_.ledger->Slice(who_.ledger_id);
   r.set_memory_used(allocated_bytes_.load(std::memory_order_relaxed));
   {
     std::lock_guard lock(grant_mu_);
@@ -273,14 +263,14 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
 }
 
 void Session::ApplyBook(const TenantBook& book) {
-  if (!listed() || configured_.empty()) return;
-  const TenantSpec* spec = book.ByName(configured_);
+  if (!listed() || who_.configured.empty()) return;
+  const TenantSpec* spec = book.ByName(who_.configured);
   auto keep = [&](const std::string& why) {
     Log(Level::kWarn, "session",
-        {{"event", "quota_kept"}, {"session", id_}, {"tenant", tenant_}, {"why", why}});
+        {{"event", "quota_kept"}, {"session", id_}, {"tenant", who_.tenant}, {"why", why}});
   };
   if (spec == nullptr)
-    return keep("tenant " + configured_ +
+    return keep("tenant " + who_.configured +
                 " is no longer in the tenants file; its session keeps its quota until it ends");
   Result<sched::Grant> grant = GrantOf(spec->quota, env_.ledger->usable(), spec->weight,
                                        book.ProjectOf(spec->project), nullptr);
@@ -297,7 +287,7 @@ void Session::ApplyBook(const TenantBook& book) {
   }
   // Every session of the tenant applies the same quota to its account: the
   // first changes it, the others find it as they want it.
-  if (Status st = env_.ledger->Requota(ledger_id_, quota, share.priority); !st.ok())
+  if (Status st = env_.ledger->Requota(who_.ledger_id, quota, share.priority); !st.ok())
     return keep("the tenants file's new quota does not fit: " + st.ToString());
   {
     std::lock_guard lock(grant_mu_);
@@ -309,7 +299,7 @@ void Session::ApplyBook(const TenantBook& book) {
   Log(Level::kInfo, "session",
       {{"event", "requota"},
        {"session", id_},
-       {"tenant", tenant_},
+       {"tenant", who_.tenant},
        {"memory_request", quota.request},
        {"memory_limit", quota.limit},
        {"compute_request", share.request},
@@ -324,7 +314,7 @@ sched::Share Session::QueueShare() const {
 
 sched::Share Session::QueueShareLocked() const {
   sched::Share share = share_;
-  if (!configured_.empty()) share.account = ledger_id_;
+  if (!who_.configured.empty()) share.account = who_.ledger_id;
   return share;
 }
 
@@ -333,14 +323,14 @@ Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {
     return Error(err::kNotSupported, "this server cannot evict tenants");
   ASSIGN_OR_RETURN(std::vector<uint64_t> victims, env_.find_tenant(req));
   for (uint64_t victim : victims)
-    env_.evict(victim, "this session was ended by an administrator (" + tenant_ + ")",
+    env_.evict(victim, "this session was ended by an administrator (" + who_.tenant + ")",
                EvictKind::kAdmin);
   return OkStatus();
 }
 
 Status Session::OnSlice(const v1::Empty&, v1::SliceReply& rep) {
-  if (env_.slice_of) rep = env_.slice_of(owner_);
-  rep.set_tenant(owner_);
+  if (env_.slice_of) rep = env_.slice_of(who_.owner);
+  rep.set_tenant(who_.owner);
   const uint64_t limit = [&] {
     std::lock_guard lock(grant_mu_);
     return quota_.limit;
@@ -348,7 +338,7 @@ Status Session::OnSlice(const v1::Empty&, v1::SliceReply& rep) {
   rep.set_memory_total(limit);
   const uint64_t used = std::min(rep.memory_used(), limit);
   uint64_t free = limit - used;
-  if (admitted_) free = std::min(free, env_.ledger->Slice(ledger_id_).free);
+  if (admitted_) free = std::min(free, env_.ledger->Slice(who_.ledger_id).free);
   rep.set_memory_free(free);
   return OkStatus();
 }

@@ -14,7 +14,7 @@ namespace remora::server {
 // ---- Device and memory ---------------------------------------------------------
 
 Status Session::OnMemGetInfo(const v1::Empty&, v1::MemGetInfoReply& rep) {
-  sched::MemoryLedger::View v = env_.ledger->Slice(ledger_id_);
+  sched::MemoryLedger::View v = env_.ledger->Slice(who_.ledger_id);
   rep.set_free(v.free);
   rep.set_total(v.total);
   return OkStatus();
@@ -36,21 +36,20 @@ Result<CUdeviceptr> Session::AllocateCharged(uint64_t bytes, const std::string& 
   uint64_t charged = arena::AlignUp(bytes, 256);
   // Within its request an allocation always succeeds: loans are reclaimed
   // (their sessions ended) and the allocation waits until their memory is back.
-  sched::Decision d = env_.ledger->Claim(ledger_id_, charged);
+  sched::Decision d = env_.ledger->Claim(who_.ledger_id, charged);
   RETURN_IF_ERROR(d.status);
   if (!d.victims.empty()) {
-    EvictFor(d.victims,
-             what + " " + std::to_string(charged) + " bytes within its guaranteed request",
-             EvictKind::kReclaim);
-    Status back = AwaitReclaim(d.victims);
+    Status back = Reclaim(
+        d.victims, what + " " + std::to_string(charged) + " bytes within its guaranteed request",
+        EvictKind::kReclaim);
     if (!back.ok()) {
-      env_.ledger->Release(ledger_id_, charged);
+      env_.ledger->Release(who_.ledger_id, charged);
       return back;
     }
   }
   Result<CUdeviceptr> p = env_.executor->Allocate(bytes);
   if (!p.ok()) {
-    env_.ledger->Release(ledger_id_, charged);
+    env_.ledger->Release(who_.ledger_id, charged);
     return p.status();
   }
   allocated_bytes_ += charged;
@@ -89,13 +88,13 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
 // A small copy on an idle stream is issued and waited for here (DirectStream).
 Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {
   if (std::optional<CUstream> s = DirectStream(req.stream(), req.size())) {
-    RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
+    RETURN_IF_ERROR(staging_.CheckSlot(req.staging_slot()));
     Result<const std::byte*> src = HtoDSource(req);
     Status st = src.status();
     if (st.ok())
       st = Check(drv().cuMemcpyHtoDAsync(req.dst(), *src, req.size(), *s), "cuMemcpyHtoD");
     if (st.ok()) st = Check(drv().cuStreamSynchronize(*s), "cuStreamSynchronize");
-    ReleaseStagingSlot(req.staging_slot());
+    staging_.ReleaseSlot(req.staging_slot());
     return st;
   }
   RETURN_IF_ERROR(OnMemcpyHtoDAsync(req, rep));
@@ -104,17 +103,17 @@ Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {
 
 Result<const std::byte*> Session::HtoDSource(const v1::MemcpyHtoDRequest& req) const {
   RETURN_IF_ERROR(CheckDeviceRange(req.dst(), req.size(), "destination"));
-  ASSIGN_OR_RETURN(const std::byte* src, HostSource(req.src(), req.size()));
+  ASSIGN_OR_RETURN(const std::byte* src, staging_.Source(req.src(), req.size()));
   RETURN_IF_ERROR(streams_.Check(req.stream()));
   return src;
 }
 
 Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) {
-  RETURN_IF_ERROR(CheckStagingSlot(req.staging_slot()));
+  RETURN_IF_ERROR(staging_.CheckSlot(req.staging_slot()));
   const uint32_t slot = req.staging_slot();
   Result<const std::byte*> src = HtoDSource(req);
   if (!src.ok()) {
-    ReleaseStagingSlot(slot);
+    staging_.ReleaseSlot(slot);
     return src.status();
   }
   // Bytes that came in the frame die with it: the copy keeps its own until done.
@@ -129,12 +128,12 @@ Status Session::OnMemcpyHtoDAsync(const v1::MemcpyHtoDRequest& req, v1::Empty&) 
     return dev->Check(dev->drv().cuMemcpyHtoDAsync(dst, from, size, s), "cuMemcpyHtoDAsync");
   });
   if (!sub.ok()) {
-    ReleaseStagingSlot(slot);
+    staging_.ReleaseSlot(slot);
     return sub;
   }
   if (keep || slot)
     work_->WhenDone(req.stream(), [self = shared_from_this(), keep, slot](const Status&) {
-      self->ReleaseStagingSlot(slot);
+      self->staging_.ReleaseSlot(slot);
     });
   return OkStatus();
 }
@@ -146,7 +145,7 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
   std::shared_ptr<v1::MemcpyDtoHReply> out;
   std::byte* dst = nullptr;
   if (req.to_arena()) {
-    ASSIGN_OR_RETURN(dst, ArenaRange(req.dst_arena_offset(), req.size()));
+    ASSIGN_OR_RETURN(dst, staging_.Range(req.dst_arena_offset(), req.size()));
   } else {
     if (req.size() + kInlineOverhead > channel_->max_body())
       return Error(err::kInvalidValue, "an inline copy of " + std::to_string(req.size()) +
@@ -169,7 +168,7 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
 Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) {
   if (!req.to_arena())
     return Error(err::kInvalidValue, "an asynchronous device-to-host copy needs arena memory");
-  ASSIGN_OR_RETURN(std::byte * dst, ArenaRange(req.dst_arena_offset(), req.size()));
+  ASSIGN_OR_RETURN(std::byte * dst, staging_.Range(req.dst_arena_offset(), req.size()));
   const uint64_t src = req.src(), size = req.size();
   return work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
     return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoHAsync");

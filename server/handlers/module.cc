@@ -57,17 +57,22 @@ std::string ChosenEntry(const std::string& img, uint32_t arch, bool ptx_only) {
 
 }  // namespace
 
-Result<CUmodule> Session::LoadModule(const FatbinImages& images, std::string* how) {
+namespace {
+
+// Loads a module from `images`; `how` says which image or linked PTX it used.
+Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, std::string* how) {
+  const DriverTable& drv = dev.drv();
+  auto Check = [&](CUresult r, const char* what) { return dev.Check(r, what); };
   CUmodule mod = nullptr;
   if (images.images.empty()) return Error(err::kInvalidPtx, "no fat binary images");
-  const auto& attrs = env_.device->info().attributes();
+  const auto& attrs = dev.info().attributes();
   auto attr = [&](int a) { return a < attrs.size() ? attrs[a] : 0; };
   const uint32_t arch = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
                         attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-  const bool ptx_only = drv().emulated;
+  const bool ptx_only = drv.emulated;
   // images[0] is the whole program (v1) or, for -rdc (v2), the device-linked
   // fatbin: machine code only. A GPU of that architecture loads it as it is.
-  CUresult r = drv().cuModuleLoadData(&mod, images.images[0].data());
+  CUresult r = drv.cuModuleLoadData(&mod, images.images[0].data());
   if (r == CUDA_SUCCESS) {
     *how = (images.rdc ? "device-linked image " : "image ") +
            ChosenEntry(images.images[0], arch, ptx_only);
@@ -77,25 +82,27 @@ Result<CUmodule> Session::LoadModule(const FatbinImages& images, std::string* ho
     return Check(r, "cuModuleLoadData");
   // Otherwise link the per-translation-unit fatbins (their PTX) into one module.
   CUlinkState link = nullptr;
-  RETURN_IF_ERROR(Check(drv().cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
+  RETURN_IF_ERROR(Check(drv.cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
   Status st;
   *how = "linked";
   for (size_t i = 1; i < images.images.size() && st.ok(); ++i) {
     const std::string& img = images.images[i];
     *how += " " + ChosenEntry(img, arch, true);
-    st = Check(drv().cuLinkAddData(link, CU_JIT_INPUT_FATBINARY, const_cast<char*>(img.data()),
-                                   img.size(), "tenant", 0, nullptr, nullptr),
+    st = Check(drv.cuLinkAddData(link, CU_JIT_INPUT_FATBINARY, const_cast<char*>(img.data()),
+                                 img.size(), "tenant", 0, nullptr, nullptr),
                "cuLinkAddData");
   }
   *how += " of " + std::to_string(images.images.size() - 1) + " translation units";
   void* cubin = nullptr;
   size_t cubin_size = 0;
-  if (st.ok()) st = Check(drv().cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete");
-  if (st.ok()) st = Check(drv().cuModuleLoadData(&mod, cubin), "cuModuleLoadData");
-  (void)drv().cuLinkDestroy(link);
+  if (st.ok()) st = Check(drv.cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete");
+  if (st.ok()) st = Check(drv.cuModuleLoadData(&mod, cubin), "cuModuleLoadData");
+  (void)drv.cuLinkDestroy(link);
   if (!st.ok()) return st;
   return mod;
 }
+
+}  // namespace
 
 Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
                                  v1::RegisterModuleReply& rep) {
@@ -119,16 +126,16 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
     }
     digest = fatbin::ImagesDigest(views);
     if (digest != req.hash())
-      Log(Level::kWarn, "module", {{"tenant", tenant_}, {"event", "hash_mismatch"}});
+      Log(Level::kWarn, "module", {{"tenant", who_.tenant}, {"event", "hash_mismatch"}});
     images = std::move(fresh);
   }
   const std::string first_kernel = req.kernels_size() ? req.kernels(0) : "";
   std::string how;
   const std::string offered = OfferedImages(*images);
-  Result<CUmodule> loaded = LoadModule(*images, &how);
+  Result<CUmodule> loaded = LoadModule(*env_.device, *images, &how);
   if (!loaded.ok()) {
     Log(Level::kWarn, "module",
-        {{"tenant", tenant_},
+        {{"tenant", who_.tenant},
          {"event", "refused"},
          {"offered", offered},
          {"kernels", req.kernels_size()},
@@ -194,7 +201,7 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
     v->set_size(size);
   }
   Log(missing_count ? Level::kWarn : Level::kInfo, "module",
-      {{"tenant", tenant_},
+      {{"tenant", who_.tenant},
        {"event", "loaded"},
        {"module", module_id},
        {"offered", offered},

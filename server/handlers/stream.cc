@@ -27,10 +27,7 @@ Status Session::OnStreamCreate(const v1::StreamCreateRequest& req, v1::HandleRep
   uint64_t id = next_handle_++;
   streams_.Put(id, s);
   work_->AddStream(id, s, !(req.flags() & kNonBlocking));
-  {
-    std::lock_guard lock(out_mu_);
-    mapped_.insert(s);
-  }
+  { output_.Map(s); }
   rep.set_handle(id);
   return OkStatus();
 }
@@ -130,12 +127,7 @@ Status Session::OnDeviceSynchronize(const v1::Empty&, v1::Empty&) {
 
 Status Session::OnDeviceReset(const v1::Empty&, v1::Empty&) {
   Held held = TakeAll();
-  {
-    std::lock_guard lock(err_mu_);
-    sticky_ = OkStatus();
-    deferred_ = OkStatus();
-    has_errors_.store(false, std::memory_order_release);
-  }
+  failures_.Clear();
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
