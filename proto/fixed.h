@@ -113,9 +113,13 @@ REMORA_FIXED_MESSAGE(LaunchRequest) {
 // from a fixed-layout body; Of() views a protobuf-decoded request.
 class LaunchView {
  public:
-#define REMORA_VIEW_FIELD(T, name)          \
-  T name() const { return name##_; }        \
-  void set_##name(T v) { name##_ = v; }
+#define REMORA_VIEW_FIELD(T, name) \
+  T name() const {                 \
+    return name##_;                \
+  }                                \
+  void set_##name(T v) {           \
+    name##_ = v;                   \
+  }
   REMORA_VIEW_FIELD(uint64_t, kernel)
   REMORA_VIEW_FIELD(uint64_t, stream)
   REMORA_VIEW_FIELD(uint32_t, grid_x)
@@ -127,9 +131,15 @@ class LaunchView {
   REMORA_VIEW_FIELD(uint32_t, shared_bytes)
   REMORA_VIEW_FIELD(bool, cooperative)
 #undef REMORA_VIEW_FIELD
-  std::string_view params() const { return params_; }
-  void set_params(const char* p, size_t n) { params_ = std::string_view(p, n); }
-  void Clear() { *this = LaunchView(); }
+  std::string_view params() const {
+    return params_;
+  }
+  void set_params(const char* p, size_t n) {
+    params_ = std::string_view(p, n);
+  }
+  void Clear() {
+    *this = LaunchView();
+  }
 
   static LaunchView Of(const v1::LaunchRequest& r) {
     LaunchView v;

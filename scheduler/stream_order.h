@@ -35,7 +35,7 @@ template <class Payload, class Event = uint64_t>
 class StreamOrder {
  public:
   struct Item {
-    uint64_t index = 0;                               // from 1, in its stream
+    uint64_t index = 0;                                // from 1, in its stream
     std::vector<std::pair<uint64_t, uint64_t>> after;  // (stream, index) issued first
     Payload payload;
   };

@@ -468,20 +468,17 @@ Status IssueLaunch(Device& dev, CUstream s, const Executor::LaunchArgs& a) {
     // cuLaunchCooperativeKernel takes one pointer per parameter, never a packed buffer.
     std::vector<void*> args;
     args.reserve(a.cooperative->size());
-    for (uint32_t off : *a.cooperative)
-      args.push_back(const_cast<char*>(a.params.data()) + off);
-    return dev.Check(
-        drv.cuLaunchCooperativeKernel(a.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0],
-                                      a.block[1], a.block[2], a.shared, s,
-                                      args.empty() ? nullptr : args.data()),
-        "cuLaunchCooperativeKernel");
+    for (uint32_t off : *a.cooperative) args.push_back(const_cast<char*>(a.params.data()) + off);
+    return dev.Check(drv.cuLaunchCooperativeKernel(a.fn, a.grid[0], a.grid[1], a.grid[2],
+                                                   a.block[0], a.block[1], a.block[2], a.shared, s,
+                                                   args.empty() ? nullptr : args.data()),
+                     "cuLaunchCooperativeKernel");
   }
   size_t size = a.params.size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<char*>(a.params.data()),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  return dev.Check(drv.cuLaunchKernel(a.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0],
-                                      a.block[1], a.block[2], a.shared, s, nullptr,
-                                      size ? extra : nullptr),
+  return dev.Check(drv.cuLaunchKernel(a.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1],
+                                      a.block[2], a.shared, s, nullptr, size ? extra : nullptr),
                    "cuLaunchKernel");
 }
 

@@ -174,11 +174,11 @@ class Executor {
   const bool timing_events_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::unique_ptr<sched::DispatchQueue> order_;  // guarded by mu_
+  std::unique_ptr<sched::DispatchQueue> order_;                  // guarded by mu_
   std::unordered_map<uint64_t, std::weak_ptr<Tenant>> tenants_;  // guarded by mu_
-  std::unordered_set<Tenant*> granted_;  // guarded by mu_: tenants that may hold permits
+  std::unordered_set<Tenant*> granted_;       // guarded by mu_: tenants that may hold permits
   std::unique_ptr<std::vector<Poll>> polls_;  // guarded by mu_ (a pointer: Poll is incomplete here)
-  std::mutex pool_mu_;  // guards the event pools
+  std::mutex pool_mu_;                        // guards the event pools
   std::vector<CUevent> markers_;
   std::vector<CUevent> timers_;
   uint64_t pool_epoch_ = 0;  // of markers_ and timers_
