@@ -28,6 +28,11 @@ namespace {
 // arms the channel and moves on.
 constexpr auto kServeSpin = std::chrono::microseconds(50);
 
+void LogPeerGone(uint64_t session, const std::string& tenant, const Status& why) {
+  Log(Level::kInfo, "session",
+      {{"event", "peer_gone"}, {"session", session}, {"tenant", tenant}, {"why", why.message()}});
+}
+
 }  // namespace
 
 Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, transport::PeerInfo peer,
@@ -94,11 +99,7 @@ void Session::Run() {
   while (st.ok() && !closing_) {
     st = channel_->Receive(f, Deadline::Never());
     if (!st.ok()) {
-      Log(Level::kInfo, "session",
-          {{"event", "peer_gone"},
-           {"session", id_},
-           {"tenant", who_.tenant},
-           {"why", st.message()}});
+      LogPeerGone(id_, who_.tenant, st);
       break;
     }
     {
@@ -140,11 +141,7 @@ bool Session::ServeReady() {
       continue;
     }
     if (st.code() != err::kNotReady) {
-      Log(Level::kInfo, "session",
-          {{"event", "peer_gone"},
-           {"session", id_},
-           {"tenant", who_.tenant},
-           {"why", st.message()}});
+      LogPeerGone(id_, who_.tenant, st);
       break;
     }
     // Read the clock now and then only: on a VM it costs more than a look at the ring.
