@@ -255,11 +255,10 @@ bool PackParams(const Kernel& k, void** args, std::string* out) {
   return true;
 }
 
-cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                   cudaStream_t stream, bool cooperative) {
-  if (!k) return RecordError(cudaErrorInvalidDeviceFunction);
-  Connection& c = Connection::Get();
-  if (cudaError_t e = c.Ensure()) return RecordError(e);
+namespace {
+
+// The device's limits on a launch's shape.
+bool ConfigurationFits(dim3 grid, dim3 block) {
   const cudaDeviceProp& p = St().prop;
   uint64_t threads = uint64_t{block.x} * block.y * block.z;
   int max_threads = p.maxThreadsPerBlock > 0 ? p.maxThreadsPerBlock : 1024;
@@ -269,7 +268,39 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
       over(block.y, p.maxThreadsDim[1]) || over(block.z, p.maxThreadsDim[2]) ||
       over(grid.x, p.maxGridSize[0]) || over(grid.y, p.maxGridSize[1]) ||
       over(grid.z, p.maxGridSize[2]))
-    return RecordError(cudaErrorInvalidConfiguration);
+    return false;
+  return true;
+}
+
+}  // namespace
+
+cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
+                       size_t shared_bytes, cudaStream_t stream, bool cooperative) {
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return RecordError(e);
+  if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
+  if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
+  thread_local v1::LaunchRequest req;
+  req.set_params(params.data(), params.size());
+  req.set_kernel(k.handle);
+  req.set_grid_x(grid.x);
+  req.set_grid_y(grid.y);
+  req.set_grid_z(grid.z);
+  req.set_block_x(block.x);
+  req.set_block_y(block.y);
+  req.set_block_z(block.z);
+  req.set_shared_bytes(static_cast<uint32_t>(shared_bytes));
+  req.set_stream(StreamId(stream));
+  req.set_cooperative(cooperative);
+  return RecordError(c.Post(CallId::kLaunchKernel, req));
+}
+
+cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
+                   cudaStream_t stream, bool cooperative) {
+  if (!k) return RecordError(cudaErrorInvalidDeviceFunction);
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return RecordError(e);
+  if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
   if (cudaError_t e = EnsureRegistered(*k)) {
     if (TraceEnabled()) TraceLocal("LaunchKernel", k->name, e, "its module did not register");
     return RecordError(e);
@@ -281,19 +312,9 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
     return RecordError(cudaErrorInvalidDeviceFunction);
   }
 
-  thread_local v1::LaunchRequest req;
-  if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
-  req.set_kernel(k->handle);
-  req.set_grid_x(grid.x);
-  req.set_grid_y(grid.y);
-  req.set_grid_z(grid.z);
-  req.set_block_x(block.x);
-  req.set_block_y(block.y);
-  req.set_block_z(block.z);
-  req.set_shared_bytes(static_cast<uint32_t>(shared_bytes));
-  req.set_stream(StreamId(stream));
-  req.set_cooperative(cooperative);
-  return RecordError(c.Post(CallId::kLaunchKernel, req));
+  thread_local std::string params;
+  if (!PackParams(*k, args, &params)) return RecordError(cudaErrorInvalidValue);
+  return PostLaunch(*k, grid, block, params, shared_bytes, stream, cooperative);
 }
 
 void PushConfig(const LaunchConfig& c) {

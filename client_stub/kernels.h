@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proto/status.h"
@@ -78,6 +79,11 @@ cudaError_t EnsureRegistered(Kernel& k);
 // synchronising call.
 cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
                    cudaStream_t stream, bool cooperative = false);
+
+// Posts a launch of `k`, whose handle and layout the server gave (`params`: its param_bytes
+// packed), after the same configuration checks as Launch. The driver API's cuLaunchKernel.
+cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
+                       size_t shared_bytes, cudaStream_t stream, bool cooperative = false);
 
 // The variable whose host shadow is `symbol`, registered with the server.
 // Errors: cudaErrorInvalidSymbol if unknown; registration errors.

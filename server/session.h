@@ -282,6 +282,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // keeping `keep` alive until then.
   void ReleaseChargedWhenDone(CUdeviceptr p, uint64_t bytes,
                               std::shared_ptr<const void> keep = nullptr);
+  // Describes kernel `fn` of module `module_id` into `k` (its parameters and attributes) and
+  // enters it in kernels_ under a new handle.
+  void DescribeKernel(CUfunction fn, const std::string& name, uint64_t module_id,
+                      v1::KernelLayout& k);
   // ---- cuBLAS (handlers/blas.cc) ----
   // Checks a routine's request against the tenant's tables and builds the
   // call; `host_result`: the call is BlasSync (its value goes in the reply).

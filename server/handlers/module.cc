@@ -158,34 +158,7 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
       AppendCapped(missing, missing_count, name);
       continue;
     }
-    v1::KernelLayout* k = rep.add_kernels();
-    k->set_name(name);
-    uint32_t bytes = 0;
-    std::vector<uint32_t> offsets;
-    for (size_t i = 0;; ++i) {
-      size_t off = 0, size = 0;
-      if (drv().cuFuncGetParamInfo(fn, i, &off, &size) != CUDA_SUCCESS) break;
-      offsets.push_back(static_cast<uint32_t>(off));
-      k->add_offsets(static_cast<uint32_t>(off));
-      k->add_sizes(static_cast<uint32_t>(size));
-      bytes = std::max<uint32_t>(bytes, static_cast<uint32_t>(off + size));
-    }
-    k->set_param_bytes(bytes);
-    auto attr = [&](CUfunction_attribute a) {
-      int v = 0;
-      (void)drv().cuFuncGetAttribute(&v, a, fn);
-      return v;
-    };
-    k->set_max_threads_per_block(attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
-    k->set_shared_size_bytes(attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
-    k->set_local_size_bytes(attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
-    k->set_num_regs(attr(CU_FUNC_ATTRIBUTE_NUM_REGS));
-    k->set_ptx_version(attr(CU_FUNC_ATTRIBUTE_PTX_VERSION));
-    k->set_binary_version(attr(CU_FUNC_ATTRIBUTE_BINARY_VERSION));
-    k->set_const_size_bytes(attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
-    uint64_t handle = next_handle_++;
-    k->set_handle(handle);
-    kernels_.Put(handle, Kernel{fn, bytes, module_id, std::move(offsets)});
+    DescribeKernel(fn, name, module_id, *rep.add_kernels());
   }
   for (const std::string& name : req.variables()) {
     CUdeviceptr p = 0;
@@ -211,6 +184,49 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
        {"variables_found", rep.variables_size()},
        {"missing_count", missing_count},
        {"missing", missing}});
+  return OkStatus();
+}
+
+void Session::DescribeKernel(CUfunction fn, const std::string& name, uint64_t module_id,
+                             v1::KernelLayout& k) {
+  k.set_name(name);
+  uint32_t bytes = 0;
+  std::vector<uint32_t> offsets;
+  for (size_t i = 0;; ++i) {
+    size_t off = 0, size = 0;
+    if (drv().cuFuncGetParamInfo(fn, i, &off, &size) != CUDA_SUCCESS) break;
+    offsets.push_back(static_cast<uint32_t>(off));
+    k.add_offsets(static_cast<uint32_t>(off));
+    k.add_sizes(static_cast<uint32_t>(size));
+    bytes = std::max<uint32_t>(bytes, static_cast<uint32_t>(off + size));
+  }
+  k.set_param_bytes(bytes);
+  auto attr = [&](CUfunction_attribute a) {
+    int v = 0;
+    (void)drv().cuFuncGetAttribute(&v, a, fn);
+    return v;
+  };
+  k.set_max_threads_per_block(attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+  k.set_shared_size_bytes(attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
+  k.set_local_size_bytes(attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
+  k.set_num_regs(attr(CU_FUNC_ATTRIBUTE_NUM_REGS));
+  k.set_ptx_version(attr(CU_FUNC_ATTRIBUTE_PTX_VERSION));
+  k.set_binary_version(attr(CU_FUNC_ATTRIBUTE_BINARY_VERSION));
+  k.set_const_size_bytes(attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
+  const uint64_t handle = next_handle_++;
+  k.set_handle(handle);
+  kernels_.Put(handle, Kernel{fn, bytes, module_id, std::move(offsets)});
+}
+
+// The driver API names a kernel only after its module loaded (cuModuleGetFunction).
+Status Session::OnModuleGetFunction(const v1::ModuleFunctionRequest& req, v1::KernelLayout& rep) {
+  ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
+  CUfunction fn = nullptr;
+  if (CUresult r = drv().cuModuleGetFunction(&fn, m->mod, req.name().c_str()); r != CUDA_SUCCESS)
+    return Error(err::kInvalidDeviceFunction, "the module has no kernel named " + req.name() +
+                                                  " (" + Check(r, "cuModuleGetFunction").message() +
+                                                  ")");
+  DescribeKernel(fn, req.name(), req.module(), rep);
   return OkStatus();
 }
 

@@ -1,0 +1,207 @@
+// tests/cuda/kernels/driver_api.cpp - a program on the CUDA driver API alone, as driver-API
+// samples are written: cuInit, a context, modules loaded at run time from a fat binary (in
+// memory) and from PTX (a file), kernels found by name and launched with kernelParams and with
+// a packed `extra` buffer, streams, events and copies; results checked against the CPU on
+// random data, and the driver's errors for its common mistakes.
+//
+// Usage: driver_api FATBIN PTX   (driver_kernels.cu built with nvcc -fatbin and nvcc -ptx)
+#include <cuda.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#define CU_CHECK(call) ExpectCu((call), CUDA_SUCCESS, #call, __LINE__)
+#define CU_EXPECT(call, want) ExpectCu((call), (want), #call, __LINE__)
+
+static void ExpectCu(CUresult got, CUresult want, const char* what, int line) {
+  if (got == want) return;
+  const char* name = nullptr;
+  if (cuGetErrorName(got, &name) != CUDA_SUCCESS) name = "?";
+  std::printf("FAIL: line %d: %s -> %s (%d), expected %d\n", line, what, name,
+              static_cast<int>(got), static_cast<int>(want));
+  std::exit(1);
+}
+
+static std::string ReadFile(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::printf("FAIL: cannot read %s\n", path);
+    std::exit(1);
+  }
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// y = a*x + y over n floats, with the module's saxpy, both ways of passing parameters.
+static void Saxpy(CUfunction f, CUstream s, int n, std::mt19937& rng, bool packed) {
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> x(n), y(n), want(n), got(n);
+  const float a = dist(rng);
+  for (int i = 0; i < n; ++i) {
+    x[i] = dist(rng);
+    y[i] = dist(rng);
+    want[i] = a * x[i] + y[i];
+  }
+  CUdeviceptr dx = 0, dy = 0;
+  CU_CHECK(cuMemAlloc(&dx, n * sizeof(float)));
+  CU_CHECK(cuMemAlloc(&dy, n * sizeof(float)));
+  CU_CHECK(cuMemcpyHtoD(dx, x.data(), n * sizeof(float)));
+  CU_CHECK(cuMemcpyHtoDAsync(dy, y.data(), n * sizeof(float), s));
+  if (packed) {
+    struct {
+      int n;
+      float a;
+      CUdeviceptr x, y;  // 8-aligned, as the kernel's parameters are laid out
+    } args{n, a, dx, dy};
+    size_t size = sizeof args;
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    CU_CHECK(cuLaunchKernel(f, 4, 1, 1, 128, 1, 1, 0, s, nullptr, extra));
+  } else {
+    void* params[] = {&n, const_cast<float*>(&a), &dx, &dy};
+    CU_CHECK(cuLaunchKernel(f, 4, 1, 1, 128, 1, 1, 0, s, params, nullptr));
+  }
+  CU_CHECK(cuMemcpyDtoHAsync(got.data(), dy, n * sizeof(float), s));
+  CU_CHECK(cuStreamSynchronize(s));
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(got[i] - want[i]) > 1e-5f) {
+      std::printf("FAIL: saxpy (%s) y[%d] = %f, expected %f\n", packed ? "extra" : "params", i,
+                  got[i], want[i]);
+      std::exit(1);
+    }
+  CU_CHECK(cuMemFree(dx));
+  CU_CHECK(cuMemFree(dy));
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::printf("FAIL: usage: driver_api FATBIN PTX\n");
+    return 2;
+  }
+  // Before cuInit every call fails so.
+  int count = 0;
+  CU_EXPECT(cuDeviceGetCount(&count), CUDA_ERROR_NOT_INITIALIZED);
+  CU_CHECK(cuInit(0));
+  CU_CHECK(cuDeviceGetCount(&count));
+  if (count < 1) {
+    std::printf("FAIL: no device\n");
+    return 1;
+  }
+  int version = 0;
+  CU_CHECK(cuDriverGetVersion(&version));
+  CUdevice dev = 0;
+  CU_CHECK(cuDeviceGet(&dev, 0));
+  CU_EXPECT(cuDeviceGet(&dev, count), CUDA_ERROR_INVALID_DEVICE);
+  char name[256] = {};
+  CU_CHECK(cuDeviceGetName(name, sizeof name, dev));
+  int major = 0, sms = 0;
+  CU_CHECK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+  CU_CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  size_t total = 0;
+  CU_CHECK(cuDeviceTotalMem(&total, dev));
+  if (major < 1 || sms < 1 || total == 0 || name[0] == '\0') {
+    std::printf("FAIL: device %s: cc %d, %d SMs, %zu bytes\n", name, major, sms, total);
+    return 1;
+  }
+
+  // No context yet: device work is refused.
+  CUdeviceptr early = 0;
+  CU_EXPECT(cuMemAlloc(&early, 256), CUDA_ERROR_INVALID_CONTEXT);
+  CUcontext ctx = nullptr, current = nullptr;
+  CU_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU_CHECK(cuCtxSetCurrent(ctx));
+  CU_CHECK(cuCtxGetCurrent(&current));
+  if (current != ctx) {
+    std::printf("FAIL: the current context is not the one set\n");
+    return 1;
+  }
+  size_t free_bytes = 0, total_bytes = 0;
+  CU_CHECK(cuMemGetInfo(&free_bytes, &total_bytes));
+
+  std::mt19937 rng(7);
+  // A fat binary in memory, as cuModuleLoadData takes it.
+  const std::string fatbin = ReadFile(argv[1]);
+  CUmodule from_fatbin = nullptr;
+  CU_CHECK(cuModuleLoadData(&from_fatbin, fatbin.data()));
+  CUfunction saxpy = nullptr, sum64 = nullptr, missing = nullptr;
+  CU_CHECK(cuModuleGetFunction(&saxpy, from_fatbin, "saxpy"));
+  CU_CHECK(cuModuleGetFunction(&sum64, from_fatbin, "sum64"));
+  CU_EXPECT(cuModuleGetFunction(&missing, from_fatbin, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+  int max_threads = 0;
+  CU_CHECK(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, saxpy));
+  if (max_threads < 128) {
+    std::printf("FAIL: saxpy allows %d threads a block\n", max_threads);
+    return 1;
+  }
+  CUstream s = nullptr;
+  CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  Saxpy(saxpy, s, 10000, rng, /*packed=*/false);
+  Saxpy(saxpy, s, 777, rng, /*packed=*/true);
+
+  // 64-bit values through shared memory and a 64-bit atomic, timed by events.
+  const int n = 5000;
+  std::vector<long long> v(n);
+  std::uniform_int_distribution<long long> big(-(1ll << 40), 1ll << 40);
+  unsigned long long want = 0;
+  for (long long& x : v) {
+    x = big(rng);
+    want += static_cast<unsigned long long>(x);
+  }
+  CUdeviceptr dv = 0, dsum = 0;
+  CU_CHECK(cuMemAlloc(&dv, n * sizeof(long long)));
+  CU_CHECK(cuMemAlloc(&dsum, sizeof(unsigned long long)));
+  CU_CHECK(cuMemcpyHtoD(dv, v.data(), n * sizeof(long long)));
+  CU_CHECK(cuMemsetD32(dsum, 0, 2));
+  CUevent start = nullptr, stop = nullptr;
+  CU_CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  CU_CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  CU_CHECK(cuEventRecord(start, s));
+  int nn = n;
+  void* params[] = {&dv, &nn, &dsum};
+  CU_CHECK(cuLaunchKernel(sum64, 1, 1, 1, 256, 1, 1, 256 * sizeof(long long), s, params, nullptr));
+  CU_CHECK(cuEventRecord(stop, s));
+  CU_CHECK(cuEventSynchronize(stop));
+  float ms = -1;
+  CU_CHECK(cuEventElapsedTime(&ms, start, stop));
+  unsigned long long got = 0;
+  CU_CHECK(cuMemcpyDtoH(&got, dsum, sizeof got));
+  if (got != want || ms < 0) {
+    std::printf("FAIL: sum64 = %llu, expected %llu (%.3f ms)\n", got, want, ms);
+    return 1;
+  }
+
+  // A 32-bit pattern whose bytes differ.
+  std::vector<unsigned int> pattern(1000);
+  CU_CHECK(cuMemsetD32(dv, 0xdeadbeefu, pattern.size()));
+  CU_CHECK(cuMemcpyDtoH(pattern.data(), dv, pattern.size() * 4));
+  for (unsigned int w : pattern)
+    if (w != 0xdeadbeefu) {
+      std::printf("FAIL: cuMemsetD32 wrote %08x\n", w);
+      return 1;
+    }
+
+  // PTX from a file, JIT-compiled by whoever runs it.
+  CUmodule from_ptx = nullptr;
+  CU_CHECK(cuModuleLoad(&from_ptx, argv[2]));
+  CUfunction saxpy_ptx = nullptr;
+  CU_CHECK(cuModuleGetFunction(&saxpy_ptx, from_ptx, "saxpy"));
+  Saxpy(saxpy_ptx, nullptr, 3000, rng, /*packed=*/false);
+  CU_CHECK(cuCtxSynchronize());
+
+  CU_CHECK(cuEventDestroy(start));
+  CU_CHECK(cuEventDestroy(stop));
+  CU_CHECK(cuStreamDestroy(s));
+  CU_CHECK(cuMemFree(dv));
+  CU_CHECK(cuMemFree(dsum));
+  CU_CHECK(cuModuleUnload(from_fatbin));
+  CU_CHECK(cuModuleUnload(from_ptx));
+  CU_CHECK(cuDevicePrimaryCtxRelease(dev));
+  std::printf("PASS\n");
+  return 0;
+}

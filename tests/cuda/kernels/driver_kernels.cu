@@ -1,0 +1,20 @@
+// tests/cuda/kernels/driver_kernels.cu - kernels a driver-API program loads by name at run time
+// (built with nvcc -fatbin and nvcc -ptx, never linked into a program).
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    y[i] = a * x[i] + y[i];
+}
+
+// One block's sum of 64-bit values in shared memory, added to *out.
+extern "C" __global__ void sum64(const long long* v, int n, unsigned long long* out) {
+  extern __shared__ long long partial[];
+  long long s = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
+  partial[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) partial[threadIdx.x] += partial[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(out, static_cast<unsigned long long>(partial[0]));
+}
