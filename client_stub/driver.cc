@@ -134,8 +134,10 @@ Result<std::vector<std::string>> ImagesOf(const void* image) {
   return out;
 }
 
-CUresult LoadModule(CUmodule* module, const void* image) {
-  if (CUresult r = NeedContext()) return r;
+// Loads `image` as a module of the session. A library (cuLibraryLoadData) is the same thing,
+// loaded without a current context: the session outlives contexts.
+CUresult LoadModule(DriverModule** module, const void* image, bool need_context = true) {
+  if (CUresult r = need_context ? NeedContext() : NeedInit()) return r;
   if (module == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Result<std::vector<std::string>> images = ImagesOf(image);
   if (!images.ok()) return CUDA_ERROR_INVALID_IMAGE;
@@ -152,8 +154,106 @@ CUresult LoadModule(CUmodule* module, const void* image) {
   if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return ToCu(e);
   auto m = std::make_unique<DriverModule>();
   m->id = rep.module();
-  *module = reinterpret_cast<CUmodule>(m.release());  // cuModuleUnload deletes it
+  *module = m.release();  // cuModuleUnload or cuLibraryUnload deletes it
   return CUDA_SUCCESS;
+}
+
+CUresult UnloadModule(DriverModule* module) {
+  if (CUresult r = NeedInit()) return r;
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  std::unique_ptr<DriverModule> m(module);
+  v1::UnregisterModuleRequest req;
+  req.set_module(m->id);
+  return ToCu(Connection::Get().Post(CallId::kUnregisterModule, req));
+}
+
+// Kernel `name` of `m`, asked of the server once; a CUfunction and a CUkernel alike.
+CUresult KernelOf(DriverModule* m, const char* name, Kernel** out) {
+  if (out == nullptr || m == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(m->mu);
+  std::unique_ptr<Kernel>& k = m->kernels[name];
+  if (!k) {
+    v1::ModuleFunctionRequest req;
+    req.set_module(m->id);
+    req.set_name(name);
+    v1::KernelLayout rep;
+    if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetFunction, req, &rep)) {
+      m->kernels.erase(name);
+      return e == cudaErrorInvalidDeviceFunction ? CUDA_ERROR_NOT_FOUND : ToCu(e);
+    }
+    k = std::make_unique<Kernel>();
+    k->name = name;
+    k->handle = rep.handle();
+    k->offsets.assign(rep.offsets().begin(), rep.offsets().end());
+    k->sizes.assign(rep.sizes().begin(), rep.sizes().end());
+    k->param_bytes = rep.param_bytes();
+    k->max_threads_per_block = rep.max_threads_per_block();
+    k->shared_size_bytes = rep.shared_size_bytes();
+    k->local_size_bytes = rep.local_size_bytes();
+    k->num_regs = rep.num_regs();
+    k->ptx_version = rep.ptx_version();
+    k->binary_version = rep.binary_version();
+    k->const_size_bytes = rep.const_size_bytes();
+  }
+  *out = k.get();
+  return CUDA_SUCCESS;
+}
+
+// Variable `name` of `m`: its address and size.
+CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* bytes) {
+  if (m == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  v1::ModuleFunctionRequest req;
+  req.set_module(m->id);
+  req.set_name(name);
+  v1::VariableInfo rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetGlobal, req, &rep))
+    return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
+  if (dptr) *dptr = rep.dptr();
+  if (bytes) *bytes = rep.size();
+  return CUDA_SUCCESS;
+}
+
+// A launch with `params` (one pointer per parameter) or `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER
+// and _SIZE: the parameters packed), never both.
+CUresult Launch(CUfunction fn, dim3 grid, dim3 block, unsigned int shared, CUstream s,
+                void** params, void** extra, bool cooperative) {
+  if (CUresult r = NeedContext()) return r;
+  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& k = *reinterpret_cast<const Kernel*>(fn);
+  std::string packed;
+  if (params != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (params != nullptr) {
+    if (!PackParams(k, params, &packed)) return CUDA_ERROR_INVALID_VALUE;
+  } else if (extra != nullptr) {
+    const void* buffer = nullptr;
+    const size_t* size = nullptr;
+    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
+        buffer = e[1];
+      else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE)
+        size = static_cast<const size_t*>(e[1]);
+      else
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (buffer == nullptr || size == nullptr || *size < k.param_bytes)
+      return CUDA_ERROR_INVALID_VALUE;
+    packed.assign(static_cast<const char*>(buffer), k.param_bytes);
+  } else if (k.param_bytes != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return ToCu(PostLaunch(k, grid, block, packed, shared, s, cooperative));
+}
+
+// Says once, on stderr, that launch attribute `id` is not served.
+CUresult RefuseAttribute(int id) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr,
+                 "remora: cuLaunchKernelEx: launch attribute %d is not served by Remora's "
+                 "libcuda.so.1 (the cooperative attribute is); the launch returns "
+                 "CUDA_ERROR_NOT_SUPPORTED\n",
+                 id);
+  return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 // Names the driver knows without a session.
@@ -301,6 +401,11 @@ CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
+  if (CUresult r = NeedDevice(dev)) return r;
+  return ToCu(cudaDeviceGetPCIBusId(id, len, dev));
+}
+
 // ---- Contexts: one per process, the session -----------------------------------
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
@@ -387,6 +492,15 @@ CUresult cuCtxGetDevice(CUdevice* dev) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  if (CUresult r = NeedInit()) return r;
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx != nullptr ? ctx != TheContext() : Current() == nullptr)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  *version = 3020;  // the context API's version, as NVIDIA's driver reports it
+  return CUDA_SUCCESS;
+}
+
 CUresult cuCtxSynchronize() {
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaDeviceSynchronize());
@@ -428,6 +542,16 @@ CUresult cuMemAllocHost(void** pp, size_t bytes) {
 CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaHostAlloc(pp, bytes, flags));  // CU_MEMHOSTALLOC_* are cudaHostAlloc*'s bits
+}
+
+CUresult cuMemHostRegister(void* p, size_t bytes, unsigned int flags) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaHostRegister(p, bytes, flags));  // CU_MEMHOSTREGISTER_* are cudaHostRegister*
+}
+
+CUresult cuMemHostUnregister(void* p) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaHostUnregister(p));
 }
 
 CUresult cuMemFreeHost(void* p) {
@@ -521,6 +645,26 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   return ToCu(cudaStreamWaitEvent(s, e, flags));
 }
 
+CUresult cuStreamCreateWithPriority(CUstream* s, unsigned int flags, int priority) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaStreamCreateWithPriority(s, flags, priority));
+}
+
+CUresult cuStreamGetPriority(CUstream s, int* priority) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaStreamGetPriority(s, priority));
+}
+
+CUresult cuStreamGetFlags(CUstream s, unsigned int* flags) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaStreamGetFlags(s, flags));
+}
+
+CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaDeviceGetStreamPriorityRange(least, greatest));
+}
+
 CUresult cuEventCreate(CUevent* e, unsigned int flags) {
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaEventCreateWithFlags(e, flags));
@@ -554,16 +698,17 @@ CUresult cuEventDestroy(CUevent e) {
 // ---- Modules and launches ------------------------------------------------------
 
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
-  return LoadModule(module, image);
+  return LoadModule(reinterpret_cast<DriverModule**>(module), image);
 }
 
 CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, CUjit_option*,
                             void**) {
-  return LoadModule(module, image);  // JIT options tune a compiler the server runs
+  // JIT options tune a compiler the server runs.
+  return LoadModule(reinterpret_cast<DriverModule**>(module), image);
 }
 
 CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
-  return LoadModule(module, fatbin);
+  return LoadModule(reinterpret_cast<DriverModule**>(module), fatbin);
 }
 
 CUresult cuModuleLoad(CUmodule* module, const char* path) {
@@ -573,48 +718,83 @@ CUresult cuModuleLoad(CUmodule* module, const char* path) {
   if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   bytes.push_back('\0');  // PTX text is read as a C string
-  return LoadModule(module, bytes.data());
+  return LoadModule(reinterpret_cast<DriverModule**>(module), bytes.data());
 }
 
 CUresult cuModuleUnload(CUmodule module) {
   if (CUresult r = NeedContext()) return r;
-  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  std::unique_ptr<DriverModule> m(reinterpret_cast<DriverModule*>(module));
-  v1::UnregisterModuleRequest req;
-  req.set_module(m->id);
-  return ToCu(Connection::Get().Post(CallId::kUnregisterModule, req));
+  return UnloadModule(reinterpret_cast<DriverModule*>(module));
 }
 
 CUresult cuModuleGetFunction(CUfunction* fn, CUmodule module, const char* name) {
   if (CUresult r = NeedContext()) return r;
-  if (fn == nullptr || module == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  auto* m = reinterpret_cast<DriverModule*>(module);
-  std::lock_guard lock(m->mu);
-  std::unique_ptr<Kernel>& k = m->kernels[name];
-  if (!k) {
-    v1::ModuleFunctionRequest req;
-    req.set_module(m->id);
-    req.set_name(name);
-    v1::KernelLayout rep;
-    if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetFunction, req, &rep)) {
-      m->kernels.erase(name);
-      return e == cudaErrorInvalidDeviceFunction ? CUDA_ERROR_NOT_FOUND : ToCu(e);
-    }
-    k = std::make_unique<Kernel>();
-    k->name = name;
-    k->handle = rep.handle();
-    k->offsets.assign(rep.offsets().begin(), rep.offsets().end());
-    k->sizes.assign(rep.sizes().begin(), rep.sizes().end());
-    k->param_bytes = rep.param_bytes();
-    k->max_threads_per_block = rep.max_threads_per_block();
-    k->shared_size_bytes = rep.shared_size_bytes();
-    k->local_size_bytes = rep.local_size_bytes();
-    k->num_regs = rep.num_regs();
-    k->ptx_version = rep.ptx_version();
-    k->binary_version = rep.binary_version();
-    k->const_size_bytes = rep.const_size_bytes();
-  }
-  *fn = reinterpret_cast<CUfunction>(k.get());
+  return KernelOf(reinterpret_cast<DriverModule*>(module), name, reinterpret_cast<Kernel**>(fn));
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, const char* name) {
+  if (CUresult r = NeedContext()) return r;
+  return GlobalOf(reinterpret_cast<DriverModule*>(module), name, dptr, bytes);
+}
+
+// Libraries: modules loaded with no context current, whose kernels (CUkernel, usable as a
+// CUfunction) outlive contexts. The session is both here.
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
+                           unsigned int, CUlibraryOption*, void**, unsigned int) {
+  return LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false);
+}
+
+CUresult cuLibraryUnload(CUlibrary library) {
+  return UnloadModule(reinterpret_cast<DriverModule*>(library));
+}
+
+CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
+  if (CUresult r = NeedInit()) return r;
+  return KernelOf(reinterpret_cast<DriverModule*>(library), name,
+                  reinterpret_cast<Kernel**>(kernel));
+}
+
+CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
+  if (CUresult r = NeedContext()) return r;
+  if (module == nullptr || library == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *module = reinterpret_cast<CUmodule>(library);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  if (CUresult r = NeedContext()) return r;
+  return GlobalOf(reinterpret_cast<DriverModule*>(library), name, dptr, bytes);
+}
+
+CUresult cuKernelGetFunction(CUfunction* fn, CUkernel kernel) {
+  if (CUresult r = NeedContext()) return r;
+  if (fn == nullptr || kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *fn = reinterpret_cast<CUfunction>(kernel);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attrib, int value) {
+  if (CUresult r = NeedContext()) return r;
+  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  v1::FuncAttributeRequest req;
+  req.set_kernel(reinterpret_cast<const Kernel*>(fn)->handle);
+  req.set_attribute(attrib);
+  req.set_value(value);
+  v1::Empty rep;
+  return ToCu(Connection::Get().Call(CallId::kFuncSetAttribute, req, &rep));
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction fn, int block_size,
+                                                     size_t dynamic_shared) {
+  if (CUresult r = NeedContext()) return r;
+  if (blocks == nullptr || fn == nullptr || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  v1::OccupancyRequest req;
+  req.set_kernel(reinterpret_cast<const Kernel*>(fn)->handle);
+  req.set_block_size(block_size);
+  req.set_dynamic_shared(dynamic_shared);
+  v1::IntReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kOccupancyMaxActiveBlocks, req, &rep))
+    return ToCu(e);
+  *blocks = static_cast<int>(rep.value());
   return CUDA_SUCCESS;
 }
 
@@ -649,36 +829,38 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction 
   }
 }
 
-// kernelParams (one pointer per parameter) or extra (CU_LAUNCH_PARAM_BUFFER_POINTER and
-// _SIZE: the parameters packed), never both.
 CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                         CUstream s, void** params, void** extra) {
-  if (CUresult r = NeedContext()) return r;
-  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  const auto& k = *reinterpret_cast<const Kernel*>(fn);
-  std::string packed;
-  if (params != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (params != nullptr) {
-    if (!PackParams(k, params, &packed)) return CUDA_ERROR_INVALID_VALUE;
-  } else if (extra != nullptr) {
-    const void* buffer = nullptr;
-    const size_t* size = nullptr;
-    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
-      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
-        buffer = e[1];
-      else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE)
-        size = static_cast<const size_t*>(e[1]);
-      else
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (buffer == nullptr || size == nullptr || *size < k.param_bytes)
-      return CUDA_ERROR_INVALID_VALUE;
-    packed.assign(static_cast<const char*>(buffer), k.param_bytes);
-  } else if (k.param_bytes != 0) {
-    return CUDA_ERROR_INVALID_VALUE;
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, extra, false);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz,
+                                   unsigned int shared, CUstream s, void** params) {
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, nullptr, true);
+}
+
+// The cooperative attribute is served; a priority the stream already has is the launch's.
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** params,
+                          void** extra) {
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+      cooperative = a.value.cooperative != 0;
+    else
+      return RefuseAttribute(a.id);
   }
-  return ToCu(PostLaunch(k, dim3(gx, gy, gz), dim3(bx, by, bz), packed, shared, s));
+  return Launch(fn, dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
+                dim3(config->blockDimX, config->blockDimY, config->blockDimZ),
+                config->sharedMemBytes, config->hStream, params, extra, cooperative);
+}
+
+CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaLaunchHostFunc(s, fn, data));
 }
 
 // ---- Entry points by name ------------------------------------------------------

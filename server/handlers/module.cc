@@ -230,6 +230,21 @@ Status Session::OnModuleGetFunction(const v1::ModuleFunctionRequest& req, v1::Ke
   return OkStatus();
 }
 
+Status Session::OnModuleGetGlobal(const v1::ModuleFunctionRequest& req, v1::VariableInfo& rep) {
+  ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
+  CUdeviceptr p = 0;
+  size_t size = 0;
+  if (CUresult r = drv().cuModuleGetGlobal(&p, &size, m->mod, req.name().c_str());
+      r != CUDA_SUCCESS)
+    return Error(err::kInvalidSymbol, "the module has no variable named " + req.name() + " (" +
+                                          Check(r, "cuModuleGetGlobal").message() + ")");
+  symbols_.Add(p, size);  // the tenant's to copy to and from from now on
+  rep.set_name(req.name());
+  rep.set_dptr(p);
+  rep.set_size(size);
+  return OkStatus();
+}
+
 Status Session::OnUnregisterModule(const v1::UnregisterModuleRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
   kernels_.EraseIf([&](const Kernel& k) { return k.module == req.module(); });

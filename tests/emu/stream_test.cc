@@ -338,6 +338,9 @@ TEST_F(EmuStream, CancelStopsARunningKernelAndDropsQueuedWorkButNotLaterWork) {
   CUdeviceptr started;
   ASSERT_EQ(api.cuMemAlloc(&started, 4), CUDA_SUCCESS);
   ASSERT_EQ(api.cuMemsetD32(started, 0, 1), CUDA_SUCCESS);
+  // A device memset is asynchronous, and a non-blocking stream does not wait for it: were it
+  // to land after the kernel's first atomics, `started` would read 0 for ever.
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
   CUstream s, other;
   ASSERT_EQ(api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   ASSERT_EQ(api.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);

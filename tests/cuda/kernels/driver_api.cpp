@@ -7,6 +7,7 @@
 // Usage: driver_api FATBIN PTX   (driver_kernels.cu built with nvcc -fatbin and nvcc -ptx)
 #include <cuda.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -185,6 +186,74 @@ int main(int argc, char** argv) {
       std::printf("FAIL: cuMemsetD32 wrote %08x\n", w);
       return 1;
     }
+
+  // A module variable, set by the host.
+  CUdeviceptr offset = 0;
+  size_t offset_bytes = 0;
+  CU_CHECK(cuModuleGetGlobal(&offset, &offset_bytes, from_fatbin, "offset_by"));
+  CUdeviceptr nowhere = 0;
+  CU_EXPECT(cuModuleGetGlobal(&nowhere, nullptr, from_fatbin, "no_such_variable"),
+            CUDA_ERROR_NOT_FOUND);
+  const float by = 2.5f;
+  CU_CHECK(cuMemcpyHtoD(offset, &by, sizeof by));
+  CUfunction add_offset = nullptr;
+  CU_CHECK(cuModuleGetFunction(&add_offset, from_fatbin, "add_offset"));
+  {
+    const int m = 1000;
+    std::vector<float> y(m), out(m);
+    for (int i = 0; i < m; ++i) y[i] = static_cast<float>(i) * 0.5f;
+    CUdeviceptr dy = 0;
+    CU_CHECK(cuMemAlloc(&dy, m * sizeof(float)));
+    CU_CHECK(cuMemcpyHtoD(dy, y.data(), m * sizeof(float)));
+    int mm = m;
+    void* p[] = {&mm, &dy};
+    // Cooperative, both ways: the kernel needs no grid barrier, but every block must fit.
+    int per_sm = 0;
+    CU_CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_offset, 128, 0));
+    if (per_sm < 1 || offset_bytes != sizeof(float)) {
+      std::printf("FAIL: %d blocks per SM, a %zu-byte variable\n", per_sm, offset_bytes);
+      return 1;
+    }
+    CU_CHECK(cuLaunchCooperativeKernel(add_offset, 2, 1, 1, 128, 1, 1, 0, s, p));
+    CUlaunchAttribute coop{};
+    coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    coop.value.cooperative = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = 2;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 128;
+    config.blockDimY = config.blockDimZ = 1;
+    config.hStream = s;
+    config.attrs = &coop;
+    config.numAttrs = 1;
+    CU_CHECK(cuLaunchKernelEx(&config, add_offset, p, nullptr));
+    // A host function runs once the stream reaches it.
+    static std::atomic<int> reached{0};
+    CU_CHECK(cuLaunchHostFunc(
+        s, [](void*) { reached.store(1); }, nullptr));
+    CU_CHECK(cuMemcpyDtoHAsync(out.data(), dy, m * sizeof(float), s));
+    CU_CHECK(cuStreamSynchronize(s));
+    for (int i = 0; i < m; ++i)
+      if (out[i] != y[i] + 2 * by) {
+        std::printf("FAIL: add_offset y[%d] = %f, expected %f\n", i, out[i], y[i] + 2 * by);
+        return 1;
+      }
+    if (reached.load() != 1) {
+      std::printf("FAIL: the host function did not run\n");
+      return 1;
+    }
+    CU_CHECK(cuMemFree(dy));
+  }
+
+  // A library: loaded with no context needed, its kernels usable as functions.
+  CUlibrary library = nullptr;
+  CU_CHECK(cuLibraryLoadData(&library, fatbin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CUkernel lib_saxpy = nullptr;
+  CU_CHECK(cuLibraryGetKernel(&lib_saxpy, library, "saxpy"));
+  CUfunction lib_fn = nullptr;
+  CU_CHECK(cuKernelGetFunction(&lib_fn, lib_saxpy));
+  Saxpy(lib_fn, s, 513, rng, /*packed=*/false);
+  CU_CHECK(cuLibraryUnload(library));
 
   // PTX from a file, JIT-compiled by whoever runs it.
   CUmodule from_ptx = nullptr;

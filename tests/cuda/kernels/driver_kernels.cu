@@ -18,3 +18,11 @@ extern "C" __global__ void sum64(const long long* v, int n, unsigned long long* 
   }
   if (threadIdx.x == 0) atomicAdd(out, static_cast<unsigned long long>(partial[0]));
 }
+
+// A variable the host sets with cuModuleGetGlobal and a copy.
+__device__ float offset_by;
+
+extern "C" __global__ void add_offset(int n, float* y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    y[i] += offset_by;
+}
