@@ -191,6 +191,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   greet(who_.tenant);
   welcome.set_memory_limit(quota.limit);
   welcome.set_memory_request(quota.request);
+  // The tenant's GPU is its slice: its properties say so, as cudaMemGetInfo does.
+  welcome.mutable_device()->set_total_mem(env_.ledger->Slice(who_.ledger_id).total);
   if (transport::Arena* a = channel_->arena()) {
     // Registered (page-locked on a GPU) so copies to and from it are truly
     // asynchronous and single-pass, as from cudaMallocHost memory, and mapped

@@ -459,6 +459,8 @@ TEST_F(ServerTest, QuotaLimitIsEnforcedAndShownByMemGetInfo) {
   v1::MemGetInfoReply info;
   ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
   EXPECT_EQ(info.total(), 2u << 20);
+  // The device's properties show the slice too (cudaGetDeviceProperties' totalGlobalMem).
+  EXPECT_EQ(a->welcome().device().total_mem(), 2u << 20);
   EXPECT_EQ(info.free(), 2u << 20);
   EXPECT_NE(a->Malloc(1536 << 10), 0u);
   v1::MallocRequest r;

@@ -24,6 +24,9 @@ int main() {
   expect(prop.major >= 7, "compute capability 7.0 or newer");
   expect(prop.warpSize == 32, "warp size 32");
   expect(prop.totalGlobalMem > 0, "global memory");
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  expect(prop.totalGlobalMem == total_bytes, "the properties' memory is cudaMemGetInfo's total");
   expect(prop.multiProcessorCount > 0, "SM count");
   expect(prop.maxThreadsPerBlock >= 1024, "1024 threads per block");
   expect(prop.sharedMemPerBlock >= 48 * 1024, "48 KiB shared memory per block");
