@@ -183,17 +183,7 @@ CUresult KernelOf(DriverModule* m, const char* name, Kernel** out) {
     }
     k = std::make_unique<Kernel>();
     k->name = name;
-    k->handle = rep.handle();
-    k->offsets.assign(rep.offsets().begin(), rep.offsets().end());
-    k->sizes.assign(rep.sizes().begin(), rep.sizes().end());
-    k->param_bytes = rep.param_bytes();
-    k->max_threads_per_block = rep.max_threads_per_block();
-    k->shared_size_bytes = rep.shared_size_bytes();
-    k->local_size_bytes = rep.local_size_bytes();
-    k->num_regs = rep.num_regs();
-    k->ptx_version = rep.ptx_version();
-    k->binary_version = rep.binary_version();
-    k->const_size_bytes = rep.const_size_bytes();
+    ApplyLayout(*k, rep);
   }
   *out = k.get();
   return CUDA_SUCCESS;

@@ -78,20 +78,8 @@ cudaError_t Register(Module& m) {
   }
   m.server_id = rep.module();
   for (const v1::KernelLayout& l : rep.kernels()) {
-    for (auto& k : m.kernels) {
-      if (k->name != l.name()) continue;
-      k->handle = l.handle();
-      k->offsets.assign(l.offsets().begin(), l.offsets().end());
-      k->sizes.assign(l.sizes().begin(), l.sizes().end());
-      k->param_bytes = l.param_bytes();
-      k->max_threads_per_block = l.max_threads_per_block();
-      k->shared_size_bytes = l.shared_size_bytes();
-      k->local_size_bytes = l.local_size_bytes();
-      k->num_regs = l.num_regs();
-      k->ptx_version = l.ptx_version();
-      k->binary_version = l.binary_version();
-      k->const_size_bytes = l.const_size_bytes();
-    }
+    for (auto& k : m.kernels)
+      if (k->name == l.name()) ApplyLayout(*k, l);
   }
   for (const v1::VariableInfo& vi : rep.variables()) {
     for (auto& v : m.variables) {
@@ -224,6 +212,20 @@ Kernel* FindKernel(const void* host_fun) {
   // A cudaKernel_t from cudaGetKernel stands for its kernel wherever a function may.
   if (r.handles.count(host_fun)) return const_cast<Kernel*>(static_cast<const Kernel*>(host_fun));
   return nullptr;
+}
+
+void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {
+  k.handle = l.handle();
+  k.offsets.assign(l.offsets().begin(), l.offsets().end());
+  k.sizes.assign(l.sizes().begin(), l.sizes().end());
+  k.param_bytes = l.param_bytes();
+  k.max_threads_per_block = l.max_threads_per_block();
+  k.shared_size_bytes = l.shared_size_bytes();
+  k.local_size_bytes = l.local_size_bytes();
+  k.num_regs = l.num_regs();
+  k.ptx_version = l.ptx_version();
+  k.binary_version = l.binary_version();
+  k.const_size_bytes = l.const_size_bytes();
 }
 
 cudaError_t EnsureRegistered(Kernel& k) {

@@ -21,6 +21,10 @@
 
 #include "proto/status.h"
 
+namespace remora::v1 {
+class KernelLayout;
+}
+
 namespace remora::client_stub {
 
 struct Module;
@@ -47,6 +51,9 @@ struct Variable {
   bool constant = false;
   uint64_t dptr = 0;  // valid once the module is registered
 };
+
+// Takes the server's description of a kernel (its handle, parameters and attributes).
+void ApplyLayout(Kernel& k, const remora::v1::KernelLayout& layout);
 
 // Bookkeeping of the __cuda* registration calls. The void** handle is opaque.
 void** AddModule(const void* wrapper);

@@ -175,29 +175,6 @@ Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) 
   });
 }
 
-Status Session::OnMemcpyDtoDAsync(const v1::MemcpyDtoDRequest& req, v1::Empty&) {
-  const uint64_t src = req.src(), dst = req.dst(), size = req.size();
-  return work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
-    return dev->Check(dev->drv().cuMemcpyDtoDAsync(dst, src, size, s), "cuMemcpyDtoDAsync");
-  });
-}
-
-Status Session::OnMemcpyDtoD(const v1::MemcpyDtoDRequest& req, v1::Empty& rep) {
-  RETURN_IF_ERROR(OnMemcpyDtoDAsync(req, rep));
-  return ReplyWhenDone(req.stream());
-}
-
-Status Session::OnMemsetAsync(const v1::MemsetRequest& req, v1::Empty&) {
-  const uint64_t dst = req.dst(), size = req.size();
-  const auto value = static_cast<unsigned char>(req.value());
-  return work_->Submit(req.stream(), [dev = env_.device, dst, value, size](CUstream s) {
-    return dev->Check(dev->drv().cuMemsetD8Async(dst, value, size, s), "cuMemsetD8Async");
-  });
-}
-
-Status Session::OnMemset(const v1::MemsetRequest& req, v1::Empty& rep) {
-  RETURN_IF_ERROR(OnMemsetAsync(req, rep));
-  return ReplyWhenDone(req.stream());
-}
+// MemcpyDtoD(Async) and Memset(Async): the default handler (submitted.def).
 
 }  // namespace remora::server
