@@ -300,7 +300,7 @@ std::optional<CUstream> Session::DirectStream(uint64_t stream, uint64_t bytes) {
   if (bytes > kShortCopyBytes || !work_->AllIssued()) return std::nullopt;
   Result<CUstream> s = streams_.Get(stream);
   if (!s.ok()) return std::nullopt;
-  auto idle = [&](CUstream c) { return drv().cuStreamQuery(c) == CUDA_SUCCESS; };
+  auto idle = [&](CUstream c) { return dev().drv().cuStreamQuery(c) == CUDA_SUCCESS; };
   if (!idle(*s)) return std::nullopt;
   // CUDA's legacy rule, taking every stream as blocking (the session does not keep the flag):
   // stricter for a non-blocking stream, never more lenient.
@@ -337,8 +337,8 @@ void Session::RetireStream(uint64_t id) {
 
 void Session::GiveBack(Held& held) {
   if (env_.device->epoch() == held.epoch) {
-    for (CUevent e : held.events) (void)drv().cuEventDestroy(e);
-    for (CUmodule m : held.modules) (void)drv().cuModuleUnload(m);
+    for (CUevent e : held.events) (void)dev().drv().cuEventDestroy(e);
+    for (CUmodule m : held.modules) (void)dev().drv().cuModuleUnload(m);
     for (const std::function<void()>& destroy : held.destroy) destroy();
     for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
   }
@@ -386,7 +386,7 @@ Status Session::Teardown() {
                                  bytes, n_alloc, n_streams, n_events](const Status& st) mutable {
     self->GiveBack(held);
     if (arena && self->env_.device->epoch() == self->epoch_)
-      (void)self->drv().cuMemHostUnregister(arena);
+      (void)self->dev().drv().cuMemHostUnregister(arena);
     if (zero) {
       self->output_.Unmap(zero);
       self->env_.device->ReleaseStream(zero);

@@ -304,11 +304,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Status Reclaim(const std::vector<sched::TenantId>& victims, const std::string& what,
                  EvictKind kind);
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
-  Status Check(CUresult r, const char* what) const {
-    return env_.device->Check(r, what);
-  }
-  const DriverTable& drv() const {
-    return env_.device->drv();
+  // The device, its driver table (dev().drv()) and its error mapping (dev().Check()).
+  Device& dev() const {
+    return *env_.device;
   }
 
   const uint64_t id_;
@@ -325,9 +323,6 @@ class Session : public std::enable_shared_from_this<Session> {
   sched::Quota quota_;
   sched::Share share_;
   std::string project_;
-  // share_ as the fair queue takes it: a configured tenant's is for its whole
-  // account, which all its sessions share. REQUIRES: grant_mu_.
-  sched::Share QueueShareLocked() const;
   std::atomic<bool> listed_{false};
   std::atomic<uint64_t> calls_{0};   // frames dispatched (for /metrics)
   std::atomic<uint64_t> errors_{0};  // calls answered with an error

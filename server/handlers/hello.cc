@@ -17,6 +17,13 @@ using transport::Frame;
 
 namespace {
 
+// `share` as the fair queue takes it: a configured tenant's is its whole account's, which all
+// its sessions share.
+sched::Share QueueShareOf(sched::Share share, const SessionIdentity& who) {
+  if (!who.configured.empty()) share.account = who.ledger_id;
+  return share;
+}
+
 // What the scheduler's quota rules need of a declared quota.
 sched::TenantQuota TenantQuotaOf(const v1::Quota& q) {
   sched::TenantQuota t;
@@ -144,8 +151,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
   ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream(share.priority));
   streams_.Put(0, s);
   output_.Map(s);
-  if (CUresult r = drv().cuStreamQuery(s); r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
-    return Check(r, "cuStreamQuery");
+  if (CUresult r = dev().drv().cuStreamQuery(s); r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+    return dev().Check(r, "cuStreamQuery");
   sched::Decision admit;
   auto admit_self = [&] {
     admit = env_.ledger->AdmitOrEvict(id_, quota, share.priority);
@@ -184,7 +191,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
            [weak](const Status& st) {
              if (auto self = weak.lock()) self->failures_.Record(st);
            }},
-      QueueShareLocked());
+      QueueShareOf(share_, who_));
   share_lock.unlock();
   work_->AddStream(0, s, true);
 
@@ -199,12 +206,12 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     // into the device's address space so kernels may dereference arena memory
     // (zero-copy and managed memory). The tenant can use that only if it mapped
     // the arena at the same address as we did (the shm handshake asks it to).
-    RETURN_IF_ERROR(
-        Check(drv().cuMemHostRegister(a->base(), a->size(), CU_MEMHOSTREGISTER_DEVICEMAP),
-              "cuMemHostRegister"));
+    RETURN_IF_ERROR(dev().Check(
+        dev().drv().cuMemHostRegister(a->base(), a->size(), CU_MEMHOSTREGISTER_DEVICEMAP),
+        "cuMemHostRegister"));
     arena_registered_ = true;
     CUdeviceptr device_address = 0;
-    CUresult r = drv().cuMemHostGetDevicePointer(&device_address, a->base(), 0);
+    CUresult r = dev().drv().cuMemHostGetDevicePointer(&device_address, a->base(), 0);
     if (r != CUDA_SUCCESS)
       Log(Level::kWarn, "session",
           {{"session", id_},
@@ -296,7 +303,7 @@ void Session::ApplyBook(const TenantBook& book) {
     quota_ = quota;
     share_ = share;
     project_ = spec->project;
-    env_.executor->Configure(id_, QueueShareLocked());
+    env_.executor->Configure(id_, QueueShareOf(share_, who_));
   }
   Log(Level::kInfo, "session",
       {{"event", "requota"},
@@ -311,13 +318,7 @@ void Session::ApplyBook(const TenantBook& book) {
 
 sched::Share Session::QueueShare() const {
   std::lock_guard lock(grant_mu_);
-  return QueueShareLocked();
-}
-
-sched::Share Session::QueueShareLocked() const {
-  sched::Share share = share_;
-  if (!who_.configured.empty()) share.account = who_.ledger_id;
-  return share;
+  return QueueShareOf(share_, who_);
 }
 
 Status Session::OnEvictTenant(const v1::EvictRequest& req, v1::Empty&) {

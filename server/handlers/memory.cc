@@ -92,8 +92,9 @@ Status Session::OnMemcpyHtoD(const v1::MemcpyHtoDRequest& req, v1::Empty& rep) {
     Result<const std::byte*> src = HtoDSource(req);
     Status st = src.status();
     if (st.ok())
-      st = Check(drv().cuMemcpyHtoDAsync(req.dst(), *src, req.size(), *s), "cuMemcpyHtoD");
-    if (st.ok()) st = Check(drv().cuStreamSynchronize(*s), "cuStreamSynchronize");
+      st = dev().Check(dev().drv().cuMemcpyHtoDAsync(req.dst(), *src, req.size(), *s),
+                       "cuMemcpyHtoD");
+    if (st.ok()) st = dev().Check(dev().drv().cuStreamSynchronize(*s), "cuStreamSynchronize");
     staging_.ReleaseSlot(req.staging_slot());
     return st;
   }
@@ -156,8 +157,9 @@ Status Session::OnMemcpyDtoH(const v1::MemcpyDtoHRequest& req, v1::MemcpyDtoHRep
   }
   const uint64_t src = req.src(), size = req.size();
   if (direct) {
-    RETURN_IF_ERROR(Check(drv().cuMemcpyDtoHAsync(dst, src, size, *direct), "cuMemcpyDtoH"));
-    return Check(drv().cuStreamSynchronize(*direct), "cuStreamSynchronize");
+    RETURN_IF_ERROR(
+        dev().Check(dev().drv().cuMemcpyDtoHAsync(dst, src, size, *direct), "cuMemcpyDtoH"));
+    return dev().Check(dev().drv().cuStreamSynchronize(*direct), "cuStreamSynchronize");
   }
   RETURN_IF_ERROR(work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
     return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoH");

@@ -154,7 +154,7 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
   int missing_count = 0;
   for (const std::string& name : req.kernels()) {
     CUfunction fn = nullptr;
-    if (drv().cuModuleGetFunction(&fn, mod, name.c_str()) != CUDA_SUCCESS) {
+    if (dev().drv().cuModuleGetFunction(&fn, mod, name.c_str()) != CUDA_SUCCESS) {
       AppendCapped(missing, missing_count, name);
       continue;
     }
@@ -163,7 +163,7 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
   for (const std::string& name : req.variables()) {
     CUdeviceptr p = 0;
     size_t size = 0;
-    if (drv().cuModuleGetGlobal(&p, &size, mod, name.c_str()) != CUDA_SUCCESS) {
+    if (dev().drv().cuModuleGetGlobal(&p, &size, mod, name.c_str()) != CUDA_SUCCESS) {
       AppendCapped(missing, missing_count, name);
       continue;
     }
@@ -194,7 +194,7 @@ void Session::DescribeKernel(CUfunction fn, const std::string& name, uint64_t mo
   std::vector<uint32_t> offsets;
   for (size_t i = 0;; ++i) {
     size_t off = 0, size = 0;
-    if (drv().cuFuncGetParamInfo(fn, i, &off, &size) != CUDA_SUCCESS) break;
+    if (dev().drv().cuFuncGetParamInfo(fn, i, &off, &size) != CUDA_SUCCESS) break;
     offsets.push_back(static_cast<uint32_t>(off));
     k.add_offsets(static_cast<uint32_t>(off));
     k.add_sizes(static_cast<uint32_t>(size));
@@ -203,7 +203,7 @@ void Session::DescribeKernel(CUfunction fn, const std::string& name, uint64_t mo
   k.set_param_bytes(bytes);
   auto attr = [&](CUfunction_attribute a) {
     int v = 0;
-    (void)drv().cuFuncGetAttribute(&v, a, fn);
+    (void)dev().drv().cuFuncGetAttribute(&v, a, fn);
     return v;
   };
   k.set_max_threads_per_block(attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
@@ -222,10 +222,11 @@ void Session::DescribeKernel(CUfunction fn, const std::string& name, uint64_t mo
 Status Session::OnModuleGetFunction(const v1::ModuleFunctionRequest& req, v1::KernelLayout& rep) {
   ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
   CUfunction fn = nullptr;
-  if (CUresult r = drv().cuModuleGetFunction(&fn, m->mod, req.name().c_str()); r != CUDA_SUCCESS)
-    return Error(err::kInvalidDeviceFunction, "the module has no kernel named " + req.name() +
-                                                  " (" + Check(r, "cuModuleGetFunction").message() +
-                                                  ")");
+  if (CUresult r = dev().drv().cuModuleGetFunction(&fn, m->mod, req.name().c_str());
+      r != CUDA_SUCCESS)
+    return Error(err::kInvalidDeviceFunction,
+                 "the module has no kernel named " + req.name() + " (" +
+                     dev().Check(r, "cuModuleGetFunction").message() + ")");
   DescribeKernel(fn, req.name(), req.module(), rep);
   return OkStatus();
 }
@@ -234,10 +235,10 @@ Status Session::OnModuleGetGlobal(const v1::ModuleFunctionRequest& req, v1::Vari
   ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
   CUdeviceptr p = 0;
   size_t size = 0;
-  if (CUresult r = drv().cuModuleGetGlobal(&p, &size, m->mod, req.name().c_str());
+  if (CUresult r = dev().drv().cuModuleGetGlobal(&p, &size, m->mod, req.name().c_str());
       r != CUDA_SUCCESS)
     return Error(err::kInvalidSymbol, "the module has no variable named " + req.name() + " (" +
-                                          Check(r, "cuModuleGetGlobal").message() + ")");
+                                          dev().Check(r, "cuModuleGetGlobal").message() + ")");
   symbols_.Add(p, size);  // the tenant's to copy to and from from now on
   rep.set_name(req.name());
   rep.set_dptr(p);
@@ -275,17 +276,18 @@ Status Session::OnLaunchKernel(const fixed::LaunchView& req, v1::Empty&) {
 
 Status Session::OnFuncSetAttribute(const v1::FuncAttributeRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(Kernel * kernel, kernels_.Find(req.kernel()));
-  return Check(drv().cuFuncSetAttribute(
-                   kernel->fn, static_cast<CUfunction_attribute>(req.attribute()), req.value()),
-               "cuFuncSetAttribute");
+  return dev().Check(
+      dev().drv().cuFuncSetAttribute(kernel->fn, static_cast<CUfunction_attribute>(req.attribute()),
+                                     req.value()),
+      "cuFuncSetAttribute");
 }
 
 Status Session::OnOccupancyMaxActiveBlocks(const v1::OccupancyRequest& req, v1::IntReply& rep) {
   ASSIGN_OR_RETURN(Kernel * kernel, kernels_.Find(req.kernel()));
   int blocks = 0;
-  RETURN_IF_ERROR(Check(drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                            &blocks, kernel->fn, req.block_size(), req.dynamic_shared()),
-                        "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
+  RETURN_IF_ERROR(dev().Check(dev().drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                  &blocks, kernel->fn, req.block_size(), req.dynamic_shared()),
+                              "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   rep.set_value(blocks);
   return OkStatus();
 }

@@ -47,7 +47,7 @@ Status Session::OnStreamSynchronize(const v1::StreamRequest& req, v1::Empty&) {
 
 Status Session::OnStreamQuery(const v1::StreamRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUstream s, streams_.Get(req.stream()));
-  if (work_->AllIssued()) return Check(drv().cuStreamQuery(s), "cuStreamQuery");
+  if (work_->AllIssued()) return dev().Check(dev().drv().cuStreamQuery(s), "cuStreamQuery");
   return work_->Query(req.stream());
 }
 
@@ -74,7 +74,7 @@ Status Session::OnEventCreate(const v1::EventCreateRequest& req, v1::HandleReply
   if (req.flags() & ~kKnown)
     return Error(err::kInvalidValue, "unknown event flags " + Hex(req.flags()));
   CUevent e = nullptr;
-  RETURN_IF_ERROR(Check(drv().cuEventCreate(&e, req.flags()), "cuEventCreate"));
+  RETURN_IF_ERROR(dev().Check(dev().drv().cuEventCreate(&e, req.flags()), "cuEventCreate"));
   uint64_t id = next_handle_++;
   events_.Put(id, e);
   rep.set_handle(id);
@@ -94,7 +94,7 @@ Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
 
 Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  if (work_->AllIssued()) return Check(drv().cuEventQuery(e), "cuEventQuery");
+  if (work_->AllIssued()) return dev().Check(dev().drv().cuEventQuery(e), "cuEventQuery");
   return work_->QueryEvent(e);
 }
 
@@ -104,7 +104,7 @@ Status Session::OnEventElapsedTime(const v1::EventElapsedRequest& req, v1::Event
   RETURN_IF_ERROR(work_->QueryEvent(a));
   RETURN_IF_ERROR(work_->QueryEvent(b));
   float ms = 0;
-  RETURN_IF_ERROR(Check(drv().cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime"));
+  RETURN_IF_ERROR(dev().Check(dev().drv().cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime"));
   rep.set_ms(ms);
   return OkStatus();
 }
