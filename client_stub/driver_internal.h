@@ -1,0 +1,22 @@
+// client_stub/driver_internal.h - what driver.cc and driver_module.cc share: the runtime's
+// errors as the driver spells them, and the checks every entry point starts with.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "client_stub/driver_api.h"
+
+namespace remora::client_stub::driver {
+
+// The runtime's error as the driver spells it. Most codes are the same number; some differ.
+CUresult ToCu(cudaError_t e);
+// CUDA_ERROR_NOT_INITIALIZED before cuInit: what every call but cuInit and the queries of
+// errors and versions needs.
+CUresult NeedInit();
+// What calls that act on the device need as well: a current context on this thread
+// (CUDA_ERROR_INVALID_CONTEXT).
+CUresult NeedContext();
+// NeedInit, and `dev` one of the devices (CUDA_ERROR_INVALID_DEVICE).
+CUresult NeedDevice(CUdevice dev);
+
+}  // namespace remora::client_stub::driver

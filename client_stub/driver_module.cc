@@ -1,0 +1,382 @@
+// client_stub/driver_module.cc - libcuda.so.1's modules, libraries and launches, and its
+// entry points by name. A module (or library) the program loads goes to the server as a
+// RegisterModule of its images; kernels and variables are asked for by name
+// (ModuleGetFunction, ModuleGetGlobal); a launch is the core's PostLaunch.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client_stub/connection.h"
+#include "client_stub/driver_internal.h"
+#include "client_stub/kernels.h"
+#include "fatbin/fatbin.h"
+
+namespace remora::client_stub::driver {
+namespace {
+
+// A module loaded through the driver API, and the kernels asked of it by name.
+struct DriverModule {
+  uint64_t id = 0;
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<Kernel>> kernels;
+};
+
+// The images a cuModuleLoadData image stands for: an nvcc fat-binary wrapper's, a fat binary,
+// a cubin (ELF) or PTX text (NUL-terminated), as NVIDIA's driver takes them.
+Result<std::vector<std::string>> ImagesOf(const void* image) {
+  constexpr uint32_t kWrapperMagic = 0x466243b1, kFatbinMagic = 0xBA55ED50;
+  if (image == nullptr) return Error(cudaErrorInvalidValue, "no image");
+  uint32_t magic = 0;
+  std::memcpy(&magic, image, sizeof magic);
+  std::vector<std::string> out;
+  auto keep = [&](const void* p, size_t n) { out.emplace_back(static_cast<const char*>(p), n); };
+  if (magic == kWrapperMagic) {
+    ASSIGN_OR_RETURN(std::vector<fatbin::Bytes> images, fatbin::WrapperImages(image));
+    for (fatbin::Bytes b : images) keep(b.data(), b.size());
+  } else if (magic == kFatbinMagic) {
+    // No length comes with it: the header says how long the rest is.
+    uint16_t header = 0;
+    uint64_t body = 0;
+    std::memcpy(&header, static_cast<const char*>(image) + 6, sizeof header);
+    std::memcpy(&body, static_cast<const char*>(image) + 8, sizeof body);
+    if (header < 16 || body > (uint64_t{1} << 34)) return Error(cudaErrorInvalidValue, "header");
+    keep(image, header + body);
+  } else if (std::memcmp(image,
+                         "\x7f"
+                         "ELF",
+                         4) == 0) {
+    // A 64-bit ELF ends with its section headers: e_shoff + e_shnum * e_shentsize.
+    const auto* e = static_cast<const unsigned char*>(image);
+    uint64_t shoff = 0;
+    uint16_t shentsize = 0, shnum = 0;
+    std::memcpy(&shoff, e + 0x28, sizeof shoff);
+    std::memcpy(&shentsize, e + 0x3a, sizeof shentsize);
+    std::memcpy(&shnum, e + 0x3c, sizeof shnum);
+    keep(image, shoff + uint64_t{shentsize} * shnum);
+  } else {
+    keep(image, std::strlen(static_cast<const char*>(image)) + 1);  // PTX
+  }
+  return out;
+}
+
+// Loads `image` as a module of the session. A library (cuLibraryLoadData) is the same thing,
+// loaded without a current context: the session outlives contexts.
+CUresult LoadModule(DriverModule** module, const void* image, bool need_context = true) {
+  if (CUresult r = need_context ? NeedContext() : NeedInit()) return r;
+  if (module == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Result<std::vector<std::string>> images = ImagesOf(image);
+  if (!images.ok()) return CUDA_ERROR_INVALID_IMAGE;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return ToCu(e);
+  v1::RegisterModuleRequest req;
+  std::vector<fatbin::Bytes> views;
+  for (const std::string& img : *images) {
+    req.add_images(img);
+    views.push_back(std::as_bytes(std::span(img.data(), img.size())));
+  }
+  req.set_hash(fatbin::ImagesDigest(views));
+  v1::RegisterModuleReply rep;
+  if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return ToCu(e);
+  auto m = std::make_unique<DriverModule>();
+  m->id = rep.module();
+  *module = m.release();  // cuModuleUnload or cuLibraryUnload deletes it
+  return CUDA_SUCCESS;
+}
+
+CUresult UnloadModule(DriverModule* module) {
+  if (CUresult r = NeedInit()) return r;
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  std::unique_ptr<DriverModule> m(module);
+  v1::UnregisterModuleRequest req;
+  req.set_module(m->id);
+  return ToCu(Connection::Get().Post(CallId::kUnregisterModule, req));
+}
+
+// Kernel `name` of `m`, asked of the server once; a CUfunction and a CUkernel alike.
+CUresult KernelOf(DriverModule* m, const char* name, Kernel** out) {
+  if (out == nullptr || m == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(m->mu);
+  std::unique_ptr<Kernel>& k = m->kernels[name];
+  if (!k) {
+    v1::ModuleFunctionRequest req;
+    req.set_module(m->id);
+    req.set_name(name);
+    v1::KernelLayout rep;
+    if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetFunction, req, &rep)) {
+      m->kernels.erase(name);
+      return e == cudaErrorInvalidDeviceFunction ? CUDA_ERROR_NOT_FOUND : ToCu(e);
+    }
+    k = std::make_unique<Kernel>();
+    k->name = name;
+    ApplyLayout(*k, rep);
+  }
+  *out = k.get();
+  return CUDA_SUCCESS;
+}
+
+// Variable `name` of `m`: its address and size.
+CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* bytes) {
+  if (m == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  v1::ModuleFunctionRequest req;
+  req.set_module(m->id);
+  req.set_name(name);
+  v1::VariableInfo rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetGlobal, req, &rep))
+    return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
+  if (dptr) *dptr = rep.dptr();
+  if (bytes) *bytes = rep.size();
+  return CUDA_SUCCESS;
+}
+
+// A launch with `params` (one pointer per parameter) or `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER
+// and _SIZE: the parameters packed), never both.
+CUresult Launch(CUfunction fn, dim3 grid, dim3 block, unsigned int shared, CUstream s,
+                void** params, void** extra, bool cooperative) {
+  if (CUresult r = NeedContext()) return r;
+  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& k = *reinterpret_cast<const Kernel*>(fn);
+  std::string packed;
+  if (params != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (params != nullptr) {
+    if (!PackParams(k, params, &packed)) return CUDA_ERROR_INVALID_VALUE;
+  } else if (extra != nullptr) {
+    const void* buffer = nullptr;
+    const size_t* size = nullptr;
+    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
+        buffer = e[1];
+      else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE)
+        size = static_cast<const size_t*>(e[1]);
+      else
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (buffer == nullptr || size == nullptr || *size < k.param_bytes)
+      return CUDA_ERROR_INVALID_VALUE;
+    packed.assign(static_cast<const char*>(buffer), k.param_bytes);
+  } else if (k.param_bytes != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return ToCu(PostLaunch(k, grid, block, packed, shared, s, cooperative));
+}
+
+// Says once, on stderr, that launch attribute `id` is not served.
+CUresult RefuseAttribute(int id) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr,
+                 "remora: cuLaunchKernelEx: launch attribute %d is not served by Remora's "
+                 "libcuda.so.1 (the cooperative attribute is); the launch returns "
+                 "CUDA_ERROR_NOT_SUPPORTED\n",
+                 id);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+}  // namespace
+}  // namespace remora::client_stub::driver
+
+using namespace remora::client_stub;          // NOLINT: the exported C entry points below
+using namespace remora::client_stub::driver;  // NOLINT
+using remora::CallId;
+namespace v1 = remora::v1;
+
+extern "C" {
+
+// ---- Modules and launches ------------------------------------------------------
+
+CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  return LoadModule(reinterpret_cast<DriverModule**>(module), image);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, CUjit_option*,
+                            void**) {
+  // JIT options tune a compiler the server runs.
+  return LoadModule(reinterpret_cast<DriverModule**>(module), image);
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
+  return LoadModule(reinterpret_cast<DriverModule**>(module), fatbin);
+}
+
+CUresult cuModuleLoad(CUmodule* module, const char* path) {
+  if (CUresult r = NeedContext()) return r;
+  if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes.push_back('\0');  // PTX text is read as a C string
+  return LoadModule(reinterpret_cast<DriverModule**>(module), bytes.data());
+}
+
+CUresult cuModuleUnload(CUmodule module) {
+  if (CUresult r = NeedContext()) return r;
+  return UnloadModule(reinterpret_cast<DriverModule*>(module));
+}
+
+CUresult cuModuleGetFunction(CUfunction* fn, CUmodule module, const char* name) {
+  if (CUresult r = NeedContext()) return r;
+  return KernelOf(reinterpret_cast<DriverModule*>(module), name, reinterpret_cast<Kernel**>(fn));
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, const char* name) {
+  if (CUresult r = NeedContext()) return r;
+  return GlobalOf(reinterpret_cast<DriverModule*>(module), name, dptr, bytes);
+}
+
+// Libraries: modules loaded with no context current, whose kernels (CUkernel, usable as a
+// CUfunction) outlive contexts. The session is both here.
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
+                           unsigned int, CUlibraryOption*, void**, unsigned int) {
+  return LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false);
+}
+
+CUresult cuLibraryUnload(CUlibrary library) {
+  return UnloadModule(reinterpret_cast<DriverModule*>(library));
+}
+
+CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
+  if (CUresult r = NeedInit()) return r;
+  return KernelOf(reinterpret_cast<DriverModule*>(library), name,
+                  reinterpret_cast<Kernel**>(kernel));
+}
+
+CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
+  if (CUresult r = NeedContext()) return r;
+  if (module == nullptr || library == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *module = reinterpret_cast<CUmodule>(library);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  if (CUresult r = NeedContext()) return r;
+  return GlobalOf(reinterpret_cast<DriverModule*>(library), name, dptr, bytes);
+}
+
+CUresult cuKernelGetFunction(CUfunction* fn, CUkernel kernel) {
+  if (CUresult r = NeedContext()) return r;
+  if (fn == nullptr || kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *fn = reinterpret_cast<CUfunction>(kernel);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attrib, int value) {
+  if (CUresult r = NeedContext()) return r;
+  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  v1::FuncAttributeRequest req;
+  req.set_kernel(reinterpret_cast<const Kernel*>(fn)->handle);
+  req.set_attribute(attrib);
+  req.set_value(value);
+  v1::Empty rep;
+  return ToCu(Connection::Get().Call(CallId::kFuncSetAttribute, req, &rep));
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction fn, int block_size,
+                                                     size_t dynamic_shared) {
+  if (CUresult r = NeedContext()) return r;
+  if (blocks == nullptr || fn == nullptr || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  v1::OccupancyRequest req;
+  req.set_kernel(reinterpret_cast<const Kernel*>(fn)->handle);
+  req.set_block_size(block_size);
+  req.set_dynamic_shared(dynamic_shared);
+  v1::IntReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kOccupancyMaxActiveBlocks, req, &rep))
+    return ToCu(e);
+  *blocks = static_cast<int>(rep.value());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction fn) {
+  if (CUresult r = NeedContext()) return r;
+  if (value == nullptr || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto& k = *reinterpret_cast<const Kernel*>(fn);
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = k.max_threads_per_block;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      *value = k.shared_size_bytes;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+      *value = k.const_size_bytes;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+      *value = k.local_size_bytes;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+      *value = k.num_regs;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+      *value = k.ptx_version;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+      *value = k.binary_version;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
+  }
+}
+
+CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                        CUstream s, void** params, void** extra) {
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, extra, false);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz,
+                                   unsigned int shared, CUstream s, void** params) {
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, nullptr, true);
+}
+
+// The cooperative attribute is served; a priority the stream already has is the launch's.
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** params,
+                          void** extra) {
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+      cooperative = a.value.cooperative != 0;
+    else
+      return RefuseAttribute(a.id);
+  }
+  return Launch(fn, dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
+                dim3(config->blockDimX, config->blockDimY, config->blockDimZ),
+                config->sharedMemBytes, config->hStream, params, extra, cooperative);
+}
+
+CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(cudaLaunchHostFunc(s, fn, data));
+}
+
+// ---- Entry points by name ------------------------------------------------------
+
+// The current ABI of each entry point (cuda.h's `#define cuX cuX_vN`), then the name itself:
+// what this library exports for it, served or refused.
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int, cuuint64_t,
+                          CUdriverProcAddressQueryResult* status) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  static void* const self = [] {
+    Dl_info info{};
+    (void)dladdr(reinterpret_cast<void*>(&cuGetProcAddress), &info);
+    return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  }();
+  *pfn = nullptr;
+  const std::string name(symbol);
+  for (const char* suffix : {"_v4", "_v3", "_v2", ""}) {
+    if ((*pfn = dlsym(self, (name + suffix).c_str())) != nullptr) break;
+  }
+  if (status) *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+}  // extern "C"
