@@ -117,6 +117,8 @@ void FairQueue::Attach(Tenant& tn) {
 void FairQueue::Detach(Tenant& tn) {
   Class& cls = classes_[ClassOf(tn.share)];
   --cls.present;
+  if (cls.owner == &tn || (cls.owner != nullptr && cls.owner == tn.account))
+    cls.owner = cls.owner_tenant = nullptr;
   cls.in_flight -= tn.in_flight;
   cls.in_flight_ns -= tn.in_flight_ns;
   if (Inner* a = tn.account) {
@@ -170,7 +172,8 @@ void FairQueue::Wake(Node& n) {
 // The tenant becomes ready: so do its account and project if they were idle.
 void FairQueue::WakeAncestors(Tenant& tn) {
   for (Inner* in : {tn.project, tn.account})
-    if (in && in->ready++ == 0) Wake(in->node);
+    if (in && in->ready++ == 0 && !(opt_.slice_ns && in == tn.account && in->in_flight > 0))
+      Wake(in->node);
 }
 
 void FairQueue::Refill(Bucket& b, uint64_t now) const {
@@ -316,7 +319,20 @@ bool FairQueue::Allowed(const Tenant& tn) const {
     (void)below(top_ready, &n);
     if (n > 0) return false;
   }
+  // Rule 5: not while another tenant's work of this class is on the device.
+  if (opt_.slice_ns && classes_[c].in_flight > SliceInFlight(tn)) {
+    switching_ = true;
+    return false;
+  }
   return true;
+}
+
+const void* FairQueue::SliceKey(const Tenant& tn) {
+  return tn.account ? static_cast<const void*>(tn.account) : &tn;
+}
+
+uint32_t FairQueue::SliceInFlight(const Tenant& tn) {
+  return tn.account ? tn.account->in_flight : tn.in_flight;
 }
 
 // The tenant's own limit (and its account's) and in-flight bound, whether or
@@ -355,6 +371,19 @@ void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
   }
   AddInFlight(tn, 1, static_cast<int64_t>(tn.predicted_ns));
   Charge(tn.cap, pred, now);
+  if (opt_.slice_ns) {
+    // Rule 5: this tenant's turn, begun or going on; once it has had its slice the next
+    // turn is rule 2's choice again.
+    Class& cls = classes_[ClassOf(tn.share)];
+    if (cls.owner != SliceKey(tn)) {
+      cls.owner = SliceKey(tn);
+      cls.owner_tenant = tn.account ? nullptr : &tn;
+      cls.owner_ns = 0;
+    }
+    cls.owner_ns += tn.predicted_ns;
+    if (cls.owner_ns >= opt_.slice_ns) cls.owner = cls.owner_tenant = nullptr;
+    switching_ = false;
+  }
   if (leaves_ready)
     MakeIdle(tn);
   else if (tn.state != State::kIdle)
@@ -372,7 +401,10 @@ void FairQueue::Ready(TenantId t, uint64_t now_ns) {
   ++classes_[ClassOf(tn.share)].ready;
   ++ready_;
   WakeAncestors(tn);
-  Wake(tn.node);
+  // With time slices a tenant waits out others' turns between its items, and may be
+  // between two of its own when it asks again: with work still on the device it was
+  // never idle, and keeps the credit the others' turns gave it.
+  if (!(opt_.slice_ns && SliceInFlight(tn) > 0)) Wake(tn.node);
   SetState(tn, State::kBlocked);  // not in any set yet; Place files it
   Place(tn, now_ns);
 }
@@ -390,6 +422,13 @@ std::optional<TenantId> FairQueue::Next(uint64_t now_ns) {
     Tenant* pick = nullptr;
     for (Class& cls : classes_) {
       if (cls.root.eligible.empty()) continue;
+      // Rule 5: the tenant whose turn it is goes first while it has work ready.
+      // (An account's turn goes by rule 2 among its sessions.)
+      if (Tenant* owner = cls.owner_tenant;
+          owner != nullptr && owner->state == State::kEligible && !AtOwnBound(*owner)) {
+        pick = owner;
+        break;
+      }
       Node* top = cls.root.eligible.begin()->node;
       while (top->inner) top = top->inner->group.eligible.begin()->node;
       pick = top->tenant;

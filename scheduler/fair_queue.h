@@ -30,6 +30,13 @@
 //  4. Limits: a token bucket per capped tenant or account, refilled at limit x
 //     wall time, holding at most limit x limit_burst_ns; one in debt is held
 //     back (an account with all its sessions) until NextEligibleAt.
+//  5. Time slices (slice_ns > 0): within a class, tenants (accounts as one) take
+//     the device in turns. The tenant that dispatched last owns the device for
+//     slice_ns of predicted time and is served first while ready; another's item
+//     goes only once nothing of the others of its class is in flight, so the
+//     kernels of two tenants never share the device and each is charged only
+//     for time it had the device alone. Who has the next slice is rule 2's
+//     choice, so slices follow the shares. Off by default.
 //
 // Cost: O(log n) per call in the number of tenants (ordered sets keyed by
 // virtual time), plus O(log n) per capped tenant or account whose hold-back
@@ -67,6 +74,7 @@ struct FairOptions {
   // device's queue while one runs, so the device never idles between items
   // for as long as a completion takes to be noticed (the server's choice).
   uint32_t min_in_flight = 1;
+  uint64_t slice_ns = 0;              // rule 5: > 0, the length of a tenant's turn on the device
   uint64_t initial_cost_ns = 50'000;  // charged per item before any Done; the first only raises it
   uint64_t min_cost_ns = 1'000;       // predictions never go below this
   double cost_ewma = 0.125;           // weight of the newest Done in the prediction
@@ -92,7 +100,7 @@ class FairQueue final : public DispatchQueue {
   // in-flight bound, the device bound and the priority rules.
   bool IssueNow(TenantId t, uint64_t now_ns) override;
   void Return(TenantId t, uint32_t items) override;
-  bool WaitsForDone() const override { return blocked_ > 0; }
+  bool WaitsForDone() const override { return blocked_ > 0 || switching_; }
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
   std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;
@@ -181,6 +189,10 @@ class FairQueue final : public DispatchQueue {
     int ready = 0;
     uint32_t in_flight = 0;
     uint64_t in_flight_ns = 0;
+    // Rule 5: whose turn it is (a tenant, or an account), and what it has had of it.
+    const void* owner = nullptr;
+    Tenant* owner_tenant = nullptr;  // the owner, when it is a tenant of its own
+    uint64_t owner_ns = 0;
   };
 
   Tenant& Get(TenantId t);
@@ -210,6 +222,9 @@ class FairQueue final : public DispatchQueue {
   // Takes `items` of `tn` out of flight, corrected to `gpu_ns` of measured time.
   void Settle(Tenant& tn, uint32_t items, double gpu_ns, uint64_t now);
   double Burst(const Bucket& b) const;
+  // Rule 5: who takes turns (a tenant, or its account), and its items in flight.
+  static const void* SliceKey(const Tenant& tn);
+  static uint32_t SliceInFlight(const Tenant& tn);
 
   const FairOptions opt_;
   std::unordered_map<TenantId, std::unique_ptr<Tenant>> tenants_;
@@ -223,6 +238,8 @@ class FairQueue final : public DispatchQueue {
   uint64_t now_ = 0;  // the latest time seen, for Configure
   int ready_ = 0;
   int blocked_ = 0;  // tenants in State::kBlocked
+  // Rule 5: an item waits for another tenant's work to leave the device.
+  mutable bool switching_ = false;
   uint32_t in_flight_ = 0;
   uint64_t in_flight_ns_ = 0;
 };

@@ -24,7 +24,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: remora-server [--device=auto|cuda|emu] [--listen unix:PATH]... [--grpc HOST:PORT]...\n"
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
-    "                     [--emu-dir DIR] [--scheduler fair|fifo] [--no-restart]\n"
+    "                     [--emu-dir DIR] [--scheduler fair|fifo] [--time-slice MS]\n"
+    "                     [--no-restart]\n"
     "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
     "                     [--metrics HOST:PORT] [--grace-period SECONDS] [--lock-dir DIR]\n"
     "                     [--check]\n"
@@ -34,6 +35,9 @@ constexpr const char* kUsage =
     "  --grpc     remote tenants over gRPC\n"
     "  --scheduler  order of tenants' work: fair (GPU time by compute share, limits,\n"
     "             priorities; the default) or fifo\n"
+    "  --time-slice  with the fair scheduler, tenants of a priority class take the GPU\n"
+    "             in turns of this many milliseconds of GPU time, their kernels never side\n"
+    "             by side, so each is charged only for time it had the GPU (0: off)\n"
     "  --metrics  serve Prometheus' /metrics there (per tenant memory, GPU time,\n"
     "             shares, calls, errors; reclaims, preemptions, faults)\n"
     "  --tenants  admit only the tenants of this YAML file, by token, with its quotas\n"
@@ -267,6 +271,16 @@ int main(int argc, char** argv) {
       opts.tls_key = v;
     } else if (Flag(argc, argv, i, "--scheduler", v)) {
       opts.scheduler = v;
+    } else if (Flag(argc, argv, i, "--time-slice", v)) {
+      char* end = nullptr;
+      const double ms = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(ms >= 0) || ms > 1000) {
+        std::fprintf(stderr,
+                     "remora-server: --time-slice takes milliseconds in [0, 1000], not '%s'\n",
+                     v.c_str());
+        return 2;
+      }
+      opts.time_slice_ns = static_cast<uint64_t>(ms * 1e6);
     } else if (Flag(argc, argv, i, "--lock-dir", v)) {
       opts.lock_dir = v;
     } else if (Flag(argc, argv, i, "--emu-dir", v)) {

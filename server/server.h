@@ -16,13 +16,13 @@
 
 #include "scheduler/ledger.h"
 #include "server/device.h"
+#include "server/device_lock.h"
 #include "server/executor.h"
 #include "server/metrics.h"
 #include "server/modules.h"
 #include "server/pollers.h"
 #include "server/session.h"
 #include "server/tenants.h"
-#include "server/device_lock.h"
 #include "transport/channel.h"
 
 namespace remora::server {
@@ -39,6 +39,10 @@ struct ServerOptions {
   // Order of tenants' work on the device: "fair" (sched::FairQueue: GPU time
   // by compute share, limits, priorities) or "fifo" (first come, first served).
   std::string scheduler = "fair";
+  // The fair queue's time slices (sched::FairOptions::slice_ns): tenants of a priority class
+  // take the device in turns of this much GPU time, never sharing it; 0: their kernels may
+  // run side by side (and are each charged their whole duration).
+  uint64_t time_slice_ns = 4000000;
   std::string metrics_addr;  // HOST:PORT for Prometheus' /metrics; "" for none
   // Tenants and projects from a YAML file (tenants.h); "" for open mode,
   // where clients declare their quotas within the caps below.
