@@ -271,6 +271,7 @@ void FairQueue::AddInFlight(Tenant& tn, int64_t n, int64_t ns) {
   Class& cls = classes_[ClassOf(tn.share)];
   tn.in_flight += static_cast<uint32_t>(n);
   cls.in_flight += static_cast<uint32_t>(n);
+  if (cls.in_flight == 0) cls.waiting_since = 0;  // rule 5: nothing left to wait for
   in_flight_ += static_cast<uint32_t>(n);
   tn.in_flight_ns += static_cast<uint64_t>(ns);
   cls.in_flight_ns += static_cast<uint64_t>(ns);
@@ -319,10 +320,14 @@ bool FairQueue::Allowed(const Tenant& tn) const {
     (void)below(top_ready, &n);
     if (n > 0) return false;
   }
-  // Rule 5: not while another tenant's work of this class is on the device.
+  // Rule 5: not while another tenant's work of this class is on the device, for two slices.
   if (opt_.slice_ns && classes_[c].in_flight > SliceInFlight(tn)) {
-    switching_ = true;
-    return false;
+    Class& cls = classes_[c];
+    if (cls.waiting_since == 0) cls.waiting_since = std::max<uint64_t>(now_, 1);
+    if (now_ < cls.waiting_since + 2 * opt_.slice_ns) {
+      switching_ = true;
+      return false;
+    }
   }
   return true;
 }
@@ -382,6 +387,7 @@ void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
     }
     cls.owner_ns += tn.predicted_ns;
     if (cls.owner_ns >= opt_.slice_ns) cls.owner = cls.owner_tenant = nullptr;
+    cls.waiting_since = 0;
     switching_ = false;
   }
   if (leaves_ready)
@@ -411,6 +417,7 @@ void FairQueue::Ready(TenantId t, uint64_t now_ns) {
 
 std::optional<TenantId> FairQueue::Next(uint64_t now_ns) {
   now_ = std::max(now_, now_ns);
+  switching_ = false;  // Allowed says so again if an item still waits for the device
   while (!held_.empty() && std::get<0>(*held_.begin()) <= now_ns) {
     Node* n = std::get<2>(*held_.begin());
     if (n->tenant)
@@ -536,9 +543,15 @@ void FairQueue::ConfigureProject(ProjectId p, double share) {
       it->second->node.weight = share;
 }
 
-std::optional<uint64_t> FairQueue::NextEligibleAt(uint64_t) const {
-  if (held_.empty()) return std::nullopt;
-  return std::get<0>(*held_.begin());
+std::optional<uint64_t> FairQueue::NextEligibleAt(uint64_t now_ns) const {
+  std::optional<uint64_t> at;
+  if (!held_.empty()) at = std::get<0>(*held_.begin());
+  if (switching_)  // rule 5: an item that waited two slices for the device goes anyway
+    for (const Class& cls : classes_)
+      if (const uint64_t t = cls.waiting_since + 2 * opt_.slice_ns;
+          cls.waiting_since != 0 && t > now_ns)
+        at = at ? std::min(*at, t) : t;
+  return at;
 }
 
 std::optional<FairQueue::TenantView> FairQueue::View(TenantId t) const {

@@ -36,7 +36,9 @@
 //     goes only once nothing of the others of its class is in flight, so the
 //     kernels of two tenants never share the device and each is charged only
 //     for time it had the device alone. Who has the next slice is rule 2's
-//     choice, so slices follow the shares. Off by default.
+//     choice, so slices follow the shares. A kernel cannot be stopped: when the
+//     others' work has not left the device two slices after an item began to
+//     wait for it (a long kernel), that item goes beside it. Off by default.
 //
 // Cost: O(log n) per call in the number of tenants (ordered sets keyed by
 // virtual time), plus O(log n) per capped tenant or account whose hold-back
@@ -193,6 +195,7 @@ class FairQueue final : public DispatchQueue {
     const void* owner = nullptr;
     Tenant* owner_tenant = nullptr;  // the owner, when it is a tenant of its own
     uint64_t owner_ns = 0;
+    uint64_t waiting_since = 0;  // an item has waited for the device to drain since (0: none)
   };
 
   Tenant& Get(TenantId t);
@@ -230,7 +233,7 @@ class FairQueue final : public DispatchQueue {
   std::unordered_map<TenantId, std::unique_ptr<Tenant>> tenants_;
   std::map<InnerKey, std::unique_ptr<Inner>> inners_;
   std::unordered_map<ProjectId, double> project_shares_;
-  Class classes_[kPriorities];
+  mutable Class classes_[kPriorities];  // mutable: Allowed notes when a switch began
   // (until, uid, node): tenants and accounts held back by their limits.
   std::set<std::tuple<uint64_t, uint64_t, Node*>> held_;
   uint64_t seq_ = 0;

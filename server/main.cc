@@ -37,7 +37,7 @@ constexpr const char* kUsage =
     "             priorities; the default) or fifo\n"
     "  --time-slice  with the fair scheduler, tenants of a priority class take the GPU\n"
     "             in turns of this many milliseconds of GPU time, their kernels never side\n"
-    "             by side, so each is charged only for time it had the GPU (0: off)\n"
+    "             by side, so each is charged only for time it had the GPU (default 0: off)\n"
     "  --metrics  serve Prometheus' /metrics there (per tenant memory, GPU time,\n"
     "             shares, calls, errors; reclaims, preemptions, faults)\n"
     "  --tenants  admit only the tenants of this YAML file, by token, with its quotas\n"

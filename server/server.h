@@ -42,7 +42,7 @@ struct ServerOptions {
   // The fair queue's time slices (sched::FairOptions::slice_ns): tenants of a priority class
   // take the device in turns of this much GPU time, never sharing it; 0: their kernels may
   // run side by side (and are each charged their whole duration).
-  uint64_t time_slice_ns = 4000000;
+  uint64_t time_slice_ns = 0;
   std::string metrics_addr;  // HOST:PORT for Prometheus' /metrics; "" for none
   // Tenants and projects from a YAML file (tenants.h); "" for open mode,
   // where clients declare their quotas within the caps below.

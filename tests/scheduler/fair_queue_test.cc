@@ -503,6 +503,17 @@ TEST(FairQueue, ALoneTenantKeepsTheDeviceSliceAfterSlice) {
   EXPECT_TRUE(q.WaitsForDone());
   q.Done(1, 100'000, 100'000);
   EXPECT_EQ(q.Next(100'000), 2u);
+
+  // A kernel cannot be stopped: after two slices of waiting for a long one, the next item
+  // goes beside it, and the executor is told when to ask again.
+  q.Done(2, 100'000, 200'000);
+  ASSERT_TRUE(q.IssueNow(1, 200'000));  // tenant 1 again: a long kernel, say
+  q.Ready(2, 200'000);
+  EXPECT_FALSE(q.Next(200'000).has_value());
+  EXPECT_EQ(q.NextEligibleAt(200'000), 200'000 + 2 * kMs);
+  EXPECT_FALSE(q.Next(200'000 + 2 * kMs - 1).has_value());
+  EXPECT_EQ(q.Next(200'000 + 2 * kMs), 2u);
+  EXPECT_FALSE(q.NextEligibleAt(200'000 + 2 * kMs).has_value());
 }
 
 // The executor reports a group of items with one Done: it must leave the queue

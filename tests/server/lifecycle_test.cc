@@ -41,8 +41,20 @@ TEST_F(ServerTest, ReclaimWhileTheBorrowerIsMidLaunchLosesNoData) {
   ASSERT_EQ(bystander->welcome_status(), 0);
   const uint64_t scratch = bystander->Malloc(4096);
   ASSERT_NE(scratch, 0u);
+  // Others are served while the borrower's long kernels run.
+  {
+    v1::MemsetRequest m;
+    m.set_dst(scratch);
+    m.set_size(4096);
+    m.set_value(7);
+    ASSERT_EQ(bystander->Call(CallId::kMemset, m), 0) << bystander->last().message();
+    ASSERT_EQ(borrower->Call(CallId::kStreamQuery, v1::StreamRequest()), err::kNotReady)
+        << "the borrower's kernels should still be running";
+  }
   // Within its request: the loan goes. The claim waits for the borrower's work
-  // to leave the device; the bystander is served all the while.
+  // to leave the device; the bystander's calls meanwhile are all served, correctly. (How
+  // many fall within the claim depends on how fast the borrower's kernels are stopped:
+  // the emulated GPU cancels them at once.)
   const uint64_t first = usable / 5 * 2;
   std::atomic<bool> claimed{false};
   uint64_t owned = 0;
@@ -50,7 +62,6 @@ TEST_F(ServerTest, ReclaimWhileTheBorrowerIsMidLaunchLosesNoData) {
     owned = owner->Malloc(first);
     claimed = true;
   });
-  int served_meanwhile = 0;
   for (uint32_t i = 0; !claimed; ++i) {
     v1::MemsetRequest m;
     m.set_dst(scratch);
@@ -64,11 +75,9 @@ TEST_F(ServerTest, ReclaimWhileTheBorrowerIsMidLaunchLosesNoData) {
                     bystander->Call(CallId::kMemcpyDtoH, d, &b) == 0 &&
                     b.data() == std::string(1, static_cast<char>(i & 0xff));
     ASSERT_TRUE(ok) << "the bystander was not served: " << bystander->last().message();
-    if (!claimed) ++served_meanwhile;
   }
   claim.join();
   ASSERT_NE(owned, 0u);
-  EXPECT_GT(served_meanwhile, 0) << "nobody else was served while the loan was reclaimed";
   const std::string why = borrower->WaitEvicted();
   EXPECT_NE(why.find(owner->welcome().tenant()), std::string::npos) << why;
   EXPECT_LT(borrower->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);  // the session is over
