@@ -48,6 +48,13 @@ inline constexpr uint32_t kMaxCallId = [] {
   return max;
 }();
 
+// The class of row `id` (kLocal for an id no row has).
+constexpr CallClass ClassOf(CallId id) {
+  for (const CallInfo& c : kCalls)
+    if (c.id == static_cast<uint32_t>(id)) return c.cls;
+  return CallClass::kLocal;
+}
+
 // The row for `id`, or nullptr if no row has it.
 constexpr const CallInfo* FindCall(uint32_t id) {
   for (const CallInfo& c : kCalls)

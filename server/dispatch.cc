@@ -73,12 +73,6 @@ void HandleCall(Session& s, const transport::Frame& f) {
   Handle<Id, Msg, Rep, C>(s, f, M);
 }
 
-constexpr CallClass ClassOf(CallId id) {
-  for (const CallInfo& c : kCalls)
-    if (c.id == static_cast<uint32_t>(id)) return c.cls;
-  return CallClass::kLocal;
-}
-
 // Declared checks name calls the server handles (a LOCAL or NOTIFY row never gets here).
 #define REMORA_HANDLE(Call, field, table)                           \
   static_assert(ClassOf(CallId::k##Call) != CallClass::kLocal &&    \

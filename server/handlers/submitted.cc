@@ -6,32 +6,21 @@
 namespace remora::server {
 namespace {
 
-// A calls.def row's request (as its handler takes it), reply and class.
+// A calls.def row's request (as its handler takes it) and reply.
 template <CallId C>
 struct RowOf;
-#define SETUP CallClass::kSetup
-#define SYNC CallClass::kSync
-#define ORDERED CallClass::kOrdered
-#define NOTIFY CallClass::kNotify
-#define LOCAL CallClass::kLocal
 #define REMORA_CALL(id, Name, Class, Request, Reply)      \
   template <>                                             \
   struct RowOf<CallId::k##Name> {                         \
     using Req = fixed::HandlerRequest<v1::Request>::type; \
     using Rep = v1::Reply;                                \
-    static constexpr CallClass kClass = Class;            \
   };
 #include "proto/calls.def"
-#undef SETUP
-#undef SYNC
-#undef ORDERED
-#undef NOTIFY
-#undef LOCAL
 
 }  // namespace
 
 #define REMORA_SUBMIT(Row, fn, ...)                                                                \
-  static_assert(RowOf<CallId::k##Row>::kClass == CallClass::kOrdered,                              \
+  static_assert(ClassOf(CallId::k##Row) == CallClass::kOrdered,                                    \
                 "submitted.def: " #Row " is not an ORDERED row");                                  \
   Status Session::On##Row(const RowOf<CallId::k##Row>::Req& req, RowOf<CallId::k##Row>::Rep&) {    \
     return work_->Submit(req.stream(), [dev = env_.device,                                         \
@@ -40,7 +29,7 @@ struct RowOf;
     });                                                                                            \
   }
 #define REMORA_SUBMIT_SYNC(Row, Async)                                                    \
-  static_assert(RowOf<CallId::k##Row>::kClass == CallClass::kSync,                        \
+  static_assert(ClassOf(CallId::k##Row) == CallClass::kSync,                              \
                 "submitted.def: " #Row " is not a SYNC row");                             \
   static_assert(std::is_same_v<RowOf<CallId::k##Row>::Req, RowOf<CallId::k##Async>::Req>, \
                 "submitted.def: " #Row " and " #Async " take different requests");        \
