@@ -219,7 +219,10 @@ cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t
 }
 
 cudaError_t cudaFree(void* devPtr) {
-  if (!devPtr) return cudaSuccess;
+  if (!devPtr) {
+    remora::client_stub::NoteRuntimeUse();  // cudaFree(0): the idiom that sets the context up
+    return cudaSuccess;
+  }
   if (St().host.IsManaged(devPtr)) {
     // cudaFree synchronizes: no kernel may still be using the block.
     if (cudaError_t e = Connection::Get().Call(CallId::kDeviceSynchronize, v1::Empty()))

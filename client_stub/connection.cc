@@ -35,6 +35,7 @@ void AtExit() {
 }  // namespace
 
 Connection& Connection::Get() {
+  NoteRuntimeUse();  // every runtime call that reaches the session comes here
   static NoDestructor<Connection> c;
   return *c;
 }

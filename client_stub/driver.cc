@@ -18,6 +18,8 @@
 #include <cstring>
 #include <vector>
 
+#include "client_stub/state.h"
+
 namespace remora::client_stub::driver {
 
 CUresult ToCu(cudaError_t e) {
@@ -56,14 +58,20 @@ std::atomic<bool> g_initialized{false};
 std::atomic<int> g_primary_refs{0};
 thread_local std::vector<CUcontext> t_contexts;  // back(): the current one
 
+// The thread's current context: the one it set or pushed last, else the runtime's primary
+// context where the program's own runtime calls made it current.
 CUcontext Current() {
-  return t_contexts.empty() ? nullptr : t_contexts.back();
+  if (!t_contexts.empty()) return t_contexts.back();
+  return RuntimeUsedOnThisThread() ? TheContext() : nullptr;
 }
 
 }  // namespace
 
 CUresult NeedInit() {
-  return g_initialized.load(std::memory_order_acquire) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  // NVIDIA's runtime initializes the driver for the process on its first call.
+  return g_initialized.load(std::memory_order_acquire) || RuntimeUsedInProcess()
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUresult NeedContext() {
@@ -123,12 +131,14 @@ const char* ErrorName(CUresult r) {
 }  // namespace remora::client_stub::driver
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
+using remora::client_stub::DriverCallScope;
 
 extern "C" {
 
 // ---- Initialization, versions, errors -----------------------------------------
 
 CUresult cuInit(unsigned int flags) {
+  DriverCallScope scope;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   int n = 0;
   if (cudaError_t e = cudaGetDeviceCount(&n)) return ToCu(e);  // reaches the server
@@ -138,18 +148,21 @@ CUresult cuInit(unsigned int flags) {
 }
 
 CUresult cuDriverGetVersion(int* version) {
+  DriverCallScope scope;
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *version = CUDA_VERSION;
   return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorName(CUresult error, const char** str) {
+  DriverCallScope scope;
   if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *str = ErrorName(error);
   return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGetErrorString(CUresult error, const char** str) {
+  DriverCallScope scope;
   if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const char* name = ErrorName(error);
   *str = name ? cudaGetErrorString(static_cast<cudaError_t>(error)) : nullptr;
@@ -159,6 +172,7 @@ CUresult cuGetErrorString(CUresult error, const char** str) {
 // NVIDIA's runtime asks for its private tables first. Without them it cannot run here; say so
 // (once) rather than let it find another way to the GPU.
 CUresult cuGetExportTable(const void** table, const CUuuid* id) {
+  DriverCallScope scope;
   static std::atomic<bool> said{false};
   if (!said.exchange(true))
     std::fprintf(stderr,
@@ -176,12 +190,14 @@ CUresult cuGetExportTable(const void** table, const CUuuid* id) {
 // ---- Devices ------------------------------------------------------------------
 
 CUresult cuDeviceGetCount(int* count) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return ToCu(cudaGetDeviceCount(count));
 }
 
 CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  DriverCallScope scope;
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = NeedDevice(ordinal)) return r;
   *device = ordinal;
@@ -189,6 +205,7 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   cudaDeviceProp p{};
@@ -198,6 +215,7 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 }
 
 CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   cudaDeviceProp p{};
@@ -208,12 +226,14 @@ CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
 
 // CUdevice_attribute and cudaDeviceAttr number the same attributes alike.
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return ToCu(cudaDeviceGetAttribute(value, static_cast<cudaDeviceAttr>(attrib), dev));
 }
 
 CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   cudaDeviceProp p{};
@@ -223,6 +243,7 @@ CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
 }
 
 CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   return ToCu(cudaDeviceGetPCIBusId(id, len, dev));
 }
@@ -230,6 +251,7 @@ CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
 // ---- Contexts: one per process, the session -----------------------------------
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   g_primary_refs.fetch_add(1);
@@ -238,6 +260,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
 }
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   int refs = g_primary_refs.load();
   while (refs > 0 && !g_primary_refs.compare_exchange_weak(refs, refs - 1)) {
@@ -246,6 +269,7 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *flags = 0;
@@ -254,15 +278,18 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* acti
 }
 
 CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int) {
+  DriverCallScope scope;
   return NeedDevice(dev);
 }
 
 CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   return ToCu(cudaDeviceReset());
 }
 
 CUresult cuCtxCreate(CUcontext* ctx, CUctxCreateParams*, unsigned int, CUdevice dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *ctx = TheContext();
@@ -271,6 +298,7 @@ CUresult cuCtxCreate(CUcontext* ctx, CUctxCreateParams*, unsigned int, CUdevice 
 }
 
 CUresult cuCtxDestroy(CUcontext ctx) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
   std::erase(t_contexts, ctx);
@@ -278,6 +306,7 @@ CUresult cuCtxDestroy(CUcontext ctx) {
 }
 
 CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *ctx = Current();
@@ -285,14 +314,16 @@ CUresult cuCtxGetCurrent(CUcontext* ctx) {
 }
 
 CUresult cuCtxSetCurrent(CUcontext ctx) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx != nullptr && ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (!t_contexts.empty()) t_contexts.pop_back();
-  if (ctx != nullptr) t_contexts.push_back(ctx);
+  t_contexts.push_back(ctx);  // null too: no context, whatever the runtime made current
   return CUDA_SUCCESS;
 }
 
 CUresult cuCtxPushCurrent(CUcontext ctx) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
   t_contexts.push_back(ctx);
@@ -300,6 +331,7 @@ CUresult cuCtxPushCurrent(CUcontext ctx) {
 }
 
 CUresult cuCtxPopCurrent(CUcontext* ctx) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (ctx) *ctx = Current();
   t_contexts.pop_back();
@@ -307,6 +339,7 @@ CUresult cuCtxPopCurrent(CUcontext* ctx) {
 }
 
 CUresult cuCtxGetDevice(CUdevice* dev) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dev = 0;
@@ -314,6 +347,7 @@ CUresult cuCtxGetDevice(CUdevice* dev) {
 }
 
 CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (ctx != nullptr ? ctx != TheContext() : Current() == nullptr)
@@ -323,11 +357,13 @@ CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
 }
 
 CUresult cuCtxSynchronize() {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaDeviceSynchronize());
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx != nullptr && ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx == nullptr && Current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -337,11 +373,13 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 // ---- Memory ---------------------------------------------------------------------
 
 CUresult cuMemGetInfo(size_t* free, size_t* total) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemGetInfo(free, total));
 }
 
 CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   void* p = nullptr;
@@ -351,85 +389,101 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
 }
 
 CUresult cuMemFree(CUdeviceptr dptr) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaFree(reinterpret_cast<void*>(dptr)));
 }
 
 CUresult cuMemAllocHost(void** pp, size_t bytes) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMallocHost(pp, bytes));
 }
 
 CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaHostAlloc(pp, bytes, flags));  // CU_MEMHOSTALLOC_* are cudaHostAlloc*'s bits
 }
 
 CUresult cuMemHostRegister(void* p, size_t bytes, unsigned int flags) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaHostRegister(p, bytes, flags));  // CU_MEMHOSTREGISTER_* are cudaHostRegister*
 }
 
 CUresult cuMemHostUnregister(void* p) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaHostUnregister(p));
 }
 
 CUresult cuMemFreeHost(void* p) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaFreeHost(p));
 }
 
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemcpy(reinterpret_cast<void*>(dst), src, n, cudaMemcpyHostToDevice));
 }
 
 CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemcpy(dst, reinterpret_cast<void*>(src), n, cudaMemcpyDeviceToHost));
 }
 
 CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
                          cudaMemcpyDeviceToDevice));
 }
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(
       cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n, cudaMemcpyDefault));
 }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemcpyAsync(reinterpret_cast<void*>(dst), src, n, cudaMemcpyHostToDevice, s));
 }
 
 CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemcpyAsync(dst, reinterpret_cast<void*>(src), n, cudaMemcpyDeviceToHost, s));
 }
 
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
                               cudaMemcpyDeviceToDevice, s));
 }
 
 CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t n) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemset(reinterpret_cast<void*>(dst), value, n));
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaMemsetAsync(reinterpret_cast<void*>(dst), value, n, s));
 }
 
 // A 32-bit pattern: a byte memset when its four bytes agree, else the pattern copied in.
 CUresult cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t n) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (dst % 4 != 0) return CUDA_ERROR_INVALID_VALUE;
   const unsigned char b = value & 0xff;
@@ -442,76 +496,91 @@ CUresult cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t n) {
 // ---- Streams and events --------------------------------------------------------
 
 CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamCreateWithFlags(s, flags));  // CU_STREAM_* are cudaStream*'s flags
 }
 
 CUresult cuStreamDestroy(CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamDestroy(s));
 }
 
 CUresult cuStreamSynchronize(CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamSynchronize(s));
 }
 
 CUresult cuStreamQuery(CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamQuery(s));
 }
 
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamWaitEvent(s, e, flags));
 }
 
 CUresult cuStreamCreateWithPriority(CUstream* s, unsigned int flags, int priority) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamCreateWithPriority(s, flags, priority));
 }
 
 CUresult cuStreamGetPriority(CUstream s, int* priority) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamGetPriority(s, priority));
 }
 
 CUresult cuStreamGetFlags(CUstream s, unsigned int* flags) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaStreamGetFlags(s, flags));
 }
 
 CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaDeviceGetStreamPriorityRange(least, greatest));
 }
 
 CUresult cuEventCreate(CUevent* e, unsigned int flags) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaEventCreateWithFlags(e, flags));
 }
 
 CUresult cuEventRecord(CUevent e, CUstream s) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaEventRecord(e, s));
 }
 
 CUresult cuEventSynchronize(CUevent e) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaEventSynchronize(e));
 }
 
 CUresult cuEventQuery(CUevent e) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaEventQuery(e));
 }
 
 CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaEventElapsedTime(ms, start, end));
 }
 
 CUresult cuEventDestroy(CUevent e) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaEventDestroy(e));
 }

@@ -18,6 +18,7 @@
 #include "client_stub/connection.h"
 #include "client_stub/driver_internal.h"
 #include "client_stub/kernels.h"
+#include "client_stub/state.h"
 #include "fatbin/fatbin.h"
 
 namespace remora::client_stub::driver {
@@ -193,20 +194,24 @@ extern "C" {
 // ---- Modules and launches ------------------------------------------------------
 
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  DriverCallScope scope;
   return LoadModule(reinterpret_cast<DriverModule**>(module), image);
 }
 
 CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, CUjit_option*,
                             void**) {
+  DriverCallScope scope;
   // JIT options tune a compiler the server runs.
   return LoadModule(reinterpret_cast<DriverModule**>(module), image);
 }
 
 CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
+  DriverCallScope scope;
   return LoadModule(reinterpret_cast<DriverModule**>(module), fatbin);
 }
 
 CUresult cuModuleLoad(CUmodule* module, const char* path) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::ifstream in(path, std::ios::binary);
@@ -217,16 +222,19 @@ CUresult cuModuleLoad(CUmodule* module, const char* path) {
 }
 
 CUresult cuModuleUnload(CUmodule module) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return UnloadModule(reinterpret_cast<DriverModule*>(module));
 }
 
 CUresult cuModuleGetFunction(CUfunction* fn, CUmodule module, const char* name) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return KernelOf(reinterpret_cast<DriverModule*>(module), name, reinterpret_cast<Kernel**>(fn));
 }
 
 CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, const char* name) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return GlobalOf(reinterpret_cast<DriverModule*>(module), name, dptr, bytes);
 }
@@ -235,20 +243,24 @@ CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, co
 // CUfunction) outlive contexts. The session is both here.
 CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
                            unsigned int, CUlibraryOption*, void**, unsigned int) {
+  DriverCallScope scope;
   return LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false);
 }
 
 CUresult cuLibraryUnload(CUlibrary library) {
+  DriverCallScope scope;
   return UnloadModule(reinterpret_cast<DriverModule*>(library));
 }
 
 CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
+  DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   return KernelOf(reinterpret_cast<DriverModule*>(library), name,
                   reinterpret_cast<Kernel**>(kernel));
 }
 
 CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (module == nullptr || library == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *module = reinterpret_cast<CUmodule>(library);
@@ -256,11 +268,13 @@ CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
 }
 
 CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return GlobalOf(reinterpret_cast<DriverModule*>(library), name, dptr, bytes);
 }
 
 CUresult cuKernelGetFunction(CUfunction* fn, CUkernel kernel) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (fn == nullptr || kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *fn = reinterpret_cast<CUfunction>(kernel);
@@ -268,6 +282,7 @@ CUresult cuKernelGetFunction(CUfunction* fn, CUkernel kernel) {
 }
 
 CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attrib, int value) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   v1::FuncAttributeRequest req;
@@ -280,6 +295,7 @@ CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attrib, int valu
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction fn, int block_size,
                                                      size_t dynamic_shared) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (blocks == nullptr || fn == nullptr || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
   v1::OccupancyRequest req;
@@ -294,6 +310,7 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction fn,
 }
 
 CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction fn) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (value == nullptr || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const auto& k = *reinterpret_cast<const Kernel*>(fn);
@@ -327,18 +344,21 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction 
 CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                         CUstream s, void** params, void** extra) {
+  DriverCallScope scope;
   return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, extra, false);
 }
 
 CUresult cuLaunchCooperativeKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
                                    unsigned int bx, unsigned int by, unsigned int bz,
                                    unsigned int shared, CUstream s, void** params) {
+  DriverCallScope scope;
   return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, nullptr, true);
 }
 
 // The cooperative attribute is served; a priority the stream already has is the launch's.
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** params,
                           void** extra) {
+  DriverCallScope scope;
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
   bool cooperative = false;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
@@ -354,6 +374,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** pa
 }
 
 CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
+  DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return ToCu(cudaLaunchHostFunc(s, fn, data));
 }
@@ -364,6 +385,7 @@ CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
 // what this library exports for it, served or refused.
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int, cuuint64_t,
                           CUdriverProcAddressQueryResult* status) {
+  DriverCallScope scope;
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   static void* const self = [] {
     Dl_info info{};

@@ -44,6 +44,32 @@ void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy) {
   }
 }
 
+// ---- the runtime's context, as the driver API sees it ----------------------------
+
+namespace {
+thread_local int t_driver_depth = 0;
+thread_local bool t_runtime_used = false;
+std::atomic<bool> g_runtime_used{false};
+}  // namespace
+
+void NoteRuntimeUse() {
+  if (t_driver_depth > 0 || t_runtime_used) return;
+  t_runtime_used = true;
+  g_runtime_used.store(true, std::memory_order_release);
+}
+bool RuntimeUsedOnThisThread() {
+  return t_runtime_used;
+}
+bool RuntimeUsedInProcess() {
+  return g_runtime_used.load(std::memory_order_acquire);
+}
+DriverCallScope::DriverCallScope() {
+  ++t_driver_depth;
+}
+DriverCallScope::~DriverCallScope() {
+  --t_driver_depth;
+}
+
 // ---- errors ---------------------------------------------------------------------
 
 namespace {

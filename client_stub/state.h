@@ -37,6 +37,24 @@ cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info);
 // only between synchronisations) and pageable memory never device-accessible.
 void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy);
 
+// ---- the runtime's context, as the driver API sees it ----------------------------
+
+// A call of the program's own into the runtime (not one libcuda.so.1 makes for a driver
+// call): the runtime's primary context is current on this thread from now on, and the
+// driver initialized for the process, as NVIDIA's runtime leaves them.
+void NoteRuntimeUse();
+bool RuntimeUsedOnThisThread();
+bool RuntimeUsedInProcess();
+// Marks the calling thread as inside a driver-API entry point while it lives: the runtime
+// calls it makes are the driver's own, not the program's.
+class DriverCallScope {
+ public:
+  DriverCallScope();
+  ~DriverCallScope();
+  DriverCallScope(const DriverCallScope&) = delete;
+  DriverCallScope& operator=(const DriverCallScope&) = delete;
+};
+
 // ---- errors ---------------------------------------------------------------------
 
 // Records `e` as the calling thread's last error unless it is cudaSuccess; returns e.
