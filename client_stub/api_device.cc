@@ -1,7 +1,11 @@
 // client_stub/api_device.cc - device management, versions, errors, limits: answered locally.
+#include <cuda.h>
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "client_stub/api.h"
 #include "client_stub/connection.h"
@@ -280,29 +284,62 @@ cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int fl
   return Ret(Ready());
 }
 
-// ---- Driver entry points: the tenant has no driver of its own to hand out. ----
+// ---- Driver entry points: those of the stub libcuda.so.1 beside this library -----------
 
-cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
-                                    enum cudaDriverEntryPointQueryResult* driverStatus) {
-  (void)flags;
+namespace {
+
+using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult*);
+
+// cuGetProcAddress of Remora's libcuda.so.1 (the file beside this library), loaded once; null
+// if it is missing.
+GetProcAddressFn DriverProcAddress() {
+  static const GetProcAddressFn fn = [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&cudaGetDriverEntryPointByVersion), &info) == 0 ||
+        info.dli_fname == nullptr)
+      return GetProcAddressFn{nullptr};
+    std::string path(info.dli_fname);
+    path = path.substr(0, path.rfind('/') + 1) + "libcuda.so.1";
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    return lib ? reinterpret_cast<GetProcAddressFn>(dlsym(lib, "cuGetProcAddress_v2"))
+               : GetProcAddressFn{nullptr};
+  }();
+  return fn;
+}
+
+cudaError_t EntryPoint(const char* symbol, void** funcPtr, int version,
+                       cudaDriverEntryPointQueryResult* driverStatus) {
   if (!symbol || !funcPtr) return Ret(cudaErrorInvalidValue);
   *funcPtr = nullptr;
   if (driverStatus) *driverStatus = cudaDriverEntryPointSymbolNotFound;
-  return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
-      "cudaGetDriverEntryPoint", "the driver runs in remora-server; tenants cannot call it")));
+  GetProcAddressFn get = DriverProcAddress();
+  if (get == nullptr)
+    return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
+        "cudaGetDriverEntryPoint", "Remora's libcuda.so.1 is not beside the stub runtime")));
+  CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (get(symbol, funcPtr, version, 0, &found) != CUDA_SUCCESS) return cudaSuccess;
+  if (driverStatus) *driverStatus = cudaDriverEntryPointSuccess;
+  return cudaSuccess;
+}
+
+}  // namespace
+
+// The runtime hands out what the driver serves: a program (PyTorch, say) that takes driver
+// entry points this way gets the stub libcuda.so.1's, over the same session. A name the
+// driver does not have answers cudaSuccess with cudaDriverEntryPointSymbolNotFound, as
+// NVIDIA's runtime does.
+cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult* driverStatus) {
+  (void)flags;  // per-thread default streams are the legacy stream here
+  return EntryPoint(symbol, funcPtr, CUDART_VERSION, driverStatus);
 }
 
 cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
                                              unsigned int cudaVersion, unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult* driverStatus) {
-  (void)cudaVersion;
   (void)flags;
-  if (!symbol || !funcPtr) return Ret(cudaErrorInvalidValue);
-  *funcPtr = nullptr;
-  if (driverStatus) *driverStatus = cudaDriverEntryPointSymbolNotFound;
-  return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
-      "cudaGetDriverEntryPointByVersion",
-      "the driver runs in remora-server; tenants cannot call it")));
+  return EntryPoint(symbol, funcPtr, static_cast<int>(cudaVersion), driverStatus);
 }
 
 }  // extern "C"

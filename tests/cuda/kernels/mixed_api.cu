@@ -72,6 +72,24 @@ int main(int argc, char** argv) {
       std::printf("FAIL: y[%d] = %f, expected %f\n", i, got[i], want[i]);
       return 1;
     }
+  // Driver entry points handed out by the runtime, as PyTorch takes them.
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  CHECK(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, CUDART_VERSION, cudaEnableDefault,
+                                         &found));
+  REQUIRE(found == cudaDriverEntryPointSuccess && fn != nullptr);
+  CUdeviceptr extra = 0;
+  CU_CHECK(reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(fn)(&extra, 1 << 20));
+  CU_CHECK(cuMemsetD8(extra, 0x5a, 1 << 20));
+  unsigned char back = 0;
+  CHECK(cudaMemcpy(&back, reinterpret_cast<void*>(extra + 12345), 1, cudaMemcpyDeviceToHost));
+  REQUIRE(back == 0x5a);
+  CU_CHECK(cuMemFree(extra));
+  fn = reinterpret_cast<void*>(1);
+  CHECK(cudaGetDriverEntryPointByVersion("cuNoSuchEntryPoint", &fn, CUDART_VERSION,
+                                         cudaEnableDefault, &found));
+  REQUIRE(found == cudaDriverEntryPointSymbolNotFound && fn == nullptr);
+
   CU_CHECK(cuModuleUnload(mod));
   CHECK(cudaStreamDestroy(s));
   CHECK(cudaFree(dx));
