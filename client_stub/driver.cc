@@ -424,6 +424,42 @@ CUresult cuMemFreeHost(void* p) {
   return ToCu(cudaFreeHost(p));
 }
 
+// What the process's tables say of a pointer: memory the driver does not know (an ordinary
+// host pointer) is CUDA_ERROR_INVALID_VALUE, as NVIDIA's driver answers.
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  cudaPointerAttributes a{};
+  if (cudaError_t e = cudaPointerGetAttributes(&a, reinterpret_cast<void*>(ptr))) return ToCu(e);
+  if (a.type == cudaMemoryTypeUnregistered) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = TheContext();
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) =
+          a.type == cudaMemoryTypeHost ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      if (a.devicePointer == nullptr) return CUDA_ERROR_INVALID_VALUE;  // host memory, unmapped
+      *static_cast<CUdeviceptr*>(data) = reinterpret_cast<CUdeviceptr>(a.devicePointer);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      if (a.hostPointer == nullptr) return CUDA_ERROR_INVALID_VALUE;  // device memory
+      *static_cast<void**>(data) = a.hostPointer;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<unsigned int*>(data) = a.type == cudaMemoryTypeManaged;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = a.device;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
+  }
+}
+
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;

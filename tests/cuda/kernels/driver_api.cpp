@@ -125,6 +125,40 @@ int main(int argc, char** argv) {
   size_t free_bytes = 0, total_bytes = 0;
   CU_CHECK(cuMemGetInfo(&free_bytes, &total_bytes));
 
+  // What the driver says of pointers: device memory, page-locked host memory, and memory it
+  // never saw.
+  {
+    CUdeviceptr d = 0;
+    void* h = nullptr;
+    CU_CHECK(cuMemAlloc(&d, 4096));
+    CU_CHECK(cuMemAllocHost(&h, 4096));
+    unsigned int type = 0;
+    int ordinal = -1;
+    CUcontext owner = nullptr;
+    CU_CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d));
+    CU_CHECK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d + 100));
+    CU_CHECK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, d));
+    if (type != CU_MEMORYTYPE_DEVICE || ordinal != 0 || owner != ctx) {
+      std::printf("FAIL: device memory: type %u, ordinal %d\n", type, ordinal);
+      return 1;
+    }
+    void* host = nullptr;
+    CU_CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   reinterpret_cast<CUdeviceptr>(h)));
+    CU_CHECK(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                   reinterpret_cast<CUdeviceptr>(h)));
+    if (type != CU_MEMORYTYPE_HOST || host != h) {
+      std::printf("FAIL: page-locked memory: type %u\n", type);
+      return 1;
+    }
+    int on_stack = 0;
+    CU_EXPECT(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    reinterpret_cast<CUdeviceptr>(&on_stack)),
+              CUDA_ERROR_INVALID_VALUE);
+    CU_CHECK(cuMemFreeHost(h));
+    CU_CHECK(cuMemFree(d));
+  }
+
   std::mt19937 rng(7);
   // A fat binary in memory, as cuModuleLoadData takes it.
   const std::string fatbin = ReadFile(argv[1]);
