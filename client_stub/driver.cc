@@ -357,9 +357,7 @@ CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
 }
 
 CUresult cuCtxSynchronize() {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaDeviceSynchronize());
+  return ForwardInContext([&] { return cudaDeviceSynchronize(); });
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
@@ -373,9 +371,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 // ---- Memory ---------------------------------------------------------------------
 
 CUresult cuMemGetInfo(size_t* free, size_t* total) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemGetInfo(free, total));
+  return ForwardInContext([&] { return cudaMemGetInfo(free, total); });
 }
 
 CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
@@ -389,39 +385,29 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
 }
 
 CUresult cuMemFree(CUdeviceptr dptr) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaFree(reinterpret_cast<void*>(dptr)));
+  return ForwardInContext([&] { return cudaFree(reinterpret_cast<void*>(dptr)); });
 }
 
 CUresult cuMemAllocHost(void** pp, size_t bytes) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMallocHost(pp, bytes));
+  return ForwardInContext([&] { return cudaMallocHost(pp, bytes); });
 }
 
 CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaHostAlloc(pp, bytes, flags));  // CU_MEMHOSTALLOC_* are cudaHostAlloc*'s bits
+  // CU_MEMHOSTALLOC_* are cudaHostAlloc*'s bits
+  return ForwardInContext([&] { return cudaHostAlloc(pp, bytes, flags); });
 }
 
 CUresult cuMemHostRegister(void* p, size_t bytes, unsigned int flags) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaHostRegister(p, bytes, flags));  // CU_MEMHOSTREGISTER_* are cudaHostRegister*
+  // CU_MEMHOSTREGISTER_* are cudaHostRegister*
+  return ForwardInContext([&] { return cudaHostRegister(p, bytes, flags); });
 }
 
 CUresult cuMemHostUnregister(void* p) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaHostUnregister(p));
+  return ForwardInContext([&] { return cudaHostUnregister(p); });
 }
 
 CUresult cuMemFreeHost(void* p) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaFreeHost(p));
+  return ForwardInContext([&] { return cudaFreeHost(p); });
 }
 
 // What the process's tables say of a pointer: memory the driver does not know (an ordinary
@@ -461,60 +447,55 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
 }
 
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemcpy(reinterpret_cast<void*>(dst), src, n, cudaMemcpyHostToDevice));
+  return ForwardInContext(
+      [&] { return cudaMemcpy(reinterpret_cast<void*>(dst), src, n, cudaMemcpyHostToDevice); });
 }
 
 CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemcpy(dst, reinterpret_cast<void*>(src), n, cudaMemcpyDeviceToHost));
+  return ForwardInContext(
+      [&] { return cudaMemcpy(dst, reinterpret_cast<void*>(src), n, cudaMemcpyDeviceToHost); });
 }
 
 CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
-                         cudaMemcpyDeviceToDevice));
+  return ForwardInContext([&] {
+    return cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
+                      cudaMemcpyDeviceToDevice);
+  });
 }
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(
-      cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n, cudaMemcpyDefault));
+  return ForwardInContext([&] {
+    return cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
+                      cudaMemcpyDefault);
+  });
 }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemcpyAsync(reinterpret_cast<void*>(dst), src, n, cudaMemcpyHostToDevice, s));
+  return ForwardInContext([&] {
+    return cudaMemcpyAsync(reinterpret_cast<void*>(dst), src, n, cudaMemcpyHostToDevice, s);
+  });
 }
 
 CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemcpyAsync(dst, reinterpret_cast<void*>(src), n, cudaMemcpyDeviceToHost, s));
+  return ForwardInContext([&] {
+    return cudaMemcpyAsync(dst, reinterpret_cast<void*>(src), n, cudaMemcpyDeviceToHost, s);
+  });
 }
 
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
-                              cudaMemcpyDeviceToDevice, s));
+  return ForwardInContext([&] {
+    return cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
+                           cudaMemcpyDeviceToDevice, s);
+  });
 }
 
 CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t n) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemset(reinterpret_cast<void*>(dst), value, n));
+  return ForwardInContext([&] { return cudaMemset(reinterpret_cast<void*>(dst), value, n); });
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaMemsetAsync(reinterpret_cast<void*>(dst), value, n, s));
+  return ForwardInContext(
+      [&] { return cudaMemsetAsync(reinterpret_cast<void*>(dst), value, n, s); });
 }
 
 // A 32-bit pattern: a byte memset when its four bytes agree, else the pattern copied in.
@@ -532,93 +513,64 @@ CUresult cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t n) {
 // ---- Streams and events --------------------------------------------------------
 
 CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamCreateWithFlags(s, flags));  // CU_STREAM_* are cudaStream*'s flags
+  // CU_STREAM_* are cudaStream*'s flags
+  return ForwardInContext([&] { return cudaStreamCreateWithFlags(s, flags); });
 }
 
 CUresult cuStreamDestroy(CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamDestroy(s));
+  return ForwardInContext([&] { return cudaStreamDestroy(s); });
 }
 
 CUresult cuStreamSynchronize(CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamSynchronize(s));
+  return ForwardInContext([&] { return cudaStreamSynchronize(s); });
 }
 
 CUresult cuStreamQuery(CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamQuery(s));
+  return ForwardInContext([&] { return cudaStreamQuery(s); });
 }
 
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamWaitEvent(s, e, flags));
+  return ForwardInContext([&] { return cudaStreamWaitEvent(s, e, flags); });
 }
 
 CUresult cuStreamCreateWithPriority(CUstream* s, unsigned int flags, int priority) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamCreateWithPriority(s, flags, priority));
+  return ForwardInContext([&] { return cudaStreamCreateWithPriority(s, flags, priority); });
 }
 
 CUresult cuStreamGetPriority(CUstream s, int* priority) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamGetPriority(s, priority));
+  return ForwardInContext([&] { return cudaStreamGetPriority(s, priority); });
 }
 
 CUresult cuStreamGetFlags(CUstream s, unsigned int* flags) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaStreamGetFlags(s, flags));
+  return ForwardInContext([&] { return cudaStreamGetFlags(s, flags); });
 }
 
 CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaDeviceGetStreamPriorityRange(least, greatest));
+  return ForwardInContext([&] { return cudaDeviceGetStreamPriorityRange(least, greatest); });
 }
 
 CUresult cuEventCreate(CUevent* e, unsigned int flags) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaEventCreateWithFlags(e, flags));
+  return ForwardInContext([&] { return cudaEventCreateWithFlags(e, flags); });
 }
 
 CUresult cuEventRecord(CUevent e, CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaEventRecord(e, s));
+  return ForwardInContext([&] { return cudaEventRecord(e, s); });
 }
 
 CUresult cuEventSynchronize(CUevent e) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaEventSynchronize(e));
+  return ForwardInContext([&] { return cudaEventSynchronize(e); });
 }
 
 CUresult cuEventQuery(CUevent e) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaEventQuery(e));
+  return ForwardInContext([&] { return cudaEventQuery(e); });
 }
 
 CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaEventElapsedTime(ms, start, end));
+  return ForwardInContext([&] { return cudaEventElapsedTime(ms, start, end); });
 }
 
 CUresult cuEventDestroy(CUevent e) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaEventDestroy(e));
+  return ForwardInContext([&] { return cudaEventDestroy(e); });
 }
 
 }  // extern "C"

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include "client_stub/driver_api.h"
+#include "client_stub/state.h"
 
 namespace remora::client_stub::driver {
 
@@ -18,5 +19,14 @@ CUresult NeedInit();
 CUresult NeedContext();
 // NeedInit, and `dev` one of the devices (CUDA_ERROR_INVALID_DEVICE).
 CUresult NeedDevice(CUdevice dev);
+
+// A driver entry point that is one call of the stub runtime: made as the driver's own
+// (DriverCallScope), once NeedContext allows it, its error spelled as the driver's.
+template <class Call>
+CUresult ForwardInContext(Call call) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  return ToCu(call());
+}
 
 }  // namespace remora::client_stub::driver

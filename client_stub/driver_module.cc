@@ -374,9 +374,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** pa
 }
 
 CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  return ToCu(cudaLaunchHostFunc(s, fn, data));
+  return ForwardInContext([&] { return cudaLaunchHostFunc(s, fn, data); });
 }
 
 // ---- Entry points by name ------------------------------------------------------

@@ -276,14 +276,18 @@ bool ConfigurationFits(dim3 grid, dim3 block) {
 
 }  // namespace
 
-cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
-                       size_t shared_bytes, cudaStream_t stream, bool cooperative) {
-  Connection& c = Connection::Get();
-  if (cudaError_t e = c.Ensure()) return RecordError(e);
-  if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
-  if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
+namespace {
+
+// The calling thread's launch request, reused so its parameter bytes keep their capacity.
+v1::LaunchRequest& ThreadLaunchRequest() {
   thread_local v1::LaunchRequest req;
-  req.set_params(params.data(), params.size());
+  return req;
+}
+
+// Posts `req`, its parameters already filled in, as a launch of `k`. REQUIRES: the session is
+// up and the shape fits the device.
+cudaError_t Post(const Kernel& k, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+                 bool cooperative, v1::LaunchRequest& req) {
   req.set_kernel(k.handle);
   req.set_grid_x(grid.x);
   req.set_grid_y(grid.y);
@@ -294,14 +298,25 @@ cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view 
   req.set_shared_bytes(static_cast<uint32_t>(shared_bytes));
   req.set_stream(StreamId(stream));
   req.set_cooperative(cooperative);
-  return RecordError(c.Post(CallId::kLaunchKernel, req));
+  return RecordError(Connection::Get().Post(CallId::kLaunchKernel, req));
+}
+
+}  // namespace
+
+cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
+                       size_t shared_bytes, cudaStream_t stream, bool cooperative) {
+  if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
+  if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
+  if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
+  v1::LaunchRequest& req = ThreadLaunchRequest();
+  req.set_params(params.data(), params.size());
+  return Post(k, grid, block, shared_bytes, stream, cooperative, req);
 }
 
 cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
                    cudaStream_t stream, bool cooperative) {
   if (!k) return RecordError(cudaErrorInvalidDeviceFunction);
-  Connection& c = Connection::Get();
-  if (cudaError_t e = c.Ensure()) return RecordError(e);
+  if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
   if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
   if (cudaError_t e = EnsureRegistered(*k)) {
     if (TraceEnabled()) TraceLocal("LaunchKernel", k->name, e, "its module did not register");
@@ -313,10 +328,9 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
                  "the loaded module has no kernel of this name");
     return RecordError(cudaErrorInvalidDeviceFunction);
   }
-
-  thread_local std::string params;
-  if (!PackParams(*k, args, &params)) return RecordError(cudaErrorInvalidValue);
-  return PostLaunch(*k, grid, block, params, shared_bytes, stream, cooperative);
+  v1::LaunchRequest& req = ThreadLaunchRequest();
+  if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
+  return Post(*k, grid, block, shared_bytes, stream, cooperative, req);
 }
 
 void PushConfig(const LaunchConfig& c) {
