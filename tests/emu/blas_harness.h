@@ -199,36 +199,6 @@ inline std::vector<double> RefGemm(cublasOperation_t ta, cublasOperation_t tb, i
   return C;
 }
 
-// Device memory holding a copy of a host vector.
-template <class T>
-class Dev {
- public:
-  explicit Dev(size_t n) : n_(n) {
-    EXPECT_EQ(Lib().cuMemAlloc(&p_, std::max<size_t>(1, n) * sizeof(T)), CUDA_SUCCESS);
-  }
-  explicit Dev(const std::vector<T>& v) : Dev(v.size()) { Put(v); }
-  ~Dev() { Lib().cuMemFree(p_); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-
-  void Put(const std::vector<T>& v) {
-    ASSERT_EQ(v.size(), n_);
-    ASSERT_EQ(Lib().cuMemcpyHtoD(p_, v.data(), n_ * sizeof(T)), CUDA_SUCCESS);
-  }
-  // Waits for all work of the context, then copies the contents out.
-  std::vector<T> Get() const {
-    std::vector<T> v(n_);
-    EXPECT_EQ(Lib().cuCtxSynchronize(), CUDA_SUCCESS);
-    EXPECT_EQ(Lib().cuMemcpyDtoH(v.data(), p_, n_ * sizeof(T)), CUDA_SUCCESS);
-    return v;
-  }
-  T* get() const { return reinterpret_cast<T*>(p_); }
-
- private:
-  CUdeviceptr p_ = 0;
-  size_t n_;
-};
-
 // The context, and a cuBLAS handle on it.
 class BlasTest : public EmuTest {
  protected:

@@ -30,30 +30,6 @@ void* LtLib() {
 // The library's export `name`, typed as cublasLt.h declares it.
 #define LT(name) (reinterpret_cast<decltype(&::name)>(dlsym(LtLib(), #name)))
 
-// Device memory holding a copy of a host vector.
-template <class T>
-class Dev {
- public:
-  explicit Dev(const std::vector<T>& v) : n_(v.size()) {
-    EXPECT_EQ(Lib().cuMemAlloc(&p_, std::max<size_t>(1, n_) * sizeof(T)), CUDA_SUCCESS);
-    EXPECT_EQ(Lib().cuMemcpyHtoD(p_, v.data(), n_ * sizeof(T)), CUDA_SUCCESS);
-  }
-  ~Dev() { Lib().cuMemFree(p_); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  std::vector<T> Get() const {
-    std::vector<T> v(n_);
-    EXPECT_EQ(Lib().cuCtxSynchronize(), CUDA_SUCCESS);
-    EXPECT_EQ(Lib().cuMemcpyDtoH(v.data(), p_, n_ * sizeof(T)), CUDA_SUCCESS);
-    return v;
-  }
-  T* get() const { return reinterpret_cast<T*>(p_); }
-
- private:
-  CUdeviceptr p_ = 0;
-  size_t n_;
-};
-
 double ToD(float v) {
   return v;
 }
