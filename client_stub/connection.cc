@@ -41,8 +41,7 @@ Connection& Connection::Get() {
 }
 
 std::string& Connection::SendBuffer() {
-  thread_local std::string buf;
-  return buf;
+  return ThreadScratch<std::string, struct SendBufferTag>();
 }
 
 void Connection::Fail(cudaError_t code, const std::string& why) {
@@ -135,8 +134,7 @@ void Connection::Connect() {
 
 namespace {
 std::string& FailureMessage() {
-  thread_local std::string why;
-  return why;
+  return ThreadScratch<std::string, struct FailureMessageTag>();
 }
 }  // namespace
 
@@ -176,7 +174,7 @@ cudaError_t Connection::CallBytes(CallId id, uint32_t flags, std::span<const std
   uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
   if (cudaError_t e = Send(id, flags, seq, body)) [[unlikely]]
     return e;
-  thread_local Frame frame;
+  Frame& frame = ThreadScratch<Frame, struct ReplyFrameTag>();
   if (cudaError_t e = WaitReply(seq, frame)) [[unlikely]]
     return e;
   // A fixed-layout request is answered in fixed layout; anything else with a Reply.

@@ -8,9 +8,8 @@
 // exported by driver_refused.cc and refused by name (CUDA_ERROR_NOT_SUPPORTED, one line on
 // stderr), so a program that links one still loads.
 //
-// NVIDIA's own runtime (nvcc's default static runtime, or a framework's libcudart) looks for
-// its private export tables first (cuGetExportTable). Remora does not serve them yet: such a
-// process is refused, saying why, instead of running outside Remora unconfined.
+// NVIDIA's own runtime (nvcc's default static runtime, or a framework's libcudart) runs over
+// this library too: it asks for its private export tables first (driver_tables.cc).
 #include "client_stub/driver_internal.h"
 
 #include <atomic>
@@ -18,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 
 namespace remora::client_stub::driver {
@@ -47,21 +47,27 @@ CUresult ToCu(cudaError_t e) {
 }
 
 namespace {
-
 // The process's one context (its session), and this thread's current and pushed ones.
 struct Context {};
 Context g_context;
+std::atomic<bool> g_initialized{false};
+std::atomic<int> g_primary_refs{0};
+// This thread's current and pushed contexts; back(): the current one.
+std::vector<CUcontext>& Stack() {
+  return ThreadScratch<std::vector<CUcontext>, struct ContextStackTag>();
+}
+}  // namespace
+
 CUcontext TheContext() {
   return reinterpret_cast<CUcontext>(&g_context);
 }
-std::atomic<bool> g_initialized{false};
-std::atomic<int> g_primary_refs{0};
-thread_local std::vector<CUcontext> t_contexts;  // back(): the current one
+
+namespace {
 
 // The thread's current context: the one it set or pushed last, else the runtime's primary
 // context where the program's own runtime calls made it current.
 CUcontext Current() {
-  if (!t_contexts.empty()) return t_contexts.back();
+  if (!Stack().empty()) return Stack().back();
   return RuntimeUsedOnThisThread() ? TheContext() : nullptr;
 }
 
@@ -169,22 +175,11 @@ CUresult cuGetErrorString(CUresult error, const char** str) {
   return name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-// NVIDIA's runtime asks for its private tables first. Without them it cannot run here; say so
-// (once) rather than let it find another way to the GPU.
+// NVIDIA's runtime (shared, or linked statically into a program or library) asks for its
+// private tables first: served by driver_tables.cc.
 CUresult cuGetExportTable(const void** table, const CUuuid* id) {
   DriverCallScope scope;
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    std::fprintf(stderr,
-                 "remora: this process carries NVIDIA's own CUDA runtime (nvcc's default static "
-                 "runtime, or a framework's libcudart), which asks libcuda.so.1 for NVIDIA's "
-                 "private export tables. Remora's libcuda.so.1 does not serve them yet, so the "
-                 "program is refused rather than run outside Remora; build it with "
-                 "`-cudart shared` (CMake: CMAKE_CUDA_RUNTIME_LIBRARY=Shared) to run it under "
-                 "Remora.\n");
-  if (table) *table = nullptr;
-  (void)id;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  return ExportTable(table, id);
 }
 
 // ---- Devices ------------------------------------------------------------------
@@ -285,6 +280,7 @@ CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int) {
 CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
   DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
+  DestroyContextStorage(TheContext());
   return ToCu(cudaDeviceReset());
 }
 
@@ -293,7 +289,7 @@ CUresult cuCtxCreate(CUcontext* ctx, CUctxCreateParams*, unsigned int, CUdevice 
   if (CUresult r = NeedDevice(dev)) return r;
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *ctx = TheContext();
-  t_contexts.push_back(*ctx);
+  Stack().push_back(*ctx);
   return CUDA_SUCCESS;
 }
 
@@ -301,7 +297,7 @@ CUresult cuCtxDestroy(CUcontext ctx) {
   DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
-  std::erase(t_contexts, ctx);
+  std::erase(Stack(), ctx);
   return CUDA_SUCCESS;
 }
 
@@ -317,8 +313,8 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
   DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx != nullptr && ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!t_contexts.empty()) t_contexts.pop_back();
-  t_contexts.push_back(ctx);  // null too: no context, whatever the runtime made current
+  if (!Stack().empty()) Stack().pop_back();
+  Stack().push_back(ctx);  // null too: no context, whatever the runtime made current
   return CUDA_SUCCESS;
 }
 
@@ -326,7 +322,7 @@ CUresult cuCtxPushCurrent(CUcontext ctx) {
   DriverCallScope scope;
   if (CUresult r = NeedInit()) return r;
   if (ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
-  t_contexts.push_back(ctx);
+  Stack().push_back(ctx);
   return CUDA_SUCCESS;
 }
 
@@ -334,13 +330,23 @@ CUresult cuCtxPopCurrent(CUcontext* ctx) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (ctx) *ctx = Current();
-  t_contexts.pop_back();
+  Stack().pop_back();
   return CUDA_SUCCESS;
 }
 
 CUresult cuCtxGetDevice(CUdevice* dev) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
+  if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice* dev, CUcontext ctx) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (ctx != nullptr && ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx == nullptr) return cuCtxGetDevice(dev);
   if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dev = 0;
   return CUDA_SUCCESS;

@@ -20,6 +20,16 @@ CUresult NeedContext();
 // NeedInit, and `dev` one of the devices (CUDA_ERROR_INVALID_DEVICE).
 CUresult NeedDevice(CUdevice dev);
 
+// The process's one context: the session every thread's context stands for.
+CUcontext TheContext();
+
+// NVIDIA's runtime's private export table `id` (driver_tables.cc); CUDA_ERROR_INVALID_VALUE
+// for a table Remora does not serve.
+CUresult ExportTable(const void** table, const CUuuid* id);
+// Runs and forgets what NVIDIA's runtime stored for `ctx` (context-local storage), as a
+// context's destruction does.
+void DestroyContextStorage(CUcontext ctx);
+
 // A driver entry point that is one call of the stub runtime: made as the driver's own
 // (DriverCallScope), once NeedContext allows it, its error spelled as the driver's.
 template <class Call>

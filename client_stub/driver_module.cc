@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client_stub/connection.h"
@@ -192,6 +194,18 @@ namespace v1 = remora::v1;
 extern "C" {
 
 // ---- Modules and launches ------------------------------------------------------
+
+// Modules load lazily here as on NVIDIA's driver by default: the server keeps an image and
+// builds a kernel when it is first named. CUDA_MODULE_LOADING=EAGER is reported as asked.
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const char* env = std::getenv("CUDA_MODULE_LOADING");
+  *mode = env && std::string_view(env) == "EAGER" ? CU_MODULE_EAGER_LOADING
+                                                   : CU_MODULE_LAZY_LOADING;
+  return CUDA_SUCCESS;
+}
 
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   DriverCallScope scope;

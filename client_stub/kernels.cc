@@ -102,7 +102,10 @@ cudaError_t EnsureModule(Module& m) {
   return m.error;
 }
 
-thread_local std::vector<LaunchConfig> t_configs;
+// Configurations pushed by <<<...>>> and not yet popped by the launch stub, this thread's.
+std::vector<LaunchConfig>& Configs() {
+  return ThreadScratch<std::vector<LaunchConfig>, struct LaunchConfigsTag>();
+}
 
 }  // namespace
 
@@ -280,8 +283,7 @@ namespace {
 
 // The calling thread's launch request, reused so its parameter bytes keep their capacity.
 v1::LaunchRequest& ThreadLaunchRequest() {
-  thread_local v1::LaunchRequest req;
-  return req;
+  return ThreadScratch<v1::LaunchRequest, struct LaunchRequestTag>();
 }
 
 // Posts `req`, its parameters already filled in, as a launch of `k`. REQUIRES: the session is
@@ -334,13 +336,13 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
 }
 
 void PushConfig(const LaunchConfig& c) {
-  t_configs.push_back(c);
+  Configs().push_back(c);
 }
 
 bool PopConfig(LaunchConfig* c) {
-  if (t_configs.empty()) return false;
-  *c = t_configs.back();
-  t_configs.pop_back();
+  if (Configs().empty()) return false;
+  *c = Configs().back();
+  Configs().pop_back();
   return true;
 }
 

@@ -28,3 +28,26 @@ class NoDestructor {
 };
 
 }  // namespace remora::client_stub
+
+namespace remora::client_stub {
+
+// The calling thread's T, usable for the whole life of the thread: exit handlers (NVIDIA's
+// runtime's among them) and static destructors still call CUDA after the exiting thread's
+// thread_local objects were destroyed. From then on the thread gets a new T that is never
+// destroyed. Each Tag names one such object.
+template <class T, class Tag>
+T& ThreadScratch() {
+  struct Slot {
+    T value{};
+    bool alive = true;
+    ~Slot() { alive = false; }
+  };
+  thread_local Slot slot;
+  // Reading `alive` after ~Slot relies on thread storage outliving its objects, as it does.
+  if (slot.alive) [[likely]]
+    return slot.value;
+  thread_local NoDestructor<T> late;  // built here, on the thread's first use after ~Slot
+  return *late;
+}
+
+}  // namespace remora::client_stub
