@@ -318,7 +318,10 @@ cudaError_t EntryPoint(const char* symbol, void** funcPtr, int version,
     return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
         "cudaGetDriverEntryPoint", "Remora's libcuda.so.1 is not beside the stub runtime")));
   CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (get(symbol, funcPtr, version, 0, &found) != CUDA_SUCCESS) return cudaSuccess;
+  if (get(symbol, funcPtr, version, 0, &found) != CUDA_SUCCESS || *funcPtr == nullptr) {
+    *funcPtr = nullptr;
+    return cudaSuccess;
+  }
   if (driverStatus) *driverStatus = cudaDriverEntryPointSuccess;
   return cudaSuccess;
 }

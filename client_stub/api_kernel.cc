@@ -197,10 +197,8 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
   attr->constSizeBytes = k->const_size_bytes;
   attr->ptxVersion = k->ptx_version ? k->ptx_version : p.major * 10 + p.minor;
   attr->binaryVersion = k->binary_version ? k->binary_version : p.major * 10 + p.minor;
-  attr->maxDynamicSharedSizeBytes =
-      static_cast<int>(p.sharedMemPerBlock) - k->shared_size_bytes > 0
-          ? static_cast<int>(p.sharedMemPerBlock) - k->shared_size_bytes
-          : 0;
+  attr->maxDynamicSharedSizeBytes = cs::MaxDynamicShared(*k, p);
+  attr->preferredShmemCarveout = k->carveout.load();
   return cudaSuccess;
 }
 
@@ -211,7 +209,9 @@ cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, 
   req.set_kernel(k->handle);
   req.set_attribute(attr);
   req.set_value(value);
-  return Ret(Connection::Get().Call(CallId::kFuncSetAttribute, req));
+  if (cudaError_t e = Connection::Get().Call(CallId::kFuncSetAttribute, req)) return Ret(e);
+  cs::NoteAttribute(*k, attr, value);
+  return cudaSuccess;
 }
 
 cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheConfig) {

@@ -80,15 +80,24 @@ CUresult LoadModule(DriverModule** module, const void* image, bool need_context 
   if (!images.ok()) return CUDA_ERROR_INVALID_IMAGE;
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return ToCu(e);
-  v1::RegisterModuleRequest req;
   std::vector<fatbin::Bytes> views;
-  for (const std::string& img : *images) {
-    req.add_images(img);
-    views.push_back(std::as_bytes(std::span(img.data(), img.size())));
-  }
+  for (const std::string& img : *images) views.push_back(std::as_bytes(std::span(img)));
+  // The hash alone first: the server keeps what it was sent, so a framework's large fat
+  // binaries cross once per server, not once per process.
+  v1::RegisterModuleRequest req;
   req.set_hash(fatbin::ImagesDigest(views));
+  uint32_t magic = 0, version = 0;
+  std::memcpy(&magic, image, sizeof magic);
+  if (magic == 0x466243b1) std::memcpy(&version, static_cast<const char*>(image) + 4, 4);
+  req.set_rdc(version == 2);  // an -rdc program's wrapper: link its translation units' PTX
   v1::RegisterModuleReply rep;
   if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return ToCu(e);
+  if (rep.images_needed()) {
+    for (const std::string& img : *images) req.add_images(img);
+    rep.Clear();
+    if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return ToCu(e);
+    if (rep.images_needed()) return CUDA_ERROR_UNKNOWN;  // a server that lost them
+  }
   auto m = std::make_unique<DriverModule>();
   m->id = rep.module();
   *module = m.release();  // cuModuleUnload or cuLibraryUnload deletes it
@@ -304,7 +313,9 @@ CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attrib, int valu
   req.set_attribute(attrib);
   req.set_value(value);
   v1::Empty rep;
-  return ToCu(Connection::Get().Call(CallId::kFuncSetAttribute, req, &rep));
+  if (cudaError_t e = Connection::Get().Call(CallId::kFuncSetAttribute, req, &rep)) return ToCu(e);
+  NoteAttribute(*reinterpret_cast<Kernel*>(fn), attrib, value);
+  return CUDA_SUCCESS;
 }
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction fn, int block_size,
@@ -330,7 +341,7 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction 
   const auto& k = *reinterpret_cast<const Kernel*>(fn);
   switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-      *value = k.max_threads_per_block;
+      *value = k.max_threads_per_block ? k.max_threads_per_block : St().prop.maxThreadsPerBlock;
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
       *value = k.shared_size_bytes;
@@ -345,13 +356,28 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction 
       *value = k.num_regs;
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-      *value = k.ptx_version;
+      *value = k.ptx_version ? k.ptx_version : St().prop.major * 10 + St().prop.minor;
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-      *value = k.binary_version;
+      *value = k.binary_version ? k.binary_version : St().prop.major * 10 + St().prop.minor;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *value = MaxDynamicShared(k, St().prop);
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      *value = k.carveout.load();
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      *value = 0;  // no cluster shape compiled in, no L1 caching preference
       return CUDA_SUCCESS;
     default:
-      return CUDA_ERROR_NOT_SUPPORTED;
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -394,8 +420,11 @@ CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
 // ---- Entry points by name ------------------------------------------------------
 
 // The current ABI of each entry point (cuda.h's `#define cuX cuX_vN`), then the name itself:
-// what this library exports for it, served or refused.
-CUresult cuGetProcAddress(const char* symbol, void** pfn, int, cuuint64_t,
+// what this library exports for it, served or refused. An ABI newer than `version` asked for
+// is not handed out (only cuCtxSynchronize has one beyond 12.x). A name the driver does not
+// have is CUDA_SUCCESS with no function, as NVIDIA's driver answers. Per-thread default stream
+// requests get the legacy-stream entry point: a stream of 0 then synchronizes more, never less.
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t,
                           CUdriverProcAddressQueryResult* status) {
   DriverCallScope scope;
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -404,13 +433,22 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int, cuuint64_t,
     (void)dladdr(reinterpret_cast<void*>(&cuGetProcAddress), &info);
     return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
   }();
+  struct Newer {
+    const char* name;
+    int since;
+    const char* suffix;
+  };
+  static constexpr Newer kNewer[] = {{"cuCtxSynchronize", 13000, "_v2"}};
   *pfn = nullptr;
   const std::string name(symbol);
   for (const char* suffix : {"_v4", "_v3", "_v2", ""}) {
-    if ((*pfn = dlsym(self, (name + suffix).c_str())) != nullptr) break;
+    bool too_new = false;
+    for (const Newer& n : kNewer)
+      too_new |= name == n.name && std::string_view(suffix) == n.suffix && version < n.since;
+    if (!too_new && (*pfn = dlsym(self, (name + suffix).c_str())) != nullptr) break;
   }
   if (status) *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+  return CUDA_SUCCESS;
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -215,6 +216,16 @@ Kernel* FindKernel(const void* host_fun) {
   // A cudaKernel_t from cudaGetKernel stands for its kernel wherever a function may.
   if (r.handles.count(host_fun)) return const_cast<Kernel*>(static_cast<const Kernel*>(host_fun));
   return nullptr;
+}
+
+void NoteAttribute(Kernel& k, int attribute, int value) {
+  if (attribute == cudaFuncAttributeMaxDynamicSharedMemorySize) k.max_dynamic_shared = value;
+  if (attribute == cudaFuncAttributePreferredSharedMemoryCarveout) k.carveout = value;
+}
+
+int MaxDynamicShared(const Kernel& k, const cudaDeviceProp& prop) {
+  if (int set = k.max_dynamic_shared.load(); set >= 0) return set;
+  return std::max(0, static_cast<int>(prop.sharedMemPerBlock) - k.shared_size_bytes);
 }
 
 void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {

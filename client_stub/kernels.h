@@ -12,6 +12,7 @@
 #include <driver_types.h>
 #include <vector_types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -40,6 +41,8 @@ struct Kernel {
   uint32_t param_bytes = 0;
   int32_t max_threads_per_block = 0, shared_size_bytes = 0, local_size_bytes = 0, num_regs = 0;
   int32_t ptx_version = 0, binary_version = 0, const_size_bytes = 0;
+  // What cudaFuncSetAttribute/cuFuncSetAttribute last set (-1: never), as attributes report it.
+  std::atomic<int32_t> max_dynamic_shared{-1}, carveout{-1};
 };
 
 // A __device__/__constant__ variable, by its host shadow.
@@ -54,6 +57,12 @@ struct Variable {
 
 // Takes the server's description of a kernel (its handle, parameters and attributes).
 void ApplyLayout(Kernel& k, const remora::v1::KernelLayout& layout);
+// Records an attribute the server accepted for `k` (cudaFuncAttribute numbering, which is the
+// driver's CUfunction_attribute numbering too).
+void NoteAttribute(Kernel& k, int attribute, int value);
+// The kernel's dynamic shared memory limit: what was set, else the block's shared memory less
+// its static part.
+int MaxDynamicShared(const Kernel& k, const cudaDeviceProp& prop);
 
 // Bookkeeping of the __cuda* registration calls. The void** handle is opaque.
 void** AddModule(const void* wrapper);

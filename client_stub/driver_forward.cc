@@ -1,0 +1,303 @@
+// client_stub/driver_forward.cc - driver entry points served by the stub runtime's: those that
+// are one runtime call (driver_forward.def), and those that take a few (copies and memsets
+// described by structures, occupancy searches, attribute lists).
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "client_stub/driver_internal.h"
+#include "client_stub/kernels.h"
+#include "client_stub/state.h"
+
+namespace remora::client_stub::driver {
+namespace {
+
+// Fills `height` rows of `width` elements of `elem` bytes, `pitch` bytes apart, with `value`
+// (its low `elem` bytes): one byte memset when the pattern's bytes agree, else the pattern
+// copied in from the host in pieces of at most 16 MiB (an async copy from host memory returns
+// once staged, so the pieces may be reused).
+CUresult Fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, size_t width,
+              size_t height, CUstream s, bool async) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  if (dst % elem != 0 || (height > 1 && pitch < width * elem)) return CUDA_ERROR_INVALID_VALUE;
+  const size_t row = width * elem;
+  if (height == 1) pitch = row;
+  uint8_t bytes[4];
+  std::memcpy(bytes, &value, 4);
+  void* d = reinterpret_cast<void*>(dst);
+  if (std::all_of(bytes, bytes + elem, [&](uint8_t b) { return b == bytes[0]; }))
+    return ToCu(async ? cudaMemset2DAsync(d, pitch, bytes[0], row, height, s)
+                      : cudaMemset2D(d, pitch, bytes[0], row, height));
+  constexpr size_t kPiece = 16u << 20;
+  std::vector<uint8_t> piece(std::min(row * height, kPiece) / elem * elem + elem);
+  for (size_t i = 0; i < piece.size(); i += elem) std::memcpy(&piece[i], bytes, elem);
+  // Rows in groups that fit a piece, or one row in pieces.
+  const size_t rows_per = std::max<size_t>(1, kPiece / std::max<size_t>(row, 1));
+  for (size_t y = 0; y < height; y += rows_per) {
+    const size_t rows = std::min(rows_per, height - y);
+    for (size_t x = 0; x < row; x += kPiece) {
+      const size_t w = std::min(kPiece, row - x);
+      char* to = static_cast<char*>(d) + y * pitch + x;
+      const size_t from_pitch = rows > 1 ? row : w;
+      cudaError_t e = async ? cudaMemcpy2DAsync(to, pitch, piece.data(), from_pitch, w, rows,
+                                                cudaMemcpyHostToDevice, s)
+                            : cudaMemcpy2D(to, pitch, piece.data(), from_pitch, w, rows,
+                                           cudaMemcpyHostToDevice);
+      if (e != cudaSuccess) return ToCu(e);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+// One side of a CUDA_MEMCPY2D: its first byte, or nullptr for an array (not supported).
+const void* Side(CUmemorytype type, const void* host, CUdeviceptr device, size_t x, size_t y,
+                 size_t pitch) {
+  const char* base = type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
+                     : type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED
+                         ? reinterpret_cast<const char*>(device)
+                         : nullptr;
+  return base ? base + y * pitch + x : nullptr;
+}
+
+CUresult Copy2D(const CUDA_MEMCPY2D* c, CUstream s, bool async) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const void* src =
+      Side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch);
+  void* dst = const_cast<void*>(
+      Side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch));
+  if (src == nullptr || dst == nullptr) {
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+      return CUDA_ERROR_NOT_SUPPORTED;  // CUDA arrays are not served
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const size_t spitch = c->Height > 1 ? c->srcPitch : c->WidthInBytes;
+  const size_t dpitch = c->Height > 1 ? c->dstPitch : c->WidthInBytes;
+  return ToCu(async ? cudaMemcpy2DAsync(dst, dpitch, src, spitch, c->WidthInBytes, c->Height,
+                                        cudaMemcpyDefault, s)
+                    : cudaMemcpy2D(dst, dpitch, src, spitch, c->WidthInBytes, c->Height,
+                                   cudaMemcpyDefault));
+}
+
+// Bytes cuPointerGetAttributes writes for `a` (zeroes, for a pointer the driver does not know).
+size_t AttributeBytes(CUpointer_attribute a) {
+  switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      return 8;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
+      return sizeof(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS);
+    default:
+      return 4;
+  }
+}
+
+const Kernel* KernelOfHandle(const void* f) { return static_cast<const Kernel*>(f); }
+
+}  // namespace
+}  // namespace remora::client_stub::driver
+
+using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
+using remora::client_stub::DriverCallScope;
+
+extern "C" {
+
+#define DRIVER_FORWARD(name, params, call)   \
+  CUresult name params {                       \
+    return ForwardInContext([&] { return call; }); \
+  }
+#define DRIVER_FORWARD_POOL(name, params, call) \
+  CUresult name params {                          \
+    DriverCallScope scope;                        \
+    if (CUresult r = NeedInit()) return r;        \
+    return ToCu(call);                            \
+  }
+#define DRIVER_FORWARD_DEVICE(name, params, device, call) \
+  CUresult name params {                                  \
+    DriverCallScope scope;                                \
+    if (CUresult r = NeedDevice(device)) return r;        \
+    return ToCu(call);                                    \
+  }
+// The shared-memory bank configuration is deprecated, in the driver API as in the runtime's.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include "client_stub/driver_forward.def"
+#pragma GCC diagnostic pop
+
+CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) {
+  return Fill(d, 0, v, 2, n, 1, nullptr, false);
+}
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+  return Fill(d, 0, v, 2, n, 1, s, true);
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  return Fill(d, 0, v, 4, n, 1, s, true);
+}
+CUresult cuMemsetD2D8(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h) {
+  return Fill(d, pitch, v, 1, w, h, nullptr, false);
+}
+CUresult cuMemsetD2D16(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h) {
+  return Fill(d, pitch, v, 2, w, h, nullptr, false);
+}
+CUresult cuMemsetD2D32(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h) {
+  return Fill(d, pitch, v, 4, w, h, nullptr, false);
+}
+CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h,
+                           CUstream s) {
+  return Fill(d, pitch, v, 1, w, h, s, true);
+}
+CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h,
+                            CUstream s) {
+  return Fill(d, pitch, v, 2, w, h, s, true);
+}
+CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h,
+                            CUstream s) {
+  return Fill(d, pitch, v, 4, w, h, s, true);
+}
+
+CUresult cuMemcpy2D(const CUDA_MEMCPY2D* c) { return Copy2D(c, nullptr, false); }
+CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) { return Copy2D(c, nullptr, false); }
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) { return Copy2D(c, s, true); }
+
+// Unlike cuPointerGetAttribute, a pointer the driver does not know is no error: each value
+// is zeroed.
+CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, void** data,
+                                CUdeviceptr p) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (n > 0 && (attrs == nullptr || data == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned int i = 0; i < n; ++i) {
+    if (data[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (cuPointerGetAttribute(data[i], attrs[i], p) != CUDA_SUCCESS)
+      std::memset(data[i], 0, AttributeBytes(attrs[i]));
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  auto range = remora::client_stub::St().device_ranges.Find(p);
+  if (!range) return CUDA_ERROR_NOT_FOUND;
+  if (base) *base = range->base;
+  if (size) *size = range->size;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfunction f,
+                                                              int block_size, size_t smem,
+                                                              unsigned int) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f, block_size, smem);
+}
+
+// The block size (a multiple of the warp size) that keeps the most threads resident per
+// multiprocessor, as NVIDIA's search does; ties go to the larger block.
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block_size, CUfunction f,
+                                                    CUoccupancyB2DSize smem_of, size_t smem,
+                                                    int limit, unsigned int) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  if (min_grid == nullptr || block_size == nullptr || f == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int most = KernelOfHandle(f)->max_threads_per_block, sms = 0, warp = 32;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0))
+    return ToCu(e);
+  (void)cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, 0);
+  if (most <= 0) (void)cudaDeviceGetAttribute(&most, cudaDevAttrMaxThreadsPerBlock, 0);
+  if (limit > 0) most = std::min(most, limit);
+  int best_threads = -1, best_size = 0, best_blocks = 0;
+  for (int bs = most / warp * warp; bs > 0; bs -= warp) {
+    int blocks = 0;
+    const size_t need = smem_of ? smem_of(bs) : smem;
+    if (CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, bs, need)) return r;
+    if (blocks * bs > best_threads) {
+      best_threads = blocks * bs;
+      best_size = bs;
+      best_blocks = blocks;
+    }
+  }
+  *block_size = best_size;
+  *min_grid = best_blocks * sms;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction f,
+                                          CUoccupancyB2DSize smem_of, size_t smem, int limit) {
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, smem_of, smem, limit,
+                                                   0);
+}
+
+// A CUkernel is usable as a CUfunction here (driver_module.cc): its attributes are the
+// function's, on the one device.
+CUresult cuKernelGetAttribute(int* v, CUfunction_attribute a, CUkernel k, CUdevice d) {
+  if (CUresult r = NeedDevice(d)) return r;
+  return cuFuncGetAttribute(v, a, reinterpret_cast<CUfunction>(k));
+}
+CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) {
+  if (CUresult r = NeedDevice(d)) return r;
+  return cuFuncSetAttribute(reinterpret_cast<CUfunction>(k), a, v);
+}
+// The cache configuration is a preference a device may ignore; this one does.
+CUresult cuKernelSetCacheConfig(CUkernel k, CUfunc_cache, CUdevice d) {
+  if (CUresult r = NeedDevice(d)) return r;
+  return k ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuFuncGetName(const char** name, CUfunction f) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (name == nullptr || f == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *name = KernelOfHandle(f)->name.c_str();
+  return CUDA_SUCCESS;
+}
+CUresult cuKernelGetName(const char** name, CUkernel k) {
+  return cuFuncGetName(name, reinterpret_cast<CUfunction>(k));
+}
+CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* offset, size_t* size) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& k = *KernelOfHandle(f);
+  if (i >= k.offsets.size() || offset == nullptr || size == nullptr)
+    return CUDA_ERROR_INVALID_VALUE;
+  *offset = k.offsets[i];
+  *size = k.sizes[i];
+  return CUDA_SUCCESS;
+}
+CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t* offset, size_t* size) {
+  return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(k), i, offset, size);
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx != nullptr ? ctx != TheContext() : NeedContext() != CUDA_SUCCESS)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  *id = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceCanAccessPeer(int* can, CUdevice d, CUdevice peer) {
+  DriverCallScope scope;
+  if (CUresult r = NeedDevice(d)) return r;
+  if (CUresult r = NeedDevice(peer)) return r;
+  return ToCu(cudaDeviceCanAccessPeer(can, d, peer));
+}
+
+}  // extern "C"
