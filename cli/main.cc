@@ -1,5 +1,10 @@
 // cli/main.cc - `remora`: the tenant-side command line.
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <iterator>
 
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +18,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: remora run [--server unix:PATH|grpc://HOST:PORT] [--token T] [--trace]\n"
+    "usage: remora run [--server unix:PATH|grpc://HOST:PORT] [--token T] [--trace] [--check]\n"
     "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | "
     "--gpu-memory-limit M]\n"
     "                  [--gpu-compute F] [--gpu-compute-limit F] [--priority high|normal|low]\n"
@@ -27,7 +32,10 @@ constexpr const char* kUsage =
     "  F is a fraction of the GPU's memory in (0, 1]; M is bytes (4G, 512Mi, ...).\n"
     "  --gpu-compute is its guaranteed share of GPU time (default: its memory fraction),\n"
     "  --gpu-compute-limit a cap on it even when the GPU is idle.\n"
-    "  --trace prints each forwarded CUDA call, its arguments and result on CMD's stderr.\n";
+    "  --trace prints each forwarded CUDA call, its arguments and result on CMD's stderr.\n"
+    "  --check runs CMD and then lists each CUDA library it loaded and what served it.\n"
+    "  Every CUDA driver library CMD loads, from any directory, is Remora's: NVIDIA's\n"
+    "  runtime and libraries (static, or a framework's own) run over it.\n";
 
 std::string ExeDir() {
   char buf[4096];
@@ -35,6 +43,34 @@ std::string ExeDir() {
   if (n <= 0) return ".";
   std::string p(buf, static_cast<size_t>(n));
   return p.substr(0, p.rfind('/'));
+}
+
+// `remora run --check`: runs the command with the audit module reporting to a file, then
+// prints which CUDA libraries it loaded and what served each. Returns the command's status.
+int RunChecked(std::vector<char*>& cargv) {
+  char report[] = "/tmp/remora-check-XXXXXX";
+  int fd = mkstemp(report);
+  if (fd < 0) {
+    std::cerr << "remora run: cannot create a report file: " << std::strerror(errno) << "\n";
+    return 127;
+  }
+  close(fd);
+  setenv("REMORA_CHECK_REPORT", report, 1);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execvp(cargv[0], cargv.data());
+    std::cerr << "remora run: cannot run '" << cargv[0] << "': " << std::strerror(errno) << "\n";
+    _exit(127);
+  }
+  int status = 0;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::ifstream in(report);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unlink(report);
+  std::cerr << remora::cli::CheckTable(text);
+  if (pid < 0) return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace
@@ -58,13 +94,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* ld = std::getenv("LD_LIBRARY_PATH");
+  const char* audit = std::getenv("LD_AUDIT");
   std::string stub_dir = ExeDir() + "/../lib/stub";
   if (const char* s = std::getenv("REMORA_STUB_DIR")) stub_dir = s;
-  for (const auto& [k, v] : remora::cli::TenantEnvironment(*opts, stub_dir, ld ? ld : ""))
+  if (char* real = realpath(stub_dir.c_str(), nullptr)) {  // the paths the loader reports
+    stub_dir = real;
+    free(real);
+  }
+  for (const auto& [k, v] :
+       remora::cli::TenantEnvironment(*opts, stub_dir, ld ? ld : "", audit ? audit : ""))
     setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> cargv;
   for (std::string& a : opts->command) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  if (opts->check) return RunChecked(cargv);
   execvp(cargv[0], cargv.data());
   std::cerr << "remora run: cannot run '" << opts->command[0] << "': " << std::strerror(errno)
             << "\n";

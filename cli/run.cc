@@ -1,7 +1,11 @@
 // cli/run.cc - argument checking and environment for `remora run`.
 #include "cli/run.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
+#include <sstream>
+#include <utility>
 
 #include "proto/quantity.h"
 #include "scheduler/tenant.h"
@@ -44,6 +48,10 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
     if (a.rfind("--", 0) != 0) break;  // the command starts
     if (a == "--trace") {
       o.trace = true;
+      continue;
+    }
+    if (a == "--check") {
+      o.check = true;
       continue;
     }
     bool matched = false;
@@ -101,9 +109,13 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
 
 std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
                                                      const std::string& stub_dir,
-                                                     const std::string& ld_library_path) {
+                                                     const std::string& ld_library_path,
+                                                     const std::string& ld_audit) {
   std::map<std::string, std::string> env;
   env["LD_LIBRARY_PATH"] = ld_library_path.empty() ? stub_dir : stub_dir + ":" + ld_library_path;
+  const std::string confine = stub_dir + "/libremora_confine.so";
+  env["LD_AUDIT"] = ld_audit.empty() ? confine : confine + ":" + ld_audit;
+  env["REMORA_STUB_DIR"] = stub_dir;
   if (!o.server.empty()) env["REMORA_SERVER"] = o.server;
   if (!o.token.empty()) env["REMORA_TOKEN"] = o.token;
   if (!o.gpu_fraction.empty()) env["REMORA_GPU_FRACTION"] = o.gpu_fraction;
@@ -115,6 +127,24 @@ std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
   if (!o.priority.empty()) env["REMORA_PRIORITY"] = o.priority;
   if (o.trace) env.insert_or_assign("REMORA_TRACE", std::string("1"));
   return env;
+}
+
+std::string CheckTable(const std::string& report) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::set<std::string> seen;
+  size_t width = 0;
+  std::istringstream in(report);
+  for (std::string line; std::getline(in, line);) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos || !seen.insert(line.substr(0, tab)).second) continue;
+    rows.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+    width = std::max(width, tab);
+  }
+  std::string out = "CUDA LIBRARY" + std::string(width > 12 ? width - 12 : 0, ' ') + "  SERVED BY\n";
+  for (const auto& [path, by] : rows)
+    out += path + std::string(width - path.size(), ' ') + "  " + by + "\n";
+  if (rows.empty()) out += "(none: the program loaded no CUDA library)\n";
+  return out;
 }
 
 }  // namespace remora::cli

@@ -15,6 +15,7 @@ struct RunOptions {
   std::string gpu_compute, gpu_compute_limit, priority;  // GPU time share, cap; class
   std::string token;
   bool trace = false;                // REMORA_TRACE=1: the stub prints every forwarded call
+  bool check = false;                // list the CUDA libraries CMD loads and what serves each
   std::vector<std::string> command;  // program and its arguments
 };
 
@@ -23,9 +24,16 @@ struct RunOptions {
 Result<RunOptions> ParseRun(const std::vector<std::string>& args);
 
 // The environment variables `remora run` sets for the tenant, given the stub
-// library directory and the current LD_LIBRARY_PATH.
+// library directory and the current LD_LIBRARY_PATH and LD_AUDIT: the stubs first on the
+// library path, and the audit module (client_stub/confine.cc) that keeps every CUDA driver
+// library the program loads Remora's.
 std::map<std::string, std::string> TenantEnvironment(const RunOptions& opts,
                                                      const std::string& stub_dir,
-                                                     const std::string& ld_library_path);
+                                                     const std::string& ld_library_path,
+                                                     const std::string& ld_audit = "");
+
+// `remora run --check`'s table, from the audit module's report (one "path<TAB>served by" line
+// per library opened): each library once, in the order first opened.
+std::string CheckTable(const std::string& report);
 
 }  // namespace remora::cli

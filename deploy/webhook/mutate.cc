@@ -152,19 +152,29 @@ Status PatchResources(const json& c, const std::string& cname, const std::string
   return OkStatus();
 }
 
+// The loader variables `remora run` sets (cli/run.cc): the stub directory first on the library
+// path, and the audit module that keeps every CUDA driver library the container loads Remora's.
+std::vector<std::pair<std::string, std::string>> PrependedVariables() {
+  const std::string stub(kStubMountPath);
+  return {{"LD_LIBRARY_PATH", stub}, {"LD_AUDIT", stub + "/libremora_confine.so"}};
+}
+
 Status PatchEnv(const json& c, const std::string& cname, const std::string& base, const PodQuota& q,
                 json& ops) {
   const std::string stub(kStubMountPath);
+  std::vector<std::pair<std::string, std::string>> fixed = q.env;
+  fixed.emplace_back("REMORA_STUB_DIR", stub);
   const json* env = Field(&c, "env");
   if (!env) {
     json all = json::array();
-    for (const auto& [name, value] : q.env) all.push_back({{"name", name}, {"value", value}});
-    all.push_back({{"name", "LD_LIBRARY_PATH"}, {"value", stub}});
+    for (const auto& [name, value] : fixed) all.push_back({{"name", name}, {"value", value}});
+    for (const auto& [name, first] : PrependedVariables())
+      all.push_back({{"name", name}, {"value", first}});
     Add(ops, base + "/env", std::move(all));
     return OkStatus();
   }
   if (!env->is_array()) return Invalid("container '" + cname + "': env is not a list");
-  for (const auto& [name, value] : q.env) {
+  for (const auto& [name, value] : fixed) {
     const int i = FindNamed(*env, name);
     if (i < 0) {
       Add(ops, base + "/env/-", {{"name", name}, {"value", value}});
@@ -175,21 +185,22 @@ Status PatchEnv(const json& c, const std::string& cname, const std::string& base
       return Invalid("container '" + cname + "' already sets env " + name + " to " + have.dump() +
                      ", but the remora.io/ annotations ask for '" + value + "'");
   }
-  const int ld = FindNamed(*env, "LD_LIBRARY_PATH");
-  if (ld < 0) {
-    Add(ops, base + "/env/-", {{"name", "LD_LIBRARY_PATH"}, {"value", stub}});
-    return OkStatus();
+  for (const auto& [name, first] : PrependedVariables()) {
+    const int at = FindNamed(*env, name);
+    if (at < 0) {
+      Add(ops, base + "/env/-", {{"name", name}, {"value", first}});
+      continue;
+    }
+    const json& have = (*env)[static_cast<size_t>(at)];
+    if (Field(&have, "valueFrom"))
+      return Invalid("container '" + cname + "' sets " + name + " with valueFrom; Remora must put " +
+                     first + " first in it, so give it as a plain value");
+    const std::string old = Str(Field(&have, "value"));
+    if (old == first || old.starts_with(first + ":")) continue;
+    ops.push_back({{"op", Field(&have, "value") ? "replace" : "add"},
+                   {"path", base + "/env/" + std::to_string(at) + "/value"},
+                   {"value", old.empty() ? first : first + ":" + old}});
   }
-  const json& have = (*env)[static_cast<size_t>(ld)];
-  if (Field(&have, "valueFrom"))
-    return Invalid("container '" + cname +
-                   "' sets LD_LIBRARY_PATH with valueFrom; Remora must put " + stub +
-                   " first in it, so give it as a plain value");
-  const std::string old = Str(Field(&have, "value"));
-  if (old == stub || old.starts_with(stub + ":")) return OkStatus();
-  ops.push_back({{"op", Field(&have, "value") ? "replace" : "add"},
-                 {"path", base + "/env/" + std::to_string(ld) + "/value"},
-                 {"value", old.empty() ? stub : stub + ":" + old}});
   return OkStatus();
 }
 

@@ -56,3 +56,32 @@ TEST(Run, ComputeShareLimitAndPriority) {
 
 }  // namespace
 }  // namespace remora::cli
+
+namespace remora::cli {
+namespace {
+
+TEST(Run, InstallsTheAuditModuleBeforeAnyOther) {
+  auto o = ParseRun({"--check", "--", "./app"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->check);
+  auto env = TenantEnvironment(*o, "/stub", "", "/other/audit.so");
+  EXPECT_EQ(env["LD_AUDIT"], "/stub/libremora_confine.so:/other/audit.so");
+  EXPECT_EQ(env["REMORA_STUB_DIR"], "/stub");
+  EXPECT_EQ(TenantEnvironment(*o, "/stub", "")["LD_AUDIT"], "/stub/libremora_confine.so");
+}
+
+TEST(Run, CheckTableListsEachLibraryOnceInOrder) {
+  const std::string table = CheckTable(
+      "/nv/libcudart.so.13\tNVIDIA's, over Remora's libcuda.so.1\n"
+      "/stub/libcuda.so.1\tRemora\n"
+      "/nv/libcudart.so.13\tNVIDIA's, over Remora's libcuda.so.1\n"
+      "garbage without a tab\n");
+  EXPECT_EQ(table,
+            "CUDA LIBRARY         SERVED BY\n"
+            "/nv/libcudart.so.13  NVIDIA's, over Remora's libcuda.so.1\n"
+            "/stub/libcuda.so.1   Remora\n");
+  EXPECT_NE(CheckTable("").find("(none"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace remora::cli

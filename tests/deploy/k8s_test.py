@@ -237,7 +237,24 @@ def check_examples(src, build, wh, webhook_bin, gpu_mib, tmp):
         for ns, name, pod in pods_of(objs):
             check(ns in labels and all(labels[ns].get(k) == v for k, v in sel.items()),
                   f"example {name}'s namespace is not one the webhook mutates")
+            # No escape: a tenant pod gets no NVIDIA device or driver library, and every
+            # CUDA driver library it loads is Remora's (the audit module, set by the webhook
+            # or by the pod itself).
+            for v in pod["spec"].get("volumes", []):
+                host = v.get("hostPath", {}).get("path", "")
+                check("nvidia" not in host and "libcuda" not in host,
+                      f"example {name} mounts {host} from the node: NVIDIA's device or driver")
+            annotated = any(k.startswith("remora.io/")
+                            for k in pod["metadata"].get("annotations", {}))
             for c in pod["spec"]["containers"]:
+                res = c.get("resources", {})
+                asked = list(res.get("limits", {})) + list(res.get("requests", {}))
+                check(not any(k.startswith("nvidia.com/") for k in asked),
+                      f"example {name} asks for an NVIDIA device ({asked})")
+                if not annotated and any(e["name"] == "REMORA_SERVER" for e in c.get("env", [])):
+                    audit = [e.get("value", "") for e in c.get("env", []) if e["name"] == "LD_AUDIT"]
+                    check(audit and "libremora_confine.so" in audit[0],
+                          f"example {name}: container {c['name']} does not set Remora's LD_AUDIT")
                 cmd = " ".join(c.get("command", []))
                 for prog in re.findall(r"/samples/(\w+)", cmd):
                     check(samples is None or prog in samples,
@@ -254,6 +271,8 @@ def check_examples(src, build, wh, webhook_bin, gpu_mib, tmp):
                 text = json.dumps(patch)
                 check("remora.io~1gpu-memory" in text or "remora.io/gpu-memory" in text,
                       f"example {name}: no remora.io/gpu-memory request in the patch")
+                check("libremora_confine.so" in text,
+                      f"example {name}: the patch does not set Remora's LD_AUDIT")
                 if "remora.io/priority" in ann:
                     check("REMORA_PRIORITY" in text, f"example {name}: priority not passed on")
         print(f"examples: {len(list(pods_of(objs)))} pods rendered" +

@@ -1,0 +1,133 @@
+// client_stub/confine.cc - libremora_confine.so, the dynamic linker's audit module that
+// `remora run` installs (LD_AUDIT): no CUDA driver but Remora's is ever loaded in a tenant.
+//
+// Every search for libcuda.so* or libnvidia-ml.so* (a name, or a full path such as the one a
+// framework finds with `ldconfig -p`) is answered with Remora's library from REMORA_STUB_DIR,
+// so NVIDIA's runtime and libraries, wherever they come from, run over Remora's driver. Should
+// a driver library outside that directory still be opened (under another file name: its
+// SONAME tells), the process stops at once, naming it, before any GPU work could run
+// unconfined. With REMORA_CHECK_REPORT set to a file, each
+// CUDA library the process opens is appended to it (`remora run --check`).
+//
+// An audit module runs inside the dynamic linker's own namespace: it uses libc only.
+#include <link.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+char g_stub_dir[4096];
+char g_cuda[4200], g_nvml[4200];
+const char* g_report = nullptr;
+
+const char* Base(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+bool Starts(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+bool InStubDir(const char* path) {
+  const size_t n = std::strlen(g_stub_dir);
+  return n > 0 && std::strncmp(path, g_stub_dir, n) == 0 && path[n] == '/';
+}
+// Remora's library standing for `name`, or nullptr when it is not a driver library.
+const char* Ours(const char* name) {
+  const char* b = Base(name);
+  if (Starts(b, "libcuda.so")) return g_cuda;
+  if (Starts(b, "libnvidia-ml.so")) return g_nvml;
+  return nullptr;
+}
+
+void Say(const char* what, const char* path) {
+  char line[8400];
+  int n = std::snprintf(line, sizeof line, "remora: %s %s\n", what, path);
+  if (n > 0) (void)!write(2, line, size_t(n) < sizeof line ? size_t(n) : sizeof line - 1);
+}
+
+// CUDA's libraries, by the start of their file names.
+bool IsCudaLibrary(const char* b) {
+  static const char* const kPrefixes[] = {
+      "libcuda.so",  "libcudart.so", "libcublas",  "libcudnn",  "libcufft",  "libcurand",
+      "libcusparse", "libcusolver",  "libnvrtc",   "libnccl",   "libnvJitLink", "libnvidia-ml",
+      "libcupti",    "libnvToolsExt", "libnvperf", "libcufile", "libnvblas"};
+  for (const char* p : kPrefixes)
+    if (Starts(b, p)) return true;
+  return false;
+}
+
+// The object's DT_SONAME, or "" (the loader has relocated its dynamic section's addresses, or
+// they are still offsets from the load address).
+const char* Soname(const struct link_map* map) {
+  const char* strtab = nullptr;
+  uintptr_t soname = 0;
+  bool has = false;
+  for (const ElfW(Dyn)* d = map->l_ld; d != nullptr && d->d_tag != DT_NULL; ++d) {
+    if (d->d_tag == DT_STRTAB) {
+      uintptr_t p = d->d_un.d_ptr;
+      strtab = reinterpret_cast<const char*>(p < map->l_addr ? p + map->l_addr : p);
+    } else if (d->d_tag == DT_SONAME) {
+      soname = d->d_un.d_val;
+      has = true;
+    }
+  }
+  return has && strtab ? strtab + soname : "";
+}
+
+// What serves a library the process opened, for the report.
+const char* ServedBy(const char* path) {
+  if (InStubDir(path)) return "Remora";
+  const char* b = Base(path);
+  if (Ours(b)) return "UNCONFINED";  // never reached: la_objopen stops the process first
+  return "NVIDIA's, over Remora's libcuda.so.1";
+}
+
+void Report(const char* path) {
+  if (g_report == nullptr || !IsCudaLibrary(Base(path))) return;
+  FILE* f = std::fopen(g_report, "a");
+  if (f == nullptr) return;
+  std::fprintf(f, "%s\t%s\n", path, ServedBy(path));
+  std::fclose(f);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) unsigned int la_version(unsigned int) {
+  const char* dir = std::getenv("REMORA_STUB_DIR");
+  if (dir != nullptr && std::strlen(dir) < sizeof g_stub_dir) {
+    std::strcpy(g_stub_dir, dir);
+    std::snprintf(g_cuda, sizeof g_cuda, "%s/libcuda.so.1", g_stub_dir);
+    std::snprintf(g_nvml, sizeof g_nvml, "%s/libnvidia-ml.so.1", g_stub_dir);
+  }
+  g_report = std::getenv("REMORA_CHECK_REPORT");
+  return LAV_CURRENT;
+}
+
+__attribute__((visibility("default"))) char* la_objsearch(const char* name, uintptr_t*,
+                                                          unsigned int flag) {
+  if (flag == LA_SER_ORIG && g_stub_dir[0] != '\0' && !InStubDir(name)) {
+    if (const char* ours = Ours(name)) return const_cast<char*>(ours);
+  }
+  return const_cast<char*>(name);
+}
+
+__attribute__((visibility("default"))) unsigned int la_objopen(struct link_map* map, Lmid_t,
+                                                               uintptr_t*) {
+  const char* path = map->l_name;
+  if (path == nullptr || path[0] == '\0') return 0;
+  if (g_stub_dir[0] != '\0' && (Ours(path) || Ours(Soname(map))) && !InStubDir(path)) {
+    Say("stopping: a CUDA driver library outside Remora was loaded, and its GPU work would run "
+        "unconfined:",
+        path);
+    _exit(70);
+  }
+  Report(path);
+  return 0;
+}
+
+}  // extern "C"
