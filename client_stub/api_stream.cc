@@ -5,6 +5,7 @@
 #include "client_stub/api.h"
 #include "client_stub/connection.h"
 #include "client_stub/errors.h"
+#include "client_stub/graph.h"
 #include "client_stub/state.h"
 
 using remora::CallId;
@@ -15,6 +16,7 @@ using remora::client_stub::St;
 using remora::client_stub::StreamHandle;
 using remora::client_stub::StreamId;
 namespace v1 = remora::v1;
+namespace cs = remora::client_stub;
 
 namespace {
 
@@ -106,6 +108,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (auto r = cs::RefuseWhileCapturing(stream)) return Ret(*r);
   return Ret(StreamCall(CallId::kStreamSynchronize, stream));
 }
 
@@ -115,6 +118,7 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
 
 // cudaErrorNotReady is an answer, not an error: it is not recorded as last error.
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (auto r = cs::RefuseWhileCapturing(stream)) return Ret(*r);
   cudaError_t e = StreamCall(CallId::kStreamQuery, stream);
   return e == cudaErrorNotReady ? e : Ret(e);
 }
@@ -127,6 +131,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (flags & ~cudaEventWaitExternal) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = CheckStream(stream)) return Ret(e);
   if (cudaError_t e = CheckEvent(event)) return Ret(e);
+  if (auto r = cs::CaptureEventWait(stream, event)) return Ret(*r);
   v1::StreamWaitEventRequest req;
   req.set_stream(StreamId(stream));
   req.set_event(EventId(event));
@@ -141,6 +146,7 @@ cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, uns
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
                                   void* userData, unsigned int flags) {
   if (!callback || flags != 0) return Ret(cudaErrorInvalidValue);
+  if (auto r = cs::RefuseWhileCapturing(stream)) return Ret(*r);  // not capturable, as CUDA's
   return EnqueueHostFunc(stream, [stream, callback, userData](cudaError_t status) {
     callback(stream, status, userData);
   });
@@ -153,6 +159,14 @@ cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
   if (!fn) return Ret(cudaErrorInvalidValue);
+  if (cs::AnyCapture()) {
+    if (cudaError_t e = CheckStream(stream)) return Ret(e);
+    cs::GraphOp op;
+    op.type = cudaGraphNodeTypeHost;
+    op.fn = fn;
+    op.data = userData;
+    if (auto r = cs::CaptureOp(stream, std::move(op))) return Ret(*r);
+  }
   return EnqueueHostFunc(stream, [fn, userData](cudaError_t) { fn(userData); });
 }
 
@@ -181,6 +195,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t e = CheckEvent(event)) return Ret(e);
   if (cudaError_t e = CheckStream(stream)) return Ret(e);
+  if (auto r = cs::CaptureEventRecord(event, stream)) return Ret(*r);
   v1::EventRecordRequest req;
   req.set_event(EventId(event));
   req.set_stream(StreamId(stream));
@@ -267,26 +282,22 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return Ret(e);
 }
 
-// ---- Stream capture (CUDA graphs): not supported. Nothing is ever captured,
-// so queries truthfully answer "not capturing"; beginning a capture fails. ----
+// ---- Stream capture: the stream's work becomes nodes of a graph (client_stub/graph.h) ----
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   if (cudaError_t e = CheckStream(stream)) return Ret(e);
   if (mode > cudaStreamCaptureModeRelaxed) return Ret(cudaErrorInvalidValue);
-  return Ret(static_cast<cudaError_t>(remora::client_stub::Unsupported(
-      "cudaStreamBeginCapture", "stream capture (CUDA graphs) is not supported through Remora")));
+  return Ret(cs::BeginCapture(stream, mode));
 }
 
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   return cudaStreamBeginCapture(stream, mode);
 }
 
-// No stream is ever capturing: as CUDA answers for a stream not capturing.
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
   if (!pGraph) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = CheckStream(stream)) return Ret(e);
-  *pGraph = nullptr;
-  return Ret(cudaErrorIllegalState);
+  return Ret(cs::EndCapture(stream, pGraph));
 }
 
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
@@ -296,14 +307,14 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
   if (!status) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = CheckStream(stream)) return Ret(e);
-  *status = cudaStreamCaptureStatusNone;
-  return cudaSuccess;
+  return Ret(cs::CaptureInfo(stream, status, nullptr, nullptr, nullptr, nullptr));
 }
 
 cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
   return cudaStreamIsCapturing(stream, status);
 }
 
+// Edges carry no data here (every dependency is a full one).
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                      enum cudaStreamCaptureStatus* captureStatus_out,
                                      unsigned long long* id_out, cudaGraph_t* graph_out,
@@ -312,13 +323,9 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                      size_t* numDependencies_out) {
   if (!captureStatus_out) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = CheckStream(stream)) return Ret(e);
-  *captureStatus_out = cudaStreamCaptureStatusNone;
-  (void)id_out;  // defined only while capturing
-  if (graph_out) *graph_out = nullptr;
-  if (dependencies_out) *dependencies_out = nullptr;
   if (edgeData_out) *edgeData_out = nullptr;
-  if (numDependencies_out) *numDependencies_out = 0;
-  return cudaSuccess;
+  return Ret(cs::CaptureInfo(stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                             numDependencies_out));
 }
 
 cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
@@ -331,11 +338,10 @@ cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
                                   edgeData_out, numDependencies_out);
 }
 
-// The mode is recorded per thread (it only matters while capturing, which never happens).
+// The mode is recorded per thread; every capture here behaves as a relaxed one.
 cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
-  thread_local cudaStreamCaptureMode t_mode = cudaStreamCaptureModeGlobal;
   if (!mode || *mode > cudaStreamCaptureModeRelaxed) return Ret(cudaErrorInvalidValue);
-  std::swap(*mode, t_mode);
+  *mode = cs::ExchangeCaptureMode(*mode);
   return cudaSuccess;
 }
 

@@ -8,47 +8,18 @@
 
 #include "client_stub/driver_internal.h"
 #include "client_stub/kernels.h"
+#include "client_stub/memcpy.h"
 #include "client_stub/state.h"
 
 namespace remora::client_stub::driver {
 namespace {
 
-// Fills `height` rows of `width` elements of `elem` bytes, `pitch` bytes apart, with `value`
-// (its low `elem` bytes): one byte memset when the pattern's bytes agree, else the pattern
-// copied in from the host in pieces of at most 16 MiB (an async copy from host memory returns
-// once staged, so the pieces may be reused).
 CUresult Fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, size_t width,
               size_t height, CUstream s, bool async) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
-  if (dst % elem != 0 || (height > 1 && pitch < width * elem)) return CUDA_ERROR_INVALID_VALUE;
-  const size_t row = width * elem;
-  if (height == 1) pitch = row;
-  uint8_t bytes[4];
-  std::memcpy(bytes, &value, 4);
-  void* d = reinterpret_cast<void*>(dst);
-  if (std::all_of(bytes, bytes + elem, [&](uint8_t b) { return b == bytes[0]; }))
-    return ToCu(async ? cudaMemset2DAsync(d, pitch, bytes[0], row, height, s)
-                      : cudaMemset2D(d, pitch, bytes[0], row, height));
-  constexpr size_t kPiece = 16u << 20;
-  std::vector<uint8_t> piece(std::min(row * height, kPiece) / elem * elem + elem);
-  for (size_t i = 0; i < piece.size(); i += elem) std::memcpy(&piece[i], bytes, elem);
-  // Rows in groups that fit a piece, or one row in pieces.
-  const size_t rows_per = std::max<size_t>(1, kPiece / std::max<size_t>(row, 1));
-  for (size_t y = 0; y < height; y += rows_per) {
-    const size_t rows = std::min(rows_per, height - y);
-    for (size_t x = 0; x < row; x += kPiece) {
-      const size_t w = std::min(kPiece, row - x);
-      char* to = static_cast<char*>(d) + y * pitch + x;
-      const size_t from_pitch = rows > 1 ? row : w;
-      cudaError_t e = async ? cudaMemcpy2DAsync(to, pitch, piece.data(), from_pitch, w, rows,
-                                                cudaMemcpyHostToDevice, s)
-                            : cudaMemcpy2D(to, pitch, piece.data(), from_pitch, w, rows,
-                                           cudaMemcpyHostToDevice);
-      if (e != cudaSuccess) return ToCu(e);
-    }
-  }
-  return CUDA_SUCCESS;
+  return ToCu(FillPattern(reinterpret_cast<void*>(dst), pitch, value, elem, width, height, s,
+                          async));
 }
 
 // One side of a CUDA_MEMCPY2D: its first byte, or nullptr for an array (not supported).

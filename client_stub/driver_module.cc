@@ -157,26 +157,7 @@ CUresult Launch(CUfunction fn, dim3 grid, dim3 block, unsigned int shared, CUstr
   if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   const auto& k = *reinterpret_cast<const Kernel*>(fn);
   std::string packed;
-  if (params != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (params != nullptr) {
-    if (!PackParams(k, params, &packed)) return CUDA_ERROR_INVALID_VALUE;
-  } else if (extra != nullptr) {
-    const void* buffer = nullptr;
-    const size_t* size = nullptr;
-    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
-      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
-        buffer = e[1];
-      else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE)
-        size = static_cast<const size_t*>(e[1]);
-      else
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (buffer == nullptr || size == nullptr || *size < k.param_bytes)
-      return CUDA_ERROR_INVALID_VALUE;
-    packed.assign(static_cast<const char*>(buffer), k.param_bytes);
-  } else if (k.param_bytes != 0) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  if (cudaError_t e = PackLaunchArgs(k, params, extra, &packed)) return ToCu(e);
   return ToCu(PostLaunch(k, grid, block, packed, shared, s, cooperative));
 }
 

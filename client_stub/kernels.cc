@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "client_stub/connection.h"
+#include "client_stub/graph.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 #include "client_stub/trace.h"
@@ -316,11 +317,51 @@ cudaError_t Post(const Kernel& k, dim3 grid, dim3 block, size_t shared_bytes, cu
 
 }  // namespace
 
+cudaError_t PackLaunchArgs(const Kernel& k, void** params, void** extra, std::string* out) {
+  // cuda.h's CU_LAUNCH_PARAM_END, _BUFFER_POINTER and _BUFFER_SIZE.
+  void* const kEnd = nullptr;
+  void* const kPointer = reinterpret_cast<void*>(1);
+  void* const kSize = reinterpret_cast<void*>(2);
+  out->clear();
+  if (params != nullptr && extra != nullptr) return cudaErrorInvalidValue;
+  if (params != nullptr) return PackParams(k, params, out) ? cudaSuccess : cudaErrorInvalidValue;
+  if (extra == nullptr) return k.param_bytes == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  const void* buffer = nullptr;
+  const size_t* size = nullptr;
+  for (void** e = extra; *e != kEnd; e += 2) {
+    if (*e == kPointer)
+      buffer = e[1];
+    else if (*e == kSize)
+      size = static_cast<const size_t*>(e[1]);
+    else
+      return cudaErrorInvalidValue;
+  }
+  if (buffer == nullptr || size == nullptr || *size < k.param_bytes) return cudaErrorInvalidValue;
+  out->assign(static_cast<const char*>(buffer), k.param_bytes);
+  return cudaSuccess;
+}
+
+GraphOp KernelOp(const Kernel& k, dim3 grid, dim3 block, std::string_view params, size_t shared,
+                 bool cooperative) {
+  GraphOp op;
+  op.type = cudaGraphNodeTypeKernel;
+  op.kernel = const_cast<Kernel*>(&k);
+  op.grid = grid;
+  op.block = block;
+  op.params.assign(params);
+  op.shared = shared;
+  op.cooperative = cooperative;
+  return op;
+}
+
 cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
                        size_t shared_bytes, cudaStream_t stream, bool cooperative) {
   if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
   if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
   if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
+  if (AnyCapture())
+    if (auto r = CaptureOp(stream, KernelOp(k, grid, block, params, shared_bytes, cooperative)))
+      return RecordError(*r);
   v1::LaunchRequest& req = ThreadLaunchRequest();
   req.set_params(params.data(), params.size());
   return Post(k, grid, block, shared_bytes, stream, cooperative, req);
@@ -343,6 +384,10 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
   }
   v1::LaunchRequest& req = ThreadLaunchRequest();
   if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
+  if (AnyCapture())
+    if (auto r = CaptureOp(stream, KernelOp(*k, grid, block, req.params(), shared_bytes,
+                                            cooperative)))
+      return RecordError(*r);
   return Post(*k, grid, block, shared_bytes, stream, cooperative, req);
 }
 

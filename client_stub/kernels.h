@@ -55,6 +55,8 @@ struct Variable {
   uint64_t dptr = 0;  // valid once the module is registered
 };
 
+struct GraphOp;
+
 // Takes the server's description of a kernel (its handle, parameters and attributes).
 void ApplyLayout(Kernel& k, const remora::v1::KernelLayout& layout);
 // Records an attribute the server accepted for `k` (cudaFuncAttribute numbering, which is the
@@ -101,6 +103,10 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
 cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
                        size_t shared_bytes, cudaStream_t stream, bool cooperative = false);
 
+// A graph node's work: a launch of `k` with `params` packed by its layout.
+GraphOp KernelOp(const Kernel& k, dim3 grid, dim3 block, std::string_view params, size_t shared,
+                 bool cooperative);
+
 // The variable whose host shadow is `symbol`, registered with the server.
 // Errors: cudaErrorInvalidSymbol if unknown; registration errors.
 Result<Variable*> ResolveSymbol(const void* symbol);
@@ -118,5 +124,9 @@ bool PopConfig(LaunchConfig* c);
 // Packs `args` (one pointer per parameter) per the layout into `out`
 // (param_bytes long). False if the layout is inconsistent.
 bool PackParams(const Kernel& k, void** args, std::string* out);
+// The driver's two ways to pass a launch's parameters: `params` (as PackParams), or `extra`, a
+// list ending in CU_LAUNCH_PARAM_END holding CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE; one of
+// them, or neither for a kernel without parameters. cudaErrorInvalidValue otherwise.
+cudaError_t PackLaunchArgs(const Kernel& k, void** params, void** extra, std::string* out);
 
 }  // namespace remora::client_stub

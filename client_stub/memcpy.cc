@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "client_stub/connection.h"
+#include "client_stub/graph.h"
 #include "client_stub/state.h"
 #include "proto/arena.h"
 
@@ -299,6 +301,15 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   if (static_cast<unsigned>(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
   if (n == 0) return cudaSuccess;
   if (!dst || !src) return cudaErrorInvalidValue;
+  if (async && AnyCapture()) {  // a capturing stream records the copy as a graph node
+    GraphOp op;
+    op.type = cudaGraphNodeTypeMemcpy;
+    op.dst = dst;
+    op.src = src;
+    op.width = op.dpitch = op.spitch = n;
+    op.kind = kind;
+    if (auto r = CaptureOp(stream, std::move(op))) return *r;
+  }
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
   // Managed and mapped memory is host memory to the copy engine, whatever kind
@@ -334,6 +345,14 @@ cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async
   if (n == 0) return cudaSuccess;
   if (!dst) return cudaErrorInvalidValue;
   if (Overruns(dst, n)) return cudaErrorInvalidValue;
+  if (async && AnyCapture()) {
+    GraphOp op;
+    op.type = cudaGraphNodeTypeMemset;
+    op.dst = dst;
+    op.value = static_cast<unsigned char>(value);
+    op.width = op.dpitch = n;
+    if (auto r = CaptureOp(stream, std::move(op))) return *r;
+  }
   Connection& c = Connection::Get();
   if (IsDeviceMappedHost(dst)) {  // managed memory: set by the host, in stream order
     if (cudaError_t e = SyncStream(c, StreamId(stream))) return e;
@@ -347,6 +366,47 @@ cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async
   req.set_stream(StreamId(stream));
   req.set_async(async);
   return async ? c.Post(CallId::kMemsetAsync, req) : c.Call(CallId::kMemset, req);
+}
+
+cudaError_t FillPattern(void* d, size_t pitch, uint32_t value, size_t elem, size_t width,
+                        size_t height, cudaStream_t s, bool async) {
+  if (elem == 0 || elem > 4 || reinterpret_cast<uintptr_t>(d) % elem != 0 ||
+      (height > 1 && pitch < width * elem))
+    return cudaErrorInvalidValue;
+  const size_t row = width * elem;
+  if (height == 1) pitch = row;
+  if (async && AnyCapture()) {  // one node: the pieces below are this call's own memory
+    GraphOp op;
+    op.type = cudaGraphNodeTypeMemset;
+    op.dst = d;
+    op.dpitch = pitch;
+    op.value = value;
+    op.elem = unsigned(elem);
+    op.width = width;
+    op.height = height;
+    if (auto r = CaptureOp(s, std::move(op))) return *r;
+  }
+  uint8_t bytes[4];
+  std::memcpy(bytes, &value, 4);
+  if (std::all_of(bytes, bytes + elem, [&](uint8_t b) { return b == bytes[0]; }))
+    return Fill2D(d, pitch, bytes[0], row, height, s, async);
+  constexpr size_t kPiece = 16u << 20;
+  std::vector<uint8_t> piece(std::min(row * height, kPiece) / elem * elem + elem);
+  for (size_t i = 0; i < piece.size(); i += elem) std::memcpy(&piece[i], bytes, elem);
+  // Rows in groups that fit a piece, or one row in pieces.
+  const size_t rows_per = std::max<size_t>(1, kPiece / std::max<size_t>(row, 1));
+  for (size_t y = 0; y < height; y += rows_per) {
+    const size_t rows = std::min(rows_per, height - y);
+    for (size_t x = 0; x < row; x += kPiece) {
+      const size_t w = std::min(kPiece, row - x);
+      char* to = static_cast<char*>(d) + y * pitch + x;
+      const size_t from_pitch = rows > 1 ? row : w;
+      if (cudaError_t e = Copy2D(to, rows > 1 ? pitch : w, piece.data(), from_pitch, w, rows,
+                                 cudaMemcpyHostToDevice, s, async))
+        return e;
+    }
+  }
+  return cudaSuccess;
 }
 
 cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,

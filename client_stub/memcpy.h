@@ -48,4 +48,13 @@ cudaError_t Fill2D(void* dst, size_t pitch, int value, size_t width, size_t heig
 // cudaMemset/cudaMemsetAsync: fills n bytes at dst with (unsigned char)value.
 cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async);
 
+// Fills `height` rows of `width` elements of `elem` (1, 2 or 4) bytes, `pitch` bytes apart
+// (ignored for one row), with `value`'s low `elem` bytes (cuMemsetD16/D32 and 2-D forms, a
+// graph's memset node): one byte fill when the pattern's bytes agree, else the pattern copied
+// in from the host in pieces of at most 16 MiB (an async copy from host memory returns once
+// staged, so a piece may be reused). cudaErrorInvalidValue for a misaligned `dst` or a pitch
+// below the row.
+cudaError_t FillPattern(void* dst, size_t pitch, uint32_t value, size_t elem, size_t width,
+                        size_t height, cudaStream_t stream, bool async);
+
 }  // namespace remora::client_stub

@@ -1,0 +1,247 @@
+// client_stub/graph.cc - graphs' nodes, instantiation and the streams' capture state.
+#include "client_stub/graph.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "client_stub/no_destructor.h"
+#include "client_stub/state.h"
+
+namespace remora::client_stub {
+
+cudaError_t AddNode(cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps, GraphOp op,
+                    cudaGraphNode_t* out) {
+  if (g == nullptr || (ndeps > 0 && deps == nullptr)) return cudaErrorInvalidValue;
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->graph = g;
+  node->op = std::move(op);
+  for (size_t i = 0; i < ndeps; ++i) {
+    if (deps[i] == nullptr || deps[i]->graph != g) return cudaErrorInvalidValue;
+    if (std::find(node->deps.begin(), node->deps.end(), deps[i]) == node->deps.end())
+      node->deps.push_back(deps[i]);
+  }
+  if (out) *out = node.get();
+  g->nodes.push_back(std::move(node));
+  return cudaSuccess;
+}
+
+std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& g) {
+  auto copy = std::make_unique<CUgraph_st>();
+  std::unordered_map<const CUgraphNode_st*, CUgraphNode_st*> to;
+  for (const auto& n : g.nodes) {
+    auto c = std::make_unique<CUgraphNode_st>();
+    c->graph = copy.get();
+    c->op = n->op;
+    c->cloned_from = n.get();
+    if (n->child) c->child = CloneGraph(*n->child);
+    to[n.get()] = c.get();
+    copy->nodes.push_back(std::move(c));
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const CUgraphNode_st* d : g.nodes[i]->deps) copy->nodes[i]->deps.push_back(to[d]);
+  return copy;
+}
+
+cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
+  // Kahn's order: a node once every dependency has run, in the order nodes were added.
+  std::unordered_map<const CUgraphNode_st*, size_t> waiting;
+  std::unordered_map<const CUgraphNode_st*, std::vector<const CUgraphNode_st*>> after;
+  for (const auto& n : g.nodes) {
+    waiting[n.get()] = n->deps.size();
+    for (const CUgraphNode_st* d : n->deps) after[d].push_back(n.get());
+  }
+  std::vector<const CUgraphNode_st*> ready;
+  for (const auto& n : g.nodes)
+    if (n->deps.empty()) ready.push_back(n.get());
+  size_t done = 0;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    const CUgraphNode_st* n = ready[i];
+    ++done;
+    if (n->child) {
+      CUgraphExec_st inner;
+      if (cudaError_t e = Instantiate(*n->child, &inner)) return e;
+      for (GraphOp& op : inner.steps) {
+        exec->steps.push_back(std::move(op));
+        exec->origin.push_back(n);
+      }
+    } else if (n->op.type != cudaGraphNodeTypeEmpty) {
+      exec->steps.push_back(n->op);
+      exec->origin.push_back(n);
+    }
+    for (const CUgraphNode_st* m : after[n])
+      if (--waiting[m] == 0) ready.push_back(m);
+  }
+  return done == g.nodes.size() ? cudaSuccess : cudaErrorInvalidValue;  // a cycle
+}
+
+// ---- stream capture ----------------------------------------------------------------------
+
+namespace {
+
+struct Capture {
+  unsigned long long id = 0;
+  uint64_t origin = 0;  // the stream that began it
+  std::unique_ptr<CUgraph_st> graph;
+  bool invalid = false;
+};
+
+struct Joined {
+  std::shared_ptr<Capture> capture;
+  std::vector<cudaGraphNode_t> deps;  // what the stream's next operation runs after
+};
+
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<uint64_t, Joined> streams;          // by StreamId
+  std::unordered_map<cudaEvent_t, Joined> events;        // recorded during a capture
+  std::atomic<int> active{0};                            // streams capturing
+  unsigned long long next_id = 1;
+};
+
+Registry& Reg() {
+  static NoDestructor<Registry> r;
+  return *r;
+}
+
+thread_local cudaStreamCaptureMode t_mode = cudaStreamCaptureModeGlobal;
+
+}  // namespace
+
+bool AnyCapture() {
+  return Reg().active.load(std::memory_order_relaxed) != 0;
+}
+
+cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  const uint64_t id = StreamId(s);
+  if (id == 0) return cudaErrorStreamCaptureUnsupported;  // the legacy default stream
+  Registry& r = Reg();
+  std::lock_guard lock(r.mu);
+  if (r.streams.count(id)) return cudaErrorIllegalState;
+  auto c = std::make_shared<Capture>();
+  c->id = r.next_id++;
+  c->origin = id;
+  c->graph = std::make_unique<CUgraph_st>();
+  r.streams[id] = Joined{std::move(c), {}};
+  r.active.fetch_add(1, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+cudaError_t EndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  if (graph == nullptr) return cudaErrorInvalidValue;
+  *graph = nullptr;
+  const uint64_t id = StreamId(s);
+  Registry& r = Reg();
+  std::lock_guard lock(r.mu);
+  auto it = r.streams.find(id);
+  if (it == r.streams.end() || it->second.capture->origin != id) return cudaErrorIllegalState;
+  std::shared_ptr<Capture> c = it->second.capture;
+  for (auto j = r.streams.begin(); j != r.streams.end();) {
+    if (j->second.capture == c) {
+      j = r.streams.erase(j);
+      r.active.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      ++j;
+    }
+  }
+  std::erase_if(r.events, [&](const auto& e) { return e.second.capture == c; });
+  if (c->invalid) return cudaErrorStreamCaptureInvalidated;
+  *graph = c->graph.release();  // cudaGraphDestroy deletes it
+  return cudaSuccess;
+}
+
+cudaError_t CaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* status, unsigned long long* id,
+                        cudaGraph_t* graph, const cudaGraphNode_t** deps, size_t* ndeps) {
+  Registry& r = Reg();
+  std::lock_guard lock(r.mu);
+  auto it = r.streams.find(StreamId(s));
+  if (it == r.streams.end()) {
+    if (status) *status = cudaStreamCaptureStatusNone;
+    if (graph) *graph = nullptr;
+    if (deps) *deps = nullptr;
+    if (ndeps) *ndeps = 0;
+    return cudaSuccess;
+  }
+  const Joined& j = it->second;
+  if (status)
+    *status = j.capture->invalid ? cudaStreamCaptureStatusInvalidated
+                                 : cudaStreamCaptureStatusActive;
+  if (id) *id = j.capture->id;
+  if (graph) *graph = j.capture->graph.get();
+  if (deps) *deps = j.deps.data();
+  if (ndeps) *ndeps = j.deps.size();
+  return cudaSuccess;
+}
+
+std::optional<cudaError_t> CaptureOp(cudaStream_t s, GraphOp op) {
+  Registry& r = Reg();
+  if (r.active.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  std::lock_guard lock(r.mu);
+  auto it = r.streams.find(StreamId(s));
+  if (it == r.streams.end()) return std::nullopt;
+  Joined& j = it->second;
+  if (j.capture->invalid) return cudaErrorStreamCaptureInvalidated;
+  cudaGraphNode_t node = nullptr;
+  if (cudaError_t e =
+          AddNode(j.capture->graph.get(), j.deps.data(), j.deps.size(), std::move(op), &node))
+    return e;
+  j.deps.assign(1, node);
+  return cudaSuccess;
+}
+
+std::optional<cudaError_t> CaptureEventRecord(cudaEvent_t e, cudaStream_t s) {
+  Registry& r = Reg();
+  if (r.active.load(std::memory_order_relaxed) == 0 && r.events.empty()) return std::nullopt;
+  std::lock_guard lock(r.mu);
+  auto it = r.streams.find(StreamId(s));
+  if (it == r.streams.end()) {
+    r.events.erase(e);  // recorded outside any capture again
+    return std::nullopt;
+  }
+  if (it->second.capture->invalid) return cudaErrorStreamCaptureInvalidated;
+  r.events[e] = it->second;
+  return cudaSuccess;
+}
+
+std::optional<cudaError_t> CaptureEventWait(cudaStream_t s, cudaEvent_t e) {
+  Registry& r = Reg();
+  if (r.active.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  std::lock_guard lock(r.mu);
+  auto ev = r.events.find(e);
+  if (ev == r.events.end()) return std::nullopt;
+  const uint64_t id = StreamId(s);
+  if (id == 0) return cudaErrorStreamCaptureImplicit;
+  auto it = r.streams.find(id);
+  if (it == r.streams.end()) {  // the stream joins the capture, after the event's work
+    r.streams[id] = ev->second;
+    r.active.fetch_add(1, std::memory_order_relaxed);
+    return cudaSuccess;
+  }
+  if (it->second.capture != ev->second.capture) {
+    it->second.capture->invalid = true;  // two captures cannot be merged
+    return cudaErrorStreamCaptureIsolation;
+  }
+  for (cudaGraphNode_t d : ev->second.deps)
+    if (std::find(it->second.deps.begin(), it->second.deps.end(), d) == it->second.deps.end())
+      it->second.deps.push_back(d);
+  return cudaSuccess;
+}
+
+std::optional<cudaError_t> RefuseWhileCapturing(cudaStream_t s) {
+  Registry& r = Reg();
+  if (r.active.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  std::lock_guard lock(r.mu);
+  auto it = r.streams.find(StreamId(s));
+  if (it == r.streams.end()) return std::nullopt;
+  it->second.capture->invalid = true;
+  return cudaErrorStreamCaptureUnsupported;
+}
+
+cudaStreamCaptureMode ExchangeCaptureMode(cudaStreamCaptureMode mode) {
+  std::swap(mode, t_mode);
+  return mode;
+}
+
+}  // namespace remora::client_stub

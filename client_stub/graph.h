@@ -1,0 +1,103 @@
+// client_stub/graph.h - CUDA graphs in the tenant: nodes recorded explicitly or by stream
+// capture, and the capture state of streams. A graph runs as its nodes' work issued in a
+// topological order on the launching stream (api_graph.cc), one valid schedule of the graph.
+//
+// The handle types are the toolkit's opaque ones (cudaGraph_t is CUgraph_st*, ...), completed
+// here; the stub runtime and Remora's libcuda.so.1 hand out and take the same objects.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace remora::client_stub {
+
+struct Kernel;
+
+// What one node does when its graph runs.
+struct GraphOp {
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  // Kernel: its parameters packed by the server's layout.
+  Kernel* kernel = nullptr;
+  dim3 grid, block;
+  size_t shared = 0;
+  std::string params;
+  bool cooperative = false;
+  // Memcpy (2-D over linear memory; height 1 for a plain copy) and memset (width in elements
+  // of `elem` bytes, each `value`'s low bytes).
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t dpitch = 0, spitch = 0, width = 0, height = 1;
+  cudaMemcpyKind kind = cudaMemcpyDefault;
+  unsigned value = 0, elem = 1;
+  // Host function.
+  cudaHostFn_t fn = nullptr;
+  void* data = nullptr;
+  // Event record or wait.
+  cudaEvent_t event = nullptr;
+};
+
+}  // namespace remora::client_stub
+
+struct CUgraphNode_st {
+  CUgraph_st* graph = nullptr;
+  remora::client_stub::GraphOp op;
+  std::vector<CUgraphNode_st*> deps;  // nodes of the same graph this one runs after
+  std::unique_ptr<CUgraph_st> child;  // cudaGraphNodeTypeGraph: a copy of the child graph
+  const CUgraphNode_st* cloned_from = nullptr;  // the node this one is a clone of
+};
+
+struct CUgraph_st {
+  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+};
+
+struct CUgraphExec_st {
+  std::vector<remora::client_stub::GraphOp> steps;  // in a topological order, children inlined
+  std::vector<const CUgraphNode_st*> origin;        // the graph's node each step came from
+};
+
+namespace remora::client_stub {
+
+// Adds a node doing `op` after `deps` (which must be nodes of `g`). Errors:
+// cudaErrorInvalidValue for a null graph or a dependency not in it.
+cudaError_t AddNode(cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps, GraphOp op,
+                    cudaGraphNode_t* out);
+// A deep copy of `g`; each copied node knows the node it was cloned from.
+std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& g);
+// The steps of `g` in a topological order, child graphs inlined. cudaErrorInvalidValue if the
+// dependencies have a cycle.
+cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec);
+
+// ---- stream capture ----------------------------------------------------------------------
+
+// True while any stream captures: the hot paths ask this before building a GraphOp.
+bool AnyCapture();
+
+// Begins capturing `s` into a new graph. Errors: cudaErrorStreamCaptureUnsupported for the
+// legacy default stream; cudaErrorIllegalState if `s` already captures.
+cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+// Ends the capture `s` began and hands out its graph (every stream that joined it stops
+// capturing). cudaErrorIllegalState if `s` does not capture, or did not begin it;
+// cudaErrorStreamCaptureInvalidated (and no graph) if an operation invalidated it.
+cudaError_t EndCapture(cudaStream_t s, cudaGraph_t* graph);
+// What cudaStreamGetCaptureInfo reports for `s`; any out pointer may be null.
+cudaError_t CaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* status, unsigned long long* id,
+                        cudaGraph_t* graph, const cudaGraphNode_t** deps, size_t* ndeps);
+// While `s` captures, `op` becomes a node after the stream's current dependencies and the
+// stream's only dependency; the result is that of recording it. nullopt: `s` does not capture.
+std::optional<cudaError_t> CaptureOp(cudaStream_t s, GraphOp op);
+// Event record on a capturing stream: the event stands for the stream's dependencies (no
+// node). Event wait on a stream by a captured event: the stream joins that capture. nullopt:
+// no capture is involved.
+std::optional<cudaError_t> CaptureEventRecord(cudaEvent_t e, cudaStream_t s);
+std::optional<cudaError_t> CaptureEventWait(cudaStream_t s, cudaEvent_t e);
+// An operation that cannot be captured was asked of `s`: when `s` captures, its capture is
+// invalidated and cudaErrorStreamCaptureUnsupported returned; else nullopt.
+std::optional<cudaError_t> RefuseWhileCapturing(cudaStream_t s);
+// cudaThreadExchangeStreamCaptureMode's per-thread mode.
+cudaStreamCaptureMode ExchangeCaptureMode(cudaStreamCaptureMode mode);
+
+}  // namespace remora::client_stub

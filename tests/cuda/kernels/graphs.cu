@@ -1,0 +1,231 @@
+// tests/cuda/kernels/graphs.cu - CUDA graphs, against host references on random data:
+//  1. built node by node: memset, two independent kernels, a joining kernel, a copy back and
+//     a host node, in a diamond; launched three times, the effect accumulates each time;
+//  2. captured from two streams forked and joined by events (copy in, kernels on both
+//     streams, copy out), then launched twice;
+//  3. an executable's kernel node given new parameters, and an update from a graph of the same
+//     shape; a child graph node;
+//  4. a synchronous call on a capturing stream is refused and invalidates the capture.
+#include <vector>
+
+#include "common.h"
+
+__global__ void Axpy(float* y, const float* x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += a * x[i];
+}
+
+__global__ void Mul(float* y, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] *= x[i];
+}
+
+namespace {
+
+int g_host_calls = 0;
+void CountCall(void* p) { ++*static_cast<int*>(p); }
+
+int Compare(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!Near(got[i], want[i], 1e-5)) {
+      if (bad++ < 3) std::printf("%s[%zu] = %g, want %g\n", what, i, got[i], want[i]);
+    }
+  return bad;
+}
+
+cudaKernelNodeParams AxpyParams(void** args, int n) {
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(Axpy);
+  p.gridDim = dim3((n + 127) / 128);
+  p.blockDim = dim3(128);
+  p.kernelParams = args;
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = static_cast<int>(Flag(argc, argv, "n", 5000));
+  Rng rng(Flag(argc, argv, "seed", 7));
+  std::vector<float> x(n), z(n);
+  for (float& v : x) v = rng.Uniform(-4, 4);
+  for (float& v : z) v = rng.Uniform(-4, 4);
+  const size_t bytes = n * sizeof(float);
+  float *dx, *dy, *dz;
+  CHECK(cudaMalloc(&dx, bytes));
+  CHECK(cudaMalloc(&dy, bytes));
+  CHECK(cudaMalloc(&dz, bytes));
+  CHECK(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dz, z.data(), bytes, cudaMemcpyHostToDevice));
+  int failures = 0;
+  std::vector<float> out(n), want(n);
+
+  // 1. A diamond built node by node: y = 0; then y += 2x and z += 3x (independent); then
+  //    y *= z; copy y back; a host node counts the runs.
+  cudaGraph_t g;
+  CHECK(cudaGraphCreate(&g, 0));
+  cudaGraphNode_t zero, left, right, join, back, host;
+  cudaMemsetParams ms{};
+  ms.dst = dy;
+  ms.value = 0;
+  ms.elementSize = 4;
+  ms.width = n;
+  ms.height = 1;
+  CHECK(cudaGraphAddMemsetNode(&zero, g, nullptr, 0, &ms));
+  float two = 2, three = 3;
+  void* left_args[] = {&dy, &dx, &two, const_cast<int*>(&n)};
+  void* right_args[] = {&dz, &dx, &three, const_cast<int*>(&n)};
+  cudaKernelNodeParams lp = AxpyParams(left_args, n), rp = AxpyParams(right_args, n);
+  CHECK(cudaGraphAddKernelNode(&left, g, &zero, 1, &lp));
+  CHECK(cudaGraphAddKernelNode(&right, g, nullptr, 0, &rp));
+  cudaKernelNodeParams jp = lp;
+  void* join_args[] = {&dy, &dz, const_cast<int*>(&n)};
+  jp.func = reinterpret_cast<void*>(Mul);
+  jp.kernelParams = join_args;
+  cudaGraphNode_t both[] = {left, right};
+  CHECK(cudaGraphAddKernelNode(&join, g, both, 2, &jp));
+  CHECK(cudaGraphAddMemcpyNode1D(&back, g, &join, 1, out.data(), dy, bytes,
+                                 cudaMemcpyDeviceToHost));
+  cudaHostNodeParams hp{CountCall, &g_host_calls};
+  CHECK(cudaGraphAddHostNode(&host, g, &back, 1, &hp));
+  size_t count = 0, roots = 0;
+  CHECK(cudaGraphGetNodes(g, nullptr, &count));
+  CHECK(cudaGraphGetRootNodes(g, nullptr, &roots));
+  REQUIRE(count == 6 && roots == 2);
+  cudaGraphNodeType type;
+  CHECK(cudaGraphNodeGetType(join, &type));
+  REQUIRE(type == cudaGraphNodeTypeKernel);
+
+  cudaGraphExec_t exec;
+  CHECK(cudaGraphInstantiate(&exec, g, 0));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<float> zr = z;
+  for (int run = 1; run <= 3; ++run) {
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < n; ++i) {
+      zr[i] += 3 * x[i];
+      want[i] = (2 * x[i]) * zr[i];
+    }
+    failures += Compare(out, want, "diamond");
+  }
+  REQUIRE(g_host_calls == 3);
+
+  // 3a. New parameters for the executable's left kernel: y += 5x before the join.
+  float five = 5;
+  void* five_args[] = {&dy, &dx, &five, const_cast<int*>(&n)};
+  cudaKernelNodeParams fp = AxpyParams(five_args, n);
+  CHECK(cudaGraphExecKernelNodeSetParams(exec, left, &fp));
+  CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  for (int i = 0; i < n; ++i) {
+    zr[i] += 3 * x[i];
+    want[i] = (5 * x[i]) * zr[i];
+  }
+  failures += Compare(out, want, "exec_set_params");
+
+  // 3b. An update from a clone of the graph whose right kernel adds 1x instead of 3x.
+  cudaGraph_t g2;
+  CHECK(cudaGraphClone(&g2, g));
+  cudaGraphNode_t right2;
+  CHECK(cudaGraphNodeFindInClone(&right2, right, g2));
+  float one = 1;
+  void* one_args[] = {&dz, &dx, &one, const_cast<int*>(&n)};
+  cudaKernelNodeParams op = AxpyParams(one_args, n);
+  CHECK(cudaGraphKernelNodeSetParams(right2, &op));
+  cudaGraphExecUpdateResultInfo info;
+  CHECK(cudaGraphExecUpdate(exec, g2, &info));
+  REQUIRE(info.result == cudaGraphExecUpdateSuccess);
+  CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  for (int i = 0; i < n; ++i) {
+    zr[i] += 1 * x[i];
+    want[i] = (2 * x[i]) * zr[i];
+  }
+  failures += Compare(out, want, "exec_update");
+
+  // 3c. The first graph as a child of another, after a memset of z to 0.
+  cudaGraph_t parent;
+  CHECK(cudaGraphCreate(&parent, 0));
+  cudaGraphNode_t clear, child;
+  ms.dst = dz;
+  CHECK(cudaGraphAddMemsetNode(&clear, parent, nullptr, 0, &ms));
+  CHECK(cudaGraphAddChildGraphNode(&child, parent, &clear, 1, g));
+  cudaGraphExec_t parent_exec;
+  CHECK(cudaGraphInstantiate(&parent_exec, parent, 0));
+  CHECK(cudaGraphLaunch(parent_exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  for (int i = 0; i < n; ++i) {
+    zr[i] = 3 * x[i];
+    want[i] = (2 * x[i]) * zr[i];
+  }
+  failures += Compare(out, want, "child_graph");
+
+  // 2. Captured from two streams: copy x in, y = x on s; fork: z = 0 + 4x on s2; join; y *= z;
+  //    copy out.
+  std::vector<float> x2(n);
+  for (float& v : x2) v = rng.Uniform(-2, 2);
+  cudaStream_t s2;
+  CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  cudaEvent_t fork, joined;
+  CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CHECK(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  cudaStreamCaptureStatus status;
+  CHECK(cudaStreamIsCapturing(s, &status));
+  REQUIRE(status == cudaStreamCaptureStatusActive);
+  CHECK(cudaMemcpyAsync(dx, x2.data(), bytes, cudaMemcpyHostToDevice, s));
+  CHECK(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice, s));
+  CHECK(cudaEventRecord(fork, s));
+  CHECK(cudaStreamWaitEvent(s2, fork, 0));
+  CHECK(cudaMemsetAsync(dz, 0, bytes, s2));
+  float four = 4;
+  Axpy<<<(n + 127) / 128, 128, 0, s2>>>(dz, dx, four, n);
+  CHECK(cudaGetLastError());
+  CHECK(cudaEventRecord(joined, s2));
+  CHECK(cudaStreamWaitEvent(s, joined, 0));
+  Mul<<<(n + 127) / 128, 128, 0, s>>>(dy, dz, n);
+  CHECK(cudaMemcpyAsync(out.data(), dy, bytes, cudaMemcpyDeviceToHost, s));
+  cudaGraph_t captured;
+  CHECK(cudaStreamEndCapture(s, &captured));
+  CHECK(cudaStreamIsCapturing(s, &status));
+  REQUIRE(status == cudaStreamCaptureStatusNone);
+  CHECK(cudaGraphGetNodes(captured, nullptr, &count));
+  REQUIRE(count >= 6);
+  cudaGraphExec_t cexec;
+  CHECK(cudaGraphInstantiate(&cexec, captured, 0));
+  for (int run = 0; run < 2; ++run) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    CHECK(cudaGraphLaunch(cexec, s));
+    CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < n; ++i) want[i] = x2[i] * (4 * x2[i]);
+    failures += Compare(out, want, "captured");
+  }
+
+  // 4. Synchronizing a capturing stream is refused and invalidates the capture.
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  CHECK(cudaMemsetAsync(dz, 0, bytes, s));
+  EXPECT_CUDA(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t invalid = nullptr;
+  EXPECT_CUDA(cudaStreamEndCapture(s, &invalid), cudaErrorStreamCaptureInvalidated);
+  REQUIRE(invalid == nullptr);
+  (void)cudaGetLastError();
+
+  CHECK(cudaGraphExecDestroy(cexec));
+  CHECK(cudaGraphExecDestroy(parent_exec));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(captured));
+  CHECK(cudaGraphDestroy(parent));
+  CHECK(cudaGraphDestroy(g2));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaEventDestroy(fork));
+  CHECK(cudaEventDestroy(joined));
+  CHECK(cudaStreamDestroy(s2));
+  CHECK(cudaStreamDestroy(s));
+  CHECK(cudaFree(dx));
+  CHECK(cudaFree(dy));
+  CHECK(cudaFree(dz));
+  return Finish(failures, "graphs");
+}
