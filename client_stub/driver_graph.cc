@@ -1,0 +1,197 @@
+// client_stub/driver_graph.cc - the driver API's graphs and stream capture: the stub runtime's
+// graphs (graph.h, api_graph.cc) under the driver's names and structures. NVIDIA's runtime,
+// running over this library, builds its graphs here too.
+#include <cstring>
+
+#include "client_stub/driver_internal.h"
+#include "client_stub/graph.h"
+#include "client_stub/kernels.h"
+
+using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
+using remora::client_stub::DriverCallScope;
+namespace cs = remora::client_stub;
+using cs::GraphOp;
+
+namespace remora::client_stub::driver {
+namespace {
+
+// A kernel node's work from the driver's parameters (a CUfunction, or a CUkernel, which is
+// the same object here).
+CUresult KernelOp(const CUDA_KERNEL_NODE_PARAMS* p, GraphOp* op) {
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const void* f = p->func ? static_cast<const void*>(p->func) : static_cast<const void*>(p->kern);
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& k = *static_cast<const Kernel*>(f);
+  std::string params;
+  if (cudaError_t e = PackLaunchArgs(k, p->kernelParams, p->extra, &params)) return ToCu(e);
+  *op = cs::KernelOp(k, dim3(p->gridDimX, p->gridDimY, p->gridDimZ),
+                     dim3(p->blockDimX, p->blockDimY, p->blockDimZ), params, p->sharedMemBytes,
+                     false);
+  return CUDA_SUCCESS;
+}
+
+// A 3-D copy of linear memory one deep: a 2-D copy. Arrays are not served.
+CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (c->Depth > 1 || c->srcZ || c->dstZ || c->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+      c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  auto base = [](CUmemorytype t, const void* host, CUdeviceptr dev) {
+    return t == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
+                                   : reinterpret_cast<const char*>(dev);
+  };
+  op->type = cudaGraphNodeTypeMemcpy;
+  op->src = base(c->srcMemoryType, c->srcHost, c->srcDevice) + c->srcY * c->srcPitch +
+            c->srcXInBytes;
+  op->dst = const_cast<char*>(base(c->dstMemoryType, c->dstHost, c->dstDevice)) +
+            c->dstY * c->dstPitch + c->dstXInBytes;
+  op->width = c->WidthInBytes;
+  op->height = c->Height ? c->Height : 1;
+  op->spitch = op->height > 1 ? c->srcPitch : op->width;
+  op->dpitch = op->height > 1 ? c->dstPitch : op->width;
+  op->kind = cudaMemcpyDefault;
+  return CUDA_SUCCESS;
+}
+
+CUresult Add(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n, GraphOp op) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (node == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ToCu(AddNode(g, deps, n, std::move(op), node));
+}
+
+}  // namespace
+}  // namespace remora::client_stub::driver
+
+extern "C" {
+
+#define GRAPH_FORWARD(name, params, call) \
+  CUresult name params {                  \
+    DriverCallScope scope;                \
+    if (CUresult r = NeedInit()) return r; \
+    return ToCu(call);                    \
+  }
+GRAPH_FORWARD(cuGraphCreate, (CUgraph * g, unsigned int flags), cudaGraphCreate(g, flags))
+GRAPH_FORWARD(cuGraphDestroy, (CUgraph g), cudaGraphDestroy(g))
+GRAPH_FORWARD(cuGraphClone, (CUgraph * clone, CUgraph g), cudaGraphClone(clone, g))
+GRAPH_FORWARD(cuGraphNodeFindInClone, (CUgraphNode * found, CUgraphNode n, CUgraph clone),
+              cudaGraphNodeFindInClone(found, n, clone))
+GRAPH_FORWARD(cuGraphAddEmptyNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n),
+              cudaGraphAddEmptyNode(node, g, deps, n))
+GRAPH_FORWARD(cuGraphAddHostNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n,
+               const CUDA_HOST_NODE_PARAMS* p),
+              cudaGraphAddHostNode(node, g, deps, n,
+                                   reinterpret_cast<const cudaHostNodeParams*>(p)))
+GRAPH_FORWARD(cuGraphAddMemsetNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n,
+               const CUDA_MEMSET_NODE_PARAMS* p, CUcontext),
+              cudaGraphAddMemsetNode(node, g, deps, n,
+                                     reinterpret_cast<const cudaMemsetParams*>(p)))
+GRAPH_FORWARD(cuGraphAddEventRecordNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e),
+              cudaGraphAddEventRecordNode(node, g, deps, n, e))
+GRAPH_FORWARD(cuGraphAddEventWaitNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e),
+              cudaGraphAddEventWaitNode(node, g, deps, n, e))
+GRAPH_FORWARD(cuGraphAddChildGraphNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n, CUgraph child),
+              cudaGraphAddChildGraphNode(node, g, deps, n, child))
+GRAPH_FORWARD(cuGraphChildGraphNodeGetGraph, (CUgraphNode node, CUgraph* g),
+              cudaGraphChildGraphNodeGetGraph(node, g))
+GRAPH_FORWARD(cuGraphAddDependencies,
+              (CUgraph g, const CUgraphNode* from, const CUgraphNode* to,
+               const CUgraphEdgeData* edges, size_t n),
+              cudaGraphAddDependencies(g, from, to,
+                                       reinterpret_cast<const cudaGraphEdgeData*>(edges), n))
+GRAPH_FORWARD(cuGraphRemoveDependencies,
+              (CUgraph g, const CUgraphNode* from, const CUgraphNode* to,
+               const CUgraphEdgeData* edges, size_t n),
+              cudaGraphRemoveDependencies(g, from, to,
+                                          reinterpret_cast<const cudaGraphEdgeData*>(edges), n))
+GRAPH_FORWARD(cuGraphGetNodes, (CUgraph g, CUgraphNode* nodes, size_t* n),
+              cudaGraphGetNodes(g, nodes, n))
+GRAPH_FORWARD(cuGraphGetRootNodes, (CUgraph g, CUgraphNode* nodes, size_t* n),
+              cudaGraphGetRootNodes(g, nodes, n))
+GRAPH_FORWARD(cuGraphNodeGetDependencies,
+              (CUgraphNode node, CUgraphNode* deps, CUgraphEdgeData* edges, size_t* n),
+              cudaGraphNodeGetDependencies(node, deps,
+                                           reinterpret_cast<cudaGraphEdgeData*>(edges), n))
+GRAPH_FORWARD(cuGraphNodeGetType, (CUgraphNode node, CUgraphNodeType* type),
+              cudaGraphNodeGetType(node, reinterpret_cast<cudaGraphNodeType*>(type)))
+GRAPH_FORWARD(cuGraphDestroyNode, (CUgraphNode node), cudaGraphDestroyNode(node))
+GRAPH_FORWARD(cuGraphHostNodeSetParams, (CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p),
+              cudaGraphHostNodeSetParams(node, reinterpret_cast<const cudaHostNodeParams*>(p)))
+GRAPH_FORWARD(cuGraphMemsetNodeSetParams, (CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p),
+              cudaGraphMemsetNodeSetParams(node, reinterpret_cast<const cudaMemsetParams*>(p)))
+GRAPH_FORWARD(cuGraphInstantiate, (CUgraphExec * exec, CUgraph g, unsigned long long flags),
+              cudaGraphInstantiate(exec, g, flags))
+GRAPH_FORWARD(cuGraphInstantiateWithParams,
+              (CUgraphExec * exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p),
+              cudaGraphInstantiateWithParams(
+                  exec, g, reinterpret_cast<cudaGraphInstantiateParams*>(p)))
+GRAPH_FORWARD(cuGraphExecDestroy, (CUgraphExec exec), cudaGraphExecDestroy(exec))
+GRAPH_FORWARD(cuGraphExecGetFlags, (CUgraphExec exec, cuuint64_t* flags),
+              cudaGraphExecGetFlags(exec, reinterpret_cast<unsigned long long*>(flags)))
+GRAPH_FORWARD(cuGraphUpload, (CUgraphExec exec, CUstream s), cudaGraphUpload(exec, s))
+GRAPH_FORWARD(cuGraphLaunch, (CUgraphExec exec, CUstream s), cudaGraphLaunch(exec, s))
+GRAPH_FORWARD(cuGraphExecUpdate,
+              (CUgraphExec exec, CUgraph g, CUgraphExecUpdateResultInfo* info),
+              cudaGraphExecUpdate(exec, g,
+                                  reinterpret_cast<cudaGraphExecUpdateResultInfo*>(info)))
+GRAPH_FORWARD(cuGraphExecHostNodeSetParams,
+              (CUgraphExec exec, CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p),
+              cudaGraphExecHostNodeSetParams(exec, node,
+                                             reinterpret_cast<const cudaHostNodeParams*>(p)))
+GRAPH_FORWARD(cuStreamBeginCapture, (CUstream s, CUstreamCaptureMode mode),
+              cudaStreamBeginCapture(s, cudaStreamCaptureMode(mode)))
+GRAPH_FORWARD(cuStreamEndCapture, (CUstream s, CUgraph* g), cudaStreamEndCapture(s, g))
+GRAPH_FORWARD(cuStreamIsCapturing, (CUstream s, CUstreamCaptureStatus* status),
+              cudaStreamIsCapturing(s, reinterpret_cast<cudaStreamCaptureStatus*>(status)))
+GRAPH_FORWARD(cuStreamGetCaptureInfo,
+              (CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* g,
+               const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n),
+              cudaStreamGetCaptureInfo(s, reinterpret_cast<cudaStreamCaptureStatus*>(status),
+                                       reinterpret_cast<unsigned long long*>(id), g, deps,
+                                       reinterpret_cast<const cudaGraphEdgeData**>(edges), n))
+GRAPH_FORWARD(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode),
+              cudaThreadExchangeStreamCaptureMode(reinterpret_cast<cudaStreamCaptureMode*>(mode)))
+#undef GRAPH_FORWARD
+
+CUresult cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
+                              const CUDA_KERNEL_NODE_PARAMS* p) {
+  GraphOp op;
+  if (CUresult r = KernelOp(p, &op)) return r;
+  return Add(node, g, deps, n, std::move(op));
+}
+
+CUresult cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
+                              const CUDA_MEMCPY3D* p, CUcontext) {
+  GraphOp op;
+  if (CUresult r = MemcpyOp(p, &op)) return r;
+  return Add(node, g, deps, n, std::move(op));
+}
+
+CUresult cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {
+  DriverCallScope scope;
+  if (node == nullptr || node->op.type != cudaGraphNodeTypeKernel) return CUDA_ERROR_INVALID_VALUE;
+  return KernelOp(p, &node->op);
+}
+
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_KERNEL_NODE_PARAMS* p) {
+  DriverCallScope scope;
+  if (exec == nullptr || node == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  GraphOp op;
+  if (CUresult r = KernelOp(p, &op)) return r;
+  bool found = false;
+  for (size_t i = 0; i < exec->steps.size(); ++i) {
+    if (exec->origin[i] != node || exec->steps[i].type != cudaGraphNodeTypeKernel) continue;
+    exec->steps[i] = op;
+    found = true;
+  }
+  return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // extern "C"
