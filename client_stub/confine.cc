@@ -48,6 +48,19 @@ void Say(const char* what, const char* path) {
   if (n > 0) (void)!write(2, line, size_t(n) < sizeof line ? size_t(n) : sizeof line - 1);
 }
 
+// A file name in `dir`'s directory, kept until the process ends (the loader opens it after
+// la_objsearch returns): one slot per search, reused after 64.
+const char* Beside(const char* dir_of, const char* name) {
+  static char slots[64][4096];
+  static unsigned next = 0;
+  const char* slash = std::strrchr(dir_of, '/');
+  if (slash == nullptr) return nullptr;
+  char* out = slots[next++ % 64];
+  int n = std::snprintf(out, sizeof slots[0], "%.*s/%s", int(slash - dir_of), dir_of, name);
+  if (n <= 0 || size_t(n) >= sizeof slots[0] || access(out, F_OK) != 0) return nullptr;
+  return out;
+}
+
 // CUDA's libraries, by the start of their file names.
 bool IsCudaLibrary(const char* b) {
   static const char* const kPrefixes[] = {
@@ -108,10 +121,19 @@ __attribute__((visibility("default"))) unsigned int la_version(unsigned int) {
   return LAV_CURRENT;
 }
 
-__attribute__((visibility("default"))) char* la_objsearch(const char* name, uintptr_t*,
+// A CUDA library that one of NVIDIA's (outside Remora's directory) depends on is looked for
+// beside it first, so NVIDIA's cuBLAS gets NVIDIA's cuBLASLt, not Remora's stub; only the driver
+// libraries are always Remora's.
+__attribute__((visibility("default"))) char* la_objsearch(const char* name, uintptr_t* cookie,
                                                           unsigned int flag) {
-  if (flag == LA_SER_ORIG && g_stub_dir[0] != '\0' && !InStubDir(name)) {
-    if (const char* ours = Ours(name)) return const_cast<char*>(ours);
+  if (flag != LA_SER_ORIG || g_stub_dir[0] == '\0' || InStubDir(name))
+    return const_cast<char*>(name);
+  if (const char* ours = Ours(name)) return const_cast<char*>(ours);
+  const auto* requester = cookie ? reinterpret_cast<const struct link_map*>(*cookie) : nullptr;
+  if (requester && requester->l_name && requester->l_name[0] == '/' &&
+      !InStubDir(requester->l_name) && IsCudaLibrary(Base(requester->l_name)) &&
+      std::strchr(name, '/') == nullptr && IsCudaLibrary(name)) {
+    if (const char* beside = Beside(requester->l_name, name)) return const_cast<char*>(beside);
   }
   return const_cast<char*>(name);
 }

@@ -95,7 +95,14 @@ CUresult LoadModule(DriverModule** module, const void* image, bool need_context 
   if (rep.images_needed()) {
     for (const std::string& img : *images) req.add_images(img);
     rep.Clear();
-    if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return ToCu(e);
+    if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) {
+      // Machine code for other GPUs only (NVIDIA's libraries on the emulated GPU): say which
+      // module, on the tenant's stderr as in the server's log, whoever asked for it.
+      if (e == cudaErrorNoKernelImageForDevice)
+        std::fprintf(stderr, "remora: a module has no image this device can run: %s\n",
+                     Connection::LastFailureMessage().c_str());
+      return ToCu(e);
+    }
     if (rep.images_needed()) return CUDA_ERROR_UNKNOWN;  // a server that lost them
   }
   auto m = std::make_unique<DriverModule>();
