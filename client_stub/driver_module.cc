@@ -19,6 +19,7 @@
 
 #include "client_stub/connection.h"
 #include "client_stub/driver_internal.h"
+#include "client_stub/image_module.h"
 #include "client_stub/kernels.h"
 #include "client_stub/state.h"
 #include "fatbin/fatbin.h"
@@ -26,134 +27,35 @@
 namespace remora::client_stub::driver {
 namespace {
 
-// A module loaded through the driver API, and the kernels asked of it by name.
-struct DriverModule {
-  uint64_t id = 0;
-  std::mutex mu;
-  std::map<std::string, std::unique_ptr<Kernel>> kernels;
-};
-
-// The images a cuModuleLoadData image stands for: an nvcc fat-binary wrapper's, a fat binary,
-// a cubin (ELF) or PTX text (NUL-terminated), as NVIDIA's driver takes them.
-Result<std::vector<std::string>> ImagesOf(const void* image) {
-  constexpr uint32_t kWrapperMagic = 0x466243b1, kFatbinMagic = 0xBA55ED50;
-  if (image == nullptr) return Error(cudaErrorInvalidValue, "no image");
-  uint32_t magic = 0;
-  std::memcpy(&magic, image, sizeof magic);
-  std::vector<std::string> out;
-  auto keep = [&](const void* p, size_t n) { out.emplace_back(static_cast<const char*>(p), n); };
-  if (magic == kWrapperMagic) {
-    ASSIGN_OR_RETURN(std::vector<fatbin::Bytes> images, fatbin::WrapperImages(image));
-    for (fatbin::Bytes b : images) keep(b.data(), b.size());
-  } else if (magic == kFatbinMagic) {
-    // No length comes with it: the header says how long the rest is.
-    uint16_t header = 0;
-    uint64_t body = 0;
-    std::memcpy(&header, static_cast<const char*>(image) + 6, sizeof header);
-    std::memcpy(&body, static_cast<const char*>(image) + 8, sizeof body);
-    if (header < 16 || body > (uint64_t{1} << 34)) return Error(cudaErrorInvalidValue, "header");
-    keep(image, header + body);
-  } else if (std::memcmp(image,
-                         "\x7f"
-                         "ELF",
-                         4) == 0) {
-    // A 64-bit ELF ends with its section headers: e_shoff + e_shnum * e_shentsize.
-    const auto* e = static_cast<const unsigned char*>(image);
-    uint64_t shoff = 0;
-    uint16_t shentsize = 0, shnum = 0;
-    std::memcpy(&shoff, e + 0x28, sizeof shoff);
-    std::memcpy(&shentsize, e + 0x3a, sizeof shentsize);
-    std::memcpy(&shnum, e + 0x3c, sizeof shnum);
-    keep(image, shoff + uint64_t{shentsize} * shnum);
-  } else {
-    keep(image, std::strlen(static_cast<const char*>(image)) + 1);  // PTX
-  }
-  return out;
-}
+using DriverModule = ImageModule;
 
 // Loads `image` as a module of the session. A library (cuLibraryLoadData) is the same thing,
 // loaded without a current context: the session outlives contexts.
 CUresult LoadModule(DriverModule** module, const void* image, bool need_context = true) {
   if (CUresult r = need_context ? NeedContext() : NeedInit()) return r;
   if (module == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  Result<std::vector<std::string>> images = ImagesOf(image);
-  if (!images.ok()) return CUDA_ERROR_INVALID_IMAGE;
-  Connection& c = Connection::Get();
-  if (cudaError_t e = c.Ensure()) return ToCu(e);
-  std::vector<fatbin::Bytes> views;
-  for (const std::string& img : *images) views.push_back(std::as_bytes(std::span(img)));
-  // The hash alone first: the server keeps what it was sent, so a framework's large fat
-  // binaries cross once per server, not once per process.
-  v1::RegisterModuleRequest req;
-  req.set_hash(fatbin::ImagesDigest(views));
-  uint32_t magic = 0, version = 0;
-  std::memcpy(&magic, image, sizeof magic);
-  if (magic == 0x466243b1) std::memcpy(&version, static_cast<const char*>(image) + 4, 4);
-  req.set_rdc(version == 2);  // an -rdc program's wrapper: link its translation units' PTX
-  v1::RegisterModuleReply rep;
-  if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return ToCu(e);
-  if (rep.images_needed()) {
-    for (const std::string& img : *images) req.add_images(img);
-    rep.Clear();
-    if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) {
-      // Machine code for other GPUs only (NVIDIA's libraries on the emulated GPU): say which
-      // module, on the tenant's stderr as in the server's log, whoever asked for it.
-      if (e == cudaErrorNoKernelImageForDevice)
-        std::fprintf(stderr, "remora: a module has no image this device can run: %s\n",
-                     Connection::LastFailureMessage().c_str());
-      return ToCu(e);
-    }
-    if (rep.images_needed()) return CUDA_ERROR_UNKNOWN;  // a server that lost them
-  }
-  auto m = std::make_unique<DriverModule>();
-  m->id = rep.module();
-  *module = m.release();  // cuModuleUnload or cuLibraryUnload deletes it
-  return CUDA_SUCCESS;
+  cudaError_t e = LoadImageModule(image, module);
+  return e == cudaErrorInvalidKernelImage ? CUDA_ERROR_INVALID_IMAGE : ToCu(e);
 }
 
 CUresult UnloadModule(DriverModule* module) {
   if (CUresult r = NeedInit()) return r;
   if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  std::unique_ptr<DriverModule> m(module);
-  v1::UnregisterModuleRequest req;
-  req.set_module(m->id);
-  return ToCu(Connection::Get().Post(CallId::kUnregisterModule, req));
+  return ToCu(UnloadImageModule(module));
 }
 
 // Kernel `name` of `m`, asked of the server once; a CUfunction and a CUkernel alike.
 CUresult KernelOf(DriverModule* m, const char* name, Kernel** out) {
-  if (out == nullptr || m == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(m->mu);
-  std::unique_ptr<Kernel>& k = m->kernels[name];
-  if (!k) {
-    v1::ModuleFunctionRequest req;
-    req.set_module(m->id);
-    req.set_name(name);
-    v1::KernelLayout rep;
-    if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetFunction, req, &rep)) {
-      m->kernels.erase(name);
-      return e == cudaErrorInvalidDeviceFunction ? CUDA_ERROR_NOT_FOUND : ToCu(e);
-    }
-    k = std::make_unique<Kernel>();
-    k->name = name;
-    ApplyLayout(*k, rep);
-  }
-  *out = k.get();
-  return CUDA_SUCCESS;
+  cudaError_t e = ImageModuleKernel(m, name, out);
+  return e == cudaErrorInvalidDeviceFunction ? CUDA_ERROR_NOT_FOUND : ToCu(e);
 }
 
 // Variable `name` of `m`: its address and size.
 CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* bytes) {
-  if (m == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  v1::ModuleFunctionRequest req;
-  req.set_module(m->id);
-  req.set_name(name);
-  v1::VariableInfo rep;
-  if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetGlobal, req, &rep))
-    return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
-  if (dptr) *dptr = rep.dptr();
-  if (bytes) *bytes = rep.size();
-  return CUDA_SUCCESS;
+  uint64_t at = 0;
+  cudaError_t e = ImageModuleGlobal(m, name, &at, bytes);
+  if (e == cudaSuccess && dptr) *dptr = at;
+  return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
 }
 
 // A launch with `params` (one pointer per parameter) or `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER
@@ -256,6 +158,18 @@ CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, 
                            unsigned int, CUlibraryOption*, void**, unsigned int) {
   DriverCallScope scope;
   return LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false);
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* path, CUjit_option* jit,
+                               void** jit_values, unsigned int njit, CUlibraryOption* opts,
+                               void** values, unsigned int nopts) {
+  DriverCallScope scope;
+  if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  bytes.push_back('\0');  // PTX text is read up to its end
+  return cuLibraryLoadData(library, bytes.data(), jit, jit_values, njit, opts, values, nopts);
 }
 
 CUresult cuLibraryUnload(CUlibrary library) {

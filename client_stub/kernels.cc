@@ -244,7 +244,19 @@ void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {
 }
 
 cudaError_t EnsureRegistered(Kernel& k) {
-  return EnsureModule(*k.module);
+  return k.module ? EnsureModule(*k.module) : cudaSuccess;
+}
+
+void AcceptKernelHandle(const Kernel* k) {
+  Registry& r = Reg();
+  std::unique_lock lock(r.mu);
+  r.handles.insert(k);
+}
+
+void ForgetKernelHandle(const Kernel* k) {
+  Registry& r = Reg();
+  std::unique_lock lock(r.mu);
+  r.handles.erase(k);
 }
 
 Result<Variable*> ResolveSymbol(const void* symbol) {

@@ -84,7 +84,13 @@ void ForgetDeviceState();
 // cudaKernel_t the stub handed out), or nullptr.
 Kernel* FindKernel(const void* host_fun);
 
-// Registers the kernel's module with the server if not done yet. Returns the
+// A kernel of a module loaded from an image (image_module.h) becomes a handle FindKernel
+// accepts, until ForgetKernelHandle.
+void AcceptKernelHandle(const Kernel* k);
+void ForgetKernelHandle(const Kernel* k);
+
+// Registers the kernel's module with the server if not done yet (a kernel of a module loaded
+// from an image was registered when it was named). Returns the
 // registration's outcome (cached: a failure is returned again every time).
 cudaError_t EnsureRegistered(Kernel& k);
 

@@ -1,0 +1,71 @@
+// client_stub/api_library.cc - cudaLibrary*: modules the program loads at run time (a fat
+// binary, cubin or PTX), their kernels launchable like any other (image_module.h).
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "client_stub/api.h"
+#include "client_stub/errors.h"
+#include "client_stub/image_module.h"
+#include "client_stub/kernels.h"
+
+namespace cs = remora::client_stub;
+using cs::Ret;
+
+namespace {
+
+cs::ImageModule* Of(cudaLibrary_t library) {
+  return reinterpret_cast<cs::ImageModule*>(library);
+}
+
+}  // namespace
+
+extern "C" {
+
+// JIT and library options only tune NVIDIA's loader; none changes what is loaded here.
+cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJitOption*,
+                                void**, unsigned int, cudaLibraryOption*, void**, unsigned int) {
+  if (library == nullptr || code == nullptr) return Ret(cudaErrorInvalidValue);
+  cs::ImageModule* m = nullptr;
+  if (cudaError_t e = cs::LoadImageModule(code, &m)) return Ret(e);
+  *library = reinterpret_cast<cudaLibrary_t>(m);
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* library, const char* path,
+                                    cudaJitOption* jit, void** jit_values, unsigned int njit,
+                                    cudaLibraryOption* opts, void** values, unsigned int nopts) {
+  if (library == nullptr || path == nullptr) return Ret(cudaErrorInvalidValue);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Ret(cudaErrorFileNotFound);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  bytes.push_back('\0');  // PTX text is read up to its end
+  return cudaLibraryLoadData(library, bytes.data(), jit, jit_values, njit, opts, values, nopts);
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
+  if (library == nullptr) return Ret(cudaErrorInvalidResourceHandle);
+  return Ret(cs::UnloadImageModule(Of(library)));
+}
+
+cudaError_t cudaLibraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t library, const char* name) {
+  if (kernel == nullptr || library == nullptr || name == nullptr)
+    return Ret(cudaErrorInvalidValue);
+  cs::Kernel* k = nullptr;
+  if (cudaError_t e = cs::ImageModuleKernel(Of(library), name, &k))
+    return Ret(e == cudaErrorInvalidDeviceFunction ? cudaErrorSymbolNotFound : e);
+  *kernel = reinterpret_cast<cudaKernel_t>(k);
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t library,
+                                 const char* name) {
+  if (library == nullptr || name == nullptr) return Ret(cudaErrorInvalidValue);
+  uint64_t at = 0;
+  if (cudaError_t e = cs::ImageModuleGlobal(Of(library), name, &at, bytes))
+    return Ret(e == cudaErrorInvalidSymbol ? cudaErrorSymbolNotFound : e);
+  if (dptr) *dptr = reinterpret_cast<void*>(at);
+  return cudaSuccess;
+}
+
+}  // extern "C"

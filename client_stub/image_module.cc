@@ -1,0 +1,136 @@
+// client_stub/image_module.cc - modules loaded from an image at run time.
+#include "client_stub/image_module.h"
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "client_stub/connection.h"
+#include "client_stub/kernels.h"
+#include "fatbin/fatbin.h"
+
+namespace remora::client_stub {
+namespace {
+
+// The images an image stands for: an nvcc fat-binary wrapper's, a fat binary, a cubin (ELF)
+// or PTX text (NUL-terminated), as NVIDIA's driver takes them.
+Result<std::vector<std::string>> ImagesOf(const void* image) {
+  constexpr uint32_t kWrapperMagic = 0x466243b1, kFatbinMagic = 0xBA55ED50;
+  if (image == nullptr) return Error(cudaErrorInvalidValue, "no image");
+  uint32_t magic = 0;
+  std::memcpy(&magic, image, sizeof magic);
+  std::vector<std::string> out;
+  auto keep = [&](const void* p, size_t n) { out.emplace_back(static_cast<const char*>(p), n); };
+  if (magic == kWrapperMagic) {
+    ASSIGN_OR_RETURN(std::vector<fatbin::Bytes> images, fatbin::WrapperImages(image));
+    for (fatbin::Bytes b : images) keep(b.data(), b.size());
+  } else if (magic == kFatbinMagic) {
+    // No length comes with it: the header says how long the rest is.
+    uint16_t header = 0;
+    uint64_t body = 0;
+    std::memcpy(&header, static_cast<const char*>(image) + 6, sizeof header);
+    std::memcpy(&body, static_cast<const char*>(image) + 8, sizeof body);
+    if (header < 16 || body > (uint64_t{1} << 34)) return Error(cudaErrorInvalidValue, "header");
+    keep(image, header + body);
+  } else if (std::memcmp(image,
+                         "\x7f"
+                         "ELF",
+                         4) == 0) {
+    // A 64-bit ELF ends with its section headers: e_shoff + e_shnum * e_shentsize.
+    const auto* e = static_cast<const unsigned char*>(image);
+    uint64_t shoff = 0;
+    uint16_t shentsize = 0, shnum = 0;
+    std::memcpy(&shoff, e + 0x28, sizeof shoff);
+    std::memcpy(&shentsize, e + 0x3a, sizeof shentsize);
+    std::memcpy(&shnum, e + 0x3c, sizeof shnum);
+    keep(image, shoff + uint64_t{shentsize} * shnum);
+  } else {
+    keep(image, std::strlen(static_cast<const char*>(image)) + 1);  // PTX
+  }
+  return out;
+}
+
+}  // namespace
+
+ImageModule::~ImageModule() {
+  for (auto& [name, k] : kernels) ForgetKernelHandle(k.get());
+}
+
+cudaError_t LoadImageModule(const void* image, ImageModule** out) {
+  if (out == nullptr || image == nullptr) return cudaErrorInvalidValue;
+  Result<std::vector<std::string>> images = ImagesOf(image);
+  if (!images.ok()) return cudaErrorInvalidKernelImage;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  std::vector<fatbin::Bytes> views;
+  for (const std::string& img : *images) views.push_back(std::as_bytes(std::span(img)));
+  v1::RegisterModuleRequest req;
+  req.set_hash(fatbin::ImagesDigest(views));
+  uint32_t magic = 0, version = 0;
+  std::memcpy(&magic, image, sizeof magic);
+  if (magic == 0x466243b1) std::memcpy(&version, static_cast<const char*>(image) + 4, 4);
+  req.set_rdc(version == 2);  // an -rdc program's wrapper: link its translation units' PTX
+  v1::RegisterModuleReply rep;
+  if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return e;
+  if (rep.images_needed()) {
+    for (const std::string& img : *images) req.add_images(img);
+    rep.Clear();
+    if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) {
+      // Machine code for other GPUs only (NVIDIA's libraries on the emulated GPU): say which
+      // module, on the tenant's stderr as in the server's log, whoever asked for it.
+      if (e == cudaErrorNoKernelImageForDevice)
+        std::fprintf(stderr, "remora: a module has no image this device can run: %s\n",
+                     Connection::LastFailureMessage().c_str());
+      return e;
+    }
+    if (rep.images_needed()) return cudaErrorUnknown;  // a server that lost them
+  }
+  auto m = std::make_unique<ImageModule>();
+  m->id = rep.module();
+  *out = m.release();  // UnloadImageModule deletes it
+  return cudaSuccess;
+}
+
+cudaError_t UnloadImageModule(ImageModule* module) {
+  if (module == nullptr) return cudaErrorInvalidResourceHandle;
+  std::unique_ptr<ImageModule> m(module);
+  v1::UnregisterModuleRequest req;
+  req.set_module(m->id);
+  return Connection::Get().Post(CallId::kUnregisterModule, req);
+}
+
+cudaError_t ImageModuleKernel(ImageModule* m, const char* name, Kernel** out) {
+  if (out == nullptr || m == nullptr || name == nullptr) return cudaErrorInvalidValue;
+  std::lock_guard lock(m->mu);
+  std::unique_ptr<Kernel>& k = m->kernels[name];
+  if (!k) {
+    v1::ModuleFunctionRequest req;
+    req.set_module(m->id);
+    req.set_name(name);
+    v1::KernelLayout rep;
+    if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetFunction, req, &rep)) {
+      m->kernels.erase(name);
+      return e;
+    }
+    k = std::make_unique<Kernel>();
+    k->name = name;
+    ApplyLayout(*k, rep);
+    AcceptKernelHandle(k.get());
+  }
+  *out = k.get();
+  return cudaSuccess;
+}
+
+cudaError_t ImageModuleGlobal(ImageModule* m, const char* name, uint64_t* dptr, size_t* bytes) {
+  if (m == nullptr || name == nullptr) return cudaErrorInvalidValue;
+  v1::ModuleFunctionRequest req;
+  req.set_module(m->id);
+  req.set_name(name);
+  v1::VariableInfo rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetGlobal, req, &rep)) return e;
+  if (dptr) *dptr = rep.dptr();
+  if (bytes) *bytes = rep.size();
+  return cudaSuccess;
+}
+
+}  // namespace remora::client_stub
