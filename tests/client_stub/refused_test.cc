@@ -24,25 +24,26 @@ class Refused : public ::testing::Test {
   }
 };
 
-TEST_F(Refused, AGraphCallIsNotSupportedAndBecomesTheLastError) {
-  auto create = Sym<cudaError_t (*)(void**, unsigned)>("cudaGraphCreate");
+TEST_F(Refused, ARefusedCallIsNotSupportedAndBecomesTheLastError) {
+  auto refused = Sym<cudaError_t (*)(void**, unsigned)>("cudaGraphAddMemAllocNode");
   auto last = Sym<cudaError_t (*)()>("cudaGetLastError");
-  ASSERT_TRUE(create && last);
-  void* graph = nullptr;
+  ASSERT_TRUE(refused && last);
+  void* node = nullptr;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(create(&graph, 0), cudaErrorNotSupported);
-  EXPECT_EQ(create(&graph, 0), cudaErrorNotSupported);
+  EXPECT_EQ(refused(&node, 0), cudaErrorNotSupported);
+  EXPECT_EQ(refused(&node, 0), cudaErrorNotSupported);
   const std::string said = testing::internal::GetCapturedStderr();
-  EXPECT_NE(said.find("cudaGraphCreate"), std::string::npos) << said;
-  EXPECT_EQ(said.find("cudaGraphCreate", said.find("cudaGraphCreate") + 1), std::string::npos)
+  EXPECT_NE(said.find("cudaGraphAddMemAllocNode"), std::string::npos) << said;
+  EXPECT_EQ(said.find("cudaGraphAddMemAllocNode", said.find("cudaGraphAddMemAllocNode") + 1),
+            std::string::npos)
       << "said once per entry point: " << said;
   EXPECT_EQ(last(), cudaErrorNotSupported);
   EXPECT_EQ(last(), cudaSuccess);
 }
 
-TEST_F(Refused, TexturesArraysIpcAndGraphLaunchesAreRefusedToo) {
+TEST_F(Refused, TexturesArraysAndIpcAreRefusedToo) {
   for (const char* name : {"cudaCreateTextureObject", "cudaMallocArray", "cudaCreateSurfaceObject",
-                           "cudaIpcGetMemHandle", "cudaGraphLaunch"}) {
+                           "cudaIpcGetMemHandle", "cudaImportExternalMemory"}) {
     auto fn = Sym<cudaError_t (*)()>(name);
     ASSERT_TRUE(fn) << name;
     testing::internal::CaptureStderr();
