@@ -33,19 +33,10 @@ cudaError_t KernelNodeOp(const cudaKernelNodeParams* p, GraphOp* op) {
   return cudaSuccess;
 }
 
-// A 3-D copy of linear memory with a depth of one: a 2-D copy.
 cudaError_t MemcpyNodeOp(const cudaMemcpy3DParms* p, GraphOp* op) {
   if (p == nullptr) return cudaErrorInvalidValue;
-  if (p->srcArray || p->dstArray || p->extent.depth > 1 || p->srcPos.z || p->dstPos.z)
-    return cudaErrorNotSupported;
+  if (cudaError_t e = cs::Linear3D(*p, op)) return e;
   op->type = cudaGraphNodeTypeMemcpy;
-  op->src = static_cast<const char*>(p->srcPtr.ptr) + p->srcPos.y * p->srcPtr.pitch + p->srcPos.x;
-  op->dst = static_cast<char*>(p->dstPtr.ptr) + p->dstPos.y * p->dstPtr.pitch + p->dstPos.x;
-  op->width = p->extent.width;
-  op->height = p->extent.height ? p->extent.height : 1;
-  op->spitch = op->height > 1 ? p->srcPtr.pitch : op->width;
-  op->dpitch = op->height > 1 ? p->dstPtr.pitch : op->width;
-  op->kind = p->kind;
   return cudaSuccess;
 }
 
@@ -70,8 +61,8 @@ cudaError_t Run(const GraphOp& op, cudaStream_t s) {
       return cs::PostLaunch(*op.kernel, op.grid, op.block, op.params, op.shared, s,
                             op.cooperative);
     case cudaGraphNodeTypeMemcpy:
-      return cs::Copy2D(op.dst, op.dpitch, op.src, op.spitch, op.width, op.height, op.kind, s,
-                        true);
+      return cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
+                        op.height, op.depth, op.kind, s, true);
     case cudaGraphNodeTypeMemset:
       return cs::FillPattern(op.dst, op.dpitch, op.value, op.elem, op.width, op.height, s, true);
     case cudaGraphNodeTypeHost:

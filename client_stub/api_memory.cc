@@ -7,6 +7,7 @@
 #include "client_stub/api.h"
 #include "client_stub/connection.h"
 #include "client_stub/errors.h"
+#include "client_stub/graph.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
 #include "client_stub/state.h"
@@ -216,6 +217,104 @@ cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t widt
 cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width,
                                    size_t height, cudaStream_t stream) {
   return cudaMemset2DAsync(devPtr, pitch, value, width, height, stream);
+}
+
+// ---- 3-D: slices of 2-D over linear memory (pitched pointers); CUDA arrays are refused ----
+
+namespace {
+// The stream the synchronous 3-D calls pass to their async twins: none, wait at the end.
+const cudaStream_t kSynchronous = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
+}  // namespace
+
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr* p, struct cudaExtent extent) {
+  if (!p) return Ret(cudaErrorInvalidValue);
+  const size_t depth = extent.depth ? extent.depth : 1;
+  if (extent.height != 0 && depth > SIZE_MAX / extent.height)
+    return Ret(cudaErrorMemoryAllocation);
+  size_t pitch = 0;
+  void* ptr = nullptr;
+  if (cudaError_t e = cudaMallocPitch(&ptr, &pitch, extent.width, extent.height * depth)) return e;
+  *p = cudaPitchedPtr{ptr, pitch, extent.width, extent.height};
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  if (!p) return Ret(cudaErrorInvalidValue);
+  cs::GraphOp op;
+  if (cs::Linear3D(*p, &op) != cudaSuccess)
+    return Ret(static_cast<cudaError_t>(
+        cs::Unsupported("cudaMemcpy3D", "CUDA arrays are not supported through Remora")));
+  const bool async = stream != kSynchronous;
+  return Ret(cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
+                        op.height, op.depth, op.kind, async ? stream : nullptr, async));
+}
+
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
+  return cudaMemcpy3DAsync(p, kSynchronous);
+}
+
+cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms* p) {
+  return cudaMemcpy3D(p);
+}
+
+cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  return cudaMemcpy3DAsync(p, stream);
+}
+
+// One device: both sides must be device 0.
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
+  if (!p) return Ret(cudaErrorInvalidValue);
+  if (p->srcDevice != 0 || p->dstDevice != 0) return Ret(cudaErrorInvalidDevice);
+  cudaMemcpy3DParms q{};
+  q.srcArray = p->srcArray;
+  q.srcPos = p->srcPos;
+  q.srcPtr = p->srcPtr;
+  q.dstArray = p->dstArray;
+  q.dstPos = p->dstPos;
+  q.dstPtr = p->dstPtr;
+  q.extent = p->extent;
+  q.kind = cudaMemcpyDeviceToDevice;
+  return cudaMemcpy3DAsync(&q, stream);
+}
+
+cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms* p) {
+  return cudaMemcpy3DPeerAsync(p, kSynchronous);
+}
+
+cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms* p) {
+  return cudaMemcpy3DPeer(p);
+}
+
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p,
+                                       cudaStream_t stream) {
+  return cudaMemcpy3DPeerAsync(p, stream);
+}
+
+cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
+                              cudaStream_t stream) {
+  const size_t slice = p.pitch * p.ysize, depth = extent.depth ? extent.depth : 1;
+  const bool sync = stream == kSynchronous;
+  for (size_t z = 0; z < depth; ++z) {
+    const bool wait = sync && z + 1 == depth;  // stream-ordered slices: only the last waits
+    if (cudaError_t e = cs::Fill2D(static_cast<char*>(p.ptr) + z * slice, p.pitch, value,
+                                   extent.width, extent.height ? extent.height : 1,
+                                   sync ? nullptr : stream, !wait))
+      return Ret(e);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
+  return cudaMemset3DAsync(p, value, extent, kSynchronous);
+}
+
+cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
+  return cudaMemset3D(p, value, extent);
+}
+
+cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
+                                   cudaStream_t stream) {
+  return cudaMemset3DAsync(p, value, extent, stream);
 }
 
 cudaError_t cudaFree(void* devPtr) {

@@ -6,6 +6,7 @@
 #include "client_stub/driver_internal.h"
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
+#include "client_stub/memcpy.h"
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
 using remora::client_stub::DriverCallScope;
@@ -33,22 +34,24 @@ CUresult KernelOp(const CUDA_KERNEL_NODE_PARAMS* p, GraphOp* op) {
 // A 3-D copy of linear memory one deep: a 2-D copy. Arrays are not served.
 CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (c->Depth > 1 || c->srcZ || c->dstZ || c->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
-      c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
     return CUDA_ERROR_NOT_SUPPORTED;
   auto base = [](CUmemorytype t, const void* host, CUdeviceptr dev) {
     return t == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
                                    : reinterpret_cast<const char*>(dev);
   };
   op->type = cudaGraphNodeTypeMemcpy;
-  op->src = base(c->srcMemoryType, c->srcHost, c->srcDevice) + c->srcY * c->srcPitch +
-            c->srcXInBytes;
+  op->sslice = c->srcPitch * c->srcHeight;
+  op->dslice = c->dstPitch * c->dstHeight;
+  op->src = base(c->srcMemoryType, c->srcHost, c->srcDevice) + c->srcZ * op->sslice +
+            c->srcY * c->srcPitch + c->srcXInBytes;
   op->dst = const_cast<char*>(base(c->dstMemoryType, c->dstHost, c->dstDevice)) +
-            c->dstY * c->dstPitch + c->dstXInBytes;
+            c->dstZ * op->dslice + c->dstY * c->dstPitch + c->dstXInBytes;
   op->width = c->WidthInBytes;
   op->height = c->Height ? c->Height : 1;
-  op->spitch = op->height > 1 ? c->srcPitch : op->width;
-  op->dpitch = op->height > 1 ? c->dstPitch : op->width;
+  op->depth = c->Depth ? c->Depth : 1;
+  op->spitch = op->height > 1 || op->depth > 1 ? c->srcPitch : op->width;
+  op->dpitch = op->height > 1 || op->depth > 1 ? c->dstPitch : op->width;
   op->kind = cudaMemcpyDefault;
   return CUDA_SUCCESS;
 }
@@ -171,6 +174,25 @@ CUresult cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, const CUgraphNode* d
   GraphOp op;
   if (CUresult r = MemcpyOp(p, &op)) return r;
   return Add(node, g, deps, n, std::move(op));
+}
+
+// 3-D copies of linear memory: the copy a graph's memcpy node would make, made now.
+CUresult cuMemcpy3D(const CUDA_MEMCPY3D* c) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  GraphOp op;
+  if (CUresult r = MemcpyOp(c, &op)) return r;
+  return ToCu(cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
+                         op.height, op.depth, op.kind, nullptr, false));
+}
+
+CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D* c, CUstream s) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  GraphOp op;
+  if (CUresult r = MemcpyOp(c, &op)) return r;
+  return ToCu(cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
+                         op.height, op.depth, op.kind, s, true));
 }
 
 CUresult cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {

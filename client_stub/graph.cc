@@ -12,6 +12,24 @@
 
 namespace remora::client_stub {
 
+cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op) {
+  if (p.srcArray || p.dstArray) return cudaErrorNotSupported;
+  const size_t sslice = p.srcPtr.pitch * p.srcPtr.ysize, dslice = p.dstPtr.pitch * p.dstPtr.ysize;
+  op->src = static_cast<const char*>(p.srcPtr.ptr) + p.srcPos.z * sslice +
+            p.srcPos.y * p.srcPtr.pitch + p.srcPos.x;
+  op->dst = static_cast<char*>(p.dstPtr.ptr) + p.dstPos.z * dslice + p.dstPos.y * p.dstPtr.pitch +
+            p.dstPos.x;
+  op->width = p.extent.width;
+  op->height = p.extent.height ? p.extent.height : 1;
+  op->depth = p.extent.depth ? p.extent.depth : 1;
+  op->spitch = op->height > 1 || op->depth > 1 ? p.srcPtr.pitch : op->width;
+  op->dpitch = op->height > 1 || op->depth > 1 ? p.dstPtr.pitch : op->width;
+  op->sslice = sslice;
+  op->dslice = dslice;
+  op->kind = p.kind;
+  return cudaSuccess;
+}
+
 cudaError_t AddNode(cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps, GraphOp op,
                     cudaGraphNode_t* out) {
   if (g == nullptr || (ndeps > 0 && deps == nullptr)) return cudaErrorInvalidValue;

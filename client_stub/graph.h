@@ -31,6 +31,7 @@ struct GraphOp {
   void* dst = nullptr;
   const void* src = nullptr;
   size_t dpitch = 0, spitch = 0, width = 0, height = 1;
+  size_t depth = 1, dslice = 0, sslice = 0;  // memcpy: slices of a 3-D copy
   cudaMemcpyKind kind = cudaMemcpyDefault;
   unsigned value = 0, elem = 1;
   // Host function.
@@ -60,6 +61,10 @@ struct CUgraphExec_st {
 };
 
 namespace remora::client_stub {
+
+// A cudaMemcpy3DParms over linear memory as a copy's fields of `op` (pointers at the
+// positions, pitches and slice strides, extent). cudaErrorNotSupported for CUDA arrays.
+cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op);
 
 // Adds a node doing `op` after `deps` (which must be nodes of `g`). Errors:
 // cudaErrorInvalidValue for a null graph or a dependency not in it.

@@ -409,6 +409,20 @@ cudaError_t FillPattern(void* d, size_t pitch, uint32_t value, size_t elem, size
   return cudaSuccess;
 }
 
+cudaError_t Copy3D(void* dst, size_t dpitch, size_t dslice, const void* src, size_t spitch,
+                   size_t sslice, size_t width, size_t height, size_t depth, cudaMemcpyKind kind,
+                   cudaStream_t stream, bool async) {
+  for (size_t z = 0; z < depth; ++z) {
+    // Only the last slice of a synchronous copy need wait; the slices are stream-ordered.
+    const bool wait = !async && z + 1 == depth;
+    if (cudaError_t e = Copy2D(static_cast<char*>(dst) + z * dslice, dpitch,
+                               static_cast<const char*>(src) + z * sslice, spitch, width, height,
+                               kind, stream, !wait))
+      return e;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                    size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async) {
   if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;

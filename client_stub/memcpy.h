@@ -41,6 +41,12 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
 cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                    size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async);
 
+// `depth` slices of a 2-D copy, each slice `dslice`/`sslice` bytes after the last (3-D copies
+// of linear memory). Errors as Copy2D.
+cudaError_t Copy3D(void* dst, size_t dpitch, size_t dslice, const void* src, size_t spitch,
+                   size_t sslice, size_t width, size_t height, size_t depth, cudaMemcpyKind kind,
+                   cudaStream_t stream, bool async);
+
 // cudaMemset2D(Async), row by row unless pitch == width.
 cudaError_t Fill2D(void* dst, size_t pitch, int value, size_t width, size_t height,
                    cudaStream_t stream, bool async);

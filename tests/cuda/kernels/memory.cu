@@ -1,5 +1,6 @@
 // tests/cuda/kernels/memory.cu - allocation and copies of every kind, memset, pinned and registered
-// host memory.
+// host memory, and 3-D: a pitched volume, a copy in, a memset of a box and a copy of a
+// sub-volume out.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -115,6 +116,65 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < small.size(); i += 2) CHECK(cudaFree(small[i]));
   for (size_t i = 1; i < small.size(); i += 2) CHECK(cudaFree(small[i]));
   CHECK(cudaFree(nullptr));  // freeing null is a no-op
+
+  // 3-D: a w x h x d volume of floats, pitched on the device.
+  {
+    const size_t w = 37, h = 5, d = 4;
+    std::vector<float> vol(w * h * d), back(w * h * d, -1.0f);
+    for (float& v : vol) v = rng.Uniform(-1, 1);
+    cudaPitchedPtr dev;
+    CHECK(cudaMalloc3D(&dev, make_cudaExtent(w * sizeof(float), h, d)));
+    expect(dev.pitch >= w * sizeof(float) && dev.ysize == h, "cudaMalloc3D's pitch and ysize");
+    cudaMemcpy3DParms in{};
+    in.srcPtr = make_cudaPitchedPtr(vol.data(), w * sizeof(float), w, h);
+    in.dstPtr = dev;
+    in.extent = make_cudaExtent(w * sizeof(float), h, d);
+    in.kind = cudaMemcpyHostToDevice;
+    CHECK(cudaMemcpy3D(&in));
+    // Zero the bytes of rows 1..2 of slices 2..3 (a box), then read back all of it.
+    cudaPitchedPtr box = dev;
+    box.ptr = static_cast<char*>(dev.ptr) + 2 * dev.pitch * h + 1 * dev.pitch;
+    CHECK(cudaMemset3D(box, 0, make_cudaExtent(w * sizeof(float), 2, 2)));
+    cudaMemcpy3DParms out{};
+    out.srcPtr = dev;
+    out.dstPtr = make_cudaPitchedPtr(back.data(), w * sizeof(float), w, h);
+    out.extent = make_cudaExtent(w * sizeof(float), h, d);
+    out.kind = cudaMemcpyDeviceToHost;
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    CHECK(cudaMemcpy3DAsync(&out, s));
+    CHECK(cudaStreamSynchronize(s));
+    bool ok = true;
+    for (size_t z = 0; z < d; ++z)
+      for (size_t y = 0; y < h; ++y)
+        for (size_t x = 0; x < w; ++x) {
+          const bool zeroed = z >= 2 && y >= 1 && y <= 2;
+          const float want = zeroed ? 0.0f : vol[(z * h + y) * w + x];
+          ok &= back[(z * h + y) * w + x] == want;
+        }
+    expect(ok, "3-D copy in, memset of a box, copy out");
+    // A sub-volume at (x 3 floats, y 1, z 1) of 5 x 2 x 2 into a packed host buffer.
+    std::vector<float> sub(5 * 2 * 2, -1.0f);
+    cudaMemcpy3DParms part{};
+    part.srcPtr = dev;
+    part.srcPos = make_cudaPos(3 * sizeof(float), 1, 1);
+    part.dstPtr = make_cudaPitchedPtr(sub.data(), 5 * sizeof(float), 5, 2);
+    part.extent = make_cudaExtent(5 * sizeof(float), 2, 2);
+    part.kind = cudaMemcpyDeviceToHost;
+    CHECK(cudaMemcpy3D(&part));
+    ok = true;
+    for (size_t z = 0; z < 2; ++z)
+      for (size_t y = 0; y < 2; ++y)
+        for (size_t x = 0; x < 5; ++x) {
+          const size_t vz = z + 1, vy = y + 1, vx = x + 3;
+          const bool zeroed = vz >= 2 && vy >= 1 && vy <= 2;
+          const float want = zeroed ? 0.0f : vol[(vz * h + vy) * w + vx];
+          ok &= sub[(z * 2 + y) * 5 + x] == want;
+        }
+    expect(ok, "3-D copy of a sub-volume");
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaFree(dev.ptr));
+  }
 
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
