@@ -10,6 +10,7 @@
 
 #include "client_stub/api.h"
 #include "client_stub/errors.h"
+#include "client_stub/api_graph.h"
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
@@ -19,7 +20,7 @@ namespace cs = remora::client_stub;
 using cs::GraphOp;
 using cs::Ret;
 
-namespace {
+namespace remora::client_stub::graphs {
 
 cudaError_t KernelNodeOp(const cudaKernelNodeParams* p, GraphOp* op) {
   if (p == nullptr) return cudaErrorInvalidValue;
@@ -82,17 +83,9 @@ cudaError_t Add(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* dep
   return Ret(cs::AddNode(g, deps, n, std::move(op), node));
 }
 
-// Lists `items` into `out` (room for *n) or, with `out` null, only counts them.
-template <class T>
-cudaError_t List(const std::vector<T>& items, T* out, size_t* n) {
-  if (n == nullptr) return Ret(cudaErrorInvalidValue);
-  if (out != nullptr)
-    for (size_t i = 0; i < std::min(*n, items.size()); ++i) out[i] = items[i];
-  if (out == nullptr || *n > items.size()) *n = items.size();
-  return cudaSuccess;
-}
+}  // namespace remora::client_stub::graphs
 
-}  // namespace
+using namespace remora::client_stub::graphs;  // NOLINT: the entry points below
 
 extern "C" {
 
@@ -102,9 +95,19 @@ cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
   return cudaSuccess;
 }
 
+// An allocation node's memory is the graph's when the graph also frees it; otherwise the
+// program frees it (cudaFree), as with NVIDIA's graph memory.
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   if (graph == nullptr) return Ret(cudaErrorInvalidValue);
   std::unique_ptr<CUgraph_st> owned(graph);
+  for (auto& n : graph->nodes) {
+    if (!n->owns_allocation) continue;
+    for (auto& f : graph->nodes)
+      if (f->op.type == cudaGraphNodeTypeMemFree && f->op.dst == n->op.dst) {
+        (void)cudaFree(n->op.dst);
+        break;
+      }
+  }
   return cudaSuccess;
 }
 
@@ -351,8 +354,9 @@ cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = cs::CheckStream(stream)) return Ret(e);
-  for (const GraphOp& op : exec->steps)
-    if (cudaError_t e = Run(op, stream)) return Ret(e);
+  for (size_t i = 0; i < exec->steps.size(); ++i)
+    if (exec->enabled[i])
+      if (cudaError_t e = Run(exec->steps[i], stream)) return Ret(e);
   return cudaSuccess;
 }
 
@@ -378,8 +382,7 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
     info->result = cudaGraphExecUpdateErrorTopologyChanged;
     return Ret(cudaErrorGraphExecUpdateFailure);
   }
-  exec->steps = std::move(fresh.steps);
-  exec->origin = std::move(fresh.origin);
+  exec->steps = std::move(fresh.steps);  // the steps keep their nodes: handles stay valid
   info->result = cudaGraphExecUpdateSuccess;
   return cudaSuccess;
 }

@@ -17,6 +17,7 @@
 
 #include "client_stub/api.h"
 #include "client_stub/errors.h"
+#include "client_stub/graph.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 
@@ -107,7 +108,24 @@ cudaError_t CheckWindow(const cudaAccessPolicyWindow& w) {
 
 extern "C" {
 
+// On a capturing stream the allocation becomes a graph's memory allocation node (made now,
+// its address good for every launch) and the free a free node (api_graph_nodes.cc).
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  if (remora::client_stub::AnyCapture() && devPtr) {
+    cudaGraph_t g = nullptr;
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    const cudaGraphNode_t* deps = nullptr;
+    size_t n = 0;
+    if (remora::client_stub::CaptureInfo(hStream, &st, nullptr, &g, &deps, &n) == cudaSuccess &&
+        st == cudaStreamCaptureStatusActive) {
+      cudaMemAllocNodeParams p{};
+      p.bytesize = size;
+      cudaGraphNode_t node;
+      if (cudaError_t e = cudaGraphAddMemAllocNode(&node, g, deps, n, &p)) return e;
+      *devPtr = p.dptr;
+      return Ret(remora::client_stub::UpdateCaptureDependencies(hStream, &node, 1, true));
+    }
+  }
   return Allocate(devPtr, size, hStream);
 }
 
@@ -129,6 +147,18 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t 
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
   if (cudaError_t e = CheckStream(hStream)) return Ret(e);
   if (devPtr == nullptr) return cudaSuccess;
+  if (remora::client_stub::AnyCapture()) {
+    cudaGraph_t g = nullptr;
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    const cudaGraphNode_t* deps = nullptr;
+    size_t n = 0;
+    if (remora::client_stub::CaptureInfo(hStream, &st, nullptr, &g, &deps, &n) == cudaSuccess &&
+        st == cudaStreamCaptureStatusActive) {
+      cudaGraphNode_t node;
+      if (cudaError_t e = cudaGraphAddMemFreeNode(&node, g, deps, n, devPtr)) return e;
+      return Ret(remora::client_stub::UpdateCaptureDependencies(hStream, &node, 1, true));
+    }
+  }
   if (cudaError_t e = cudaStreamSynchronize(hStream)) return e;
   if (cudaError_t e = cudaFree(devPtr)) return e;
   Pool& p = DefaultPool();

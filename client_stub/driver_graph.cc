@@ -160,6 +160,90 @@ GRAPH_FORWARD(cuStreamGetCaptureInfo,
                                        reinterpret_cast<const cudaGraphEdgeData**>(edges), n))
 GRAPH_FORWARD(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode),
               cudaThreadExchangeStreamCaptureMode(reinterpret_cast<cudaStreamCaptureMode*>(mode)))
+GRAPH_FORWARD(cuGraphNodeSetEnabled, (CUgraphExec exec, CUgraphNode node, unsigned int on),
+              cudaGraphNodeSetEnabled(exec, node, on))
+GRAPH_FORWARD(cuGraphNodeGetEnabled, (CUgraphExec exec, CUgraphNode node, unsigned int* on),
+              cudaGraphNodeGetEnabled(exec, node, on))
+GRAPH_FORWARD(cuGraphGetEdges,
+              (CUgraph g, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edges, size_t* n),
+              cudaGraphGetEdges(g, from, to, reinterpret_cast<cudaGraphEdgeData*>(edges), n))
+GRAPH_FORWARD(cuGraphNodeGetDependentNodes,
+              (CUgraphNode node, CUgraphNode* out, CUgraphEdgeData* edges, size_t* n),
+              cudaGraphNodeGetDependentNodes(node, out,
+                                             reinterpret_cast<cudaGraphEdgeData*>(edges), n))
+GRAPH_FORWARD(cuUserObjectCreate,
+              (CUuserObject * out, void* ptr, CUhostFn destroy, unsigned int refs,
+               unsigned int flags),
+              cudaUserObjectCreate(out, ptr, destroy, refs, flags))
+GRAPH_FORWARD(cuUserObjectRetain, (CUuserObject o, unsigned int n), cudaUserObjectRetain(o, n))
+GRAPH_FORWARD(cuUserObjectRelease, (CUuserObject o, unsigned int n), cudaUserObjectRelease(o, n))
+GRAPH_FORWARD(cuGraphRetainUserObject,
+              (CUgraph g, CUuserObject o, unsigned int n, unsigned int flags),
+              cudaGraphRetainUserObject(g, o, n, flags))
+GRAPH_FORWARD(cuGraphReleaseUserObject, (CUgraph g, CUuserObject o, unsigned int n),
+              cudaGraphReleaseUserObject(g, o, n))
+GRAPH_FORWARD(cuGraphAddMemAllocNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n,
+               CUDA_MEM_ALLOC_NODE_PARAMS* p),
+              cudaGraphAddMemAllocNode(node, g, deps, n,
+                                       reinterpret_cast<cudaMemAllocNodeParams*>(p)))
+GRAPH_FORWARD(cuGraphAddMemFreeNode,
+              (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n, CUdeviceptr p),
+              cudaGraphAddMemFreeNode(node, g, deps, n, reinterpret_cast<void*>(p)))
+GRAPH_FORWARD(cuGraphMemAllocNodeGetParams, (CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS* p),
+              cudaGraphMemAllocNodeGetParams(node, reinterpret_cast<cudaMemAllocNodeParams*>(p)))
+GRAPH_FORWARD(cuGraphMemFreeNodeGetParams, (CUgraphNode node, CUdeviceptr* p),
+              cudaGraphMemFreeNodeGetParams(node, p))
+GRAPH_FORWARD(cuDeviceGraphMemTrim, (CUdevice d), cudaDeviceGraphMemTrim(d))
+GRAPH_FORWARD(cuDeviceGetGraphMemAttribute, (CUdevice d, CUgraphMem_attribute a, void* v),
+              cudaDeviceGetGraphMemAttribute(d, cudaGraphMemAttributeType(a), v))
+GRAPH_FORWARD(cuDeviceSetGraphMemAttribute, (CUdevice d, CUgraphMem_attribute a, void* v),
+              cudaDeviceSetGraphMemAttribute(d, cudaGraphMemAttributeType(a), v))
+GRAPH_FORWARD(cuGraphDebugDotPrint, (CUgraph g, const char* path, unsigned int flags),
+              cudaGraphDebugDotPrint(g, path, flags))
+GRAPH_FORWARD(cuStreamBeginCaptureToGraph,
+              (CUstream s, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* edges,
+               size_t n, CUstreamCaptureMode mode),
+              cudaStreamBeginCaptureToGraph(s, g, deps,
+                                            reinterpret_cast<const cudaGraphEdgeData*>(edges), n,
+                                            cudaStreamCaptureMode(mode)))
+GRAPH_FORWARD(cuStreamUpdateCaptureDependencies,
+              (CUstream s, CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,
+               unsigned int flags),
+              cudaStreamUpdateCaptureDependencies(
+                  s, deps, reinterpret_cast<const cudaGraphEdgeData*>(edges), n, flags))
+GRAPH_FORWARD(cuGraphMemsetNodeGetParams, (CUgraphNode node, CUDA_MEMSET_NODE_PARAMS* p),
+              cudaGraphMemsetNodeGetParams(node, reinterpret_cast<cudaMemsetParams*>(p)))
+GRAPH_FORWARD(cuGraphHostNodeGetParams, (CUgraphNode node, CUDA_HOST_NODE_PARAMS* p),
+              cudaGraphHostNodeGetParams(node, reinterpret_cast<cudaHostNodeParams*>(p)))
+GRAPH_FORWARD(cuGraphEventRecordNodeGetEvent, (CUgraphNode node, CUevent* e),
+              cudaGraphEventRecordNodeGetEvent(node, e))
+GRAPH_FORWARD(cuGraphEventRecordNodeSetEvent, (CUgraphNode node, CUevent e),
+              cudaGraphEventRecordNodeSetEvent(node, e))
+GRAPH_FORWARD(cuGraphEventWaitNodeGetEvent, (CUgraphNode node, CUevent* e),
+              cudaGraphEventWaitNodeGetEvent(node, e))
+GRAPH_FORWARD(cuGraphEventWaitNodeSetEvent, (CUgraphNode node, CUevent e),
+              cudaGraphEventWaitNodeSetEvent(node, e))
+GRAPH_FORWARD(cuGraphExecMemsetNodeSetParams,
+              (CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext),
+              cudaGraphExecMemsetNodeSetParams(exec, node,
+                                               reinterpret_cast<const cudaMemsetParams*>(p)))
+GRAPH_FORWARD(cuGraphExecEventRecordNodeSetEvent, (CUgraphExec exec, CUgraphNode node, CUevent e),
+              cudaGraphExecEventRecordNodeSetEvent(exec, node, e))
+GRAPH_FORWARD(cuGraphExecEventWaitNodeSetEvent, (CUgraphExec exec, CUgraphNode node, CUevent e),
+              cudaGraphExecEventWaitNodeSetEvent(exec, node, e))
+GRAPH_FORWARD(cuGraphExecChildGraphNodeSetParams, (CUgraphExec exec, CUgraphNode node, CUgraph g),
+              cudaGraphExecChildGraphNodeSetParams(exec, node, g))
+GRAPH_FORWARD(cuGraphKernelNodeGetAttribute,
+              (CUgraphNode node, CUkernelNodeAttrID a, CUkernelNodeAttrValue* v),
+              cudaGraphKernelNodeGetAttribute(node, cudaKernelNodeAttrID(a),
+                                              reinterpret_cast<cudaKernelNodeAttrValue*>(v)))
+GRAPH_FORWARD(cuGraphKernelNodeSetAttribute,
+              (CUgraphNode node, CUkernelNodeAttrID a, const CUkernelNodeAttrValue* v),
+              cudaGraphKernelNodeSetAttribute(
+                  node, cudaKernelNodeAttrID(a), reinterpret_cast<const cudaKernelNodeAttrValue*>(v)))
+GRAPH_FORWARD(cuGraphKernelNodeCopyAttributes, (CUgraphNode dst, CUgraphNode src),
+              cudaGraphKernelNodeCopyAttributes(dst, src))
 #undef GRAPH_FORWARD
 
 CUresult cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
@@ -193,6 +277,50 @@ CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D* c, CUstream s) {
   if (CUresult r = MemcpyOp(c, &op)) return r;
   return ToCu(cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
                          op.height, op.depth, op.kind, s, true));
+}
+
+// The CUfunction is the node's kernel; its parameters point into the node's packed copy.
+CUresult cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p) {
+  DriverCallScope scope;
+  if (node == nullptr || p == nullptr || node->op.type != cudaGraphNodeTypeKernel)
+    return CUDA_ERROR_INVALID_VALUE;
+  const GraphOp& op = node->op;
+  node->arg_ptrs.clear();
+  for (uint32_t off : op.kernel->offsets) node->arg_ptrs.push_back(node->op.params.data() + off);
+  *p = {};
+  p->func = reinterpret_cast<CUfunction>(op.kernel);
+  p->kern = reinterpret_cast<CUkernel>(op.kernel);  // the same object here
+  p->ctx = TheContext();
+  p->gridDimX = op.grid.x;
+  p->gridDimY = op.grid.y;
+  p->gridDimZ = op.grid.z;
+  p->blockDimX = op.block.x;
+  p->blockDimY = op.block.y;
+  p->blockDimZ = op.block.z;
+  p->sharedMemBytes = static_cast<unsigned>(op.shared);
+  p->kernelParams = node->arg_ptrs.data();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D* c) {
+  DriverCallScope scope;
+  if (node == nullptr || node->op.type != cudaGraphNodeTypeMemcpy) return CUDA_ERROR_INVALID_VALUE;
+  return MemcpyOp(c, &node->op);
+}
+
+CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_MEMCPY3D* c, CUcontext) {
+  DriverCallScope scope;
+  if (exec == nullptr || node == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  GraphOp op;
+  if (CUresult r = MemcpyOp(c, &op)) return r;
+  bool found = false;
+  for (size_t i = 0; i < exec->steps.size(); ++i) {
+    if (exec->origin[i] != node || exec->steps[i].type != cudaGraphNodeTypeMemcpy) continue;
+    exec->steps[i] = op;
+    found = true;
+  }
+  return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {

@@ -12,6 +12,21 @@
 
 namespace remora::client_stub {
 
+void RetainUserObject(CUuserObject_st* o, unsigned n) {
+  o->refs.fetch_add(n, std::memory_order_relaxed);
+}
+
+void ReleaseUserObject(CUuserObject_st* o, unsigned n) {
+  if (o->refs.fetch_sub(n, std::memory_order_acq_rel) == n) {
+    std::unique_ptr<CUuserObject_st> gone(o);
+    if (gone->destroy) gone->destroy(gone->ptr);
+  }
+}
+
+}  // namespace remora::client_stub
+
+namespace remora::client_stub {
+
 cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op) {
   if (p.srcArray || p.dstArray) return cudaErrorNotSupported;
   const size_t sslice = p.srcPtr.pitch * p.srcPtr.ysize, dslice = p.dstPtr.pitch * p.dstPtr.ysize;
@@ -74,6 +89,10 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
   std::vector<const CUgraphNode_st*> ready;
   for (const auto& n : g.nodes)
     if (n->deps.empty()) ready.push_back(n.get());
+  for (auto& [o, n] : g.user_objects) {
+    RetainUserObject(o, n);
+    exec->user_objects[o] += n;
+  }
   size_t done = 0;
   for (size_t i = 0; i < ready.size(); ++i) {
     const CUgraphNode_st* n = ready[i];
@@ -85,13 +104,15 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
         exec->steps.push_back(std::move(op));
         exec->origin.push_back(n);
       }
-    } else if (n->op.type != cudaGraphNodeTypeEmpty) {
+    } else if (n->op.type != cudaGraphNodeTypeEmpty && n->op.type != cudaGraphNodeTypeMemAlloc &&
+               n->op.type != cudaGraphNodeTypeMemFree) {
       exec->steps.push_back(n->op);
       exec->origin.push_back(n);
     }
     for (const CUgraphNode_st* m : after[n])
       if (--waiting[m] == 0) ready.push_back(m);
   }
+  exec->enabled.assign(exec->steps.size(), 1);
   return done == g.nodes.size() ? cudaSuccess : cudaErrorInvalidValue;  // a cycle
 }
 
@@ -102,7 +123,8 @@ namespace {
 struct Capture {
   unsigned long long id = 0;
   uint64_t origin = 0;  // the stream that began it
-  std::unique_ptr<CUgraph_st> graph;
+  std::unique_ptr<CUgraph_st> owned;  // the new graph; none when capturing into the caller's
+  CUgraph_st* graph = nullptr;
   bool invalid = false;
 };
 
@@ -132,17 +154,22 @@ bool AnyCapture() {
   return Reg().active.load(std::memory_order_relaxed) != 0;
 }
 
-cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode, cudaGraph_t into,
+                         const cudaGraphNode_t* deps, size_t ndeps) {
   const uint64_t id = StreamId(s);
   if (id == 0) return cudaErrorStreamCaptureUnsupported;  // the legacy default stream
+  if (ndeps > 0 && (deps == nullptr || into == nullptr)) return cudaErrorInvalidValue;
+  for (size_t i = 0; i < ndeps; ++i)
+    if (deps[i] == nullptr || deps[i]->graph != into) return cudaErrorInvalidValue;
   Registry& r = Reg();
   std::lock_guard lock(r.mu);
   if (r.streams.count(id)) return cudaErrorIllegalState;
   auto c = std::make_shared<Capture>();
   c->id = r.next_id++;
   c->origin = id;
-  c->graph = std::make_unique<CUgraph_st>();
-  r.streams[id] = Joined{std::move(c), {}};
+  if (into == nullptr) c->owned = std::make_unique<CUgraph_st>();
+  c->graph = into ? into : c->owned.get();
+  r.streams[id] = Joined{std::move(c), std::vector<cudaGraphNode_t>(deps, deps + ndeps)};
   r.active.fetch_add(1, std::memory_order_relaxed);
   return cudaSuccess;
 }
@@ -166,7 +193,7 @@ cudaError_t EndCapture(cudaStream_t s, cudaGraph_t* graph) {
   }
   std::erase_if(r.events, [&](const auto& e) { return e.second.capture == c; });
   if (c->invalid) return cudaErrorStreamCaptureInvalidated;
-  *graph = c->graph.release();  // cudaGraphDestroy deletes it
+  *graph = c->owned ? c->owned.release() : c->graph;  // cudaGraphDestroy deletes a new one
   return cudaSuccess;
 }
 
@@ -187,7 +214,7 @@ cudaError_t CaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* status, unsigne
     *status = j.capture->invalid ? cudaStreamCaptureStatusInvalidated
                                  : cudaStreamCaptureStatusActive;
   if (id) *id = j.capture->id;
-  if (graph) *graph = j.capture->graph.get();
+  if (graph) *graph = j.capture->graph;
   if (deps) *deps = j.deps.data();
   if (ndeps) *ndeps = j.deps.size();
   return cudaSuccess;
@@ -202,8 +229,7 @@ std::optional<cudaError_t> CaptureOp(cudaStream_t s, GraphOp op) {
   Joined& j = it->second;
   if (j.capture->invalid) return cudaErrorStreamCaptureInvalidated;
   cudaGraphNode_t node = nullptr;
-  if (cudaError_t e =
-          AddNode(j.capture->graph.get(), j.deps.data(), j.deps.size(), std::move(op), &node))
+  if (cudaError_t e = AddNode(j.capture->graph, j.deps.data(), j.deps.size(), std::move(op), &node))
     return e;
   j.deps.assign(1, node);
   return cudaSuccess;
@@ -244,6 +270,22 @@ std::optional<cudaError_t> CaptureEventWait(cudaStream_t s, cudaEvent_t e) {
   for (cudaGraphNode_t d : ev->second.deps)
     if (std::find(it->second.deps.begin(), it->second.deps.end(), d) == it->second.deps.end())
       it->second.deps.push_back(d);
+  return cudaSuccess;
+}
+
+cudaError_t UpdateCaptureDependencies(cudaStream_t s, const cudaGraphNode_t* deps, size_t n,
+                                      bool set) {
+  if (n > 0 && deps == nullptr) return cudaErrorInvalidValue;
+  Registry& r = Reg();
+  std::lock_guard lock(r.mu);
+  auto it = r.streams.find(StreamId(s));
+  if (it == r.streams.end()) return cudaErrorIllegalState;
+  Joined& j = it->second;
+  for (size_t i = 0; i < n; ++i)
+    if (deps[i] == nullptr || deps[i]->graph != j.capture->graph) return cudaErrorInvalidValue;
+  if (set) j.deps.clear();
+  for (size_t i = 0; i < n; ++i)
+    if (std::find(j.deps.begin(), j.deps.end(), deps[i]) == j.deps.end()) j.deps.push_back(deps[i]);
   return cudaSuccess;
 }
 

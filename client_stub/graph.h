@@ -8,6 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,21 +45,36 @@ struct GraphOp {
 
 }  // namespace remora::client_stub
 
+// A user object: a value with a destructor that graphs hold references to.
+struct CUuserObject_st {
+  std::atomic<unsigned> refs;
+  void* ptr;
+  cudaHostFn_t destroy;
+};
+
 struct CUgraphNode_st {
   CUgraph_st* graph = nullptr;
   remora::client_stub::GraphOp op;
   std::vector<CUgraphNode_st*> deps;  // nodes of the same graph this one runs after
   std::unique_ptr<CUgraph_st> child;  // cudaGraphNodeTypeGraph: a copy of the child graph
   const CUgraphNode_st* cloned_from = nullptr;  // the node this one is a clone of
+  bool owns_allocation = false;  // a memory allocation node that made its allocation
+  std::vector<void*> arg_ptrs;   // cudaGraphKernelNodeGetParams's kernelParams, into op.params
+  std::map<int, cudaLaunchAttributeValue> attrs;  // kernel node attributes set
 };
 
 struct CUgraph_st {
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+  std::map<CUuserObject_st*, unsigned> user_objects;  // references this graph holds
+  ~CUgraph_st();
 };
 
 struct CUgraphExec_st {
   std::vector<remora::client_stub::GraphOp> steps;  // in a topological order, children inlined
   std::vector<const CUgraphNode_st*> origin;        // the graph's node each step came from
+  std::vector<char> enabled;                        // per step (cudaGraphNodeSetEnabled)
+  std::map<CUuserObject_st*, unsigned> user_objects;  // taken from the graph at instantiation
+  ~CUgraphExec_st();
 };
 
 namespace remora::client_stub {
@@ -76,14 +93,24 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& g);
 // dependencies have a cycle.
 cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec);
 
+// User objects: Retain adds `n` references; Release drops them and, at none, runs the
+// destructor and deletes the object.
+void RetainUserObject(CUuserObject_st* o, unsigned n);
+void ReleaseUserObject(CUuserObject_st* o, unsigned n);
+
 // ---- stream capture ----------------------------------------------------------------------
 
 // True while any stream captures: the hot paths ask this before building a GraphOp.
 bool AnyCapture();
 
-// Begins capturing `s` into a new graph. Errors: cudaErrorStreamCaptureUnsupported for the
-// legacy default stream; cudaErrorIllegalState if `s` already captures.
-cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+// Begins capturing `s` into a new graph, or into `into` (the caller's) after `deps`. Errors:
+// cudaErrorStreamCaptureUnsupported for the legacy default stream; cudaErrorIllegalState if
+// `s` already captures.
+cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode mode, cudaGraph_t into = nullptr,
+                         const cudaGraphNode_t* deps = nullptr, size_t ndeps = 0);
+// Replaces (`set`) or extends the dependencies of the capturing stream `s`.
+cudaError_t UpdateCaptureDependencies(cudaStream_t s, const cudaGraphNode_t* deps, size_t n,
+                                      bool set);
 // Ends the capture `s` began and hands out its graph (every stream that joined it stops
 // capturing). cudaErrorIllegalState if `s` does not capture, or did not begin it;
 // cudaErrorStreamCaptureInvalidated (and no graph) if an operation invalidated it.
@@ -106,3 +133,11 @@ std::optional<cudaError_t> RefuseWhileCapturing(cudaStream_t s);
 cudaStreamCaptureMode ExchangeCaptureMode(cudaStreamCaptureMode mode);
 
 }  // namespace remora::client_stub
+
+// Inline: the client core exports namespace remora only.
+inline CUgraph_st::~CUgraph_st() {
+  for (auto& [o, n] : user_objects) remora::client_stub::ReleaseUserObject(o, n);
+}
+inline CUgraphExec_st::~CUgraphExec_st() {
+  for (auto& [o, n] : user_objects) remora::client_stub::ReleaseUserObject(o, n);
+}

@@ -5,7 +5,10 @@
 //     streams, copy out), then launched twice;
 //  3. an executable's kernel node given new parameters, and an update from a graph of the same
 //     shape; a child graph node;
-//  4. a synchronous call on a capturing stream is refused and invalidates the capture.
+//  4. a synchronous call on a capturing stream is refused and invalidates the capture;
+//  5. a kernel node's parameters read back, a node disabled in an executable, the edges, a
+//     user object released with its graph, a capture with stream-ordered allocation, a
+//     capture into an existing graph, and a DOT picture.
 #include <vector>
 
 #include "common.h"
@@ -23,6 +26,8 @@ __global__ void Mul(float* y, const float* x, int n) {
 namespace {
 
 int g_host_calls = 0;
+int g_destroyed = 0;
+void Destroyed(void* p) { ++*static_cast<int*>(p); }
 void CountCall(void* p) { ++*static_cast<int*>(p); }
 
 int Compare(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
@@ -213,12 +218,77 @@ int main(int argc, char** argv) {
   REQUIRE(invalid == nullptr);
   (void)cudaGetLastError();
 
+  // 5a. Parameters read back; the edges of the diamond.
+  cudaKernelNodeParams got{};
+  CHECK(cudaGraphKernelNodeGetParams(join, &got));
+  REQUIRE(got.func == reinterpret_cast<void*>(Mul) && got.gridDim.x == jp.gridDim.x &&
+          got.blockDim.x == 128 && got.kernelParams != nullptr &&
+          *static_cast<int*>(got.kernelParams[2]) == n);
+  size_t edges = 0;
+  CHECK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges));
+  REQUIRE(edges == 5);
+  // 5b. The left kernel disabled: y stays 0, so the join gives 0.
+  CHECK(cudaGraphNodeSetEnabled(exec, left, 0));
+  unsigned enabled = 1;
+  CHECK(cudaGraphNodeGetEnabled(exec, left, &enabled));
+  REQUIRE(enabled == 0);
+  CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  failures += Compare(out, std::vector<float>(n, 0.0f), "disabled_node");
+  CHECK(cudaGraphNodeSetEnabled(exec, left, 1));
+  // 5c. A user object the graph owns is destroyed with the graph.
+  cudaUserObject_t obj;
+  CHECK(cudaUserObjectCreate(&obj, &g_destroyed, Destroyed, 1, cudaUserObjectNoDestructorSync));
+  CHECK(cudaGraphRetainUserObject(g2, obj, 1, cudaGraphUserObjectMove));
+  // 5d. Captured with stream-ordered allocation: tmp = x; y = 0 + 3 tmp; free tmp.
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  float* tmp = nullptr;
+  CHECK(cudaMallocAsync(reinterpret_cast<void**>(&tmp), bytes, s));
+  CHECK(cudaMemcpyAsync(tmp, dx, bytes, cudaMemcpyDeviceToDevice, s));
+  CHECK(cudaMemsetAsync(dy, 0, bytes, s));
+  Axpy<<<(n + 127) / 128, 128, 0, s>>>(dy, tmp, three, n);
+  CHECK(cudaFreeAsync(tmp, s));
+  CHECK(cudaMemcpyAsync(out.data(), dy, bytes, cudaMemcpyDeviceToHost, s));
+  cudaGraph_t with_alloc;
+  CHECK(cudaStreamEndCapture(s, &with_alloc));
+  cudaGraphExec_t aexec;
+  CHECK(cudaGraphInstantiate(&aexec, with_alloc, 0));
+  for (int run = 0; run < 2; ++run) {
+    CHECK(cudaGraphLaunch(aexec, s));
+    CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < n; ++i) want[i] = 3 * x2[i];
+    failures += Compare(out, want, "captured_alloc");
+  }
+  CHECK(cudaGraphExecDestroy(aexec));
+  CHECK(cudaGraphDestroy(with_alloc));
+  // 5e. A capture into an existing graph, after its node.
+  cudaGraph_t into;
+  CHECK(cudaGraphCreate(&into, 0));
+  cudaGraphNode_t first;
+  CHECK(cudaGraphAddEmptyNode(&first, into, nullptr, 0));
+  CHECK(cudaStreamBeginCaptureToGraph(s, into, &first, nullptr, 1, cudaStreamCaptureModeRelaxed));
+  CHECK(cudaMemsetAsync(dz, 0, bytes, s));
+  cudaGraph_t same = nullptr;
+  CHECK(cudaStreamEndCapture(s, &same));
+  REQUIRE(same == into);
+  CHECK(cudaGraphGetNodes(into, nullptr, &count));
+  REQUIRE(count == 2);
+  const char* dot = "/tmp/remora-graphs-test.dot";
+  CHECK(cudaGraphDebugDotPrint(g, dot, 0));
+  FILE* f = std::fopen(dot, "r");
+  char head[16] = {};
+  REQUIRE(f != nullptr && std::fread(head, 1, 7, f) == 7 && std::strncmp(head, "digraph", 7) == 0);
+  std::fclose(f);
+  std::remove(dot);
+  CHECK(cudaGraphDestroy(into));
+
   CHECK(cudaGraphExecDestroy(cexec));
   CHECK(cudaGraphExecDestroy(parent_exec));
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(captured));
   CHECK(cudaGraphDestroy(parent));
   CHECK(cudaGraphDestroy(g2));
+  REQUIRE(g_destroyed == 1);  // the user object went with the graph (and its executable)
   CHECK(cudaGraphDestroy(g));
   CHECK(cudaEventDestroy(fork));
   CHECK(cudaEventDestroy(joined));
