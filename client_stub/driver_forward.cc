@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "client_stub/array.h"
 #include "client_stub/driver_internal.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
@@ -22,31 +23,34 @@ CUresult Fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, size_t
                           async));
 }
 
-// One side of a CUDA_MEMCPY2D: its first byte, or nullptr for an array (not supported).
-const void* Side(CUmemorytype type, const void* host, CUdeviceptr device, size_t x, size_t y,
-                 size_t pitch) {
-  const char* base = type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
-                     : type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED
-                         ? reinterpret_cast<const char*>(device)
-                         : nullptr;
-  return base ? base + y * pitch + x : nullptr;
+// One side of a CUDA_MEMCPY2D: its first byte and its pitch (a CUDA array's packed rows), or
+// nullptr for a side that names no memory.
+const void* Side(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array,
+                 size_t x, size_t y, size_t* pitch) {
+  const char* base = nullptr;
+  if (type == CU_MEMORYTYPE_HOST) {
+    base = static_cast<const char*>(host);
+  } else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) {
+    base = reinterpret_cast<const char*>(device);
+  } else if (type == CU_MEMORYTYPE_ARRAY && array != nullptr) {
+    const auto* a = reinterpret_cast<const cudaArray*>(array);
+    base = static_cast<const char*>(a->dptr);
+    *pitch = a->Row();
+  }
+  return base ? base + y * *pitch + x : nullptr;
 }
 
 CUresult Copy2D(const CUDA_MEMCPY2D* c, CUstream s, bool async) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const void* src =
-      Side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch);
-  void* dst = const_cast<void*>(
-      Side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch));
-  if (src == nullptr || dst == nullptr) {
-    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-      return CUDA_ERROR_NOT_SUPPORTED;  // CUDA arrays are not served
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const size_t spitch = c->Height > 1 ? c->srcPitch : c->WidthInBytes;
-  const size_t dpitch = c->Height > 1 ? c->dstPitch : c->WidthInBytes;
+  size_t spitch = c->srcPitch, dpitch = c->dstPitch;
+  const void* src = Side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes,
+                         c->srcY, &spitch);
+  void* dst = const_cast<void*>(Side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray,
+                                     c->dstXInBytes, c->dstY, &dpitch));
+  if (src == nullptr || dst == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (c->Height <= 1) spitch = dpitch = c->WidthInBytes;
   return ToCu(async ? cudaMemcpy2DAsync(dst, dpitch, src, spitch, c->WidthInBytes, c->Height,
                                         cudaMemcpyDefault, s)
                     : cudaMemcpy2D(dst, dpitch, src, spitch, c->WidthInBytes, c->Height,

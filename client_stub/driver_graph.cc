@@ -3,6 +3,7 @@
 // running over this library, builds its graphs here too.
 #include <cstring>
 
+#include "client_stub/array.h"
 #include "client_stub/driver_internal.h"
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
@@ -34,24 +35,36 @@ CUresult KernelOp(const CUDA_KERNEL_NODE_PARAMS* p, GraphOp* op) {
 // A 3-D copy of linear memory one deep: a 2-D copy. Arrays are not served.
 CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  auto base = [](CUmemorytype t, const void* host, CUdeviceptr dev) {
-    return t == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
-                                   : reinterpret_cast<const char*>(dev);
+  // A side's first byte, pitch and slice stride; a CUDA array's rows and slices are packed.
+  auto side = [](CUmemorytype t, const void* host, CUdeviceptr dev, CUarray array, size_t pitch,
+                 size_t height, size_t x, size_t y, size_t z, size_t* pitch_out,
+                 size_t* slice_out) -> const char* {
+    const char* base = t == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
+                                               : reinterpret_cast<const char*>(dev);
+    if (t == CU_MEMORYTYPE_ARRAY) {
+      if (array == nullptr) return nullptr;
+      const auto* a = reinterpret_cast<const cudaArray*>(array);
+      base = static_cast<const char*>(a->dptr);
+      pitch = a->Row();
+      height = a->Rows();
+    }
+    *pitch_out = pitch;
+    *slice_out = pitch * height;
+    return base ? base + z * *slice_out + y * pitch + x : nullptr;
   };
   op->type = cudaGraphNodeTypeMemcpy;
-  op->sslice = c->srcPitch * c->srcHeight;
-  op->dslice = c->dstPitch * c->dstHeight;
-  op->src = base(c->srcMemoryType, c->srcHost, c->srcDevice) + c->srcZ * op->sslice +
-            c->srcY * c->srcPitch + c->srcXInBytes;
-  op->dst = const_cast<char*>(base(c->dstMemoryType, c->dstHost, c->dstDevice)) +
-            c->dstZ * op->dslice + c->dstY * c->dstPitch + c->dstXInBytes;
+  size_t spitch = 0, dpitch = 0;
+  op->src = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcPitch,
+                 c->srcHeight, c->srcXInBytes, c->srcY, c->srcZ, &spitch, &op->sslice);
+  op->dst = const_cast<char*>(side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray,
+                                   c->dstPitch, c->dstHeight, c->dstXInBytes, c->dstY, c->dstZ,
+                                   &dpitch, &op->dslice));
+  if (op->src == nullptr || op->dst == nullptr) return CUDA_ERROR_INVALID_VALUE;
   op->width = c->WidthInBytes;
   op->height = c->Height ? c->Height : 1;
   op->depth = c->Depth ? c->Depth : 1;
-  op->spitch = op->height > 1 || op->depth > 1 ? c->srcPitch : op->width;
-  op->dpitch = op->height > 1 || op->depth > 1 ? c->dstPitch : op->width;
+  op->spitch = op->height > 1 || op->depth > 1 ? spitch : op->width;
+  op->dpitch = op->height > 1 || op->depth > 1 ? dpitch : op->width;
   op->kind = cudaMemcpyDefault;
   return CUDA_SUCCESS;
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "client_stub/array.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 
@@ -27,18 +28,36 @@ void ReleaseUserObject(CUuserObject_st* o, unsigned n) {
 
 namespace remora::client_stub {
 
+size_t ElementBytes(const cudaChannelFormatDesc& d) {
+  const int bits = d.x + d.y + d.z + d.w;
+  return bits > 0 && bits % 8 == 0 ? size_t(bits / 8) : 0;
+}
+
+// With a CUDA array on either side, positions on the array side and the extent's width count
+// elements; on the linear side positions count bytes.
 cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op) {
-  if (p.srcArray || p.dstArray) return cudaErrorNotSupported;
-  const size_t sslice = p.srcPtr.pitch * p.srcPtr.ysize, dslice = p.dstPtr.pitch * p.dstPtr.ysize;
-  op->src = static_cast<const char*>(p.srcPtr.ptr) + p.srcPos.z * sslice +
-            p.srcPos.y * p.srcPtr.pitch + p.srcPos.x;
-  op->dst = static_cast<char*>(p.dstPtr.ptr) + p.dstPos.z * dslice + p.dstPos.y * p.dstPtr.pitch +
-            p.dstPos.x;
-  op->width = p.extent.width;
+  const cudaArray* arr = p.srcArray ? p.srcArray : p.dstArray;
+  const size_t elem = arr ? arr->elem : 1;
+  auto side = [&](const cudaArray* a, cudaPitchedPtr ptr, cudaPos pos, size_t* slice) {
+    if (a) {
+      *slice = a->Slice();
+      return static_cast<char*>(a->dptr) + pos.z * a->Slice() + pos.y * a->Row() + pos.x * elem;
+    }
+    *slice = ptr.pitch * ptr.ysize;
+    return static_cast<char*>(ptr.ptr) + pos.z * *slice + pos.y * ptr.pitch + pos.x;
+  };
+  size_t sslice = 0, dslice = 0;
+  op->src = side(p.srcArray, p.srcPtr, p.srcPos, &sslice);
+  op->dst = side(p.dstArray, p.dstPtr, p.dstPos, &dslice);
+  if (p.srcArray && p.dstArray && p.srcArray->elem != p.dstArray->elem)
+    return cudaErrorInvalidValue;
+  const size_t spitch_a = p.srcArray ? p.srcArray->Row() : p.srcPtr.pitch;
+  const size_t dpitch_a = p.dstArray ? p.dstArray->Row() : p.dstPtr.pitch;
+  op->width = p.extent.width * elem;
   op->height = p.extent.height ? p.extent.height : 1;
   op->depth = p.extent.depth ? p.extent.depth : 1;
-  op->spitch = op->height > 1 || op->depth > 1 ? p.srcPtr.pitch : op->width;
-  op->dpitch = op->height > 1 || op->depth > 1 ? p.dstPtr.pitch : op->width;
+  op->spitch = op->height > 1 || op->depth > 1 ? spitch_a : op->width;
+  op->dpitch = op->height > 1 || op->depth > 1 ? dpitch_a : op->width;
   op->sslice = sslice;
   op->dslice = dslice;
   op->kind = p.kind;

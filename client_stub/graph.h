@@ -79,8 +79,8 @@ struct CUgraphExec_st {
 
 namespace remora::client_stub {
 
-// A cudaMemcpy3DParms over linear memory as a copy's fields of `op` (pointers at the
-// positions, pitches and slice strides, extent). cudaErrorNotSupported for CUDA arrays.
+// A cudaMemcpy3DParms as a copy's fields of `op` (pointers at the positions, pitches and slice
+// strides, extent in bytes), CUDA arrays (array.h) being packed device memory.
 cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op);
 
 // Adds a node doing `op` after `deps` (which must be nodes of `g`). Errors:

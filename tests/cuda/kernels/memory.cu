@@ -1,6 +1,6 @@
 // tests/cuda/kernels/memory.cu - allocation and copies of every kind, memset, pinned and registered
-// host memory, and 3-D: a pitched volume, a copy in, a memset of a box and a copy of a
-// sub-volume out.
+// host memory, 3-D: a pitched volume, a copy in, a memset of a box and a copy of a sub-volume
+// out, and CUDA arrays: copies into, between and out of them, 2-D and 3-D.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -174,6 +174,66 @@ int main(int argc, char** argv) {
     expect(ok, "3-D copy of a sub-volume");
     CHECK(cudaStreamDestroy(s));
     CHECK(cudaFree(dev.ptr));
+  }
+
+  // CUDA arrays of float2: host -> array A, a block of A -> array B at an offset, B -> host.
+  {
+    const size_t w = 29, h = 6;
+    std::vector<float2> img(w * h), back(w * h, make_float2(-1, -1));
+    for (auto& v : img) v = make_float2(rng.Uniform(-1, 1), rng.Uniform(-1, 1));
+    cudaChannelFormatDesc desc = cudaCreateChannelDesc<float2>();
+    cudaArray_t arr_a, arr_b;
+    CHECK(cudaMallocArray(&arr_a, &desc, w, h));
+    CHECK(cudaMallocArray(&arr_b, &desc, w, h));
+    cudaChannelFormatDesc got{};
+    cudaExtent ext{};
+    unsigned flags = 99;
+    CHECK(cudaArrayGetInfo(&got, &ext, &flags, arr_a));
+    expect(got.x == 32 && got.y == 32 && got.z == 0 && got.f == cudaChannelFormatKindFloat &&
+               ext.width == w && ext.height == h && flags == 0,
+           "cudaArrayGetInfo");
+    const size_t row = w * sizeof(float2);
+    CHECK(cudaMemcpy2DToArray(arr_a, 0, 0, img.data(), row, row, h, cudaMemcpyHostToDevice));
+    std::vector<float2> zero(w * h, make_float2(0, 0));
+    CHECK(cudaMemcpy2DToArray(arr_b, 0, 0, zero.data(), row, row, h, cudaMemcpyHostToDevice));
+    // A's block of 10 x 3 elements at (2, 1) to B at (5, 2).
+    CHECK(cudaMemcpy2DArrayToArray(arr_b, 5 * sizeof(float2), 2, arr_a, 2 * sizeof(float2), 1,
+                                   10 * sizeof(float2), 3, cudaMemcpyDeviceToDevice));
+    CHECK(cudaMemcpy2DFromArray(back.data(), row, arr_b, 0, 0, row, h, cudaMemcpyDeviceToHost));
+    bool ok = true;
+    for (size_t y = 0; y < h; ++y)
+      for (size_t x = 0; x < w; ++x) {
+        const bool in = x >= 5 && x < 15 && y >= 2 && y < 5;
+        const float2 want = in ? img[(y - 1) * w + (x - 3)] : make_float2(0, 0);
+        ok &= back[y * w + x].x == want.x && back[y * w + x].y == want.y;
+      }
+    expect(ok, "2-D copies into, between and out of arrays");
+    // A 3-D array of ints: a whole-volume copy in, one slice out through cudaMemcpy3D.
+    const size_t d = 3;
+    std::vector<int> vol(w * h * d), slice(w * h, -1);
+    for (int& v : vol) v = static_cast<int>(rng.Next() >> 40);
+    cudaChannelFormatDesc idesc = cudaCreateChannelDesc<int>();
+    cudaArray_t arr_c;
+    CHECK(cudaMalloc3DArray(&arr_c, &idesc, make_cudaExtent(w, h, d)));
+    cudaMemcpy3DParms in{};
+    in.srcPtr = make_cudaPitchedPtr(vol.data(), w * sizeof(int), w, h);
+    in.dstArray = arr_c;
+    in.extent = make_cudaExtent(w, h, d);  // elements, with an array on a side
+    in.kind = cudaMemcpyHostToDevice;
+    CHECK(cudaMemcpy3D(&in));
+    cudaMemcpy3DParms out{};
+    out.srcArray = arr_c;
+    out.srcPos = make_cudaPos(0, 0, 2);
+    out.dstPtr = make_cudaPitchedPtr(slice.data(), w * sizeof(int), w, h);
+    out.extent = make_cudaExtent(w, h, 1);
+    out.kind = cudaMemcpyDeviceToHost;
+    CHECK(cudaMemcpy3D(&out));
+    ok = true;
+    for (size_t i = 0; i < w * h; ++i) ok &= slice[i] == vol[2 * w * h + i];
+    expect(ok, "3-D copy into an array and a slice out");
+    CHECK(cudaFreeArray(arr_a));
+    CHECK(cudaFreeArray(arr_b));
+    CHECK(cudaFreeArray(arr_c));
   }
 
   CHECK(cudaFree(a));

@@ -1,0 +1,208 @@
+// client_stub/api_array.cc - CUDA arrays (array.h): allocation, queries and copies to, from
+// and between them. Offsets and widths are in bytes, as the runtime's array copies take them.
+#include <memory>
+
+#include "client_stub/api.h"
+#include "client_stub/array.h"
+#include "client_stub/errors.h"
+#include "client_stub/memcpy.h"
+
+namespace cs = remora::client_stub;
+using cs::Ret;
+
+namespace {
+
+// The array's byte at (w, h), if a `width` x `height` byte region from there fits.
+cudaError_t At(const cudaArray* a, size_t w, size_t h, size_t width, size_t height, char** out) {
+  if (a == nullptr) return cudaErrorInvalidResourceHandle;
+  if (w > a->Row() || width > a->Row() - w || h > a->Rows() * a->Slices() ||
+      height > a->Rows() * a->Slices() - h)
+    return cudaErrorInvalidValue;
+  *out = static_cast<char*>(a->dptr) + h * a->Row() + w;
+  return cudaSuccess;
+}
+
+// The array's byte at (w, h) for a 1-D copy of `count` bytes that runs on through its rows.
+cudaError_t At1D(const cudaArray* a, size_t w, size_t h, size_t count, char** out) {
+  if (a == nullptr) return cudaErrorInvalidResourceHandle;
+  const size_t start = h * a->Row() + w, total = a->Slice() * a->Slices();
+  if (w > a->Row() || start > total || count > total - start) return cudaErrorInvalidValue;
+  *out = static_cast<char*>(a->dptr) + start;
+  return cudaSuccess;
+}
+
+const cudaStream_t kSync = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
+
+cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                   size_t height, cudaMemcpyKind kind, cudaStream_t s) {
+  const bool async = s != kSync;
+  return Ret(cs::Copy2D(dst, dpitch, src, spitch, width, height, kind, async ? s : nullptr, async));
+}
+
+}  // namespace
+
+// The 1-D array copies are deprecated in the runtime's API; they are still served.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+extern "C" {
+
+cudaError_t cudaMalloc3DArray(cudaArray_t* array, const cudaChannelFormatDesc* desc,
+                              cudaExtent extent, unsigned int flags) {
+  if (array == nullptr || desc == nullptr || extent.width == 0) return Ret(cudaErrorInvalidValue);
+  auto a = std::make_unique<cudaArray>();
+  a->desc = *desc;
+  a->extent = extent;
+  a->flags = flags;
+  a->elem = cs::ElementBytes(*desc);
+  if (a->elem == 0) return Ret(cudaErrorInvalidChannelDescriptor);
+  if (a->Row() / a->elem != extent.width || a->Slice() / a->Row() != a->Rows())
+    return Ret(cudaErrorMemoryAllocation);
+  if (cudaError_t e = cudaMalloc(&a->dptr, a->Slice() * a->Slices())) return e;
+  *array = a.release();  // cudaFreeArray deletes it
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocArray(cudaArray_t* array, const cudaChannelFormatDesc* desc, size_t width,
+                            size_t height, unsigned int flags) {
+  return cudaMalloc3DArray(array, desc, cudaExtent{width, height, 0}, flags);
+}
+
+cudaError_t cudaFreeArray(cudaArray_t array) {
+  if (array == nullptr) return cudaSuccess;
+  std::unique_ptr<cudaArray> a(array);
+  return cudaFree(a->dptr);
+}
+
+cudaError_t cudaArrayGetInfo(cudaChannelFormatDesc* desc, cudaExtent* extent,
+                             unsigned int* flags, cudaArray_t array) {
+  if (array == nullptr) return Ret(cudaErrorInvalidResourceHandle);
+  if (desc) *desc = array->desc;
+  if (extent) *extent = array->extent;
+  if (flags) *flags = array->flags;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetChannelDesc(cudaChannelFormatDesc* desc, cudaArray_const_t array) {
+  if (desc == nullptr) return Ret(cudaErrorInvalidValue);
+  if (array == nullptr) return Ret(cudaErrorInvalidResourceHandle);
+  *desc = array->desc;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t w, size_t h, const void* src,
+                                     size_t spitch, size_t width, size_t height,
+                                     cudaMemcpyKind kind, cudaStream_t s) {
+  char* to = nullptr;
+  if (cudaError_t e = At(dst, w, h, width, height, &to)) return Ret(e);
+  return Copy2D(to, dst->Row(), src, spitch, width, height, kind, s);
+}
+
+cudaError_t cudaMemcpy2DFromArrayAsync(void* dst, size_t dpitch, cudaArray_const_t src, size_t w,
+                                       size_t h, size_t width, size_t height, cudaMemcpyKind kind,
+                                       cudaStream_t s) {
+  char* from = nullptr;
+  if (cudaError_t e = At(src, w, h, width, height, &from)) return Ret(e);
+  return Copy2D(dst, dpitch, from, src->Row(), width, height, kind, s);
+}
+
+cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cudaArray_const_t src,
+                                     size_t ws, size_t hs, size_t width, size_t height,
+                                     cudaMemcpyKind kind) {
+  char *to = nullptr, *from = nullptr;
+  if (cudaError_t e = At(dst, wd, hd, width, height, &to)) return Ret(e);
+  if (cudaError_t e = At(src, ws, hs, width, height, &from)) return Ret(e);
+  return Copy2D(to, dst->Row(), from, src->Row(), width, height, kind, kSync);
+}
+
+cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t w, size_t h, const void* src,
+                                size_t spitch, size_t width, size_t height, cudaMemcpyKind kind) {
+  return cudaMemcpy2DToArrayAsync(dst, w, h, src, spitch, width, height, kind, kSync);
+}
+
+cudaError_t cudaMemcpy2DFromArray(void* dst, size_t dpitch, cudaArray_const_t src, size_t w,
+                                  size_t h, size_t width, size_t height, cudaMemcpyKind kind) {
+  return cudaMemcpy2DFromArrayAsync(dst, dpitch, src, w, h, width, height, kind, kSync);
+}
+
+cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t w, size_t h, const void* src,
+                                   size_t count, cudaMemcpyKind kind, cudaStream_t s) {
+  char* to = nullptr;
+  if (cudaError_t e = At1D(dst, w, h, count, &to)) return Ret(e);
+  return Copy2D(to, count, src, count, count, 1, kind, s);
+}
+
+cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src, size_t w, size_t h,
+                                     size_t count, cudaMemcpyKind kind, cudaStream_t s) {
+  char* from = nullptr;
+  if (cudaError_t e = At1D(src, w, h, count, &from)) return Ret(e);
+  return Copy2D(dst, count, from, count, count, 1, kind, s);
+}
+
+cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t w, size_t h, const void* src, size_t count,
+                              cudaMemcpyKind kind) {
+  return cudaMemcpyToArrayAsync(dst, w, h, src, count, kind, kSync);
+}
+
+cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t w, size_t h,
+                                size_t count, cudaMemcpyKind kind) {
+  return cudaMemcpyFromArrayAsync(dst, src, w, h, count, kind, kSync);
+}
+
+cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cudaArray_const_t src,
+                                   size_t ws, size_t hs, size_t count, cudaMemcpyKind kind) {
+  char *to = nullptr, *from = nullptr;
+  if (cudaError_t e = At1D(dst, wd, hd, count, &to)) return Ret(e);
+  if (cudaError_t e = At1D(src, ws, hs, count, &from)) return Ret(e);
+  return Copy2D(to, count, from, count, count, 1, kind, kSync);
+}
+
+// The per-thread default stream twins: the legacy stream's (array.h's copies are synchronous
+// or stream-ordered alike).
+cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t w, size_t h, const void* src,
+                                     size_t spitch, size_t width, size_t height,
+                                     cudaMemcpyKind kind) {
+  return cudaMemcpy2DToArray(dst, w, h, src, spitch, width, height, kind);
+}
+cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src, size_t w,
+                                       size_t h, size_t width, size_t height,
+                                       cudaMemcpyKind kind) {
+  return cudaMemcpy2DFromArray(dst, dpitch, src, w, h, width, height, kind);
+}
+cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
+                                          cudaArray_const_t src, size_t ws, size_t hs,
+                                          size_t width, size_t height, cudaMemcpyKind kind) {
+  return cudaMemcpy2DArrayToArray(dst, wd, hd, src, ws, hs, width, height, kind);
+}
+cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,
+                                          size_t spitch, size_t width, size_t height,
+                                          cudaMemcpyKind kind, cudaStream_t s) {
+  return cudaMemcpy2DToArrayAsync(dst, w, h, src, spitch, width, height, kind, s);
+}
+cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void* dst, size_t dpitch, cudaArray_const_t src,
+                                            size_t w, size_t h, size_t width, size_t height,
+                                            cudaMemcpyKind kind, cudaStream_t s) {
+  return cudaMemcpy2DFromArrayAsync(dst, dpitch, src, w, h, width, height, kind, s);
+}
+cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t w, size_t h, const void* src,
+                                   size_t count, cudaMemcpyKind kind) {
+  return cudaMemcpyToArray(dst, w, h, src, count, kind);
+}
+cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t w, size_t h,
+                                     size_t count, cudaMemcpyKind kind) {
+  return cudaMemcpyFromArray(dst, src, w, h, count, kind);
+}
+cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
+                                        cudaArray_const_t src, size_t ws, size_t hs,
+                                        size_t count, cudaMemcpyKind kind) {
+  return cudaMemcpyArrayToArray(dst, wd, hd, src, ws, hs, count, kind);
+}
+cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,
+                                        size_t count, cudaMemcpyKind kind, cudaStream_t s) {
+  return cudaMemcpyToArrayAsync(dst, w, h, src, count, kind, s);
+}
+cudaError_t cudaMemcpyFromArrayAsync_ptsz(void* dst, cudaArray_const_t src, size_t w, size_t h,
+                                          size_t count, cudaMemcpyKind kind, cudaStream_t s) {
+  return cudaMemcpyFromArrayAsync(dst, src, w, h, count, kind, s);
+}
+
+}  // extern "C"
