@@ -34,16 +34,18 @@ TEST_F(Refused, ARefusedCallIsNotSupportedAndBecomesTheLastError) {
   EXPECT_EQ(refused(&node, 0), cudaErrorNotSupported);
   const std::string said = testing::internal::GetCapturedStderr();
   EXPECT_NE(said.find("cudaGraphConditionalHandleCreate"), std::string::npos) << said;
-  EXPECT_EQ(said.find("cudaGraphConditionalHandleCreate", said.find("cudaGraphConditionalHandleCreate") + 1),
+  EXPECT_EQ(said.find("cudaGraphConditionalHandleCreate",
+                      said.find("cudaGraphConditionalHandleCreate") + 1),
             std::string::npos)
       << "said once per entry point: " << said;
   EXPECT_EQ(last(), cudaErrorNotSupported);
   EXPECT_EQ(last(), cudaSuccess);
 }
 
-TEST_F(Refused, TexturesArraysAndIpcAreRefusedToo) {
-  for (const char* name : {"cudaCreateTextureObject", "cudaMallocArray", "cudaCreateSurfaceObject",
-                           "cudaIpcGetMemHandle", "cudaImportExternalMemory"}) {
+TEST_F(Refused, TexturesMipmapsAndIpcAreRefusedToo) {
+  for (const char* name :
+       {"cudaCreateTextureObject", "cudaMallocMipmappedArray", "cudaCreateSurfaceObject",
+        "cudaIpcGetMemHandle", "cudaImportExternalMemory"}) {
     auto fn = Sym<cudaError_t (*)()>(name);
     ASSERT_TRUE(fn) << name;
     testing::internal::CaptureStderr();
