@@ -64,6 +64,20 @@ int main() {
   std::printf("driver %d, runtime %d\n", driver, runtime);
   expect(runtime / 1000 == 13, "runtime 13.x");
   expect(driver >= runtime, "driver at least as new as the runtime");
+
+  // The device by its PCI bus id, both ways; device 0's default pool by location.
+  char bus[32] = {};
+  CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
+  int by_bus = -1;
+  CHECK(cudaDeviceGetByPCIBusId(&by_bus, bus));
+  expect(by_bus == 0, "cudaDeviceGetByPCIBusId finds device 0");
+  EXPECT_CUDA(cudaDeviceGetByPCIBusId(&by_bus, "0000:ff:1f.7"), cudaErrorInvalidDevice);
+  (void)cudaGetLastError();
+  cudaMemPool_t pool_dev = nullptr, pool_loc = nullptr;
+  CHECK(cudaDeviceGetDefaultMemPool(&pool_dev, 0));
+  cudaMemLocation loc{cudaMemLocationTypeDevice, 0};
+  CHECK(cudaMemGetDefaultMemPool(&pool_loc, &loc, cudaMemAllocationTypePinned));
+  expect(pool_dev == pool_loc, "the default pool by device and by location");
   CHECK(cudaDeviceSynchronize());
   return Finish(failures, "device_query");
 }

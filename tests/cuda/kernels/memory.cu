@@ -236,6 +236,28 @@ int main(int argc, char** argv) {
     CHECK(cudaFreeArray(arr_c));
   }
 
+  // Two copies in one batch.
+  {
+    std::vector<int> x(100), y(50), bx(100, 0), by(50, 0);
+    for (int& v : x) v = static_cast<int>(rng.Next());
+    for (int& v : y) v = static_cast<int>(rng.Next());
+    int *dx, *dy;
+    CHECK(cudaMalloc(&dx, sizeof(int) * 100));
+    CHECK(cudaMalloc(&dy, sizeof(int) * 50));
+    void* dsts[] = {dx, dy};
+    const void* srcs[] = {x.data(), y.data()};
+    size_t sizes[] = {sizeof(int) * 100, sizeof(int) * 50};
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t idx = 0;
+    CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &idx, 1, nullptr));
+    CHECK(cudaMemcpy(bx.data(), dx, sizes[0], cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(by.data(), dy, sizes[1], cudaMemcpyDeviceToHost));
+    expect(bx == x && by == y, "cudaMemcpyBatchAsync");
+    CHECK(cudaFree(dx));
+    CHECK(cudaFree(dy));
+  }
+
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
   size_t free_after = 0;

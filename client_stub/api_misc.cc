@@ -1,0 +1,294 @@
+// client_stub/api_misc.cc - the runtime's smaller entry points that need nothing of the server
+// beyond what other calls ask: one device's identity and peers, hints about managed memory
+// that change no result, batched copies, the logs API (Remora's log is the server's), pools by
+// location, and kernel lookups.
+#include <cstring>
+#include <memory>
+
+#include "client_stub/api.h"
+#include "client_stub/errors.h"
+#include "client_stub/kernels.h"
+#include "client_stub/memcpy.h"
+#include "client_stub/state.h"
+
+namespace cs = remora::client_stub;
+using cs::Ret;
+
+namespace {
+
+cudaError_t CheckRanges(void** dptrs, size_t* sizes, size_t count) {
+  if (count > 0 && (dptrs == nullptr || sizes == nullptr)) return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+bool OnDevice(const cudaMemLocation* at) {
+  return at != nullptr && at->type == cudaMemLocationTypeDevice && at->id == 0;
+}
+
+}  // namespace
+
+// cudaDeviceRegisterAsyncNotification's handle: nothing is ever notified (no budget changes).
+struct cudaAsyncCallbackEntry {
+  cudaAsyncCallback fn;
+  void* data;
+};
+
+extern "C" {
+
+// ---- The one device ---------------------------------------------------------------------
+
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* id) {
+  if (device == nullptr || id == nullptr) return Ret(cudaErrorInvalidValue);
+  char mine[32] = {};
+  if (cudaError_t e = cudaDeviceGetPCIBusId(mine, sizeof mine, 0)) return e;
+  if (strcasecmp(mine, id) != 0 &&  // "0000:65:00.0" may come without its domain
+      (std::strlen(id) >= std::strlen(mine) || strcasecmp(mine + 5, id) != 0))
+    return Ret(cudaErrorInvalidDevice);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetValidDevices(int* devices, int n) {
+  if (n < 0 || (n > 0 && devices == nullptr)) return Ret(cudaErrorInvalidValue);
+  for (int i = 0; i < n; ++i)
+    if (devices[i] != 0) return Ret(cudaErrorInvalidDevice);
+  return cudaSuccess;
+}
+
+// A peer is another device; there is none.
+cudaError_t cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr, int src, int dst) {
+  if (value == nullptr) return Ret(cudaErrorInvalidValue);
+  (void)src;
+  (void)dst;
+  return Ret(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirectRDMAWritesTarget target,
+                                               enum cudaFlushGPUDirectRDMAWritesScope) {
+  return target == cudaFlushGPUDirectRDMAWritesTargetCurrentDevice ? cudaSuccess
+                                                                    : Ret(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback fn, void* data,
+                                                cudaAsyncCallbackHandle_t* out) {
+  if (device != 0) return Ret(cudaErrorInvalidDevice);
+  if (fn == nullptr || out == nullptr) return Ret(cudaErrorInvalidValue);
+  *out = std::make_unique<cudaAsyncCallbackEntry>(cudaAsyncCallbackEntry{fn, data}).release();
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t h) {
+  if (device != 0) return Ret(cudaErrorInvalidDevice);
+  if (h == nullptr) return Ret(cudaErrorInvalidValue);
+  std::unique_ptr<cudaAsyncCallbackEntry> gone(h);
+  return cudaSuccess;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // served while CUDA ships it
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** fn, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult* status) {
+  return cudaGetDriverEntryPoint(symbol, fn, flags, status);
+}
+#pragma GCC diagnostic pop
+
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** fn, unsigned int v,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult* status) {
+  return cudaGetDriverEntryPointByVersion(symbol, fn, v, flags, status);
+}
+
+// ---- Kernels ------------------------------------------------------------------------------
+
+// A kernel's driver handle is the same object as its cudaKernel_t.
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t* fn, const void* symbol) {
+  if (fn == nullptr) return Ret(cudaErrorInvalidValue);
+  cs::Kernel* k = cs::FindKernel(symbol);
+  if (k == nullptr) return Ret(cudaErrorInvalidDeviceFunction);
+  *fn = reinterpret_cast<cudaFunction_t>(k);
+  return cudaSuccess;
+}
+
+cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
+                                            int value, int device) {
+  if (device != 0) return Ret(cudaErrorInvalidDevice);
+  return cudaFuncSetAttribute(kernel, attr, value);
+}
+
+// The shared-memory bank configuration is deprecated; it changes nothing here either.
+cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfig config) {
+  if (cs::FindKernel(func) == nullptr) return Ret(cudaErrorInvalidDeviceFunction);
+  return config <= cudaSharedMemBankSizeEightByte ? cudaSuccess : Ret(cudaErrorInvalidValue);
+}
+
+// A multiprocessor's shared memory shared by `blocks` blocks, less each one's static part, at
+// most what one block may have.
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void* func,
+                                                      int blocks, int block_size) {
+  if (bytes == nullptr || blocks <= 0 || block_size <= 0) return Ret(cudaErrorInvalidValue);
+  cs::Kernel* k = cs::FindKernel(func);
+  if (k == nullptr) return Ret(cudaErrorInvalidDeviceFunction);
+  if (cudaError_t e = cs::EnsureRegistered(*k)) return Ret(e);
+  const cudaDeviceProp& p = cs::St().prop;
+  const size_t per_block = p.sharedMemPerMultiprocessor / size_t(blocks);
+  const size_t cap = std::min(per_block, size_t(p.sharedMemPerBlockOptin));
+  *bytes = cap > size_t(k->shared_size_bytes) ? cap - size_t(k->shared_size_bytes) : 0;
+  return cudaSuccess;
+}
+
+// ---- Managed memory hints and batched copies ----------------------------------------------
+
+// Managed memory here lives where host and device both reach it: a prefetch or a discard
+// changes no result, so each is a hint that is taken and done.
+cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                      cudaMemLocation*, size_t*, size_t, unsigned long long,
+                                      cudaStream_t stream) {
+  if (cudaError_t e = CheckRanges(dptrs, sizes, count)) return Ret(e);
+  return Ret(cs::CheckStream(stream));
+}
+
+cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                           cudaMemLocation* locs, size_t* idxs, size_t nlocs,
+                                           unsigned long long flags, cudaStream_t stream) {
+  return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
+}
+
+cudaError_t cudaMemDiscardBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                     unsigned long long, cudaStream_t stream) {
+  if (cudaError_t e = CheckRanges(dptrs, sizes, count)) return Ret(e);
+  return Ret(cs::CheckStream(stream));
+}
+
+cudaError_t cudaMemDiscardBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                          unsigned long long flags, cudaStream_t stream) {
+  return cudaMemDiscardBatchAsync(dptrs, sizes, count, flags, stream);
+}
+
+cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                                cudaMemLocation* locs, size_t* idxs,
+                                                size_t nlocs, unsigned long long flags,
+                                                cudaStream_t stream) {
+  return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
+}
+
+cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                                     cudaMemLocation* locs, size_t* idxs,
+                                                     size_t nlocs, unsigned long long flags,
+                                                     cudaStream_t stream) {
+  return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
+}
+
+// What the managed range was told: nothing, so every attribute has its default.
+cudaError_t cudaMemRangeGetAttribute(void* data, size_t size, enum cudaMemRangeAttribute attr,
+                                     const void* ptr, size_t count) {
+  if (data == nullptr || ptr == nullptr || count == 0) return Ret(cudaErrorInvalidValue);
+  if (attr == cudaMemRangeAttributeReadMostly) {
+    if (size != 4) return Ret(cudaErrorInvalidValue);
+    *static_cast<int*>(data) = 0;
+  } else if (attr == cudaMemRangeAttributeAccessedBy) {
+    if (size % 4 != 0) return Ret(cudaErrorInvalidValue);
+    for (size_t i = 0; i < size / 4; ++i) static_cast<int*>(data)[i] = cudaInvalidDeviceId;
+  } else if (attr == cudaMemRangeAttributePreferredLocation ||
+             attr == cudaMemRangeAttributeLastPrefetchLocation ||
+             attr == cudaMemRangeAttributePreferredLocationId ||
+             attr == cudaMemRangeAttributeLastPrefetchLocationId) {
+    if (size != 4) return Ret(cudaErrorInvalidValue);
+    *static_cast<int*>(data) = cudaInvalidDeviceId;
+  } else {  // the location types
+    if (size != 4) return Ret(cudaErrorInvalidValue);
+    *static_cast<int*>(data) = cudaMemLocationTypeInvalid;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemRangeGetAttributes(void** data, size_t* sizes,
+                                      enum cudaMemRangeAttribute* attrs, size_t n,
+                                      const void* ptr, size_t count) {
+  if (n > 0 && (data == nullptr || sizes == nullptr || attrs == nullptr))
+    return Ret(cudaErrorInvalidValue);
+  for (size_t i = 0; i < n; ++i)
+    if (cudaError_t e = cudaMemRangeGetAttribute(data[i], sizes[i], attrs[i], ptr, count))
+      return e;
+  return cudaSuccess;
+}
+
+// Each copy in turn on `stream`; the attributes only hint at the sides' locations.
+cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes,
+                                 size_t count, cudaMemcpyAttributes*, size_t*, size_t,
+                                 cudaStream_t stream) {
+  if (count > 0 && (dsts == nullptr || srcs == nullptr || sizes == nullptr))
+    return Ret(cudaErrorInvalidValue);
+  for (size_t i = 0; i < count; ++i)
+    if (cudaError_t e = cs::Copy(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, stream, true))
+      return Ret(e);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* const* srcs,
+                                      const size_t* sizes, size_t count,
+                                      cudaMemcpyAttributes* attrs, size_t* idxs, size_t nattrs,
+                                      cudaStream_t stream) {
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, idxs, nattrs, stream);
+}
+
+// ---- Pools by location: the device's default pool ---------------------------------------
+
+cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* pool, cudaMemLocation* at,
+                                     enum cudaMemAllocationType type) {
+  if (pool == nullptr || type != cudaMemAllocationTypePinned) return Ret(cudaErrorInvalidValue);
+  if (!OnDevice(at)) return Ret(cudaErrorNotSupported);  // host pools are not served
+  return cudaDeviceGetDefaultMemPool(pool, 0);
+}
+
+cudaError_t cudaMemGetMemPool(cudaMemPool_t* pool, cudaMemLocation* at,
+                              enum cudaMemAllocationType type) {
+  if (pool == nullptr || type != cudaMemAllocationTypePinned) return Ret(cudaErrorInvalidValue);
+  if (!OnDevice(at)) return Ret(cudaErrorNotSupported);
+  return cudaDeviceGetMemPool(pool, 0);
+}
+
+cudaError_t cudaMemSetMemPool(cudaMemLocation* at, enum cudaMemAllocationType type,
+                              cudaMemPool_t pool) {
+  if (type != cudaMemAllocationTypePinned) return Ret(cudaErrorInvalidValue);
+  if (!OnDevice(at)) return Ret(cudaErrorNotSupported);
+  return cudaDeviceSetMemPool(0, pool);
+}
+
+// ---- Logs: the driver's log is the server's (remora-server's log names every refusal) ----
+
+cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t fn, void*, cudaLogsCallbackHandle* out) {
+  if (fn == nullptr || out == nullptr) return Ret(cudaErrorInvalidValue);
+  static char token;
+  *out = reinterpret_cast<cudaLogsCallbackHandle>(&token);
+  return cudaSuccess;
+}
+
+cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle h) {
+  return h ? cudaSuccess : Ret(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaLogsCurrent(cudaLogIterator* it, unsigned int flags) {
+  if (it == nullptr || flags != 0) return Ret(cudaErrorInvalidValue);
+  *it = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLogsDumpToFile(cudaLogIterator* it, const char* path, unsigned int flags) {
+  if (path == nullptr || flags != 0) return Ret(cudaErrorInvalidValue);
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path, "w"), &std::fclose);
+  if (!f) return Ret(cudaErrorOperatingSystem);
+  if (it) *it = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLogsDumpToMemory(cudaLogIterator* it, char* buffer, size_t* size,
+                                 unsigned int flags) {
+  if (buffer == nullptr || size == nullptr || *size == 0 || flags != 0)
+    return Ret(cudaErrorInvalidValue);
+  buffer[0] = '\0';
+  *size = 0;
+  if (it) *it = 0;
+  return cudaSuccess;
+}
+
+}  // extern "C"
