@@ -82,6 +82,18 @@ cudaError_t cudaArrayGetInfo(cudaChannelFormatDesc* desc, cudaExtent* extent,
   return cudaSuccess;
 }
 
+// What the array holds, and the allocation granularity of device memory.
+cudaError_t cudaArrayGetMemoryRequirements(cudaArrayMemoryRequirements* req, cudaArray_t array,
+                                           int device) {
+  if (device != 0) return Ret(cudaErrorInvalidDevice);
+  if (req == nullptr) return Ret(cudaErrorInvalidValue);
+  if (array == nullptr) return Ret(cudaErrorInvalidResourceHandle);
+  *req = {};
+  req->size = array->Slice() * array->Slices();
+  req->alignment = 512;
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetChannelDesc(cudaChannelFormatDesc* desc, cudaArray_const_t array) {
   if (desc == nullptr) return Ret(cudaErrorInvalidValue);
   if (array == nullptr) return Ret(cudaErrorInvalidResourceHandle);

@@ -538,6 +538,68 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph,
   }
 }
 
+// A node's new parameters, of the node's own kind, in the graph or in an executable.
+cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* p) {
+  if (node == nullptr || p == nullptr || p->type != node->op.type)
+    return Ret(cudaErrorInvalidValue);
+  switch (p->type) {
+    case cudaGraphNodeTypeKernel: {
+      cudaKernelNodeParams k{p->kernel.func, p->kernel.gridDim, p->kernel.blockDim,
+                             p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
+      return cudaGraphKernelNodeSetParams(node, &k);
+    }
+    case cudaGraphNodeTypeMemcpy:
+      return cudaGraphMemcpyNodeSetParams(node, &p->memcpy.copyParams);
+    case cudaGraphNodeTypeMemset: {
+      cudaMemsetParams m{p->memset.dst, p->memset.pitch, p->memset.value,
+                         p->memset.elementSize, p->memset.width, p->memset.height};
+      return cudaGraphMemsetNodeSetParams(node, &m);
+    }
+    case cudaGraphNodeTypeHost: {
+      cudaHostNodeParams h{p->host.fn, p->host.userData};
+      return cudaGraphHostNodeSetParams(node, &h);
+    }
+    case cudaGraphNodeTypeEventRecord:
+      return cudaGraphEventRecordNodeSetEvent(node, p->eventRecord.event);
+    case cudaGraphNodeTypeWaitEvent:
+      return cudaGraphEventWaitNodeSetEvent(node, p->eventWait.event);
+    default:
+      return Ret(cudaErrorNotSupported);
+  }
+}
+
+cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                       cudaGraphNodeParams* p) {
+  if (node == nullptr || p == nullptr || p->type != node->op.type)
+    return Ret(cudaErrorInvalidValue);
+  switch (p->type) {
+    case cudaGraphNodeTypeKernel: {
+      cudaKernelNodeParams k{p->kernel.func, p->kernel.gridDim, p->kernel.blockDim,
+                             p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
+      return cudaGraphExecKernelNodeSetParams(exec, node, &k);
+    }
+    case cudaGraphNodeTypeMemcpy:
+      return cudaGraphExecMemcpyNodeSetParams(exec, node, &p->memcpy.copyParams);
+    case cudaGraphNodeTypeMemset: {
+      cudaMemsetParams m{p->memset.dst, p->memset.pitch, p->memset.value,
+                         p->memset.elementSize, p->memset.width, p->memset.height};
+      return cudaGraphExecMemsetNodeSetParams(exec, node, &m);
+    }
+    case cudaGraphNodeTypeHost: {
+      cudaHostNodeParams h{p->host.fn, p->host.userData};
+      return cudaGraphExecHostNodeSetParams(exec, node, &h);
+    }
+    case cudaGraphNodeTypeEventRecord:
+      return cudaGraphExecEventRecordNodeSetEvent(exec, node, p->eventRecord.event);
+    case cudaGraphNodeTypeWaitEvent:
+      return cudaGraphExecEventWaitNodeSetEvent(exec, node, p->eventWait.event);
+    case cudaGraphNodeTypeGraph:
+      return cudaGraphExecChildGraphNodeSetParams(exec, node, p->graph.graph);
+    default:
+      return Ret(cudaErrorNotSupported);
+  }
+}
+
 // ---- Capture into an existing graph -------------------------------------------------------
 
 cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "client_stub/api.h"
+#include "client_stub/array.h"
 #include "client_stub/errors.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
@@ -52,6 +53,20 @@ cudaError_t cudaSetValidDevices(int* devices, int n) {
   if (n < 0 || (n > 0 && devices == nullptr)) return Ret(cudaErrorInvalidValue);
   for (int i = 0; i < n; ++i)
     if (devices[i] != 0) return Ret(cudaErrorInvalidDevice);
+  return cudaSuccess;
+}
+
+// The device's limit for 1-D textures over linear memory, whatever the format (texture objects
+// themselves are not served: the emulated GPU runs no texture fetches).
+cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t* width, const cudaChannelFormatDesc* desc,
+                                                 int device) {
+  if (device != 0) return Ret(cudaErrorInvalidDevice);
+  if (width == nullptr || desc == nullptr || cs::ElementBytes(*desc) == 0)
+    return Ret(cudaErrorInvalidValue);
+  int most = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&most, cudaDevAttrMaxTexture1DLinearWidth, 0))
+    return e;
+  *width = size_t(most);
   return cudaSuccess;
 }
 
