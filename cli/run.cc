@@ -140,7 +140,8 @@ std::string CheckTable(const std::string& report) {
     rows.emplace_back(line.substr(0, tab), line.substr(tab + 1));
     width = std::max(width, tab);
   }
-  std::string out = "CUDA LIBRARY" + std::string(width > 12 ? width - 12 : 0, ' ') + "  SERVED BY\n";
+  std::string out =
+      "CUDA LIBRARY" + std::string(width > 12 ? width - 12 : 0, ' ') + "  SERVED BY\n";
   for (const auto& [path, by] : rows)
     out += path + std::string(width - path.size(), ' ') + "  " + by + "\n";
   if (rows.empty()) out += "(none: the program loaded no CUDA library)\n";

@@ -73,8 +73,8 @@ cudaError_t cudaFreeArray(cudaArray_t array) {
   return cudaFree(a->dptr);
 }
 
-cudaError_t cudaArrayGetInfo(cudaChannelFormatDesc* desc, cudaExtent* extent,
-                             unsigned int* flags, cudaArray_t array) {
+cudaError_t cudaArrayGetInfo(cudaChannelFormatDesc* desc, cudaExtent* extent, unsigned int* flags,
+                             cudaArray_t array) {
   if (array == nullptr) return Ret(cudaErrorInvalidResourceHandle);
   if (desc) *desc = array->desc;
   if (extent) *extent = array->extent;
@@ -126,8 +126,8 @@ cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cuda
   return Copy2D(to, dst->Row(), from, src->Row(), width, height, kind, kSync);
 }
 
-cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t w, size_t h, const void* src,
-                                size_t spitch, size_t width, size_t height, cudaMemcpyKind kind) {
+cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch,
+                                size_t width, size_t height, cudaMemcpyKind kind) {
   return cudaMemcpy2DToArrayAsync(dst, w, h, src, spitch, width, height, kind, kSync);
 }
 
@@ -155,8 +155,8 @@ cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t w, size_t h, const void* s
   return cudaMemcpyToArrayAsync(dst, w, h, src, count, kind, kSync);
 }
 
-cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t w, size_t h,
-                                size_t count, cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t w, size_t h, size_t count,
+                                cudaMemcpyKind kind) {
   return cudaMemcpyFromArrayAsync(dst, src, w, h, count, kind, kSync);
 }
 
@@ -176,13 +176,12 @@ cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t w, size_t h, const 
   return cudaMemcpy2DToArray(dst, w, h, src, spitch, width, height, kind);
 }
 cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src, size_t w,
-                                       size_t h, size_t width, size_t height,
-                                       cudaMemcpyKind kind) {
+                                       size_t h, size_t width, size_t height, cudaMemcpyKind kind) {
   return cudaMemcpy2DFromArray(dst, dpitch, src, w, h, width, height, kind);
 }
 cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
-                                          cudaArray_const_t src, size_t ws, size_t hs,
-                                          size_t width, size_t height, cudaMemcpyKind kind) {
+                                          cudaArray_const_t src, size_t ws, size_t hs, size_t width,
+                                          size_t height, cudaMemcpyKind kind) {
   return cudaMemcpy2DArrayToArray(dst, wd, hd, src, ws, hs, width, height, kind);
 }
 cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,
@@ -204,8 +203,8 @@ cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t w,
   return cudaMemcpyFromArray(dst, src, w, h, count, kind);
 }
 cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
-                                        cudaArray_const_t src, size_t ws, size_t hs,
-                                        size_t count, cudaMemcpyKind kind) {
+                                        cudaArray_const_t src, size_t ws, size_t hs, size_t count,
+                                        cudaMemcpyKind kind) {
   return cudaMemcpyArrayToArray(dst, wd, hd, src, ws, hs, count, kind);
 }
 cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,

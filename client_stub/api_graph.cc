@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "client_stub/api.h"
-#include "client_stub/errors.h"
 #include "client_stub/api_graph.h"
+#include "client_stub/errors.h"
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
@@ -59,8 +59,7 @@ cudaError_t MemsetNodeOp(const cudaMemsetParams* p, GraphOp* op) {
 cudaError_t Run(const GraphOp& op, cudaStream_t s) {
   switch (op.type) {
     case cudaGraphNodeTypeKernel:
-      return cs::PostLaunch(*op.kernel, op.grid, op.block, op.params, op.shared, s,
-                            op.cooperative);
+      return cs::PostLaunch(*op.kernel, op.grid, op.block, op.params, op.shared, s, op.cooperative);
     case cudaGraphNodeTypeMemcpy:
       return cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
                         op.height, op.depth, op.kind, s, true);
@@ -149,13 +148,7 @@ cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t graph,
                                      const cudaGraphNode_t* deps, size_t n, void* dst,
                                      const void* src, size_t count, enum cudaMemcpyKind kind) {
   if (dst == nullptr || src == nullptr) return Ret(cudaErrorInvalidValue);
-  GraphOp op;
-  op.type = cudaGraphNodeTypeMemcpy;
-  op.dst = dst;
-  op.src = src;
-  op.width = op.dpitch = op.spitch = count;
-  op.kind = kind;
-  return Add(node, graph, deps, n, std::move(op));
+  return Add(node, graph, deps, n, cs::LinearCopyOp(dst, src, count, kind));
 }
 
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -222,8 +215,7 @@ cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* f
   if (graph == nullptr || (n > 0 && (from == nullptr || to == nullptr)))
     return Ret(cudaErrorInvalidValue);
   for (size_t i = 0; i < n; ++i) {
-    if (!from[i] || !to[i] || from[i]->graph != graph || to[i]->graph != graph ||
-        from[i] == to[i])
+    if (!from[i] || !to[i] || from[i]->graph != graph || to[i]->graph != graph || from[i] == to[i])
       return Ret(cudaErrorInvalidValue);
     auto& d = to[i]->deps;
     if (std::find(d.begin(), d.end(), from[i]) == d.end()) d.push_back(from[i]);
@@ -304,8 +296,8 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
                                  unsigned long long flags) {
   if (exec == nullptr || graph == nullptr) return Ret(cudaErrorInvalidValue);
   if (flags & ~static_cast<unsigned long long>(cudaGraphInstantiateFlagAutoFreeOnLaunch |
-                                                cudaGraphInstantiateFlagUpload |
-                                                cudaGraphInstantiateFlagUseNodePriority))
+                                               cudaGraphInstantiateFlagUpload |
+                                               cudaGraphInstantiateFlagUseNodePriority))
     return Ret(cudaErrorNotSupported);  // device launch
   auto e = std::make_unique<CUgraphExec_st>();
   if (cudaError_t r = cs::Instantiate(*graph, e.get())) return Ret(r);
@@ -392,28 +384,22 @@ cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode
   if (exec == nullptr || node == nullptr) return Ret(cudaErrorInvalidValue);
   GraphOp op;
   if (cudaError_t e = KernelNodeOp(p, &op)) return Ret(e);
-  bool found = false;
-  for (size_t i = 0; i < exec->steps.size(); ++i) {
-    if (exec->origin[i] != node) continue;
-    if (exec->steps[i].type != cudaGraphNodeTypeKernel) return Ret(cudaErrorInvalidValue);
-    exec->steps[i] = op;
-    found = true;
-  }
-  return found ? cudaSuccess : Ret(cudaErrorInvalidValue);
+  return cs::ForEachStep(exec, node, cudaGraphNodeTypeKernel, [&](GraphOp& s, size_t) { s = op; })
+             ? cudaSuccess
+             : Ret(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                            const cudaHostNodeParams* p) {
   if (exec == nullptr || node == nullptr || p == nullptr || !p->fn)
     return Ret(cudaErrorInvalidValue);
-  bool found = false;
-  for (size_t i = 0; i < exec->steps.size(); ++i) {
-    if (exec->origin[i] != node || exec->steps[i].type != cudaGraphNodeTypeHost) continue;
-    exec->steps[i].fn = p->fn;
-    exec->steps[i].data = p->userData;
-    found = true;
-  }
-  return found ? cudaSuccess : Ret(cudaErrorInvalidValue);
+  return cs::ForEachStep(exec, node, cudaGraphNodeTypeHost,
+                         [&](GraphOp& s, size_t) {
+                           s.fn = p->fn;
+                           s.data = p->userData;
+                         })
+             ? cudaSuccess
+             : Ret(cudaErrorInvalidValue);
 }
 
 }  // extern "C"

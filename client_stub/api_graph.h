@@ -34,5 +34,4 @@ cudaError_t List(const std::vector<T>& items, T* out, size_t* n) {
   return cudaSuccess;
 }
 
-
 }  // namespace remora::client_stub::graphs

@@ -22,13 +22,7 @@ template <class F>
 cudaError_t ForSteps(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNodeType type,
                      F&& change) {
   if (exec == nullptr || node == nullptr) return Ret(cudaErrorInvalidValue);
-  bool found = false;
-  for (size_t i = 0; i < exec->steps.size(); ++i) {
-    if (exec->origin[i] != node || exec->steps[i].type != type) continue;
-    change(exec->steps[i], i);
-    found = true;
-  }
-  return found ? cudaSuccess : Ret(cudaErrorInvalidValue);
+  return cs::ForEachStep(exec, node, type, change) ? cudaSuccess : Ret(cudaErrorInvalidValue);
 }
 
 cudaError_t SymbolCopyOp(const void* symbol, size_t count, size_t offset, GraphOp* op,
@@ -37,11 +31,7 @@ cudaError_t SymbolCopyOp(const void* symbol, size_t count, size_t offset, GraphO
   if (!var.ok()) return static_cast<cudaError_t>(var.status().code());
   if (offset > (*var)->size || count > (*var)->size - offset) return cudaErrorInvalidValue;
   void* at = reinterpret_cast<char*>((*var)->dptr) + offset;
-  op->type = cudaGraphNodeTypeMemcpy;
-  op->dst = to_symbol ? at : other;
-  op->src = to_symbol ? other : at;
-  op->width = op->dpitch = op->spitch = count;
-  op->kind = kind;
+  *op = cs::LinearCopyOp(to_symbol ? at : other, to_symbol ? other : at, count, kind);
   return cudaSuccess;
 }
 
@@ -125,21 +115,15 @@ cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void* dst, cons
                                            size_t count, enum cudaMemcpyKind kind) {
   node = NodeOfType(node, cudaGraphNodeTypeMemcpy);
   if (node == nullptr || dst == nullptr || src == nullptr) return Ret(cudaErrorInvalidValue);
-  GraphOp& op = node->op;
-  op = GraphOp{};
-  op.type = cudaGraphNodeTypeMemcpy;
-  op.dst = dst;
-  op.src = src;
-  op.width = op.dpitch = op.spitch = count;
-  op.kind = kind;
+  node->op = cs::LinearCopyOp(dst, src, count, kind);
   return cudaSuccess;
 }
 
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams* p) {
   node = NodeOfType(node, cudaGraphNodeTypeMemset);
   if (node == nullptr || p == nullptr) return Ret(cudaErrorInvalidValue);
-  *p = {node->op.dst, node->op.dpitch, node->op.value, node->op.elem, node->op.width,
-        node->op.height};
+  *p = {node->op.dst,  node->op.dpitch, node->op.value,
+        node->op.elem, node->op.width,  node->op.height};
   return cudaSuccess;
 }
 
@@ -183,8 +167,7 @@ cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t* node, cudaGraph_t gr
                                            const void* symbol, const void* src, size_t count,
                                            size_t offset, enum cudaMemcpyKind kind) {
   GraphOp op;
-  if (cudaError_t e =
-          SymbolCopyOp(symbol, count, offset, &op, true, const_cast<void*>(src), kind))
+  if (cudaError_t e = SymbolCopyOp(symbol, count, offset, &op, true, const_cast<void*>(src), kind))
     return Ret(e);
   return Add(node, graph, deps, n, std::move(op));
 }
@@ -207,8 +190,8 @@ cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const voi
 }
 
 cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void* dst,
-                                                   const void* symbol, size_t count,
-                                                   size_t offset, enum cudaMemcpyKind kind) {
+                                                   const void* symbol, size_t count, size_t offset,
+                                                   enum cudaMemcpyKind kind) {
   node = NodeOfType(node, cudaGraphNodeTypeMemcpy);
   if (node == nullptr) return Ret(cudaErrorInvalidValue);
   return Ret(SymbolCopyOp(symbol, count, offset, &node->op, false, dst, kind));
@@ -234,14 +217,8 @@ cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec, cudaGraphNo
                                                void* dst, const void* src, size_t count,
                                                enum cudaMemcpyKind kind) {
   if (dst == nullptr || src == nullptr) return Ret(cudaErrorInvalidValue);
-  return ForSteps(exec, node, cudaGraphNodeTypeMemcpy, [&](GraphOp& s, size_t) {
-    s = GraphOp{};
-    s.type = cudaGraphNodeTypeMemcpy;
-    s.dst = dst;
-    s.src = src;
-    s.width = s.dpitch = s.spitch = count;
-    s.kind = kind;
-  });
+  const GraphOp op = cs::LinearCopyOp(dst, src, count, kind);
+  return ForSteps(exec, node, cudaGraphNodeTypeMemcpy, [&](GraphOp& s, size_t) { s = op; });
 }
 
 cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t exec, cudaGraphNode_t node,
@@ -249,15 +226,13 @@ cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t exec, cudaG
                                                      size_t count, size_t offset,
                                                      enum cudaMemcpyKind kind) {
   GraphOp op;
-  if (cudaError_t e =
-          SymbolCopyOp(symbol, count, offset, &op, true, const_cast<void*>(src), kind))
+  if (cudaError_t e = SymbolCopyOp(symbol, count, offset, &op, true, const_cast<void*>(src), kind))
     return Ret(e);
   return ForSteps(exec, node, cudaGraphNodeTypeMemcpy, [&](GraphOp& s, size_t) { s = op; });
 }
 
-cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t exec,
-                                                       cudaGraphNode_t node, void* dst,
-                                                       const void* symbol, size_t count,
+cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                       void* dst, const void* symbol, size_t count,
                                                        size_t offset, enum cudaMemcpyKind kind) {
   GraphOp op;
   if (cudaError_t e = SymbolCopyOp(symbol, count, offset, &op, false, dst, kind)) return Ret(e);
@@ -274,8 +249,7 @@ cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t exec, cudaGraph
 cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                cudaEvent_t e) {
   if (e == nullptr) return Ret(cudaErrorInvalidValue);
-  return ForSteps(exec, node, cudaGraphNodeTypeWaitEvent,
-                  [&](GraphOp& s, size_t) { s.event = e; });
+  return ForSteps(exec, node, cudaGraphNodeTypeWaitEvent, [&](GraphOp& s, size_t) { s.event = e; });
 }
 
 // The child's steps are replaced when the new child graph has the same shape.
@@ -303,14 +277,12 @@ cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t exec, cudaGraph
 cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned int on) {
   if (exec == nullptr || node == nullptr) return Ret(cudaErrorInvalidValue);
   const cudaGraphNodeType t = node->op.type;
-  if (t != cudaGraphNodeTypeKernel && t != cudaGraphNodeTypeMemcpy &&
-      t != cudaGraphNodeTypeMemset)
+  if (t != cudaGraphNodeTypeKernel && t != cudaGraphNodeTypeMemcpy && t != cudaGraphNodeTypeMemset)
     return Ret(cudaErrorInvalidValue);
   return ForSteps(exec, node, t, [&](GraphOp&, size_t i) { exec->enabled[i] = on != 0; });
 }
 
-cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                    unsigned int* on) {
+cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned int* on) {
   if (on == nullptr || node == nullptr) return Ret(cudaErrorInvalidValue);
   return ForSteps(exec, node, node->op.type,
                   [&](GraphOp&, size_t i) { *on = exec->enabled[i] ? 1 : 0; });
@@ -362,9 +334,9 @@ cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned
   if (graph == nullptr || path == nullptr) return Ret(cudaErrorInvalidValue);
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path, "w"), &std::fclose);
   if (!f) return Ret(cudaErrorOperatingSystem);
-  static const char* const kKinds[] = {"kernel", "memcpy", "memset", "host", "graph", "empty",
-                                       "wait_event", "event_record", "ext_signal", "ext_wait",
-                                       "mem_alloc", "mem_free", "conditional"};
+  static const char* const kKinds[] = {
+      "kernel",       "memcpy",     "memset",   "host",      "graph",    "empty",      "wait_event",
+      "event_record", "ext_signal", "ext_wait", "mem_alloc", "mem_free", "conditional"};
   std::fprintf(f.get(), "digraph remora_graph {\n");
   for (auto& node : graph->nodes) {
     const unsigned k = node->op.type;
@@ -387,7 +359,7 @@ cudaError_t cudaUserObjectCreate(cudaUserObject_t* out, void* ptr, cudaHostFn_t 
   if (out == nullptr || destroy == nullptr || refs == 0 || flags != cudaUserObjectNoDestructorSync)
     return Ret(cudaErrorInvalidValue);
   *out = std::make_unique<CUuserObject_st>(refs, ptr, destroy).release();  // its last release
-                                                                          // deletes it
+                                                                           // deletes it
   return cudaSuccess;
 }
 
@@ -494,20 +466,19 @@ cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttribut
 
 // ---- Generic nodes ----------------------------------------------------------------------
 
-cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph,
-                             const cudaGraphNode_t* deps, const cudaGraphEdgeData*, size_t n,
-                             cudaGraphNodeParams* p) {
+cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                             const cudaGraphEdgeData*, size_t n, cudaGraphNodeParams* p) {
   if (p == nullptr) return Ret(cudaErrorInvalidValue);
   switch (p->type) {
     case cudaGraphNodeTypeKernel: {
-      cudaKernelNodeParams k{p->kernel.func, p->kernel.gridDim, p->kernel.blockDim,
+      cudaKernelNodeParams k{p->kernel.func,           p->kernel.gridDim,      p->kernel.blockDim,
                              p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
       return cudaGraphAddKernelNode(node, graph, deps, n, &k);
     }
     case cudaGraphNodeTypeMemcpy:
       return cudaGraphAddMemcpyNode(node, graph, deps, n, &p->memcpy.copyParams);
     case cudaGraphNodeTypeMemset: {
-      cudaMemsetParams m{p->memset.dst, p->memset.pitch, p->memset.value,
+      cudaMemsetParams m{p->memset.dst,         p->memset.pitch, p->memset.value,
                          p->memset.elementSize, p->memset.width, p->memset.height};
       return cudaGraphAddMemsetNode(node, graph, deps, n, &m);
     }
@@ -544,14 +515,14 @@ cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* p)
     return Ret(cudaErrorInvalidValue);
   switch (p->type) {
     case cudaGraphNodeTypeKernel: {
-      cudaKernelNodeParams k{p->kernel.func, p->kernel.gridDim, p->kernel.blockDim,
+      cudaKernelNodeParams k{p->kernel.func,           p->kernel.gridDim,      p->kernel.blockDim,
                              p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
       return cudaGraphKernelNodeSetParams(node, &k);
     }
     case cudaGraphNodeTypeMemcpy:
       return cudaGraphMemcpyNodeSetParams(node, &p->memcpy.copyParams);
     case cudaGraphNodeTypeMemset: {
-      cudaMemsetParams m{p->memset.dst, p->memset.pitch, p->memset.value,
+      cudaMemsetParams m{p->memset.dst,         p->memset.pitch, p->memset.value,
                          p->memset.elementSize, p->memset.width, p->memset.height};
       return cudaGraphMemsetNodeSetParams(node, &m);
     }
@@ -574,14 +545,14 @@ cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t nod
     return Ret(cudaErrorInvalidValue);
   switch (p->type) {
     case cudaGraphNodeTypeKernel: {
-      cudaKernelNodeParams k{p->kernel.func, p->kernel.gridDim, p->kernel.blockDim,
+      cudaKernelNodeParams k{p->kernel.func,           p->kernel.gridDim,      p->kernel.blockDim,
                              p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
       return cudaGraphExecKernelNodeSetParams(exec, node, &k);
     }
     case cudaGraphNodeTypeMemcpy:
       return cudaGraphExecMemcpyNodeSetParams(exec, node, &p->memcpy.copyParams);
     case cudaGraphNodeTypeMemset: {
-      cudaMemsetParams m{p->memset.dst, p->memset.pitch, p->memset.value,
+      cudaMemsetParams m{p->memset.dst,         p->memset.pitch, p->memset.value,
                          p->memset.elementSize, p->memset.width, p->memset.height};
       return cudaGraphExecMemsetNodeSetParams(exec, node, &m);
     }
@@ -621,8 +592,8 @@ cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNo
                                                 const cudaGraphEdgeData*, size_t n,
                                                 unsigned int flags) {
   if (flags > cudaStreamSetCaptureDependencies) return Ret(cudaErrorInvalidValue);
-  return Ret(cs::UpdateCaptureDependencies(stream, deps, n,
-                                           flags == cudaStreamSetCaptureDependencies));
+  return Ret(
+      cs::UpdateCaptureDependencies(stream, deps, n, flags == cudaStreamSetCaptureDependencies));
 }
 
 cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t* deps,

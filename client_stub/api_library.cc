@@ -23,8 +23,8 @@ cs::ImageModule* Of(cudaLibrary_t library) {
 extern "C" {
 
 // JIT and library options only tune NVIDIA's loader; none changes what is loaded here.
-cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJitOption*,
-                                void**, unsigned int, cudaLibraryOption*, void**, unsigned int) {
+cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJitOption*, void**,
+                                unsigned int, cudaLibraryOption*, void**, unsigned int) {
   if (library == nullptr || code == nullptr) return Ret(cudaErrorInvalidValue);
   cs::ImageModule* m = nullptr;
   if (cudaError_t e = cs::LoadImageModule(code, &m)) return Ret(e);
@@ -32,9 +32,9 @@ cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJi
   return cudaSuccess;
 }
 
-cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* library, const char* path,
-                                    cudaJitOption* jit, void** jit_values, unsigned int njit,
-                                    cudaLibraryOption* opts, void** values, unsigned int nopts) {
+cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* library, const char* path, cudaJitOption* jit,
+                                    void** jit_values, unsigned int njit, cudaLibraryOption* opts,
+                                    void** values, unsigned int nopts) {
   if (library == nullptr || path == nullptr) return Ret(cudaErrorInvalidValue);
   std::ifstream f(path, std::ios::binary);
   if (!f) return Ret(cudaErrorFileNotFound);
@@ -49,8 +49,7 @@ cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
 }
 
 cudaError_t cudaLibraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t library, const char* name) {
-  if (kernel == nullptr || library == nullptr || name == nullptr)
-    return Ret(cudaErrorInvalidValue);
+  if (kernel == nullptr || library == nullptr || name == nullptr) return Ret(cudaErrorInvalidValue);
   cs::Kernel* k = nullptr;
   if (cudaError_t e = cs::ImageModuleKernel(Of(library), name, &k))
     return Ret(e == cudaErrorInvalidDeviceFunction ? cudaErrorSymbolNotFound : e);

@@ -229,8 +229,7 @@ const cudaStream_t kSynchronous = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
 cudaError_t cudaMalloc3D(struct cudaPitchedPtr* p, struct cudaExtent extent) {
   if (!p) return Ret(cudaErrorInvalidValue);
   const size_t depth = extent.depth ? extent.depth : 1;
-  if (extent.height != 0 && depth > SIZE_MAX / extent.height)
-    return Ret(cudaErrorMemoryAllocation);
+  if (extent.height != 0 && depth > SIZE_MAX / extent.height) return Ret(cudaErrorMemoryAllocation);
   size_t pitch = 0;
   void* ptr = nullptr;
   if (cudaError_t e = cudaMallocPitch(&ptr, &pitch, extent.width, extent.height * depth)) return e;
@@ -285,8 +284,7 @@ cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms* p) {
   return cudaMemcpy3DPeer(p);
 }
 
-cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p,
-                                       cudaStream_t stream) {
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
   return cudaMemcpy3DPeerAsync(p, stream);
 }
 
@@ -296,9 +294,9 @@ cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExt
   const bool sync = stream == kSynchronous;
   for (size_t z = 0; z < depth; ++z) {
     const bool wait = sync && z + 1 == depth;  // stream-ordered slices: only the last waits
-    if (cudaError_t e = cs::Fill2D(static_cast<char*>(p.ptr) + z * slice, p.pitch, value,
-                                   extent.width, extent.height ? extent.height : 1,
-                                   sync ? nullptr : stream, !wait))
+    if (cudaError_t e =
+            cs::Fill2D(static_cast<char*>(p.ptr) + z * slice, p.pitch, value, extent.width,
+                       extent.height ? extent.height : 1, sync ? nullptr : stream, !wait))
       return Ret(e);
   }
   return cudaSuccess;

@@ -81,7 +81,7 @@ cudaError_t cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr, int sr
 cudaError_t cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirectRDMAWritesTarget target,
                                                enum cudaFlushGPUDirectRDMAWritesScope) {
   return target == cudaFlushGPUDirectRDMAWritesTargetCurrentDevice ? cudaSuccess
-                                                                    : Ret(cudaErrorInvalidValue);
+                                                                   : Ret(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback fn, void* data,
@@ -138,8 +138,8 @@ cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfi
 
 // A multiprocessor's shared memory shared by `blocks` blocks, less each one's static part, at
 // most what one block may have.
-cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void* func,
-                                                      int blocks, int block_size) {
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void* func, int blocks,
+                                                      int block_size) {
   if (bytes == nullptr || blocks <= 0 || block_size <= 0) return Ret(cudaErrorInvalidValue);
   cs::Kernel* k = cs::FindKernel(func);
   if (k == nullptr) return Ret(cudaErrorInvalidDeviceFunction);
@@ -155,9 +155,8 @@ cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void*
 
 // Managed memory here lives where host and device both reach it: a prefetch or a discard
 // changes no result, so each is a hint that is taken and done.
-cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
-                                      cudaMemLocation*, size_t*, size_t, unsigned long long,
-                                      cudaStream_t stream) {
+cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count, cudaMemLocation*,
+                                      size_t*, size_t, unsigned long long, cudaStream_t stream) {
   if (cudaError_t e = CheckRanges(dptrs, sizes, count)) return Ret(e);
   return Ret(cs::CheckStream(stream));
 }
@@ -168,8 +167,8 @@ cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t c
   return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
 }
 
-cudaError_t cudaMemDiscardBatchAsync(void** dptrs, size_t* sizes, size_t count,
-                                     unsigned long long, cudaStream_t stream) {
+cudaError_t cudaMemDiscardBatchAsync(void** dptrs, size_t* sizes, size_t count, unsigned long long,
+                                     cudaStream_t stream) {
   if (cudaError_t e = CheckRanges(dptrs, sizes, count)) return Ret(e);
   return Ret(cs::CheckStream(stream));
 }
@@ -180,9 +179,8 @@ cudaError_t cudaMemDiscardBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t co
 }
 
 cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
-                                                cudaMemLocation* locs, size_t* idxs,
-                                                size_t nlocs, unsigned long long flags,
-                                                cudaStream_t stream) {
+                                                cudaMemLocation* locs, size_t* idxs, size_t nlocs,
+                                                unsigned long long flags, cudaStream_t stream) {
   return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
 }
 
@@ -216,14 +214,12 @@ cudaError_t cudaMemRangeGetAttribute(void* data, size_t size, enum cudaMemRangeA
   return cudaSuccess;
 }
 
-cudaError_t cudaMemRangeGetAttributes(void** data, size_t* sizes,
-                                      enum cudaMemRangeAttribute* attrs, size_t n,
-                                      const void* ptr, size_t count) {
+cudaError_t cudaMemRangeGetAttributes(void** data, size_t* sizes, enum cudaMemRangeAttribute* attrs,
+                                      size_t n, const void* ptr, size_t count) {
   if (n > 0 && (data == nullptr || sizes == nullptr || attrs == nullptr))
     return Ret(cudaErrorInvalidValue);
   for (size_t i = 0; i < n; ++i)
-    if (cudaError_t e = cudaMemRangeGetAttribute(data[i], sizes[i], attrs[i], ptr, count))
-      return e;
+    if (cudaError_t e = cudaMemRangeGetAttribute(data[i], sizes[i], attrs[i], ptr, count)) return e;
   return cudaSuccess;
 }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "client_stub/api.h"
@@ -104,6 +105,22 @@ cudaError_t CheckWindow(const cudaAccessPolicyWindow& w) {
   return cudaSuccess;
 }
 
+// While `s` captures: `add(graph, deps, ndeps, &node)` makes the node the call stands for, which
+// then becomes the stream's dependency. nullopt when `s` does not capture.
+template <class Add>
+std::optional<cudaError_t> CaptureAs(cudaStream_t s, Add&& add) {
+  cudaGraph_t g = nullptr;
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  const cudaGraphNode_t* deps = nullptr;
+  size_t n = 0;
+  if (remora::client_stub::CaptureInfo(s, &st, nullptr, &g, &deps, &n) != cudaSuccess ||
+      st != cudaStreamCaptureStatusActive)
+    return std::nullopt;
+  cudaGraphNode_t node = nullptr;
+  if (cudaError_t e = add(g, deps, n, &node)) return e;
+  return Ret(remora::client_stub::UpdateCaptureDependencies(s, &node, 1, true));
+}
+
 }  // namespace
 
 extern "C" {
@@ -112,19 +129,15 @@ extern "C" {
 // its address good for every launch) and the free a free node (api_graph_nodes.cc).
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   if (remora::client_stub::AnyCapture() && devPtr) {
-    cudaGraph_t g = nullptr;
-    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-    const cudaGraphNode_t* deps = nullptr;
-    size_t n = 0;
-    if (remora::client_stub::CaptureInfo(hStream, &st, nullptr, &g, &deps, &n) == cudaSuccess &&
-        st == cudaStreamCaptureStatusActive) {
-      cudaMemAllocNodeParams p{};
-      p.bytesize = size;
-      cudaGraphNode_t node;
-      if (cudaError_t e = cudaGraphAddMemAllocNode(&node, g, deps, n, &p)) return e;
-      *devPtr = p.dptr;
-      return Ret(remora::client_stub::UpdateCaptureDependencies(hStream, &node, 1, true));
-    }
+    auto r = CaptureAs(
+        hStream, [&](cudaGraph_t g, const cudaGraphNode_t* deps, size_t n, cudaGraphNode_t* node) {
+          cudaMemAllocNodeParams p{};
+          p.bytesize = size;
+          cudaError_t e = cudaGraphAddMemAllocNode(node, g, deps, n, &p);
+          *devPtr = p.dptr;
+          return e;
+        });
+    if (r) return *r;
   }
   return Allocate(devPtr, size, hStream);
 }
@@ -148,16 +161,11 @@ cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
   if (cudaError_t e = CheckStream(hStream)) return Ret(e);
   if (devPtr == nullptr) return cudaSuccess;
   if (remora::client_stub::AnyCapture()) {
-    cudaGraph_t g = nullptr;
-    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-    const cudaGraphNode_t* deps = nullptr;
-    size_t n = 0;
-    if (remora::client_stub::CaptureInfo(hStream, &st, nullptr, &g, &deps, &n) == cudaSuccess &&
-        st == cudaStreamCaptureStatusActive) {
-      cudaGraphNode_t node;
-      if (cudaError_t e = cudaGraphAddMemFreeNode(&node, g, deps, n, devPtr)) return e;
-      return Ret(remora::client_stub::UpdateCaptureDependencies(hStream, &node, 1, true));
-    }
+    auto r = CaptureAs(
+        hStream, [&](cudaGraph_t g, const cudaGraphNode_t* deps, size_t n, cudaGraphNode_t* node) {
+          return cudaGraphAddMemFreeNode(node, g, deps, n, devPtr);
+        });
+    if (r) return *r;
   }
   if (cudaError_t e = cudaStreamSynchronize(hStream)) return e;
   if (cudaError_t e = cudaFree(devPtr)) return e;

@@ -64,8 +64,8 @@ const char* Beside(const char* dir_of, const char* name) {
 // CUDA's libraries, by the start of their file names.
 bool IsCudaLibrary(const char* b) {
   static const char* const kPrefixes[] = {
-      "libcuda.so",  "libcudart.so", "libcublas",  "libcudnn",  "libcufft",  "libcurand",
-      "libcusparse", "libcusolver",  "libnvrtc",   "libnccl",   "libnvJitLink", "libnvidia-ml",
+      "libcuda.so",  "libcudart.so",  "libcublas", "libcudnn",  "libcufft",     "libcurand",
+      "libcusparse", "libcusolver",   "libnvrtc",  "libnccl",   "libnvJitLink", "libnvidia-ml",
       "libcupti",    "libnvToolsExt", "libnvperf", "libcufile", "libnvblas"};
   for (const char* p : kPrefixes)
     if (Starts(b, p)) return true;

@@ -40,9 +40,9 @@ bool Channel(CUarray_format f, int* bits, cudaChannelFormatKind* kind) {
 CUarray_format Format(const cudaChannelFormatDesc& d) {
   if (d.f == cudaChannelFormatKindFloat) return d.x == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
   const int shift = d.x == 8 ? 0 : d.x == 16 ? 1 : 2;
-  return CUarray_format((d.f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8
-                                                             : CU_AD_FORMAT_UNSIGNED_INT8) +
-                        shift);
+  return CUarray_format(
+      (d.f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8 : CU_AD_FORMAT_UNSIGNED_INT8) +
+      shift);
 }
 
 }  // namespace
@@ -60,8 +60,8 @@ CUresult cuArray3DCreate(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* d) {
   cudaChannelFormatDesc desc{bits, d->NumChannels > 1 ? bits : 0, d->NumChannels > 2 ? bits : 0,
                              d->NumChannels > 3 ? bits : 0, kind};
   cudaArray_t a = nullptr;
-  CUresult r = ToCu(
-      cudaMalloc3DArray(&a, &desc, cudaExtent{d->Width, d->Height, d->Depth}, d->Flags));
+  CUresult r =
+      ToCu(cudaMalloc3DArray(&a, &desc, cudaExtent{d->Width, d->Height, d->Depth}, d->Flags));
   if (r == CUDA_SUCCESS) *out = reinterpret_cast<CUarray>(a);
   return r;
 }

@@ -19,14 +19,14 @@ CUresult Fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, size_t
               size_t height, CUstream s, bool async) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
-  return ToCu(FillPattern(reinterpret_cast<void*>(dst), pitch, value, elem, width, height, s,
-                          async));
+  return ToCu(
+      FillPattern(reinterpret_cast<void*>(dst), pitch, value, elem, width, height, s, async));
 }
 
 // One side of a CUDA_MEMCPY2D: its first byte and its pitch (a CUDA array's packed rows), or
 // nullptr for a side that names no memory.
-const void* Side(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array,
-                 size_t x, size_t y, size_t* pitch) {
+const void* Side(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t x,
+                 size_t y, size_t* pitch) {
   const char* base = nullptr;
   if (type == CU_MEMORYTYPE_HOST) {
     base = static_cast<const char*>(host);
@@ -79,7 +79,9 @@ size_t AttributeBytes(CUpointer_attribute a) {
   }
 }
 
-const Kernel* KernelOfHandle(const void* f) { return static_cast<const Kernel*>(f); }
+const Kernel* KernelOfHandle(const void* f) {
+  return static_cast<const Kernel*>(f);
+}
 
 }  // namespace
 }  // namespace remora::client_stub::driver
@@ -89,15 +91,15 @@ using remora::client_stub::DriverCallScope;
 
 extern "C" {
 
-#define DRIVER_FORWARD(name, params, call)   \
-  CUresult name params {                       \
+#define DRIVER_FORWARD(name, params, call)         \
+  CUresult name params {                           \
     return ForwardInContext([&] { return call; }); \
   }
 #define DRIVER_FORWARD_POOL(name, params, call) \
-  CUresult name params {                          \
-    DriverCallScope scope;                        \
-    if (CUresult r = NeedInit()) return r;        \
-    return ToCu(call);                            \
+  CUresult name params {                        \
+    DriverCallScope scope;                      \
+    if (CUresult r = NeedInit()) return r;      \
+    return ToCu(call);                          \
   }
 #define DRIVER_FORWARD_DEVICE(name, params, device, call) \
   CUresult name params {                                  \
@@ -142,9 +144,15 @@ CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t 
   return Fill(d, pitch, v, 4, w, h, s, true);
 }
 
-CUresult cuMemcpy2D(const CUDA_MEMCPY2D* c) { return Copy2D(c, nullptr, false); }
-CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) { return Copy2D(c, nullptr, false); }
-CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) { return Copy2D(c, s, true); }
+CUresult cuMemcpy2D(const CUDA_MEMCPY2D* c) {
+  return Copy2D(c, nullptr, false);
+}
+CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
+  return Copy2D(c, nullptr, false);
+}
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
+  return Copy2D(c, s, true);
+}
 
 // Unlike cuPointerGetAttribute, a pointer the driver does not know is no error: each value
 // is zeroed.
@@ -180,8 +188,8 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfun
 // The block size (a multiple of the warp size) that keeps the most threads resident per
 // multiprocessor, as NVIDIA's search does; ties go to the larger block.
 CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block_size, CUfunction f,
-                                                    CUoccupancyB2DSize smem_of, size_t smem,
-                                                    int limit, unsigned int) {
+                                                   CUoccupancyB2DSize smem_of, size_t smem,
+                                                   int limit, unsigned int) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (min_grid == nullptr || block_size == nullptr || f == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -54,11 +54,11 @@ CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
   };
   op->type = cudaGraphNodeTypeMemcpy;
   size_t spitch = 0, dpitch = 0;
-  op->src = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcPitch,
-                 c->srcHeight, c->srcXInBytes, c->srcY, c->srcZ, &spitch, &op->sslice);
-  op->dst = const_cast<char*>(side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray,
-                                   c->dstPitch, c->dstHeight, c->dstXInBytes, c->dstY, c->dstZ,
-                                   &dpitch, &op->dslice));
+  op->src = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcPitch, c->srcHeight,
+                 c->srcXInBytes, c->srcY, c->srcZ, &spitch, &op->sslice);
+  op->dst =
+      const_cast<char*>(side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstPitch,
+                             c->dstHeight, c->dstXInBytes, c->dstY, c->dstZ, &dpitch, &op->dslice));
   if (op->src == nullptr || op->dst == nullptr) return CUDA_ERROR_INVALID_VALUE;
   op->width = c->WidthInBytes;
   op->height = c->Height ? c->Height : 1;
@@ -81,11 +81,11 @@ CUresult Add(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n, Gr
 
 extern "C" {
 
-#define GRAPH_FORWARD(name, params, call) \
-  CUresult name params {                  \
-    DriverCallScope scope;                \
+#define GRAPH_FORWARD(name, params, call)  \
+  CUresult name params {                   \
+    DriverCallScope scope;                 \
     if (CUresult r = NeedInit()) return r; \
-    return ToCu(call);                    \
+    return ToCu(call);                     \
   }
 GRAPH_FORWARD(cuGraphCreate, (CUgraph * g, unsigned int flags), cudaGraphCreate(g, flags))
 GRAPH_FORWARD(cuGraphDestroy, (CUgraph g), cudaGraphDestroy(g))
@@ -132,8 +132,8 @@ GRAPH_FORWARD(cuGraphGetRootNodes, (CUgraph g, CUgraphNode* nodes, size_t* n),
               cudaGraphGetRootNodes(g, nodes, n))
 GRAPH_FORWARD(cuGraphNodeGetDependencies,
               (CUgraphNode node, CUgraphNode* deps, CUgraphEdgeData* edges, size_t* n),
-              cudaGraphNodeGetDependencies(node, deps,
-                                           reinterpret_cast<cudaGraphEdgeData*>(edges), n))
+              cudaGraphNodeGetDependencies(node, deps, reinterpret_cast<cudaGraphEdgeData*>(edges),
+                                           n))
 GRAPH_FORWARD(cuGraphNodeGetType, (CUgraphNode node, CUgraphNodeType* type),
               cudaGraphNodeGetType(node, reinterpret_cast<cudaGraphNodeType*>(type)))
 GRAPH_FORWARD(cuGraphDestroyNode, (CUgraphNode node), cudaGraphDestroyNode(node))
@@ -145,17 +145,15 @@ GRAPH_FORWARD(cuGraphInstantiate, (CUgraphExec * exec, CUgraph g, unsigned long 
               cudaGraphInstantiate(exec, g, flags))
 GRAPH_FORWARD(cuGraphInstantiateWithParams,
               (CUgraphExec * exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p),
-              cudaGraphInstantiateWithParams(
-                  exec, g, reinterpret_cast<cudaGraphInstantiateParams*>(p)))
+              cudaGraphInstantiateWithParams(exec, g,
+                                             reinterpret_cast<cudaGraphInstantiateParams*>(p)))
 GRAPH_FORWARD(cuGraphExecDestroy, (CUgraphExec exec), cudaGraphExecDestroy(exec))
 GRAPH_FORWARD(cuGraphExecGetFlags, (CUgraphExec exec, cuuint64_t* flags),
               cudaGraphExecGetFlags(exec, reinterpret_cast<unsigned long long*>(flags)))
 GRAPH_FORWARD(cuGraphUpload, (CUgraphExec exec, CUstream s), cudaGraphUpload(exec, s))
 GRAPH_FORWARD(cuGraphLaunch, (CUgraphExec exec, CUstream s), cudaGraphLaunch(exec, s))
-GRAPH_FORWARD(cuGraphExecUpdate,
-              (CUgraphExec exec, CUgraph g, CUgraphExecUpdateResultInfo* info),
-              cudaGraphExecUpdate(exec, g,
-                                  reinterpret_cast<cudaGraphExecUpdateResultInfo*>(info)))
+GRAPH_FORWARD(cuGraphExecUpdate, (CUgraphExec exec, CUgraph g, CUgraphExecUpdateResultInfo* info),
+              cudaGraphExecUpdate(exec, g, reinterpret_cast<cudaGraphExecUpdateResultInfo*>(info)))
 GRAPH_FORWARD(cuGraphExecHostNodeSetParams,
               (CUgraphExec exec, CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p),
               cudaGraphExecHostNodeSetParams(exec, node,
@@ -182,8 +180,8 @@ GRAPH_FORWARD(cuGraphGetEdges,
               cudaGraphGetEdges(g, from, to, reinterpret_cast<cudaGraphEdgeData*>(edges), n))
 GRAPH_FORWARD(cuGraphNodeGetDependentNodes,
               (CUgraphNode node, CUgraphNode* out, CUgraphEdgeData* edges, size_t* n),
-              cudaGraphNodeGetDependentNodes(node, out,
-                                             reinterpret_cast<cudaGraphEdgeData*>(edges), n))
+              cudaGraphNodeGetDependentNodes(node, out, reinterpret_cast<cudaGraphEdgeData*>(edges),
+                                             n))
 GRAPH_FORWARD(cuUserObjectCreate,
               (CUuserObject * out, void* ptr, CUhostFn destroy, unsigned int refs,
                unsigned int flags),
@@ -223,8 +221,9 @@ GRAPH_FORWARD(cuStreamBeginCaptureToGraph,
 GRAPH_FORWARD(cuStreamUpdateCaptureDependencies,
               (CUstream s, CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,
                unsigned int flags),
-              cudaStreamUpdateCaptureDependencies(
-                  s, deps, reinterpret_cast<const cudaGraphEdgeData*>(edges), n, flags))
+              cudaStreamUpdateCaptureDependencies(s, deps,
+                                                  reinterpret_cast<const cudaGraphEdgeData*>(edges),
+                                                  n, flags))
 GRAPH_FORWARD(cuGraphMemsetNodeGetParams, (CUgraphNode node, CUDA_MEMSET_NODE_PARAMS* p),
               cudaGraphMemsetNodeGetParams(node, reinterpret_cast<cudaMemsetParams*>(p)))
 GRAPH_FORWARD(cuGraphHostNodeGetParams, (CUgraphNode node, CUDA_HOST_NODE_PARAMS* p),
@@ -253,8 +252,8 @@ GRAPH_FORWARD(cuGraphKernelNodeGetAttribute,
                                               reinterpret_cast<cudaKernelNodeAttrValue*>(v)))
 GRAPH_FORWARD(cuGraphKernelNodeSetAttribute,
               (CUgraphNode node, CUkernelNodeAttrID a, const CUkernelNodeAttrValue* v),
-              cudaGraphKernelNodeSetAttribute(
-                  node, cudaKernelNodeAttrID(a), reinterpret_cast<const cudaKernelNodeAttrValue*>(v)))
+              cudaGraphKernelNodeSetAttribute(node, cudaKernelNodeAttrID(a),
+                                              reinterpret_cast<const cudaKernelNodeAttrValue*>(v)))
 GRAPH_FORWARD(cuGraphKernelNodeCopyAttributes, (CUgraphNode dst, CUgraphNode src),
               cudaGraphKernelNodeCopyAttributes(dst, src))
 #undef GRAPH_FORWARD
@@ -321,19 +320,15 @@ CUresult cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D* c) {
   return MemcpyOp(c, &node->op);
 }
 
-CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node,
-                                        const CUDA_MEMCPY3D* c, CUcontext) {
+CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* c,
+                                        CUcontext) {
   DriverCallScope scope;
   if (exec == nullptr || node == nullptr) return CUDA_ERROR_INVALID_VALUE;
   GraphOp op;
   if (CUresult r = MemcpyOp(c, &op)) return r;
-  bool found = false;
-  for (size_t i = 0; i < exec->steps.size(); ++i) {
-    if (exec->origin[i] != node || exec->steps[i].type != cudaGraphNodeTypeMemcpy) continue;
-    exec->steps[i] = op;
-    found = true;
-  }
-  return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return cs::ForEachStep(exec, node, cudaGraphNodeTypeMemcpy, [&](GraphOp& s, size_t) { s = op; })
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {
@@ -348,13 +343,9 @@ CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
   if (exec == nullptr || node == nullptr) return CUDA_ERROR_INVALID_VALUE;
   GraphOp op;
   if (CUresult r = KernelOp(p, &op)) return r;
-  bool found = false;
-  for (size_t i = 0; i < exec->steps.size(); ++i) {
-    if (exec->origin[i] != node || exec->steps[i].type != cudaGraphNodeTypeKernel) continue;
-    exec->steps[i] = op;
-    found = true;
-  }
-  return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return cs::ForEachStep(exec, node, cudaGraphNodeTypeKernel, [&](GraphOp& s, size_t) { s = op; })
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_VALUE;
 }
 
 }  // extern "C"

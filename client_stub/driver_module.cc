@@ -101,8 +101,8 @@ CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
   if (CUresult r = NeedInit()) return r;
   if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const char* env = std::getenv("CUDA_MODULE_LOADING");
-  *mode = env && std::string_view(env) == "EAGER" ? CU_MODULE_EAGER_LOADING
-                                                   : CU_MODULE_LAZY_LOADING;
+  *mode =
+      env && std::string_view(env) == "EAGER" ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
   return CUDA_SUCCESS;
 }
 

@@ -53,8 +53,7 @@ struct Table {
 CUresult ModuleFromWrapper(CUmodule* module, const void* wrapper) {
   return cuModuleLoadData(module, wrapper);
 }
-CUresult ModuleFromWrapperEx(CUmodule* module, const void* wrapper, void* a3, void* a4,
-                             unsigned) {
+CUresult ModuleFromWrapperEx(CUmodule* module, const void* wrapper, void* a3, void* a4, unsigned) {
   if (a3 != nullptr || a4 != nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   return cuModuleLoadData(module, wrapper);
 }
@@ -70,7 +69,9 @@ CUresult PrimaryContext(CUcontext* ctx, CUdevice dev) {
   *ctx = TheContext();
   return CUDA_SUCCESS;
 }
-CUresult Noop(size_t) { return CUDA_SUCCESS; }
+CUresult Noop(size_t) {
+  return CUDA_SUCCESS;
+}
 CUresult CreateContext(CUcontext* ctx, unsigned flags, CUdevice dev) {
   return cuCtxCreate(ctx, nullptr, flags, dev);
 }
@@ -138,7 +139,9 @@ CUresult ContextCheck(CUcontext, uint32_t* result, const void** detail) {
   if (detail) *detail = nullptr;
   return CUDA_SUCCESS;
 }
-uint32_t CheckFlags() { return 0; }
+uint32_t CheckFlags() {
+  return 0;
+}
 
 // ---- Tables -------------------------------------------------------------------------------
 

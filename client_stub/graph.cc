@@ -64,6 +64,16 @@ cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op) {
   return cudaSuccess;
 }
 
+GraphOp LinearCopyOp(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  GraphOp op;
+  op.type = cudaGraphNodeTypeMemcpy;
+  op.dst = dst;
+  op.src = src;
+  op.width = op.dpitch = op.spitch = n;
+  op.kind = kind;
+  return op;
+}
+
 cudaError_t AddNode(cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps, GraphOp op,
                     cudaGraphNode_t* out) {
   if (g == nullptr || (ndeps > 0 && deps == nullptr)) return cudaErrorInvalidValue;
@@ -141,7 +151,7 @@ namespace {
 
 struct Capture {
   unsigned long long id = 0;
-  uint64_t origin = 0;  // the stream that began it
+  uint64_t origin = 0;                // the stream that began it
   std::unique_ptr<CUgraph_st> owned;  // the new graph; none when capturing into the caller's
   CUgraph_st* graph = nullptr;
   bool invalid = false;
@@ -154,9 +164,9 @@ struct Joined {
 
 struct Registry {
   std::mutex mu;
-  std::unordered_map<uint64_t, Joined> streams;          // by StreamId
-  std::unordered_map<cudaEvent_t, Joined> events;        // recorded during a capture
-  std::atomic<int> active{0};                            // streams capturing
+  std::unordered_map<uint64_t, Joined> streams;    // by StreamId
+  std::unordered_map<cudaEvent_t, Joined> events;  // recorded during a capture
+  std::atomic<int> active{0};                      // streams capturing
   unsigned long long next_id = 1;
 };
 
@@ -230,8 +240,8 @@ cudaError_t CaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* status, unsigne
   }
   const Joined& j = it->second;
   if (status)
-    *status = j.capture->invalid ? cudaStreamCaptureStatusInvalidated
-                                 : cudaStreamCaptureStatusActive;
+    *status =
+        j.capture->invalid ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
   if (id) *id = j.capture->id;
   if (graph) *graph = j.capture->graph;
   if (deps) *deps = j.deps.data();

@@ -55,11 +55,11 @@ struct CUuserObject_st {
 struct CUgraphNode_st {
   CUgraph_st* graph = nullptr;
   remora::client_stub::GraphOp op;
-  std::vector<CUgraphNode_st*> deps;  // nodes of the same graph this one runs after
-  std::unique_ptr<CUgraph_st> child;  // cudaGraphNodeTypeGraph: a copy of the child graph
+  std::vector<CUgraphNode_st*> deps;            // nodes of the same graph this one runs after
+  std::unique_ptr<CUgraph_st> child;            // cudaGraphNodeTypeGraph: a copy of the child graph
   const CUgraphNode_st* cloned_from = nullptr;  // the node this one is a clone of
-  bool owns_allocation = false;  // a memory allocation node that made its allocation
-  std::vector<void*> arg_ptrs;   // cudaGraphKernelNodeGetParams's kernelParams, into op.params
+  bool owns_allocation = false;                 // a memory allocation node that made its allocation
+  std::vector<void*> arg_ptrs;  // cudaGraphKernelNodeGetParams's kernelParams, into op.params
   std::map<int, cudaLaunchAttributeValue> attrs;  // kernel node attributes set
 };
 
@@ -70,9 +70,9 @@ struct CUgraph_st {
 };
 
 struct CUgraphExec_st {
-  std::vector<remora::client_stub::GraphOp> steps;  // in a topological order, children inlined
-  std::vector<const CUgraphNode_st*> origin;        // the graph's node each step came from
-  std::vector<char> enabled;                        // per step (cudaGraphNodeSetEnabled)
+  std::vector<remora::client_stub::GraphOp> steps;    // in a topological order, children inlined
+  std::vector<const CUgraphNode_st*> origin;          // the graph's node each step came from
+  std::vector<char> enabled;                          // per step (cudaGraphNodeSetEnabled)
   std::map<CUuserObject_st*, unsigned> user_objects;  // taken from the graph at instantiation
   ~CUgraphExec_st();
 };
@@ -82,6 +82,15 @@ namespace remora::client_stub {
 // A cudaMemcpy3DParms as a copy's fields of `op` (pointers at the positions, pitches and slice
 // strides, extent in bytes), CUDA arrays (array.h) being packed device memory.
 cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op);
+
+// A copy of `n` bytes, as a node does it.
+GraphOp LinearCopyOp(void* dst, const void* src, size_t n, cudaMemcpyKind kind);
+
+// Applies `change(step, index)` to every step of `exec` that came from `node` (a node of the
+// graph it was instantiated from) and has `type`; false if there is none.
+template <class F>
+bool ForEachStep(CUgraphExec_st* exec, const CUgraphNode_st* node, cudaGraphNodeType type,
+                 F&& change);
 
 // Adds a node doing `op` after `deps` (which must be nodes of `g`). Errors:
 // cudaErrorInvalidValue for a null graph or a dependency not in it.
@@ -133,6 +142,18 @@ std::optional<cudaError_t> RefuseWhileCapturing(cudaStream_t s);
 cudaStreamCaptureMode ExchangeCaptureMode(cudaStreamCaptureMode mode);
 
 }  // namespace remora::client_stub
+
+template <class F>
+bool remora::client_stub::ForEachStep(CUgraphExec_st* exec, const CUgraphNode_st* node,
+                                      cudaGraphNodeType type, F&& change) {
+  bool found = false;
+  for (size_t i = 0; i < exec->steps.size(); ++i) {
+    if (exec->origin[i] != node || exec->steps[i].type != type) continue;
+    change(exec->steps[i], i);
+    found = true;
+  }
+  return found;
+}
 
 // Inline: the client core exports namespace remora only.
 inline CUgraph_st::~CUgraph_st() {

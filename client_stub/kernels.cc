@@ -1,9 +1,9 @@
 // client_stub/kernels.cc - the module registry, lazy RegisterModule, launch packing.
 #include "client_stub/kernels.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -397,8 +397,8 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
   v1::LaunchRequest& req = ThreadLaunchRequest();
   if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
   if (AnyCapture())
-    if (auto r = CaptureOp(stream, KernelOp(*k, grid, block, req.params(), shared_bytes,
-                                            cooperative)))
+    if (auto r =
+            CaptureOp(stream, KernelOp(*k, grid, block, req.params(), shared_bytes, cooperative)))
       return RecordError(*r);
   return Post(*k, grid, block, shared_bytes, stream, cooperative, req);
 }

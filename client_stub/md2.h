@@ -20,8 +20,8 @@ class Md2 {
  private:
   void Block(const uint8_t* block);
 
-  std::array<uint8_t, 48> x_{};       // the state: X[0..16) is the digest so far
-  std::array<uint8_t, 16> check_{};   // the running checksum
+  std::array<uint8_t, 48> x_{};        // the state: X[0..16) is the digest so far
+  std::array<uint8_t, 16> check_{};    // the running checksum
   std::array<uint8_t, 16> pending_{};  // bytes of a block not yet complete
   size_t pending_n_ = 0;
   uint8_t last_ = 0;  // the checksum's L

@@ -301,15 +301,8 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   if (static_cast<unsigned>(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
   if (n == 0) return cudaSuccess;
   if (!dst || !src) return cudaErrorInvalidValue;
-  if (async && AnyCapture()) {  // a capturing stream records the copy as a graph node
-    GraphOp op;
-    op.type = cudaGraphNodeTypeMemcpy;
-    op.dst = dst;
-    op.src = src;
-    op.width = op.dpitch = op.spitch = n;
-    op.kind = kind;
-    if (auto r = CaptureOp(stream, std::move(op))) return *r;
-  }
+  if (async && AnyCapture())  // a capturing stream records the copy as a graph node
+    if (auto r = CaptureOp(stream, LinearCopyOp(dst, src, n, kind))) return *r;
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
   // Managed and mapped memory is host memory to the copy engine, whatever kind

@@ -193,8 +193,9 @@ Status PatchEnv(const json& c, const std::string& cname, const std::string& base
     }
     const json& have = (*env)[static_cast<size_t>(at)];
     if (Field(&have, "valueFrom"))
-      return Invalid("container '" + cname + "' sets " + name + " with valueFrom; Remora must put " +
-                     first + " first in it, so give it as a plain value");
+      return Invalid("container '" + cname + "' sets " + name +
+                     " with valueFrom; Remora must put " + first +
+                     " first in it, so give it as a plain value");
     const std::string old = Str(Field(&have, "value"));
     if (old == first || old.starts_with(first + ":")) continue;
     ops.push_back({{"op", Field(&have, "value") ? "replace" : "add"},

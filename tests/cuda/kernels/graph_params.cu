@@ -12,7 +12,9 @@ __global__ void Fill(int* out, int value, int n) {
 
 namespace {
 int g_first = 0, g_second = 0;
-void Count(void* p) { ++*static_cast<int*>(p); }
+void Count(void* p) {
+  ++*static_cast<int*>(p);
+}
 }  // namespace
 
 int main() {

@@ -27,8 +27,12 @@ namespace {
 
 int g_host_calls = 0;
 int g_destroyed = 0;
-void Destroyed(void* p) { ++*static_cast<int*>(p); }
-void CountCall(void* p) { ++*static_cast<int*>(p); }
+void Destroyed(void* p) {
+  ++*static_cast<int*>(p);
+}
+void CountCall(void* p) {
+  ++*static_cast<int*>(p);
+}
 
 int Compare(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
   int bad = 0;
@@ -90,8 +94,8 @@ int main(int argc, char** argv) {
   jp.kernelParams = join_args;
   cudaGraphNode_t both[] = {left, right};
   CHECK(cudaGraphAddKernelNode(&join, g, both, 2, &jp));
-  CHECK(cudaGraphAddMemcpyNode1D(&back, g, &join, 1, out.data(), dy, bytes,
-                                 cudaMemcpyDeviceToHost));
+  CHECK(
+      cudaGraphAddMemcpyNode1D(&back, g, &join, 1, out.data(), dy, bytes, cudaMemcpyDeviceToHost));
   cudaHostNodeParams hp{CountCall, &g_host_calls};
   CHECK(cudaGraphAddHostNode(&host, g, &back, 1, &hp));
   size_t count = 0, roots = 0;

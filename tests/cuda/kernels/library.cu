@@ -32,8 +32,7 @@ int main(int argc, char** argv) {
   cudaKernel_t saxpy, add_offset;
   CHECK(cudaLibraryGetKernel(&saxpy, lib, "saxpy"));
   CHECK(cudaLibraryGetKernel(&add_offset, lib, "add_offset"));
-  EXPECT_CUDA(cudaLibraryGetKernel(&saxpy, lib, "no_such_kernel"),
-              cudaErrorSymbolNotFound);
+  EXPECT_CUDA(cudaLibraryGetKernel(&saxpy, lib, "no_such_kernel"), cudaErrorSymbolNotFound);
   CHECK(cudaLibraryGetKernel(&saxpy, lib, "saxpy"));
   void* offset_by = nullptr;
   size_t bytes = 0;
@@ -47,8 +46,8 @@ int main(int argc, char** argv) {
   CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(saxpy), dim3(8), dim3(128), saxpy_args, 0,
                          nullptr));
   void* offset_args[] = {&nn, &dy};
-  CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(add_offset), dim3(8), dim3(128),
-                         offset_args, 0, nullptr));
+  CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(add_offset), dim3(8), dim3(128), offset_args,
+                         0, nullptr));
   CHECK(cudaMemcpy(out.data(), dy, n * sizeof(float), cudaMemcpyDeviceToHost));
   for (int i = 0; i < n; ++i) {
     want[i] = 2 * x[i] + y[i] + off;
