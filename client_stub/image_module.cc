@@ -56,8 +56,10 @@ ImageModule::~ImageModule() {
   for (auto& [name, k] : kernels) ForgetKernelHandle(k.get());
 }
 
-cudaError_t LoadImageModule(const void* image, ImageModule** out) {
-  if (out == nullptr || image == nullptr) return cudaErrorInvalidValue;
+namespace {
+
+// Registers `image` with the server (by hash first); its module id.
+cudaError_t Register(const void* image, uint64_t* id) {
   Result<std::vector<std::string>> images = ImagesOf(image);
   if (!images.ok()) return cudaErrorInvalidKernelImage;
   Connection& c = Connection::Get();
@@ -85,15 +87,49 @@ cudaError_t LoadImageModule(const void* image, ImageModule** out) {
     }
     if (rep.images_needed()) return cudaErrorUnknown;  // a server that lost them
   }
+  *id = rep.module();
+  return cudaSuccess;
+}
+
+cudaError_t AskKernel(const ImageModule& m, Kernel& k) {
+  v1::ModuleFunctionRequest req;
+  req.set_module(m.id);
+  req.set_name(k.name);
+  v1::KernelLayout rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetFunction, req, &rep)) return e;
+  ApplyLayout(k, rep);
+  k.epoch.store(m.epoch, std::memory_order_release);
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t LoadImageModule(const void* image, ImageModule** out) {
+  if (out == nullptr || image == nullptr) return cudaErrorInvalidValue;
   auto m = std::make_unique<ImageModule>();
-  m->id = rep.module();
+  m->epoch = DeviceEpoch();
+  if (cudaError_t e = Register(image, &m->id)) return e;
+  m->image = image;
   *out = m.release();  // UnloadImageModule deletes it
   return cudaSuccess;
+}
+
+cudaError_t RefreshImageKernel(Kernel& k) {
+  const uint64_t now = DeviceEpoch();
+  if (k.epoch.load(std::memory_order_acquire) == now) return cudaSuccess;
+  ImageModule& m = *k.image;
+  std::lock_guard lock(m.mu);
+  if (m.epoch != now) {
+    if (cudaError_t e = Register(m.image, &m.id)) return e;
+    m.epoch = now;
+  }
+  return k.epoch.load(std::memory_order_acquire) == now ? cudaSuccess : AskKernel(m, k);
 }
 
 cudaError_t UnloadImageModule(ImageModule* module) {
   if (module == nullptr) return cudaErrorInvalidResourceHandle;
   std::unique_ptr<ImageModule> m(module);
+  if (m->epoch != DeviceEpoch()) return cudaSuccess;  // a device reset unloaded it already
   v1::UnregisterModuleRequest req;
   req.set_module(m->id);
   return Connection::Get().Post(CallId::kUnregisterModule, req);
@@ -104,17 +140,13 @@ cudaError_t ImageModuleKernel(ImageModule* m, const char* name, Kernel** out) {
   std::lock_guard lock(m->mu);
   std::unique_ptr<Kernel>& k = m->kernels[name];
   if (!k) {
-    v1::ModuleFunctionRequest req;
-    req.set_module(m->id);
-    req.set_name(name);
-    v1::KernelLayout rep;
-    if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetFunction, req, &rep)) {
+    k = std::make_unique<Kernel>();
+    k->name = name;
+    k->image = m;
+    if (cudaError_t e = AskKernel(*m, *k)) {
       m->kernels.erase(name);
       return e;
     }
-    k = std::make_unique<Kernel>();
-    k->name = name;
-    ApplyLayout(*k, rep);
     AcceptKernelHandle(k.get());
   }
   *out = k.get();

@@ -21,7 +21,9 @@ namespace remora::client_stub {
 struct Kernel;
 
 struct ImageModule {
-  uint64_t id = 0;  // the server's
+  uint64_t id = 0;  // the server's, in device epoch `epoch`
+  uint64_t epoch = 0;
+  const void* image = nullptr;  // as given: the caller keeps it (NVIDIA's runtime preserves it)
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // asked for so far
   ~ImageModule();
@@ -38,6 +40,10 @@ cudaError_t UnloadImageModule(ImageModule* m);
 // Kernel `name` of `m`, a launchable handle that FindKernel also accepts; asked of the server
 // once. cudaErrorInvalidDeviceFunction if the module has no such kernel.
 cudaError_t ImageModuleKernel(ImageModule* m, const char* name, Kernel** out);
+// After a device reset (DeviceEpoch), loads `k`'s module again and asks for its kernel again,
+// as NVIDIA's driver keeps libraries and kernels across a primary-context reset; nothing to
+// do otherwise.
+cudaError_t RefreshImageKernel(Kernel& k);
 // Variable `name` of `m`: its device address and size. cudaErrorInvalidSymbol if none.
 cudaError_t ImageModuleGlobal(ImageModule* m, const char* name, uint64_t* dptr, size_t* bytes);
 

@@ -13,6 +13,7 @@
 
 #include "client_stub/connection.h"
 #include "client_stub/graph.h"
+#include "client_stub/image_module.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 #include "client_stub/trace.h"
@@ -195,7 +196,16 @@ void RemoveModule(void** handle) {
   }
 }
 
+namespace {
+std::atomic<uint64_t> g_device_epoch{1};
+}  // namespace
+
+uint64_t DeviceEpoch() {
+  return g_device_epoch.load(std::memory_order_acquire);
+}
+
 void ForgetDeviceState() {
+  g_device_epoch.fetch_add(1, std::memory_order_acq_rel);
   State& st = St();
   st.device_ranges.Clear();
   st.streams.Clear();
@@ -244,6 +254,7 @@ void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {
 }
 
 cudaError_t EnsureRegistered(Kernel& k) {
+  if (k.image) return RefreshImageKernel(k);
   return k.module ? EnsureModule(*k.module) : cudaSuccess;
 }
 
@@ -370,6 +381,8 @@ cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view 
                        size_t shared_bytes, cudaStream_t stream, bool cooperative) {
   if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
   if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
+  if (k.image)  // after a device reset, the kernel's module is loaded again
+    if (cudaError_t e = RefreshImageKernel(const_cast<Kernel&>(k))) return RecordError(e);
   if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
   if (AnyCapture())
     if (auto r = CaptureOp(stream, KernelOp(k, grid, block, params, shared_bytes, cooperative)))

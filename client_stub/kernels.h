@@ -31,6 +31,8 @@ namespace remora::client_stub {
 struct Module;
 
 // A kernel known to the stub. Its address is the cudaKernel_t handed to the app.
+struct ImageModule;
+
 struct Kernel {
   Module* module = nullptr;
   const void* host_fun = nullptr;
@@ -43,7 +45,14 @@ struct Kernel {
   int32_t ptx_version = 0, binary_version = 0, const_size_bytes = 0;
   // What cudaFuncSetAttribute/cuFuncSetAttribute last set (-1: never), as attributes report it.
   std::atomic<int32_t> max_dynamic_shared{-1}, carveout{-1};
+  // A kernel of a module loaded from an image (image_module.h), and the DeviceEpoch its
+  // handle is from: a device reset makes it stale, and its next use asks for it again.
+  ImageModule* image = nullptr;
+  std::atomic<uint64_t> epoch{0};
 };
+
+// Device resets so far (ForgetDeviceState counts them).
+uint64_t DeviceEpoch();
 
 // A __device__/__constant__ variable, by its host shadow.
 struct Variable {
