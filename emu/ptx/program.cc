@@ -51,7 +51,8 @@ Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sou
   ProgramImpl& P = *impl;
   for (const Global& g : P.globals) {
     P.own_storage.emplace_back((g.size + 7) / 8 + 1, 0);
-    std::memcpy(P.own_storage.back().data(), g.init.data(), g.init.size());
+    if (!g.init.empty())  // a zero-length array has no initializer to copy
+      std::memcpy(P.own_storage.back().data(), g.init.data(), g.init.size());
     P.own_addresses.push_back(reinterpret_cast<uint64_t>(P.own_storage.back().data()));
   }
   ApplyRelocs(P, P.own_addresses.data());
