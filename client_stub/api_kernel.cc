@@ -19,45 +19,14 @@ cs::Kernel* AsKernel(cudaKernel_t k) {
   return reinterpret_cast<cs::Kernel*>(k);
 }
 
-// What the stub does with each cudaLaunchAttribute of cudaLaunchKernelExC.
-enum class AttrUse : uint8_t {
-  kIgnore,       // a hint, or an ordering already given: the launch runs fully stream-ordered
-  kHonoured,     // sent with the launch (cooperative)
-  kUnsupported,  // cudaErrorNotSupported rather than a launch that silently differs
-};
-struct AttrRow {
-  cudaLaunchAttributeID id;
-  AttrUse use;
-};
-constexpr AttrRow kLaunchAttrs[] = {
-    {cudaLaunchAttributeIgnore, AttrUse::kIgnore},
-    {cudaLaunchAttributeAccessPolicyWindow, AttrUse::kIgnore},
-    {cudaLaunchAttributeCooperative, AttrUse::kHonoured},
-    {cudaLaunchAttributeSynchronizationPolicy, AttrUse::kIgnore},
-    {cudaLaunchAttributeClusterDimension, AttrUse::kUnsupported},
-    {cudaLaunchAttributeClusterSchedulingPolicyPreference, AttrUse::kIgnore},
-    // Programmatic dependent launch only lets a kernel start before its predecessor ends.
-    {cudaLaunchAttributeProgrammaticStreamSerialization, AttrUse::kIgnore},
-    {cudaLaunchAttributeProgrammaticEvent, AttrUse::kUnsupported},
-    {cudaLaunchAttributePriority, AttrUse::kIgnore},
-    {cudaLaunchAttributeMemSyncDomainMap, AttrUse::kIgnore},
-    {cudaLaunchAttributeMemSyncDomain, AttrUse::kIgnore},
-    {cudaLaunchAttributePreferredClusterDimension, AttrUse::kIgnore},
-    {cudaLaunchAttributeLaunchCompletionEvent, AttrUse::kUnsupported},
-    {cudaLaunchAttributeDeviceUpdatableKernelNode, AttrUse::kUnsupported},
-    {cudaLaunchAttributePreferredSharedMemoryCarveout, AttrUse::kIgnore},
-};
-
 // cudaSuccess if every attribute of `config` can be honoured by a plain stream-ordered launch.
 cudaError_t CheckLaunchAttrs(const cudaLaunchConfig_t& config) {
   if (config.numAttrs > 0 && !config.attrs) return cudaErrorInvalidValue;
   for (unsigned i = 0; i < config.numAttrs; ++i) {
     const cudaLaunchAttribute& a = config.attrs[i];
-    const AttrRow* row = nullptr;
-    for (const AttrRow& r : kLaunchAttrs)
-      if (r.id == a.id) row = &r;
-    if (!row) return cudaErrorInvalidValue;
-    if (row->use == AttrUse::kUnsupported) return cudaErrorNotSupported;
+    const cs::LaunchAttrUse use = cs::UseOfLaunchAttribute(a.id, a.val);
+    if (use == cs::LaunchAttrUse::kUnknown) return cudaErrorInvalidValue;
+    if (use == cs::LaunchAttrUse::kUnsupported) return cudaErrorNotSupported;
   }
   return cudaSuccess;
 }

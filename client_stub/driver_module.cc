@@ -75,9 +75,9 @@ CUresult RefuseAttribute(int id) {
   static std::atomic<bool> said{false};
   if (!said.exchange(true))
     std::fprintf(stderr,
-                 "remora: cuLaunchKernelEx: launch attribute %d is not served by Remora's "
-                 "libcuda.so.1 (the cooperative attribute is); the launch returns "
-                 "CUDA_ERROR_NOT_SUPPORTED\n",
+                 "remora: cuLaunchKernelEx: launch attribute %d would change what the launch "
+                 "does (clusters, launch events) and is not served by Remora's libcuda.so.1; "
+                 "the launch returns CUDA_ERROR_NOT_SUPPORTED\n",
                  id);
   return CUDA_ERROR_NOT_SUPPORTED;
 }
@@ -302,13 +302,22 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** pa
                           void** extra) {
   DriverCallScope scope;
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (config->numAttrs > 0 && config->attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
   bool cooperative = false;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute& a = config->attrs[i];
-    if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
-      cooperative = a.value.cooperative != 0;
-    else
-      return RefuseAttribute(a.id);
+    switch (
+        UseOfLaunchAttribute(a.id, reinterpret_cast<const cudaLaunchAttributeValue&>(a.value))) {
+      case LaunchAttrUse::kCooperative:
+        cooperative = true;
+        break;
+      case LaunchAttrUse::kIgnore:
+        break;
+      case LaunchAttrUse::kUnsupported:
+        return RefuseAttribute(a.id);
+      case LaunchAttrUse::kUnknown:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
   }
   return Launch(fn, dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
                 dim3(config->blockDimX, config->blockDimY, config->blockDimZ),

@@ -340,6 +340,34 @@ cudaError_t Post(const Kernel& k, dim3 grid, dim3 block, size_t shared_bytes, cu
 
 }  // namespace
 
+LaunchAttrUse UseOfLaunchAttribute(int id, const cudaLaunchAttributeValue& v) {
+  switch (id) {
+    case cudaLaunchAttributeIgnore:
+    case cudaLaunchAttributeAccessPolicyWindow:
+    case cudaLaunchAttributeSynchronizationPolicy:
+    case cudaLaunchAttributeClusterSchedulingPolicyPreference:
+    // Programmatic dependent launch only lets a kernel start before its predecessor ends.
+    case cudaLaunchAttributeProgrammaticStreamSerialization:
+    case cudaLaunchAttributePriority:
+    case cudaLaunchAttributeMemSyncDomainMap:
+    case cudaLaunchAttributeMemSyncDomain:
+    case cudaLaunchAttributePreferredClusterDimension:
+    case cudaLaunchAttributePreferredSharedMemoryCarveout:
+      return LaunchAttrUse::kIgnore;
+    case cudaLaunchAttributeCooperative:
+      return v.cooperative ? LaunchAttrUse::kCooperative : LaunchAttrUse::kIgnore;
+    case cudaLaunchAttributeClusterDimension:
+      return v.clusterDim.x * v.clusterDim.y * v.clusterDim.z <= 1 ? LaunchAttrUse::kIgnore
+                                                                   : LaunchAttrUse::kUnsupported;
+    case cudaLaunchAttributeProgrammaticEvent:
+    case cudaLaunchAttributeLaunchCompletionEvent:
+    case cudaLaunchAttributeDeviceUpdatableKernelNode:
+      return LaunchAttrUse::kUnsupported;
+    default:
+      return LaunchAttrUse::kUnknown;
+  }
+}
+
 cudaError_t PackLaunchArgs(const Kernel& k, void** params, void** extra, std::string* out) {
   // cuda.h's CU_LAUNCH_PARAM_END, _BUFFER_POINTER and _BUFFER_SIZE.
   void* const kEnd = nullptr;

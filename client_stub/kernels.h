@@ -136,6 +136,14 @@ void PushConfig(const LaunchConfig& c);
 // False if the stack is empty.
 bool PopConfig(LaunchConfig* c);
 
+// What a launch does with a launch attribute (cudaLaunchAttributeID and CUlaunchAttributeID
+// number alike, and their values share a layout): kIgnore for a hint or an ordering the
+// launch already gives (it runs fully stream-ordered; a cluster of one block is no cluster);
+// kCooperative, sent with the launch; kUnsupported where a plain launch would silently
+// differ; kUnknown for an id CUDA does not define.
+enum class LaunchAttrUse : uint8_t { kIgnore, kCooperative, kUnsupported, kUnknown };
+LaunchAttrUse UseOfLaunchAttribute(int id, const cudaLaunchAttributeValue& value);
+
 // Packs `args` (one pointer per parameter) per the layout into `out`
 // (param_bytes long). False if the layout is inconsistent.
 bool PackParams(const Kernel& k, void** args, std::string* out);

@@ -261,6 +261,15 @@ int main(int argc, char** argv) {
     config.attrs = &coop;
     config.numAttrs = 1;
     CU_CHECK(cuLaunchKernelEx(&config, add_offset, p, nullptr));
+    // As Triton launches: a priority and a cluster of one block (no cluster at all).
+    CUlaunchAttribute hints[2] = {};
+    hints[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    hints[0].value.priority = 0;
+    hints[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    hints[1].value.clusterDim.x = hints[1].value.clusterDim.y = hints[1].value.clusterDim.z = 1;
+    config.attrs = hints;
+    config.numAttrs = 2;
+    CU_CHECK(cuLaunchKernelEx(&config, add_offset, p, nullptr));
     // A host function runs once the stream reaches it.
     static std::atomic<int> reached{0};
     CU_CHECK(cuLaunchHostFunc(
@@ -268,8 +277,8 @@ int main(int argc, char** argv) {
     CU_CHECK(cuMemcpyDtoHAsync(out.data(), dy, m * sizeof(float), s));
     CU_CHECK(cuStreamSynchronize(s));
     for (int i = 0; i < m; ++i)
-      if (out[i] != y[i] + 2 * by) {
-        std::printf("FAIL: add_offset y[%d] = %f, expected %f\n", i, out[i], y[i] + 2 * by);
+      if (out[i] != y[i] + 3 * by) {
+        std::printf("FAIL: add_offset y[%d] = %f, expected %f\n", i, out[i], y[i] + 3 * by);
         return 1;
       }
     if (reached.load() != 1) {
