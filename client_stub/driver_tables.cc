@@ -20,6 +20,7 @@
 
 #include "client_stub/driver_internal.h"
 #include "client_stub/md2.h"
+#include "client_stub/no_destructor.h"
 
 namespace remora::client_stub::driver {
 namespace {
@@ -98,7 +99,7 @@ struct Stored {
 };
 std::mutex g_storage_mu;
 std::map<std::pair<CUcontext, void*>, Stored>& Storage() {
-  static auto* s = new std::map<std::pair<CUcontext, void*>, Stored>;  // outlives exit
+  static NoDestructor<std::map<std::pair<CUcontext, void*>, Stored>> s;  // outlives exit
   return *s;
 }
 CUcontext ContextOrCurrent(CUcontext ctx) {

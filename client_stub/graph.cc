@@ -266,7 +266,8 @@ std::optional<cudaError_t> CaptureOp(cudaStream_t s, GraphOp op) {
 
 std::optional<cudaError_t> CaptureEventRecord(cudaEvent_t e, cudaStream_t s) {
   Registry& r = Reg();
-  if (r.active.load(std::memory_order_relaxed) == 0 && r.events.empty()) return std::nullopt;
+  // With no capture active, no event stands for a capture (EndCapture forgets them).
+  if (r.active.load(std::memory_order_relaxed) == 0) return std::nullopt;
   std::lock_guard lock(r.mu);
   auto it = r.streams.find(StreamId(s));
   if (it == r.streams.end()) {
