@@ -179,6 +179,7 @@ CUresult cuGetErrorString(CUresult error, const char** str) {
 // private tables first: served by driver_tables.cc.
 CUresult cuGetExportTable(const void** table, const CUuuid* id) {
   DriverCallScope scope;
+  NoteNvidiaRuntime(__builtin_return_address(0));
   return ExportTable(table, id);
 }
 

@@ -26,6 +26,9 @@ CUcontext TheContext();
 // NVIDIA's runtime's private export table `id` (driver_tables.cc); CUDA_ERROR_INVALID_VALUE
 // for a table Remora does not serve.
 CUresult ExportTable(const void** table, const CUuuid* id);
+// For `remora run --check` (REMORA_CHECK_REPORT): records, once per object, that the code at
+// `caller` (NVIDIA's runtime, linked into a program or a library) runs over this driver.
+void NoteNvidiaRuntime(const void* caller);
 // Runs and forgets what NVIDIA's runtime stored for `ctx` (context-local storage), as a
 // context's destruction does.
 void DestroyContextStorage(CUcontext ctx);

@@ -6,6 +6,7 @@
 // bytes. What each slot is and what the runtime needs of it is recorded in
 // ../shared/notes/cudart-over-own-driver.md (observed on CUDA 13.0). A slot the runtime is not
 // known to need answers CUDA_ERROR_NOT_SUPPORTED and names itself on stderr.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -244,6 +247,21 @@ void DestroyContextStorage(CUcontext ctx) {
   }
   for (auto& [key, s] : gone)
     if (s.dtor) s.dtor(ctx, key, s.value);
+}
+
+void NoteNvidiaRuntime(const void* caller) {
+  const char* report = std::getenv("REMORA_CHECK_REPORT");
+  Dl_info info{};
+  if (report == nullptr || dladdr(caller, &info) == 0 || info.dli_fname == nullptr) return;
+  static std::mutex mu;
+  static NoDestructor<std::set<std::string>> said;
+  std::lock_guard lock(mu);
+  if (!said->insert(info.dli_fname).second) return;
+  if (FILE* f = std::fopen(report, "a")) {
+    std::fprintf(f, "%s (NVIDIA's runtime inside)\tNVIDIA's, over Remora's libcuda.so.1\n",
+                 info.dli_fname);
+    std::fclose(f);
+  }
 }
 
 CUresult ExportTable(const void** table, const CUuuid* id) {
