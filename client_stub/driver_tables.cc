@@ -3,8 +3,8 @@
 // library, runs over Remora's libcuda.so.1 like any other driver-API user.
 //
 // Each table is an array of entry points named by a UUID; slot 0 holds the table's size in
-// bytes. What each slot is and what the runtime needs of it is recorded in
-// ../shared/notes/cudart-over-own-driver.md (observed on CUDA 13.0). A slot the runtime is not
+// bytes. What each slot is and what the runtime needs of it, as observed on CUDA 13.0, is in
+// client_stub/README.md ("NVIDIA's runtime over libcuda.so.1"). A slot the runtime is not
 // known to need answers CUDA_ERROR_NOT_SUPPORTED and names itself on stderr.
 #include <dlfcn.h>
 #include <pthread.h>
