@@ -82,6 +82,16 @@ cudaError_t Add(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* dep
   return Ret(cs::AddNode(g, deps, n, std::move(op), node));
 }
 
+// An event record or wait node (`type`) for `e`.
+cudaError_t AddEventNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps,
+                         size_t n, cudaGraphNodeType type, cudaEvent_t e) {
+  if (e == nullptr) return Ret(cudaErrorInvalidValue);
+  GraphOp op;
+  op.type = type;
+  op.event = e;
+  return Add(node, g, deps, n, std::move(op));
+}
+
 }  // namespace remora::client_stub::graphs
 
 using namespace remora::client_stub::graphs;  // NOLINT: the entry points below
@@ -177,20 +187,12 @@ cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph,
 
 cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                         const cudaGraphNode_t* deps, size_t n, cudaEvent_t e) {
-  if (e == nullptr) return Ret(cudaErrorInvalidValue);
-  GraphOp op;
-  op.type = cudaGraphNodeTypeEventRecord;
-  op.event = e;
-  return Add(node, graph, deps, n, std::move(op));
+  return AddEventNode(node, graph, deps, n, cudaGraphNodeTypeEventRecord, e);
 }
 
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                       const cudaGraphNode_t* deps, size_t n, cudaEvent_t e) {
-  if (e == nullptr) return Ret(cudaErrorInvalidValue);
-  GraphOp op;
-  op.type = cudaGraphNodeTypeWaitEvent;
-  op.event = e;
-  return Add(node, graph, deps, n, std::move(op));
+  return AddEventNode(node, graph, deps, n, cudaGraphNodeTypeWaitEvent, e);
 }
 
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph,

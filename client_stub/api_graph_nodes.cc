@@ -39,6 +39,20 @@ cudaGraphNode_t NodeOfType(cudaGraphNode_t node, cudaGraphNodeType type) {
   return node != nullptr && node->op.type == type ? node : nullptr;
 }
 
+// The event of an event record or wait node (`type`), read or replaced.
+cudaError_t GetEvent(cudaGraphNode_t node, cudaGraphNodeType type, cudaEvent_t* e) {
+  node = NodeOfType(node, type);
+  if (node == nullptr || e == nullptr) return Ret(cudaErrorInvalidValue);
+  *e = node->op.event;
+  return cudaSuccess;
+}
+cudaError_t SetEvent(cudaGraphNode_t node, cudaGraphNodeType type, cudaEvent_t e) {
+  node = NodeOfType(node, type);
+  if (node == nullptr || e == nullptr) return Ret(cudaErrorInvalidValue);
+  node->op.event = e;
+  return cudaSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -135,31 +149,19 @@ cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams*
 }
 
 cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* e) {
-  node = NodeOfType(node, cudaGraphNodeTypeEventRecord);
-  if (node == nullptr || e == nullptr) return Ret(cudaErrorInvalidValue);
-  *e = node->op.event;
-  return cudaSuccess;
+  return GetEvent(node, cudaGraphNodeTypeEventRecord, e);
 }
 
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t e) {
-  node = NodeOfType(node, cudaGraphNodeTypeEventRecord);
-  if (node == nullptr || e == nullptr) return Ret(cudaErrorInvalidValue);
-  node->op.event = e;
-  return cudaSuccess;
+  return SetEvent(node, cudaGraphNodeTypeEventRecord, e);
 }
 
 cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* e) {
-  node = NodeOfType(node, cudaGraphNodeTypeWaitEvent);
-  if (node == nullptr || e == nullptr) return Ret(cudaErrorInvalidValue);
-  *e = node->op.event;
-  return cudaSuccess;
+  return GetEvent(node, cudaGraphNodeTypeWaitEvent, e);
 }
 
 cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t e) {
-  node = NodeOfType(node, cudaGraphNodeTypeWaitEvent);
-  if (node == nullptr || e == nullptr) return Ret(cudaErrorInvalidValue);
-  node->op.event = e;
-  return cudaSuccess;
+  return SetEvent(node, cudaGraphNodeTypeWaitEvent, e);
 }
 
 cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t* node, cudaGraph_t graph,
