@@ -31,11 +31,9 @@ cudaError_t At1D(const cudaArray* a, size_t w, size_t h, size_t count, char** ou
   return cudaSuccess;
 }
 
-const cudaStream_t kSync = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
-
 cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                    size_t height, cudaMemcpyKind kind, cudaStream_t s) {
-  const bool async = s != kSync;
+  const bool async = s != cs::kSynchronous;
   return Ret(cs::Copy2D(dst, dpitch, src, spitch, width, height, kind, async ? s : nullptr, async));
 }
 
@@ -123,17 +121,17 @@ cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cuda
   char *to = nullptr, *from = nullptr;
   if (cudaError_t e = At(dst, wd, hd, width, height, &to)) return Ret(e);
   if (cudaError_t e = At(src, ws, hs, width, height, &from)) return Ret(e);
-  return Copy2D(to, dst->Row(), from, src->Row(), width, height, kind, kSync);
+  return Copy2D(to, dst->Row(), from, src->Row(), width, height, kind, cs::kSynchronous);
 }
 
 cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch,
                                 size_t width, size_t height, cudaMemcpyKind kind) {
-  return cudaMemcpy2DToArrayAsync(dst, w, h, src, spitch, width, height, kind, kSync);
+  return cudaMemcpy2DToArrayAsync(dst, w, h, src, spitch, width, height, kind, cs::kSynchronous);
 }
 
 cudaError_t cudaMemcpy2DFromArray(void* dst, size_t dpitch, cudaArray_const_t src, size_t w,
                                   size_t h, size_t width, size_t height, cudaMemcpyKind kind) {
-  return cudaMemcpy2DFromArrayAsync(dst, dpitch, src, w, h, width, height, kind, kSync);
+  return cudaMemcpy2DFromArrayAsync(dst, dpitch, src, w, h, width, height, kind, cs::kSynchronous);
 }
 
 cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t w, size_t h, const void* src,
@@ -152,12 +150,12 @@ cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src, size_t w,
 
 cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t w, size_t h, const void* src, size_t count,
                               cudaMemcpyKind kind) {
-  return cudaMemcpyToArrayAsync(dst, w, h, src, count, kind, kSync);
+  return cudaMemcpyToArrayAsync(dst, w, h, src, count, kind, cs::kSynchronous);
 }
 
 cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t w, size_t h, size_t count,
                                 cudaMemcpyKind kind) {
-  return cudaMemcpyFromArrayAsync(dst, src, w, h, count, kind, kSync);
+  return cudaMemcpyFromArrayAsync(dst, src, w, h, count, kind, cs::kSynchronous);
 }
 
 cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cudaArray_const_t src,
@@ -165,7 +163,7 @@ cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cudaAr
   char *to = nullptr, *from = nullptr;
   if (cudaError_t e = At1D(dst, wd, hd, count, &to)) return Ret(e);
   if (cudaError_t e = At1D(src, ws, hs, count, &from)) return Ret(e);
-  return Copy2D(to, count, from, count, count, 1, kind, kSync);
+  return Copy2D(to, count, from, count, count, 1, kind, cs::kSynchronous);
 }
 
 // The per-thread default stream twins: the legacy stream's (array.h's copies are synchronous

@@ -35,6 +35,14 @@ cudaError_t SymbolCopyOp(const void* symbol, size_t count, size_t offset, GraphO
   return cudaSuccess;
 }
 
+// The generic node parameters' kernel and memset members as the typed calls take them.
+cudaKernelNodeParams KernelParams(const cudaKernelNodeParamsV2& k) {
+  return {k.func, k.gridDim, k.blockDim, k.sharedMemBytes, k.kernelParams, k.extra};
+}
+cudaMemsetParams MemsetParams(const cudaMemsetParamsV2& m) {
+  return {m.dst, m.pitch, m.value, m.elementSize, m.width, m.height};
+}
+
 cudaGraphNode_t NodeOfType(cudaGraphNode_t node, cudaGraphNodeType type) {
   return node != nullptr && node->op.type == type ? node : nullptr;
 }
@@ -473,19 +481,17 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
   if (p == nullptr) return Ret(cudaErrorInvalidValue);
   switch (p->type) {
     case cudaGraphNodeTypeKernel: {
-      cudaKernelNodeParams k{p->kernel.func,           p->kernel.gridDim,      p->kernel.blockDim,
-                             p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
+      const cudaKernelNodeParams k = KernelParams(p->kernel);
       return cudaGraphAddKernelNode(node, graph, deps, n, &k);
     }
     case cudaGraphNodeTypeMemcpy:
       return cudaGraphAddMemcpyNode(node, graph, deps, n, &p->memcpy.copyParams);
     case cudaGraphNodeTypeMemset: {
-      cudaMemsetParams m{p->memset.dst,         p->memset.pitch, p->memset.value,
-                         p->memset.elementSize, p->memset.width, p->memset.height};
+      const cudaMemsetParams m = MemsetParams(p->memset);
       return cudaGraphAddMemsetNode(node, graph, deps, n, &m);
     }
     case cudaGraphNodeTypeHost: {
-      cudaHostNodeParams h{p->host.fn, p->host.userData};
+      const cudaHostNodeParams h{p->host.fn, p->host.userData};
       return cudaGraphAddHostNode(node, graph, deps, n, &h);
     }
     case cudaGraphNodeTypeGraph:
@@ -517,19 +523,17 @@ cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* p)
     return Ret(cudaErrorInvalidValue);
   switch (p->type) {
     case cudaGraphNodeTypeKernel: {
-      cudaKernelNodeParams k{p->kernel.func,           p->kernel.gridDim,      p->kernel.blockDim,
-                             p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
+      const cudaKernelNodeParams k = KernelParams(p->kernel);
       return cudaGraphKernelNodeSetParams(node, &k);
     }
     case cudaGraphNodeTypeMemcpy:
       return cudaGraphMemcpyNodeSetParams(node, &p->memcpy.copyParams);
     case cudaGraphNodeTypeMemset: {
-      cudaMemsetParams m{p->memset.dst,         p->memset.pitch, p->memset.value,
-                         p->memset.elementSize, p->memset.width, p->memset.height};
+      const cudaMemsetParams m = MemsetParams(p->memset);
       return cudaGraphMemsetNodeSetParams(node, &m);
     }
     case cudaGraphNodeTypeHost: {
-      cudaHostNodeParams h{p->host.fn, p->host.userData};
+      const cudaHostNodeParams h{p->host.fn, p->host.userData};
       return cudaGraphHostNodeSetParams(node, &h);
     }
     case cudaGraphNodeTypeEventRecord:
@@ -547,19 +551,17 @@ cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t nod
     return Ret(cudaErrorInvalidValue);
   switch (p->type) {
     case cudaGraphNodeTypeKernel: {
-      cudaKernelNodeParams k{p->kernel.func,           p->kernel.gridDim,      p->kernel.blockDim,
-                             p->kernel.sharedMemBytes, p->kernel.kernelParams, p->kernel.extra};
+      const cudaKernelNodeParams k = KernelParams(p->kernel);
       return cudaGraphExecKernelNodeSetParams(exec, node, &k);
     }
     case cudaGraphNodeTypeMemcpy:
       return cudaGraphExecMemcpyNodeSetParams(exec, node, &p->memcpy.copyParams);
     case cudaGraphNodeTypeMemset: {
-      cudaMemsetParams m{p->memset.dst,         p->memset.pitch, p->memset.value,
-                         p->memset.elementSize, p->memset.width, p->memset.height};
+      const cudaMemsetParams m = MemsetParams(p->memset);
       return cudaGraphExecMemsetNodeSetParams(exec, node, &m);
     }
     case cudaGraphNodeTypeHost: {
-      cudaHostNodeParams h{p->host.fn, p->host.userData};
+      const cudaHostNodeParams h{p->host.fn, p->host.userData};
       return cudaGraphExecHostNodeSetParams(exec, node, &h);
     }
     case cudaGraphNodeTypeEventRecord:

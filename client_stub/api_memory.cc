@@ -221,10 +221,7 @@ cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t
 
 // ---- 3-D: slices of 2-D over linear memory (pitched pointers); CUDA arrays are refused ----
 
-namespace {
-// The stream the synchronous 3-D calls pass to their async twins: none, wait at the end.
-const cudaStream_t kSynchronous = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
-}  // namespace
+using cs::kSynchronous;
 
 cudaError_t cudaMalloc3D(struct cudaPitchedPtr* p, struct cudaExtent extent) {
   if (!p) return Ret(cudaErrorInvalidValue);

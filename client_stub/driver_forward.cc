@@ -1,12 +1,12 @@
 // client_stub/driver_forward.cc - driver entry points served by the stub runtime's: those that
 // are one runtime call (driver_forward.def), and those that take a few (copies and memsets
-// described by structures, occupancy searches, attribute lists).
+// described by structures, occupancy searches, attribute lists). Copies described by
+// CUDA_MEMCPY2D/3D are driver_graph.cc's, as a graph's memcpy node makes them.
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
 
-#include "client_stub/array.h"
 #include "client_stub/driver_internal.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
@@ -21,40 +21,6 @@ CUresult Fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, size_t
   if (CUresult r = NeedContext()) return r;
   return ToCu(
       FillPattern(reinterpret_cast<void*>(dst), pitch, value, elem, width, height, s, async));
-}
-
-// One side of a CUDA_MEMCPY2D: its first byte and its pitch (a CUDA array's packed rows), or
-// nullptr for a side that names no memory.
-const void* Side(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t x,
-                 size_t y, size_t* pitch) {
-  const char* base = nullptr;
-  if (type == CU_MEMORYTYPE_HOST) {
-    base = static_cast<const char*>(host);
-  } else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) {
-    base = reinterpret_cast<const char*>(device);
-  } else if (type == CU_MEMORYTYPE_ARRAY && array != nullptr) {
-    const auto* a = reinterpret_cast<const cudaArray*>(array);
-    base = static_cast<const char*>(a->dptr);
-    *pitch = a->Row();
-  }
-  return base ? base + y * *pitch + x : nullptr;
-}
-
-CUresult Copy2D(const CUDA_MEMCPY2D* c, CUstream s, bool async) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  size_t spitch = c->srcPitch, dpitch = c->dstPitch;
-  const void* src = Side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes,
-                         c->srcY, &spitch);
-  void* dst = const_cast<void*>(Side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray,
-                                     c->dstXInBytes, c->dstY, &dpitch));
-  if (src == nullptr || dst == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (c->Height <= 1) spitch = dpitch = c->WidthInBytes;
-  return ToCu(async ? cudaMemcpy2DAsync(dst, dpitch, src, spitch, c->WidthInBytes, c->Height,
-                                        cudaMemcpyDefault, s)
-                    : cudaMemcpy2D(dst, dpitch, src, spitch, c->WidthInBytes, c->Height,
-                                   cudaMemcpyDefault));
 }
 
 // Bytes cuPointerGetAttributes writes for `a` (zeroes, for a pointer the driver does not know).
@@ -142,16 +108,6 @@ CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_
 CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h,
                             CUstream s) {
   return Fill(d, pitch, v, 4, w, h, s, true);
-}
-
-CUresult cuMemcpy2D(const CUDA_MEMCPY2D* c) {
-  return Copy2D(c, nullptr, false);
-}
-CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
-  return Copy2D(c, nullptr, false);
-}
-CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
-  return Copy2D(c, s, true);
 }
 
 // Unlike cuPointerGetAttribute, a pointer the driver does not know is no error: each value

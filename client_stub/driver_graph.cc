@@ -1,6 +1,7 @@
 // client_stub/driver_graph.cc - the driver API's graphs and stream capture: the stub runtime's
 // graphs (graph.h, api_graph.cc) under the driver's names and structures. NVIDIA's runtime,
-// running over this library, builds its graphs here too.
+// running over this library, builds its graphs here too. The copies CUDA_MEMCPY2D/3D describe
+// are made here as a graph's memcpy node makes them.
 #include <cstring>
 
 #include "client_stub/array.h"
@@ -40,7 +41,9 @@ CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
                  size_t height, size_t x, size_t y, size_t z, size_t* pitch_out,
                  size_t* slice_out) -> const char* {
     const char* base = t == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
-                                               : reinterpret_cast<const char*>(dev);
+                       : t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED
+                           ? reinterpret_cast<const char*>(dev)
+                           : nullptr;  // an array, or no memory type at all
     if (t == CU_MEMORYTYPE_ARRAY) {
       if (array == nullptr) return nullptr;
       const auto* a = reinterpret_cast<const cudaArray*>(array);
@@ -67,6 +70,50 @@ CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
   op->dpitch = op->height > 1 || op->depth > 1 ? dpitch : op->width;
   op->kind = cudaMemcpyDefault;
   return CUDA_SUCCESS;
+}
+
+// A 2-D copy as a 3-D one of depth 1.
+CUDA_MEMCPY3D As3D(const CUDA_MEMCPY2D& c) {
+  CUDA_MEMCPY3D d{};
+  d.srcXInBytes = c.srcXInBytes;
+  d.srcY = c.srcY;
+  d.srcMemoryType = c.srcMemoryType;
+  d.srcHost = c.srcHost;
+  d.srcDevice = c.srcDevice;
+  d.srcArray = c.srcArray;
+  d.srcPitch = c.srcPitch;
+  d.dstXInBytes = c.dstXInBytes;
+  d.dstY = c.dstY;
+  d.dstMemoryType = c.dstMemoryType;
+  d.dstHost = c.dstHost;
+  d.dstDevice = c.dstDevice;
+  d.dstArray = c.dstArray;
+  d.dstPitch = c.dstPitch;
+  d.WidthInBytes = c.WidthInBytes;
+  d.Height = c.Height;
+  d.Depth = 1;
+  return d;
+}
+
+// Makes the copy `c` describes: on `s` after what it holds, or at once.
+CUresult Copy(const CUDA_MEMCPY3D* c, CUstream s, bool async) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  GraphOp op;
+  if (CUresult r = MemcpyOp(c, &op)) return r;
+  return ToCu(cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
+                         op.height, op.depth, op.kind, s, async));
+}
+
+// A 2-D copy of no rows copies nothing, once its sides are known to be memory.
+CUresult Copy(const CUDA_MEMCPY2D* c, CUstream s, bool async) {
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const CUDA_MEMCPY3D d = As3D(*c);
+  if (c->Height != 0) return Copy(&d, s, async);
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  GraphOp op;
+  return MemcpyOp(&d, &op);
 }
 
 CUresult Add(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n, GraphOp op) {
@@ -272,23 +319,25 @@ CUresult cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, const CUgraphNode* d
   return Add(node, g, deps, n, std::move(op));
 }
 
-// 3-D copies of linear memory: the copy a graph's memcpy node would make, made now.
+// Copies described by CUDA_MEMCPY2D/3D: the copy a graph's memcpy node would make, made now.
 CUresult cuMemcpy3D(const CUDA_MEMCPY3D* c) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  GraphOp op;
-  if (CUresult r = MemcpyOp(c, &op)) return r;
-  return ToCu(cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
-                         op.height, op.depth, op.kind, nullptr, false));
+  return Copy(c, nullptr, false);
 }
 
 CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D* c, CUstream s) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  GraphOp op;
-  if (CUresult r = MemcpyOp(c, &op)) return r;
-  return ToCu(cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
-                         op.height, op.depth, op.kind, s, true));
+  return Copy(c, s, true);
+}
+
+CUresult cuMemcpy2D(const CUDA_MEMCPY2D* c) {
+  return Copy(c, nullptr, false);
+}
+
+CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
+  return Copy(c, nullptr, false);
+}
+
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
+  return Copy(c, s, true);
 }
 
 // The CUfunction is the node's kernel; its parameters point into the node's packed copy.

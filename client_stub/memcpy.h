@@ -29,6 +29,10 @@ struct Chunking {
   uint64_t size(uint64_t i) const { return std::min(chunk, total - offset(i)); }
 };
 
+// The stream the runtime's synchronous copy entry points pass to their async twins: no stream,
+// wait at the end. Never a stream handle the tenant holds.
+inline const cudaStream_t kSynchronous = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
+
 // cudaMemcpy/cudaMemcpyAsync for every kind. Errors: cudaErrorInvalidMemcpyDirection
 // for an unknown kind; cudaErrorInvalidValue for a null pointer with n > 0 or a
 // range that runs past the end of a known allocation; else the server's answer.
