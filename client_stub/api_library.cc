@@ -1,7 +1,5 @@
 // client_stub/api_library.cc - cudaLibrary*: modules the program loads at run time (a fat
 // binary, cubin or PTX), their kernels launchable like any other (image_module.h).
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "client_stub/api.h"
@@ -23,24 +21,28 @@ cs::ImageModule* Of(cudaLibrary_t library) {
 extern "C" {
 
 // JIT and library options only tune NVIDIA's loader; none changes what is loaded here.
+// A library whose caller preserves its image is reloaded from it after a device reset; any
+// other is copied. JIT options only tune NVIDIA's loader.
 cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJitOption*, void**,
-                                unsigned int, cudaLibraryOption*, void**, unsigned int) {
+                                unsigned int, cudaLibraryOption* opts, void** values,
+                                unsigned int nopts) {
   if (library == nullptr || code == nullptr) return Ret(cudaErrorInvalidValue);
   cs::ImageModule* m = nullptr;
-  if (cudaError_t e = cs::LoadImageModule(code, &m)) return Ret(e);
+  if (cudaError_t e = cs::LoadImageModule(
+          code, cs::PreservedOption(opts, values, nopts, cudaLibraryBinaryIsPreserved), &m))
+    return Ret(e);
   *library = reinterpret_cast<cudaLibrary_t>(m);
   return cudaSuccess;
 }
 
 cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* library, const char* path, cudaJitOption* jit,
-                                    void** jit_values, unsigned int njit, cudaLibraryOption* opts,
-                                    void** values, unsigned int nopts) {
+                                    void** jit_values, unsigned int njit, cudaLibraryOption*,
+                                    void**, unsigned int) {
   if (library == nullptr || path == nullptr) return Ret(cudaErrorInvalidValue);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Ret(cudaErrorFileNotFound);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  bytes.push_back('\0');  // PTX text is read up to its end
-  return cudaLibraryLoadData(library, bytes.data(), jit, jit_values, njit, opts, values, nopts);
+  remora::Result<std::string> bytes = cs::ReadImageFile(path);
+  if (!bytes.ok()) return Ret(cudaErrorFileNotFound);
+  // Read into this call's memory, so never preserved: a copy is kept.
+  return cudaLibraryLoadData(library, bytes->data(), jit, jit_values, njit, nullptr, nullptr, 0);
 }
 
 cudaError_t cudaLibraryUnload(cudaLibrary_t library) {

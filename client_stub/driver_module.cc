@@ -8,8 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,11 +28,13 @@ namespace {
 using DriverModule = ImageModule;
 
 // Loads `image` as a module of the session. A library (cuLibraryLoadData) is the same thing,
-// loaded without a current context: the session outlives contexts.
-CUresult LoadModule(DriverModule** module, const void* image, bool need_context = true) {
+// loaded without a current context: the session outlives contexts. `preserved`: the caller
+// keeps the image valid (image_module.h).
+CUresult LoadModule(DriverModule** module, const void* image, bool need_context = true,
+                    bool preserved = false) {
   if (CUresult r = need_context ? NeedContext() : NeedInit()) return r;
   if (module == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  cudaError_t e = LoadImageModule(image, module);
+  cudaError_t e = LoadImageModule(image, preserved, module);
   return e == cudaErrorInvalidKernelImage ? CUDA_ERROR_INVALID_IMAGE : ToCu(e);
 }
 
@@ -127,11 +127,9 @@ CUresult cuModuleLoad(CUmodule* module, const char* path) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  bytes.push_back('\0');  // PTX text is read as a C string
-  return LoadModule(reinterpret_cast<DriverModule**>(module), bytes.data());
+  remora::Result<std::string> bytes = ReadImageFile(path);
+  if (!bytes.ok()) return CUDA_ERROR_FILE_NOT_FOUND;
+  return LoadModule(reinterpret_cast<DriverModule**>(module), bytes->data());
 }
 
 CUresult cuModuleUnload(CUmodule module) {
@@ -154,22 +152,24 @@ CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, co
 
 // Libraries: modules loaded with no context current, whose kernels (CUkernel, usable as a
 // CUfunction) outlive contexts. The session is both here.
+// A library whose caller preserves its image (NVIDIA's runtime does) is reloaded from it after
+// a device reset; any other is copied. JIT options only tune NVIDIA's loader.
 CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
-                           unsigned int, CUlibraryOption*, void**, unsigned int) {
+                           unsigned int, CUlibraryOption* opts, void** values, unsigned int nopts) {
   DriverCallScope scope;
-  return LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false);
+  return LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false,
+                    PreservedOption(opts, values, nopts, CU_LIBRARY_BINARY_IS_PRESERVED));
 }
 
 CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* path, CUjit_option* jit,
-                               void** jit_values, unsigned int njit, CUlibraryOption* opts,
-                               void** values, unsigned int nopts) {
+                               void** jit_values, unsigned int njit, CUlibraryOption*, void**,
+                               unsigned int) {
   DriverCallScope scope;
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  bytes.push_back('\0');  // PTX text is read up to its end
-  return cuLibraryLoadData(library, bytes.data(), jit, jit_values, njit, opts, values, nopts);
+  remora::Result<std::string> bytes = ReadImageFile(path);
+  if (!bytes.ok()) return CUDA_ERROR_FILE_NOT_FOUND;
+  // Read into this call's memory, so never preserved: a copy is kept.
+  return cuLibraryLoadData(library, bytes->data(), jit, jit_values, njit, nullptr, nullptr, 0);
 }
 
 CUresult cuLibraryUnload(CUlibrary library) {

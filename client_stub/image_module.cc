@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "client_stub/connection.h"
@@ -15,16 +17,15 @@ namespace {
 // The images an image stands for: an nvcc fat-binary wrapper's, a fat binary, a cubin (ELF)
 // or PTX text (NUL-terminated), as NVIDIA's driver takes them.
 Result<std::vector<std::string>> ImagesOf(const void* image) {
-  constexpr uint32_t kWrapperMagic = 0x466243b1, kFatbinMagic = 0xBA55ED50;
   if (image == nullptr) return Error(cudaErrorInvalidValue, "no image");
   uint32_t magic = 0;
   std::memcpy(&magic, image, sizeof magic);
   std::vector<std::string> out;
   auto keep = [&](const void* p, size_t n) { out.emplace_back(static_cast<const char*>(p), n); };
-  if (magic == kWrapperMagic) {
+  if (magic == fatbin::kWrapperMagic) {
     ASSIGN_OR_RETURN(std::vector<fatbin::Bytes> images, fatbin::WrapperImages(image));
     for (fatbin::Bytes b : images) keep(b.data(), b.size());
-  } else if (magic == kFatbinMagic) {
+  } else if (magic == fatbin::kFatbinMagic) {
     // No length comes with it: the header says how long the rest is.
     uint16_t header = 0;
     uint64_t body = 0;
@@ -58,24 +59,19 @@ ImageModule::~ImageModule() {
 
 namespace {
 
-// Registers `image` with the server (by hash first); its module id.
-cudaError_t Register(const void* image, uint64_t* id) {
-  Result<std::vector<std::string>> images = ImagesOf(image);
-  if (!images.ok()) return cudaErrorInvalidKernelImage;
+// Registers `images` with the server (by hash first); its module id.
+cudaError_t Register(const std::vector<std::string>& images, bool rdc, uint64_t* id) {
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
   std::vector<fatbin::Bytes> views;
-  for (const std::string& img : *images) views.push_back(std::as_bytes(std::span(img)));
+  for (const std::string& img : images) views.push_back(std::as_bytes(std::span(img)));
   v1::RegisterModuleRequest req;
   req.set_hash(fatbin::ImagesDigest(views));
-  uint32_t magic = 0, version = 0;
-  std::memcpy(&magic, image, sizeof magic);
-  if (magic == 0x466243b1) std::memcpy(&version, static_cast<const char*>(image) + 4, 4);
-  req.set_rdc(version == 2);  // an -rdc program's wrapper: link its translation units' PTX
+  req.set_rdc(rdc);  // an -rdc program's wrapper: link its translation units' PTX
   v1::RegisterModuleReply rep;
   if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return e;
   if (rep.images_needed()) {
-    for (const std::string& img : *images) req.add_images(img);
+    for (const std::string& img : images) req.add_images(img);
     rep.Clear();
     if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) {
       // Machine code for other GPUs only (NVIDIA's libraries on the emulated GPU): say which
@@ -104,14 +100,31 @@ cudaError_t AskKernel(const ImageModule& m, Kernel& k) {
 
 }  // namespace
 
-cudaError_t LoadImageModule(const void* image, ImageModule** out) {
+cudaError_t LoadImageModule(const void* image, bool preserved, ImageModule** out) {
   if (out == nullptr || image == nullptr) return cudaErrorInvalidValue;
+  Result<std::vector<std::string>> images = ImagesOf(image);
+  if (!images.ok()) return cudaErrorInvalidKernelImage;
+  uint32_t magic = 0, version = 0;
+  std::memcpy(&magic, image, sizeof magic);
+  if (magic == fatbin::kWrapperMagic) std::memcpy(&version, static_cast<const char*>(image) + 4, 4);
   auto m = std::make_unique<ImageModule>();
   m->epoch = DeviceEpoch();
-  if (cudaError_t e = Register(image, &m->id)) return e;
-  m->image = image;
+  m->rdc = version == 2;
+  if (cudaError_t e = Register(*images, m->rdc, &m->id)) return e;
+  if (preserved || magic == fatbin::kWrapperMagic)
+    m->preserved = image;
+  else
+    m->kept = std::move(*images);
   *out = m.release();  // UnloadImageModule deletes it
   return cudaSuccess;
+}
+
+Result<std::string> ReadImageFile(const char* path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Error(cudaErrorFileNotFound, std::string("cannot read ") + path);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  bytes.push_back('\0');
+  return bytes;
 }
 
 cudaError_t RefreshImageKernel(Kernel& k) {
@@ -120,7 +133,13 @@ cudaError_t RefreshImageKernel(Kernel& k) {
   ImageModule& m = *k.image;
   std::lock_guard lock(m.mu);
   if (m.epoch != now) {
-    if (cudaError_t e = Register(m.image, &m.id)) return e;
+    std::vector<std::string> again;
+    if (m.preserved) {
+      Result<std::vector<std::string>> images = ImagesOf(m.preserved);
+      if (!images.ok()) return cudaErrorInvalidKernelImage;
+      again = std::move(*images);
+    }
+    if (cudaError_t e = Register(m.preserved ? again : m.kept, m.rdc, &m.id)) return e;
     m.epoch = now;
   }
   return k.epoch.load(std::memory_order_acquire) == now ? cudaSuccess : AskKernel(m, k);

@@ -15,6 +15,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include "proto/status.h"
 
 namespace remora::client_stub {
 
@@ -23,18 +26,35 @@ struct Kernel;
 struct ImageModule {
   uint64_t id = 0;  // the server's, in device epoch `epoch`
   uint64_t epoch = 0;
-  const void* image = nullptr;  // as given: the caller keeps it (NVIDIA's runtime preserves it)
+  // What a reload after a device reset sends: the caller's image where it stays valid (an nvcc
+  // wrapper's fat binaries live in the program; a library loaded as preserved), else a copy.
+  const void* preserved = nullptr;
+  std::vector<std::string> kept;
+  bool rdc = false;
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // asked for so far
   ~ImageModule();
 };
 
 // Loads `image`: an nvcc fat-binary wrapper (an -rdc one links its translation units), a fat
-// binary, a cubin or NUL-terminated PTX. Errors: cudaErrorInvalidValue for a null pointer;
-// cudaErrorInvalidKernelImage for an image it cannot read; the server's answer, and for a
-// module with no image the device can run (cudaErrorNoKernelImageForDevice) a line on stderr
-// naming it. The caller owns *out and ends it with UnloadImageModule.
-cudaError_t LoadImageModule(const void* image, ImageModule** out);
+// binary, a cubin or NUL-terminated PTX. `preserved`: the caller keeps the image valid as long
+// as the module (otherwise it may free it on return, and a copy is kept). Errors:
+// cudaErrorInvalidValue for a null pointer; cudaErrorInvalidKernelImage for an image it cannot
+// read; the server's answer, and for a module with no image the device can run
+// (cudaErrorNoKernelImageForDevice) a line on stderr naming it. The caller owns *out and ends
+// it with UnloadImageModule.
+cudaError_t LoadImageModule(const void* image, bool preserved, ImageModule** out);
+// Whether library options (`opts`, with `values` beside them, the driver's or the runtime's
+// numbering) hold `preserved` with a nonzero value.
+template <class Option>
+bool PreservedOption(const Option* opts, void* const* values, unsigned n, Option preserved) {
+  for (unsigned i = 0; opts != nullptr && values != nullptr && i < n; ++i)
+    if (opts[i] == preserved && values[i] != nullptr) return true;
+  return false;
+}
+// The bytes of the image file `path`, NUL-terminated (PTX text is read up to its end);
+// cudaErrorFileNotFound if it cannot be read.
+Result<std::string> ReadImageFile(const char* path);
 // Unloads and deletes `m` (its kernels' handles die with it).
 cudaError_t UnloadImageModule(ImageModule* m);
 // Kernel `name` of `m`, a launchable handle that FindKernel also accepts; asked of the server

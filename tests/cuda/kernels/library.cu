@@ -1,7 +1,9 @@
 // tests/cuda/kernels/library.cu - the runtime's cudaLibrary* API: kernels loaded at run time
 // from a fat binary file and from PTX text, launched with cudaLaunchKernel and in a graph, and
-// a __device__ variable found by name; against host references on random data.
+// a __device__ variable found by name; then, with the PTX text freed, the kernels of both
+// libraries launched again after cudaDeviceReset. Against host references on random data.
 // Usage: library FATBIN PTX (driver_kernels.cu built with -fatbin and -ptx).
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -81,6 +83,25 @@ int main(int argc, char** argv) {
 
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(g));
+  CHECK(cudaFree(dx));
+  CHECK(cudaFree(dy));
+
+  // Neither image is kept by the program any more; the libraries outlive a device reset.
+  std::fill(ptx.begin(), ptx.end(), '\0');
+  std::string().swap(ptx);
+  CHECK(cudaDeviceReset());
+  CHECK(cudaMalloc(&dx, n * sizeof(float)));
+  CHECK(cudaMalloc(&dy, n * sizeof(float)));
+  CHECK(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(dy, 0, n * sizeof(float)));
+  a = 3;
+  CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(saxpy), dim3(8), dim3(128), saxpy_args, 0,
+                         nullptr));
+  CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(saxpy2), dim3(8), dim3(128), saxpy_args, 0,
+                         nullptr));
+  CHECK(cudaMemcpy(out.data(), dy, n * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) failures += !Near(out[i], 6 * x[i], 1e-5);
+
   CHECK(cudaLibraryUnload(lib2));
   CHECK(cudaLibraryUnload(lib));
   CHECK(cudaFree(dx));
