@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "emu/ptx/async.h"
+#include "emu/ptx/dispatch.h"
 #include "emu/ptx/exec.h"
 #include "emu/ptx/interp.h"
 #include "emu/ptx/sched.h"
@@ -120,59 +121,6 @@ class WorkerPool {
   bool stop_ = false;
   const int nice_;
 };
-
-// Stream priorities as a GPU's block dispatcher honours them: while kernels of higher priority
-// ask for every core, a kernel of lower priority starts no new block. Its helpers leave it (so
-// they can serve the higher kernels); its launching thread waits, at most kOutrankedWait at a
-// time, so a kernel that spins on a lower-priority kernel's progress still gets it.
-class PriorityGate {
- public:
-  static PriorityGate& Get() {
-    static PriorityGate gate;
-    return gate;
-  }
-  // A kernel of `priority` runs with `workers` workers: its demand until each leaves.
-  void Enter(int priority, unsigned workers) {
-    demand_[Index(priority)].fetch_add(workers, std::memory_order_relaxed);
-  }
-  void Leave(int priority, unsigned workers) {
-    demand_[Index(priority)].fetch_sub(workers, std::memory_order_relaxed);
-    if (waiting_.load(std::memory_order_relaxed) > 0) {
-      std::lock_guard lock(mu_);
-      cv_.notify_all();
-    }
-  }
-  // True while kernels of higher priority than `priority` ask for `cores` workers or more.
-  bool Outranked(int priority, unsigned cores) const {
-    uint64_t above = 0;
-    for (size_t i = 0; i < Index(priority); ++i)
-      above += demand_[i].load(std::memory_order_relaxed);
-    return above >= cores;
-  }
-  void WaitWhileOutranked(int priority, unsigned cores) {
-    std::unique_lock lock(mu_);
-    waiting_.fetch_add(1, std::memory_order_relaxed);
-    cv_.wait_for(lock, kOutrankedWait, [&] { return !Outranked(priority, cores); });
-    waiting_.fetch_sub(1, std::memory_order_relaxed);
-  }
-
- private:
-  static constexpr auto kOutrankedWait = std::chrono::milliseconds(2);
-  static constexpr int kLevels = 8;  // CUDA's range is [-5, 0] on current GPUs
-  static size_t Index(int priority) {
-    return size_t(std::clamp(priority + kLevels - 1, 0, kLevels - 1));
-  }
-
-  std::array<std::atomic<uint64_t>, kLevels> demand_{};
-  std::atomic<int> waiting_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
-
-template <class Fn>
-void RunOnWorkers(unsigned n, int priority, Fn& fn) {
-  WorkerPool::Get(priority).Run(n, priority, fn);
-}
 
 // Instructions a warp of a cooperative launch runs before its block makes way for another.
 constexpr uint64_t kSliceInstructions = 4096;
@@ -380,14 +328,13 @@ void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
   }
 }
 
-namespace {
-
-// After a launch: keep a worker's buffers for the next one unless they are large.
 void TrimCta(Cta& cta) {
   constexpr size_t kKeepWords = (4u << 20) / 8;
   if (cta.local.size() > kKeepWords) std::vector<uint64_t>().swap(cta.local);
   if (cta.warps.size() > 32) std::vector<Warp>().swap(cta.warps);
 }
+
+namespace {
 
 // Scheduling rounds a CTA may spend with every live lane waiting on mbarriers and none of their
 // phases completing, before the launch fails as deadlocked (each round times out the waits).
@@ -488,12 +435,12 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
   }
 }
 
+}  // namespace
+
 bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
   StartCta(L, cta, linear);
   return RunRounds<false>(L, cta) == CtaEnd::kDone;
 }
-
-}  // namespace
 
 bool Cancelled(const LaunchCtx& L) {
   if (!L.cfg->cancel || !L.cfg->cancel->load(std::memory_order_relaxed)) return false;
@@ -573,7 +520,7 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
   static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   unsigned workers = cfg.workers ? cfg.workers : hw;
   workers = unsigned(std::min<uint64_t>(workers, nblocks));
-  L.nworkers = workers;
+  L.nworkers = cfg.cooperative ? workers : DeviceCores();  // %nsmid
   L.grid_id = 1;
   L.local_stride = stride;
   L.shared_total = uint32_t(shared_total);
@@ -585,7 +532,7 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
   L.cooperative = cfg.cooperative;
   L.poll = cfg.cooperative || cfg.cancel != nullptr;
   if (cfg.cooperative) {
-    // Not through the priority gate: its blocks all stay resident, so none can be held back.
+    // Not through the dispatcher: its blocks all stay resident, so none can be held back.
     uint64_t wn = 0, tn = 0;
     RunCooperative(L, nblocks, workers, &wn, &tn);
     if (stats) {
@@ -595,44 +542,15 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
     return fault;
   }
 
-  std::atomic<uint64_t> next{0};
-  std::atomic<uint64_t> total_warp{0}, total_thread{0};
-  PriorityGate& gate = PriorityGate::Get();
-  gate.Enter(cfg.priority, workers);
-  std::atomic<unsigned> left{0};  // workers that ran and left; the rest never started
-  auto work = [&](unsigned worker) {
-    // Each thread keeps its Cta (warps, register files, shared and local buffers) from launch
-    // to launch, so a launch allocates nothing once the shapes have been seen.
-    thread_local Cta cta;
-    PrepareCta(L, cta, worker);
-    for (;;) {
-      if (failed.load(std::memory_order_relaxed)) break;
-      if (Cancelled(L)) [[unlikely]]
-        break;
-      if (gate.Outranked(cfg.priority, hw)) {
-        if (worker != 0) break;
-        gate.WaitWhileOutranked(cfg.priority, hw);
-      }
-      uint64_t b = next.fetch_add(1, std::memory_order_relaxed);  // work distribution only
-      if (b >= nblocks) break;
-      if (!RunCta(L, cta, b)) break;
-    }
-    gate.Leave(cfg.priority, 1);
-    left.fetch_add(1, std::memory_order_relaxed);
-    uint64_t wn = 0, tn = 0;
-    for (uint32_t wi = 0; wi < (L.nthreads + 31) / 32; ++wi) {
-      wn += cta.warps[wi].instructions;
-      tn += cta.warps[wi].thread_instructions;
-    }
-    total_warp.fetch_add(wn, std::memory_order_relaxed);
-    total_thread.fetch_add(tn, std::memory_order_relaxed);
-    TrimCta(cta);
-  };
-  RunOnWorkers(workers, cfg.priority, work);
-  gate.Leave(cfg.priority, workers - left.load());
+  Grid g;
+  g.L = &L;
+  g.priority = cfg.priority;
+  g.nblocks = nblocks;
+  g.max_running = cfg.workers;
+  DispatchGrid(g);
   if (stats) {
-    stats->warp_instructions = total_warp.load();
-    stats->thread_instructions = total_thread.load();
+    stats->warp_instructions = g.warp_n.load();
+    stats->thread_instructions = g.thread_n.load();
   }
   return fault;
 }

@@ -1,6 +1,6 @@
 // emu/ptx/sched.h - the block scheduler's pieces that launch.cc shares with coop.cc.
 //
-// An ordinary launch runs each block to its end on one worker (launch.cc). A cooperative
+// An ordinary launch runs each block to its end on one of the device's cores (dispatch.h). A cooperative
 // launch (coop.cc) keeps every block's state alive and lets the workers take turns over them,
 // so blocks that wait on each other (grid.sync) all progress.
 #pragma once
@@ -23,6 +23,10 @@ enum class CtaEnd : uint8_t {
 void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker);
 // Sets up block `linear` (row-major over the grid) in a prepared `cta`: every lane at entry.
 void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear);
+// Starts block `linear` in a prepared `cta` and runs it to its end; false after a fault.
+bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear);
+// After a launch: keeps a worker's buffers for the next one unless they are large.
+void TrimCta(Cta& cta);
 // Runs a started block of a cooperative launch until it ends or one of its warps used its
 // slice of instructions; then the worker may run another block. REQUIRES: L.cooperative.
 CtaEnd RunCtaSlice(const LaunchCtx& L, Cta& cta);

@@ -1,6 +1,7 @@
 // tests/emu_ptx/behaviour_test.cc - the interpreter beyond single instructions: warp
 // collectives together, errors at load and when reached, shared-memory layout, kernel
 // priorities, and vector accesses that are not torn across blocks.
+#include <algorithm>
 #include <atomic>
 #include <cfenv>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <functional>
 #include <thread>
 
+#include "emu/ptx/dispatch.h"
 #include "tests/emu_ptx/harness.h"
 
 namespace remora::emu::ptx::testing {
@@ -350,6 +352,92 @@ WAIT:
   counting.join();
   EXPECT_LT(held, kBlocks / 2) << "the lower-priority kernel was not held back";
   EXPECT_EQ(load(counter), kBlocks);
+}
+
+// The device's block dispatcher, as a GPU's: each block takes a ticket when it starts, then
+// spins `n` steps; two grids launched from two threads share one ticket counter.
+class Dispatch : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kBlocks = 64;
+  void SetUp() override {
+    prog_ = MustLoad({R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry work(.param .u64 ticket, .param .u64 order, .param .u32 n) {
+  .reg .pred %p;
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [ticket];
+  ld.param.u64 %rd2, [order];
+  ld.param.u32 %r1, [n];
+  atom.global.add.u32 %r2, [%rd1], 1;
+  mov.u32 %r3, %ctaid.x;
+  mul.wide.u32 %rd3, %r3, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r2;
+  mov.u32 %r4, 0;
+LOOP:
+  add.u32 %r4, %r4, 1;
+  setp.lt.u32 %p, %r4, %r1;
+  @%p bra LOOP;
+  ret;
+})"});
+    ASSERT_TRUE(prog_);
+    ticket_ = mem_.Alloc<uint32_t>(1);
+  }
+  // Launches kBlocks blocks of `steps` at `priority`, each recording its ticket in `order`.
+  void Launch(uint32_t* order, int priority, uint32_t steps) {
+    Status s = RunKernel(
+        *prog_, "work", {kBlocks}, {1},
+        [&](Params& p) { p.Add(ticket_).Add(order).Add(steps); }, &mem_, 0, nullptr, nullptr, 0,
+        priority);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  // Launches the first grid on a thread, waits until its first block started, then the
+  // second on this one. The first's blocks are longer, so that it has blocks left to start
+  // when the second comes even on a loaded host.
+  void LaunchBoth(uint32_t* first, int first_priority, uint32_t* second, int second_priority) {
+    std::thread t([&] { Launch(first, first_priority, 50000); });
+    while (std::atomic_ref<uint32_t>(*ticket_).load() == 0) std::this_thread::yield();
+    Launch(second, second_priority, 5000);
+    t.join();
+  }
+  // Blocks of `order` that started between tickets lo and hi (exclusive).
+  static uint32_t StartedBetween(const uint32_t* order, uint32_t lo, uint32_t hi) {
+    return uint32_t(std::count_if(order, order + kBlocks,
+                                  [&](uint32_t t) { return t > lo && t < hi; }));
+  }
+  std::shared_ptr<const Program> prog_;
+  TestMemory mem_;
+  uint32_t* ticket_ = nullptr;
+};
+
+// Two streams' saturating grids of equal priority take the device in turns, as on a GPU: the
+// later one starts on the cores the earlier one's last blocks leave, so it does not run at full
+// speed beside it. (Side by side, as each launch once had its own threads, they interleave.)
+TEST_F(Dispatch, ALaterGridOfEqualPriorityStartsBehindTheEarlierOnesBlocks) {
+  uint32_t* a = mem_.Alloc<uint32_t>(kBlocks);
+  uint32_t* b = mem_.Alloc<uint32_t>(kBlocks);
+  LaunchBoth(a, 0, b, 0);
+  const uint32_t a_last = *std::max_element(a, a + kBlocks);
+  // Only blocks racing for the same instant (one per core) may take tickets out of order.
+  EXPECT_LE(StartedBetween(b, 0, a_last), DeviceCores())
+      << "the later grid's blocks started among the earlier one's";
+  EXPECT_EQ(std::atomic_ref<uint32_t>(*ticket_).load(), 2 * kBlocks);
+}
+
+// A grid of higher priority takes every core at the running blocks' next boundary: none of the
+// lower grid's blocks starts until its blocks have all started.
+TEST_F(Dispatch, AHigherPriorityGridsBlocksAllStartBeforeALowerOnesNext) {
+  uint32_t* low = mem_.Alloc<uint32_t>(kBlocks);
+  uint32_t* high = mem_.Alloc<uint32_t>(kBlocks);
+  LaunchBoth(low, 0, high, -5);
+  const uint32_t high_first = *std::min_element(high, high + kBlocks);
+  const uint32_t high_last = *std::max_element(high, high + kBlocks);
+  EXPECT_LE(StartedBetween(low, high_first, high_last), DeviceCores())
+      << "the lower grid kept starting blocks";
+  EXPECT_LT(high_first, *std::max_element(low, low + kBlocks)) << "the higher grid came last";
+  EXPECT_EQ(std::atomic_ref<uint32_t>(*ticket_).load(), 2 * kBlocks);
 }
 
 // A vector access of 8 or 16 bytes is seen whole by a thread of another CTA, as on a GPU (CUB's

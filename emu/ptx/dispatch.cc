@@ -1,0 +1,253 @@
+// emu/ptx/dispatch.cc - the block dispatcher (dispatch.h): grids in the device's order, cores
+// taken block by block, helper threads per host priority, residency when the device is stuck.
+#include "emu/ptx/dispatch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "emu/ptx/ptx.h"
+#include "emu/ptx/sched.h"
+
+namespace remora::emu::ptx {
+
+namespace {
+
+constexpr auto kStuck = std::chrono::milliseconds(20);
+
+uint64_t NowNs() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+// A thread that runs blocks: its block state, kept from block to block, and the grid it was
+// last prepared for.
+struct Runner {
+  Cta cta;
+  uint64_t prepared = 0;  // Grid::seq
+  unsigned smid = 0;
+};
+
+// Helper threads come in two host priorities, as stream workers do: those above the least
+// stream priority run at kRankedDeviceNice, the others at kDeviceNice. A thread's nice can only
+// rise, so a helper serves grids of its own class only.
+enum HostClass { kRanked = 0, kLeast = 1 };
+HostClass ClassOf(const Grid& g) {
+  return g.priority < 0 ? kRanked : kLeast;
+}
+
+class Dispatcher {
+ public:
+  static Dispatcher& Get() {
+    static Dispatcher d;
+    return d;
+  }
+
+  Dispatcher() : cores_(std::max(2u, std::thread::hardware_concurrency())) {}
+  ~Dispatcher() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    for (Helpers& h : helpers_) h.cv.notify_all();
+    for (Helpers& h : helpers_)
+      for (std::thread& t : h.threads) t.join();
+  }
+
+  unsigned cores() const { return cores_; }
+
+  void Run(Grid& g) {
+    thread_local Runner self;
+    self.smid = cores_ - 1;
+    std::unique_lock lock(mu_);
+    g.seq = ++seq_;
+    auto at = std::upper_bound(grids_.begin(), grids_.end(), &g, [](const Grid* a, const Grid* b) {
+      return a->priority < b->priority;  // equal priorities keep launch order
+    });
+    grids_.insert(at, &g);
+    generation_.fetch_add(1, std::memory_order_release);  // running blocks' grids may be outranked
+    Kick();
+    while (g.Left() || g.running > 0) {
+      if (running_ < cores_ && FirstEligible() == &g) {
+        Take(g);
+        lock.unlock();
+        RunBlocks(self, g, /*until_outranked=*/true);
+        lock.lock();
+        Release(g, /*on_core=*/true);
+        continue;
+      }
+      if (g.wake.wait_for(lock, kStuck) == std::cv_status::timeout && Stuck(g)) {
+        // Resident beside the stuck blocks: all of its blocks, or one while it is outranked.
+        const bool outranked = Outranked(g);
+        ++g.running;
+        lock.unlock();
+        if (outranked)
+          RunOne(self, g);
+        else
+          RunBlocks(self, g, /*until_outranked=*/false);
+        lock.lock();
+        Release(g, /*on_core=*/false);
+      }
+    }
+    grids_.erase(std::find(grids_.begin(), grids_.end(), &g));
+    lock.unlock();
+    TrimCta(self.cta);
+    self.prepared = 0;
+  }
+
+ private:
+  struct Helpers {
+    std::vector<std::thread> threads;
+    std::condition_variable cv;
+    unsigned idle = 0;
+  };
+
+  // The first grid with a block to start and room for it; null if none. REQUIRES: mu_.
+  Grid* FirstEligible() const {
+    for (Grid* g : grids_)
+      if (g->Left() && g->running < (g->max_running ? g->max_running : cores_)) return g;
+    return nullptr;
+  }
+
+  // A grid of higher priority has blocks to start. REQUIRES: mu_.
+  bool Outranked(const Grid& g) const {
+    for (const Grid* o : grids_) {
+      if (o->priority >= g.priority) break;
+      if (o->Left()) return true;
+    }
+    return false;
+  }
+
+  // Every core busy, none freed for kStuck, and `g` waiting with none. REQUIRES: mu_.
+  bool Stuck(const Grid& g) const {
+    return g.Left() && g.running == 0 && running_ >= cores_ &&
+           NowNs() - last_end_ns_.load(std::memory_order_relaxed) >=
+               uint64_t(std::chrono::nanoseconds(kStuck).count());
+  }
+
+  void Take(Grid& g) {
+    ++running_;
+    ++g.running;
+    Kick();  // another core may be free for the next one
+  }
+
+  void Release(Grid& g, bool on_core) {
+    if (on_core) --running_;
+    --g.running;
+    if (!g.Left() && g.running == 0) g.wake.notify_one();
+    Kick();
+  }
+
+  // A core is free: the launching thread of the first eligible grid may take it, and so may a
+  // helper of its class (the first to the lock wins; the other finds nothing and waits again).
+  // REQUIRES: mu_.
+  void Kick() {
+    if (running_ >= cores_) return;
+    Grid* g = FirstEligible();
+    if (g == nullptr) return;
+    g->wake.notify_one();
+    const HostClass c = ClassOf(*g);
+    Helpers& h = helpers_[c];
+    if (h.idle > 0) {
+      h.cv.notify_one();
+    } else if (h.threads.size() < cores_) {
+      const unsigned index = unsigned(h.threads.size());
+      h.threads.emplace_back([this, c, index] { HelperLoop(c, index); });
+    }
+  }
+
+  void HelperLoop(HostClass c, unsigned index) {
+    BecomeDeviceThread(c == kRanked ? kRankedDeviceNice : kDeviceNice);
+    Runner self;
+    self.smid = index;
+    Helpers& h = helpers_[c];
+    std::unique_lock lock(mu_);
+    for (;;) {
+      Grid* g = nullptr;
+      bool trimmed = false;
+      while (!stop_) {
+        if (running_ < cores_) g = FirstEligible();
+        if (g != nullptr && ClassOf(*g) == c) break;
+        g = nullptr;
+        if (!trimmed) {  // about to idle: let go of large buffers first, then look again
+          lock.unlock();
+          TrimCta(self.cta);
+          self.prepared = 0;
+          lock.lock();
+          trimmed = true;
+          continue;
+        }
+        ++h.idle;
+        h.cv.wait(lock);
+        --h.idle;
+      }
+      if (stop_) return;
+      Take(*g);
+      lock.unlock();
+      RunBlocks(self, *g, /*until_outranked=*/true);
+      lock.lock();
+      Release(*g, /*on_core=*/true);
+    }
+  }
+
+  // Runs blocks of `g` while it has some; with `until_outranked`, stops at the first block
+  // boundary after another grid was launched (it may come first now; the caller decides again).
+  // Called with a block of `g` counted as running, without mu_.
+  void RunBlocks(Runner& r, Grid& g, bool until_outranked) {
+    const uint64_t generation = generation_.load(std::memory_order_acquire);
+    while (RunOne(r, g)) {
+      if (until_outranked && generation_.load(std::memory_order_relaxed) != generation) break;
+    }
+  }
+
+  // Runs the next block of `g`, if it has one and has not failed; false if it had none.
+  bool RunOne(Runner& r, Grid& g) {
+    const LaunchCtx& L = *g.L;
+    if (L.failed->load(std::memory_order_relaxed) || Cancelled(L)) [[unlikely]] {
+      g.next.store(g.nblocks, std::memory_order_relaxed);
+      return false;
+    }
+    const uint64_t b = g.next.fetch_add(1, std::memory_order_relaxed);  // work distribution only
+    if (b >= g.nblocks) return false;
+    if (r.prepared != g.seq) {
+      PrepareCta(L, r.cta, r.smid);
+      r.prepared = g.seq;
+    }
+    const bool ok = RunCta(L, r.cta, b);
+    uint64_t wn = 0, tn = 0;
+    for (uint32_t wi = 0; wi < (L.nthreads + 31) / 32; ++wi) {
+      wn += std::exchange(r.cta.warps[wi].instructions, 0);
+      tn += std::exchange(r.cta.warps[wi].thread_instructions, 0);
+    }
+    g.warp_n.fetch_add(wn, std::memory_order_relaxed);
+    g.thread_n.fetch_add(tn, std::memory_order_relaxed);
+    last_end_ns_.store(NowNs(), std::memory_order_relaxed);
+    if (!ok) g.next.store(g.nblocks, std::memory_order_relaxed);
+    return ok;
+  }
+
+  const unsigned cores_;
+  std::mutex mu_;
+  std::vector<Grid*> grids_;  // by priority, then launch order; guarded by mu_
+  unsigned running_ = 0;      // blocks on cores; guarded by mu_
+  uint64_t seq_ = 0;          // guarded by mu_
+  std::atomic<uint64_t> generation_{0};   // grids launched
+  std::atomic<uint64_t> last_end_ns_{0};  // when a block last ended
+  Helpers helpers_[2];
+  bool stop_ = false;
+};
+
+}  // namespace
+
+unsigned DeviceCores() {
+  return Dispatcher::Get().cores();
+}
+
+void DispatchGrid(Grid& g) {
+  Dispatcher::Get().Run(g);
+}
+
+}  // namespace remora::emu::ptx

@@ -1,0 +1,54 @@
+// emu/ptx/dispatch.h - the device's block dispatcher: the blocks of every running grid, from
+// every stream and every tenant, share the device's cores, block by block, as a GPU's
+// multiprocessors are shared.
+//
+// The rules, as a GPU's dispatcher follows them:
+//  - A core runs one block at a time, to its end. When it frees, it takes the next block of the
+//    first grid in the device's order: higher stream priority first (CUDA's order: lower is
+//    higher), then the grid launched first. A grid launched later therefore starts on the cores
+//    the earlier one's last blocks leave, and two saturating streams' kernels take turns rather
+//    than running each at full speed: they slow each other down, as on a GPU.
+//  - A grid of higher priority takes each core at that core's next block boundary.
+//  - Residency, which a GPU has and two cores lack: when no block has ended on the device for
+//    kStuck while a grid has had no core (its blocks spin on another grid's progress, say), that
+//    grid's launching thread runs its blocks beside the stuck ones (all of them if no grid of
+//    higher priority waits, else one per kStuck), so a kernel waiting on another always
+//    progresses.
+// Cooperative launches do not come here: their blocks are all resident at once (coop.cc).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+
+#include "emu/ptx/exec.h"
+
+namespace remora::emu::ptx {
+
+// An ordinary launch's grid, from its launching thread to the dispatcher.
+struct Grid {
+  const LaunchCtx* L = nullptr;
+  int priority = 0;
+  uint64_t nblocks = 0;
+  unsigned max_running = 0;  // LaunchConfig::workers, or 0: as many as the device has cores
+  // Instructions its blocks ran (LaunchStats).
+  std::atomic<uint64_t> warp_n{0}, thread_n{0};
+
+  // The dispatcher's; the launching thread leaves them alone.
+  uint64_t seq = 0;                // launch order
+  std::atomic<uint64_t> next{0};   // the next block to start; >= nblocks: none left
+  unsigned running = 0;            // blocks started and not ended
+  std::condition_variable wake;    // its launching thread: a core, its end, or kStuck
+  bool Left() const { return next.load(std::memory_order_relaxed) < nblocks; }
+};
+
+// The device's cores (the host's hardware threads, 2 at least): %nsmid, and how many blocks run
+// at once outside residency.
+unsigned DeviceCores();
+
+// Runs every block of `g` on the device's cores, beside every other grid dispatched meanwhile,
+// in the order above; returns once each block has ended, or the launch failed or was cancelled
+// (L's fault says which). The calling thread runs some of the blocks itself.
+void DispatchGrid(Grid& g);
+
+}  // namespace remora::emu::ptx
