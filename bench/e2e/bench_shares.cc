@@ -48,6 +48,7 @@ constexpr const char* kIters = "100000";  // about 3 ms per kernel on the emulat
 constexpr auto kWindow = std::chrono::milliseconds(600);
 constexpr auto kWarmup = std::chrono::milliseconds(1500);
 constexpr int kWindows = 10;
+constexpr int kAloneSeconds = 6;
 
 // A server with /metrics, and tenants on it.
 class ShareRun {
@@ -145,12 +146,23 @@ class ShareRun {
     return rows;
   }
 
-  // Every tenant must have exited 0 (their kernels are checked against the CPU).
-  void Finish() {
-    for (auto& t : tenants_)
+  // Every tenant must have exited 0 (their kernels are checked against the CPU). Returns each
+  // busy tenant's kernels per second (its last "KERNELS_PER_S"), in Spawn order (0 if none).
+  std::vector<double> Finish() {
+    std::vector<double> rates;
+    for (auto& t : tenants_) {
       if (t->WaitOrStop(std::chrono::seconds(60)) != 0)
         state_.SkipWithError("a tenant failed (wrong results or an error; see its log)");
+      static const std::regex rate_re(R"(KERNELS_PER_S ([0-9.]+))");
+      const std::string out = t->ReadAll();
+      double rate = 0;
+      for (auto it = std::sregex_iterator(out.begin(), out.end(), rate_re);
+           it != std::sregex_iterator(); ++it)
+        rate = std::stod((*it)[1].str());
+      rates.push_back(rate);
+    }
     tenants_.clear();
+    return rates;
   }
 
  private:
@@ -167,6 +179,32 @@ std::vector<double> Delta(const std::vector<double>& a, const std::vector<double
   return d;
 }
 
+// Kernels per second of one busy tenant alone on a server of its own (no quota), measured once
+// per run: what each tenant's throughput is compared with.
+double AloneRate(benchmark::State& state) {
+  static double rate = 0;
+  if (rate > 0) return rate;
+  ShareRun run(state);
+  if (!run.ok() || !run.AddTenant({}, kAloneSeconds)) return 0;
+  std::vector<double> r = run.Finish();
+  rate = r.empty() ? 0 : r[0];
+  if (rate <= 0) state.SkipWithError("the tenant alone reported no rate (see its log)");
+  return rate;
+}
+
+// The largest sum over tenants of device time charged per wall second in any window:
+// remora list's ACHIEVED column summed (target <= 1).
+double AchievedSumMax(const std::vector<std::vector<double>>& rows,
+                      const std::vector<Clock::time_point>& at) {
+  double worst = 0;
+  for (size_t w = 1; w < rows.size(); ++w) {
+    double sum = 0;
+    for (size_t t = 0; t < rows[w].size(); ++t) sum += rows[w][t] - rows[w - 1][t];
+    worst = std::max(worst, sum / std::chrono::duration<double>(at[w] - at[w - 1]).count());
+  }
+  return worst;
+}
+
 double Jain(const std::vector<double>& x) {
   double s = 0, s2 = 0;
   for (double v : x) s += v, s2 += v * v;
@@ -180,14 +218,17 @@ void BM_ComputeShares(benchmark::State& state) {
   const double small = ratio == 3 ? 0.1 : 0.09, large = small * ratio;
   const double target = 1 / (1 + ratio);
   for (auto _ : state) {
+    const double alone = AloneRate(state);  // first: its server is gone before theirs starts
+    if (alone <= 0) return;
     ShareRun run(state);
     if (!run.ok()) return;
     if (!run.AddTenant({"--gpu-compute", std::to_string(small)}, kSeconds) ||
         !run.AddTenant({"--gpu-compute", std::to_string(large)}, kSeconds))
       return;
-    auto rows = run.Sample();
-    run.Finish();
-    if (rows.empty()) return;
+    std::vector<Clock::time_point> at;
+    auto rows = run.Sample(&at);
+    std::vector<double> rates = run.Finish();
+    if (rows.empty() || rates.size() != 2) return;
     double worst = 0, worst_abs = 0;
     for (size_t w = 1; w < rows.size(); ++w) {
       std::vector<double> d = Delta(rows[w - 1], rows[w]);
@@ -201,6 +242,12 @@ void BM_ComputeShares(benchmark::State& state) {
     state.counters["err_pct"] = 100 * worst;
     state.counters["err_points"] = 100 * worst_abs;
     state.counters["windows"] = static_cast<double>(rows.size() - 1);
+    // Kernel throughput, each relative to its rate alone (the tenants run equal kernels).
+    const double tput_ratio = (rates[0] / alone) / (rates[1] / alone);
+    state.counters["tput_ratio"] = tput_ratio;
+    state.counters["tput_err_pct"] = 100 * std::abs(tput_ratio * ratio - 1);
+    state.counters["total_vs_alone"] = (rates[0] + rates[1]) / alone;
+    state.counters["achieved_sum"] = AchievedSumMax(rows, at);
   }
 }
 BENCHMARK(BM_ComputeShares)->Arg(3)->Arg(9)->Iterations(1)->Unit(benchmark::kSecond);
@@ -208,31 +255,41 @@ BENCHMARK(BM_ComputeShares)->Arg(3)->Arg(9)->Iterations(1)->Unit(benchmark::kSec
 void BM_EqualShares(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   for (auto _ : state) {
+    const double alone = AloneRate(state);  // first: its server is gone before theirs starts
+    if (alone <= 0) return;
     ShareRun run(state);
     if (!run.ok()) return;
     for (int i = 0; i < n; ++i)
       if (!run.AddTenant({"--gpu-compute", "0.1"}, kSeconds + n)) return;
-    auto rows = run.Sample();
-    run.Finish();
-    if (rows.empty()) return;
+    std::vector<Clock::time_point> at;
+    auto rows = run.Sample(&at);
+    std::vector<double> rates = run.Finish();
+    if (rows.empty() || rates.size() != size_t(n)) return;
     double worst = 1;
     for (size_t w = 1; w < rows.size(); ++w)
       worst = std::min(worst, Jain(Delta(rows[w - 1], rows[w])));
     state.counters["jain"] = Jain(Delta(rows.front(), rows.back()));
     state.counters["jain_min"] = worst;
+    double total = 0;
+    for (double r : rates) total += r;
+    state.counters["jain_tput"] = Jain(rates);
+    state.counters["total_vs_alone"] = total / alone;
+    state.counters["achieved_sum"] = AchievedSumMax(rows, at);
   }
 }
 BENCHMARK(BM_EqualShares)->Arg(8)->Iterations(1)->Unit(benchmark::kSecond);
 
 void BM_ComputeLimitAlone(benchmark::State& state) {
   for (auto _ : state) {
+    const double alone = AloneRate(state);  // first: its server is gone before theirs starts
+    if (alone <= 0) return;
     ShareRun run(state);
     if (!run.ok()) return;
     if (!run.AddTenant({"--gpu-compute", "0.3", "--gpu-compute-limit", "0.3"}, kSeconds)) return;
     std::vector<Clock::time_point> at;
     auto rows = run.Sample(&at);
-    run.Finish();
-    if (rows.empty()) return;
+    std::vector<double> rates = run.Finish();
+    if (rows.empty() || rates.size() != 1) return;
     auto seconds = [&](size_t a, size_t b) {
       return std::chrono::duration<double>(at[b] - at[a]).count();
     };
@@ -241,6 +298,7 @@ void BM_ComputeLimitAlone(benchmark::State& state) {
       worst = std::max(worst, (rows[w][0] - rows[w - 1][0]) / seconds(w - 1, w));
     state.counters["share"] = (rows.back()[0] - rows.front()[0]) / seconds(0, rows.size() - 1);
     state.counters["share_max"] = worst;
+    state.counters["tput_vs_alone"] = rates[0] / alone;
   }
 }
 BENCHMARK(BM_ComputeLimitAlone)->Iterations(1)->Unit(benchmark::kSecond);

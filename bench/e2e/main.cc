@@ -97,14 +97,7 @@ int main(int argc, char** argv) {
   }
   Env().dir = dir;
   std::string err;
-  // REMORA_E2E_SERVER_ARGS: extra remora-server flags, space-separated
-  // (e.g. "--scheduler fifo" to compare the dispatch orders run by run).
-  std::vector<std::string> extra;
-  if (const char* a = std::getenv("REMORA_E2E_SERVER_ARGS")) {
-    std::istringstream in(a);
-    for (std::string w; in >> w;) extra.push_back(w);
-  }
-  TheServer() = BenchServer::Start(dir, &err, extra);
+  TheServer() = BenchServer::Start(dir, &err);
   std::atexit(StopServer);
   if (!TheServer()) {
     std::fprintf(stderr, "remora_e2e_bench: %s\n", err.c_str());

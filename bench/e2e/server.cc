@@ -1,6 +1,7 @@
 // bench/e2e/server.cc - starting and stopping the benchmarks' remora-server.
 #include "bench/e2e/server.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -44,6 +45,10 @@ std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::str
   std::vector<std::string> argv = {Paths::Server(), "--device=emu", "--listen",
                                    s->shm_address_, "--grpc",       "127.0.0.1:0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (const char* a = std::getenv("REMORA_E2E_SERVER_ARGS")) {
+    std::istringstream in(a);
+    for (std::string w; in >> w;) argv.push_back(w);
+  }
   if (!s->child_.Start(argv, {}, s->log_path_, err)) return nullptr;
   const std::regex port_re(R"(transport=grpc .*port=(\d+))");
   const std::regex ready_re(R"(event=ready pid=(\d+))");

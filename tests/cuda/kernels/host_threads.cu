@@ -13,7 +13,8 @@
 // With "-hog MIB" it allocates that much device memory, prints HOLDING, waits for a line
 // on stdin, then synchronizes and prints what that returned (reclaim_test.py).
 // With "-busy SECONDS" it keeps the device busy that long with batches of equal kernels
-// (each checked against the CPU) and prints how many ran: "KERNELS n" (share_test.py).
+// (each checked against the CPU) and prints how many ran, "KERNELS n" (share_test.py), and
+// their rate, "KERNELS_PER_S r" (bench/e2e).
 // With "-idle SECONDS" before "-busy", it first keeps the device busy for a second, then
 // sleeps that long, prints "SATURATING" and goes on as "-busy" says (bench/e2e: no credit
 // is banked while idle).
@@ -66,7 +67,8 @@ int Busy(long seconds, int iters, Rng& rng) {
   }
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  const auto started = std::chrono::steady_clock::now();
+  const auto until = started + std::chrono::seconds(seconds);
   long kernels = 0;
   int failures = 0;
   auto check = [&](int i) {
@@ -86,7 +88,9 @@ int Busy(long seconds, int iters, Rng& rng) {
     if (batch > 0) check(1 - i);  // the previous batch, while this one runs
   }
   if (batch > 0) check(static_cast<int>((batch - 1) % 2));
-  std::printf("KERNELS %ld\n", kernels);
+  const double busy_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("KERNELS %ld\nKERNELS_PER_S %.3f\n", kernels, kernels / busy_s);
   return Finish(failures, "busy kernels");
 }
 
