@@ -100,6 +100,9 @@ class DispatchQueue {
   // so its next item goes as soon as a Done comes: the executor then looks
   // for completions more often.
   virtual bool WaitsForDone() const { return false; }
+  // True while the device is idle for lack of a Done: a tenant's turn waits for the last
+  // one's work to leave the device (time slices). The executor then looks at once.
+  virtual bool WaitsForDrain() const { return false; }
 
   // Optional refinements; the defaults do nothing, so FifoQueue ignores them.
 

@@ -103,6 +103,7 @@ class FairQueue final : public DispatchQueue {
   bool IssueNow(TenantId t, uint64_t now_ns) override;
   void Return(TenantId t, uint32_t items) override;
   bool WaitsForDone() const override { return blocked_ > 0 || switching_; }
+  bool WaitsForDrain() const override { return switching_; }
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
   std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;

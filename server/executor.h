@@ -172,6 +172,9 @@ class Executor {
   // Charge device time by timing events around each group (NVIDIA's driver, which
   // does not report a stream's busy time; REMORA_GPU_TIME=events forces it).
   const bool timing_events_;
+  // Synchronous waits spin up to 500 us with no doorbell while few others do (NVIDIA's
+  // driver; REMORA_WAIT_SPIN=long|short overrides): Tenant::WhenDone.
+  const bool long_spins_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<sched::DispatchQueue> order_;                  // guarded by mu_
@@ -187,9 +190,10 @@ class Executor {
   uint64_t mem_epoch_ = ~uint64_t{0};
   std::atomic<bool> pools_{true};  // false once the driver refused stream-ordered allocation
   bool stop_ = false;
-  bool repump_ = false;            // guarded by mu_ (RepumpLocked)
-  uint64_t urgent_ = 0;            // polls somebody waits for, ever watched (guarded by mu_)
-  std::atomic<uint64_t> rung_{0};  // doorbell rings heard (RingWhenReached)
+  bool repump_ = false;                // guarded by mu_ (RepumpLocked)
+  uint64_t urgent_ = 0;                // polls somebody waits for, ever watched (guarded by mu_)
+  std::atomic<uint64_t> rung_{0};      // doorbell rings heard (RingWhenReached)
+  std::atomic<unsigned> spinners_{0};  // waiters spinning on a GPU (Tenant::WhenDone)
   std::thread thread_;
 };
 

@@ -157,7 +157,9 @@ void Executor::Loop() {
     // Poll again soon while work completes, less often while it runs long.
     const bool waited_on =
         std::any_of(polls_->begin(), polls_->end(), [](const Poll& p) { return !p.lazy; });
-    if (!waited_on)
+    if (!waited_on && order_->WaitsForDrain())
+      interval = kPollMin;
+    else if (!waited_on)
       interval = order_->WaitsForDone() ? kPollBacklog : kPollLazy;
     else
       interval = fault || progress ? std::chrono::nanoseconds(kPollMin)

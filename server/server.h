@@ -41,8 +41,9 @@ struct ServerOptions {
   std::string scheduler = "fair";
   // The fair queue's time slices (sched::FairOptions::slice_ns): tenants of a priority class
   // take the device in turns of this much GPU time, never sharing it; 0: their kernels may
-  // run side by side (and are each charged their whole duration).
-  uint64_t time_slice_ns = 0;
+  // run side by side (and are each charged their whole duration). 8 ms: a drain per turn
+  // costs a few percent of the device; a newcomer of a busy class waits a turn per tenant.
+  uint64_t time_slice_ns = 8'000'000;
   std::string metrics_addr;  // HOST:PORT for Prometheus' /metrics; "" for none
   // Tenants and projects from a YAML file (tenants.h); "" for open mode,
   // where clients declare their quotas within the caps below.

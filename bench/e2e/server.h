@@ -45,8 +45,8 @@ class BenchServer {
  public:
   // Starts the server with its log in `dir`/server.log, its socket `dir`/gpu.sock and
   // `extra` arguments appended, then those of REMORA_E2E_SERVER_ARGS (space-separated; every
-  // benchmark's servers, e.g. "--time-slice 0" to compare), and waits (<= 30 s) for event=ready and the gRPC port.
-  // Null with *err (and the log's tail) on failure.
+  // benchmark's servers, e.g. "--time-slice 0" to compare), and waits (<= 30 s) for event=ready and
+  // the gRPC port. Null with *err (and the log's tail) on failure.
   static std::unique_ptr<BenchServer> Start(const std::string& dir, std::string* err,
                                             const std::vector<std::string>& extra = {});
 

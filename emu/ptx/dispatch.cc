@@ -231,9 +231,9 @@ class Dispatcher {
 
   const unsigned cores_;
   std::mutex mu_;
-  std::vector<Grid*> grids_;  // by priority, then launch order; guarded by mu_
-  unsigned running_ = 0;      // blocks on cores; guarded by mu_
-  uint64_t seq_ = 0;          // guarded by mu_
+  std::vector<Grid*> grids_;              // by priority, then launch order; guarded by mu_
+  unsigned running_ = 0;                  // blocks on cores; guarded by mu_
+  uint64_t seq_ = 0;                      // guarded by mu_
   std::atomic<uint64_t> generation_{0};   // grids launched
   std::atomic<uint64_t> last_end_ns_{0};  // when a block last ended
   Helpers helpers_[2];

@@ -35,10 +35,10 @@ struct Grid {
   std::atomic<uint64_t> warp_n{0}, thread_n{0};
 
   // The dispatcher's; the launching thread leaves them alone.
-  uint64_t seq = 0;                // launch order
-  std::atomic<uint64_t> next{0};   // the next block to start; >= nblocks: none left
-  unsigned running = 0;            // blocks started and not ended
-  std::condition_variable wake;    // its launching thread: a core, its end, or kStuck
+  uint64_t seq = 0;               // launch order
+  std::atomic<uint64_t> next{0};  // the next block to start; >= nblocks: none left
+  unsigned running = 0;           // blocks started and not ended
+  std::condition_variable wake;   // its launching thread: a core, its end, or kStuck
   bool Left() const { return next.load(std::memory_order_relaxed) < nblocks; }
 };
 

@@ -1,8 +1,8 @@
 // emu/ptx/sched.h - the block scheduler's pieces that launch.cc shares with coop.cc.
 //
-// An ordinary launch runs each block to its end on one of the device's cores (dispatch.h). A cooperative
-// launch (coop.cc) keeps every block's state alive and lets the workers take turns over them,
-// so blocks that wait on each other (grid.sync) all progress.
+// An ordinary launch runs each block to its end on one of the device's cores (dispatch.h). A
+// cooperative launch (coop.cc) keeps every block's state alive and lets the workers take turns over
+// them, so blocks that wait on each other (grid.sync) all progress.
 #pragma once
 
 #include <cstdint>

@@ -388,9 +388,8 @@ LOOP:
   // Launches kBlocks blocks of `steps` at `priority`, each recording its ticket in `order`.
   void Launch(uint32_t* order, int priority, uint32_t steps) {
     Status s = RunKernel(
-        *prog_, "work", {kBlocks}, {1},
-        [&](Params& p) { p.Add(ticket_).Add(order).Add(steps); }, &mem_, 0, nullptr, nullptr, 0,
-        priority);
+        *prog_, "work", {kBlocks}, {1}, [&](Params& p) { p.Add(ticket_).Add(order).Add(steps); },
+        &mem_, 0, nullptr, nullptr, 0, priority);
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
   // Launches the first grid on a thread, waits until its first block started, then the
@@ -404,8 +403,8 @@ LOOP:
   }
   // Blocks of `order` that started between tickets lo and hi (exclusive).
   static uint32_t StartedBetween(const uint32_t* order, uint32_t lo, uint32_t hi) {
-    return uint32_t(std::count_if(order, order + kBlocks,
-                                  [&](uint32_t t) { return t > lo && t < hi; }));
+    return uint32_t(
+        std::count_if(order, order + kBlocks, [&](uint32_t t) { return t > lo && t < hi; }));
   }
   std::shared_ptr<const Program> prog_;
   TestMemory mem_;
