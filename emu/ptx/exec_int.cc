@@ -730,10 +730,10 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kLo)
     CASE(kLs)
     CASE(kHi)
-    CASE(kHs) CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum)
-        CASE(kNan)
+    CASE(kHs)
+    CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
 #undef CASE
-            default : return nullptr;
+        default : return nullptr;
   }
 }
 template <class T, Cmp C>

@@ -1,6 +1,7 @@
-// emu/ptx/launch.cc - Launch: blocks over workers, warps over converged groups.
+// emu/ptx/launch.cc - Launch: a grid to the device's block dispatcher (dispatch.h), or a
+// cooperative one over workers of its own (coop.cc); warps over converged groups.
 //
-// Scheduling: a worker takes whole CTAs from a shared counter. Within a CTA each warp runs until
+// Scheduling: a core runs whole CTAs, one at a time. Within a CTA each warp runs until
 // all its lanes are parked at a CTA barrier or exited; then barriers whose arrivals are complete
 // release. Within a warp, the group to run is the set of lanes sharing the deepest frame and the
 // lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
@@ -30,7 +31,7 @@ namespace remora::emu::ptx {
 
 namespace {
 
-// Helper threads shared by all launches, created on first need and kept: a launch posts one
+// Helper threads of cooperative launches, created on first need and kept: a launch posts one
 // ticket per helper it wants, runs worker 0 itself, then takes back the tickets no helper has
 // started and waits for the started ones. A small grid therefore pays no thread creation, and
 // a ticket that arrives after the work ran out costs one wake-up. Two pools: kernels of streams

@@ -108,10 +108,9 @@ struct LaunchConfig {
   std::span<const uint64_t> global_addresses;  // device address of each global, as globals()
   const AddressSpace* memory = nullptr;
   std::function<void(std::string_view)> printf_sink;  // formatted vprintf output
-  unsigned workers = 0;  // threads to spread blocks over; 0 = hardware_concurrency
-  // The launching stream's priority (CUDA's order: lower is higher). While kernels of
-  // higher priority ask for every core, this one starts no new block (a block that
-  // started runs to its end); it waits 2 ms at most at a time, so it always progresses.
+  unsigned workers = 0;  // the most blocks run at once; 0 = as many as the device has cores
+  // The launching stream's priority (CUDA's order: lower is higher): the device's block
+  // dispatcher starts blocks of higher priority grids first (dispatch.h).
   int priority = 0;
   // The storage at global_addresses already holds its address initialisers
   // (ApplyRelocations): Launch leaves it alone. Otherwise Launch writes them
@@ -157,8 +156,9 @@ inline constexpr int kDeviceNice = 19;
 inline constexpr int kRankedDeviceNice = 5;
 void BecomeDeviceThread(int nice = kDeviceNice);
 
-// Runs kernel `kernel` of `program` to completion on the calling thread plus up
-// to `workers` helpers.
+// Runs kernel `kernel` of `program` to completion on the device's cores, shared block by
+// block with every other launch running meanwhile (dispatch.h); the calling thread runs
+// some of the blocks. A cooperative launch runs on threads of its own, all blocks resident.
 // Errors: kIllegalAddress (names kernel, address, space, block/thread),
 // kLaunchTimeout (LaunchConfig::cancel turned true),
 // kLaunchFailure (an unsupported instruction, named; a trap), kAssert

@@ -276,8 +276,9 @@ TEST(Errors, OversizedDeclarationsAreRefusedAtLoad) {
 }
 
 // Stream priorities, as a GPU's block dispatcher honours them: while a higher-priority kernel
-// holds every core, a lower-priority one starts a block only when its bounded wait (2 ms) runs
-// out, and it still finishes. With equal priorities the same kernels run side by side.
+// holds every core with blocks that never end, a lower-priority one starts a block only once
+// per 20 ms that no block ended (residency), and it still finishes. With equal priorities the
+// waiting kernel, resident, runs all its blocks beside the spinning ones.
 TEST(Priorities, AHigherPriorityKernelHoldsBackALowerOnesBlocks) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
