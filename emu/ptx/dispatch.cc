@@ -3,6 +3,7 @@
 #include "emu/ptx/dispatch.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -35,6 +36,12 @@ struct Runner {
 // stream priority run at kRankedDeviceNice, the others at kDeviceNice. A thread's nice can only
 // rise, so a helper serves grids of its own class only.
 enum HostClass { kRanked = 0, kLeast = 1 };
+
+// Stream priorities as indices, highest first: CUDA's range is [-5, 0] on current GPUs.
+constexpr size_t kLevels = 8;
+size_t Level(int priority) {
+  return size_t(std::clamp(priority + int(kLevels) - 1, 0, int(kLevels) - 1));
+}
 HostClass ClassOf(const Grid& g) {
   return g.priority < 0 ? kRanked : kLeast;
 }
@@ -71,7 +78,7 @@ class Dispatcher {
     generation_.fetch_add(1, std::memory_order_release);  // running blocks' grids may be outranked
     Kick();
     while (g.Left() || g.running > 0) {
-      if (running_ < cores_ && FirstEligible() == &g) {
+      if (FirstEligible() == &g && HasCore(g)) {
         Take(g);
         lock.unlock();
         RunBlocks(self, g, /*until_outranked=*/true);
@@ -121,21 +128,31 @@ class Dispatcher {
     return false;
   }
 
+  // A core for a block of `g`: fewer blocks of its priority or higher run than the device has
+  // cores. Lower-priority blocks still running do not count: their threads run at the host's
+  // least priority, so the host gives the core to this one at once (a GPU would have
+  // dispatched it at their block boundary). REQUIRES: mu_.
+  bool HasCore(const Grid& g) const {
+    unsigned n = 0;
+    for (size_t i = 0; i <= Level(g.priority); ++i) n += running_[i];
+    return n < cores_;
+  }
+
   // Every core busy, none freed for kStuck, and `g` waiting with none. REQUIRES: mu_.
   bool Stuck(const Grid& g) const {
-    return g.Left() && g.running == 0 && running_ >= cores_ &&
+    return g.Left() && g.running == 0 && !HasCore(g) &&
            NowNs() - last_end_ns_.load(std::memory_order_relaxed) >=
                uint64_t(std::chrono::nanoseconds(kStuck).count());
   }
 
   void Take(Grid& g) {
-    ++running_;
+    ++running_[Level(g.priority)];
     ++g.running;
     Kick();  // another core may be free for the next one
   }
 
   void Release(Grid& g, bool on_core) {
-    if (on_core) --running_;
+    if (on_core) --running_[Level(g.priority)];
     --g.running;
     if (!g.Left() && g.running == 0) g.wake.notify_one();
     Kick();
@@ -145,9 +162,8 @@ class Dispatcher {
   // helper of its class (the first to the lock wins; the other finds nothing and waits again).
   // REQUIRES: mu_.
   void Kick() {
-    if (running_ >= cores_) return;
     Grid* g = FirstEligible();
-    if (g == nullptr) return;
+    if (g == nullptr || !HasCore(*g)) return;
     g->wake.notify_one();
     const HostClass c = ClassOf(*g);
     Helpers& h = helpers_[c];
@@ -169,8 +185,8 @@ class Dispatcher {
       Grid* g = nullptr;
       bool trimmed = false;
       while (!stop_) {
-        if (running_ < cores_) g = FirstEligible();
-        if (g != nullptr && ClassOf(*g) == c) break;
+        g = FirstEligible();
+        if (g != nullptr && HasCore(*g) && ClassOf(*g) == c) break;
         g = nullptr;
         if (!trimmed) {  // about to idle: let go of large buffers first, then look again
           lock.unlock();
@@ -231,8 +247,9 @@ class Dispatcher {
 
   const unsigned cores_;
   std::mutex mu_;
-  std::vector<Grid*> grids_;              // by priority, then launch order; guarded by mu_
-  unsigned running_ = 0;                  // blocks on cores; guarded by mu_
+  std::vector<Grid*> grids_;  // by priority, then launch order; guarded by mu_
+  // Blocks on cores, by priority level; guarded by mu_.
+  std::array<unsigned, kLevels> running_{};
   uint64_t seq_ = 0;                      // guarded by mu_
   std::atomic<uint64_t> generation_{0};   // grids launched
   std::atomic<uint64_t> last_end_ns_{0};  // when a block last ended

@@ -8,7 +8,9 @@
 //    higher), then the grid launched first. A grid launched later therefore starts on the cores
 //    the earlier one's last blocks leave, and two saturating streams' kernels take turns rather
 //    than running each at full speed: they slow each other down, as on a GPU.
-//  - A grid of higher priority takes each core at that core's next block boundary.
+//  - A grid of higher priority starts its blocks at once: a lower-priority block already
+//    running finishes beside them (no new one starts), on a host thread of lower priority, so
+//    the host hands the core over at once where a GPU would at the block's end.
 //  - Residency, which a GPU has and two cores lack: when no block has ended on the device for
 //    kStuck while a grid has had no core (its blocks spin on another grid's progress, say), that
 //    grid's launching thread runs its blocks beside the stuck ones (all of them if no grid of
