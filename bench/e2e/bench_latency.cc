@@ -11,6 +11,11 @@
 //   BM_AddedLatency/1  the same with a 4-byte device-to-host copy into a pageable host word:
 //                      cudaMemcpy through the stub (the server enqueues cuMemcpyDtoHAsync and
 //                      synchronizes the stream) against cuMemcpyDtoH in-process.
+//   BM_AddedLatency/2  the empty kernel launched on a created stream and
+//                      cudaStreamSynchronize through the stub (a completion found by the
+//                      server: the emulated GPU's doorbell, or a waiter's spin on a GPU) against
+//                      cuLaunchKernel + cuStreamSynchronize in-process (issue target on a GPU:
+//                      p50 <= native + 10 us).
 // Floor: two threads bouncing one cache line (PingPonger). Each iteration is one block of
 // kSyncBlock floor round trips, then kSyncBlock remote calls (the time column is their mean),
 // then kSyncBlock in-process calls timed in the child, so machine load hits all three alike.
@@ -37,10 +42,14 @@ namespace {
 
 constexpr auto kChildTimeout = std::chrono::seconds(60);
 
+extern "C" int RemoraE2eLaunchEmptyOn(cudaStream_t s);  // empty_kernel.cu
+
 void BM_AddedLatency(benchmark::State& state) {
   const int which = static_cast<int>(state.range(0));
-  state.SetLabel(which == 0 ? "cudaStreamQuery vs cuStreamQuery"
-                            : "cudaMemcpy DtoH 4 B vs cuMemcpyDtoH");
+  static const char* const kLabels[] = {"cudaStreamQuery vs cuStreamQuery",
+                                        "cudaMemcpy DtoH 4 B vs cuMemcpyDtoH",
+                                        "empty launch + cudaStreamSynchronize vs in-process"};
+  state.SetLabel(kLabels[which]);
   if (AllowedCpus() < 2) return state.SkipWithError("the floor needs two CPUs");
   const pid_t server = Env().server != nullptr ? Env().server->pid() : -1;
   if (server <= 0) return state.SkipWithError("no remora-server");
@@ -66,6 +75,10 @@ void BM_AddedLatency(benchmark::State& state) {
   volatile uint32_t word = 0;
   auto call = [&]() -> cudaError_t {
     if (which == 0) return cudaStreamQuery(stream);
+    if (which == 2) {
+      if (const int e = RemoraE2eLaunchEmptyOn(stream)) return static_cast<cudaError_t>(e);
+      return cudaStreamSynchronize(stream);
+    }
     uint32_t w = 0;
     const cudaError_t e = cudaMemcpy(&w, dptr, sizeof w, cudaMemcpyDeviceToHost);
     word = w;
@@ -144,7 +157,7 @@ void BM_AddedLatency(benchmark::State& state) {
   state.counters["ratio"] = floor.p50_ns > 0 ? added / floor.p50_ns : 0;
   state.SetItemsProcessed(state.iterations());  // per-call times: items/s = calls/s
 }
-BENCHMARK(BM_AddedLatency)->Arg(0)->Arg(1)->UseManualTime()->Iterations(200);
+BENCHMARK(BM_AddedLatency)->Arg(0)->Arg(1)->Arg(2)->UseManualTime()->Iterations(200);
 
 }  // namespace
 }  // namespace remora::bench::e2e

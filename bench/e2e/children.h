@@ -32,7 +32,8 @@ int RunRoundTripChild(int iters);
 int RunEmuLaunchChild(int launches, int batches);
 
 // The added-latency baseline (emu_sync.cc): `which` 0 = cuStreamQuery, 1 = a 4-byte
-// cuMemcpyDtoH on the emulated driver in-process, kSyncBlock calls per stdin line.
+// cuMemcpyDtoH, 2 = an empty launch + cuStreamSynchronize, on the emulated driver
+// in-process, kSyncBlock calls per stdin line.
 int RunEmuSyncChild(int which);
 
 // The library baseline (emu_blas.cc): an n x n x n SGEMM on the emulated GPU's

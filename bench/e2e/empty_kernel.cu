@@ -22,6 +22,12 @@ extern "C" int RemoraE2eLaunchEmpty(int n) {
   return static_cast<int>(cudaGetLastError());
 }
 
+// Launches remora_e2e_empty<<<1, 1, 0, s>>> once; returns cudaGetLastError().
+extern "C" int RemoraE2eLaunchEmptyOn(cudaStream_t s) {
+  remora_e2e_empty<<<1, 1, 0, s>>>();
+  return static_cast<int>(cudaGetLastError());
+}
+
 // Launches remora_e2e_fault<<<1, 1>>>(nullptr) on the legacy stream without waiting.
 // Returns cudaGetLastError() (the fault itself shows at the next synchronisation).
 extern "C" int RemoraE2eLaunchFault() {

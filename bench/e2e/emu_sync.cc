@@ -7,7 +7,8 @@
 // server's pool does) and a 256-byte allocation, warm up, print "ready". Then, per
 // line read from stdin, pin this thread to CPU 0 and time kBlock calls of WHICH
 // (0: cuStreamQuery on the idle stream; 1: a 4-byte cuMemcpyDtoH into a pageable host
-// word), one rdtsc sample each, and print "ok". At EOF print mean_ns, p50_ns, p99_ns, n
+// word; 2: the empty kernel launched on the stream, then cuStreamSynchronize), one rdtsc
+// sample each, and print "ok". At EOF print mean_ns, p50_ns, p99_ns, n
 // over every sample. The parent pins every thread of this process to CPU 0 after "ready"
 // (see bench_latency.cc).
 #include <cuda.h>
@@ -15,6 +16,7 @@
 #include <x86intrin.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "bench/e2e/children.h"
@@ -33,6 +35,11 @@ struct SyncDriver {
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**);
+  CUresult (*cuStreamSynchronize)(CUstream);
 };
 
 template <typename F>
@@ -51,7 +58,7 @@ int Fail(const char* what, CUresult r) {
 }  // namespace
 
 int RunEmuSyncChild(int which) {
-  if (which != 0 && which != 1) return 2;
+  if (which < 0 || which > 2) return 2;
   // The versioned names (_v2) are what cuda.h maps cuMemAlloc/cuMemcpyDtoH to.
   void* lib = dlopen(Paths::EmuDriver(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
@@ -64,7 +71,11 @@ int RunEmuSyncChild(int which) {
       !Sym(lib, "cuCtxSetCurrent", &d.cuCtxSetCurrent) ||
       !Sym(lib, "cuStreamCreate", &d.cuStreamCreate) ||
       !Sym(lib, "cuStreamQuery", &d.cuStreamQuery) || !Sym(lib, "cuMemAlloc_v2", &d.cuMemAlloc) ||
-      !Sym(lib, "cuMemsetD8_v2", &d.cuMemsetD8) || !Sym(lib, "cuMemcpyDtoH_v2", &d.cuMemcpyDtoH))
+      !Sym(lib, "cuMemsetD8_v2", &d.cuMemsetD8) || !Sym(lib, "cuMemcpyDtoH_v2", &d.cuMemcpyDtoH) ||
+      !Sym(lib, "cuModuleLoadData", &d.cuModuleLoadData) ||
+      !Sym(lib, "cuModuleGetFunction", &d.cuModuleGetFunction) ||
+      !Sym(lib, "cuLaunchKernel", &d.cuLaunchKernel) ||
+      !Sym(lib, "cuStreamSynchronize", &d.cuStreamSynchronize))
     return 1;
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
@@ -79,10 +90,24 @@ int RunEmuSyncChild(int which) {
     return Fail("cuStreamCreate", r);
   if (CUresult r = d.cuMemAlloc(&dptr, 256)) return Fail("cuMemAlloc", r);
   if (CUresult r = d.cuMemsetD8(dptr, 0x5a, 256)) return Fail("cuMemsetD8", r);
+  CUfunction empty = nullptr;
+  if (which == 2) {
+    const std::string ptx = ReadFile(Paths::KernelPtx());
+    CUmodule mod = nullptr;
+    if (ptx.empty()) return Fail("reading the kernel's PTX", CUDA_ERROR_FILE_NOT_FOUND);
+    if (CUresult r = d.cuModuleLoadData(&mod, ptx.c_str())) return Fail("cuModuleLoadData", r);
+    if (CUresult r = d.cuModuleGetFunction(&empty, mod, "remora_e2e_empty"))
+      return Fail("cuModuleGetFunction", r);
+  }
 
   volatile uint32_t word = 0;
   auto call = [&]() -> CUresult {
     if (which == 0) return d.cuStreamQuery(stream);
+    if (which == 2) {
+      if (CUresult r = d.cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr))
+        return r;
+      return d.cuStreamSynchronize(stream);
+    }
     uint32_t w = 0;
     const CUresult r = d.cuMemcpyDtoH(&w, dptr, sizeof w);
     word = w;
