@@ -9,6 +9,14 @@
 // faults. Allocations are 256-byte aligned and
 // sized in 256-byte units; the free list is coalesced on every free.
 //
+// Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess):
+// a reservation is a range of the same address space, carved like an allocation but holding
+// no memory; a physical allocation is a memfd of its size (counted against the total as an
+// allocation is); a mapping maps part of one at a granularity-aligned place of a reservation
+// (MAP_SHARED: two mappings of one allocation see the same bytes) and stays inaccessible
+// until its access is set read-write. Accessible mappings are device memory as allocations
+// are: kernels, copies and memsets may use them, and a copy may span adjacent ones.
+//
 // Host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP is mapped into the
 // device's address space at its host address (unified addressing): kernels may
 // access it (Lookup finds it), while copies and memsets, which take device
@@ -30,9 +38,17 @@
 namespace remora::emu {
 
 inline constexpr uint64_t kAllocAlign = 256;
+inline constexpr uint64_t kVmmGranularity = 2ull << 20;  // cuMemGetAllocationGranularity
 inline constexpr uint64_t kAddressSpaceFactor = 4;
 
 class DeviceMemory final : public ptx::AddressSpace {
+  struct Mapping {
+    uint64_t size;
+    uint64_t handle;
+    uint64_t offset;  // into the physical allocation
+    bool access;      // read-write (cuMemSetAccess)
+  };
+
  public:
   // Reserves `total` bytes of address space. If the reservation fails every
   // Allocate returns CUDA_ERROR_OUT_OF_MEMORY.
@@ -52,6 +68,33 @@ class DeviceMemory final : public ptx::AddressSpace {
   // Thread-safe.
   void FreeAll();
 
+  // Virtual memory management. Sizes, offsets and addresses are multiples of kVmmGranularity
+  // (else CUDA_ERROR_INVALID_VALUE), and every call is thread-safe.
+  // Reserves `bytes` of addresses aligned to `align` (0: the granularity; else a power of
+  // two). Errors: CUDA_ERROR_OUT_OF_MEMORY with no free range large enough.
+  CUresult Reserve(uint64_t bytes, uint64_t align, CUdeviceptr* out);
+  // Frees the reservation [p, p + bytes) exactly as reserved, with nothing mapped in it.
+  CUresult Unreserve(CUdeviceptr p, uint64_t bytes);
+  // Creates a physical allocation of `bytes`; *handle is never 0. Errors:
+  // CUDA_ERROR_OUT_OF_MEMORY past the total.
+  CUresult CreatePhysical(uint64_t bytes, uint64_t* handle);
+  // Drops one reference to `handle` (cuMemRelease); its memory goes once no reference and
+  // no mapping is left. Errors: CUDA_ERROR_INVALID_VALUE for an unknown handle.
+  CUresult ReleasePhysical(uint64_t handle);
+  // Maps [offset, offset + bytes) of `handle` at p, inside one reservation, over nothing
+  // mapped; inaccessible until SetAccess.
+  CUresult Map(CUdeviceptr p, uint64_t bytes, uint64_t offset, uint64_t handle);
+  // Unmaps [p, p + bytes), which must be whole mappings with no gap.
+  CUresult Unmap(CUdeviceptr p, uint64_t bytes);
+  // Makes [p, p + bytes), mapped with no gap, accessible (read-write) or not.
+  CUresult SetAccess(CUdeviceptr p, uint64_t bytes, bool read_write);
+  // Whether the mapping at `p` is accessible; CUDA_ERROR_INVALID_VALUE if none is there.
+  CUresult GetAccess(CUdeviceptr p, bool* read_write) const;
+  // The handle mapped at `p`, with one more reference (cuMemRetainAllocationHandle).
+  CUresult RetainMapped(CUdeviceptr p, uint64_t* handle);
+  // The size of `handle`'s physical allocation; CUDA_ERROR_INVALID_VALUE if unknown.
+  CUresult PhysicalSize(uint64_t handle, uint64_t* bytes) const;
+
   // Makes host range [base, base + bytes) device-accessible (DEVICEMAP). The
   // caller (Context) has already refused overlapping registrations. Thread-safe.
   void MapHost(uint64_t base, uint64_t bytes);
@@ -61,9 +104,11 @@ class DeviceMemory final : public ptx::AddressSpace {
   // The live allocation or mapped host range containing `addr`: what a kernel
   // may touch. Thread-safe (shared lock).
   bool Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const override;
-  // The live allocation (device memory only) containing `addr`. Thread-safe.
+  // The live allocation or accessible mapping (device memory only) containing `addr`.
+  // Thread-safe.
   bool LookupAllocation(uint64_t addr, uint64_t* base, uint64_t* size) const;
-  // True if [addr, addr + bytes) lies inside one live allocation (bytes > 0).
+  // True if [addr, addr + bytes) lies inside one live allocation or in accessible mappings
+  // with no gap between them (bytes > 0).
   bool Contains(uint64_t addr, uint64_t bytes) const;
 
   uint64_t total() const { return total_; }
@@ -72,6 +117,18 @@ class DeviceMemory final : public ptx::AddressSpace {
 
  private:
   void Decommit(uint64_t offset, uint64_t size);
+  // Carves `bytes` at an `align`-aligned offset from the free list; false if none fits.
+  bool CarveLocked(uint64_t bytes, uint64_t align, uint64_t* offset);
+  // Returns [offset, offset + size) to the free list, coalesced, and decommits it.
+  void ReturnLocked(uint64_t offset, uint64_t size);
+  // The accessible mapping containing offset `off`, as [*lo, *hi) offsets.
+  bool MappedLocked(uint64_t off, uint64_t* lo, uint64_t* hi) const;
+  // Offsets of p's range in the address space, if [p, p + bytes) is inside it and aligned.
+  bool VmmRange(CUdeviceptr p, uint64_t bytes, uint64_t* off) const;
+  // The mappings making up [off, off + bytes) exactly, with no gap; end() if they do not.
+  bool WholeMappingsLocked(uint64_t off, uint64_t bytes) const;
+  void DropMappingLocked(uint64_t off);
+  void FreePhysicalIfUnusedLocked(uint64_t handle);
 
   uint64_t total_;     // device memory: what allocations may hold together
   uint64_t span_ = 0;  // reserved address space
@@ -85,6 +142,16 @@ class DeviceMemory final : public ptx::AddressSpace {
   std::map<uint64_t, Live> live_;             // offset -> allocation
   std::map<uint64_t, uint64_t> mapped_host_;  // host address -> bytes (DEVICEMAP)
   uint64_t used_ = 0;
+  struct Physical {
+    int fd;
+    uint64_t size;
+    uint32_t refs;      // cuMemCreate's, and each cuMemRetainAllocationHandle's
+    uint32_t mappings;  // live mappings of it
+  };
+  std::map<uint64_t, Physical> physical_;  // handle -> allocation
+  uint64_t next_handle_ = 1;
+  std::map<uint64_t, uint64_t> reserved_;  // offset -> size
+  std::map<uint64_t, Mapping> mappings_;   // offset -> mapping
 };
 
 }  // namespace remora::emu

@@ -334,3 +334,184 @@ TEST_F(EmuMemory, ConcurrentThreadsKeepTheirDataApart) {
 
 }  // namespace
 }  // namespace remora::emu::test
+
+namespace remora::emu::test {
+namespace {
+
+// Virtual memory management as PyTorch's expandable segments use it: one large reservation,
+// physical chunks mapped into it one after another, access set, tensors spanning chunks.
+class EmuVmm : public EmuTest {
+ protected:
+  static constexpr size_t kChunk = 2u << 20;
+  CUmemAllocationProp Prop() const {
+    CUmemAllocationProp p{};
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = 0;
+    return p;
+  }
+  CUresult Access(CUdeviceptr p, size_t n, CUmemAccess_flags flags) {
+    CUmemAccessDesc d{};
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = 0;
+    d.flags = flags;
+    return api.cuMemSetAccess(p, n, &d, 1);
+  }
+  size_t Free() {
+    size_t free = 0, total = 0;
+    EXPECT_EQ(api.cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+    return free;
+  }
+};
+
+// Adds 1 to each of n words at p, one thread per word.
+constexpr char kIncrementPtx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.visible .entry inc(.param .u64 p, .param .u32 n)
+{
+  .reg .pred %q;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.u32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %q, %r5, %r1;
+  @%q bra DONE;
+  mul.wide.u32 %rd2, %r5, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r2, [%rd3];
+  add.u32 %r2, %r2, 1;
+  st.global.u32 [%rd3], %r2;
+DONE:
+  ret;
+}
+)";
+
+TEST_F(EmuVmm, ChunksMappedIntoOneReservationServeCopiesAndKernelsAcrossThem) {
+  const CUmemAllocationProp prop = Prop();
+  size_t gran = 0;
+  ASSERT_EQ(api.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+            CUDA_SUCCESS);
+  ASSERT_EQ(gran, kChunk);
+  const size_t free0 = Free();
+  CUdeviceptr va = 0;
+  ASSERT_EQ(api.cuMemAddressReserve(&va, 32 * kChunk, 0, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(va % kChunk, 0u);
+  EXPECT_EQ(Free(), free0) << "a reservation holds no memory";
+  CUmemGenericAllocationHandle h[3];
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(api.cuMemCreate(&h[i], kChunk, &prop, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuMemMap(va + i * kChunk, kChunk, 0, h[i], 0), CUDA_SUCCESS);
+  }
+  EXPECT_EQ(Free(), free0 - 3 * kChunk);
+  const size_t n = 3 * kChunk;
+  std::vector<uint8_t> data = RandomBytes(n, 7), back(n);
+  // Mapped but not yet accessible.
+  EXPECT_EQ(api.cuMemcpyHtoD(va, data.data(), 16), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(Access(va, n, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), CUDA_SUCCESS);
+  unsigned long long flags = 0;
+  CUmemLocation loc{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  ASSERT_EQ(api.cuMemGetAccess(&flags, &loc, va + kChunk), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  // One copy over all three chunks, and a kernel over them.
+  ASSERT_EQ(api.cuMemcpyHtoD(va, data.data(), n), CUDA_SUCCESS);
+  CUmodule mod = nullptr;
+  CUfunction inc = nullptr;
+  ASSERT_EQ(api.cuModuleLoadData(&mod, kIncrementPtx), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleGetFunction(&inc, mod, "inc"), CUDA_SUCCESS);
+  unsigned words = static_cast<unsigned>(n / 4);
+  void* args[] = {&va, &words};
+  ASSERT_EQ(api.cuLaunchKernel(inc, words / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoH(back.data(), va, n), CUDA_SUCCESS);
+  for (size_t w = 0; w < words; ++w) {
+    uint32_t want = 0, got = 0;
+    std::memcpy(&want, data.data() + 4 * w, 4);
+    std::memcpy(&got, back.data() + 4 * w, 4);
+    ASSERT_EQ(got, want + 1) << "word " << w;
+  }
+  api.cuModuleUnload(mod);
+  // A second mapping of chunk 1 shows the same bytes.
+  ASSERT_EQ(api.cuMemMap(va + 10 * kChunk, kChunk, 0, h[1], 0), CUDA_SUCCESS);
+  ASSERT_EQ(Access(va + 10 * kChunk, kChunk, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), CUDA_SUCCESS);
+  std::vector<uint8_t> alias(kChunk);
+  ASSERT_EQ(api.cuMemcpyDtoH(alias.data(), va + 10 * kChunk, kChunk), CUDA_SUCCESS);
+  EXPECT_TRUE(std::equal(alias.begin(), alias.end(), back.begin() + kChunk));
+  // The handle behind an address.
+  CUmemGenericAllocationHandle again = 0;
+  ASSERT_EQ(api.cuMemRetainAllocationHandle(&again, reinterpret_cast<void*>(va + kChunk + 100)),
+            CUDA_SUCCESS);
+  EXPECT_EQ(again, h[1]);
+  EXPECT_EQ(api.cuMemRelease(again), CUDA_SUCCESS);
+  CUmemAllocationProp got{};
+  ASSERT_EQ(api.cuMemGetAllocationPropertiesFromHandle(&got, h[2]), CUDA_SUCCESS);
+  EXPECT_EQ(got.type, CU_MEM_ALLOCATION_TYPE_PINNED);
+  EXPECT_EQ(got.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+
+  // Mapping over a mapping, or outside a reservation, is refused; so is freeing a reservation
+  // with mappings in it, and unmapping part of a mapping.
+  EXPECT_EQ(api.cuMemMap(va, kChunk, 0, h[2], 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemMap(va + 32 * kChunk, kChunk, 0, h[2], 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemAddressFree(va, 32 * kChunk), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuMemUnmap(va + 3 * kChunk, kChunk), CUDA_ERROR_INVALID_VALUE);
+  // Released handles keep their memory while mapped; unmapped, it goes back.
+  for (CUmemGenericAllocationHandle x : h) EXPECT_EQ(api.cuMemRelease(x), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemRelease(h[0]), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(Free(), free0 - 3 * kChunk);
+  ASSERT_EQ(api.cuMemUnmap(va, 2 * kChunk), CUDA_SUCCESS);  // two whole mappings at once
+  EXPECT_EQ(api.cuMemcpyHtoD(va, data.data(), 16), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(Free(), free0 - 2 * kChunk) << "chunk 1 is still mapped at +10";
+  ASSERT_EQ(api.cuMemUnmap(va + 2 * kChunk, kChunk), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemUnmap(va + 10 * kChunk, kChunk), CUDA_SUCCESS);
+  EXPECT_EQ(Free(), free0);
+  EXPECT_EQ(api.cuMemAddressFree(va, 32 * kChunk), CUDA_SUCCESS);
+}
+
+TEST_F(EmuVmm, WhatTheEmulatedDeviceLacksIsRefused) {
+  CUmemAllocationProp prop = Prop();
+  CUmemGenericAllocationHandle h = 0;
+  EXPECT_EQ(api.cuMemCreate(&h, kChunk + 1, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+  size_t free = 0, total = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemCreate(&h, (total / kChunk + 1) * kChunk, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  EXPECT_EQ(api.cuMemCreate(&h, kChunk, &prop, 0), CUDA_ERROR_NOT_SUPPORTED);
+  prop = Prop();
+  prop.location.id = 3;
+  EXPECT_EQ(api.cuMemCreate(&h, kChunk, &prop, 0), CUDA_ERROR_INVALID_DEVICE);
+  prop = Prop();
+  CUdeviceptr va = 0;
+  ASSERT_EQ(api.cuMemAddressReserve(&va, kChunk, 0, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemCreate(&h, kChunk, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
+  EXPECT_EQ(Access(va, kChunk, CU_MEM_ACCESS_FLAGS_PROT_READ), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(api.cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemRelease(h), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
+}
+
+// A context reset unmaps and frees everything: the memory is back.
+TEST_F(EmuVmm, AResetFreesMappingsAndAllocations) {
+  const CUmemAllocationProp prop = Prop();
+  const size_t free0 = Free();
+  CUdeviceptr va = 0;
+  CUmemGenericAllocationHandle h = 0;
+  ASSERT_EQ(api.cuMemAddressReserve(&va, 4 * kChunk, 0, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemCreate(&h, 2 * kChunk, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemMap(va, 2 * kChunk, 0, h, 0), CUDA_SUCCESS);
+  ASSERT_EQ(Access(va, 2 * kChunk, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), CUDA_SUCCESS);
+  EXPECT_EQ(Free(), free0 - 2 * kChunk);
+  ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  EXPECT_EQ(Free(), free0);
+  EXPECT_EQ(api.cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+}
+
+}  // namespace
+}  // namespace remora::emu::test
