@@ -351,28 +351,29 @@ CUresult DeviceMemory::SetAccess(CUdeviceptr p, uint64_t bytes, bool read_write)
   return CUDA_SUCCESS;
 }
 
-CUresult DeviceMemory::GetAccess(CUdeviceptr p, bool* read_write) const {
+const DeviceMemory::Mapping* DeviceMemory::MappingAtLocked(CUdeviceptr p) const {
   const uint64_t begin = reinterpret_cast<uint64_t>(base_);
-  if (base_ == nullptr || p < begin || p - begin >= span_) return CUDA_ERROR_INVALID_VALUE;
-  std::shared_lock lock(mu_);
+  if (base_ == nullptr || p < begin || p - begin >= span_) return nullptr;
   auto m = mappings_.upper_bound(p - begin);
-  if (m == mappings_.begin()) return CUDA_ERROR_INVALID_VALUE;
+  if (m == mappings_.begin()) return nullptr;
   --m;
-  if (p - begin >= m->first + m->second.size) return CUDA_ERROR_INVALID_VALUE;
-  *read_write = m->second.access;
+  return p - begin < m->first + m->second.size ? &m->second : nullptr;
+}
+
+CUresult DeviceMemory::GetAccess(CUdeviceptr p, bool* read_write) const {
+  std::shared_lock lock(mu_);
+  const Mapping* m = MappingAtLocked(p);
+  if (m == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *read_write = m->access;
   return CUDA_SUCCESS;
 }
 
 CUresult DeviceMemory::RetainMapped(CUdeviceptr p, uint64_t* handle) {
-  const uint64_t begin = reinterpret_cast<uint64_t>(base_);
-  if (base_ == nullptr || p < begin || p - begin >= span_) return CUDA_ERROR_INVALID_VALUE;
   std::unique_lock lock(mu_);
-  auto m = mappings_.upper_bound(p - begin);
-  if (m == mappings_.begin()) return CUDA_ERROR_INVALID_VALUE;
-  --m;
-  if (p - begin >= m->first + m->second.size) return CUDA_ERROR_INVALID_VALUE;
-  ++physical_.at(m->second.handle).refs;
-  *handle = m->second.handle;
+  const Mapping* m = MappingAtLocked(p);
+  if (m == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ++physical_.at(m->handle).refs;
+  *handle = m->handle;
   return CUDA_SUCCESS;
 }
 
