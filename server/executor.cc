@@ -28,12 +28,6 @@ namespace {
 // natively).
 constexpr auto kInlineSpin = std::chrono::microseconds(30);
 constexpr auto kGpuSpin = std::chrono::microseconds(500);
-// On the emulated GPU a waiter sleeps until a doorbell rings instead of
-// spinning, so the device's threads have the CPU: this long, at most.
-constexpr auto kRingWait = std::chrono::microseconds(200);
-// After a ring the marker is reached a moment later: a waiter looks this long
-// before it sleeps again (the ring may have been another stream's).
-constexpr auto kAfterRing = std::chrono::microseconds(20);
 
 // Waiters that may spin for kGpuSpin at once: a quarter of the host's cores.
 unsigned GpuSpinners() {
@@ -74,14 +68,8 @@ Executor::Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, 
   // The doorbell rings on the driver's thread: no executor lock there, and so a
   // waiter about to sleep may miss it, which the next poll then finds.
   dev_.doorbell().Listen([this] {
-    // Sequentially consistent with WaitForRing's: a waiter either sees the ring
-    // or is seen waiting.
-    rung_.fetch_add(1);
+    rung_.fetch_add(1, std::memory_order_release);
     cv_.notify_all();
-    if (ring_waiters_.load() > 0) {
-      std::lock_guard lock(ring_mu_);
-      ring_cv_.notify_all();
-    }
   });
   Log(Level::kInfo, "executor",
       {{"gpu_time", timing_events_ ? "events" : "busy_clock"},
@@ -139,16 +127,6 @@ std::optional<uint64_t> Executor::BusyNs(CUstream s) const {
   if (!drv.remoraEmuGetStreamBusyTime || drv.remoraEmuGetStreamBusyTime(s, &busy) != CUDA_SUCCESS)
     return std::nullopt;
   return busy;
-}
-
-uint64_t Executor::WaitForRing(uint64_t heard, std::chrono::steady_clock::time_point until) {
-  ring_waiters_.fetch_add(1);
-  {
-    std::unique_lock lock(ring_mu_);
-    ring_cv_.wait_until(lock, until, [&] { return rung_.load() != heard; });
-  }
-  ring_waiters_.fetch_sub(1);
-  return rung_.load(std::memory_order_acquire);
 }
 
 std::optional<Executor::Usage> Executor::UsageOf(uint64_t id) const {
@@ -544,35 +522,19 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
   const bool long_spin =
       gpu_spin && ex_.spinners_.fetch_add(1, std::memory_order_relaxed) < GpuSpinners();
   Result<CUevent> m = ex_.AcquireMarker();
-  const uint64_t rung = ex_.rung_.load(std::memory_order_acquire);
   if (!long_spin) ex_.RingWhenReached(st.s);
   Status r =
       m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
   lock.unlock();
   CUresult q = CUDA_ERROR_NOT_READY;
   if (r.ok()) {
-    // On the emulated GPU the device's work needs the host's CPU: sleep until a
-    // doorbell rings (this stream's, just before its marker, or another's), then
-    // look; elsewhere spin.
-    const bool sleep = how == Wait::kSpin && !gpu_spin && ex_.dev_.drv().emulated;
     const auto until =
-        std::chrono::steady_clock::now() + (how != Wait::kSpin ? std::chrono::microseconds(0)
-                                            : long_spin        ? kGpuSpin
-                                            : sleep            ? kRingWait
-                                                               : kInlineSpin);
-    uint64_t heard = rung;
-    auto looking_until = std::chrono::steady_clock::time_point::min();
+        std::chrono::steady_clock::now() +
+        (how == Wait::kSpin ? (long_spin ? kGpuSpin : kInlineSpin) : std::chrono::microseconds(0));
     for (;;) {
       q = ex_.dev_.drv().cuEventQuery(*m);
-      const auto now = std::chrono::steady_clock::now();
-      if (q != CUDA_ERROR_NOT_READY || now >= until) break;
-      if (sleep && now >= looking_until) {
-        const uint64_t before = heard;
-        heard = ex_.WaitForRing(heard, until);
-        if (heard != before) looking_until = std::chrono::steady_clock::now() + kAfterRing;
-      } else {
-        sched_yield();
-      }
+      if (q != CUDA_ERROR_NOT_READY || std::chrono::steady_clock::now() >= until) break;
+      sched_yield();
     }
   }
   if (gpu_spin) ex_.spinners_.fetch_sub(1, std::memory_order_relaxed);

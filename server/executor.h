@@ -160,9 +160,6 @@ class Executor {
   // the stream is idle once the wait ends. Best effort: polling still finds it.
   // REQUIRES: a Use.
   void RingWhenReached(CUstream s);
-  // Sleeps until a doorbell rings after the `heard`th (rung_) or `until`; returns the count
-  // then. Takes ring_mu_ only.
-  uint64_t WaitForRing(uint64_t heard, std::chrono::steady_clock::time_point until);
   uint64_t NowNs() const;
   // The device time `s` has spent running work, as the emulated GPU measures
   // it; nullopt on a driver that does not say (NVIDIA's).
@@ -197,10 +194,6 @@ class Executor {
   uint64_t urgent_ = 0;                // polls somebody waits for, ever watched (guarded by mu_)
   std::atomic<uint64_t> rung_{0};      // doorbell rings heard (RingWhenReached)
   std::atomic<unsigned> spinners_{0};  // waiters spinning on a GPU (Tenant::WhenDone)
-  // Waiters sleeping until a doorbell rings (the emulated GPU: Tenant::WhenDone).
-  std::mutex ring_mu_;
-  std::condition_variable ring_cv_;
-  std::atomic<unsigned> ring_waiters_{0};
   std::thread thread_;
 };
 
