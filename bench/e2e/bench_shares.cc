@@ -9,7 +9,7 @@
 // Kernel throughput is the other measure (issue 24: charges can meet their targets while
 // throughput does not, when overlapped time is charged twice): each tenant prints its kernel
 // rate, compared with one tenant's alone (AloneRate: a server of its own, measured once per
-// run before the first benchmark that needs it).
+// run before the first benchmark that needs it; alone_kps shows it, kernels per second).
 //
 //   BM_ComputeShares/3, /9  two tenants at 0.1 and 0.3 (0.09 and 0.81): the small one's
 //                           target is 1/4 (1/10). Counters: share (small tenant, over
@@ -261,6 +261,7 @@ void BM_ComputeShares(benchmark::State& state) {
     state.counters["tput_err_pct"] = 100 * std::abs(tput_ratio * ratio - 1);
     state.counters["total_vs_alone"] = (rates[0] + rates[1]) / alone;
     state.counters["achieved_sum"] = AchievedSumMax(rows, at);
+    state.counters["alone_kps"] = alone;
   }
 }
 BENCHMARK(BM_ComputeShares)->Arg(3)->Arg(9)->Iterations(1)->Unit(benchmark::kSecond);
@@ -288,6 +289,7 @@ void BM_EqualShares(benchmark::State& state) {
     state.counters["jain_tput"] = Jain(rates);
     state.counters["total_vs_alone"] = total / alone;
     state.counters["achieved_sum"] = AchievedSumMax(rows, at);
+    state.counters["alone_kps"] = alone;
   }
 }
 BENCHMARK(BM_EqualShares)->Arg(8)->Iterations(1)->Unit(benchmark::kSecond);
@@ -312,6 +314,7 @@ void BM_ComputeLimitAlone(benchmark::State& state) {
     state.counters["share"] = (rows.back()[0] - rows.front()[0]) / seconds(0, rows.size() - 1);
     state.counters["share_max"] = worst;
     state.counters["tput_vs_alone"] = rates[0] / alone;
+    state.counters["alone_kps"] = alone;
   }
 }
 BENCHMARK(BM_ComputeLimitAlone)->Iterations(1)->Unit(benchmark::kSecond);
