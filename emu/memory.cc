@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -201,13 +200,19 @@ bool DeviceMemory::Contains(uint64_t addr, uint64_t bytes) const {
 }
 
 bool DeviceMemory::MappedLocked(uint64_t off, uint64_t* lo, uint64_t* hi) const {
-  auto it = mappings_.upper_bound(off);
-  if (it == mappings_.begin()) return false;
-  --it;
-  if (off >= it->first + it->second.size || !it->second.access) return false;
+  auto it = FindMappingLocked(off);
+  if (it == mappings_.end() || !it->second.access) return false;
   *lo = it->first;
   *hi = it->first + it->second.size;
   return true;
+}
+
+std::map<uint64_t, DeviceMemory::Mapping>::const_iterator DeviceMemory::FindMappingLocked(
+    uint64_t off) const {
+  auto it = mappings_.upper_bound(off);
+  if (it == mappings_.begin()) return mappings_.end();
+  --it;
+  return off < it->first + it->second.size ? it : mappings_.end();
 }
 
 // ---- Virtual memory management ---------------------------------------------
@@ -354,10 +359,8 @@ CUresult DeviceMemory::SetAccess(CUdeviceptr p, uint64_t bytes, bool read_write)
 const DeviceMemory::Mapping* DeviceMemory::MappingAtLocked(CUdeviceptr p) const {
   const uint64_t begin = reinterpret_cast<uint64_t>(base_);
   if (base_ == nullptr || p < begin || p - begin >= span_) return nullptr;
-  auto m = mappings_.upper_bound(p - begin);
-  if (m == mappings_.begin()) return nullptr;
-  --m;
-  return p - begin < m->first + m->second.size ? &m->second : nullptr;
+  auto it = FindMappingLocked(p - begin);
+  return it == mappings_.end() ? nullptr : &it->second;
 }
 
 CUresult DeviceMemory::GetAccess(CUdeviceptr p, bool* read_write) const {

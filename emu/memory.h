@@ -123,7 +123,9 @@ class DeviceMemory final : public ptx::AddressSpace {
   void ReturnLocked(uint64_t offset, uint64_t size);
   // The accessible mapping containing offset `off`, as [*lo, *hi) offsets.
   bool MappedLocked(uint64_t off, uint64_t* lo, uint64_t* hi) const;
-  // The mapping containing `p`, accessible or not; null if none.
+  // The mapping containing offset `off`, accessible or not; mappings_.end() if none.
+  std::map<uint64_t, Mapping>::const_iterator FindMappingLocked(uint64_t off) const;
+  // The mapping containing address `p`, accessible or not; null if none.
   const Mapping* MappingAtLocked(CUdeviceptr p) const;
   // Offsets of p's range in the address space, if [p, p + bytes) is inside it and aligned.
   bool VmmRange(CUdeviceptr p, uint64_t bytes, uint64_t* off) const;

@@ -66,13 +66,7 @@ void RunCooperative(const LaunchCtx& L, uint64_t nblocks, unsigned workers, uint
         b.state.store(kWaiting, std::memory_order_release);  // pairs with the acquire above
         continue;
       }
-      uint64_t wn = 0, tn = 0;
-      for (uint32_t wi = 0; wi < (L.nthreads + 31) / 32; ++wi) {
-        wn += b.cta.warps[wi].instructions;
-        tn += b.cta.warps[wi].thread_instructions;
-      }
-      total_warp.fetch_add(wn, std::memory_order_relaxed);
-      total_thread.fetch_add(tn, std::memory_order_relaxed);
+      CountInstructions(L, b.cta, total_warp, total_thread);
       b.cta = Cta();  // its buffers are not needed again
       b.state.store(kEnded, std::memory_order_relaxed);
       if (end == CtaEnd::kFailed) break;  // L.failed stops the other workers

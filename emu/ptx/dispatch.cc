@@ -233,13 +233,7 @@ class Dispatcher {
       r.prepared = g.seq;
     }
     const bool ok = RunCta(L, r.cta, b);
-    uint64_t wn = 0, tn = 0;
-    for (uint32_t wi = 0; wi < (L.nthreads + 31) / 32; ++wi) {
-      wn += std::exchange(r.cta.warps[wi].instructions, 0);
-      tn += std::exchange(r.cta.warps[wi].thread_instructions, 0);
-    }
-    g.warp_n.fetch_add(wn, std::memory_order_relaxed);
-    g.thread_n.fetch_add(tn, std::memory_order_relaxed);
+    CountInstructions(L, r.cta, g.warp_n, g.thread_n);
     last_end_ns_.store(NowNs(), std::memory_order_relaxed);
     if (!ok) g.next.store(g.nblocks, std::memory_order_relaxed);
     return ok;

@@ -7,14 +7,13 @@
 // lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
 // back to back until it branches apart, reaches another group's PC, or parks.
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <pthread.h>
 #include <sched.h>
@@ -327,6 +326,17 @@ void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
       }
     }
   }
+}
+
+void CountInstructions(const LaunchCtx& L, Cta& cta, std::atomic<uint64_t>& warp_n,
+                       std::atomic<uint64_t>& thread_n) {
+  uint64_t wn = 0, tn = 0;
+  for (uint32_t wi = 0; wi < (L.nthreads + 31) / 32; ++wi) {
+    wn += std::exchange(cta.warps[wi].instructions, 0);
+    tn += std::exchange(cta.warps[wi].thread_instructions, 0);
+  }
+  warp_n.fetch_add(wn, std::memory_order_relaxed);
+  thread_n.fetch_add(tn, std::memory_order_relaxed);
 }
 
 void TrimCta(Cta& cta) {

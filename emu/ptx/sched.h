@@ -5,6 +5,7 @@
 // them, so blocks that wait on each other (grid.sync) all progress.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
@@ -25,6 +26,10 @@ void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker);
 void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear);
 // Starts block `linear` in a prepared `cta` and runs it to its end; false after a fault.
 bool RunCta(const LaunchCtx& L, Cta& cta, uint64_t linear);
+// Adds what `cta`'s warps ran since they were last counted to `warp_n` and `thread_n` (a
+// launch's totals, shared by its workers), and starts their counts again.
+void CountInstructions(const LaunchCtx& L, Cta& cta, std::atomic<uint64_t>& warp_n,
+                       std::atomic<uint64_t>& thread_n);
 // After a launch: keeps a worker's buffers for the next one unless they are large.
 void TrimCta(Cta& cta);
 // Runs a started block of a cooperative launch until it ends or one of its warps used its
