@@ -39,7 +39,7 @@ namespace remora::emu {
 
 inline constexpr uint64_t kAllocAlign = 256;
 inline constexpr uint64_t kVmmGranularity = 2ull << 20;  // cuMemGetAllocationGranularity
-inline constexpr uint64_t kAddressSpaceFactor = 4;
+inline constexpr uint64_t kAddressSpaceFactor = 64;
 
 class DeviceMemory final : public ptx::AddressSpace {
   struct Mapping {

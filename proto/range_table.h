@@ -28,6 +28,10 @@ class RangeTable {
   void Add(uint64_t base, uint64_t size) { ranges_[base] = size; }
   // Removes the range starting exactly at `base`; false if there is none.
   bool Remove(uint64_t base) { return ranges_.erase(base) > 0; }
+  // Removes every range starting in [lo, hi).
+  void RemoveWithin(uint64_t lo, uint64_t hi) {
+    ranges_.erase(ranges_.lower_bound(lo), ranges_.lower_bound(hi));
+  }
   // The size of the range starting exactly at `base`, if there is one.
   std::optional<uint64_t> SizeAt(uint64_t base) const {
     auto it = ranges_.find(base);
@@ -68,6 +72,10 @@ class SharedRangeTable {
   bool Remove(uint64_t base) {
     std::unique_lock lock(mu_);
     return table_.Remove(base);
+  }
+  void RemoveWithin(uint64_t lo, uint64_t hi) {
+    std::unique_lock lock(mu_);
+    table_.RemoveWithin(lo, hi);
   }
   std::optional<RangeTable::Range> Find(uint64_t p) const {
     std::shared_lock lock(mu_);

@@ -45,6 +45,7 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
       v = 0;
     d->info_.add_attributes(v);
   }
+  d->DescribeVmm();
   int least = 0, greatest = 0;
   RETURN_IF_ERROR(
       d->Check(t.cuCtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange"));
@@ -61,6 +62,25 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
        {"driver", t.library},
        {"emulated", t.emulated ? "yes" : "no"}});
   return d;
+}
+
+// What tenants see of virtual memory management: the driver's granularity, and no shareable
+// handle types (a tenant's allocations are never exported: the server holds them).
+void Device::DescribeVmm() {
+  const CUmemAllocationProp prop = DeviceMemory();
+  size_t granularity = 0;
+  auto& attrs = *info_.mutable_attributes();
+  if (attrs[CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] == 0 ||
+      drv_->cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+          CUDA_SUCCESS)
+    granularity = 0;
+  info_.set_vmm_granularity(granularity);
+  attrs[CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] = granularity != 0;
+  for (CUdevice_attribute a : {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                               CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+                               CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED,
+                               CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED})
+    attrs[a] = 0;
 }
 
 Device::~Device() {

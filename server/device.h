@@ -59,6 +59,16 @@ class Device {
   Status MakeCurrent() const;
   // What tenants see of the device (name, memory, every attribute).
   const remora::v1::DeviceInfo& info() const { return info_; }
+  // The device's ordinal in the driver (a CUmemLocation's id).
+  CUdevice ordinal() const { return dev_; }
+  // cuMemCreate's properties for plain memory of this device (no shareable handle).
+  CUmemAllocationProp DeviceMemory() const {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev_;
+    return prop;
+  }
   // Device memory tenants may share: total minus the context's own reserve.
   uint64_t usable_memory() const { return usable_; }
 
@@ -135,6 +145,8 @@ class Device {
   bool lost() const { return lost_.load(std::memory_order_acquire); }
 
  private:
+  // Sets info_'s granularity and the virtual memory attributes tenants see.
+  void DescribeVmm();
   std::shared_ptr<DriverTable> drv_;
   Doorbell doorbell_{*this};
   LazyTable<BlasTable> blas_;

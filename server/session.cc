@@ -44,6 +44,7 @@ Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, trans
       created_(std::chrono::steady_clock::now()) {
   who_.tenant = "session-" + std::to_string(id);
   who_.ledger_id = id;
+  vmm_.undo = [this](const VmmTable::Everything& e) { UndoVmm(e); };
 }
 
 Session::~Session() = default;
@@ -313,7 +314,9 @@ std::optional<CUstream> Session::DirectStream(uint64_t stream, uint64_t bytes) {
 
 Status Session::CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) const {
   if (size == 0) return OkStatus();
-  if (allocations_.Covers(ptr, size) || symbols_.Covers(ptr, size)) return OkStatus();
+  if (allocations_.Covers(ptr, size) || symbols_.Covers(ptr, size) ||
+      vmm_.accessible().Covers(ptr, size))
+    return OkStatus();
   return OutsideAllocations(what, ptr, size);
 }
 
@@ -346,8 +349,9 @@ void Session::GiveBack(Held& held) {
   held = Held{};
 }
 
-Status Session::GiveBackWhenDone(Held held, bool reply) {
-  Executor::Completion then = reply ? Later() : nullptr;
+Status Session::GiveBackWhenDone(Held held, bool reply,
+                                 std::shared_ptr<const google::protobuf::Message> result) {
+  Executor::Completion then = reply ? Later(std::move(result)) : nullptr;
   work_->WhenDone(
       std::nullopt,
       [self = shared_from_this(), held = std::move(held),

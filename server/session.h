@@ -47,6 +47,7 @@
 #include "server/staging.h"
 #include "server/tables.h"
 #include "server/tenants.h"
+#include "server/vmm_table.h"
 #include "transport/channel.h"
 
 struct cudnnContext;     // cudnnHandle_t's target (cudnn_graph.h)
@@ -272,12 +273,28 @@ class Session : public std::enable_shared_from_this<Session> {
   // Gives `held` back once all of this tenant's work is done. With `reply`,
   // the call being handled replies then (returns kReplyLater); else it
   // returns ok at once.
-  Status GiveBackWhenDone(Held held, bool reply);
+  Status GiveBackWhenDone(Held held, bool reply,
+                          std::shared_ptr<const google::protobuf::Message> result = nullptr);
   // Device memory charged to the tenant's quota as cudaMalloc's is (loans
   // reclaimed within its request) that the tenant cannot name: library
   // workspaces and the server's copies of pointer arrays. `what` says what
   // for a refusal. Errors: kMemoryAllocation past the tenant's limit.
   Result<CUdeviceptr> AllocateCharged(uint64_t bytes, const std::string& what);
+  // Books `charged` bytes for the tenant in the ledger, reclaiming loans within its request
+  // first; `what` says what for a refusal. Errors: kMemoryAllocation past the tenant's limit.
+  Status ClaimCharge(uint64_t charged, const std::string& what);
+  // ---- Virtual memory management (handlers/vmm.cc) ----
+  // The most address space the tenant may hold reserved: kVmmReserveFactor times the device's
+  // memory (a framework reserves a little more than the memory it sees, per pool and stream).
+  static constexpr uint64_t kVmmReserveFactor = 8;
+  uint64_t MaxReserved() const;
+  // kNotSupported unless the device serves virtual memory management.
+  Status NeedVmm() const;
+  // Unmaps, releases and frees what `e` names (REQUIRES: a Use; the tenant's work is done).
+  void UndoVmm(const VmmTable::Everything& e);
+  // Gives back what a release or an unmap freed: with `wait`, once the tenant's work is done,
+  // replying then with what is accessible (kReplyLater); else at once.
+  Status GiveBackVmm(VmmTable::Freed freed, bool wait);
   // Gives memory from AllocateCharged back once the tenant's work is done,
   // keeping `keep` alive until then.
   void ReleaseChargedWhenDone(CUdeviceptr p, uint64_t bytes,
@@ -337,8 +354,9 @@ class Session : public std::enable_shared_from_this<Session> {
   TableSet tables_;
   OwnedRanges allocations_{tables_, [](uint64_t p, uint64_t size, Held& h) {
                              h.allocations[p] = arena::AlignUp(size, 256);
-                           }};    // cudaMalloc: device pointer -> size
-  OwnedRanges symbols_{tables_};  // module variables: address -> size
+                           }};            // cudaMalloc: device pointer -> size
+  OwnedRanges symbols_{tables_};          // module variables: address -> size
+  VmmTable vmm_{tables_, MaxReserved()};  // cuMemAddressReserve, cuMemCreate, cuMemMap
   // Bytes this session has booked in the ledger (read by Row from any thread).
   std::atomic<uint64_t> allocated_bytes_{0};
   HandleTable<CUstream> streams_{tables_, "stream", err::kInvalidResourceHandle,

@@ -32,21 +32,22 @@ Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
   return OkStatus();
 }
 
-Result<CUdeviceptr> Session::AllocateCharged(uint64_t bytes, const std::string& what) {
-  uint64_t charged = arena::AlignUp(bytes, 256);
+Status Session::ClaimCharge(uint64_t charged, const std::string& what) {
   // Within its request an allocation always succeeds: loans are reclaimed
   // (their sessions ended) and the allocation waits until their memory is back.
   sched::Decision d = env_.ledger->Claim(who_.ledger_id, charged);
   RETURN_IF_ERROR(d.status);
-  if (!d.victims.empty()) {
-    Status back = Reclaim(
-        d.victims, what + " " + std::to_string(charged) + " bytes within its guaranteed request",
-        EvictKind::kReclaim);
-    if (!back.ok()) {
-      env_.ledger->Release(who_.ledger_id, charged);
-      return back;
-    }
-  }
+  if (d.victims.empty()) return OkStatus();
+  Status back = Reclaim(
+      d.victims, what + " " + std::to_string(charged) + " bytes within its guaranteed request",
+      EvictKind::kReclaim);
+  if (!back.ok()) env_.ledger->Release(who_.ledger_id, charged);
+  return back;
+}
+
+Result<CUdeviceptr> Session::AllocateCharged(uint64_t bytes, const std::string& what) {
+  uint64_t charged = arena::AlignUp(bytes, 256);
+  RETURN_IF_ERROR(ClaimCharge(charged, what));
   Result<CUdeviceptr> p = env_.executor->Allocate(bytes);
   if (!p.ok()) {
     env_.ledger->Release(who_.ledger_id, charged);

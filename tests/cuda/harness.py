@@ -158,13 +158,20 @@ def main():
                 if out != want:
                     print(f"harness: {tag}stdout differs from " + a.stdout_file)
                     ok = False
-        log.seek(0)
-        text = log.read()
+        # What the server logs as a session ends (event=closed) may come just after the
+        # program has exited: wait for it a little.
+        deadline = time.monotonic() + 10
+        while True:
+            log.seek(0)
+            text = log.read()
+            missing = [p for p in a.log_contains if not re.search(p, text, re.M)]
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         opened = text.count("event=open")
-        for pattern in a.log_contains:
-            if not re.search(pattern, text, re.M):
-                print(f"harness: the server log does not match /{pattern}/")
-                ok = False
+        for pattern in missing:
+            print(f"harness: the server log does not match /{pattern}/")
+            ok = False
         want = len(procs) if a.sessions is None else a.sessions
         if opened != want:
             print(f"harness: the server saw {opened} sessions, expected {want}")
