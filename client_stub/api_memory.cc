@@ -331,6 +331,42 @@ cudaError_t cudaFree(void* devPtr) {
   return Ret(e);
 }
 
+// IPC between the tenant's own processes: the handle is the server's token for the allocation
+// (server/ipc.h); another process of the same tenant opens it at the same device address.
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
+  if (handle == nullptr || devPtr == nullptr) return Ret(cudaErrorInvalidValue);
+  v1::FreeRequest req;
+  req.set_dptr(reinterpret_cast<uintptr_t>(devPtr));
+  v1::IpcHandle rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kIpcGetMemHandle, req, &rep)) return Ret(e);
+  if (rep.handle().size() > sizeof handle->reserved) return Ret(cudaErrorUnknown);
+  std::memset(handle->reserved, 0, sizeof handle->reserved);
+  std::memcpy(handle->reserved, rep.handle().data(), rep.handle().size());
+  return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
+  if (devPtr == nullptr || (flags & ~unsigned{cudaIpcMemLazyEnablePeerAccess}) != 0)
+    return Ret(cudaErrorInvalidValue);
+  *devPtr = nullptr;
+  v1::IpcHandle req;
+  req.set_handle(handle.reserved, sizeof handle.reserved);
+  v1::IpcOpened rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kIpcOpenMemHandle, req, &rep)) return Ret(e);
+  St().device_ranges.Add(rep.base(), rep.size());
+  *devPtr = AsPtr(rep.base());
+  return cudaSuccess;
+}
+
+cudaError_t cudaIpcCloseMemHandle(void* devPtr) {
+  if (devPtr == nullptr) return Ret(cudaErrorInvalidValue);
+  v1::FreeRequest req;
+  req.set_dptr(reinterpret_cast<uintptr_t>(devPtr));
+  if (cudaError_t e = Connection::Get().Call(CallId::kIpcCloseMemHandle, req)) return Ret(e);
+  St().device_ranges.Remove(reinterpret_cast<uintptr_t>(devPtr));
+  return cudaSuccess;
+}
+
 // A host-side constructor: no array or texture is made (those are refused), but programs call
 // it to describe one before they ask.
 struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,

@@ -417,6 +417,27 @@ CUresult cuMemFreeHost(void* p) {
   return ForwardInContext([&] { return cudaFreeHost(p); });
 }
 
+// CUipcMemHandle and cudaIpcMemHandle_t are the same 64 bytes.
+CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
+  return ForwardInContext([&] {
+    return cudaIpcGetMemHandle(reinterpret_cast<cudaIpcMemHandle_t*>(handle),
+                               reinterpret_cast<void*>(p));
+  });
+}
+
+CUresult cuIpcOpenMemHandle(CUdeviceptr* p, CUipcMemHandle handle, unsigned int flags) {
+  // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is cudaIpcMemLazyEnablePeerAccess
+  return ForwardInContext([&] {
+    cudaIpcMemHandle_t h;
+    std::memcpy(&h, &handle, sizeof h);
+    return cudaIpcOpenMemHandle(reinterpret_cast<void**>(p), h, flags);
+  });
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+  return ForwardInContext([&] { return cudaIpcCloseMemHandle(reinterpret_cast<void*>(p)); });
+}
+
 // What the process's tables say of a pointer: memory the driver does not know (an ordinary
 // host pointer) is CUDA_ERROR_INVALID_VALUE, as NVIDIA's driver answers.
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {

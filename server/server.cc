@@ -188,7 +188,8 @@ void Server::AcceptLoop(transport::Listener* listener) {
                const std::function<Status()>& admit) { return JoinTenant(name, session, admit); },
         [this](const std::string& name, uint64_t id) { LeaveTenant(name, id); },
         [this](const std::string& owner) { return SliceOf(owner); },
-        &counters_};
+        &counters_,
+        &ipc_};
     auto session = std::make_shared<Session>(id, std::move(ch).value(), peer, std::move(env));
     Live& live = live_[id];
     live.session = session;

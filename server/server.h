@@ -143,6 +143,7 @@ class Server {
   std::unique_ptr<Device> device_;
   std::unique_ptr<sched::MemoryLedger> ledger_;
   ModuleCache modules_;
+  IpcRegistry ipc_;
   std::unique_ptr<Executor> executor_;   // after what its completions use
   std::unique_ptr<PollerPool> pollers_;  // after the executor: sessions end first
   std::vector<std::unique_ptr<transport::Listener>> listeners_;

@@ -190,6 +190,7 @@ void Session::LoseState() {
                         "the program");
   if (work_) work_->Reset(lost);
   tables_.ForgetAll();
+  ForgetIpc();
   output_.UnmapAll();
   env_.ledger->Release(who_.ledger_id, allocated_bytes_);
   allocated_bytes_ = 0;
@@ -317,10 +318,18 @@ Status Session::CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) 
   if (allocations_.Covers(ptr, size) || symbols_.Covers(ptr, size) ||
       vmm_.accessible().Covers(ptr, size))
     return OkStatus();
+  if (ipc_opened_.load(std::memory_order_relaxed) && env_.ipc->Covers(id_, ptr, size))
+    return OkStatus();
   return OutsideAllocations(what, ptr, size);
 }
 
 // ---- Teardown ------------------------------------------------------------------
+
+void Session::ForgetIpc() {
+  if (!env_.ipc) return;
+  env_.ipc->RevokeAll(id_);
+  env_.ipc->CloseAll(id_);
+}
 
 Held Session::TakeAll() {
   Held held;
@@ -378,6 +387,7 @@ Status Session::Teardown() {
   // end, before anything it may use goes back.
   work_->Abandon(Error(err::kDevicesUnavailable, "the session ended"));
   work_->CancelIssued();
+  ForgetIpc();
   const size_t n_alloc = allocations_.size(), n_streams = streams_.size(),
                n_events = events_.size();
   Held held = TakeAll();

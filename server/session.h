@@ -42,6 +42,7 @@
 #include "server/device.h"
 #include "server/device_output.h"
 #include "server/executor.h"
+#include "server/ipc.h"
 #include "server/metrics.h"
 #include "server/modules.h"
 #include "server/staging.h"
@@ -149,6 +150,8 @@ struct SessionEnv {
   std::function<v1::SliceReply(const std::string& owner)> slice_of;
   // Server-wide event counts (/metrics); may be null.
   Counters* counters = nullptr;
+  // Memory exported for the tenant's other processes (cudaIpcGetMemHandle); null: no IPC.
+  IpcRegistry* ipc = nullptr;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -264,6 +267,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // work is done (device state cannot go while kernels may still use it).
   // Empties the tables (all streams but the default one go back too).
   Held TakeAll();
+  // Revokes what this session exported and closes what it opened (it goes, or its context).
+  void ForgetIpc();
   // Takes no more work on stream `id`; once its work is done, its CUstream goes back to the
   // device's pool (cudaStreamDestroy, and every stream but the legacy one when the tenant goes).
   void RetireStream(uint64_t id);
@@ -357,6 +362,8 @@ class Session : public std::enable_shared_from_this<Session> {
                            }};            // cudaMalloc: device pointer -> size
   OwnedRanges symbols_{tables_};          // module variables: address -> size
   VmmTable vmm_{tables_, MaxReserved()};  // cuMemAddressReserve, cuMemCreate, cuMemMap
+  // IPC openings this session made (CheckDeviceRange asks env_.ipc only when there are).
+  std::atomic<uint64_t> ipc_opened_{0};
   // Bytes this session has booked in the ledger (read by Row from any thread).
   std::atomic<uint64_t> allocated_bytes_{0};
   HandleTable<CUstream> streams_{tables_, "stream", err::kInvalidResourceHandle,

@@ -83,7 +83,36 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
   held.allocations[req.dptr()] = held.charged;
   allocated_bytes_ -= held.charged;
   allocations_.Remove(req.dptr());
+  if (env_.ipc) env_.ipc->Revoke(id_, req.dptr());
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
+}
+
+// ---- IPC between the tenant's own processes ---------------------------------------
+
+Status Session::OnIpcGetMemHandle(const v1::FreeRequest& req, v1::IpcHandle& rep) {
+  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  std::optional<RangeTable::Range> r = allocations_.Find(req.dptr());
+  if (!r || r->size == 0)
+    return Error(err::kInvalidValue,
+                 Hex(req.dptr()) + " is not in a cudaMalloc allocation of this process");
+  rep.set_handle(env_.ipc->Export(id_, who_.owner, r->base, r->size));
+  return OkStatus();
+}
+
+Status Session::OnIpcOpenMemHandle(const v1::IpcHandle& req, v1::IpcOpened& rep) {
+  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  ASSIGN_OR_RETURN(IpcRegistry::Opened o, env_.ipc->Open(req.handle(), id_, who_.owner));
+  ipc_opened_.fetch_add(1, std::memory_order_relaxed);
+  rep.set_base(o.base);
+  rep.set_size(o.size);
+  return OkStatus();
+}
+
+Status Session::OnIpcCloseMemHandle(const v1::FreeRequest& req, v1::Empty&) {
+  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  // The tenant's work that may still read it goes first, as NVIDIA's close waits.
+  RETURN_IF_ERROR(env_.ipc->Close(id_, req.dptr()));
+  return ReplyWhenDone(std::nullopt);
 }
 
 // A small copy on an idle stream is issued and waited for here (DirectStream).
