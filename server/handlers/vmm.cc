@@ -67,6 +67,11 @@ Status Session::OnMemAddressReserve(const v1::MemReserveRequest& req, v1::Malloc
   if (req.size() == 0 || req.size() % granularity != 0)
     return Error(err::kInvalidValue, "a reservation's size must be a positive multiple of " +
                                          std::to_string(granularity) + " bytes");
+  constexpr uint64_t kMaxAlignment = 1ull << 40;
+  if ((req.alignment() & (req.alignment() - 1)) != 0 || req.alignment() > kMaxAlignment)
+    return Error(err::kInvalidValue,
+                 "a reservation's alignment must be 0 or a power of two up to " +
+                     std::to_string(kMaxAlignment) + " bytes");
   RETURN_IF_ERROR(vmm_.CheckReserve(req.size()));
   CUdeviceptr p = 0;
   // The hint is the tenant's wish, never a promise: another tenant may hold that place.

@@ -399,5 +399,127 @@ TEST_P(IsolationTest, NoCallReachesAnotherTenantsMemoryKernelsOrEvents) {
   EXPECT_EQ(a->Call(CallId::kEventSynchronize, sync), 0);
 }
 
+// Virtual memory management: a tenant maps only its own allocations into its own reservations,
+// and its mappings are no other tenant's memory.
+TEST_P(IsolationTest, VirtualMemoryIsEachTenantsOwn) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  constexpr uint64_t kG = 2 << 20;  // the emulated GPU's granularity
+  auto reserve = [](Client& c, uint64_t size) {
+    v1::MemReserveRequest r;
+    r.set_size(size);
+    v1::MallocReply rep;
+    EXPECT_EQ(c.Call(CallId::kMemAddressReserve, r, &rep), 0) << c.last().message();
+    return rep.dptr();
+  };
+  auto create = [](Client& c) {
+    v1::MemCreateRequest r;
+    r.set_size(kG);
+    v1::HandleReply rep;
+    EXPECT_EQ(c.Call(CallId::kMemCreate, r, &rep), 0) << c.last().message();
+    return rep.handle();
+  };
+  auto map = [](Client& c, uint64_t ptr, uint64_t handle) {
+    v1::MemMapRequest r;
+    r.set_ptr(ptr);
+    r.set_size(kG);
+    r.set_handle(handle);
+    return c.Call(CallId::kMemMap, r);
+  };
+  auto access = [](Client& c, uint64_t ptr, uint64_t size) {
+    v1::MemSetAccessRequest r;
+    r.set_ptr(ptr);
+    r.set_size(size);
+    r.set_read_write(true);
+    return c.Call(CallId::kMemSetAccess, r);
+  };
+  auto copy_in = [](Client& c, uint64_t dst, uint64_t n) {
+    v1::MemcpyHtoDRequest r;
+    r.set_dst(dst);
+    r.set_size(n);
+    r.mutable_src()->set_data(std::string(n, 'x'));
+    return c.Call(CallId::kMemcpyHtoD, r);
+  };
+  v1::MemGetInfoReply before, held, after;
+  const uint64_t ra = reserve(*a, 4 * kG), rb = reserve(*b, 2 * kG);
+  const uint64_t hb = create(*b);
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &before), 0);
+  const uint64_t spare = create(*a), ha = create(*a);  // ha: an id b does not have
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &held), 0);
+  EXPECT_EQ(before.free() - held.free(), 2 * kG);  // charged as cudaMalloc is
+  EXPECT_EQ(map(*b, rb, ha), err::kInvalidValue);  // a's allocation
+  EXPECT_EQ(map(*b, ra, hb), err::kInvalidValue);  // into a's reservation
+  ASSERT_EQ(map(*a, ra, ha), 0) << a->last().message();
+  ASSERT_EQ(map(*a, ra + kG, ha), 0);                  // the same allocation twice, side by side
+  EXPECT_EQ(copy_in(*a, ra, 16), err::kInvalidValue);  // mapped, not yet accessible
+  EXPECT_EQ(access(*b, ra, 2 * kG), err::kInvalidValue);
+  ASSERT_EQ(access(*a, ra, 2 * kG), 0) << a->last().message();
+  EXPECT_EQ(copy_in(*a, ra + kG - 8, 16), 0) << a->last().message();  // across the seam
+  EXPECT_EQ(copy_in(*a, ra + 2 * kG - 8, 16), err::kInvalidValue);    // into nothing mapped
+  EXPECT_EQ(copy_in(*b, ra, 16), err::kInvalidValue);                 // a's memory
+  v1::MemRetainRequest retain;
+  retain.set_ptr(ra);
+  EXPECT_EQ(b->Call(CallId::kMemRetainHandle, retain), err::kInvalidValue);
+  v1::MemRangeRequest whole;
+  whole.set_ptr(ra);
+  whole.set_size(2 * kG);
+  EXPECT_EQ(b->Call(CallId::kMemUnmap, whole), err::kInvalidValue);
+  v1::MemRangeRequest reservation;
+  reservation.set_ptr(ra);
+  reservation.set_size(4 * kG);
+  EXPECT_EQ(b->Call(CallId::kMemAddressFree, reservation), err::kInvalidValue);
+  EXPECT_EQ(a->Call(CallId::kMemAddressFree, reservation), err::kInvalidValue);  // still mapped
+  v1::MemReleaseRequest release;
+  release.set_handle(ha);
+  EXPECT_EQ(b->Call(CallId::kMemRelease, release), err::kInvalidValue);
+  ASSERT_EQ(a->Call(CallId::kMemRelease, release), 0);  // mapped: the memory stays
+  EXPECT_EQ(copy_in(*a, ra, 16), 0);
+  ASSERT_EQ(a->Call(CallId::kMemUnmap, whole), 0) << a->last().message();
+  EXPECT_EQ(copy_in(*a, ra, 16), err::kInvalidValue);
+  release.set_handle(spare);
+  ASSERT_EQ(a->Call(CallId::kMemRelease, release), 0);  // never mapped: it goes at once
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &after), 0);
+  EXPECT_EQ(after.free(), before.free());  // the last handles and mapping went
+  EXPECT_EQ(a->Call(CallId::kMemAddressFree, reservation), 0);
+  v1::MemReserveRequest too_much;  // a tenant's reservations are bounded
+  too_much.set_size(uint64_t{1} << 50);
+  EXPECT_EQ(a->Call(CallId::kMemAddressReserve, too_much), err::kMemoryAllocation);
+}
+
+// IPC: a handle opens in another process of the same tenant (both connect from this test's
+// user and host), never in the exporter; an opening ends when the exporter frees the memory.
+TEST_P(IsolationTest, IpcOpeningsEndWithTheExport) {
+  v1::Hello from_here;  // both processes on one host, as a tenant's stub says
+  from_here.set_client_host("isolation-test-host");
+  auto a = Connect(from_here);
+  auto b = Connect(from_here);
+  ASSERT_TRUE(a && b);
+  const uint64_t pa = a->Malloc(4096);
+  v1::FreeRequest at;
+  at.set_dptr(pa + 100);  // inside it: the handle names the whole allocation
+  v1::IpcHandle h;
+  ASSERT_EQ(a->Call(CallId::kIpcGetMemHandle, at, &h), 0) << a->last().message();
+  EXPECT_EQ(a->Call(CallId::kIpcOpenMemHandle, h), err::kDeviceUninitialized);
+  v1::IpcOpened o;
+  ASSERT_EQ(b->Call(CallId::kIpcOpenMemHandle, h, &o), 0) << b->last().message();
+  EXPECT_EQ(o.base(), pa);
+  EXPECT_EQ(o.size(), 4096u);
+  v1::MemsetRequest fill;
+  fill.set_dst(pa);
+  fill.set_size(4096);
+  EXPECT_EQ(b->Call(CallId::kMemset, fill), 0) << b->last().message();
+  fill.set_size(4097);
+  EXPECT_EQ(b->Call(CallId::kMemset, fill), err::kInvalidValue);
+  v1::FreeRequest free_a;
+  free_a.set_dptr(pa);
+  EXPECT_EQ(b->Call(CallId::kFree, free_a), err::kInvalidValue);  // not b's to free
+  ASSERT_EQ(a->Call(CallId::kFree, free_a), 0);
+  fill.set_size(16);
+  EXPECT_EQ(b->Call(CallId::kMemset, fill), err::kInvalidValue);  // revoked with the free
+  EXPECT_EQ(b->Call(CallId::kIpcOpenMemHandle, h), err::kInvalidResourceHandle);
+  EXPECT_EQ(b->Call(CallId::kIpcCloseMemHandle, free_a), 0);
+}
+
 }  // namespace
 }  // namespace remora
