@@ -2,6 +2,8 @@
 //
 // App stream handles are the server's stream ids (state.h: StreamHandle); the
 // null, legacy and per-thread streams are stream 0. Event handles are event ids.
+#include <cstring>
+
 #include "client_stub/api.h"
 #include "client_stub/connection.h"
 #include "client_stub/errors.h"
@@ -183,13 +185,39 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   v1::HandleReply rep;
   if (cudaError_t e = Connection::Get().Call(CallId::kEventCreate, req, &rep)) return Ret(e);
   if (rep.handle() == 0) return Ret(cudaErrorUnknown);
-  St().events.Add(rep.handle());
+  St().events.Add(rep.handle(), flags);
   *event = reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(rep.handle()));
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   return cudaEventCreateWithFlags(event, 0);
+}
+
+// An interprocess event's handle (the server's token, server/ipc.h), opened by another process
+// of the same tenant as an event it may wait for, synchronize with and query.
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t event) {
+  if (handle == nullptr) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = CheckEvent(event)) return Ret(e);
+  v1::EventRequest req;
+  req.set_event(EventId(event));
+  v1::IpcHandle rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kIpcGetEventHandle, req, &rep)) return Ret(e);
+  if (rep.handle().size() > sizeof handle->reserved) return Ret(cudaErrorUnknown);
+  std::memset(handle->reserved, 0, sizeof handle->reserved);
+  std::memcpy(handle->reserved, rep.handle().data(), rep.handle().size());
+  return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t handle) {
+  if (event == nullptr) return Ret(cudaErrorInvalidValue);
+  v1::IpcHandle req;
+  req.set_handle(handle.reserved, sizeof handle.reserved);
+  v1::HandleReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kIpcOpenEventHandle, req, &rep)) return Ret(e);
+  St().events.Add(rep.handle());
+  *event = reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(rep.handle()));
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
@@ -199,6 +227,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   v1::EventRecordRequest req;
   req.set_event(EventId(event));
   req.set_stream(StreamId(stream));
+  // Another process may wait for an interprocess event as soon as this returns: the server
+  // has the record then, as NVIDIA's driver has it when cudaEventRecord returns.
+  if (St().events.Find(EventId(event)).value_or(0) & cudaEventInterprocess)
+    return Ret(Connection::Get().Call(CallId::kEventRecordIpc, req));
   return Ret(Connection::Get().Post(CallId::kEventRecord, req));
 }
 

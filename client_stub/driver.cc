@@ -434,6 +434,22 @@ CUresult cuIpcOpenMemHandle(CUdeviceptr* p, CUipcMemHandle handle, unsigned int 
   });
 }
 
+// CUipcEventHandle and cudaIpcEventHandle_t are the same 64 bytes; CUevent is cudaEvent_t.
+CUresult cuIpcGetEventHandle(CUipcEventHandle* handle, CUevent event) {
+  return ForwardInContext([&] {
+    return cudaIpcGetEventHandle(reinterpret_cast<cudaIpcEventHandle_t*>(handle),
+                                 reinterpret_cast<cudaEvent_t>(event));
+  });
+}
+
+CUresult cuIpcOpenEventHandle(CUevent* event, CUipcEventHandle handle) {
+  return ForwardInContext([&] {
+    cudaIpcEventHandle_t h;
+    std::memcpy(&h, &handle, sizeof h);
+    return cudaIpcOpenEventHandle(reinterpret_cast<cudaEvent_t*>(event), h);
+  });
+}
+
 CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
   return ForwardInContext([&] { return cudaIpcCloseMemHandle(reinterpret_cast<void*>(p)); });
 }

@@ -389,12 +389,15 @@ void Executor::Tenant::IssueLocked(Stream& st) {
         const uint64_t id = item.host_id;
         ordering_.Hold(st.id, id);
         auto self = weak_from_this();
-        WatchStreamLocked(st, [self, id](const Status& reached) {
-          if (auto t = self.lock()) {
-            if (reached.ok())
-              t->hooks_.run_host_func(id);
-            else
-              t->HostFuncDone(id);  // never runs: the context broke first
+        WatchStreamLocked(st, [self, id, gate = item.gate](const Status& reached) {
+          auto t = self.lock();
+          if (!t) return;
+          if (gate) {
+            if (gate->Arrive(/*reached=*/true)) t->HostFuncDone(id);
+          } else if (reached.ok()) {
+            t->hooks_.run_host_func(id);
+          } else {
+            t->HostFuncDone(id);  // never runs: the context broke first
           }
         });
         CountIssuedLocked(st);
@@ -456,6 +459,20 @@ Status Executor::Tenant::HostFunc(uint64_t stream, uint64_t id) {
   Item item = Item::Of(Item::Kind::kHostFunc);
   item.host_id = id;
   return EnqueueLocked(stream, std::move(item)).status();
+}
+
+Result<std::function<void()>> Executor::Tenant::Gate(uint64_t stream) {
+  constexpr uint64_t kGateIds = uint64_t{1} << 63;  // apart from the tenant's host functions
+  std::lock_guard lock(mu_);
+  Item item = Item::Of(Item::Kind::kHostFunc);
+  item.host_id = kGateIds | next_gate_++;
+  item.gate = std::make_shared<GateState>();
+  auto open = [self = weak_from_this(), id = item.host_id, gate = item.gate] {
+    if (!gate->Arrive(/*reached=*/false)) return;
+    if (auto t = self.lock()) t->HostFuncDone(id);
+  };
+  RETURN_IF_ERROR(EnqueueLocked(stream, std::move(item)).status());
+  return std::function<void()>(std::move(open));
 }
 
 void Executor::Tenant::HostFuncDone(uint64_t id) {

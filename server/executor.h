@@ -225,6 +225,10 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   // calls run_host_func(id); the stream's later work waits for HostFuncDone.
   Status HostFunc(uint64_t stream, uint64_t id);
   void HostFuncDone(uint64_t id);
+  // `stream`'s later work waits until the returned function is called (once, from any thread
+  // holding no executor lock): a gate that something outside this tenant opens, such as the
+  // completion of another process's record of an IPC event.
+  Result<std::function<void()>> Gate(uint64_t stream);
 
   // `done` runs once the work submitted so far on `stream` (every stream of
   // the tenant when nullopt) has completed, or failed.
@@ -300,7 +304,8 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   const uint64_t id_;
   const std::string name_;
   const TenantHooks hooks_;
-  mutable std::mutex mu_;  // the tenant's own: its streams and queues
+  mutable std::mutex mu_;   // the tenant's own: its streams and queues
+  uint64_t next_gate_ = 0;  // Gate's hold ids (kGateIds | n)
   // Guarded by mu_: the streams' device side, and their queues in CUDA's order.
   std::unordered_map<uint64_t, std::unique_ptr<Stream>> streams_;
   sched::StreamOrder<Item, CUevent> ordering_;

@@ -4,6 +4,8 @@
 
 #include <cuda.h>
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,12 +42,26 @@ struct Executor::Poll {
   }
 };
 
+// A gate's two halves (Tenant::Gate): its stream reached it, and it was opened. Whichever
+// comes second releases the hold.
+struct GateState {
+  std::mutex mu;
+  bool reached = false, opened = false;
+  // Records one half; true if the other had come already.
+  bool Arrive(bool reached_now) {
+    std::lock_guard lock(mu);
+    (reached_now ? reached : opened) = true;
+    return reached && opened;
+  }
+};
+
 struct Executor::Tenant::Item {
   enum class Kind { kIssue, kLaunch, kRecord, kWaitEvent, kHostFunc, kWait };
   Kind kind = Kind::kIssue;
   Issue issue;
   CUevent event = nullptr;
   uint64_t host_id = 0;
+  std::shared_ptr<GateState> gate;  // kHostFunc: a gate (Tenant::Gate), not the tenant's function
   Completion done;
   std::vector<Completion> waiters;  // kRecord: WhenEventDone calls made while it was queued
   // kLaunch: the launch; its views point at the request until Keep() copies them here.

@@ -326,6 +326,9 @@ Status Session::CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) 
 // ---- Teardown ------------------------------------------------------------------
 
 void Session::ForgetIpc() {
+  for (auto& [id, ref] : ipc_events_)
+    if (!ref.imported) ref.state->Gone();  // nobody waits for its records any more
+  ipc_events_.clear();
   if (!env_.ipc) return;
   env_.ipc->RevokeAll(id_);
   env_.ipc->CloseAll(id_);

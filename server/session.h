@@ -374,9 +374,21 @@ class Session : public std::enable_shared_from_this<Session> {
                                  }};  // 0: legacy default
   HandleTable<CUevent> events_{tables_, "event", err::kInvalidResourceHandle,
                                [](uint64_t, const CUevent& e, Held& h) {
-                                 h.events.push_back(e);
+                                 if (e) h.events.push_back(e);  // null: opened by IPC
                                  return false;
                                }};
+  // Interprocess events: this process's own (exported, with a CUevent in events_) and those it
+  // opened by IPC (a null CUevent in events_: it waits on the exporter's records).
+  struct IpcEventRef {
+    std::shared_ptr<IpcEvent> state;
+    bool imported = false;
+  };
+  std::unordered_map<uint64_t, IpcEventRef> ipc_events_;
+  // The IPC event `id` is, if any.
+  const IpcEventRef* IpcEventOf(uint64_t id) const {
+    auto it = ipc_events_.find(id);
+    return it == ipc_events_.end() ? nullptr : &it->second;
+  }
   struct Kernel {
     CUfunction fn = nullptr;
     uint32_t param_bytes = 0;

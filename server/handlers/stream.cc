@@ -53,6 +53,16 @@ Status Session::OnStreamQuery(const v1::StreamRequest& req, v1::Empty&) {
 
 Status Session::OnStreamWaitEvent(const v1::StreamWaitEventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  if (const IpcEventRef* ipc = IpcEventOf(req.event()); ipc && ipc->imported) {
+    // Another process's record, the latest it made so far: the stream's later work waits for
+    // it to complete, without this tenant ever naming the exporter's CUevent.
+    RETURN_IF_ERROR(streams_.Check(req.stream()));
+    const uint64_t n = ipc->state->latest();
+    if (!ipc->state->Pending(n)) return OkStatus();
+    ASSIGN_OR_RETURN(std::function<void()> open, work_->Gate(req.stream()));
+    ipc->state->WhenDone(n, std::move(open));
+    return OkStatus();
+  }
   return work_->WaitEvent(req.stream(), e);
 }
 
@@ -68,32 +78,53 @@ Status Session::OnHostFuncDone(const v1::HostFuncDone& req, v1::Empty&) {
 // ---- Events --------------------------------------------------------------------
 
 Status Session::OnEventCreate(const v1::EventCreateRequest& req, v1::HandleReply& rep) {
-  constexpr uint32_t kKnown = 0x1 | 0x2;  // cudaEventBlockingSync | cudaEventDisableTiming
-  if (req.flags() & 0x4)
-    return Error(err::kNotSupported, "interprocess events are not supported through Remora");
+  // cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess
+  constexpr uint32_t kKnown = 0x1 | 0x2 | 0x4, kInterprocess = 0x4;
   if (req.flags() & ~kKnown)
     return Error(err::kInvalidValue, "unknown event flags " + Hex(req.flags()));
+  const bool interprocess = req.flags() & kInterprocess;
+  if (interprocess && !(req.flags() & 0x2))
+    return Error(err::kInvalidValue, "an interprocess event must disable timing");
   CUevent e = nullptr;
-  RETURN_IF_ERROR(dev().Check(dev().drv().cuEventCreate(&e, req.flags()), "cuEventCreate"));
+  // Every process shares the server's context: the driver's event need not be interprocess.
+  RETURN_IF_ERROR(
+      dev().Check(dev().drv().cuEventCreate(&e, req.flags() & ~kInterprocess), "cuEventCreate"));
   uint64_t id = next_handle_++;
   events_.Put(id, e);
+  if (interprocess) ipc_events_[id] = {.state = std::make_shared<IpcEvent>(), .imported = false};
   rep.set_handle(id);
   return OkStatus();
 }
 
 Status Session::OnEventRecord(const v1::EventRecordRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  return work_->Record(req.stream(), e);
+  const IpcEventRef* ipc = IpcEventOf(req.event());
+  if (ipc && ipc->imported)
+    return Error(err::kNotSupported, "recording an event opened by IPC is not served by Remora");
+  RETURN_IF_ERROR(work_->Record(req.stream(), e));
+  if (ipc) {  // the other processes' waits follow this record
+    const uint64_t n = ipc->state->Recorded();
+    work_->WhenEventDone(e, [state = ipc->state, n](const Status&) { state->Done(n); });
+  }
+  return OkStatus();
 }
 
 Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  if (const IpcEventRef* ipc = IpcEventOf(req.event()); ipc && ipc->imported) {
+    ipc->state->WhenDone(ipc->state->latest(), [done = Later()] { done(OkStatus()); });
+    return ReplyLater();
+  }
   work_->WhenEventDone(e, Later());
   return ReplyLater();
 }
 
 Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
+  if (const IpcEventRef* ipc = IpcEventOf(req.event()); ipc && ipc->imported)
+    return ipc->state->Pending(ipc->state->latest())
+               ? Error(err::kNotReady, "another process's record of the event is pending")
+               : OkStatus();
   if (work_->AllIssued()) return dev().Check(dev().drv().cuEventQuery(e), "cuEventQuery");
   return work_->QueryEvent(e);
 }
@@ -101,6 +132,8 @@ Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
 Status Session::OnEventElapsedTime(const v1::EventElapsedRequest& req, v1::EventElapsedReply& rep) {
   ASSIGN_OR_RETURN(CUevent a, events_.Get(req.start()));
   ASSIGN_OR_RETURN(CUevent b, events_.Get(req.end()));
+  if (!a || !b)  // opened by IPC: interprocess events keep no time
+    return Error(err::kInvalidResourceHandle, "an event opened by IPC has no timing");
   RETURN_IF_ERROR(work_->QueryEvent(a));
   RETURN_IF_ERROR(work_->QueryEvent(b));
   float ms = 0;
@@ -112,11 +145,44 @@ Status Session::OnEventElapsedTime(const v1::EventElapsedRequest& req, v1::Event
 Status Session::OnEventDestroy(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
   events_.Erase(req.event());
+  if (const IpcEventRef* ipc = IpcEventOf(req.event())) {
+    // Its handles name nothing from now on; records still pending complete for those waiting.
+    if (!ipc->imported && env_.ipc) env_.ipc->RevokeEvent(id_, req.event());
+    ipc_events_.erase(req.event());
+  }
+  if (!e) return OkStatus();
   // Queued work may still name it: it goes once this tenant's work is done.
   Held held;
   held.epoch = epoch_;
   held.events.push_back(e);
   return GiveBackWhenDone(std::move(held), /*reply=*/false);
+}
+
+// ---- IPC events ----------------------------------------------------------------
+
+Status Session::OnEventRecordIpc(const v1::EventRecordRequest& req, v1::Empty& rep) {
+  return OnEventRecord(req, rep);
+}
+
+Status Session::OnIpcGetEventHandle(const v1::EventRequest& req, v1::IpcHandle& rep) {
+  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  const IpcEventRef* ipc = IpcEventOf(req.event());
+  if (!ipc || ipc->imported)
+    return Error(err::kInvalidResourceHandle,
+                 "the event was not created with cudaEventInterprocess by this process");
+  rep.set_handle(env_.ipc->ExportEvent(id_, who_.owner, req.event(), ipc->state));
+  return OkStatus();
+}
+
+Status Session::OnIpcOpenEventHandle(const v1::IpcHandle& req, v1::HandleReply& rep) {
+  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  ASSIGN_OR_RETURN(std::shared_ptr<IpcEvent> state,
+                   env_.ipc->OpenEvent(req.handle(), id_, who_.owner));
+  const uint64_t id = next_handle_++;
+  events_.Put(id, nullptr);
+  ipc_events_[id] = {.state = std::move(state), .imported = true};
+  rep.set_handle(id);
+  return OkStatus();
 }
 
 // ---- Device-wide ---------------------------------------------------------------

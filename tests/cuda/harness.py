@@ -110,6 +110,8 @@ def main():
     ap.add_argument("--stdout-file")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--remora-arg", action="append", default=[])
+    ap.add_argument("--server-arg", action="append", default=[],
+                    help="an argument for remora-server (repeat for each)")
     ap.add_argument("--tenants", type=int, default=1,
                     help="run this many copies at once, each its own tenant")
     ap.add_argument("--also", action="append", default=[],
@@ -125,7 +127,7 @@ def main():
     a = ap.parse_args()
     prog = [p for p in a.program if p != "--"]
     with tempfile.TemporaryDirectory(prefix="remora-test-") as tmp:
-        proc, log, address = start_server(a.bindir, a.transport, tmp, [])
+        proc, log, address = start_server(a.bindir, a.transport, tmp, a.server_arg)
         run = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"]
         ok = True
         others = [run + shlex.split(line) for line in a.also]
