@@ -54,5 +54,52 @@ TEST(IpcRegistry, OpeningsAreCountedAndEndWithTheExporter) {
   EXPECT_EQ(r.Close(2, kBase + 8192).code(), err::kInvalidValue);
 }
 
+// An importer waits for the exporter's latest record as of its call, never a later one.
+TEST(IpcEvent, WaitsForTheLatestRecordAsOfTheCall) {
+  IpcEvent ev;
+  EXPECT_EQ(ev.latest(), 0u);
+  EXPECT_FALSE(ev.Pending(0));  // never recorded: nothing to wait for
+  const uint64_t first = ev.Recorded();
+  int woke = 0;
+  ev.WhenDone(first, [&] { ++woke; });
+  const uint64_t second = ev.Recorded();
+  int woke_second = 0;
+  ev.WhenDone(second, [&] { ++woke_second; });
+  EXPECT_EQ(ev.latest(), second);
+  ev.Done(second);  // completes first (another stream): only its waiters go
+  EXPECT_EQ(woke, 0);
+  EXPECT_EQ(woke_second, 1);
+  EXPECT_FALSE(ev.Pending(second));
+  EXPECT_TRUE(ev.Pending(first));
+  ev.Done(first);
+  EXPECT_EQ(woke, 1);
+  ev.WhenDone(first, [&] { ++woke; });  // done already: at once
+  EXPECT_EQ(woke, 2);
+  const uint64_t third = ev.Recorded();
+  ev.WhenDone(third, [&] { ++woke; });
+  ev.Gone();  // the exporter ended: nobody waits forever
+  EXPECT_EQ(woke, 3);
+  EXPECT_FALSE(ev.Pending(third));
+}
+
+TEST(IpcRegistry, EventHandlesAreNotMemoryHandles) {
+  IpcRegistry r;
+  auto ev = std::make_shared<IpcEvent>();
+  const std::string eh = r.ExportEvent(1, "alice", 7, ev);
+  EXPECT_EQ(r.ExportEvent(1, "alice", 7, ev), eh);
+  const std::string mh = r.Export(1, "alice", kBase, 64);
+  EXPECT_EQ(r.Open(eh, 2, "alice").status().code(), err::kInvalidResourceHandle);
+  EXPECT_EQ(r.OpenEvent(mh, 2, "alice").status().code(), err::kInvalidResourceHandle);
+  EXPECT_EQ(r.OpenEvent(eh, 2, "bob").status().code(), err::kNotPermitted);
+  auto opened = r.OpenEvent(eh, 2, "alice");
+  ASSERT_TRUE(opened.ok());
+  EXPECT_EQ(opened->get(), ev.get());
+  r.RevokeEvent(1, 7);  // destroyed: no new openings
+  EXPECT_EQ(r.OpenEvent(eh, 3, "alice").status().code(), err::kInvalidResourceHandle);
+  const std::string again = r.ExportEvent(1, "alice", 8, ev);
+  r.RevokeAll(1);  // the exporter ended: its event handles go too
+  EXPECT_EQ(r.OpenEvent(again, 2, "alice").status().code(), err::kInvalidResourceHandle);
+}
+
 }  // namespace
 }  // namespace remora::server
