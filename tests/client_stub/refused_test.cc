@@ -42,10 +42,10 @@ TEST_F(Refused, ARefusedCallIsNotSupportedAndBecomesTheLastError) {
   EXPECT_EQ(last(), cudaSuccess);
 }
 
-TEST_F(Refused, TexturesMipmapsAndIpcAreRefusedToo) {
+TEST_F(Refused, TexturesMipmapsAndPoolExportAreRefusedToo) {
   for (const char* name :
        {"cudaCreateTextureObject", "cudaMallocMipmappedArray", "cudaCreateSurfaceObject",
-        "cudaIpcGetMemHandle", "cudaImportExternalMemory"}) {
+        "cudaMemPoolExportToShareableHandle", "cudaImportExternalMemory"}) {
     auto fn = Sym<cudaError_t (*)()>(name);
     ASSERT_TRUE(fn) << name;
     testing::internal::CaptureStderr();
