@@ -3,9 +3,9 @@
 // by the driver.
 //
 // cuMemCreate is charged to the tenant's quota as cudaMalloc is (Session::ClaimCharge). An
-// unmap waits for the tenant's work to be done first, as cudaFree does: a kernel of its own
-// still reading the range would fault, and a fault on a GPU ends every tenant's context. The
-// memory of an allocation goes back to the ledger only after that.
+// unmap, and access taken away, wait for the tenant's work to be done first, as cudaFree does:
+// a kernel of its own still reading the range would fault, and a fault on a GPU ends every
+// tenant's context. The memory of an allocation goes back to the ledger only after that.
 #include "server/session.h"
 
 #include "server/handlers/util.h"
@@ -138,12 +138,24 @@ Status Session::OnMemSetAccess(const v1::MemSetAccessRequest& req, v1::AccessRun
   desc.location.id = dev().ordinal();
   desc.flags =
       req.read_write() ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
-  RETURN_IF_ERROR(
-      dev().Check(dev().drv().cuMemSetAccess(req.ptr(), req.size(), &desc, 1), "cuMemSetAccess"));
-  ASSIGN_OR_RETURN(VmmTable::AccessChange change,
-                   vmm_.SetAccess(req.ptr(), req.size(), req.read_write()));
-  ToReply(change, rep);
-  return OkStatus();
+  if (req.read_write()) {
+    RETURN_IF_ERROR(
+        dev().Check(dev().drv().cuMemSetAccess(req.ptr(), req.size(), &desc, 1), "cuMemSetAccess"));
+    ASSIGN_OR_RETURN(VmmTable::AccessChange change, vmm_.SetAccess(req.ptr(), req.size(), true));
+    ToReply(change, rep);
+    return OkStatus();
+  }
+  // Taking access away: no new call may name the range from now on, and the device's access
+  // goes once the tenant's work that may still use it is done, as an unmap's.
+  ASSIGN_OR_RETURN(VmmTable::AccessChange change, vmm_.SetAccess(req.ptr(), req.size(), false));
+  auto result = std::make_shared<v1::AccessRuns>();
+  ToReply(change, *result);
+  Held held;
+  held.epoch = epoch_;
+  held.destroy.push_back([this, ptr = req.ptr(), size = req.size(), desc] {
+    (void)dev().drv().cuMemSetAccess(ptr, size, &desc, 1);
+  });
+  return GiveBackWhenDone(std::move(held), /*reply=*/true, std::move(result));
 }
 
 Status Session::OnMemRetainHandle(const v1::MemRetainRequest& req, v1::MemRetainReply& rep) {

@@ -458,6 +458,14 @@ TEST_P(IsolationTest, VirtualMemoryIsEachTenantsOwn) {
   EXPECT_EQ(copy_in(*a, ra + kG - 8, 16), 0) << a->last().message();  // across the seam
   EXPECT_EQ(copy_in(*a, ra + 2 * kG - 8, 16), err::kInvalidValue);    // into nothing mapped
   EXPECT_EQ(copy_in(*b, ra, 16), err::kInvalidValue);                 // a's memory
+  v1::MemSetAccessRequest none;  // access taken away, then given back
+  none.set_ptr(ra);
+  none.set_size(kG);
+  ASSERT_EQ(a->Call(CallId::kMemSetAccess, none), 0) << a->last().message();
+  EXPECT_EQ(copy_in(*a, ra, 16), err::kInvalidValue);
+  EXPECT_EQ(copy_in(*a, ra + kG, 16), 0);  // the other mapping keeps its access
+  ASSERT_EQ(access(*a, ra, kG), 0);
+  EXPECT_EQ(copy_in(*a, ra + kG - 8, 16), 0);
   v1::MemRetainRequest retain;
   retain.set_ptr(ra);
   EXPECT_EQ(b->Call(CallId::kMemRetainHandle, retain), err::kInvalidValue);
