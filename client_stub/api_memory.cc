@@ -339,10 +339,7 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
   req.set_dptr(reinterpret_cast<uintptr_t>(devPtr));
   v1::IpcHandle rep;
   if (cudaError_t e = Connection::Get().Call(CallId::kIpcGetMemHandle, req, &rep)) return Ret(e);
-  if (rep.handle().size() > sizeof handle->reserved) return Ret(cudaErrorUnknown);
-  std::memset(handle->reserved, 0, sizeof handle->reserved);
-  std::memcpy(handle->reserved, rep.handle().data(), rep.handle().size());
-  return cudaSuccess;
+  return cs::PutIpcToken(handle->reserved, rep.handle()) ? cudaSuccess : Ret(cudaErrorUnknown);
 }
 
 cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {

@@ -203,10 +203,7 @@ cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t even
   req.set_event(EventId(event));
   v1::IpcHandle rep;
   if (cudaError_t e = Connection::Get().Call(CallId::kIpcGetEventHandle, req, &rep)) return Ret(e);
-  if (rep.handle().size() > sizeof handle->reserved) return Ret(cudaErrorUnknown);
-  std::memset(handle->reserved, 0, sizeof handle->reserved);
-  std::memcpy(handle->reserved, rep.handle().data(), rep.handle().size());
-  return cudaSuccess;
+  return cs::PutIpcToken(handle->reserved, rep.handle()) ? cudaSuccess : Ret(cudaErrorUnknown);
 }
 
 cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t handle) {

@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,6 +70,16 @@ cudaError_t PeekLastError();
 cudaError_t StickyError();
 
 // ---- streams --------------------------------------------------------------------
+
+// Writes the server's IPC token into a CUDA IPC handle's bytes, zero-padded; false if it does
+// not fit.
+template <size_t N>
+bool PutIpcToken(char (&reserved)[N], const std::string& token) {
+  if (token.size() > N) return false;
+  std::memset(reserved, 0, N);
+  std::memcpy(reserved, token.data(), token.size());
+  return true;
+}
 
 // Wire id of an app stream: nullptr, cudaStreamLegacy and cudaStreamPerThread
 // are stream 0 (per-thread default streams are treated as the legacy stream).

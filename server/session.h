@@ -293,8 +293,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // memory (a framework reserves a little more than the memory it sees, per pool and stream).
   static constexpr uint64_t kVmmReserveFactor = 8;
   uint64_t MaxReserved() const;
-  // kNotSupported unless the device serves virtual memory management.
-  Status NeedVmm() const;
+  // kNotSupported unless the device serves virtual memory management; kInvalidValue unless
+  // `size` (of `what`) is a positive multiple of its granularity.
+  Status NeedVmmSize(uint64_t size, const char* what) const;
   // Unmaps, releases and frees what `e` names (REQUIRES: a Use; the tenant's work is done).
   void UndoVmm(const VmmTable::Everything& e);
   // Gives back what a release or an unmap freed: with `wait`, once the tenant's work is done,

@@ -34,9 +34,13 @@ void Session::UndoVmm(const VmmTable::Everything& e) {
   for (const auto& [ptr, size] : e.reservations) (void)dev().drv().cuMemAddressFree(ptr, size);
 }
 
-Status Session::NeedVmm() const {
-  if (dev().info().vmm_granularity() == 0)
+Status Session::NeedVmmSize(uint64_t size, const char* what) const {
+  const uint64_t granularity = dev().info().vmm_granularity();
+  if (granularity == 0)
     return Error(err::kNotSupported, "the device has no virtual memory management");
+  if (size == 0 || size % granularity != 0)
+    return Error(err::kInvalidValue, std::string(what) + "'s size must be a positive multiple of " +
+                                         std::to_string(granularity) + " bytes");
   return OkStatus();
 }
 
@@ -62,11 +66,7 @@ Status Session::GiveBackVmm(VmmTable::Freed freed, bool wait) {
 }
 
 Status Session::OnMemAddressReserve(const v1::MemReserveRequest& req, v1::MallocReply& rep) {
-  RETURN_IF_ERROR(NeedVmm());
-  const uint64_t granularity = dev().info().vmm_granularity();
-  if (req.size() == 0 || req.size() % granularity != 0)
-    return Error(err::kInvalidValue, "a reservation's size must be a positive multiple of " +
-                                         std::to_string(granularity) + " bytes");
+  RETURN_IF_ERROR(NeedVmmSize(req.size(), "a reservation"));
   constexpr uint64_t kMaxAlignment = 1ull << 40;
   if ((req.alignment() & (req.alignment() - 1)) != 0 || req.alignment() > kMaxAlignment)
     return Error(err::kInvalidValue,
@@ -89,11 +89,7 @@ Status Session::OnMemAddressFree(const v1::MemRangeRequest& req, v1::Empty&) {
 }
 
 Status Session::OnMemCreate(const v1::MemCreateRequest& req, v1::HandleReply& rep) {
-  RETURN_IF_ERROR(NeedVmm());
-  const uint64_t granularity = dev().info().vmm_granularity();
-  if (req.size() == 0 || req.size() % granularity != 0)
-    return Error(err::kInvalidValue, "an allocation's size must be a positive multiple of " +
-                                         std::to_string(granularity) + " bytes");
+  RETURN_IF_ERROR(NeedVmmSize(req.size(), "an allocation"));
   RETURN_IF_ERROR(ClaimCharge(req.size(), "created"));
   const CUmemAllocationProp prop = dev().DeviceMemory();
   CUmemGenericAllocationHandle h = 0;

@@ -18,17 +18,7 @@
 #include <string>
 #include <vector>
 
-#define CU_CHECK(call) ExpectCu((call), CUDA_SUCCESS, #call, __LINE__)
-#define CU_EXPECT(call, want) ExpectCu((call), (want), #call, __LINE__)
-
-static void ExpectCu(CUresult got, CUresult want, const char* what, int line) {
-  if (got == want) return;
-  const char* name = nullptr;
-  if (cuGetErrorName(got, &name) != CUDA_SUCCESS) name = "?";
-  std::printf("FAIL: line %d: %s -> %s (%d), expected %d\n", line, what, name,
-              static_cast<int>(got), static_cast<int>(want));
-  std::exit(1);
-}
+#include "cu_check.h"
 
 static std::string ReadFile(const char* path) {
   std::ifstream in(path, std::ios::binary);

@@ -13,18 +13,7 @@
 #include <vector>
 
 #include "common.h"
-
-#define CU_CHECK(call) ExpectCu((call), CUDA_SUCCESS, #call, __LINE__)
-#define CU_EXPECT(call, want) ExpectCu((call), (want), #call, __LINE__)
-
-static void ExpectCu(CUresult got, CUresult want, const char* what, int line) {
-  if (got == want) return;
-  const char* name = nullptr;
-  if (cuGetErrorName(got, &name) != CUDA_SUCCESS) name = "?";
-  std::printf("FAIL: line %d: %s -> %s (%d), expected %d\n", line, what, name,
-              static_cast<int>(got), static_cast<int>(want));
-  std::exit(1);
-}
+#include "cu_check.h"
 
 __global__ void AffineInPlace(float* v, size_t n, float a, float b) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
