@@ -49,7 +49,7 @@ void VmmTable::AddPhysical(uint64_t handle, Physical p) {
   physicals_[handle] = p;
 }
 
-Result<const VmmTable::Physical*> VmmTable::Find(uint64_t handle) const {
+Result<VmmTable::Physical*> VmmTable::Find(uint64_t handle) {
   auto it = physicals_.find(handle);
   if (it == physicals_.end() || it->second.handle_refs == 0)
     return Error(err::kInvalidValue,
@@ -66,10 +66,9 @@ void VmmTable::FreeIfUnused(uint64_t handle, Freed& freed) {
 }
 
 Result<VmmTable::Freed> VmmTable::Release(uint64_t handle) {
-  ASSIGN_OR_RETURN(const Physical* found, Find(handle));
-  Physical& p = const_cast<Physical&>(*found);
+  ASSIGN_OR_RETURN(Physical * p, Find(handle));
   Freed freed;
-  --p.handle_refs;
+  --p->handle_refs;
   FreeIfUnused(handle, freed);
   return freed;
 }
@@ -77,7 +76,7 @@ Result<VmmTable::Freed> VmmTable::Release(uint64_t handle) {
 Status VmmTable::Map(uint64_t ptr, uint64_t size, uint64_t offset, uint64_t handle) {
   if (Overflows(ptr, size))
     return Error(err::kInvalidValue, "the mapping " + RangeText(ptr, size) + " is empty or wraps");
-  ASSIGN_OR_RETURN(const Physical* p, Find(handle));
+  ASSIGN_OR_RETURN(Physical * p, Find(handle));
   if (offset > p->size || size > p->size - offset)
     return Error(err::kInvalidValue, "mapping " + std::to_string(size) + " bytes at offset " +
                                          std::to_string(offset) + " reaches past the end of " +
@@ -95,7 +94,7 @@ Status VmmTable::Map(uint64_t ptr, uint64_t size, uint64_t offset, uint64_t hand
   if (overlaps_next || overlaps_prev)
     return Error(err::kInvalidValue, RangeText(ptr, size) + " overlaps a mapping already there");
   mappings_.emplace(ptr, Mapping{.size = size, .handle = handle, .read_write = false});
-  ++const_cast<Physical*>(p)->mappings;
+  ++p->mappings;
   return OkStatus();
 }
 

@@ -94,7 +94,8 @@ class VmmTable : public TenantTable {
     uint64_t handle = 0, size = 0;
   };
   Result<Retained> Retain(uint64_t ptr);
-  Result<const Physical*> Find(uint64_t handle) const;
+  // The allocation behind the tenant's `handle`. Errors: kInvalidValue unless it holds one.
+  Result<Physical*> Find(uint64_t handle);
 
   // Accessible mappings, adjacent ones merged: device memory a call may name.
   const RangeTable& accessible() const { return accessible_; }

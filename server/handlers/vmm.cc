@@ -113,7 +113,7 @@ Status Session::OnMemRelease(const v1::MemReleaseRequest& req, v1::Empty&) {
 }
 
 Status Session::OnMemMap(const v1::MemMapRequest& req, v1::Empty&) {
-  ASSIGN_OR_RETURN(const VmmTable::Physical* p, vmm_.Find(req.handle()));
+  ASSIGN_OR_RETURN(VmmTable::Physical * p, vmm_.Find(req.handle()));
   const uint64_t driver_handle = p->driver_handle;
   RETURN_IF_ERROR(vmm_.Map(req.ptr(), req.size(), req.offset(), req.handle()));
   Status st = dev().Check(
