@@ -21,6 +21,13 @@
 //                       median batches; round_min/max: of one server pair's batches;
 //                       issue target: a lone tenant >= 0.95 of FIFO); cpu_ratio = the
 //                       FIFO server's CPU seconds over the fair one's.
+//
+//   BM_StaticRuntimeLaunch/<N>  the same tenant program (launch_batches.cu: N empty launches +
+//                       cudaDeviceSynchronize per batch) built with nvcc's default, NVIDIA's
+//                       static runtime over Remora's libcuda.so.1, and with the shared runtime,
+//                       Remora's stub; both over shm to this run's server, alternating batch by
+//                       batch (and which goes first). ratio = the static build's launches/s over
+//                       the stub's (issue 23 target >= 0.9).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -241,6 +248,49 @@ BENCHMARK(BM_LaunchFairVsFifo)
     ->Arg(10'000)
     ->UseManualTime()
     ->Iterations(kRounds * 10)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_StaticRuntimeLaunch(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const std::string log = Env().dir + "/children.log";
+  const std::map<std::string, std::string> env = {{"REMORA_SERVER", Env().server->shm_address()},
+                                                  {"LD_LIBRARY_PATH", REMORA_E2E_STUB_DIR}};
+  BatchChild nvidia, stub;
+  std::string err;
+  if (!nvidia.Start({REMORA_E2E_BATCHES_STATIC, std::to_string(n)}, env, log, &err) ||
+      !stub.Start({REMORA_E2E_BATCHES_SHARED, std::to_string(n)}, env, log, &err))
+    return state.SkipWithError(err.c_str());
+  double static_s = 0, stub_s = 0;
+  bool static_first = true;  // which goes first alternates
+  for (auto _ : state) {
+    double a = 0, b = 0;
+    if (static_first) {
+      a = nvidia.Batch();
+      b = stub.Batch();
+    } else {
+      b = stub.Batch();
+      a = nvidia.Batch();
+    }
+    static_first = !static_first;
+    if (a < 0 || b < 0) {
+      state.SkipWithError(("a launch_batches child failed; see " + log).c_str());
+      break;
+    }
+    static_s += a;
+    stub_s += b;
+    state.SetIterationTime(a);
+  }
+  if ((nvidia.Finish() != 0 || stub.Finish() != 0) && !state.error_occurred())
+    state.SkipWithError(("a launch_batches child failed at exit; see " + log).c_str());
+  const double launches = static_cast<double>(n) * state.iterations();
+  state.counters["static_launches_per_s"] = static_s > 0 ? launches / static_s : 0;
+  state.counters["stub_launches_per_s"] = stub_s > 0 ? launches / stub_s : 0;
+  state.counters["ratio"] = static_s > 0 ? stub_s / static_s : 0;
+}
+BENCHMARK(BM_StaticRuntimeLaunch)
+    ->Arg(10'000)
+    ->UseManualTime()
+    ->Iterations(40)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
