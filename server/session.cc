@@ -190,7 +190,6 @@ void Session::LoseState() {
                         "the program");
   if (work_) work_->Reset(lost);
   tables_.ForgetAll();
-  ForgetIpc();
   output_.UnmapAll();
   env_.ledger->Release(who_.ledger_id, allocated_bytes_);
   allocated_bytes_ = 0;
@@ -325,6 +324,11 @@ Status Session::CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) 
 
 // ---- Teardown ------------------------------------------------------------------
 
+Result<IpcRegistry*> Session::Ipc() const {
+  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  return env_.ipc;
+}
+
 void Session::ForgetIpc() {
   for (auto& [id, ref] : ipc_events_)
     if (!ref.imported) ref.state->Gone();  // nobody waits for its records any more
@@ -390,7 +394,6 @@ Status Session::Teardown() {
   // end, before anything it may use goes back.
   work_->Abandon(Error(err::kDevicesUnavailable, "the session ended"));
   work_->CancelIssued();
-  ForgetIpc();
   const size_t n_alloc = allocations_.size(), n_streams = streams_.size(),
                n_events = events_.size();
   Held held = TakeAll();

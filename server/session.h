@@ -267,8 +267,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // work is done (device state cannot go while kernels may still use it).
   // Empties the tables (all streams but the default one go back too).
   Held TakeAll();
-  // Revokes what this session exported and closes what it opened (it goes, or its context).
+  // Revokes what this session exported and closes what it opened by IPC (ipc_gone_ calls it
+  // whenever the tables go: teardown, cudaDeviceReset, a lost context).
   void ForgetIpc();
+  // The server's IPC registry. Errors: kNotSupported where it serves none.
+  Result<IpcRegistry*> Ipc() const;
   // Takes no more work on stream `id`; once its work is done, its CUstream goes back to the
   // device's pool (cudaStreamDestroy, and every stream but the legacy one when the tenant goes).
   void RetireStream(uint64_t id);
@@ -390,6 +393,12 @@ class Session : public std::enable_shared_from_this<Session> {
     auto it = ipc_events_.find(id);
     return it == ipc_events_.end() ? nullptr : &it->second;
   }
+  // The state of event `id` if it was opened by IPC (another process's), else null.
+  IpcEvent* ImportedEvent(uint64_t id) const {
+    const IpcEventRef* ipc = IpcEventOf(id);
+    return ipc && ipc->imported ? ipc->state.get() : nullptr;
+  }
+  GoesWithTables ipc_gone_{tables_, [this] { ForgetIpc(); }};
   struct Kernel {
     CUfunction fn = nullptr;
     uint32_t param_bytes = 0;

@@ -65,6 +65,20 @@ class TableSet {
   std::vector<TenantTable*> tables_;
 };
 
+// State a session keeps outside its tables (what it exported by IPC) that goes with them:
+// `drop` runs when the context dies or the tenant gives everything up (teardown, reset).
+class GoesWithTables : public TenantTable {
+ public:
+  GoesWithTables(TableSet& set, std::function<void()> drop) : drop_(std::move(drop)) {
+    set.Add(this);
+  }
+  void Forget() override { drop_(); }
+  void Surrender(Held&) override { drop_(); }
+
+ private:
+  std::function<void()> drop_;
+};
+
 // Tenant handles (ids the tenant sees) of one kind mapped to their objects.
 template <typename T>
 class HandleTable : public TenantTable {

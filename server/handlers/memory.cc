@@ -90,18 +90,18 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
 // ---- IPC between the tenant's own processes ---------------------------------------
 
 Status Session::OnIpcGetMemHandle(const v1::FreeRequest& req, v1::IpcHandle& rep) {
-  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  ASSIGN_OR_RETURN(IpcRegistry * ipc, Ipc());
   std::optional<RangeTable::Range> r = allocations_.Find(req.dptr());
   if (!r || r->size == 0)
     return Error(err::kInvalidValue,
                  Hex(req.dptr()) + " is not in a cudaMalloc allocation of this process");
-  rep.set_handle(env_.ipc->Export(id_, who_.owner, r->base, r->size));
+  rep.set_handle(ipc->Export(id_, who_.owner, r->base, r->size));
   return OkStatus();
 }
 
 Status Session::OnIpcOpenMemHandle(const v1::IpcHandle& req, v1::IpcOpened& rep) {
-  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
-  ASSIGN_OR_RETURN(IpcRegistry::Opened o, env_.ipc->Open(req.handle(), id_, who_.owner));
+  ASSIGN_OR_RETURN(IpcRegistry * ipc, Ipc());
+  ASSIGN_OR_RETURN(IpcRegistry::Opened o, ipc->Open(req.handle(), id_, who_.owner));
   ipc_opened_.fetch_add(1, std::memory_order_relaxed);
   rep.set_base(o.base);
   rep.set_size(o.size);
@@ -109,9 +109,9 @@ Status Session::OnIpcOpenMemHandle(const v1::IpcHandle& req, v1::IpcOpened& rep)
 }
 
 Status Session::OnIpcCloseMemHandle(const v1::FreeRequest& req, v1::Empty&) {
-  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  ASSIGN_OR_RETURN(IpcRegistry * ipc, Ipc());
   // The tenant's work that may still read it goes first, as NVIDIA's close waits.
-  RETURN_IF_ERROR(env_.ipc->Close(id_, req.dptr()));
+  RETURN_IF_ERROR(ipc->Close(id_, req.dptr()));
   return ReplyWhenDone(std::nullopt);
 }
 

@@ -53,14 +53,14 @@ Status Session::OnStreamQuery(const v1::StreamRequest& req, v1::Empty&) {
 
 Status Session::OnStreamWaitEvent(const v1::StreamWaitEventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  if (const IpcEventRef* ipc = IpcEventOf(req.event()); ipc && ipc->imported) {
+  if (IpcEvent* other = ImportedEvent(req.event())) {
     // Another process's record, the latest it made so far: the stream's later work waits for
     // it to complete, without this tenant ever naming the exporter's CUevent.
     RETURN_IF_ERROR(streams_.Check(req.stream()));
-    const uint64_t n = ipc->state->latest();
-    if (!ipc->state->Pending(n)) return OkStatus();
+    const uint64_t n = other->latest();
+    if (!other->Pending(n)) return OkStatus();
     ASSIGN_OR_RETURN(std::function<void()> open, work_->Gate(req.stream()));
-    ipc->state->WhenDone(n, std::move(open));
+    other->WhenDone(n, std::move(open));
     return OkStatus();
   }
   return work_->WaitEvent(req.stream(), e);
@@ -111,8 +111,8 @@ Status Session::OnEventRecord(const v1::EventRecordRequest& req, v1::Empty&) {
 
 Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  if (const IpcEventRef* ipc = IpcEventOf(req.event()); ipc && ipc->imported) {
-    ipc->state->WhenDone(ipc->state->latest(), [done = Later()] { done(OkStatus()); });
+  if (IpcEvent* other = ImportedEvent(req.event())) {
+    other->WhenDone(other->latest(), [done = Later()] { done(OkStatus()); });
     return ReplyLater();
   }
   work_->WhenEventDone(e, Later());
@@ -121,8 +121,8 @@ Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
 
 Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  if (const IpcEventRef* ipc = IpcEventOf(req.event()); ipc && ipc->imported)
-    return ipc->state->Pending(ipc->state->latest())
+  if (IpcEvent* other = ImportedEvent(req.event()))
+    return other->Pending(other->latest())
                ? Error(err::kNotReady, "another process's record of the event is pending")
                : OkStatus();
   if (work_->AllIssued()) return dev().Check(dev().drv().cuEventQuery(e), "cuEventQuery");
@@ -165,19 +165,19 @@ Status Session::OnEventRecordIpc(const v1::EventRecordRequest& req, v1::Empty& r
 }
 
 Status Session::OnIpcGetEventHandle(const v1::EventRequest& req, v1::IpcHandle& rep) {
-  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  ASSIGN_OR_RETURN(IpcRegistry * registry, Ipc());
   const IpcEventRef* ipc = IpcEventOf(req.event());
   if (!ipc || ipc->imported)
     return Error(err::kInvalidResourceHandle,
                  "the event was not created with cudaEventInterprocess by this process");
-  rep.set_handle(env_.ipc->ExportEvent(id_, who_.owner, req.event(), ipc->state));
+  rep.set_handle(registry->ExportEvent(id_, who_.owner, req.event(), ipc->state));
   return OkStatus();
 }
 
 Status Session::OnIpcOpenEventHandle(const v1::IpcHandle& req, v1::HandleReply& rep) {
-  if (!env_.ipc) return Error(err::kNotSupported, "this server serves no IPC");
+  ASSIGN_OR_RETURN(IpcRegistry * registry, Ipc());
   ASSIGN_OR_RETURN(std::shared_ptr<IpcEvent> state,
-                   env_.ipc->OpenEvent(req.handle(), id_, who_.owner));
+                   registry->OpenEvent(req.handle(), id_, who_.owner));
   const uint64_t id = next_handle_++;
   events_.Put(id, nullptr);
   ipc_events_[id] = {.state = std::move(state), .imported = true};

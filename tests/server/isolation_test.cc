@@ -527,6 +527,16 @@ TEST_P(IsolationTest, IpcOpeningsEndWithTheExport) {
   EXPECT_EQ(b->Call(CallId::kMemset, fill), err::kInvalidValue);  // revoked with the free
   EXPECT_EQ(b->Call(CallId::kIpcOpenMemHandle, h), err::kInvalidResourceHandle);
   EXPECT_EQ(b->Call(CallId::kIpcCloseMemHandle, free_a), 0);
+  // cudaDeviceReset gives up everything the exporter held: its exports go with it.
+  const uint64_t pa2 = a->Malloc(4096);
+  at.set_dptr(pa2);
+  ASSERT_EQ(a->Call(CallId::kIpcGetMemHandle, at, &h), 0) << a->last().message();
+  ASSERT_EQ(b->Call(CallId::kIpcOpenMemHandle, h, &o), 0) << b->last().message();
+  fill.set_dst(pa2);
+  EXPECT_EQ(b->Call(CallId::kMemset, fill), 0) << b->last().message();
+  ASSERT_EQ(a->Call(CallId::kDeviceReset, v1::Empty()), 0) << a->last().message();
+  EXPECT_EQ(b->Call(CallId::kMemset, fill), err::kInvalidValue);
+  EXPECT_EQ(b->Call(CallId::kIpcOpenMemHandle, h), err::kInvalidResourceHandle);
 }
 
 }  // namespace
