@@ -100,6 +100,40 @@ class DeviceHeap {
   virtual bool Free(uint64_t addr) = 0;
 };
 
+// A texture or surface object as the interpreter reads it: the driver builds one from
+// cuTexObjectCreate / cuSurfObjectCreate. Elements lie in device memory from `base`, in rows of
+// `pitch` bytes (x), `height` rows to a slice of `slice_pitch` bytes (y), `depth` slices (z).
+// Every element read or written goes through the launch's AddressSpace as ld.global does, so a
+// view whose memory was freed faults instead of reading it.
+struct TextureView {
+  enum class Kind : uint8_t { kUnsigned, kSigned, kFloat };  // kFloat with 16 bits: half
+  enum class Address : uint8_t { kWrap, kClamp, kMirror, kBorder };
+  uint64_t base = 0;
+  uint32_t dims = 1;  // 1, 2 or 3
+  uint64_t width = 0, height = 1, depth = 1;  // in elements
+  uint64_t pitch = 0, slice_pitch = 0;        // in bytes
+  Kind kind = Kind::kFloat;
+  uint8_t channels = 1;       // 1, 2 or 4
+  uint8_t channel_bits = 32;  // 8, 16 or 32 (every channel the same)
+  // Linear memory (CU_RESOURCE_TYPE_LINEAR): only integer-coordinate fetches, no filtering or
+  // address modes; a fetch outside [0, width) reads zeros.
+  bool linear = false;
+  Address address[3] = {Address::kClamp, Address::kClamp, Address::kClamp};
+  bool filter_linear = false;      // CU_TR_FILTER_MODE_LINEAR (float results only)
+  bool read_as_integer = false;    // CU_TRSF_READ_AS_INTEGER: 8/16-bit ints not normalized
+  bool normalized_coords = false;  // CU_TRSF_NORMALIZED_COORDINATES
+  float border[4] = {0, 0, 0, 0};
+  bool surface = false;  // a surface object: suld/sust only; a texture: tex/tld4/txq only
+};
+
+// The driver's live texture and surface objects, looked up by handle at each fetch.
+class TextureTable {
+ public:
+  virtual ~TextureTable() = default;
+  // Copies the view of object `handle` into *out; false if there is none. Thread-safe.
+  virtual bool Find(uint64_t handle, TextureView* out) const = 0;
+};
+
 struct LaunchConfig {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
@@ -121,6 +155,9 @@ struct LaunchConfig {
   const std::atomic<bool>* cancel = nullptr;
   // Device-side malloc/free; without one a call to either is kLaunchFailure.
   DeviceHeap* heap = nullptr;
+  // Texture and surface objects for tex, tld4, txq, suld and sust. Without a table, or for a
+  // handle it does not know, those instructions fault with kIllegalAddress naming the handle.
+  const TextureTable* textures = nullptr;
   // A cooperative launch (cuLaunchCooperativeKernel): every block is resident at once, as the
   // grid-wide barrier of cooperative_groups needs; blocks take turns on the workers, each
   // running until its warps wait or a warp has run a slice of instructions. Slower than an
