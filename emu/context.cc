@@ -92,6 +92,7 @@ void Context::TearDown(bool deactivate) {
   legacy.reset();
   streams.clear();
   retired.clear();
+  textures_.Clear();
   memory_->FreeAll();
   heap_.Reset();
   if (!deactivate) return;

@@ -29,6 +29,7 @@
 #include "emu/module.h"
 #include "emu/program_cache.h"
 #include "emu/stream.h"
+#include "emu/texture.h"
 
 namespace remora::emu {
 
@@ -88,6 +89,8 @@ class Context {
   DeviceMemory& memory() { return *memory_; }
   // Device-side malloc/free of this context's kernels.
   Heap& heap() { return heap_; }
+  // Texture and surface objects (cleared by a reset, as every handle is).
+  Textures& textures() { return textures_; }
   // cuCtxSetLimit / cuCtxGetLimit. The heap's limit is the heap's (Heap::SetLimit); the
   // others are recorded and read back with a GPU's defaults, as the emulator has no fixed
   // stack, FIFO or launch queue to size. Errors: CUDA_ERROR_UNSUPPORTED_LIMIT for an unknown
@@ -173,6 +176,7 @@ class Context {
 
   std::unique_ptr<DeviceMemory> memory_;
   Heap heap_{*memory_};  // after memory_: gives its block back first
+  Textures textures_{*memory_};
   // Recorded limits by CUlimit; the heap's slot is unused (heap_ holds it).
   std::atomic<size_t> limits_[CU_LIMIT_MAX] = {1024, 1 << 20, 0, 2, 2048, 64, 0, 0, 0, 0};
   Progress progress_;

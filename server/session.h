@@ -429,6 +429,15 @@ class Session : public std::enable_shared_from_this<Session> {
   HandleTable<cudnnContext*> dnn_{
       tables_, "cuDNN handle", err::kInvalidResourceHandle,
       [this](uint64_t, cudnnContext* const& c, Held& h) { return ReleaseDnn(*env_.device, c, h); }};
+  // Texture and surface objects by the device's own handle (kernels take it as an argument);
+  // the value says which of the two it is.
+  enum class TexKind : uint8_t { kTexture, kSurface };
+  std::function<void()> DestroyTexture(uint64_t handle, TexKind kind) const;
+  HandleTable<TexKind> textures_{tables_, "texture or surface object", err::kInvalidValue,
+                                 [this](uint64_t h, const TexKind& kind, Held& held) {
+                                   held.destroy.push_back(DestroyTexture(h, kind));
+                                   return false;
+                                 }};
   uint64_t next_handle_ = 0x1000;
   std::shared_ptr<Executor::Tenant> work_;  // this tenant's queues, once admitted
   transport::FrameHeader current_;          // the call being handled

@@ -1,0 +1,57 @@
+// emu/driver_texture.cc - entry points: texture and surface objects over device memory
+// (emu/texture.h), read by the interpreter's tex, tld4, txq, suld and sust.
+#include "emu/driver.h"
+
+REMORA_EMU_API CUresult cuTexObjectCreate(CUtexObject* pTexObject,
+                                          const CUDA_RESOURCE_DESC* pResDesc,
+                                          const CUDA_TEXTURE_DESC* pTexDesc,
+                                          const CUDA_RESOURCE_VIEW_DESC* pResViewDesc) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pTexDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (pTexObject == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t h = 0;
+  EMU_RETURN_IF_ERROR(ctx->textures().Create(pResDesc, pTexDesc, pResViewDesc, false, &h));
+  *pTexObject = h;
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult cuTexObjectDestroy(CUtexObject texObject) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->textures().Destroy(texObject, false);
+}
+
+REMORA_EMU_API CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc,
+                                                   CUtexObject texObject) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pResDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->textures().Describe(texObject, false, pResDesc, nullptr);
+}
+
+REMORA_EMU_API CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC* pTexDesc,
+                                                  CUtexObject texObject) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pTexDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->textures().Describe(texObject, false, nullptr, pTexDesc);
+}
+
+REMORA_EMU_API CUresult cuSurfObjectCreate(CUsurfObject* pSurfObject,
+                                           const CUDA_RESOURCE_DESC* pResDesc) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pSurfObject == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t h = 0;
+  EMU_RETURN_IF_ERROR(ctx->textures().Create(pResDesc, nullptr, nullptr, true, &h));
+  *pSurfObject = h;
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult cuSurfObjectDestroy(CUsurfObject surfObject) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->textures().Destroy(surfObject, true);
+}
+
+REMORA_EMU_API CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc,
+                                                    CUsurfObject surfObject) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (pResDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->textures().Describe(surfObject, true, pResDesc, nullptr);
+}
