@@ -355,28 +355,25 @@ float Weight(float u) {
 
 // One lane's tex: the four result words; false after a fault.
 bool SampleLane(Exec& x, const Inst& in, int l, const TextureView& v, int dims, uint32_t out[4]) {
-  if (in.ty2 == Ty::kS32) {  // integer coordinates: that texel, no filtering
-    int64_t c[3] = {0, 0, 0};
-    for (int d = 0; d < dims; ++d) c[d] = int32_t(Src(x, in.a[1 + d])[l]);
-    if (v.linear) {  // tex1Dfetch: outside [0, width) reads a zero element
-      if (c[0] < 0 || uint64_t(c[0]) >= v.width || dims != 1) {
-        const bool fr = FloatResults(v);
-        for (int ch = 0; ch < 4; ++ch) out[ch] = ch < v.channels ? 0u : MissingChannel(fr, ch);
-        return true;
-      }
-      const uint8_t* p = Element(x, in, l, v, uint64_t(c[0]), 0, 0);
-      if (!p) return false;
-      const bool fr = FloatResults(v);
-      for (int ch = 0; ch < 4; ++ch)
-        out[ch] = ch < v.channels ? Channel(v, p, ch) : MissingChannel(fr, ch);
-      return true;
-    }
-    return FetchTexel(x, in, l, v, c, out);
-  }
-  if (v.linear) {
+  if (v.linear && (in.ty2 != Ty::kS32 || dims != 1)) {
     HandleFault(x, in, l, err::kIllegalAddress, Src(x, in.a[0])[l],
                 "is linear memory: only tex.1d with integer coordinates (tex1Dfetch) reads it");
     return false;
+  }
+  if (in.ty2 == Ty::kS32) {  // integer coordinates: that texel, no filtering
+    int64_t c[3] = {0, 0, 0};
+    for (int d = 0; d < dims; ++d) c[d] = int32_t(Src(x, in.a[1 + d])[l]);
+    if (!v.linear) return FetchTexel(x, in, l, v, c, out);
+    // tex1Dfetch: no address modes; outside [0, width) reads an element of zeros.
+    const bool fr = FloatResults(v);
+    const uint8_t* p = nullptr;
+    if (c[0] >= 0 && uint64_t(c[0]) < v.width) {
+      p = Element(x, in, l, v, uint64_t(c[0]), 0, 0);
+      if (!p) return false;
+    }
+    for (int ch = 0; ch < 4; ++ch)
+      out[ch] = ch >= v.channels ? MissingChannel(fr, ch) : p ? Channel(v, p, ch) : 0u;
+    return true;
   }
   const uint64_t n[3] = {v.width, v.height, v.depth};
   float u[3] = {0, 0, 0};

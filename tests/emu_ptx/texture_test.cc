@@ -315,6 +315,47 @@ TEST(Texture, Tex1DFetchFromLinearMemory) {
   }
 }
 
+// Integer coordinates on an array (not linear memory): that texel, through the address mode.
+TEST(Texture, Tex1DFetchFromArrayAppliesAddressModes) {
+  std::mt19937 rng(26);
+  for (Address m : {Address::kWrap, Address::kClamp, Address::kMirror, Address::kBorder}) {
+    for (bool norm : {false, true}) {
+      TestMemory mem;
+      FakeTextures table;
+      TextureView v = MakeView(mem, rng, 1, 23, 1, 1, {Kind::kFloat, 1, 32});
+      v.address[0] = m;
+      v.normalized_coords = norm;
+      v.filter_linear = true;  // integer coordinates are not filtered
+      const uint64_t handle = table.Add(v);
+      const int n = 128;
+      std::vector<int> idx(n);
+      for (int i = 0; i < n; ++i) idx[i] = std::uniform_int_distribution<int>(-60, 80)(rng);
+      int* di = mem.Upload(idx);
+      float* out = mem.Alloc<float>(n);
+      Status s = RunTex(
+          "fetch1d", n, [&](Params& p) { p.Add(handle).Add(di).Add(out).Add(n); }, &mem, &table);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      for (int i = 0; i < n; ++i)
+        ASSERT_EQ(double(out[i]), RefTexel(v, idx[i], 0, 0)[0]) << Describe(v) << " " << idx[i];
+    }
+  }
+}
+
+TEST(Texture, LinearMemoryTakesOnlyIntegerFetches) {
+  std::mt19937 rng(27);
+  TestMemory mem;
+  FakeTextures table;
+  TextureView v = MakeView(mem, rng, 1, 16, 1, 1, {Kind::kFloat, 1, 32});
+  v.linear = true;
+  const uint64_t handle = table.Add(v);
+  float* dc = mem.Upload(std::vector<float>{2.5f});
+  float* out = mem.Alloc<float>(1);
+  Status s = RunTex(
+      "tex1d_f", 1, [&](Params& p) { p.Add(handle).Add(dc).Add(out).Add(1); }, &mem, &table);
+  EXPECT_EQ(s.code(), err::kIllegalAddress) << s.ToString();
+  EXPECT_NE(s.message().find("linear memory"), std::string::npos) << s.ToString();
+}
+
 TEST(Texture, Tex1DFetchInt4) {
   std::mt19937 rng(2);
   TestMemory mem;
