@@ -12,6 +12,7 @@
 #include "emu/ptx/ir.h"
 #include "emu/ptx/lexer.h"
 #include "emu/ptx/matrix.h"
+#include "emu/ptx/texture.h"
 
 namespace remora::emu::ptx {
 namespace {
@@ -199,6 +200,7 @@ struct RawOp {
   uint8_t fimm = 0;  // 0 integer, 4 = 0f literal (f32 bits), 8 = 0d literal or decimal float
   bool neg = false;
   bool has_base = false;
+  bool has_coords = false;  // [handle, {coordinates}] of a texture or surface instruction: elems
   std::string sym;
   std::vector<RawOp> elems;
   SReg sreg = SReg::kTidX;
@@ -325,6 +327,7 @@ class Parser {
                       Inst& in);
   Status DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, PendingCall& pc);
   Status DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
+  Status DecodeTexture(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
   Status ParsePrototype();
   // Function addresses: the .func `name` declares, or kNoReg; TakeAddress records the use.
   uint32_t LookupFunc(const std::string& name) const {
@@ -558,6 +561,13 @@ Status Parser::ParseOperand(RawOp* op) {
         return Err("expected ',' or '}' in vector operand");
     }
     Next();
+    if (IsP("|")) {  // tex's residency predicate: {d...}|p
+      Next();
+      auto it = regs_.find(std::string(Peek().text));
+      if (it == regs_.end()) return Err("undeclared register after '|'");
+      Next();
+      op->reg2 = it->second;
+    }
     return OkStatus();
   }
   if (IsP("[")) {
@@ -577,6 +587,16 @@ Status Parser::ParseOperand(RawOp* op) {
         ASSIGN_OR_RETURN(op->imm, ParseInt());
       } else if (IsP("-")) {
         ASSIGN_OR_RETURN(op->imm, ParseInt());
+      }
+      if (IsP(",")) {  // tex/suld/sust: [handle, {coordinates}] (or one bare coordinate)
+        Next();
+        RawOp c;
+        RETURN_IF_ERROR(ParseOperand(&c));
+        if (c.kind == RawOp::kVec)
+          op->elems = std::move(c.elems);
+        else
+          op->elems.push_back(std::move(c));
+        op->has_coords = true;
       }
     } else {
       ASSIGN_OR_RETURN(op->imm, ParseInt());
@@ -1236,6 +1256,9 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
     return DecodeMatrix(mnemonic, dot == std::string_view::npos ? "" : rest.substr(dot + 1), ops,
                         in);
   if (in.op == Op::kCp || in.op == Op::kMbarrier) return DecodeAsync(mnemonic, ops, in);
+  if (in.op == Op::kTex || in.op == Op::kTld4 || in.op == Op::kTxq || in.op == Op::kSuld ||
+      in.op == Op::kSust || in.op == Op::kSured || in.op == Op::kSuq)
+    return DecodeTexture(mnemonic, ops, in);
   bool is_cmp_op = in.op == Op::kSetp || in.op == Op::kSet;
   std::vector<Ty> types;
   rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
@@ -1808,6 +1831,105 @@ Status Parser::DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops,
       break;
   }
   in.fn = in.op == Op::kCp ? select_Cp(in) : select_Mbarrier(in);
+  if (!in.fn) in.fn = &exec_unimplemented;
+  return OkStatus();
+}
+
+// tex, tld4, txq, suld, sust, suq, sured: the form from DecodeTexModifiers, operands as
+// texture.h lays them out. A refused form's operands are not looked at (it faults when reached);
+// operands the interpreter does not implement (texel offsets, depth compare, a residency
+// predicate, a .texref name) refuse the form the same way.
+Status Parser::DecodeTexture(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in) {
+  TexForm f = DecodeTexModifiers(mnemonic, in);
+  auto unsupported = [&] { f.refusal = TexRefusal::kOperands; };
+  // [handle, {coordinates}]: a[0] the handle, a[1..] the first `want` coordinates.
+  auto handle = [&](const RawOp& o, int coords, Ty cty) -> Status {
+    if (o.kind != RawOp::kAddr) return Err("'" + mnemonic + "' needs a [handle, ...] operand");
+    if (!o.has_base || !o.sym.empty() || o.imm != 0) {
+      unsupported();  // a .texref/.surfref name (the texture reference API)
+      return OkStatus();
+    }
+    in.a[0] = o.reg;
+    in.na = 1;
+    if (o.has_coords != (coords > 0))
+      return Err("'" + mnemonic + "' takes " + std::to_string(coords) + " coordinates");
+    if (coords == 0) return OkStatus();
+    if (o.elems.size() != size_t(coords) && !(coords == 4 && o.elems.size() == 3))
+      return Err("'" + mnemonic + "' takes " + std::to_string(coords) + " coordinates, got " +
+                 std::to_string(o.elems.size()));
+    const size_t keep = std::min<size_t>(o.elems.size(), 3);  // .3d's fourth is ignored
+    for (size_t k = 0; k < keep; ++k) {
+      ASSIGN_OR_RETURN(in.a[1 + k], SrcSlot(o.elems[k], cty));
+    }
+    in.na = uint8_t(1 + keep);
+    return OkStatus();
+  };
+  // A vector of `count` registers (or one register where count is 1) into slots[].
+  auto regs = [&](const RawOp& o, int count, uint32_t* slots, bool dst) -> Status {
+    const bool vec = o.kind == RawOp::kVec;
+    if (o.reg2 != kNoReg) {
+      unsupported();
+      return OkStatus();
+    }
+    if ((vec ? o.elems.size() : 1) != size_t(count))
+      return Err("'" + mnemonic + "' takes a vector of " + std::to_string(count) + " registers");
+    for (int k = 0; k < count; ++k) {
+      const RawOp& e = vec ? o.elems[k] : o;
+      if (dst) {
+        ASSIGN_OR_RETURN(slots[k], DstSlot(e));
+      } else {
+        ASSIGN_OR_RETURN(slots[k], SrcSlot(e, in.ty));
+      }
+    }
+    return OkStatus();
+  };
+  const size_t n = ops.size();
+  if (f.refusal == TexRefusal::kNone) {
+    const int coords = TexCoordCount(f.geom);
+    switch (in.op) {
+      case Op::kTex:
+      case Op::kTld4: {
+        // d, [a, c] plus .level's lod or .grad's two gradient vectors, neither kept.
+        const size_t extra = in.op == Op::kTex && TexLod(f.mode) == TexLod::kLevel  ? 1
+                             : in.op == Op::kTex && TexLod(f.mode) == TexLod::kGrad ? 2
+                                                                                    : 0;
+        if (n < 2) return Err("'" + mnemonic + "' takes a destination and [handle, coordinates]");
+        if (n != 2 + extra) {
+          unsupported();  // texel offsets, depth compare value
+          break;
+        }
+        RETURN_IF_ERROR(regs(ops[0], 4, in.d, true));
+        in.nd = 4;
+        RETURN_IF_ERROR(handle(ops[1], coords, in.ty2));
+        break;
+      }
+      case Op::kSuld:
+        RETURN_IF_ERROR(NeedOperands(mnemonic, n, 2, 2));
+        RETURN_IF_ERROR(regs(ops[0], in.vec, in.d, true));
+        in.nd = in.vec;
+        RETURN_IF_ERROR(handle(ops[1], coords, Ty::kS32));
+        break;
+      case Op::kSust:
+        RETURN_IF_ERROR(NeedOperands(mnemonic, n, 2, 2));
+        RETURN_IF_ERROR(handle(ops[0], coords, Ty::kS32));
+        RETURN_IF_ERROR(regs(ops[1], in.vec, in.d, false));
+        break;
+      default: {  // txq, suq: d, [a]{, lod}
+        RETURN_IF_ERROR(NeedOperands(mnemonic, n, f.level ? 3 : 2, f.level ? 3 : 2));
+        ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[0]));
+        in.nd = 1;
+        RETURN_IF_ERROR(handle(ops[1], 0, Ty::kNone));
+        if (f.level) {
+          ASSIGN_OR_RETURN(in.a[1], SrcSlot(ops[2], Ty::kS32));
+          in.na = 2;
+        }
+        break;
+      }
+    }
+  }
+  in.target = f.Pack();
+  SelectFn sel = FindSelect(in.op);
+  in.fn = sel ? sel(in) : nullptr;
   if (!in.fn) in.fn = &exec_unimplemented;
   return OkStatus();
 }
