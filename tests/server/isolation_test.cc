@@ -495,6 +495,56 @@ TEST_P(IsolationTest, VirtualMemoryIsEachTenantsOwn) {
   EXPECT_EQ(a->Call(CallId::kMemAddressReserve, too_much), err::kMemoryAllocation);
 }
 
+// Texture and surface objects: made only over the tenant's own memory, destroyed only by it,
+// one kind never destroyed as the other.
+TEST_P(IsolationTest, TextureObjectsAreEachTenantsOwn) {
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  const uint64_t pa = a->Malloc(4096);
+  auto pitched = [](uint64_t ptr, uint64_t width, uint64_t height, uint64_t pitch, bool surface) {
+    v1::TextureCreateRequest r;
+    r.set_surface(surface);
+    r.set_resource_type(CU_RESOURCE_TYPE_PITCH2D);
+    r.set_ptr(ptr);
+    r.set_format(CU_AD_FORMAT_FLOAT);
+    r.set_channels(1);
+    r.set_width(width);
+    r.set_height(height);
+    r.set_pitch(pitch);
+    if (!surface) {
+      for (int d = 0; d < 3; ++d) r.add_address_mode(CU_TR_ADDRESS_MODE_CLAMP);
+      for (int c = 0; c < 4; ++c) r.add_border_color(0);
+    }
+    return r;
+  };
+  v1::HandleReply tex, surf;
+  EXPECT_EQ(b->Call(CallId::kTextureCreate, pitched(pa, 16, 16, 64, false)), err::kInvalidValue);
+  // 16 rows of 256 bytes run past a's 4 KiB by the last row's start.
+  EXPECT_EQ(a->Call(CallId::kTextureCreate, pitched(pa, 64, 17, 256, false)), err::kInvalidValue);
+  EXPECT_EQ(a->Call(CallId::kTextureCreate, pitched(pa, 64, 16, 128, false)), err::kInvalidValue)
+      << "a pitch below a row";
+  ASSERT_EQ(a->Call(CallId::kTextureCreate, pitched(pa, 64, 16, 256, false), &tex), 0)
+      << a->last().message();
+  ASSERT_EQ(a->Call(CallId::kTextureCreate, pitched(pa, 64, 16, 256, true), &surf), 0)
+      << a->last().message();
+  v1::TextureRequest destroy;
+  destroy.set_handle(tex.handle());
+  EXPECT_EQ(b->Call(CallId::kTextureDestroy, destroy), err::kInvalidValue);
+  destroy.set_surface(true);
+  EXPECT_EQ(a->Call(CallId::kTextureDestroy, destroy), err::kInvalidValue) << "not a surface";
+  destroy.set_surface(false);
+  EXPECT_EQ(a->Call(CallId::kTextureDestroy, destroy), 0);
+  EXPECT_EQ(a->Call(CallId::kTextureDestroy, destroy), err::kInvalidValue) << "destroyed twice";
+  v1::TextureCreateRequest odd = pitched(pa, 4, 4, 16, false);
+  odd.set_channels(3);
+  EXPECT_EQ(a->Call(CallId::kTextureCreate, odd), err::kInvalidValue);
+  odd.set_channels(1);
+  odd.set_resource_type(CU_RESOURCE_TYPE_ARRAY);
+  EXPECT_EQ(a->Call(CallId::kTextureCreate, odd), err::kNotSupported);
+  // The surface a leaves behind goes with its session.
+}
+
 // IPC: a handle opens in another process of the same tenant (both connect from this test's
 // user and host), never in the exporter; an opening ends when the exporter frees the memory.
 TEST_P(IsolationTest, IpcOpeningsEndWithTheExport) {

@@ -1,0 +1,324 @@
+// tests/cuda/kernels/texture.cu - texture and surface objects as the CUDA programming guide
+// describes them, checked against CPU references on random data:
+//   - a float4 array sampled with linear filtering, normalized coordinates, wrap in x and clamp
+//     in y (the guide's 9-bit weights: coordinates are chosen so that every weight is exactly a
+//     multiple of 1/256, so the reference and a GPU agree to float rounding);
+//   - a uchar4 array read as normalized floats, point sampled, border outside;
+//   - tex1Dfetch of ints from linear memory, zero outside;
+//   - a pitched float texture (cudaMallocPitch) read as the element type, clamped;
+//   - surfaces over arrays: one read, another written, copied back;
+//   - the descriptors read back as given.
+#include <vector>
+
+#include "common.h"
+
+namespace {
+
+constexpr int kSamples = 4096;
+
+__global__ void SampleFloat4(cudaTextureObject_t t, const float2* at, float4* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex2D<float4>(t, at[i].x, at[i].y);
+}
+
+__global__ void FetchInt(cudaTextureObject_t t, const int* at, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex1Dfetch<int>(t, at[i]);
+}
+
+__global__ void SampleFloat(cudaTextureObject_t t, const float2* at, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex2D<float>(t, at[i].x, at[i].y);
+}
+
+// dst(x, y) = 2 * src(x, y) + 1 over a w x h surface; writes outside with the zero boundary
+// mode are dropped.
+__global__ void Surfaces(cudaSurfaceObject_t src, cudaSurfaceObject_t dst, int w, int h) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x >= w) return;
+  float v = surf2Dread<float>(src, x * 4, y);
+  surf2Dwrite(2 * v + 1, dst, x * 4, y);
+  surf2Dwrite(-1.0f, dst, (x + w) * 4, y, cudaBoundaryModeZero);
+}
+
+template <class T>
+T* ToDevice(const std::vector<T>& v) {
+  T* d = nullptr;
+  CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
+  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <class T>
+std::vector<T> ToHost(const T* d, size_t n) {
+  std::vector<T> v(n);
+  CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+int Blocks(int n) {
+  return (n + 127) / 128;
+}
+
+float Component(const float4& v, int c) {
+  return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
+}
+
+// Linear filtering of a w x h float4 image with normalized coordinates, wrap in x, clamp in y.
+int LinearWrapClamp(Rng& rng) {
+  const int w = 32, h = 16;  // powers of two: u * w is exact
+  std::vector<float4> img(w * h);
+  for (auto& p : img)
+    p = make_float4(rng.Uniform(0, 1), rng.Uniform(0, 1), rng.Uniform(0, 1), rng.Uniform(0, 1));
+  cudaChannelFormatDesc desc = cudaCreateChannelDesc<float4>();
+  cudaArray_t arr = nullptr;
+  CHECK(cudaMallocArray(&arr, &desc, w, h));
+  CHECK(cudaMemcpy2DToArray(arr, 0, 0, img.data(), w * sizeof(float4), w * sizeof(float4), h,
+                            cudaMemcpyHostToDevice));
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeArray;
+  res.res.array.array = arr;
+  cudaTextureDesc tex{};
+  tex.addressMode[0] = cudaAddressModeWrap;
+  tex.addressMode[1] = cudaAddressModeClamp;
+  tex.filterMode = cudaFilterModeLinear;
+  tex.readMode = cudaReadModeElementType;
+  tex.normalizedCoords = 1;
+  cudaTextureObject_t t = 0;
+  CHECK(cudaCreateTextureObject(&t, &res, &tex, nullptr));
+
+  // Texel-space positions k + 0.5 + m/256: every weight is exactly m/256.
+  std::vector<float2> at(kSamples);
+  for (auto& p : at)
+    p = make_float2((rng.Int(-w, 2 * w) + 0.5f + rng.Int(0, 256) / 256.0f) / w,
+                    (rng.Int(-2, h + 2) + 0.5f + rng.Int(0, 256) / 256.0f) / h);
+  float2* d_at = ToDevice(at);
+  float4* d_out = nullptr;
+  CHECK(cudaMalloc(&d_out, kSamples * sizeof(float4)));
+  SampleFloat4<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
+  CHECK(cudaGetLastError());
+  std::vector<float4> got = ToHost(d_out, kSamples);
+
+  int bad = 0;
+  for (int i = 0; i < kSamples; ++i) {
+    const double xb = double(at[i].x) * w - 0.5, yb = double(at[i].y) * h - 0.5;
+    const int x0 = int(std::floor(xb)), y0 = int(std::floor(yb));
+    const double a = xb - x0, b = yb - y0;
+    auto texel = [&](int x, int y, int c) {
+      x = ((x % w) + w) % w;
+      y = std::min(std::max(y, 0), h - 1);
+      return double(Component(img[y * w + x], c));
+    };
+    for (int c = 0; c < 4; ++c) {
+      const double want = (1 - a) * (1 - b) * texel(x0, y0, c) +
+                          a * (1 - b) * texel(x0 + 1, y0, c) + (1 - a) * b * texel(x0, y0 + 1, c) +
+                          a * b * texel(x0 + 1, y0 + 1, c);
+      if (!Near(Component(got[i], c), want, 1e-4) && bad++ < 5)
+        std::printf("linear (%g, %g) channel %d: got %g, want %g\n", at[i].x, at[i].y, c,
+                    Component(got[i], c), want);
+    }
+  }
+
+  cudaTextureDesc back{};
+  CHECK(cudaGetTextureObjectTextureDesc(&back, t));
+  REQUIRE(back.addressMode[0] == cudaAddressModeWrap &&
+          back.addressMode[1] == cudaAddressModeClamp);
+  REQUIRE(back.filterMode == cudaFilterModeLinear && back.normalizedCoords == 1);
+  cudaResourceDesc res_back{};
+  CHECK(cudaGetTextureObjectResourceDesc(&res_back, t));
+  REQUIRE(res_back.resType == cudaResourceTypeArray && res_back.res.array.array == arr);
+
+  CHECK(cudaDestroyTextureObject(t));
+  CHECK(cudaFreeArray(arr));
+  CHECK(cudaFree(d_at));
+  CHECK(cudaFree(d_out));
+  return bad;
+}
+
+// A uchar4 image read as normalized floats, point sampled, with a border color outside.
+int NormalizedBorder(Rng& rng) {
+  const int w = 45, h = 19;
+  std::vector<uchar4> img(w * h);
+  for (auto& p : img)
+    p = make_uchar4(rng.Int(0, 256), rng.Int(0, 256), rng.Int(0, 256), rng.Int(0, 256));
+  cudaChannelFormatDesc desc = cudaCreateChannelDesc<uchar4>();
+  cudaArray_t arr = nullptr;
+  CHECK(cudaMallocArray(&arr, &desc, w, h));
+  CHECK(cudaMemcpy2DToArray(arr, 0, 0, img.data(), w * sizeof(uchar4), w * sizeof(uchar4), h,
+                            cudaMemcpyHostToDevice));
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeArray;
+  res.res.array.array = arr;
+  cudaTextureDesc tex{};
+  tex.addressMode[0] = tex.addressMode[1] = cudaAddressModeBorder;
+  tex.filterMode = cudaFilterModePoint;
+  tex.readMode = cudaReadModeNormalizedFloat;
+  const float border[4] = {0.25f, 0.5f, 0.75f, 1.0f};
+  for (int c = 0; c < 4; ++c) tex.borderColor[c] = border[c];
+  cudaTextureObject_t t = 0;
+  CHECK(cudaCreateTextureObject(&t, &res, &tex, nullptr));
+
+  std::vector<float2> at(kSamples);
+  for (auto& p : at)
+    p = make_float2(rng.Int(-5, w + 5) + rng.Uniform(0.1f, 0.9f),
+                    rng.Int(-5, h + 5) + rng.Uniform(0.1f, 0.9f));
+  float2* d_at = ToDevice(at);
+  float4* d_out = nullptr;
+  CHECK(cudaMalloc(&d_out, kSamples * sizeof(float4)));
+  SampleFloat4<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
+  CHECK(cudaGetLastError());
+  std::vector<float4> got = ToHost(d_out, kSamples);
+  int bad = 0;
+  for (int i = 0; i < kSamples; ++i) {
+    const int x = int(std::floor(at[i].x)), y = int(std::floor(at[i].y));
+    const bool inside = x >= 0 && x < w && y >= 0 && y < h;
+    for (int c = 0; c < 4; ++c) {
+      float want = border[c];
+      if (inside) {
+        const uchar4 p = img[y * w + x];
+        want = (c == 0 ? p.x : c == 1 ? p.y : c == 2 ? p.z : p.w) / 255.0f;
+      }
+      if (!Near(Component(got[i], c), want, 1e-6) && bad++ < 5)
+        std::printf("normalized (%g, %g) channel %d: got %g, want %g\n", at[i].x, at[i].y, c,
+                    Component(got[i], c), want);
+    }
+  }
+  CHECK(cudaDestroyTextureObject(t));
+  CHECK(cudaFreeArray(arr));
+  CHECK(cudaFree(d_at));
+  CHECK(cudaFree(d_out));
+  return bad;
+}
+
+// tex1Dfetch from linear memory: the element, or zero past the end.
+int LinearFetch(Rng& rng) {
+  const int n = 3000;
+  std::vector<int> data(n);
+  for (auto& v : data) v = rng.Int(-1000000, 1000000);
+  int* d_data = ToDevice(data);
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeLinear;
+  res.res.linear.devPtr = d_data;
+  res.res.linear.desc = cudaCreateChannelDesc<int>();
+  res.res.linear.sizeInBytes = n * sizeof(int);
+  cudaTextureDesc tex{};
+  tex.readMode = cudaReadModeElementType;
+  cudaTextureObject_t t = 0;
+  CHECK(cudaCreateTextureObject(&t, &res, &tex, nullptr));
+  std::vector<int> at(kSamples);
+  for (auto& i : at) i = rng.Int(0, n + 100);
+  int* d_at = ToDevice(at);
+  int* d_out = nullptr;
+  CHECK(cudaMalloc(&d_out, kSamples * sizeof(int)));
+  FetchInt<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
+  CHECK(cudaGetLastError());
+  std::vector<int> got = ToHost(d_out, kSamples);
+  int bad = 0;
+  for (int i = 0; i < kSamples; ++i) {
+    const int want = at[i] < n ? data[at[i]] : 0;
+    if (got[i] != want && bad++ < 5)
+      std::printf("fetch %d: got %d, want %d\n", at[i], got[i], want);
+  }
+  CHECK(cudaDestroyTextureObject(t));
+  CHECK(cudaFree(d_data));
+  CHECK(cudaFree(d_at));
+  CHECK(cudaFree(d_out));
+  return bad;
+}
+
+// A pitched float texture (cudaMallocPitch), point sampled, clamped at every edge.
+int PitchedClamp(Rng& rng) {
+  const int w = 70, h = 33;
+  std::vector<float> img(w * h);
+  for (auto& v : img) v = rng.Uniform(-100, 100);
+  float* d_img = nullptr;
+  size_t pitch = 0;
+  CHECK(cudaMallocPitch(&d_img, &pitch, w * sizeof(float), h));
+  CHECK(cudaMemcpy2D(d_img, pitch, img.data(), w * sizeof(float), w * sizeof(float), h,
+                     cudaMemcpyHostToDevice));
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypePitch2D;
+  res.res.pitch2D.devPtr = d_img;
+  res.res.pitch2D.desc = cudaCreateChannelDesc<float>();
+  res.res.pitch2D.width = w;
+  res.res.pitch2D.height = h;
+  res.res.pitch2D.pitchInBytes = pitch;
+  cudaTextureDesc tex{};
+  tex.addressMode[0] = tex.addressMode[1] = cudaAddressModeClamp;
+  tex.filterMode = cudaFilterModePoint;
+  tex.readMode = cudaReadModeElementType;
+  cudaTextureObject_t t = 0;
+  CHECK(cudaCreateTextureObject(&t, &res, &tex, nullptr));
+  std::vector<float2> at(kSamples);
+  for (auto& p : at)
+    p = make_float2(rng.Int(-10, w + 10) + rng.Uniform(0.1f, 0.9f),
+                    rng.Int(-10, h + 10) + rng.Uniform(0.1f, 0.9f));
+  float2* d_at = ToDevice(at);
+  float* d_out = nullptr;
+  CHECK(cudaMalloc(&d_out, kSamples * sizeof(float)));
+  SampleFloat<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
+  CHECK(cudaGetLastError());
+  std::vector<float> got = ToHost(d_out, kSamples);
+  int bad = 0;
+  for (int i = 0; i < kSamples; ++i) {
+    const int x = std::min(std::max(int(std::floor(at[i].x)), 0), w - 1);
+    const int y = std::min(std::max(int(std::floor(at[i].y)), 0), h - 1);
+    if (got[i] != img[y * w + x] && bad++ < 5)
+      std::printf("pitched (%g, %g): got %g, want %g\n", at[i].x, at[i].y, got[i], img[y * w + x]);
+  }
+  CHECK(cudaDestroyTextureObject(t));
+  CHECK(cudaFree(d_img));
+  CHECK(cudaFree(d_at));
+  CHECK(cudaFree(d_out));
+  return bad;
+}
+
+// Two surfaces over arrays: dst = 2 * src + 1, read back with an array copy.
+int SurfaceRoundTrip(Rng& rng) {
+  const int w = 61, h = 7;
+  std::vector<float> img(w * h);
+  for (auto& v : img) v = rng.Uniform(-10, 10);
+  cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
+  cudaArray_t src = nullptr, dst = nullptr;
+  CHECK(cudaMallocArray(&src, &desc, w, h, cudaArraySurfaceLoadStore));
+  CHECK(cudaMallocArray(&dst, &desc, w, h, cudaArraySurfaceLoadStore));
+  CHECK(cudaMemcpy2DToArray(src, 0, 0, img.data(), w * sizeof(float), w * sizeof(float), h,
+                            cudaMemcpyHostToDevice));
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeArray;
+  res.res.array.array = src;
+  cudaSurfaceObject_t s_src = 0, s_dst = 0;
+  CHECK(cudaCreateSurfaceObject(&s_src, &res));
+  res.res.array.array = dst;
+  CHECK(cudaCreateSurfaceObject(&s_dst, &res));
+  cudaResourceDesc back{};
+  CHECK(cudaGetSurfaceObjectResourceDesc(&back, s_dst));
+  REQUIRE(back.resType == cudaResourceTypeArray && back.res.array.array == dst);
+  Surfaces<<<dim3(1, h), 64>>>(s_src, s_dst, w, h);
+  CHECK(cudaGetLastError());
+  std::vector<float> got(w * h);
+  CHECK(cudaMemcpy2DFromArray(got.data(), w * sizeof(float), dst, 0, 0, w * sizeof(float), h,
+                              cudaMemcpyDeviceToHost));
+  int bad = 0;
+  for (int i = 0; i < w * h; ++i)
+    if (got[i] != 2 * img[i] + 1 && bad++ < 5)
+      std::printf("surface %d: got %g, want %g\n", i, got[i], 2 * img[i] + 1);
+  CHECK(cudaDestroySurfaceObject(s_src));
+  CHECK(cudaDestroySurfaceObject(s_dst));
+  CHECK(cudaFreeArray(src));
+  CHECK(cudaFreeArray(dst));
+  return bad;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Rng rng(uint64_t(Flag(argc, argv, "seed", 11)));
+  int bad = LinearWrapClamp(rng);
+  bad += NormalizedBorder(rng);
+  bad += LinearFetch(rng);
+  bad += PitchedClamp(rng);
+  bad += SurfaceRoundTrip(rng);
+  CHECK(cudaDeviceSynchronize());
+  return Finish(bad, "texture");
+}
