@@ -10,19 +10,24 @@
 #include "client_stub/connection.h"
 #include "client_stub/kernels.h"
 #include "fatbin/fatbin.h"
+#include "fatbin/link_image.h"
 
 namespace remora::client_stub {
 namespace {
 
 // The images an image stands for: an nvcc fat-binary wrapper's, a fat binary, a cubin (ELF)
-// or PTX text (NUL-terminated), as NVIDIA's driver takes them.
+// or PTX text (NUL-terminated), as NVIDIA's driver takes them, or a link image.
 Result<std::vector<std::string>> ImagesOf(const void* image) {
   if (image == nullptr) return Error(cudaErrorInvalidValue, "no image");
   uint32_t magic = 0;
   std::memcpy(&magic, image, sizeof magic);
   std::vector<std::string> out;
   auto keep = [&](const void* p, size_t n) { out.emplace_back(static_cast<const char*>(p), n); };
-  if (magic == fatbin::kWrapperMagic) {
+  if (fatbin::IsLinkImage(image)) {  // the stub's own cuLinkComplete: the server links it
+    const uint64_t n = fatbin::LinkImageSize(image);
+    if (n == 0) return Error(cudaErrorInvalidValue, "link image header");
+    keep(image, n);
+  } else if (magic == fatbin::kWrapperMagic) {
     ASSIGN_OR_RETURN(std::vector<fatbin::Bytes> images, fatbin::WrapperImages(image));
     for (fatbin::Bytes b : images) keep(b.data(), b.size());
   } else if (magic == fatbin::kFatbinMagic) {

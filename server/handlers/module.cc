@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fatbin/fatbin.h"
+#include "fatbin/link_image.h"
 #include "proto/arena.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
@@ -59,12 +60,60 @@ std::string ChosenEntry(const std::string& img, uint32_t arch, bool ptx_only) {
 
 namespace {
 
+struct LinkPart {
+  CUjitInputType type;
+  const std::string* bytes;
+};
+
+// Links `parts` with the device's linker and loads the result.
+Result<CUmodule> LinkAndLoad(Device& dev, const std::vector<LinkPart>& parts) {
+  const DriverTable& drv = dev.drv();
+  auto Check = [&](CUresult r, const char* what) { return dev.Check(r, what); };
+  CUlinkState link = nullptr;
+  RETURN_IF_ERROR(Check(drv.cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
+  Status st;
+  for (size_t i = 0; i < parts.size() && st.ok(); ++i)
+    st = Check(drv.cuLinkAddData(link, parts[i].type, const_cast<char*>(parts[i].bytes->data()),
+                                 parts[i].bytes->size(), "tenant", 0, nullptr, nullptr),
+               "cuLinkAddData");
+  void* cubin = nullptr;
+  size_t cubin_size = 0;
+  CUmodule mod = nullptr;
+  if (st.ok()) st = Check(drv.cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete");
+  if (st.ok()) st = Check(drv.cuModuleLoadData(&mod, cubin), "cuModuleLoadData");
+  (void)drv.cuLinkDestroy(link);
+  if (!st.ok()) return st;
+  return mod;
+}
+
+// A tenant's own link (the stub's cuLinkComplete, fatbin/link_image.h): its inputs, linked here.
+Result<CUmodule> LoadLinkImage(Device& dev, const std::string& image, std::string* how) {
+  ASSIGN_OR_RETURN(std::vector<fatbin::LinkInput> inputs,
+                   fatbin::DecodeLinkImage(std::as_bytes(std::span(image.data(), image.size()))));
+  if (inputs.empty()) return Error(err::kInvalidValue, "a link of no inputs");
+  std::vector<LinkPart> parts;
+  *how = "the tenant's link of";
+  for (const fatbin::LinkInput& in : inputs) {
+    // CUBIN, PTX, FATBINARY, OBJECT and LIBRARY; NVVM IR needs options Remora does not carry.
+    if (in.type > CU_JIT_INPUT_LIBRARY)
+      return Error(err::kNotSupported,
+                   "linker input type " + std::to_string(in.type) + " is not served by Remora");
+    static constexpr const char* kNames[] = {"cubin", "ptx", "fatbin", "object", "library"};
+    *how += std::string(" ") + kNames[in.type];
+    parts.push_back({CUjitInputType(in.type), &in.bytes});
+  }
+  return LinkAndLoad(dev, parts);
+}
+
 // Loads a module from `images`; `how` says which image or linked PTX it used.
 Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, std::string* how) {
   const DriverTable& drv = dev.drv();
   auto Check = [&](CUresult r, const char* what) { return dev.Check(r, what); };
   CUmodule mod = nullptr;
   if (images.images.empty()) return Error(err::kInvalidPtx, "no fat binary images");
+  const std::string& first = images.images[0];
+  if (first.size() >= sizeof fatbin::kLinkMagic && fatbin::IsLinkImage(first.data()))
+    return LoadLinkImage(dev, first, how);
   const auto& attrs = dev.info().attributes();
   auto attr = [&](int a) { return a < attrs.size() ? attrs[a] : 0; };
   const uint32_t arch = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
@@ -81,25 +130,14 @@ Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, std::string
   if (!images.rdc || images.images.size() < 2 || r != CUDA_ERROR_NO_BINARY_FOR_GPU)
     return Check(r, "cuModuleLoadData");
   // Otherwise link the per-translation-unit fatbins (their PTX) into one module.
-  CUlinkState link = nullptr;
-  RETURN_IF_ERROR(Check(drv.cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
-  Status st;
+  std::vector<LinkPart> parts;
   *how = "linked";
-  for (size_t i = 1; i < images.images.size() && st.ok(); ++i) {
-    const std::string& img = images.images[i];
-    *how += " " + ChosenEntry(img, arch, true);
-    st = Check(drv.cuLinkAddData(link, CU_JIT_INPUT_FATBINARY, const_cast<char*>(img.data()),
-                                 img.size(), "tenant", 0, nullptr, nullptr),
-               "cuLinkAddData");
+  for (size_t i = 1; i < images.images.size(); ++i) {
+    parts.push_back({CU_JIT_INPUT_FATBINARY, &images.images[i]});
+    *how += " " + ChosenEntry(images.images[i], arch, true);
   }
   *how += " of " + std::to_string(images.images.size() - 1) + " translation units";
-  void* cubin = nullptr;
-  size_t cubin_size = 0;
-  if (st.ok()) st = Check(drv.cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete");
-  if (st.ok()) st = Check(drv.cuModuleLoadData(&mod, cubin), "cuModuleLoadData");
-  (void)drv.cuLinkDestroy(link);
-  if (!st.ok()) return st;
-  return mod;
+  return LinkAndLoad(dev, parts);
 }
 
 }  // namespace
