@@ -42,10 +42,9 @@ TEST_F(Refused, ARefusedCallIsNotSupportedAndBecomesTheLastError) {
   EXPECT_EQ(last(), cudaSuccess);
 }
 
-TEST_F(Refused, TexturesMipmapsAndPoolExportAreRefusedToo) {
-  for (const char* name :
-       {"cudaCreateTextureObject", "cudaMallocMipmappedArray", "cudaCreateSurfaceObject",
-        "cudaMemPoolExportToShareableHandle", "cudaImportExternalMemory"}) {
+TEST_F(Refused, MipmapsViewsAndPoolExportAreRefusedToo) {
+  for (const char* name : {"cudaGetTextureObjectResourceViewDesc", "cudaMallocMipmappedArray",
+                           "cudaMemPoolExportToShareableHandle", "cudaImportExternalMemory"}) {
     auto fn = Sym<cudaError_t (*)()>(name);
     ASSERT_TRUE(fn) << name;
     testing::internal::CaptureStderr();

@@ -1,7 +1,7 @@
 // tests/cuda/kernels/link.cpp - the driver's linker at run time, as JIT compilers use it: a
-// kernel and the device function it calls, compiled apart (-rdc), linked with cuLinkCreate,
-// cuLinkAddData and cuLinkAddFile, loaded from cuLinkComplete's image (and from a copy of it)
-// and run on random data against a CPU reference. A link missing the function fails, at
+// kernel and the device function it calls, compiled apart (-rdc: rdc_link_*.cu), linked with
+// cuLinkCreate, cuLinkAddData and cuLinkAddFile, loaded from cuLinkComplete's image (and from a
+// copy of it) and run on random data against a CPU reference. A link missing the function fails, at
 // cuLinkComplete on NVIDIA's driver or when the image is loaded under Remora.
 // Usage: link KERNEL_PTX KERNEL_FATBIN LIBRARY_PTX
 #include <cuda.h>
