@@ -1,14 +1,16 @@
 // fatbin/fuzz/fatbin_fuzz.cc - libFuzzer entry point over every fatbin reader.
 //
 // Feeds arbitrary bytes to FatbinSize, SplitSection, Parse, Decompress, PtxText,
-// SelectPtx and (when the bytes hold a valid header) WrapperImages, and traps if
+// SelectPtx, DecodeLinkImage and (when the bytes hold a valid header) WrapperImages, and traps if
 // a successful result contradicts its input. Memory errors are the sanitizers'
 // job. Built as a fuzzer with clang; tests/fatbin replays it under gtest.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include "fatbin/fatbin.h"
+#include "fatbin/link_image.h"
 
 namespace {
 
@@ -63,6 +65,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Check(fb::PtxText(*decoded).size() <= decoded->size());
       }
     }
+  }
+  auto link = fb::DecodeLinkImage(bytes);
+  if (link.ok()) {  // a decoded link image encodes back to exactly its bytes
+    const std::string again = fb::EncodeLinkImage(*link);
+    Check(again.size() == size && std::memcmp(again.data(), data, size) == 0);
   }
   bool fast = true;
   if (entries.ok())
