@@ -7,6 +7,7 @@
 // Usage: driver_api FATBIN PTX   (driver_kernels.cu built with nvcc -fatbin and nvcc -ptx)
 #include <cuda.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -276,6 +277,83 @@ int main(int argc, char** argv) {
       return 1;
     }
     CU_CHECK(cuMemFree(dy));
+  }
+
+  // A texture object over pitched memory, made with the driver's descriptors: point sampled
+  // with clamping, against the image, and its descriptors read back as given.
+  {
+    const int w = 50, h = 20, n = 2000;
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> img(w * h), got(n);
+    for (float& v : img) v = dist(rng);
+    CUdeviceptr d_img = 0;
+    size_t pitch = 0;
+    CU_CHECK(cuMemAllocPitch(&d_img, &pitch, w * sizeof(float), h, sizeof(float)));
+    CUDA_MEMCPY2D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+    copy.srcHost = img.data();
+    copy.srcPitch = w * sizeof(float);
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = d_img;
+    copy.dstPitch = pitch;
+    copy.WidthInBytes = w * sizeof(float);
+    copy.Height = h;
+    CU_CHECK(cuMemcpy2D(&copy));
+    CUDA_RESOURCE_DESC res{};
+    res.resType = CU_RESOURCE_TYPE_PITCH2D;
+    res.res.pitch2D.devPtr = d_img;
+    res.res.pitch2D.format = CU_AD_FORMAT_FLOAT;
+    res.res.pitch2D.numChannels = 1;
+    res.res.pitch2D.width = w;
+    res.res.pitch2D.height = h;
+    res.res.pitch2D.pitchInBytes = pitch;
+    CUDA_TEXTURE_DESC td{};
+    td.addressMode[0] = td.addressMode[1] = CU_TR_ADDRESS_MODE_CLAMP;
+    td.filterMode = CU_TR_FILTER_MODE_POINT;
+    td.flags = CU_TRSF_READ_AS_INTEGER;
+    CUtexObject tex = 0;
+    CU_CHECK(cuTexObjectCreate(&tex, &res, &td, nullptr));
+    CUDA_RESOURCE_DESC res_back{};
+    CUDA_TEXTURE_DESC td_back{};
+    CU_CHECK(cuTexObjectGetResourceDesc(&res_back, tex));
+    CU_CHECK(cuTexObjectGetTextureDesc(&td_back, tex));
+    if (res_back.resType != CU_RESOURCE_TYPE_PITCH2D || res_back.res.pitch2D.devPtr != d_img ||
+        res_back.res.pitch2D.width != size_t(w) || res_back.res.pitch2D.pitchInBytes != pitch ||
+        td_back.addressMode[1] != CU_TR_ADDRESS_MODE_CLAMP ||
+        td_back.filterMode != CU_TR_FILTER_MODE_POINT) {
+      std::printf("FAIL: texture descriptors read back differ\n");
+      return 1;
+    }
+    std::vector<float> at(2 * n);
+    std::uniform_int_distribution<int> xs(-4, w + 4), ys(-4, h + 4);
+    for (int i = 0; i < n; ++i) {
+      at[2 * i] = float(xs(rng)) + 0.5f;
+      at[2 * i + 1] = float(ys(rng)) + 0.5f;
+    }
+    CUdeviceptr d_at = 0, d_out = 0;
+    CU_CHECK(cuMemAlloc(&d_at, at.size() * sizeof(float)));
+    CU_CHECK(cuMemAlloc(&d_out, n * sizeof(float)));
+    CU_CHECK(cuMemcpyHtoD(d_at, at.data(), at.size() * sizeof(float)));
+    CUfunction sample = nullptr;
+    CU_CHECK(cuModuleGetFunction(&sample, from_fatbin, "sample2d"));
+    int nn = n;
+    void* p[] = {&tex, &d_at, &d_out, &nn};
+    CU_CHECK(cuLaunchKernel(sample, (n + 127) / 128, 1, 1, 128, 1, 1, 0, s, p, nullptr));
+    CU_CHECK(cuStreamSynchronize(s));
+    CU_CHECK(cuMemcpyDtoH(got.data(), d_out, n * sizeof(float)));
+    for (int i = 0; i < n; ++i) {
+      const int x = std::min(std::max(int(std::floor(at[2 * i])), 0), w - 1);
+      const int y = std::min(std::max(int(std::floor(at[2 * i + 1])), 0), h - 1);
+      if (got[i] != img[y * w + x]) {
+        std::printf("FAIL: sample2d (%g, %g) = %g, expected %g\n", at[2 * i], at[2 * i + 1], got[i],
+                    img[y * w + x]);
+        return 1;
+      }
+    }
+    CU_CHECK(cuTexObjectDestroy(tex));
+    CU_CHECK(cuMemFree(d_img));
+    CU_CHECK(cuMemFree(d_at));
+    CU_CHECK(cuMemFree(d_out));
   }
 
   // A library: loaded with no context needed, its kernels usable as functions.

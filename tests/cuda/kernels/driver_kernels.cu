@@ -26,3 +26,9 @@ extern "C" __global__ void add_offset(int n, float* y) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
     y[i] += offset_by;
 }
+
+// out[i] = the texel at (x[i], y[i]) of a 2-D texture object, point sampled.
+extern "C" __global__ void sample2d(unsigned long long tex, const float2* at, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex2D<float>(tex, at[i].x, at[i].y);
+}
