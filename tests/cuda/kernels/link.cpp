@@ -13,15 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common.h"
 #include "cu_check.h"
-
-#define REQUIRE(cond)                                             \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      std::printf("FAIL: %s:%d %s\n", __FILE__, __LINE__, #cond); \
-      std::exit(1);                                               \
-    }                                                             \
-  } while (0)
 
 namespace {
 

@@ -60,6 +60,22 @@ int Blocks(int n) {
   return (n + 127) / 128;
 }
 
+// Runs `kernel(t, at, out, n)` over the sample positions; the values it wrote.
+template <class At, class Out>
+std::vector<Out> Sample(void (*kernel)(cudaTextureObject_t, const At*, Out*, int),
+                        cudaTextureObject_t t, const std::vector<At>& at) {
+  const int n = int(at.size());
+  At* d_at = ToDevice(at);
+  Out* d_out = nullptr;
+  CHECK(cudaMalloc(&d_out, n * sizeof(Out)));
+  kernel<<<Blocks(n), 128>>>(t, d_at, d_out, n);
+  CHECK(cudaGetLastError());
+  std::vector<Out> got = ToHost(d_out, n);
+  CHECK(cudaFree(d_at));
+  CHECK(cudaFree(d_out));
+  return got;
+}
+
 float Component(const float4& v, int c) {
   return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
 }
@@ -92,12 +108,7 @@ int LinearWrapClamp(Rng& rng) {
   for (auto& p : at)
     p = make_float2((rng.Int(-w, 2 * w) + 0.5f + rng.Int(0, 256) / 256.0f) / w,
                     (rng.Int(-2, h + 2) + 0.5f + rng.Int(0, 256) / 256.0f) / h);
-  float2* d_at = ToDevice(at);
-  float4* d_out = nullptr;
-  CHECK(cudaMalloc(&d_out, kSamples * sizeof(float4)));
-  SampleFloat4<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
-  CHECK(cudaGetLastError());
-  std::vector<float4> got = ToHost(d_out, kSamples);
+  std::vector<float4> got = Sample(SampleFloat4, t, at);
 
   int bad = 0;
   for (int i = 0; i < kSamples; ++i) {
@@ -130,8 +141,6 @@ int LinearWrapClamp(Rng& rng) {
 
   CHECK(cudaDestroyTextureObject(t));
   CHECK(cudaFreeArray(arr));
-  CHECK(cudaFree(d_at));
-  CHECK(cudaFree(d_out));
   return bad;
 }
 
@@ -162,12 +171,7 @@ int NormalizedBorder(Rng& rng) {
   for (auto& p : at)
     p = make_float2(rng.Int(-5, w + 5) + rng.Uniform(0.1f, 0.9f),
                     rng.Int(-5, h + 5) + rng.Uniform(0.1f, 0.9f));
-  float2* d_at = ToDevice(at);
-  float4* d_out = nullptr;
-  CHECK(cudaMalloc(&d_out, kSamples * sizeof(float4)));
-  SampleFloat4<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
-  CHECK(cudaGetLastError());
-  std::vector<float4> got = ToHost(d_out, kSamples);
+  std::vector<float4> got = Sample(SampleFloat4, t, at);
   int bad = 0;
   for (int i = 0; i < kSamples; ++i) {
     const int x = int(std::floor(at[i].x)), y = int(std::floor(at[i].y));
@@ -185,8 +189,6 @@ int NormalizedBorder(Rng& rng) {
   }
   CHECK(cudaDestroyTextureObject(t));
   CHECK(cudaFreeArray(arr));
-  CHECK(cudaFree(d_at));
-  CHECK(cudaFree(d_out));
   return bad;
 }
 
@@ -207,12 +209,7 @@ int LinearFetch(Rng& rng) {
   CHECK(cudaCreateTextureObject(&t, &res, &tex, nullptr));
   std::vector<int> at(kSamples);
   for (auto& i : at) i = rng.Int(0, n + 100);
-  int* d_at = ToDevice(at);
-  int* d_out = nullptr;
-  CHECK(cudaMalloc(&d_out, kSamples * sizeof(int)));
-  FetchInt<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
-  CHECK(cudaGetLastError());
-  std::vector<int> got = ToHost(d_out, kSamples);
+  std::vector<int> got = Sample(FetchInt, t, at);
   int bad = 0;
   for (int i = 0; i < kSamples; ++i) {
     const int want = at[i] < n ? data[at[i]] : 0;
@@ -221,8 +218,6 @@ int LinearFetch(Rng& rng) {
   }
   CHECK(cudaDestroyTextureObject(t));
   CHECK(cudaFree(d_data));
-  CHECK(cudaFree(d_at));
-  CHECK(cudaFree(d_out));
   return bad;
 }
 
@@ -253,12 +248,7 @@ int PitchedClamp(Rng& rng) {
   for (auto& p : at)
     p = make_float2(rng.Int(-10, w + 10) + rng.Uniform(0.1f, 0.9f),
                     rng.Int(-10, h + 10) + rng.Uniform(0.1f, 0.9f));
-  float2* d_at = ToDevice(at);
-  float* d_out = nullptr;
-  CHECK(cudaMalloc(&d_out, kSamples * sizeof(float)));
-  SampleFloat<<<Blocks(kSamples), 128>>>(t, d_at, d_out, kSamples);
-  CHECK(cudaGetLastError());
-  std::vector<float> got = ToHost(d_out, kSamples);
+  std::vector<float> got = Sample(SampleFloat, t, at);
   int bad = 0;
   for (int i = 0; i < kSamples; ++i) {
     const int x = std::min(std::max(int(std::floor(at[i].x)), 0), w - 1);
@@ -268,8 +258,6 @@ int PitchedClamp(Rng& rng) {
   }
   CHECK(cudaDestroyTextureObject(t));
   CHECK(cudaFree(d_img));
-  CHECK(cudaFree(d_at));
-  CHECK(cudaFree(d_out));
   return bad;
 }
 
