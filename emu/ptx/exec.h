@@ -247,6 +247,11 @@ struct Cta {
   uint32_t bar_arrived[16];
   uint32_t bar_expected[16];
   uint32_t bar_red[16];
+  // Whole warps that parked this round at a plain CTA-wide barrier (bar.sync with no count or
+  // a count of every thread), all at barrier `whole_bar_id`; RunRounds releases them at once
+  // when that is every warp. whole_bar_id is 16 when two warps parked at different barriers.
+  uint32_t whole_bar_warps = 0;
+  uint32_t whole_bar_id = 0;
   uint32_t mbar_completions = 0;  // mbarrier phases completed (RunCta's progress check)
   uint32_t slice_yields = 0;      // warps that ran out of their slice (cooperative launches)
   uint32_t idle_rounds = 0;       // rounds in a row in which only mbarrier waits timed out

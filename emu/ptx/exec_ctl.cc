@@ -301,6 +301,10 @@ int BarSync(Exec& x, const Inst& in) {
   }
   bool red = in.flags & kFlagPredOut;
   if (x.mask == 0xffffffffu) {  // the whole warp: straight stores, no walk over the lanes
+    if (!red && (count == 0 || count == c.nthreads)) {
+      c.whole_bar_id = c.whole_bar_warps == 0 || c.whole_bar_id == id ? id : 16;
+      ++c.whole_bar_warps;
+    }
     std::fill_n(w.state, 32, LaneState::kWaitBar);
     std::fill_n(w.bar_id, 32, id);
     std::fill_n(w.pc, 32, red ? x.pc : x.pc + 1);

@@ -253,10 +253,60 @@ inline bool WarpInBounds(Exec& x, const uint64_t* base, uint64_t ub, uint32_t by
   }
 }
 
+// True if lane l's address is base[0] + l * N for every lane: a converged warp reading or
+// writing N-byte elements side by side, the commonest access there is.
+template <int N>
+inline bool LanesContiguous(const uint64_t* base) {
+  const uint64_t b0 = base[0];
+  if (base[1] != b0 + N || base[31] != b0 + 31 * N) return false;  // most others fail here
+#if defined(__SSE4_1__)
+  const __m128i* q = reinterpret_cast<const __m128i*>(base);
+  const __m128i step = _mm_set1_epi64x(2 * N);
+  __m128i want = _mm_set_epi64x(int64_t(b0 + N), int64_t(b0));
+  __m128i diff = _mm_setzero_si128();
+  for (int i = 0; i < 16; ++i) {
+    diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128(q + i), want));
+    want = _mm_add_epi64(want, step);
+  }
+  return _mm_testz_si128(diff, diff);
+#else
+  uint64_t diff = 0;
+  for (int l = 2; l < 31; ++l) diff |= base[l] ^ (b0 + uint64_t(l) * N);
+  return diff == 0;
+#endif
+}
+
+// Fast path of a converged global, const or shared access whose lanes' N-byte elements lie side
+// by side (LanesContiguous) in one cached allocation or in the block's shared memory: the host
+// address of lane 0's element, lane l's being N * l bytes on; nullptr when the access is not so.
+template <Space S, int N>
+inline uint8_t* ContiguousAt(Exec& x, const uint64_t* base, uint64_t ub) {
+  if constexpr (S != Space::kGlobal && S != Space::kConst && S != Space::kShared) {
+    return nullptr;
+  } else {
+    if (!base || x.mask != 0xffffffffu || !LanesContiguous<N>(base)) return nullptr;
+    const uint64_t lo = base[0] + ub, hi = lo + 32 * N;
+    if constexpr (S == Space::kShared) {
+      // 32-bit offsets and a 32-bit uniform part: nothing wraps.
+      if ((base[0] >> 32) != 0 || (ub >> 32) != 0 || hi > x.cta->shared_size) return nullptr;
+      return x.cta->SharedBytes() + lo;
+    }
+    if (hi < lo || !x.w->CacheHit(lo, hi)) return nullptr;
+    return reinterpret_cast<uint8_t*>(lo);
+  }
+}
+
 template <Space S, int N, int V, bool kSext>
 int Ld(Exec& x, const Inst& in) {
   uint64_t ub = UniformBase(x, in);
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
+  if constexpr (V == 1) {
+    if (const uint8_t* p = ContiguousAt<S, N>(x, base, ub)) {
+      uint64_t* d = Dst(x, in.d[0]);  // may be the address register: base is read no more
+      for (int l = 0; l < 32; ++l) d[l] = LoadBytes<N, kSext>(p + l * N);
+      return kNext;
+    }
+  }
   uintptr_t bias;
   if (WarpInBounds<S>(x, base, ub, N * V, &bias)) {
     const uintptr_t at = bias + ub;
@@ -321,6 +371,12 @@ int St(Exec& x, const Inst& in) {
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
   const uint64_t* v[V];
   for (int k = 0; k < V; ++k) v[k] = Src(x, in.a[k]);
+  if constexpr (V == 1) {
+    if (uint8_t* p = ContiguousAt<S, N>(x, base, ub)) {
+      for (int l = 0; l < 32; ++l) std::memcpy(p + l * N, &v[0][l], N);
+      return kNext;
+    }
+  }
   uintptr_t bias;
   if (WarpInBounds<S>(x, base, ub, N * V, &bias)) {
     const uintptr_t at = bias + ub;

@@ -385,11 +385,25 @@ template <bool kCoop>
 CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
   const ProgramImpl& P = *L.P;
   const uint32_t nwarps = (L.nthreads + 31) / 32;
+  // Every warp whole (no partial last warp): a round that parks all of them at one plain
+  // barrier releases it without looking at a lane.
+  const bool whole_warps = L.nthreads % 32 == 0;
   for (;;) {
     const uint32_t completions = cta.mbar_completions;
     const uint32_t yields = cta.slice_yields;
+    cta.whole_bar_warps = 0;
     for (uint32_t wi = 0; wi < nwarps; ++wi)
       if (!RunWarp<kCoop>(L, cta, cta.warps[wi])) return CtaEnd::kFailed;
+    if (whole_warps && cta.whole_bar_warps == nwarps && cta.whole_bar_id < 16 &&
+        cta.bar_arrived[cta.whole_bar_id] == L.nthreads) {
+      // Each warp ran this round and parked whole at barrier whole_bar_id, its PCs past it, and
+      // nothing else arrived there: every thread of the block arrived once, so all run on.
+      for (uint32_t wi = 0; wi < nwarps; ++wi)
+        std::fill_n(cta.warps[wi].state, 32, LaneState::kRun);
+      const uint32_t id = cta.whole_bar_id;
+      cta.bar_arrived[id] = cta.bar_expected[id] = cta.bar_red[id] = 0;
+      continue;
+    }
     // ready: lanes an mbarrier phase completed by a later warp resumed, or that wait on a
     // collective those lanes were part of; they run in the next round.
     uint32_t live = 0, bar = 0, async = 0, ready = 0;

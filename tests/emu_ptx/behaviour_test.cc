@@ -137,6 +137,53 @@ TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
   for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], (t ^ 1) * 3 + t + 100) << t;
 }
 
+// A warp whose lanes read and write elements side by side takes one bounds check (exec_mem.cc's
+// contiguous path): exactly at the end of shared memory and of an allocation it works, one
+// element past either it faults, and a load whose address register is its destination reads
+// the right values.
+TEST(Memory, SideBySideAccessesAreCheckedAtTheEdges) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_in, .param .u64 k_out, .param .u32 k_shift) {
+  .shared .align 4 .b32 sm[64];
+  .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [k_in];
+  ld.param.u64 %rd2, [k_out];
+  ld.param.u32 %r1, [k_shift];
+  mov.u32 %r2, %tid.x;
+  add.s32 %r3, %r2, %r1;
+  mul.wide.u32 %rd3, %r3, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r4, [%rd4];
+  shl.b32 %r5, %r3, 2;
+  mov.u32 %r6, sm;
+  add.s32 %r5, %r6, %r5;
+  st.shared.u32 [%r5], %r4;
+  bar.sync 0;
+  ld.shared.u32 %r5, [%r5];
+  mul.wide.u32 %rd5, %r2, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.u32 [%rd6], %r5;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* in = mem.Alloc<uint32_t>(64);
+  uint32_t* out = mem.Alloc<uint32_t>(32);
+  for (uint32_t i = 0; i < 64; ++i) in[i] = i * 7 + 1;
+  auto run = [&](uint32_t shift) {
+    return RunKernel(
+        *prog, "k", {1}, {32}, [&](Params& p) { p.Add(in).Add(out).Add(shift); }, &mem);
+  };
+  Status s = run(32);  // lanes read in[32..63] and write sm[32..63]: both end at the last element
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], (t + 32) * 7 + 1) << t;
+  s = run(33);  // one element past the end of `in` (and of sm)
+  EXPECT_EQ(s.code(), err::kIllegalAddress) << s.ToString();
+}
+
 // Each kernel's static shared memory holds only the .shared variables it reaches (directly or
 // through the functions it calls), as ptxas lays it out; a variable two kernels reach is at the
 // same offset in both.
