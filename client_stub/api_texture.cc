@@ -202,6 +202,12 @@ cudaError_t cudaGetTextureObjectTextureDesc(cudaTextureDesc* pTexDesc,
   return Ret(cs::Describe(texObject, false, nullptr, pTexDesc));
 }
 
+// Resource views are refused at creation, so no object has one: NVIDIA's answer for an object
+// without a view.
+cudaError_t cudaGetTextureObjectResourceViewDesc(cudaResourceViewDesc*, cudaTextureObject_t) {
+  return Ret(cudaErrorInvalidValue);
+}
+
 cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject,
                                     const cudaResourceDesc* pResDesc) {
   uint64_t h = 0;

@@ -253,6 +253,14 @@ CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC* pTexDesc, CUtexObject texO
   });
 }
 
+CUresult cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC* pResViewDesc,
+                                        CUtexObject texObject) {
+  return ForwardInContext([&] {
+    return cudaGetTextureObjectResourceViewDesc(
+        reinterpret_cast<cudaResourceViewDesc*>(pResViewDesc), texObject);
+  });
+}
+
 CUresult cuSurfObjectCreate(CUsurfObject* pSurfObject, const CUDA_RESOURCE_DESC* pResDesc) {
   return ForwardInContext([&] {
     cudaResourceDesc res;

@@ -42,8 +42,8 @@ TEST_F(Refused, ARefusedCallIsNotSupportedAndBecomesTheLastError) {
   EXPECT_EQ(last(), cudaSuccess);
 }
 
-TEST_F(Refused, MipmapsViewsAndPoolExportAreRefusedToo) {
-  for (const char* name : {"cudaGetTextureObjectResourceViewDesc", "cudaMallocMipmappedArray",
+TEST_F(Refused, MipmapsAndPoolExportAreRefusedToo) {
+  for (const char* name : {"cudaGetMipmappedArrayLevel", "cudaMallocMipmappedArray",
                            "cudaMemPoolExportToShareableHandle", "cudaImportExternalMemory"}) {
     auto fn = Sym<cudaError_t (*)()>(name);
     ASSERT_TRUE(fn) << name;

@@ -135,6 +135,9 @@ int LinearWrapClamp(Rng& rng) {
   REQUIRE(back.addressMode[0] == cudaAddressModeWrap &&
           back.addressMode[1] == cudaAddressModeClamp);
   REQUIRE(back.filterMode == cudaFilterModeLinear && back.normalizedCoords == 1);
+  cudaResourceViewDesc view{};  // made without one: none to read
+  EXPECT_CUDA(cudaGetTextureObjectResourceViewDesc(&view, t), cudaErrorInvalidValue);
+  EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidValue);  // the last error, read and reset
   cudaResourceDesc res_back{};
   CHECK(cudaGetTextureObjectResourceDesc(&res_back, t));
   REQUIRE(res_back.resType == cudaResourceTypeArray && res_back.res.array.array == arr);
