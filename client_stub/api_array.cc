@@ -2,6 +2,8 @@
 // and between them. Offsets and widths are in bytes, as the runtime's array copies take them.
 #include <memory>
 
+#include <cuda.h>
+
 #include "client_stub/api.h"
 #include "client_stub/array.h"
 #include "client_stub/errors.h"
@@ -9,6 +11,18 @@
 
 namespace cs = remora::client_stub;
 using cs::Ret;
+
+namespace remora::client_stub {
+
+unsigned DriverFormat(const cudaChannelFormatDesc& d) {
+  if (d.f == cudaChannelFormatKindFloat) return d.x == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+  const unsigned shift = d.x == 8 ? 0 : d.x == 16 ? 1 : 2;
+  return (d.f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8
+                                             : CU_AD_FORMAT_UNSIGNED_INT8) +
+         shift;
+}
+
+}  // namespace remora::client_stub
 
 namespace {
 

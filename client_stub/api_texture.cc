@@ -53,16 +53,12 @@ bool Channels(const cudaChannelFormatDesc& d, uint32_t* format, uint32_t* count)
   const int b = bits[0];
   if (d.f == cudaChannelFormatKindFloat) {
     if (b != 16 && b != 32) return false;
-    *format = b == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
   } else if (d.f == cudaChannelFormatKindSigned || d.f == cudaChannelFormatKindUnsigned) {
     if (b != 8 && b != 16 && b != 32) return false;
-    const uint32_t shift = b == 8 ? 0 : b == 16 ? 1 : 2;
-    *format = (d.f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8
-                                                  : CU_AD_FORMAT_UNSIGNED_INT8) +
-              shift;
   } else {
     return false;
   }
+  *format = DriverFormat(d);
   *count = uint32_t(n);
   return true;
 }

@@ -28,4 +28,10 @@ namespace remora::client_stub {
 // Bytes per element of `d` (the sum of its channels' bits), or 0 for a format without one.
 size_t ElementBytes(const cudaChannelFormatDesc& d);
 
+// The driver's format (a CUarray_format) of `d`'s channels, from its first: half or float, or
+// the signed or unsigned integer of that width. REQUIRES: plain channels of 8, 16 or 32 bits
+// (16 or 32 for floats). (cuda.h is not included here: libcuda.so.1's entry points must see
+// it first, made visible, through driver_api.h.)
+unsigned DriverFormat(const cudaChannelFormatDesc& d);
+
 }  // namespace remora::client_stub

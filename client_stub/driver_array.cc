@@ -6,6 +6,7 @@
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
 using remora::client_stub::DriverCallScope;
+using remora::client_stub::DriverFormat;
 
 namespace {
 
@@ -35,14 +36,6 @@ bool Channel(CUarray_format f, int* bits, cudaChannelFormatKind* kind) {
     default:
       return false;
   }
-}
-
-CUarray_format Format(const cudaChannelFormatDesc& d) {
-  if (d.f == cudaChannelFormatKindFloat) return d.x == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
-  const int shift = d.x == 8 ? 0 : d.x == 16 ? 1 : 2;
-  return CUarray_format(
-      (d.f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8 : CU_AD_FORMAT_UNSIGNED_INT8) +
-      shift);
 }
 
 }  // namespace
@@ -85,7 +78,8 @@ CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR* d, CUarray array) {
   if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   const auto& a = *reinterpret_cast<const cudaArray*>(array);
   const unsigned channels = 1 + (a.desc.y > 0) + (a.desc.z > 0) + (a.desc.w > 0);
-  *d = {a.extent.width, a.extent.height, a.extent.depth, Format(a.desc), channels, a.flags};
+  *d = {a.extent.width, a.extent.height, a.extent.depth, CUarray_format(DriverFormat(a.desc)),
+        channels,       a.flags};
   return CUDA_SUCCESS;
 }
 
@@ -154,15 +148,15 @@ void ToDriver(const cudaResourceDesc& in, CUDA_RESOURCE_DESC* out) {
     case cudaResourceTypeLinear: {
       const auto& l = in.res.linear;
       out->resType = CU_RESOURCE_TYPE_LINEAR;
-      out->res.linear = {reinterpret_cast<CUdeviceptr>(l.devPtr), Format(l.desc),
-                         ChannelCount(l.desc), l.sizeInBytes};
+      out->res.linear = {reinterpret_cast<CUdeviceptr>(l.devPtr),
+                         CUarray_format(DriverFormat(l.desc)), ChannelCount(l.desc), l.sizeInBytes};
       break;
     }
     case cudaResourceTypePitch2D: {
       const auto& p = in.res.pitch2D;
       out->resType = CU_RESOURCE_TYPE_PITCH2D;
       out->res.pitch2D = {reinterpret_cast<CUdeviceptr>(p.devPtr),
-                          Format(p.desc),
+                          CUarray_format(DriverFormat(p.desc)),
                           ChannelCount(p.desc),
                           p.width,
                           p.height,
