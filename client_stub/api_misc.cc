@@ -136,18 +136,13 @@ cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfi
   return config <= cudaSharedMemBankSizeEightByte ? cudaSuccess : Ret(cudaErrorInvalidValue);
 }
 
-// A multiprocessor's shared memory shared by `blocks` blocks, less each one's static part, at
-// most what one block may have.
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void* func, int blocks,
                                                       int block_size) {
   if (bytes == nullptr || blocks <= 0 || block_size <= 0) return Ret(cudaErrorInvalidValue);
   cs::Kernel* k = cs::FindKernel(func);
   if (k == nullptr) return Ret(cudaErrorInvalidDeviceFunction);
   if (cudaError_t e = cs::EnsureRegistered(*k)) return Ret(e);
-  const cudaDeviceProp& p = cs::St().prop;
-  const size_t per_block = p.sharedMemPerMultiprocessor / size_t(blocks);
-  const size_t cap = std::min(per_block, size_t(p.sharedMemPerBlockOptin));
-  *bytes = cap > size_t(k->shared_size_bytes) ? cap - size_t(k->shared_size_bytes) : 0;
+  *bytes = cs::AvailableDynamicShared(*k, cs::St().prop, blocks);
   return cudaSuccess;
 }
 

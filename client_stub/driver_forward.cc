@@ -141,6 +141,17 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfun
   return cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f, block_size, smem);
 }
 
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction f, int blocks,
+                                                 int block_size) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (bytes == nullptr || blocks <= 0 || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  *bytes = remora::client_stub::AvailableDynamicShared(*KernelOfHandle(f),
+                                                       remora::client_stub::St().prop, blocks);
+  return CUDA_SUCCESS;
+}
+
 // The block size (a multiple of the warp size) that keeps the most threads resident per
 // multiprocessor, as NVIDIA's search does; ties go to the larger block.
 CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block_size, CUfunction f,

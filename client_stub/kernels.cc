@@ -239,6 +239,15 @@ int MaxDynamicShared(const Kernel& k, const cudaDeviceProp& prop) {
   return std::max(0, static_cast<int>(prop.sharedMemPerBlock) - k.shared_size_bytes);
 }
 
+size_t AvailableDynamicShared(const Kernel& k, const cudaDeviceProp& prop, int blocks) {
+  const size_t split = prop.sharedMemPerMultiprocessor / static_cast<size_t>(blocks);
+  const size_t reserved = prop.reservedSharedMemPerBlock;
+  if (split <= reserved) return 0;
+  const size_t cap = std::min(split - reserved, size_t(prop.sharedMemPerBlockOptin));
+  const size_t fixed = static_cast<size_t>(k.shared_size_bytes);
+  return cap > fixed ? cap - fixed : 0;
+}
+
 void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {
   k.handle = l.handle();
   k.offsets.assign(l.offsets().begin(), l.offsets().end());

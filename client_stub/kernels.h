@@ -74,6 +74,11 @@ void NoteAttribute(Kernel& k, int attribute, int value);
 // The kernel's dynamic shared memory limit: what was set, else the block's shared memory less
 // its static part.
 int MaxDynamicShared(const Kernel& k, const cudaDeviceProp& prop);
+// The dynamic shared memory each of `blocks` blocks of `k` resident on one multiprocessor may
+// have, as NVIDIA's occupancy calculator answers: the multiprocessor's shared memory split
+// `blocks` ways, less the part reserved per block, at most a block's opt-in limit, less the
+// kernel's static part. 0 where it does not fit.
+size_t AvailableDynamicShared(const Kernel& k, const cudaDeviceProp& prop, int blocks);
 
 // Bookkeeping of the __cuda* registration calls. The void** handle is opaque.
 void** AddModule(const void* wrapper);

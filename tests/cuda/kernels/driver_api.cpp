@@ -239,6 +239,23 @@ int main(int argc, char** argv) {
       std::printf("FAIL: %d blocks per SM, a %zu-byte variable\n", per_sm, offset_bytes);
       return 1;
     }
+    // Dynamic shared memory per block as the occupancy calculator gives it (NVIDIA's cuBLAS
+    // and cuFFT ask it when they start): some for one block, at most the opt-in limit, and
+    // with two blocks resident no more than half a multiprocessor's.
+    size_t one_block = 0, two_blocks = 0;
+    int optin = 0, per_mp = 0;
+    CU_CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&one_block, add_offset, 1, 128));
+    CU_CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&two_blocks, add_offset, 2, 128));
+    CU_CHECK(
+        cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+    CU_CHECK(cuDeviceGetAttribute(&per_mp, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                                  dev));
+    if (one_block == 0 || one_block > size_t(optin) || two_blocks > size_t(per_mp) / 2 ||
+        two_blocks >= one_block) {
+      std::printf("FAIL: available dynamic shared memory %zu (1 block), %zu (2 blocks)\n",
+                  one_block, two_blocks);
+      return 1;
+    }
     CU_CHECK(cuLaunchCooperativeKernel(add_offset, 2, 1, 1, 128, 1, 1, 0, s, p));
     CUlaunchAttribute coop{};
     coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
