@@ -14,6 +14,8 @@
 #include <mutex>
 #include <string>
 
+#include <cuda.h>
+
 #include "client_stub/monitor.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/nvml_abi.h"
@@ -67,6 +69,20 @@ nvmlReturn_t WithSlice(nvmlDevice_t device, Fn fn) {
     if (!slice.ok()) return FromStatus(slice.status());
     return fn(*slice);
   });
+}
+
+constexpr unsigned int kNvidiaVendor = 0x10DE;
+
+struct PciAddress {
+  unsigned int domain = 0, bus = 0, device = 0;
+};
+
+// The device's PCI address from its attributes, as cudaDeviceGetPCIBusId spells it.
+PciAddress PciOf(MonitorSession& m) {
+  const auto& attrs = m.welcome().device().attributes();
+  auto at = [&](int i) { return i < attrs.size() ? static_cast<unsigned int>(attrs[i]) : 0u; };
+  return {at(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID), at(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+          at(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)};
 }
 
 nvmlReturn_t CopyString(const std::string& s, char* out, unsigned int length) {
@@ -273,6 +289,57 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
     *minor = attrs[76];
     return NVML_SUCCESS;
   });
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  return WithSession(device, [&](MonitorSession& m) {
+    const PciAddress a = PciOf(m);
+    *pci = nvmlPciInfo_t{};
+    pci->domain = a.domain;
+    pci->bus = a.bus;
+    pci->device = a.device;
+    pci->pciDeviceId = kNvidiaVendor;
+    std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", a.domain & 0xFFFF,
+                  a.bus, a.device);
+    std::snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:%02X.0", a.domain, a.bus, a.device);
+    return NVML_SUCCESS;
+  });
+}
+
+// Any spelling of the one device's address (with or without the domain, either case) finds it.
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* device) {
+  if (bus_id == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned int domain = 0, bus = 0, dev = 0, function = 0;
+  const bool full = std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &dev, &function) == 4;
+  if (!full) {
+    domain = 0;
+    if (std::sscanf(bus_id, "%x:%x.%x", &bus, &dev, &function) != 3)
+      return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return WithSession(&g_device, [&](MonitorSession& m) {
+    const PciAddress a = PciOf(m);
+    if (domain != a.domain || bus != a.bus || dev != a.device || function != 0)
+      return NVML_ERROR_NOT_FOUND;
+    *device = &g_device;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char* bus_id, nvmlDevice_t* device) {
+  return nvmlDeviceGetHandleByPciBusId_v2(bus_id, device);
+}
+
+// The tenant sees no NVLink: every link query answers as for a GPU without links.
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int, int* type) {
+  if (type == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  return WithSession(device, [](MonitorSession&) { return NVML_ERROR_NOT_SUPPORTED; });
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int,
+                                                 nvmlPciInfo_t* pci) {
+  if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  return WithSession(device, [](MonitorSession&) { return NVML_ERROR_NOT_SUPPORTED; });
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {

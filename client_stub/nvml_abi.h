@@ -60,6 +60,17 @@ typedef struct nvmlProcessInfo_st {
   unsigned int computeInstanceId;  // likewise
 } nvmlProcessInfo_t;
 
+// nvmlDeviceGetPciInfo_v3's layout.
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[16];  // "DDDD:BB:DD.0"
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;     // device id << 16 | vendor id
+  unsigned int pciSubSystemId;  // not known here: 0
+  char busId[32];               // "DDDDDDDD:BB:DD.0"
+} nvmlPciInfo_t;
+
 }  // extern "C"
 
 inline constexpr unsigned int kNvmlMemoryV2 =

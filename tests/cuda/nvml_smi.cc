@@ -7,6 +7,8 @@
 //   -expect-absent PID                   PID must not be listed
 //   -expect-total BYTES                  memory total must be BYTES (the tenant's limit)
 // it exits 1 (FAIL) when what it sees differs.
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -15,6 +17,47 @@
 #include "kernels/nvml_tool.h"
 
 namespace {
+
+constexpr nvmlReturn_t kNvmlNotFound = 6;
+
+// nvmlDeviceGetPciInfo_v3's layout, as a tool declares it.
+struct NvmlPciInfo {
+  char bus_id_legacy[16];
+  unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+
+// Frameworks find their GPU's NVML handle by the PCI address (PyTorch's allocator does):
+// the address NVML reports must find the same device, and another address none.
+int CheckPciLookup(nvmlDevice_t dev) {
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto info = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, NvmlPciInfo*)>(
+      lib ? dlsym(lib, "nvmlDeviceGetPciInfo_v3") : nullptr);
+  auto by_bus = reinterpret_cast<nvmlReturn_t (*)(const char*, nvmlDevice_t*)>(
+      lib ? dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2") : nullptr);
+  if (info == nullptr || by_bus == nullptr) {
+    std::printf("FAIL: NVML lacks nvmlDeviceGetPciInfo_v3 or nvmlDeviceGetHandleByPciBusId_v2\n");
+    return 1;
+  }
+  NvmlPciInfo pci{};
+  nvmlDevice_t found = nullptr, other = nullptr;
+  if (nvmlReturn_t r = info(dev, &pci); r != kNvmlSuccess) {
+    std::printf("FAIL: nvmlDeviceGetPciInfo_v3 -> %d\n", r);
+    return 1;
+  }
+  if (nvmlReturn_t r = by_bus(pci.bus_id, &found); r != kNvmlSuccess || found != dev) {
+    std::printf("FAIL: device at %s not found by its address (%d)\n", pci.bus_id, r);
+    return 1;
+  }
+  char elsewhere[32];
+  std::snprintf(elsewhere, sizeof elsewhere, "%08X:%02X:%02X.0", pci.domain, (pci.bus + 1) & 0xFF,
+                pci.device);
+  if (nvmlReturn_t r = by_bus(elsewhere, &other); r != kNvmlNotFound) {
+    std::printf("FAIL: address %s with no GPU -> %d, want NVML_ERROR_NOT_FOUND\n", elsewhere, r);
+    return 1;
+  }
+  return 0;
+}
 
 long long Arg(int argc, char** argv, const char* name) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -52,7 +95,7 @@ int main(int argc, char** argv) {
   for (unsigned int i = 0; i < n; ++i)
     std::printf("  %-8u  %lluMiB\n", procs[i].pid, procs[i].usedGpuMemory >> 20);
 
-  int failures = 0;
+  int failures = CheckPciLookup(dev);
   const long long pid = Arg(argc, argv, "-expect-pid"), used = Arg(argc, argv, "-expect-used");
   if (pid >= 0) {
     bool seen = false;
