@@ -119,6 +119,10 @@ void FairQueue::Detach(Tenant& tn) {
   --cls.present;
   if (cls.owner == &tn || (cls.owner != nullptr && cls.owner == tn.account))
     cls.owner = cls.owner_tenant = nullptr;
+  if (cls.last == &tn || (cls.last != nullptr && cls.last == tn.account)) {
+    cls.last = cls.last_tenant = nullptr;
+    cls.last_account = nullptr;
+  }
   cls.in_flight -= tn.in_flight;
   cls.in_flight_ns -= tn.in_flight_ns;
   if (Inner* a = tn.account) {
@@ -320,6 +324,12 @@ bool FairQueue::Allowed(const Tenant& tn) const {
     (void)below(top_ready, &n);
     if (n > 0) return false;
   }
+  // Rule 5: not during the turn of another that paused a moment (it is synchronizing, and
+  // comes back).
+  if (opt_.slice_ns && PauseHolds(classes_[c], tn)) {
+    pausing_ = true;
+    return false;
+  }
   // Rule 5: not while another tenant's work of this class is on the device, for two slices.
   if (opt_.slice_ns && classes_[c].in_flight > SliceInFlight(tn)) {
     Class& cls = classes_[c];
@@ -338,6 +348,28 @@ const void* FairQueue::SliceKey(const Tenant& tn) {
 
 uint32_t FairQueue::SliceInFlight(const Tenant& tn) {
   return tn.account ? tn.account->in_flight : tn.in_flight;
+}
+
+bool FairQueue::PauseHolds(const Class& cls, const Tenant& tn) const {
+  if (opt_.slice_idle_ns == 0 || cls.last == nullptr || cls.last == SliceKey(tn) ||
+      cls.last_quiet_since == 0 || now_ >= cls.last_quiet_since + opt_.slice_idle_ns)
+    return false;
+  const Node* back = nullptr;
+  if (const Tenant* o = cls.last_tenant) {
+    if (o->in_flight > 0 || o->state != State::kIdle) return false;
+    back = &o->node;
+  } else if (const Inner* a = cls.last_account) {
+    if (a->in_flight > 0 || a->ready > 0) return false;
+    back = &a->node;
+  } else {
+    return false;
+  }
+  if (cls.owner == cls.last) return true;
+  // Rule 2 among the two, at the level where they meet.
+  const Node* mine = &tn.node;
+  for (const Node* n = Up(*mine); n != nullptr; n = Up(*n)) mine = n;
+  for (const Node* n = Up(*back); n != nullptr; n = Up(*n)) back = n;
+  return back->tag <= mine->tag;
 }
 
 // The tenant's own limit (and its account's) and in-flight bound, whether or
@@ -385,6 +417,10 @@ void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
       cls.owner_tenant = tn.account ? nullptr : &tn;
       cls.owner_ns = 0;
     }
+    cls.last = cls.owner;
+    cls.last_tenant = cls.owner_tenant;
+    cls.last_account = tn.account;
+    cls.last_quiet_since = 0;
     cls.owner_ns += tn.predicted_ns;
     if (cls.owner_ns >= opt_.slice_ns) cls.owner = cls.owner_tenant = nullptr;
     cls.waiting_since = 0;
@@ -410,14 +446,17 @@ void FairQueue::Ready(TenantId t, uint64_t now_ns) {
   // With time slices a tenant waits out others' turns between its items, and may be
   // between two of its own when it asks again: with work still on the device it was
   // never idle, and keeps the credit the others' turns gave it.
-  if (!(opt_.slice_ns && SliceInFlight(tn) > 0)) Wake(tn.node);
+  // Nor was one that paused a moment between its items (it synchronized).
+  const bool paused =
+      opt_.slice_idle_ns > 0 && tn.paused_at != 0 && now_ns < tn.paused_at + opt_.slice_idle_ns;
+  if (!(opt_.slice_ns && (SliceInFlight(tn) > 0 || paused))) Wake(tn.node);
   SetState(tn, State::kBlocked);  // not in any set yet; Place files it
   Place(tn, now_ns);
 }
 
 std::optional<TenantId> FairQueue::Next(uint64_t now_ns) {
   now_ = std::max(now_, now_ns);
-  switching_ = false;  // Allowed says so again if an item still waits for the device
+  switching_ = pausing_ = false;  // Allowed says so again if an item still waits
   while (!held_.empty() && std::get<0>(*held_.begin()) <= now_ns) {
     Node* n = std::get<2>(*held_.begin());
     if (n->tenant)
@@ -461,6 +500,11 @@ void FairQueue::Settle(Tenant& tn, uint32_t items, double gpu, uint64_t now_ns) 
   if (const uint32_t k = std::min(items, tn.in_flight); k > 0) {
     const uint64_t back = tn.in_flight_ns * k / tn.in_flight;
     AddInFlight(tn, -static_cast<int64_t>(k), -static_cast<int64_t>(back));
+    // Rule 5: its last item finished; its pause (if it is one) starts now.
+    if (Class& cls = classes_[ClassOf(tn.share)]; opt_.slice_ns && tn.in_flight == 0) {
+      tn.paused_at = std::max<uint64_t>(now_ns, 1);
+      if (cls.last == SliceKey(tn) && SliceInFlight(tn) == 0) cls.last_quiet_since = tn.paused_at;
+    }
     const double delta = gpu * k / items - static_cast<double>(back);
     for (Node* n = &tn.node; n != nullptr; n = Up(*n)) Retag(*n, n->tag + delta / n->weight);
     Charge(tn.cap, delta, now_ns);
@@ -546,6 +590,11 @@ void FairQueue::ConfigureProject(ProjectId p, double share) {
 std::optional<uint64_t> FairQueue::NextEligibleAt(uint64_t now_ns) const {
   std::optional<uint64_t> at;
   if (!held_.empty()) at = std::get<0>(*held_.begin());
+  if (pausing_)  // rule 5: an item that waits for a pausing owner goes when the pause is long
+    for (const Class& cls : classes_)
+      if (const uint64_t t = cls.last_quiet_since + opt_.slice_idle_ns;
+          cls.last_quiet_since != 0 && t > now_ns)
+        at = at ? std::min(*at, t) : t;
   if (switching_)  // rule 5: an item that waited two slices for the device goes anyway
     for (const Class& cls : classes_)
       if (const uint64_t t = cls.waiting_since + 2 * opt_.slice_ns;

@@ -38,7 +38,10 @@
 //     for time it had the device alone. Who has the next slice is rule 2's
 //     choice, so slices follow the shares. A kernel cannot be stopped: when the
 //     others' work has not left the device two slices after an item began to
-//     wait for it (a long kernel), that item goes beside it. Off by default.
+//     wait for it (a long kernel), that item goes beside it. The owner keeps its turn
+//     through pauses of up to slice_idle_ns with nothing of its own ready or in flight
+//     (a tenant that synchronizes between batches: without this the turn would pass at
+//     every synchronization and the shares would come out even). Off by default.
 //
 // Cost: O(log n) per call in the number of tenants (ordered sets keyed by
 // virtual time), plus O(log n) per capped tenant or account whose hold-back
@@ -77,6 +80,7 @@ struct FairOptions {
   // for as long as a completion takes to be noticed (the server's choice).
   uint32_t min_in_flight = 1;
   uint64_t slice_ns = 0;              // rule 5: > 0, the length of a tenant's turn on the device
+  uint64_t slice_idle_ns = 0;         // rule 5: how long an owner that paused keeps its turn
   uint64_t initial_cost_ns = 50'000;  // charged per item before any Done; the first only raises it
   uint64_t min_cost_ns = 1'000;       // predictions never go below this
   double cost_ewma = 0.125;           // weight of the newest Done in the prediction
@@ -103,7 +107,7 @@ class FairQueue final : public DispatchQueue {
   bool IssueNow(TenantId t, uint64_t now_ns) override;
   void Return(TenantId t, uint32_t items) override;
   bool WaitsForDone() const override { return blocked_ > 0 || switching_; }
-  bool WaitsForDrain() const override { return switching_; }
+  bool WaitsForDrain() const override { return switching_ || pausing_; }
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
   std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;
@@ -184,7 +188,8 @@ class FairQueue final : public DispatchQueue {
     uint32_t in_flight = 0;
     uint64_t in_flight_ns = 0;
     uint64_t predicted_ns = 0;
-    Bucket cap;  // its own limit; unused in an account
+    uint64_t paused_at = 0;  // rule 5: its last item in flight finished then
+    Bucket cap;              // its own limit; unused in an account
   };
   struct Class {
     Group root;
@@ -196,6 +201,12 @@ class FairQueue final : public DispatchQueue {
     const void* owner = nullptr;
     Tenant* owner_tenant = nullptr;  // the owner, when it is a tenant of its own
     uint64_t owner_ns = 0;
+    // The last owner, its turn going on or just ended, and when its last item finished
+    // (0: it has work on the device).
+    const void* last = nullptr;
+    Tenant* last_tenant = nullptr;
+    Inner* last_account = nullptr;
+    uint64_t last_quiet_since = 0;
     uint64_t waiting_since = 0;  // an item has waited for the device to drain since (0: none)
   };
 
@@ -229,6 +240,10 @@ class FairQueue final : public DispatchQueue {
   // Rule 5: who takes turns (a tenant, or its account), and its items in flight.
   static const void* SliceKey(const Tenant& tn);
   static uint32_t SliceInFlight(const Tenant& tn);
+  // Rule 5: the last owner paused less than slice_idle_ns ago with nothing ready or in
+  // flight, and goes before `tn` when it comes back: its turn goes on, or rule 2 would give
+  // it the next.
+  bool PauseHolds(const Class& cls, const Tenant& tn) const;
 
   const FairOptions opt_;
   std::unordered_map<TenantId, std::unique_ptr<Tenant>> tenants_;
@@ -244,6 +259,7 @@ class FairQueue final : public DispatchQueue {
   int blocked_ = 0;  // tenants in State::kBlocked
   // Rule 5: an item waits for another tenant's work to leave the device.
   mutable bool switching_ = false;
+  mutable bool pausing_ = false;  // rule 5: an item waits while the owner pauses
   uint32_t in_flight_ = 0;
   uint64_t in_flight_ns_ = 0;
 };

@@ -243,6 +243,12 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
   return st;
 }
 
+void Device::NoteIfSlow(const char* what, std::chrono::steady_clock::duration took) const {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+  if (ms > 20)
+    Log(Level::kWarn, "device", {{"event", "slow_driver_call"}, {"call", what}, {"ms", ms}});
+}
+
 Status Device::Check(CUresult r, const char* what) const {
   if (r == CUDA_SUCCESS) return OkStatus();
   return Error(ToCudaError(r), std::string(what) + ": " + drv_->Describe(r));

@@ -13,6 +13,7 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -107,6 +108,19 @@ class Device {
   // Wraps a driver result: ok, or the tenant-visible cudaError_t with `what`
   // and the driver's own description.
   Status Check(CUresult r, const char* what) const;
+
+  // Runs `call` (a driver call named `what`) and logs it when it held the calling thread
+  // over 20 ms: on a GPU some calls (unregistering host memory, unloading a module) wait for
+  // the whole device, every tenant's work, and that must be visible where it happens.
+  template <class Call>
+  CUresult Timed(const char* what, Call call) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    const CUresult r = call();
+    NoteIfSlow(what, std::chrono::steady_clock::now() - t0);
+    return r;
+  }
+
+  void NoteIfSlow(const char* what, std::chrono::steady_clock::duration took) const;
 
   // Permission to call the driver in the current epoch; held for the length of
   // one tenant call. Cheap: one atomic increment when no recovery is pending.

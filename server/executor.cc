@@ -165,11 +165,12 @@ Result<CUdeviceptr> Executor::Allocate(uint64_t bytes) {
   CUdeviceptr p = 0;
   if (pools_.load(std::memory_order_relaxed)) {
     ASSIGN_OR_RETURN(CUstream s, MemStream());
-    CUresult r = dev_.drv().cuMemAllocAsync(&p, bytes, s);
-    if (r == CUDA_SUCCESS) {
-      RETURN_IF_ERROR(dev_.Check(dev_.drv().cuStreamSynchronize(s), "cuStreamSynchronize"));
-      return p;
-    }
+    CUresult r = dev_.Timed("cuMemAllocAsync", [&] {
+      CUresult a = dev_.drv().cuMemAllocAsync(&p, bytes, s);
+      return a == CUDA_SUCCESS ? dev_.drv().cuStreamSynchronize(s) : a;
+    });
+    if (r == CUDA_SUCCESS) return p;
+    if (p != 0) return dev_.Check(r, "cuStreamSynchronize");
     if (r != CUDA_ERROR_NOT_SUPPORTED) return dev_.Check(r, "cuMemAllocAsync");
     if (pools_.exchange(false))
       Log(Level::kWarn, "executor",

@@ -25,6 +25,7 @@ constexpr const char* kUsage =
     "usage: remora-server [--device=auto|cuda|emu] [--listen unix:PATH]... [--grpc HOST:PORT]...\n"
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
     "                     [--emu-dir DIR] [--scheduler fair|fifo] [--time-slice MS]\n"
+    "                     [--slice-pause MS]\n"
     "                     [--no-restart]\n"
     "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
     "                     [--metrics HOST:PORT] [--grace-period SECONDS] [--lock-dir DIR]\n"
@@ -39,6 +40,8 @@ constexpr const char* kUsage =
     "             in turns of this many milliseconds of GPU time, their kernels never side\n"
     "             by side, so each is charged only for time it had the GPU (default 8;\n"
     "             0: side by side, each charged its kernels' whole duration)\n"
+    "  --slice-pause  a tenant keeps its turn this many milliseconds with nothing on the\n"
+    "             GPU, between a synchronization and its next launch (default 1)\n"
     "  --metrics  serve Prometheus' /metrics there (per tenant memory, GPU time,\n"
     "             shares, calls, errors; reclaims, preemptions, faults)\n"
     "  --tenants  admit only the tenants of this YAML file, by token, with its quotas\n"
@@ -282,6 +285,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       opts.time_slice_ns = static_cast<uint64_t>(ms * 1e6);
+    } else if (Flag(argc, argv, i, "--slice-pause", v)) {
+      char* end = nullptr;
+      const double ms = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(ms >= 0) || ms > 100) {
+        std::fprintf(stderr,
+                     "remora-server: --slice-pause takes milliseconds in [0, 100], not '%s'\n",
+                     v.c_str());
+        return 2;
+      }
+      opts.slice_pause_ns = static_cast<uint64_t>(ms * 1e6);
     } else if (Flag(argc, argv, i, "--lock-dir", v)) {
       opts.lock_dir = v;
     } else if (Flag(argc, argv, i, "--emu-dir", v)) {

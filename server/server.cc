@@ -74,6 +74,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     sched::FairOptions fo;
     fo.min_in_flight = 2;
     fo.slice_ns = opts.time_slice_ns;
+    fo.slice_idle_ns = opts.slice_pause_ns;
     order = std::make_unique<sched::FairQueue>(fo);
   } else if (opts.scheduler == "fifo") {
     order = std::make_unique<sched::FifoQueue>();

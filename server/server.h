@@ -44,6 +44,10 @@ struct ServerOptions {
   // run side by side (and are each charged their whole duration). 8 ms: a drain per turn
   // costs a few percent of the device; a newcomer of a busy class waits a turn per tenant.
   uint64_t time_slice_ns = 8'000'000;
+  // How long a tenant whose turn it is keeps it while it has nothing on the device
+  // (sched::FairOptions::slice_idle_ns): long enough for a tenant that synchronizes between
+  // batches to launch the next, short enough that a tenant that stopped costs little.
+  uint64_t slice_pause_ns = 1'000'000;
   std::string metrics_addr;  // HOST:PORT for Prometheus' /metrics; "" for none
   // Tenants and projects from a YAML file (tenants.h); "" for open mode,
   // where clients declare their quotas within the caps below.

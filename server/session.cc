@@ -357,7 +357,8 @@ void Session::RetireStream(uint64_t id) {
 void Session::GiveBack(Held& held) {
   if (env_.device->epoch() == held.epoch) {
     for (CUevent e : held.events) (void)dev().drv().cuEventDestroy(e);
-    for (CUmodule m : held.modules) (void)dev().drv().cuModuleUnload(m);
+    for (CUmodule m : held.modules)
+      (void)dev().Timed("cuModuleUnload", [&] { return dev().drv().cuModuleUnload(m); });
     for (const std::function<void()>& destroy : held.destroy) destroy();
     for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
   }
@@ -406,7 +407,8 @@ Status Session::Teardown() {
                                  bytes, n_alloc, n_streams, n_events](const Status& st) mutable {
     self->GiveBack(held);
     if (arena && self->env_.device->epoch() == self->epoch_)
-      (void)self->dev().drv().cuMemHostUnregister(arena);
+      (void)self->dev().Timed("cuMemHostUnregister",
+                              [&] { return self->dev().drv().cuMemHostUnregister(arena); });
     if (zero) {
       self->output_.Unmap(zero);
       self->env_.device->ReleaseStream(zero);

@@ -206,9 +206,13 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     // into the device's address space so kernels may dereference arena memory
     // (zero-copy and managed memory). The tenant can use that only if it mapped
     // the arena at the same address as we did (the shm handshake asks it to).
-    RETURN_IF_ERROR(dev().Check(
-        dev().drv().cuMemHostRegister(a->base(), a->size(), CU_MEMHOSTREGISTER_DEVICEMAP),
-        "cuMemHostRegister"));
+    RETURN_IF_ERROR(dev().Check(dev().Timed("cuMemHostRegister",
+                                            [&] {
+                                              return dev().drv().cuMemHostRegister(
+                                                  a->base(), a->size(),
+                                                  CU_MEMHOSTREGISTER_DEVICEMAP);
+                                            }),
+                                "cuMemHostRegister"));
     arena_registered_ = true;
     CUdeviceptr device_address = 0;
     CUresult r = dev().drv().cuMemHostGetDevicePointer(&device_address, a->base(), 0);
