@@ -245,7 +245,8 @@ size_t AvailableDynamicShared(const Kernel& k, const cudaDeviceProp& prop, int b
   if (split <= reserved) return 0;
   const size_t cap = std::min(split - reserved, size_t(prop.sharedMemPerBlockOptin));
   const size_t fixed = static_cast<size_t>(k.shared_size_bytes);
-  return cap > fixed ? cap - fixed : 0;
+  const size_t room = cap > fixed ? cap - fixed : 0;
+  return std::min(room, static_cast<size_t>(MaxDynamicShared(k, prop)));
 }
 
 void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {

@@ -77,7 +77,9 @@ int MaxDynamicShared(const Kernel& k, const cudaDeviceProp& prop);
 // The dynamic shared memory each of `blocks` blocks of `k` resident on one multiprocessor may
 // have, as NVIDIA's occupancy calculator answers: the multiprocessor's shared memory split
 // `blocks` ways, less the part reserved per block, at most a block's opt-in limit, less the
-// kernel's static part. 0 where it does not fit.
+// kernel's static part, and at most the kernel's dynamic shared memory limit (48 KiB less its
+// static part until raised: an H200 answers 49152 for one block and for two). 0 where it
+// does not fit.
 size_t AvailableDynamicShared(const Kernel& k, const cudaDeviceProp& prop, int blocks);
 
 // Bookkeeping of the __cuda* registration calls. The void** handle is opaque.

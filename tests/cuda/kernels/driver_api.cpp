@@ -240,20 +240,24 @@ int main(int argc, char** argv) {
       return 1;
     }
     // Dynamic shared memory per block as the occupancy calculator gives it (NVIDIA's cuBLAS
-    // and cuFFT ask it when they start): some for one block, at most the opt-in limit, and
-    // with two blocks resident no more than half a multiprocessor's.
-    size_t one_block = 0, two_blocks = 0;
-    int optin = 0, per_mp = 0;
-    CU_CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&one_block, add_offset, 1, 128));
-    CU_CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&two_blocks, add_offset, 2, 128));
+    // and cuFFT ask it when they start): some for one block, at most the kernel's limit (48
+    // KiB until raised, so one block and two get the same on an H200), and with 16 blocks
+    // resident less, within a sixteenth of a multiprocessor's.
+    size_t one_block = 0, two_blocks = 0, sixteen = 0;
+    int per_mp = 0, limit = 0;
+    CU_CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&one_block, add_offset, 1, 32));
+    CU_CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&two_blocks, add_offset, 2, 32));
+    CU_CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&sixteen, add_offset, 16, 32));
     CU_CHECK(
-        cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+        cuFuncGetAttribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, add_offset));
     CU_CHECK(cuDeviceGetAttribute(&per_mp, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
                                   dev));
-    if (one_block == 0 || one_block > size_t(optin) || two_blocks > size_t(per_mp) / 2 ||
-        two_blocks >= one_block) {
-      std::printf("FAIL: available dynamic shared memory %zu (1 block), %zu (2 blocks)\n",
-                  one_block, two_blocks);
+    if (one_block == 0 || one_block > size_t(limit) || two_blocks > one_block ||
+        sixteen >= one_block || sixteen > size_t(per_mp) / 16) {
+      std::printf(
+          "FAIL: available dynamic shared memory %zu, %zu, %zu (1, 2, 16 blocks; "
+          "limit %d)\n",
+          one_block, two_blocks, sixteen, limit);
       return 1;
     }
     CU_CHECK(cuLaunchCooperativeKernel(add_offset, 2, 1, 1, 128, 1, 1, 0, s, p));
