@@ -368,6 +368,7 @@ CUresult Context::WaitEvent(CUstream s, CUevent e) {
 
 CUresult Context::RegisterHost(void* p, size_t bytes, unsigned flags) {
   const auto base = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard mapping(mapping_mu_);
   std::lock_guard lock(mu_);
   auto next = host_regs_.lower_bound(base);
   if (next != host_regs_.end() && next->first < base + bytes) {
@@ -383,6 +384,7 @@ CUresult Context::RegisterHost(void* p, size_t bytes, unsigned flags) {
 }
 
 CUresult Context::UnregisterHost(void* p) {
+  std::lock_guard mapping(mapping_mu_);
   std::lock_guard lock(mu_);
   auto it = host_regs_.find(reinterpret_cast<uintptr_t>(p));
   if (it == host_regs_.end()) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
@@ -414,6 +416,7 @@ CUresult Context::HostDevicePointer(const void* p, CUdeviceptr* out) const {
 }
 
 CUresult Context::FreeMemory(CUdeviceptr p) {
+  std::lock_guard mapping(mapping_mu_);
   if (CUresult r = Synchronize(); r != CUDA_SUCCESS) return r;
   return memory_->Free(p);
 }
@@ -442,6 +445,7 @@ CUresult Context::UnloadModule(CUmodule h) {
     for (Function& f : m->functions) functions_.erase(reinterpret_cast<CUfunction>(&f));
   }
   // Launches already queued may still read the module's globals.
+  std::lock_guard mapping(mapping_mu_);
   CUresult r = Synchronize();
   FreeModuleGlobals(*m, *memory_);
   return r;

@@ -146,6 +146,34 @@ void Device::ReleaseStream(CUstream s) {
   ReapDrainedLocked();
 }
 
+void Device::WhenIdle(std::vector<std::function<void()>> work, uint64_t epoch) {
+  if (work.empty()) return;
+  std::lock_guard lock(idle_mu_);
+  for (auto& w : work) idle_work_.emplace_back(epoch, std::move(w));
+  idle_pending_.store(true, std::memory_order_release);
+}
+
+bool Device::RunWhenIdle() {
+  if (!HasIdleWork()) return false;
+  {
+    std::lock_guard lock(pool_mu_);
+    ReapDrainedLocked();
+    if (!draining_.empty()) return true;
+    for (const auto& [s, priority] : priority_of_)
+      if (drv_->cuStreamQuery(s) == CUDA_ERROR_NOT_READY) return true;
+  }
+  std::vector<std::pair<uint64_t, std::function<void()>>> work;
+  {
+    std::lock_guard lock(idle_mu_);
+    work.swap(idle_work_);
+    idle_pending_.store(false, std::memory_order_release);
+  }
+  const uint64_t now = epoch();
+  for (auto& [at, w] : work)
+    if (at == now) w();
+  return false;
+}
+
 void Device::Doorbell::Listen(std::function<void()> listener) {
   std::lock_guard lock(mu_);
   listener_ = std::move(listener);

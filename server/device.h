@@ -82,6 +82,18 @@ class Device {
   // done. Never waits. REQUIRES: the context is current.
   void ReleaseStream(CUstream s);
 
+  // Runs `work` once no stream of the device has work left, from the executor's thread
+  // (RunWhenIdle). For the calls that wait for the whole device, every tenant's kernels,
+  // holding the driver's lock meanwhile (unloading a module, destroying a library handle,
+  // unmapping): on an H200 one tenant's cuModuleUnload behind another's spinning kernel
+  // held the executor and every cuMemHostRegister for 160 s. Work of an epoch since rebuilt
+  // is dropped: what it would free died with its context. Thread-safe.
+  void WhenIdle(std::vector<std::function<void()>> work, uint64_t epoch);
+  // Runs the waiting work if no stream has work now; true while some still waits.
+  // REQUIRES: the context is current (a Device::Use held).
+  bool RunWhenIdle();
+  bool HasIdleWork() const { return idle_pending_.load(std::memory_order_acquire); }
+
   // A wake-up from the device's own progress: Ring(s) queues a host function
   // on `s` that, when the stream gets there, calls the listener (if one is
   // set then). It lives as long as the context, so a ring still queued when
@@ -181,6 +193,9 @@ class Device {
   std::unordered_map<CUstream, int> priority_of_;  // every stream handed out
   // Moves finished streams from draining_ to the pool. REQUIRES: pool_mu_, context current.
   void ReapDrainedLocked();
+  std::mutex idle_mu_;
+  std::vector<std::pair<uint64_t, std::function<void()>>> idle_work_;  // (epoch, work)
+  std::atomic<bool> idle_pending_{false};
 
   // The gate: users_ counts Uses in flight; closing_ turns new ones away.
   std::atomic<uint64_t> epoch_{0};

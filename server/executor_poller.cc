@@ -30,6 +30,9 @@ constexpr auto kPollLazy = std::chrono::microseconds(400);
 // a higher one, and polling for them took the CPU the emulated GPU runs the
 // higher class's kernels on (its p99 went to 1.17x alone, twice).
 constexpr auto kPollBacklog = std::chrono::microseconds(100);
+// How often work waiting for an idle device (Device::WhenIdle) looks again when nothing else
+// wakes the executor.
+constexpr uint64_t kIdleWorkPoll = 1'000'000;
 }  // namespace
 
 Result<CUevent> Executor::AcquirePooled(bool timing) {
@@ -85,6 +88,7 @@ void Executor::Loop() {
     while (!stop_ && polls_->empty() && !repump_) {
       const uint64_t now = NowNs();
       std::optional<uint64_t> at = order_->NextEligibleAt(now);
+      if (dev_.HasIdleWork()) at = std::min(at.value_or(~uint64_t{0}), now + kIdleWorkPoll);
       if (!at) {
         cv_.wait(lock);
       } else if (*at <= now) {
@@ -148,6 +152,7 @@ void Executor::Loop() {
       lock.unlock();
       Pump();
       for (auto& f : run) f();
+      (void)dev_.RunWhenIdle();
       progress = !run.empty();
       run.clear();  // what the completions held goes here, unlocked
     }

@@ -357,9 +357,14 @@ void Session::RetireStream(uint64_t id) {
 void Session::GiveBack(Held& held) {
   if (env_.device->epoch() == held.epoch) {
     for (CUevent e : held.events) (void)dev().drv().cuEventDestroy(e);
-    for (CUmodule m : held.modules)
-      (void)dev().Timed("cuModuleUnload", [&] { return dev().drv().cuModuleUnload(m); });
     for (const std::function<void()>& destroy : held.destroy) destroy();
+    // Unloading a module waits for the whole device: not while anyone's kernel runs.
+    std::vector<std::function<void()>> later = std::move(held.destroy_when_idle);
+    for (CUmodule m : held.modules)
+      later.push_back([d = env_.device, m] {
+        (void)d->Timed("cuModuleUnload", [&] { return d->drv().cuModuleUnload(m); });
+      });
+    env_.device->WhenIdle(std::move(later), held.epoch);
     for (auto& [p, charged] : held.allocations) (void)env_.executor->Free(p);
   }
   if (admitted_) env_.ledger->Release(who_.ledger_id, held.charged);

@@ -32,8 +32,11 @@ struct Held {
   std::map<uint64_t, uint64_t> allocations;  // pointer -> charged bytes
   std::vector<CUmodule> modules;
   std::vector<CUevent> events;
-  // Library handles (cuBLAS, cuDNN) to destroy, only in the epoch they live in.
+  // What to undo (textures, mappings), only in the epoch it lives in.
   std::vector<std::function<void()>> destroy;
+  // Library handles (cuBLAS, cuDNN) to destroy once the device is idle: their destroy frees
+  // memory with cuMemFree, which waits for every tenant's work (Device::WhenIdle).
+  std::vector<std::function<void()>> destroy_when_idle;
   std::shared_ptr<const void> keep;  // host memory the work still reads
   uint64_t charged = 0;
   uint64_t epoch = 0;  // the context they live in

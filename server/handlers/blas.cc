@@ -280,7 +280,7 @@ Status Session::OnBlasDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(const BlasTable* t, env_.device->blas());
   Held held;
   held.epoch = epoch_;
-  held.destroy.push_back([t, h = handle->h] { (void)t->cublasDestroy_v2(h); });
+  held.destroy_when_idle.push_back([t, h = handle->h] { (void)t->cublasDestroy_v2(h); });
   held.charged = arena::AlignUp(kScratch + kBlasWorkspace, 256);
   held.allocations[handle->memory] = held.charged;
   allocated_bytes_ -= held.charged;
@@ -303,7 +303,7 @@ Status Session::OnBlasSetWorkspace(const v1::BlasWorkspaceRequest& req, v1::Empt
 bool ReleaseBlas(Device& dev, const BlasHandle& handle, Held& held) {
   // The library is loaded: the handle came from it.
   if (Result<const BlasTable*> t = dev.blas(); t.ok())
-    held.destroy.push_back([t = *t, h = handle.h] { (void)t->cublasDestroy_v2(h); });
+    held.destroy_when_idle.push_back([t = *t, h = handle.h] { (void)t->cublasDestroy_v2(h); });
   held.allocations[handle.memory] = arena::AlignUp(kScratch + kBlasWorkspace, 256);
   return false;
 }

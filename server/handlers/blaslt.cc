@@ -141,14 +141,14 @@ Status Session::OnBlasLtDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
   blaslt_.Erase(req.handle());
   Held held;
   held.epoch = epoch_;
-  held.destroy.push_back([t, h] { (void)t->cublasLtDestroy(h); });
+  held.destroy_when_idle.push_back([t, h] { (void)t->cublasLtDestroy(h); });
   // The handle goes once the tenant's work that may use it is done.
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
 bool ReleaseBlasLt(Device& dev, cublasLtContext* handle, Held& held) {
   if (Result<const BlasLtTable*> t = dev.blaslt(); t.ok())
-    held.destroy.push_back([t = *t, handle] { (void)t->cublasLtDestroy(handle); });
+    held.destroy_when_idle.push_back([t = *t, handle] { (void)t->cublasLtDestroy(handle); });
   return false;
 }
 

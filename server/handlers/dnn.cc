@@ -300,14 +300,14 @@ Status Session::OnDnnDestroy(const v1::DnnHandleRequest& req, v1::Empty&) {
   dnn_.Erase(req.handle());
   Held held;
   held.epoch = epoch_;
-  held.destroy.push_back([t, h] { (void)t->cudnnDestroy(h); });
+  held.destroy_when_idle.push_back([t, h] { (void)t->cudnnDestroy(h); });
   // The handle goes once the tenant's work that may use it is done.
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
 bool ReleaseDnn(Device& dev, cudnnContext* handle, Held& held) {
   if (Result<const DnnTable*> t = dev.dnn(); t.ok())
-    held.destroy.push_back([t = *t, handle] { (void)t->cudnnDestroy(handle); });
+    held.destroy_when_idle.push_back([t = *t, handle] { (void)t->cudnnDestroy(handle); });
   return false;
 }
 

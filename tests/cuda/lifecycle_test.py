@@ -12,7 +12,11 @@ On the emulated device, over one transport:
             on NVIDIA's driver): the server still exits, by force, saying why;
   orphan    SIGKILL of the supervisor: its worker dies with it;
   second    a second server on the same socket refuses to start, naming the
-            pid of the live one.
+            pid of the live one;
+  unload    while one tenant's kernel spins, tenants come and go: unloading what a
+            tenant that left had loaded waits for the whole device (on a GPU, with
+            the driver's lock held, as the emulated GPU models), so the server defers
+            it until the device is idle, and every newcomer is served meanwhile.
 Usage: lifecycle_test.py BINDIR PROGRAMS TRANSPORT [CASE...]
 """
 import os
@@ -167,9 +171,34 @@ def case_second(bindir, progs, transport, tmp):
     return finish_server(proc, log, ok, "lifecycle_test second")
 
 
+def case_unload(bindir, progs, transport, tmp):
+    proc, log, address = start_server(bindir, transport, tmp, [])
+    run = remora_run(bindir, address)
+    ok = True
+    spinner = start_spinner(run, progs)
+    try:
+        for i in range(3):
+            t0 = time.time()
+            passed = tenant_passes(run, progs, f"unload: tenant {i} beside a spinning kernel")
+            took = time.time() - t0
+            if not passed:
+                ok = False
+                break
+            print(f"unload: tenant {i} served in {took:.2f} s")
+    finally:
+        spinner.send_signal(signal.SIGKILL)
+        spinner.wait()
+    text = wait_for(lambda: (lambda t: t if t.count("event=closed") >= 4 else None)(log_text(log)),
+                    30)
+    if not text:
+        print("unload: the sessions did not all close once the spinning tenant was gone")
+        ok = False
+    return finish_server(proc, log, ok, "lifecycle_test unload")
+
+
 def main():
     bindir, progs, transport = sys.argv[1], sys.argv[2], sys.argv[3]
-    cases = sys.argv[4:] or ["runaway", "drain", "forced", "orphan", "second"]
+    cases = sys.argv[4:] or ["runaway", "drain", "forced", "orphan", "second", "unload"]
     failed = 0
     for case in cases:
         with tempfile.TemporaryDirectory(prefix=f"remora-{case}-") as tmp:
@@ -179,6 +208,8 @@ def main():
                 rc = case_drain(bindir, progs, transport, tmp, cancel=case == "drain")
             elif case == "orphan":
                 rc = case_orphan(bindir, progs, transport, tmp)
+            elif case == "unload":
+                rc = case_unload(bindir, progs, transport, tmp)
             else:
                 rc = case_second(bindir, progs, transport, tmp)
         print(f"lifecycle_test {case}: {'PASS' if rc == 0 else 'FAIL'}")
