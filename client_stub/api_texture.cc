@@ -199,10 +199,16 @@ cudaError_t cudaGetTextureObjectTextureDesc(cudaTextureDesc* pTexDesc,
   return Ret(cs::Describe(texObject, false, nullptr, pTexDesc));
 }
 
-// Resource views are refused at creation, so no object has one: NVIDIA's answer for an object
-// without a view.
-cudaError_t cudaGetTextureObjectResourceViewDesc(cudaResourceViewDesc*, cudaTextureObject_t) {
-  return Ret(cudaErrorInvalidValue);
+// Resource views are refused at creation, so no object has one. NVIDIA's runtime answers the
+// query of an object made without a view with success (seen on an H200, CUDA 13.0); here the
+// descriptor says there is none: zeroed, format cudaResViewFormatNone.
+cudaError_t cudaGetTextureObjectResourceViewDesc(cudaResourceViewDesc* pResViewDesc,
+                                                 cudaTextureObject_t texObject) {
+  if (pResViewDesc == nullptr) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = cs::Describe(texObject, false, nullptr, nullptr)) return Ret(e);
+  *pResViewDesc = cudaResourceViewDesc{};
+  pResViewDesc->format = cudaResViewFormatNone;
+  return cudaSuccess;
 }
 
 cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject,
