@@ -1,5 +1,9 @@
 // client_stub/api_array.cc - CUDA arrays (array.h): allocation, queries and copies to, from
 // and between them. Offsets and widths are in bytes, as the runtime's array copies take them.
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdint>
 #include <memory>
 
 #include <cuda.h>
@@ -32,16 +36,7 @@ cudaError_t At(const cudaArray* a, size_t w, size_t h, size_t width, size_t heig
   if (w > a->Row() || width > a->Row() - w || h > a->Rows() * a->Slices() ||
       height > a->Rows() * a->Slices() - h)
     return cudaErrorInvalidValue;
-  *out = static_cast<char*>(a->dptr) + h * a->Row() + w;
-  return cudaSuccess;
-}
-
-// The array's byte at (w, h) for a 1-D copy of `count` bytes that runs on through its rows.
-cudaError_t At1D(const cudaArray* a, size_t w, size_t h, size_t count, char** out) {
-  if (a == nullptr) return cudaErrorInvalidResourceHandle;
-  const size_t start = h * a->Row() + w, total = a->Slice() * a->Slices();
-  if (w > a->Row() || start > total || count > total - start) return cudaErrorInvalidValue;
-  *out = static_cast<char*>(a->dptr) + start;
+  *out = static_cast<char*>(a->dptr) + h * a->pitch + w;
   return cudaSuccess;
 }
 
@@ -49,6 +44,81 @@ cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, siz
                    size_t height, cudaMemcpyKind kind, cudaStream_t s) {
   const bool async = s != cs::kSynchronous;
   return Ret(cs::Copy2D(dst, dpitch, src, spitch, width, height, kind, async ? s : nullptr, async));
+}
+
+// `height` rows of `width` bytes of an array from `at`, its pitch apart.
+struct Block {
+  char* at = nullptr;
+  size_t width = 0, height = 0;
+};
+
+// What a 1-D copy of `count` bytes from byte `w` of row `h` covers as it runs on through the
+// array's rows: the rest of the first row, whole rows, the start of the last (empty ones left
+// out).
+struct Blocks {
+  std::array<Block, 3> b;
+  int n = 0;
+};
+
+cudaError_t Through(const cudaArray* a, size_t w, size_t h, size_t count, Blocks* out) {
+  if (a == nullptr) return cudaErrorInvalidResourceHandle;
+  const size_t row = a->Row(), rows = a->Rows() * a->Slices();
+  if (w > row || h > rows) return cudaErrorInvalidValue;
+  const size_t start = h * row + w, total = row * rows;
+  if (start > total || count > total - start) return cudaErrorInvalidValue;
+  char* base = static_cast<char*>(a->dptr);
+  auto add = [&](size_t x, size_t y, size_t width, size_t height) {
+    if (width != 0 && height != 0) out->b[out->n++] = {base + y * a->pitch + x, width, height};
+  };
+  const size_t head = std::min(count, row - w);
+  add(w, h, head, 1);
+  count -= head;
+  add(0, h + 1, row, count / row);
+  add(0, h + 1 + count / row, count % row, 1);
+  return cudaSuccess;
+}
+
+// A 1-D copy between an array's blocks (pitch `pitch`) and packed linear memory at `linear`.
+cudaError_t CopyBlocks(const Blocks& blocks, size_t pitch, const void* linear, bool to_array,
+                       cudaMemcpyKind kind, cudaStream_t s) {
+  const char* at = static_cast<const char*>(linear);
+  for (int i = 0; i < blocks.n; ++i) {
+    const Block& b = blocks.b[i];
+    char* lin = const_cast<char*>(at);
+    cudaError_t e = to_array ? Copy2D(b.at, pitch, lin, b.width, b.width, b.height, kind, s)
+                             : Copy2D(lin, b.width, b.at, pitch, b.width, b.height, kind, s);
+    if (e != cudaSuccess) return e;
+    at += b.width * b.height;
+  }
+  return cudaSuccess;
+}
+
+// A 1-D copy of `count` bytes from array to array, each from its (w, h) on through its rows.
+cudaError_t CopyThrough(cudaArray_t dst, size_t wd, size_t hd, cudaArray_const_t src, size_t ws,
+                        size_t hs, size_t count, cudaMemcpyKind kind) {
+  Blocks to, from;
+  if (cudaError_t e = Through(dst, wd, hd, count, &to)) return Ret(e);
+  if (cudaError_t e = Through(src, ws, hs, count, &from)) return Ret(e);
+  if (dst->Row() == src->Row() && wd == ws) {  // the rows line up: block for block
+    for (int i = 0; i < to.n; ++i)
+      if (cudaError_t e = Copy2D(to.b[i].at, dst->pitch, from.b[i].at, src->pitch, to.b[i].width,
+                                 to.b[i].height, kind, cs::kSynchronous))
+        return e;
+    return cudaSuccess;
+  }
+  // Else in pieces that stay within a row on both sides.
+  while (count > 0) {
+    if (wd == dst->Row()) wd = 0, ++hd;
+    if (ws == src->Row()) ws = 0, ++hs;
+    const size_t n = std::min({count, dst->Row() - wd, src->Row() - ws});
+    char* to_at = static_cast<char*>(dst->dptr) + hd * dst->pitch + wd;
+    const char* from_at = static_cast<const char*>(src->dptr) + hs * src->pitch + ws;
+    if (cudaError_t e = Copy2D(to_at, n, from_at, n, n, 1, kind, cs::kSynchronous)) return e;
+    wd += n;
+    ws += n;
+    count -= n;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace
@@ -67,7 +137,13 @@ cudaError_t cudaMalloc3DArray(cudaArray_t* array, const cudaChannelFormatDesc* d
   a->flags = flags;
   a->elem = cs::ElementBytes(*desc);
   if (a->elem == 0) return Ret(cudaErrorInvalidChannelDescriptor);
-  if (a->Row() / a->elem != extent.width || a->Slice() / a->Row() != a->Rows())
+  // Rows padded to the texture pitch alignment (array.h).
+  int align = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&align, cudaDevAttrTexturePitchAlignment, 0)) return e;
+  const size_t row = a->Row(), step = size_t(std::max(align, 1));
+  if (row / a->elem != extent.width || row > SIZE_MAX - step) return Ret(cudaErrorMemoryAllocation);
+  a->pitch = (row + step - 1) / step * step;
+  if (a->Slice() / a->pitch != a->Rows() || a->Slice() > SIZE_MAX / a->Slices())
     return Ret(cudaErrorMemoryAllocation);
   if (cudaError_t e = cudaMalloc(&a->dptr, a->Slice() * a->Slices())) return e;
   *array = a.release();  // cudaFreeArray deletes it
@@ -118,7 +194,7 @@ cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t w, size_t h, const 
                                      cudaMemcpyKind kind, cudaStream_t s) {
   char* to = nullptr;
   if (cudaError_t e = At(dst, w, h, width, height, &to)) return Ret(e);
-  return Copy2D(to, dst->Row(), src, spitch, width, height, kind, s);
+  return Copy2D(to, dst->pitch, src, spitch, width, height, kind, s);
 }
 
 cudaError_t cudaMemcpy2DFromArrayAsync(void* dst, size_t dpitch, cudaArray_const_t src, size_t w,
@@ -126,7 +202,7 @@ cudaError_t cudaMemcpy2DFromArrayAsync(void* dst, size_t dpitch, cudaArray_const
                                        cudaStream_t s) {
   char* from = nullptr;
   if (cudaError_t e = At(src, w, h, width, height, &from)) return Ret(e);
-  return Copy2D(dst, dpitch, from, src->Row(), width, height, kind, s);
+  return Copy2D(dst, dpitch, from, src->pitch, width, height, kind, s);
 }
 
 cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cudaArray_const_t src,
@@ -135,7 +211,7 @@ cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cuda
   char *to = nullptr, *from = nullptr;
   if (cudaError_t e = At(dst, wd, hd, width, height, &to)) return Ret(e);
   if (cudaError_t e = At(src, ws, hs, width, height, &from)) return Ret(e);
-  return Copy2D(to, dst->Row(), from, src->Row(), width, height, kind, cs::kSynchronous);
+  return Copy2D(to, dst->pitch, from, src->pitch, width, height, kind, cs::kSynchronous);
 }
 
 cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch,
@@ -150,16 +226,16 @@ cudaError_t cudaMemcpy2DFromArray(void* dst, size_t dpitch, cudaArray_const_t sr
 
 cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t w, size_t h, const void* src,
                                    size_t count, cudaMemcpyKind kind, cudaStream_t s) {
-  char* to = nullptr;
-  if (cudaError_t e = At1D(dst, w, h, count, &to)) return Ret(e);
-  return Copy2D(to, count, src, count, count, 1, kind, s);
+  Blocks to;
+  if (cudaError_t e = Through(dst, w, h, count, &to)) return Ret(e);
+  return CopyBlocks(to, dst->pitch, src, true, kind, s);
 }
 
 cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src, size_t w, size_t h,
                                      size_t count, cudaMemcpyKind kind, cudaStream_t s) {
-  char* from = nullptr;
-  if (cudaError_t e = At1D(src, w, h, count, &from)) return Ret(e);
-  return Copy2D(dst, count, from, count, count, 1, kind, s);
+  Blocks from;
+  if (cudaError_t e = Through(src, w, h, count, &from)) return Ret(e);
+  return CopyBlocks(from, src->pitch, dst, false, kind, s);
 }
 
 cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t w, size_t h, const void* src, size_t count,
@@ -174,10 +250,7 @@ cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t w, size
 
 cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cudaArray_const_t src,
                                    size_t ws, size_t hs, size_t count, cudaMemcpyKind kind) {
-  char *to = nullptr, *from = nullptr;
-  if (cudaError_t e = At1D(dst, wd, hd, count, &to)) return Ret(e);
-  if (cudaError_t e = At1D(src, ws, hs, count, &from)) return Ret(e);
-  return Copy2D(to, count, from, count, count, 1, kind, cs::kSynchronous);
+  return CopyThrough(dst, wd, hd, src, ws, hs, count, kind);
 }
 
 // The per-thread default stream twins: the legacy stream's (array.h's copies are synchronous

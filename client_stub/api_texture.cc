@@ -1,8 +1,9 @@
 // client_stub/api_texture.cc - texture and surface objects: described here, made by the server
 // over the tenant's device memory (calls.def TextureCreate), kept here for the queries of their
-// descriptors. A CUDA array (array.h) is device memory in rows, so an object over an array is
-// a pitched 2-D object over that memory; 3-D, layered and cubemap arrays, mipmapped arrays,
-// resource views and sRGB reads are refused by name.
+// descriptors. A CUDA array (array.h) is device memory in rows padded to the texture pitch
+// alignment, so an object over an array is a pitched 2-D object over that memory, which a GPU
+// accepts; 3-D, layered and cubemap arrays, mipmapped arrays, resource views and sRGB reads are
+// refused by name.
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -79,7 +80,7 @@ cudaError_t PutResource(const char* call, const cudaResourceDesc& res,
       req.set_ptr(reinterpret_cast<uintptr_t>(a->dptr));
       req.set_width(a->extent.width);
       req.set_height(a->Rows());
-      req.set_pitch(a->Row());
+      req.set_pitch(a->pitch);
       break;
     }
     case cudaResourceTypeLinear:
@@ -198,10 +199,16 @@ cudaError_t cudaGetTextureObjectTextureDesc(cudaTextureDesc* pTexDesc,
   return Ret(cs::Describe(texObject, false, nullptr, pTexDesc));
 }
 
-// Resource views are refused at creation, so no object has one: NVIDIA's answer for an object
-// without a view.
-cudaError_t cudaGetTextureObjectResourceViewDesc(cudaResourceViewDesc*, cudaTextureObject_t) {
-  return Ret(cudaErrorInvalidValue);
+// Resource views are refused at creation, so no object has one. NVIDIA's runtime answers the
+// query of an object made without a view with success (seen on an H200, CUDA 13.0); here the
+// descriptor says there is none: zeroed, format cudaResViewFormatNone.
+cudaError_t cudaGetTextureObjectResourceViewDesc(cudaResourceViewDesc* pResViewDesc,
+                                                 cudaTextureObject_t texObject) {
+  if (pResViewDesc == nullptr) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = cs::Describe(texObject, false, nullptr, nullptr)) return Ret(e);
+  *pResViewDesc = cudaResourceViewDesc{};
+  pResViewDesc->format = cudaResViewFormatNone;
+  return cudaSuccess;
 }
 
 cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject,

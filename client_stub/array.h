@@ -1,7 +1,10 @@
 // client_stub/array.h - CUDA arrays in the tenant: device memory holding elements of a channel
-// format in rows, slices and layers, packed (a row is exactly width elements). Copies to and
-// from arrays are copies of that memory. Kernels cannot read them through textures or
-// surfaces (the emulated GPU has no texture unit): texture and surface objects stay refused.
+// format in rows, slices and layers. A row's elements are followed by padding up to the pitch,
+// the row's bytes rounded up to the device's texture pitch alignment
+// (cudaDevAttrTexturePitchAlignment), so that a texture over the array is a pitched 2-D texture
+// over that memory which a GPU accepts (it refuses a pitch that is not a multiple of that
+// alignment); slices follow each other, rows of pitched bytes each. Copies to and from arrays
+// are copies of that memory, row by row.
 //
 // The toolkit's opaque handle types are completed here: cudaArray_t is cudaArray*, and the
 // driver's CUarray stands for the same object.
@@ -16,10 +19,11 @@ struct cudaArray {
   cudaChannelFormatDesc desc{};
   cudaExtent extent{};  // in elements; height and depth 0 for fewer dimensions, as given
   unsigned flags = 0;
-  size_t elem = 0;  // bytes per element
-  size_t Row() const { return extent.width * elem; }
+  size_t elem = 0;   // bytes per element
+  size_t pitch = 0;  // bytes from a row's start to the next's: Row() and its padding
+  size_t Row() const { return extent.width * elem; }  // a row's elements, in bytes
   size_t Rows() const { return extent.height ? extent.height : 1; }
-  size_t Slice() const { return Row() * Rows(); }
+  size_t Slice() const { return pitch * Rows(); }
   size_t Slices() const { return extent.depth ? extent.depth : 1; }
 };
 

@@ -146,10 +146,16 @@ cublasStatus_t CopyVector(int n, int es, const void* src, int inc_src, void* dst
   return Copy2D(dst, size_t(inc_dst) * es, src, size_t(inc_src) * es, es, n, kind, stream);
 }
 
+// NVIDIA's order (seen on an H200, cuBLAS 13.0): a negative size or a leading dimension that is
+// not positive is CUBLAS_STATUS_INVALID_VALUE; one below the rows reaches the copy, whose pitch is
+// then shorter than a row, and that copy's failure is CUBLAS_STATUS_MAPPING_ERROR. It is answered
+// here without the copy, so that no CUDA error is left behind for the program to read: NVIDIA's
+// cuBLAS copies through a runtime of its own.
 cublasStatus_t CopyMatrix(int rows, int cols, int es, const void* src, int ld_src, void* dst,
                           int ld_dst, cudaMemcpyKind kind, const cudaStream_t* stream) {
-  if (rows < 0 || cols < 0 || es <= 0 || ld_src < std::max(1, rows) || ld_dst < std::max(1, rows))
+  if (rows < 0 || cols < 0 || es <= 0 || ld_src <= 0 || ld_dst <= 0)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows > 0 && cols > 0 && (ld_src < rows || ld_dst < rows)) return CUBLAS_STATUS_MAPPING_ERROR;
   return Copy2D(dst, size_t(ld_dst) * es, src, size_t(ld_src) * es, size_t(rows) * es, cols, kind,
                 stream);
 }

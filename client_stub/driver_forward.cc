@@ -79,6 +79,16 @@ extern "C" {
 #include "client_stub/driver_forward.def"
 #pragma GCC diagnostic pop
 
+// The per-thread default stream twin of cuMemcpyBatchAsync: 0 names the per-thread stream, which
+// batches take, not the legacy one, which they refuse (as NVIDIA's do). cuda.h declares the name
+// only in builds for the per-thread default stream, so it is made visible here.
+__attribute__((visibility("default"))) CUresult cuMemcpyBatchAsync_v2_ptsz(
+    CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+    size_t* idxs, size_t nattrs, CUstream s) {
+  return cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, idxs, nattrs,
+                            s == nullptr ? CU_STREAM_PER_THREAD : s);
+}
+
 CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) {
   return Fill(d, 0, v, 2, n, 1, nullptr, false);
 }

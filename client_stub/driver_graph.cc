@@ -36,7 +36,7 @@ CUresult KernelOp(const CUDA_KERNEL_NODE_PARAMS* p, GraphOp* op) {
 // A 3-D copy of linear memory one deep: a 2-D copy. Arrays are not served.
 CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // A side's first byte, pitch and slice stride; a CUDA array's rows and slices are packed.
+  // A side's first byte, pitch and slice stride; a CUDA array's are its own (array.h).
   auto side = [](CUmemorytype t, const void* host, CUdeviceptr dev, CUarray array, size_t pitch,
                  size_t height, size_t x, size_t y, size_t z, size_t* pitch_out,
                  size_t* slice_out) -> const char* {
@@ -48,7 +48,7 @@ CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
       if (array == nullptr) return nullptr;
       const auto* a = reinterpret_cast<const cudaArray*>(array);
       base = static_cast<const char*>(a->dptr);
-      pitch = a->Row();
+      pitch = a->pitch;
       height = a->Rows();
     }
     *pitch_out = pitch;

@@ -41,7 +41,7 @@ cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op) {
   auto side = [&](const cudaArray* a, cudaPitchedPtr ptr, cudaPos pos, size_t* slice) {
     if (a) {
       *slice = a->Slice();
-      return static_cast<char*>(a->dptr) + pos.z * a->Slice() + pos.y * a->Row() + pos.x * elem;
+      return static_cast<char*>(a->dptr) + pos.z * a->Slice() + pos.y * a->pitch + pos.x * elem;
     }
     *slice = ptr.pitch * ptr.ysize;
     return static_cast<char*>(ptr.ptr) + pos.z * *slice + pos.y * ptr.pitch + pos.x;
@@ -51,8 +51,8 @@ cudaError_t Linear3D(const cudaMemcpy3DParms& p, GraphOp* op) {
   op->dst = side(p.dstArray, p.dstPtr, p.dstPos, &dslice);
   if (p.srcArray && p.dstArray && p.srcArray->elem != p.dstArray->elem)
     return cudaErrorInvalidValue;
-  const size_t spitch_a = p.srcArray ? p.srcArray->Row() : p.srcPtr.pitch;
-  const size_t dpitch_a = p.dstArray ? p.dstArray->Row() : p.dstPtr.pitch;
+  const size_t spitch_a = p.srcArray ? p.srcArray->pitch : p.srcPtr.pitch;
+  const size_t dpitch_a = p.dstArray ? p.dstArray->pitch : p.dstPtr.pitch;
   op->width = p.extent.width * elem;
   op->height = p.extent.height ? p.extent.height : 1;
   op->depth = p.extent.depth ? p.extent.depth : 1;

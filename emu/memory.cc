@@ -52,7 +52,7 @@ CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out) {
   std::unique_lock lock(mu_);
   if (rounded > total_ - used_) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t offset = 0;
-  if (!CarveLocked(rounded, kAllocAlign, &offset)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!CarveLocked(rounded, kAllocPlacement, &offset)) return CUDA_ERROR_OUT_OF_MEMORY;
   // Pages shared with a neighbour are already read-write; mprotect is idempotent.
   const uint64_t lo = offset / PageSize() * PageSize();
   const uint64_t hi = RoundUp(offset + rounded, PageSize());

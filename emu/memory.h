@@ -6,7 +6,8 @@
 // still serves one large allocation (only the bytes allocated count against
 // the total). An allocation commits its pages read-write; freeing returns
 // whole free pages to PROT_NONE, so a stray host access to freed device memory
-// faults. Allocations are 256-byte aligned and
+// faults. Allocations start at 512-byte aligned addresses, as a GPU's do (the device's
+// texture alignment, device_attrs.def: a texture over an allocation is accepted), and are
 // sized in 256-byte units; the free list is coalesced on every free.
 //
 // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess):
@@ -37,7 +38,8 @@
 
 namespace remora::emu {
 
-inline constexpr uint64_t kAllocAlign = 256;
+inline constexpr uint64_t kAllocAlign = 256;             // allocations' sizes are multiples
+inline constexpr uint64_t kAllocPlacement = 512;         // and their addresses (TEXTURE_ALIGNMENT)
 inline constexpr uint64_t kVmmGranularity = 2ull << 20;  // cuMemGetAllocationGranularity
 inline constexpr uint64_t kAddressSpaceFactor = 64;
 
@@ -57,7 +59,7 @@ class DeviceMemory final : public ptx::AddressSpace {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // Allocates `bytes` (> 0) at a 256-byte aligned address.
+  // Allocates `bytes` (> 0) at a kAllocPlacement-aligned address.
   // Errors: CUDA_ERROR_INVALID_VALUE for 0, CUDA_ERROR_OUT_OF_MEMORY past the
   // total (or, rarely, with no free range of addresses large enough). Thread-safe.
   CUresult Allocate(uint64_t bytes, CUdeviceptr* out);

@@ -12,6 +12,7 @@ using View = ptx::TextureView;
 // Limits of the emulated device (device_attrs.def).
 constexpr uint64_t kMaxLinearElements = 1ull << 28;
 constexpr uint64_t kMax2DWidth = 131072, kMax2DHeight = 65000, kMax2DPitch = 2097120;
+constexpr uint64_t kTextureAlignment = 512, kTexturePitchAlignment = 32;
 
 bool SetFormat(CUarray_format f, unsigned channels, View* v) {
   switch (f) {
@@ -71,6 +72,10 @@ CUresult ViewOfResource(const CUDA_RESOURCE_DESC& res, const DeviceMemory& memor
       if (p.width == 0 || p.height == 0 || p.width > kMax2DWidth || p.height > kMax2DHeight ||
           p.pitchInBytes > kMax2DPitch || p.pitchInBytes < p.width * elem ||
           p.pitchInBytes % elem != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+      // As a GPU refuses it (cuTexObjectCreate: CUDA_ERROR_INVALID_VALUE on an H200): a base
+      // off the texture alignment, a pitch off the texture pitch alignment.
+      if (p.devPtr % kTextureAlignment != 0 || p.pitchInBytes % kTexturePitchAlignment != 0)
         return CUDA_ERROR_INVALID_VALUE;
       v->base = p.devPtr;
       v->dims = 2;

@@ -26,7 +26,9 @@ class Textures : public ptx::TextureTable {
   // cuTexObjectCreate / cuSurfObjectCreate (tex == nullptr). Errors: CUDA_ERROR_INVALID_VALUE
   // for a null descriptor, an unknown format or channel count, a zero or oversized extent, a
   // pitch below a row or not a multiple of the element, memory outside one live allocation, a
-  // base not aligned to the element, flags; CUDA_ERROR_NOT_SUPPORTED as the file comment says.
+  // base not aligned to the element, a pitched 2-D base not aligned to the texture alignment
+  // (512) or pitch not a multiple of the texture pitch alignment (32), as a GPU refuses them,
+  // flags; CUDA_ERROR_NOT_SUPPORTED as the file comment says.
   CUresult Create(const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC* tex,
                   const CUDA_RESOURCE_VIEW_DESC* view, bool surface, uint64_t* out);
   // Errors: CUDA_ERROR_INVALID_VALUE for an unknown handle or one of the other kind.

@@ -136,9 +136,13 @@ Result<BlasLtPlan> PlanBlasLt(const BlasLtMatmul& m) {
   }
   if (p.k == 0) p.bytes[kLtA] = p.bytes[kLtB] = 0;  // D = beta * C: A and B not read
   if (BlasLtHasBias(desc.epilogue)) {
+    // The bias is of D's type: NVIDIA's exceptions are IMMA and FP8 matmuls, none of which is
+    // forwarded. Another type is CUBLAS_STATUS_INVALID_VALUE, as NVIDIA's heuristic answers an
+    // FP32 bias for FP16 D (seen on an H200, cuBLASLt 13.0).
     p.bias_type = desc.bias_type == -1 ? d.type : desc.bias_type;
-    if (p.bias_type != d.type && p.bias_type != kR32F)
-      return Unsupported("bias type " + std::to_string(p.bias_type) + " is neither D's nor FP32");
+    if (p.bias_type != d.type)
+      return Bad("bias type " + std::to_string(p.bias_type) + " is not D's type " +
+                 std::to_string(d.type));
     if (desc.bias_batch_stride < 0)
       return Bad("bias batch stride " + std::to_string(desc.bias_batch_stride) + " is negative");
     if (p.m > 0 && p.n > 0) {

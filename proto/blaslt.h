@@ -79,11 +79,11 @@ bool BlasLtHasBias(uint32_t epilogue);
 // FP32 scale, A and B of one type among FP32, FP16 and BF16, C and D of A's
 // type or FP32 (FP32 only for FP32 A), column-major layouts, transposes N, T
 // (C is T for real data), epilogues DEFAULT, RELU, BIAS, RELU_BIAS, GELU and
-// GELU_BIAS with a bias of D's type or FP32, host or device scalars.
+// GELU_BIAS with a bias of D's type, host or device scalars.
 // Errors: kInvalidValue (CUBLAS_STATUS_INVALID_VALUE) for dimensions that do
 // not match, leading dimensions below the rows, negative strides, batch counts
-// that differ; kNotSupported (CUBLAS_STATUS_NOT_SUPPORTED) for a type,
-// compute type, order, pointer mode or epilogue outside that list.
+// that differ, a bias of another type than D's; kNotSupported (CUBLAS_STATUS_NOT_SUPPORTED) for a
+// type, compute type, order, pointer mode or epilogue outside that list.
 Result<BlasLtPlan> PlanBlasLt(const BlasLtMatmul& m);
 
 // Bytes per element of a supported cudaDataType (0 for any other).

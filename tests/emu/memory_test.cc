@@ -33,7 +33,7 @@ TEST_F(EmuMemory, AllocationsAreAlignedAndAccounted) {
   for (size_t n : {1, 255, 256, 257, 4096, 100000}) {
     CUdeviceptr p = 0;
     ASSERT_EQ(api.cuMemAlloc(&p, n), CUDA_SUCCESS);
-    EXPECT_EQ(p % 256, 0u) << n;
+    EXPECT_EQ(p % 512, 0u) << n;  // a GPU's texture alignment: a texture over it is accepted
     CUdeviceptr base = 0;
     size_t size = 0;
     ASSERT_EQ(api.cuMemGetAddressRange(&base, &size, p + n - 1), CUDA_SUCCESS);
@@ -51,6 +51,52 @@ TEST_F(EmuMemory, AllocationsAreAlignedAndAccounted) {
   size_t free2 = 0;
   ASSERT_EQ(api.cuMemGetInfo(&free2, &total), CUDA_SUCCESS);
   EXPECT_EQ(free2, free0);
+}
+
+// A pitched 2-D texture or surface is refused, as a GPU refuses it (seen on an H200 for a CUDA
+// array's 180-byte rows), unless its base is a multiple of the texture alignment and its pitch
+// of the texture pitch alignment.
+TEST_F(EmuMemory, PitchedTexturesNeedTheDevicesAlignments) {
+  int base_align = 0, pitch_align = 0;
+  ASSERT_EQ(api.cuDeviceGetAttribute(&base_align, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuDeviceGetAttribute(&pitch_align, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(base_align, 512);
+  EXPECT_EQ(pitch_align, 32);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(api.cuMemAlloc(&p, 64 << 10), CUDA_SUCCESS);
+  auto pitched = [&](CUdeviceptr base, size_t width, size_t pitch) {
+    CUDA_RESOURCE_DESC res{};
+    res.resType = CU_RESOURCE_TYPE_PITCH2D;
+    res.res.pitch2D.devPtr = base;
+    res.res.pitch2D.format = CU_AD_FORMAT_UNSIGNED_INT8;
+    res.res.pitch2D.numChannels = 4;
+    res.res.pitch2D.width = width;
+    res.res.pitch2D.height = 19;
+    res.res.pitch2D.pitchInBytes = pitch;
+    return res;
+  };
+  CUDA_TEXTURE_DESC tex{};
+  tex.addressMode[0] = tex.addressMode[1] = CU_TR_ADDRESS_MODE_BORDER;
+  tex.filterMode = CU_TR_FILTER_MODE_POINT;
+  CUtexObject t = 0;
+  CUsurfObject s = 0;
+  // 45 uchar4 texels: rows of 180 bytes, packed (the refusal seen) or padded to 192.
+  CUDA_RESOURCE_DESC res = pitched(p, 45, 180);
+  EXPECT_EQ(api.cuTexObjectCreate(&t, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuSurfObjectCreate(&s, &res), CUDA_ERROR_INVALID_VALUE);
+  res = pitched(p + 256, 45, 192);  // a pitch that is fine, a base that is not
+  EXPECT_EQ(api.cuTexObjectCreate(&t, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuSurfObjectCreate(&s, &res), CUDA_ERROR_INVALID_VALUE);
+  for (CUdeviceptr base : {p, p + 512}) {
+    res = pitched(base, 45, 192);
+    ASSERT_EQ(api.cuTexObjectCreate(&t, &res, &tex, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuTexObjectDestroy(t), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuSurfObjectCreate(&s, &res), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuSurfObjectDestroy(s), CUDA_SUCCESS);
+  }
+  EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
 }
 
 TEST_F(EmuMemory, FreeListCoalescesSoALargeBlockFitsAgain) {

@@ -686,8 +686,12 @@ void Copies(Rng& rng, cudaStream_t s) {
   BLAS_OK(cublasGetVector(12, sizeof(double), d, 2, w.data(), 2));
   for (int i = 0; i < 12; ++i) bad += w[2 * i] != v[i];
   if (bad) std::printf("FAIL Set/GetMatrix/Vector: %d wrong\n", bad), ++failures;
-  EXPECT_BLAS(cublasSetMatrix(rows, cols, sizeof(double), A.data(), 3, d, ldb),
+  // A leading dimension that is not positive is refused; one below the rows reaches the copy,
+  // whose rows then overlap, and fails there (NVIDIA's cuBLAS on an H200 says so).
+  EXPECT_BLAS(cublasSetMatrix(rows, cols, sizeof(double), A.data(), 0, d, ldb),
               CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_BLAS(cublasSetMatrix(rows, cols, sizeof(double), A.data(), 3, d, ldb),
+              CUBLAS_STATUS_MAPPING_ERROR);
   CHECK(cudaFree(d));
 }
 
@@ -731,13 +735,16 @@ int main(int argc, char** argv) {
   BLAS_OK(cublasDestroy(h));
   CHECK(cudaStreamDestroy(s));
   CHECK(cudaDeviceSynchronize());
-  // The workspace went back with the handle, and the server's copies of pointer
-  // arrays once the work that read them was done (a moment after it).
-  size_t free2 = 0;
-  for (int i = 0; i < 100 && free2 != free0; ++i) {
-    if (i) usleep(10000);
-    CHECK(cudaMemGetInfo(&free2, &total));
+  // Under Remora the workspace went back with the handle, and the server's copies of pointer
+  // arrays once the work that read them was done (a moment after it). NVIDIA's cuBLAS keeps
+  // memory of its own after the handle is gone (seen on an H200), so natively this is not asked.
+  if (UnderRemora("memory returned with the handle")) {
+    size_t free2 = 0;
+    for (int i = 0; i < 100 && free2 != free0; ++i) {
+      if (i) usleep(10000);
+      CHECK(cudaMemGetInfo(&free2, &total));
+    }
+    REQUIRE(free2 == free0);
   }
-  REQUIRE(free2 == free0);
   return Finish(failures, "cublas_routines");
 }

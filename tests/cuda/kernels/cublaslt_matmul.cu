@@ -5,8 +5,8 @@
 // usual sequence (descriptors, layouts, preference, heuristic, matmul with the
 // heuristic's algorithm and a workspace) and is checked against a double-precision
 // loop on the host: FP32, FP16 and BF16 data with FP32 compute, transposes, leading
-// dimensions larger than the matrix, C apart from D, every forwarded epilogue (bias
-// of D's type and FP32), strided batches, host and device scalars, a non-default
+// dimensions larger than the matrix, C apart from D, every forwarded epilogue (a bias
+// of D's type, given or by default), strided batches, host and device scalars, a non-default
 // stream. The heuristic is told the matrices' real alignment, as frameworks tell it. Bad calls
 // get the status codes NVIDIA's cuBLASLt documents; under remora run, also those only Remora
 // checks (pointers outside the tenant's memory, what it does not forward).
@@ -95,7 +95,7 @@ struct Case {
   int m = 13, n = 11, k = 9;
   int batch = 1;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  bool bias_fp32 = false;  // the bias FP32 rather than D's type
+  bool bias_fp32 = false;  // the bias type set to FP32 (valid only for FP32 D)
   bool device_scalars = false;
   bool c_is_d = false;
   float alpha = 0.75f, beta = -0.5f;
@@ -269,8 +269,11 @@ void Matmuls(const Lt& lt, Rng& rng) {
   Run<float, float>(lt, Case{.epilogue = CUBLASLT_EPILOGUE_GELU_BIAS}, rng, "fp32 GELU_BIAS");
   Run<__half, __half>(lt, Case{.epilogue = CUBLASLT_EPILOGUE_RELU_BIAS}, rng,
                       "fp16 RELU_BIAS (fp16 bias)");
-  Run<__half, __half>(lt, Case{.epilogue = CUBLASLT_EPILOGUE_GELU_BIAS, .bias_fp32 = true}, rng,
-                      "fp16 GELU_BIAS (fp32 bias)");
+  // A bias is of D's type (NVIDIA's cuBLASLt refuses an FP32 one for FP16 D: BadCalls).
+  Run<__half, __half>(lt, Case{.epilogue = CUBLASLT_EPILOGUE_GELU_BIAS}, rng,
+                      "fp16 GELU_BIAS (fp16 bias)");
+  Run<float, float>(lt, Case{.epilogue = CUBLASLT_EPILOGUE_GELU_BIAS, .bias_fp32 = true}, rng,
+                    "fp32 GELU_BIAS (bias type set to fp32)");
   Run<__nv_bfloat16, __nv_bfloat16>(lt, Case{.epilogue = CUBLASLT_EPILOGUE_BIAS}, rng,
                                     "bf16 BIAS (bf16 bias)");
   // Strided batches, with a bias per batch entry.
@@ -305,6 +308,32 @@ void BadCalls(const Lt& lt) {
   int n = 0;
   EXPECT_LT(cublasLtMatmulAlgoGetHeuristic(lt.h, desc, l, l, l, l, nullptr, 0, &r, &n),
             CUBLAS_STATUS_INVALID_VALUE);
+  // A bias of another type than D's: cuBLASLt takes one only for IMMA and FP8 matmuls, and an
+  // FP32 bias for FP16 D is invalid (NVIDIA's answer on an H200, cuBLASLt 13.0).
+  {
+    cublasLtMatmulDesc_t gelu;
+    LT_OK(cublasLtMatmulDescCreate(&gelu, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasLtEpilogue_t gelu_bias = CUBLASLT_EPILOGUE_GELU_BIAS;
+    LT_OK(cublasLtMatmulDescSetAttribute(gelu, CUBLASLT_MATMUL_DESC_EPILOGUE, &gelu_bias,
+                                         sizeof gelu_bias));
+    const void* bp = d;
+    LT_OK(cublasLtMatmulDescSetAttribute(gelu, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
+    const int32_t f32 = CUDA_R_32F;
+    LT_OK(cublasLtMatmulDescSetAttribute(gelu, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &f32,
+                                         sizeof f32));
+    cublasLtMatrixLayout_t h16;  // 4x4 FP16
+    LT_OK(cublasLtMatrixLayoutCreate(&h16, CUDA_R_16F, 4, 4, 4));
+    cublasLtMatmulPreference_t pref;
+    LT_OK(cublasLtMatmulPreferenceCreate(&pref));
+    LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &lt.workspace_bytes, sizeof lt.workspace_bytes));
+    cublasLtMatmulHeuristicResult_t got[1] = {};
+    EXPECT_LT(cublasLtMatmulAlgoGetHeuristic(lt.h, gelu, h16, h16, h16, h16, pref, 1, got, &n),
+              CUBLAS_STATUS_INVALID_VALUE);
+    LT_OK(cublasLtMatmulPreferenceDestroy(pref));
+    LT_OK(cublasLtMatrixLayoutDestroy(h16));
+    LT_OK(cublasLtMatmulDescDestroy(gelu));
+  }
   if (UnderRemora("cuBLASLt bad layouts, pointers, handles and what is not forwarded")) {
     // A handle destroyed.
     cublasLtHandle_t gone;

@@ -250,10 +250,20 @@ int main(int argc, char** argv) {
     cudaMemcpyAttributes attr{};
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     size_t idx = 0;
-    CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &idx, 1, nullptr));
+    // Batches do not take the legacy default stream (NVIDIA's answer on an H200, CUDA 13.0).
+    EXPECT_CUDA(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &idx, 1, nullptr),
+                cudaErrorInvalidValue);
+    EXPECT_CUDA(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &idx, 1, cudaStreamLegacy),
+                cudaErrorInvalidValue);
+    EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidValue);  // the last error, read and reset
+    cudaStream_t batch;
+    CHECK(cudaStreamCreateWithFlags(&batch, cudaStreamNonBlocking));
+    CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &idx, 1, batch));
+    CHECK(cudaStreamSynchronize(batch));
     CHECK(cudaMemcpy(bx.data(), dx, sizes[0], cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(by.data(), dy, sizes[1], cudaMemcpyDeviceToHost));
     expect(bx == x && by == y, "cudaMemcpyBatchAsync");
+    CHECK(cudaStreamDestroy(batch));
     CHECK(cudaFree(dx));
     CHECK(cudaFree(dy));
   }

@@ -1,13 +1,15 @@
 // tests/cuda/kernels/texture.cu - texture and surface objects as the CUDA programming guide
 // describes them, checked against CPU references on random data:
 //   - a float4 array sampled with linear filtering, normalized coordinates, wrap in x and clamp
-//     in y (the guide's 9-bit weights: coordinates are chosen so that every weight is exactly a
-//     multiple of 1/256, so the reference and a GPU agree to float rounding);
+//     in y, against the exact bilinear mix within what the guide's 9-bit weights allow (the
+//     coordinates are chosen so that every exact weight is a multiple of 1/256, but a GPU also
+//     quantizes the coordinate: an H200 is off by a fraction of a weight step);
 //   - a uchar4 array read as normalized floats, point sampled, border outside;
 //   - tex1Dfetch of ints from linear memory, zero outside;
 //   - a pitched float texture (cudaMallocPitch) read as the element type, clamped;
 //   - surfaces over arrays: one read, another written, copied back;
 //   - the descriptors read back as given.
+#include <cfloat>
 #include <vector>
 
 #include "common.h"
@@ -103,7 +105,7 @@ int LinearWrapClamp(Rng& rng) {
   cudaTextureObject_t t = 0;
   CHECK(cudaCreateTextureObject(&t, &res, &tex, nullptr));
 
-  // Texel-space positions k + 0.5 + m/256: every weight is exactly m/256.
+  // Texel-space positions k + 0.5 + m/256: every exact weight is m/256.
   std::vector<float2> at(kSamples);
   for (auto& p : at)
     p = make_float2((rng.Int(-w, 2 * w) + 0.5f + rng.Int(0, 256) / 256.0f) / w,
@@ -121,12 +123,18 @@ int LinearWrapClamp(Rng& rng) {
       return double(Component(img[y * w + x], c));
     };
     for (int c = 0; c < 4; ++c) {
-      const double want = (1 - a) * (1 - b) * texel(x0, y0, c) +
-                          a * (1 - b) * texel(x0 + 1, y0, c) + (1 - a) * b * texel(x0, y0 + 1, c) +
-                          a * b * texel(x0 + 1, y0 + 1, c);
-      if (!Near(Component(got[i], c), want, 1e-4) && bad++ < 5)
-        std::printf("linear (%g, %g) channel %d: got %g, want %g\n", at[i].x, at[i].y, c,
-                    Component(got[i], c), want);
+      const double t00 = texel(x0, y0, c), t10 = texel(x0 + 1, y0, c), t01 = texel(x0, y0 + 1, c),
+                   t11 = texel(x0 + 1, y0 + 1, c);
+      const double want =
+          (1 - a) * (1 - b) * t00 + a * (1 - b) * t10 + (1 - a) * b * t01 + a * b * t11;
+      // The guide keeps each weight in 9-bit fixed point with 8 fractional bits: a weight off by
+      // up to 1/256 (da, db) moves the mix by da and db times differences of the texels and
+      // da * db times a sum of two, each bounded by the spread of the four; plus float rounding.
+      const double spread = std::max({t00, t10, t01, t11}) - std::min({t00, t10, t01, t11});
+      const double step = 1.0 / 256, tol = spread * (2 * step + 2 * step * step) + 4 * FLT_EPSILON;
+      if (!(std::fabs(Component(got[i], c) - want) <= tol) && bad++ < 5)
+        std::printf("linear (%g, %g) channel %d: got %g, want %g (within %g)\n", at[i].x, at[i].y,
+                    c, Component(got[i], c), want, tol);
     }
   }
 
@@ -135,9 +143,11 @@ int LinearWrapClamp(Rng& rng) {
   REQUIRE(back.addressMode[0] == cudaAddressModeWrap &&
           back.addressMode[1] == cudaAddressModeClamp);
   REQUIRE(back.filterMode == cudaFilterModeLinear && back.normalizedCoords == 1);
-  cudaResourceViewDesc view{};  // made without one: none to read
-  EXPECT_CUDA(cudaGetTextureObjectResourceViewDesc(&view, t), cudaErrorInvalidValue);
-  EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidValue);  // the last error, read and reset
+  // Made without a view, the object's view is still read (NVIDIA's runtime answers success on an
+  // H200; what it fills in then is not documented, so not asked).
+  cudaResourceViewDesc view{};
+  CHECK(cudaGetTextureObjectResourceViewDesc(&view, t));
+  CHECK(cudaGetLastError());
   cudaResourceDesc res_back{};
   CHECK(cudaGetTextureObjectResourceDesc(&res_back, t));
   REQUIRE(res_back.resType == cudaResourceTypeArray && res_back.res.array.array == arr);
