@@ -416,7 +416,6 @@ CUresult Context::HostDevicePointer(const void* p, CUdeviceptr* out) const {
 }
 
 CUresult Context::FreeMemory(CUdeviceptr p) {
-  std::lock_guard mapping(mapping_mu_);
   if (CUresult r = Synchronize(); r != CUDA_SUCCESS) return r;
   return memory_->Free(p);
 }

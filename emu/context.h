@@ -151,10 +151,9 @@ class Context {
   // --- device memory ----------------------------------------------------------
   // Waits for the context's pending work, then frees `p`.
   CUresult FreeMemory(CUdeviceptr p);
-  // The calls that wait for the whole device (freeing memory, unloading a module) hold the
-  // driver's mapping lock while they wait, and registering or unregistering host memory
-  // takes it: as on an H200, where one tenant's cuModuleUnload behind another's spinning
-  // kernel held every cuMemHostRegister for 160 s.
+  // Unloading a module waits for the whole device holding the driver's mapping lock, and
+  // registering or unregistering host memory takes it: as on an H200, where one tenant's
+  // cuModuleUnload behind another's spinning kernel held every cuMemHostRegister for 160 s.
 
   // --- modules, functions, linker ---------------------------------------------
   CUresult AddModule(std::shared_ptr<Module> m, CUmodule* out);
@@ -190,7 +189,7 @@ class Context {
   std::atomic<CUstream> fault_stream_{nullptr};
   std::atomic<int> process_fault_{0};  // set with the first failure
 
-  std::mutex mapping_mu_;  // see FreeMemory: held across a whole-device wait
+  std::mutex mapping_mu_;  // see UnloadModule: held across a whole-device wait
   mutable std::mutex mu_;  // guards everything below
   int retain_count_ = 0;
   std::atomic<bool> active_{false};

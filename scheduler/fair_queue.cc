@@ -592,9 +592,9 @@ std::optional<uint64_t> FairQueue::NextEligibleAt(uint64_t now_ns) const {
   if (!held_.empty()) at = std::get<0>(*held_.begin());
   if (pausing_)  // rule 5: an item that waits for a pausing owner goes when the pause is long
     for (const Class& cls : classes_)
-      if (const uint64_t t = cls.last_quiet_since + opt_.slice_idle_ns;
-          cls.last_quiet_since != 0 && t > now_ns)
-        at = at ? std::min(*at, t) : t;
+      // Even if the pause is over by now: the item that waited goes at the next Next.
+      if (const uint64_t t = cls.last_quiet_since + opt_.slice_idle_ns; cls.last_quiet_since != 0)
+        at = at ? std::min(*at, std::max(t, now_ns)) : std::max(t, now_ns);
   if (switching_)  // rule 5: an item that waited two slices for the device goes anyway
     for (const Class& cls : classes_)
       if (const uint64_t t = cls.waiting_since + 2 * opt_.slice_ns;

@@ -155,6 +155,12 @@ void Device::WhenIdle(std::vector<std::function<void()>> work, uint64_t epoch) {
 
 bool Device::RunWhenIdle() {
   if (!HasIdleWork()) return false;
+  // At most one look per millisecond: a look queries every stream.
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (now_us - idle_looked_us_.load(std::memory_order_relaxed) < 1000) return true;
+  idle_looked_us_.store(now_us, std::memory_order_relaxed);
   {
     std::lock_guard lock(pool_mu_);
     ReapDrainedLocked();

@@ -196,6 +196,7 @@ class Device {
   std::mutex idle_mu_;
   std::vector<std::pair<uint64_t, std::function<void()>>> idle_work_;  // (epoch, work)
   std::atomic<bool> idle_pending_{false};
+  std::atomic<int64_t> idle_looked_us_{0};  // when RunWhenIdle last queried the streams
 
   // The gate: users_ counts Uses in flight; closing_ turns new ones away.
   std::atomic<uint64_t> epoch_{0};

@@ -85,10 +85,11 @@ void Executor::Loop() {
     // Sleep until something is watched, a tenant held back by its compute
     // limit may go again, or a new share may let one go (the wake-ups no
     // completion brings).
+    const uint64_t idle_due = dev_.HasIdleWork() ? NowNs() + kIdleWorkPoll : 0;
     while (!stop_ && polls_->empty() && !repump_) {
       const uint64_t now = NowNs();
       std::optional<uint64_t> at = order_->NextEligibleAt(now);
-      if (dev_.HasIdleWork()) at = std::min(at.value_or(~uint64_t{0}), now + kIdleWorkPoll);
+      if (idle_due != 0) at = std::min(at.value_or(idle_due), idle_due);
       if (!at) {
         cv_.wait(lock);
       } else if (*at <= now) {

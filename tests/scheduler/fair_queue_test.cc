@@ -516,6 +516,33 @@ TEST(FairQueue, ALoneTenantKeepsTheDeviceSliceAfterSlice) {
   EXPECT_FALSE(q.NextEligibleAt(200'000 + 2 * kMs).has_value());
 }
 
+// The tenant whose turn it is pauses (it synchronized): another's item waits for it, the
+// executor is told when to ask again (also once that time has passed, so that an executor
+// that comes back late still asks), the owner's next item goes first, and after a pause
+// longer than slice_idle_ns the other's goes.
+TEST(FairQueue, TheTurnWaitsOutItsOwnersPause) {
+  FairOptions o = Options(2 * kMs, 2 * kMs);
+  o.min_in_flight = 2;
+  o.slice_ns = 8 * kMs;
+  o.slice_idle_ns = kMs;
+  FairQueue q(o);
+  Train(q, 1, 100'000);
+  Train(q, 2, 100'000, 2 * kMs);  // after tenant 1's pause
+  const uint64_t t0 = 4 * kMs;
+  ASSERT_TRUE(q.IssueNow(1, t0));  // tenant 1's turn
+  q.Ready(2, t0);
+  EXPECT_FALSE(q.Next(t0).has_value());  // on the device: tenant 1's
+  q.Done(1, 100'000, t0 + 100'000);      // tenant 1 synchronizes: a pause
+  EXPECT_FALSE(q.Next(t0 + 100'000).has_value());
+  EXPECT_EQ(q.NextEligibleAt(t0 + 100'000), t0 + 100'000 + kMs);
+  EXPECT_EQ(q.NextEligibleAt(t0 + 3 * kMs), t0 + 3 * kMs);  // asked late: at once
+  q.Ready(1, t0 + 130'000);                                 // back after 30 us: its turn goes on
+  EXPECT_EQ(q.Next(t0 + 130'000), 1u);
+  q.Done(1, 100'000, t0 + 230'000);
+  EXPECT_FALSE(q.Next(t0 + 230'000).has_value());
+  EXPECT_EQ(q.Next(t0 + 230'000 + kMs), 2u);  // a pause past slice_idle_ns ends the wait
+}
+
 // The executor reports a group of items with one Done: it must leave the queue
 // as that many one-item Dones of the group's average cost would.
 TEST(FairQueue, ADoneForManyItemsCountsAsThatManyDones) {
