@@ -75,6 +75,19 @@ std::string ExeDir() {
   return p.substr(0, p.rfind('/'));
 }
 
+// Parses `v`, milliseconds in [0, most], into *ns; else says so on stderr.
+bool Milliseconds(const char* flag, const std::string& v, double most, uint64_t* ns) {
+  char* end = nullptr;
+  const double ms = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0' || !(ms >= 0) || ms > most) {
+    std::fprintf(stderr, "remora-server: %s takes milliseconds in [0, %g], not '%s'\n", flag, most,
+                 v.c_str());
+    return false;
+  }
+  *ns = static_cast<uint64_t>(ms * 1e6);
+  return true;
+}
+
 // Accepts "--name=value" and "--name value".
 bool Flag(int argc, char** argv, int& i, const char* name, std::string& out) {
   size_t n = std::strlen(name);
@@ -276,25 +289,9 @@ int main(int argc, char** argv) {
     } else if (Flag(argc, argv, i, "--scheduler", v)) {
       opts.scheduler = v;
     } else if (Flag(argc, argv, i, "--time-slice", v)) {
-      char* end = nullptr;
-      const double ms = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(ms >= 0) || ms > 1000) {
-        std::fprintf(stderr,
-                     "remora-server: --time-slice takes milliseconds in [0, 1000], not '%s'\n",
-                     v.c_str());
-        return 2;
-      }
-      opts.time_slice_ns = static_cast<uint64_t>(ms * 1e6);
+      if (!Milliseconds("--time-slice", v, 1000, &opts.time_slice_ns)) return 2;
     } else if (Flag(argc, argv, i, "--slice-pause", v)) {
-      char* end = nullptr;
-      const double ms = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(ms >= 0) || ms > 100) {
-        std::fprintf(stderr,
-                     "remora-server: --slice-pause takes milliseconds in [0, 100], not '%s'\n",
-                     v.c_str());
-        return 2;
-      }
-      opts.slice_pause_ns = static_cast<uint64_t>(ms * 1e6);
+      if (!Milliseconds("--slice-pause", v, 100, &opts.slice_pause_ns)) return 2;
     } else if (Flag(argc, argv, i, "--lock-dir", v)) {
       opts.lock_dir = v;
     } else if (Flag(argc, argv, i, "--emu-dir", v)) {
