@@ -151,12 +151,12 @@ class Context {
   // --- device memory ----------------------------------------------------------
   // Waits for the context's pending work, then frees `p`.
   CUresult FreeMemory(CUdeviceptr p);
-  // Unloading a module waits for the whole device holding the driver's mapping lock, and
-  // registering or unregistering host memory takes it: as on an H200, where one tenant's
-  // cuModuleUnload behind another's spinning kernel held every cuMemHostRegister for 160 s.
 
   // --- modules, functions, linker ---------------------------------------------
   CUresult AddModule(std::shared_ptr<Module> m, CUmodule* out);
+  // Waits for the whole device holding the driver's mapping lock, which registering or
+  // unregistering host memory takes: as on an H200, where one tenant's cuModuleUnload behind
+  // another's spinning kernel held every cuMemHostRegister for 160 s.
   CUresult UnloadModule(CUmodule m);
   std::shared_ptr<Module> FindModule(CUmodule m) const;
   // Errors: CUDA_ERROR_INVALID_HANDLE (module), CUDA_ERROR_NOT_FOUND (name).

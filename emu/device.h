@@ -32,6 +32,10 @@ inline constexpr int kRegistersPerSm = 65536;
 inline constexpr int kThreadsPerSm = 2048;
 inline constexpr int kBlocksPerSm = 32;
 inline constexpr int kMaxThreadsPerBlock = 1024;
+// A texture's base and a pitched texture's rows must be aligned so (cuTexObjectCreate refuses
+// others, as a GPU does); allocations start on kTextureAlignment.
+inline constexpr int kTextureAlignment = 512;
+inline constexpr int kTexturePitchAlignment = 32;
 inline constexpr int kStreamPriorityLeast = 0;
 inline constexpr int kStreamPriorityGreatest = -5;
 inline constexpr char kDeviceName[] = "Remora Emulated GPU";

@@ -34,13 +34,14 @@
 
 #include <cuda.h>
 
+#include "emu/device.h"
 #include "emu/ptx/ptx.h"
 
 namespace remora::emu {
 
-inline constexpr uint64_t kAllocAlign = 256;             // allocations' sizes are multiples
-inline constexpr uint64_t kAllocPlacement = 512;         // and their addresses (TEXTURE_ALIGNMENT)
-inline constexpr uint64_t kVmmGranularity = 2ull << 20;  // cuMemGetAllocationGranularity
+inline constexpr uint64_t kAllocAlign = 256;                    // allocations' sizes are multiples
+inline constexpr uint64_t kAllocPlacement = kTextureAlignment;  // and their addresses
+inline constexpr uint64_t kVmmGranularity = 2ull << 20;         // cuMemGetAllocationGranularity
 inline constexpr uint64_t kAddressSpaceFactor = 64;
 
 class DeviceMemory final : public ptx::AddressSpace {

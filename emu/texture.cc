@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "emu/device.h"
+
 namespace remora::emu {
 
 namespace {
@@ -12,7 +14,6 @@ using View = ptx::TextureView;
 // Limits of the emulated device (device_attrs.def).
 constexpr uint64_t kMaxLinearElements = 1ull << 28;
 constexpr uint64_t kMax2DWidth = 131072, kMax2DHeight = 65000, kMax2DPitch = 2097120;
-constexpr uint64_t kTextureAlignment = 512, kTexturePitchAlignment = 32;
 
 bool SetFormat(CUarray_format f, unsigned channels, View* v) {
   switch (f) {

@@ -119,8 +119,8 @@ void FairQueue::Detach(Tenant& tn) {
   --cls.present;
   if (cls.owner == &tn || (cls.owner != nullptr && cls.owner == tn.account))
     cls.owner = cls.owner_tenant = nullptr;
-  if (cls.last == &tn || (cls.last != nullptr && cls.last == tn.account)) {
-    cls.last = cls.last_tenant = nullptr;
+  if (cls.last() != nullptr && cls.last() == SliceKey(tn)) {
+    cls.last_tenant = nullptr;
     cls.last_account = nullptr;
   }
   cls.in_flight -= tn.in_flight;
@@ -351,7 +351,7 @@ uint32_t FairQueue::SliceInFlight(const Tenant& tn) {
 }
 
 bool FairQueue::PauseHolds(const Class& cls, const Tenant& tn) const {
-  if (opt_.slice_idle_ns == 0 || cls.last == nullptr || cls.last == SliceKey(tn) ||
+  if (opt_.slice_idle_ns == 0 || cls.last() == nullptr || cls.last() == SliceKey(tn) ||
       cls.last_quiet_since == 0 || now_ >= cls.last_quiet_since + opt_.slice_idle_ns)
     return false;
   const Node* back = nullptr;
@@ -364,7 +364,7 @@ bool FairQueue::PauseHolds(const Class& cls, const Tenant& tn) const {
   } else {
     return false;
   }
-  if (cls.owner == cls.last) return true;
+  if (cls.owner == cls.last()) return true;
   // Rule 2 among the two, at the level where they meet.
   const Node* mine = &tn.node;
   for (const Node* n = Up(*mine); n != nullptr; n = Up(*n)) mine = n;
@@ -417,7 +417,6 @@ void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
       cls.owner_tenant = tn.account ? nullptr : &tn;
       cls.owner_ns = 0;
     }
-    cls.last = cls.owner;
     cls.last_tenant = cls.owner_tenant;
     cls.last_account = tn.account;
     cls.last_quiet_since = 0;
@@ -503,7 +502,7 @@ void FairQueue::Settle(Tenant& tn, uint32_t items, double gpu, uint64_t now_ns) 
     // Rule 5: its last item finished; its pause (if it is one) starts now.
     if (Class& cls = classes_[ClassOf(tn.share)]; opt_.slice_ns && tn.in_flight == 0) {
       tn.paused_at = std::max<uint64_t>(now_ns, 1);
-      if (cls.last == SliceKey(tn) && SliceInFlight(tn) == 0) cls.last_quiet_since = tn.paused_at;
+      if (cls.last() == SliceKey(tn) && SliceInFlight(tn) == 0) cls.last_quiet_since = tn.paused_at;
     }
     const double delta = gpu * k / items - static_cast<double>(back);
     for (Node* n = &tn.node; n != nullptr; n = Up(*n)) Retag(*n, n->tag + delta / n->weight);

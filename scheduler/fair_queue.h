@@ -201,12 +201,14 @@ class FairQueue final : public DispatchQueue {
     const void* owner = nullptr;
     Tenant* owner_tenant = nullptr;  // the owner, when it is a tenant of its own
     uint64_t owner_ns = 0;
-    // The last owner, its turn going on or just ended, and when its last item finished
-    // (0: it has work on the device).
-    const void* last = nullptr;
+    // The last owner (a tenant, or an account), its turn going on or just ended, and when its
+    // last item finished (0: it has work on the device).
     Tenant* last_tenant = nullptr;
     Inner* last_account = nullptr;
     uint64_t last_quiet_since = 0;
+    const void* last() const {
+      return last_account ? static_cast<const void*>(last_account) : last_tenant;
+    }
     uint64_t waiting_since = 0;  // an item has waited for the device to drain since (0: none)
   };
 

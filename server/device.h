@@ -132,8 +132,6 @@ class Device {
     return r;
   }
 
-  void NoteIfSlow(const char* what, std::chrono::steady_clock::duration took) const;
-
   // Permission to call the driver in the current epoch; held for the length of
   // one tenant call. Cheap: one atomic increment when no recovery is pending.
   class Use {
@@ -171,6 +169,7 @@ class Device {
   bool lost() const { return lost_.load(std::memory_order_acquire); }
 
  private:
+  void NoteIfSlow(const char* what, std::chrono::steady_clock::duration took) const;
   // Sets info_'s granularity and the virtual memory attributes tenants see.
   void DescribeVmm();
   std::shared_ptr<DriverTable> drv_;
