@@ -62,14 +62,13 @@ def tenant_passes(run, progs, who):
 
 
 def start_spinner(run, progs):
-    """A tenant whose kernel waits for a flag nobody sets; returns it once it spins."""
+    """A tenant whose kernel waits for a flag nobody sets; returns it once the kernel runs."""
     p = subprocess.Popen(run + [os.path.join(progs, "host_threads"), "-spin", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if "SPINNING" not in line:
         p.kill()
         raise RuntimeError("the spinning tenant did not start: " + line + p.stderr.read())
-    time.sleep(0.5)  # its kernel is on the device
     return p
 
 

@@ -30,6 +30,7 @@
 #include "common.h"
 
 __global__ void WaitForFlag(const volatile int* flag, int* result, long long bound) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(result) = 3;  // began
   long long i = 0;
   while (*flag == 0 && ++i < bound) {
   }
@@ -173,8 +174,17 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&flag, sizeof(int)));
     CHECK(cudaMalloc(&result, sizeof(int)));
     CHECK(cudaMemset(flag, 0, sizeof(int)));
+    CHECK(cudaMemset(result, 0, sizeof(int)));
     WaitForFlag<<<64, 128>>>(flag, result, LLONG_MAX);
     CHECK(cudaGetLastError());
+    // SPINNING only once the kernel runs: read through a stream that does not wait for it.
+    cudaStream_t side;
+    CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    int began = 0;
+    while (began != 3) {
+      CHECK(cudaMemcpyAsync(&began, result, sizeof(int), cudaMemcpyDeviceToHost, side));
+      CHECK(cudaStreamSynchronize(side));
+    }
     std::printf("SPINNING\n");
     std::fflush(stdout);
     CHECK(cudaDeviceSynchronize());
