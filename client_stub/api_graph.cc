@@ -30,7 +30,7 @@ cudaError_t KernelNodeOp(const cudaKernelNodeParams* p, GraphOp* op) {
   if (k->handle == 0) return cudaErrorInvalidDeviceFunction;
   std::string params;
   if (cudaError_t e = cs::PackLaunchArgs(*k, p->kernelParams, p->extra, &params)) return e;
-  *op = cs::KernelOp(*k, p->gridDim, p->blockDim, params, p->sharedMemBytes, false);
+  *op = cs::KernelOp(*k, p->gridDim, p->blockDim, params, p->sharedMemBytes, {});
   return cudaSuccess;
 }
 
@@ -59,7 +59,7 @@ cudaError_t MemsetNodeOp(const cudaMemsetParams* p, GraphOp* op) {
 cudaError_t Run(const GraphOp& op, cudaStream_t s) {
   switch (op.type) {
     case cudaGraphNodeTypeKernel:
-      return cs::PostLaunch(*op.kernel, op.grid, op.block, op.params, op.shared, s, op.cooperative);
+      return cs::PostLaunch(*op.kernel, op.grid, op.block, op.params, op.shared, s, op.mode);
     case cudaGraphNodeTypeMemcpy:
       return cs::Copy3D(op.dst, op.dpitch, op.dslice, op.src, op.spitch, op.sslice, op.width,
                         op.height, op.depth, op.kind, s, true);

@@ -83,13 +83,13 @@ cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodePar
   return cudaSuccess;
 }
 
-// Attributes are kept with the node; cooperative ones make its launch cooperative.
+// Attributes are kept with the node; cooperative and cluster ones shape its launch.
 cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t node, cudaKernelNodeAttrID attr,
                                             const cudaKernelNodeAttrValue* value) {
   node = NodeOfType(node, cudaGraphNodeTypeKernel);
   if (node == nullptr || value == nullptr) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = cs::ApplyLaunchAttribute(attr, *value, &node->op.mode)) return Ret(e);
   node->attrs[attr] = *value;
-  if (attr == cudaLaunchAttributeCooperative) node->op.cooperative = value->cooperative != 0;
   return cudaSuccess;
 }
 
@@ -107,7 +107,7 @@ cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t dst, cudaGraphNode
   src = NodeOfType(src, cudaGraphNodeTypeKernel);
   if (dst == nullptr || src == nullptr) return Ret(cudaErrorInvalidValue);
   dst->attrs = src->attrs;
-  dst->op.cooperative = src->op.cooperative;
+  dst->op.mode = src->op.mode;
   return cudaSuccess;
 }
 

@@ -19,18 +19,6 @@ cs::Kernel* AsKernel(cudaKernel_t k) {
   return reinterpret_cast<cs::Kernel*>(k);
 }
 
-// cudaSuccess if every attribute of `config` can be honoured by a plain stream-ordered launch.
-cudaError_t CheckLaunchAttrs(const cudaLaunchConfig_t& config) {
-  if (config.numAttrs > 0 && !config.attrs) return cudaErrorInvalidValue;
-  for (unsigned i = 0; i < config.numAttrs; ++i) {
-    const cudaLaunchAttribute& a = config.attrs[i];
-    const cs::LaunchAttrUse use = cs::UseOfLaunchAttribute(a.id, a.val);
-    if (use == cs::LaunchAttrUse::kUnknown) return cudaErrorInvalidValue;
-    if (use == cs::LaunchAttrUse::kUnsupported) return cudaErrorNotSupported;
-  }
-  return cudaSuccess;
-}
-
 // The kernel for `func`, registered with the server.
 cudaError_t Registered(const void* func, cs::Kernel** out) {
   cs::Kernel* k = cs::FindKernel(func);
@@ -39,6 +27,23 @@ cudaError_t Registered(const void* func, cs::Kernel** out) {
   if (k->handle == 0) return cudaErrorInvalidDeviceFunction;  // not in the loaded module
   *out = k;
   return cudaSuccess;
+}
+
+// cudaOccupancyMaxActiveClusters and cudaOccupancyMaxPotentialClusterSize: the launch's
+// cluster attribute, if any, is the shape asked about.
+cudaError_t ClusterOccupancy(const void* func, const cudaLaunchConfig_t* config,
+                             bool potential_size, int* out) {
+  if (!out || !config) return cudaErrorInvalidValue;
+  cs::Kernel* k;
+  if (cudaError_t e = Registered(func, &k)) return e;
+  dim3 cluster(0, 0, 0);
+  for (unsigned i = 0; i < config->numAttrs && config->attrs; ++i)
+    if (config->attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      const auto& d = config->attrs[i].val.clusterDim;
+      cluster = dim3(d.x, d.y, d.z);
+    }
+  return cs::ClusterOccupancy(*k, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                              cluster, potential_size, out);
 }
 
 }  // namespace
@@ -123,23 +128,21 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
   return cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream);
 }
 
-// Launch attributes that only hint or relax ordering are accepted (the launch stays fully
-// ordered); cooperative is sent with the launch; those that change what runs otherwise
-// (clusters, launch events) are refused with cudaErrorNotSupported.
+// Launch attributes (launch_mode.h): cooperative and cluster dimensions are sent with the
+// launch; hints are accepted; launch events are refused with cudaErrorNotSupported.
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return Ret(cudaErrorInvalidValue);
-  if (cudaError_t e = CheckLaunchAttrs(*config)) return Ret(e);
-  bool cooperative = false;
-  for (unsigned i = 0; i < config->numAttrs; ++i)
-    cooperative |= config->attrs[i].id == cudaLaunchAttributeCooperative &&
-                   config->attrs[i].val.cooperative != 0;
+  cs::LaunchMode mode;
+  if (cudaError_t e = cs::ApplyLaunchAttributes(config->attrs, config->numAttrs, &mode))
+    return Ret(e);
   return cs::Launch(cs::FindKernel(func), config->gridDim, config->blockDim, args,
-                    config->dynamicSmemBytes, config->stream, cooperative);
+                    config->dynamicSmemBytes, config->stream, mode);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                         size_t sharedMem, cudaStream_t stream) {
-  return cs::Launch(cs::FindKernel(func), gridDim, blockDim, args, sharedMem, stream, true);
+  return cs::Launch(cs::FindKernel(func), gridDim, blockDim, args, sharedMem, stream,
+                    cs::LaunchMode{.cooperative = true});
 }
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
@@ -168,6 +171,11 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
   attr->binaryVersion = k->binary_version ? k->binary_version : p.major * 10 + p.minor;
   attr->maxDynamicSharedSizeBytes = cs::MaxDynamicShared(*k, p);
   attr->preferredShmemCarveout = k->carveout.load();
+  attr->requiredClusterWidth = k->cluster[0];
+  attr->requiredClusterHeight = k->cluster[1];
+  attr->requiredClusterDepth = k->cluster[2];
+  attr->clusterDimMustBeSet = k->cluster_size_must_be_set;
+  attr->nonPortableClusterSizeAllowed = k->non_portable_cluster.load();
   return cudaSuccess;
 }
 
@@ -188,6 +196,16 @@ cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheCon
     return Ret(cudaErrorInvalidValue);
   if (!cs::FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);
   return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, const void* func,
+                                           const cudaLaunchConfig_t* config) {
+  return Ret(ClusterOccupancy(func, config, false, numClusters));
+}
+
+cudaError_t cudaOccupancyMaxPotentialClusterSize(int* clusterSize, const void* func,
+                                                 const cudaLaunchConfig_t* config) {
+  return Ret(ClusterOccupancy(func, config, true, clusterSize));
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func,

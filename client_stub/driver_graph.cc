@@ -28,8 +28,7 @@ CUresult KernelOp(const CUDA_KERNEL_NODE_PARAMS* p, GraphOp* op) {
   std::string params;
   if (cudaError_t e = PackLaunchArgs(k, p->kernelParams, p->extra, &params)) return ToCu(e);
   *op = cs::KernelOp(k, dim3(p->gridDimX, p->gridDimY, p->gridDimZ),
-                     dim3(p->blockDimX, p->blockDimY, p->blockDimZ), params, p->sharedMemBytes,
-                     false);
+                     dim3(p->blockDimX, p->blockDimY, p->blockDimZ), params, p->sharedMemBytes, {});
   return CUDA_SUCCESS;
 }
 

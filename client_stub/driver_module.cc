@@ -61,13 +61,13 @@ CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* 
 // A launch with `params` (one pointer per parameter) or `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER
 // and _SIZE: the parameters packed), never both.
 CUresult Launch(CUfunction fn, dim3 grid, dim3 block, unsigned int shared, CUstream s,
-                void** params, void** extra, bool cooperative) {
+                void** params, void** extra, LaunchMode mode) {
   if (CUresult r = NeedContext()) return r;
   if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   const auto& k = *reinterpret_cast<const Kernel*>(fn);
   std::string packed;
   if (cudaError_t e = PackLaunchArgs(k, params, extra, &packed)) return ToCu(e);
-  return ToCu(PostLaunch(k, grid, block, packed, shared, s, cooperative));
+  return ToCu(PostLaunch(k, grid, block, packed, shared, s, mode));
 }
 
 // Says once, on stderr, that launch attribute `id` is not served.
@@ -76,8 +76,8 @@ CUresult RefuseAttribute(int id) {
   if (!said.exchange(true))
     std::fprintf(stderr,
                  "remora: cuLaunchKernelEx: launch attribute %d would change what the launch "
-                 "does (clusters, launch events) and is not served by Remora's libcuda.so.1; "
-                 "the launch returns CUDA_ERROR_NOT_SUPPORTED\n",
+                 "does (launch events, device-updatable nodes) and is not served by Remora's "
+                 "libcuda.so.1; the launch returns CUDA_ERROR_NOT_SUPPORTED\n",
                  id);
   return CUDA_ERROR_NOT_SUPPORTED;
 }
@@ -236,6 +236,35 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction fn,
   return CUDA_SUCCESS;
 }
 
+// The cluster attribute of `config`, if any, is the shape asked about.
+CUresult ClusterOccupancy(CUfunction fn, const CUlaunchConfig* config, bool potential_size,
+                          int* out) {
+  if (CUresult r = NeedContext()) return r;
+  if (out == nullptr || fn == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  dim3 cluster(0, 0, 0);
+  for (unsigned i = 0; i < config->numAttrs && config->attrs; ++i)
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      const auto& d = config->attrs[i].value.clusterDim;
+      cluster = dim3(d.x, d.y, d.z);
+    }
+  return ToCu(remora::client_stub::ClusterOccupancy(
+      *reinterpret_cast<const Kernel*>(fn),
+      dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
+      dim3(config->blockDimX, config->blockDimY, config->blockDimZ), config->sharedMemBytes,
+      cluster, potential_size, out));
+}
+
+CUresult cuOccupancyMaxActiveClusters(int* clusters, CUfunction fn, const CUlaunchConfig* config) {
+  DriverCallScope scope;
+  return ClusterOccupancy(fn, config, false, clusters);
+}
+
+CUresult cuOccupancyMaxPotentialClusterSize(int* size, CUfunction fn,
+                                            const CUlaunchConfig* config) {
+  DriverCallScope scope;
+  return ClusterOccupancy(fn, config, true, size);
+}
+
 CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction fn) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
@@ -269,14 +298,20 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction 
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
       *value = k.carveout.load();
       return CUDA_SUCCESS;
-    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
     case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+      *value = k.cluster_size_must_be_set;
+      return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+      *value = k.cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH];
+      return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+      *value = k.non_portable_cluster.load();
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
     case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-      *value = 0;  // no cluster shape compiled in, no L1 caching preference
+      *value = 0;  // no L1 caching preference, the default scheduling policy
       return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;
@@ -287,41 +322,31 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                         CUstream s, void** params, void** extra) {
   DriverCallScope scope;
-  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, extra, false);
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, extra, {});
 }
 
 CUresult cuLaunchCooperativeKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
                                    unsigned int bx, unsigned int by, unsigned int bz,
                                    unsigned int shared, CUstream s, void** params) {
   DriverCallScope scope;
-  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, nullptr, true);
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, nullptr,
+                LaunchMode{.cooperative = true});
 }
 
-// The cooperative attribute is served; a priority the stream already has is the launch's.
+// Launch attributes (launch_mode.h): cooperative and cluster dimensions are served; a priority
+// the stream already has is the launch's.
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** params,
                           void** extra) {
   DriverCallScope scope;
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (config->numAttrs > 0 && config->attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  bool cooperative = false;
-  for (unsigned i = 0; i < config->numAttrs; ++i) {
-    const CUlaunchAttribute& a = config->attrs[i];
-    switch (
-        UseOfLaunchAttribute(a.id, reinterpret_cast<const cudaLaunchAttributeValue&>(a.value))) {
-      case LaunchAttrUse::kCooperative:
-        cooperative = true;
-        break;
-      case LaunchAttrUse::kIgnore:
-        break;
-      case LaunchAttrUse::kUnsupported:
-        return RefuseAttribute(a.id);
-      case LaunchAttrUse::kUnknown:
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-  }
+  LaunchMode mode;
+  int refused = 0;
+  const auto* attrs = reinterpret_cast<const cudaLaunchAttribute*>(config->attrs);
+  if (cudaError_t e = ApplyLaunchAttributes(attrs, config->numAttrs, &mode, &refused))
+    return e == cudaErrorNotSupported ? RefuseAttribute(refused) : ToCu(e);
   return Launch(fn, dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
                 dim3(config->blockDimX, config->blockDimY, config->blockDimZ),
-                config->sharedMemBytes, config->hStream, params, extra, cooperative);
+                config->sharedMemBytes, config->hStream, params, extra, mode);
 }
 
 CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {

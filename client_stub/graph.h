@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "client_stub/launch_mode.h"
+
 namespace remora::client_stub {
 
 struct Kernel;
@@ -27,7 +29,7 @@ struct GraphOp {
   dim3 grid, block;
   size_t shared = 0;
   std::string params;
-  bool cooperative = false;
+  LaunchMode mode;
   // Memcpy (2-D over linear memory; height 1 for a plain copy) and memset (width in elements
   // of `elem` bytes, each `value`'s low bytes).
   void* dst = nullptr;

@@ -232,6 +232,7 @@ Kernel* FindKernel(const void* host_fun) {
 void NoteAttribute(Kernel& k, int attribute, int value) {
   if (attribute == cudaFuncAttributeMaxDynamicSharedMemorySize) k.max_dynamic_shared = value;
   if (attribute == cudaFuncAttributePreferredSharedMemoryCarveout) k.carveout = value;
+  if (attribute == cudaFuncAttributeNonPortableClusterSizeAllowed) k.non_portable_cluster = value;
 }
 
 int MaxDynamicShared(const Kernel& k, const cudaDeviceProp& prop) {
@@ -261,6 +262,9 @@ void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {
   k.ptx_version = l.ptx_version();
   k.binary_version = l.binary_version();
   k.const_size_bytes = l.const_size_bytes();
+  k.cluster[0] = l.cluster_x(), k.cluster[1] = l.cluster_y(), k.cluster[2] = l.cluster_z();
+  k.cluster_size_must_be_set = l.cluster_size_must_be_set();
+  k.non_portable_cluster = l.non_portable_cluster_size();
 }
 
 cudaError_t EnsureRegistered(Kernel& k) {
@@ -322,9 +326,14 @@ bool ConfigurationFits(dim3 grid, dim3 block) {
   return true;
 }
 
-}  // namespace
-
-namespace {
+// A clustered launch needs a device with clusters and a grid of whole clusters.
+cudaError_t ClusterFits(dim3 grid, const LaunchMode& mode) {
+  if (!mode.clustered()) return cudaSuccess;
+  if (!St().prop.clusterLaunch) return cudaErrorNotSupported;
+  if (grid.x % mode.cluster.x || grid.y % mode.cluster.y || grid.z % mode.cluster.z)
+    return cudaErrorInvalidClusterSize;
+  return cudaSuccess;
+}
 
 // The calling thread's launch request, reused so its parameter bytes keep their capacity.
 v1::LaunchRequest& ThreadLaunchRequest() {
@@ -334,7 +343,7 @@ v1::LaunchRequest& ThreadLaunchRequest() {
 // Posts `req`, its parameters already filled in, as a launch of `k`. REQUIRES: the session is
 // up and the shape fits the device.
 cudaError_t Post(const Kernel& k, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
-                 bool cooperative, v1::LaunchRequest& req) {
+                 LaunchMode mode, v1::LaunchRequest& req) {
   req.set_kernel(k.handle);
   req.set_grid_x(grid.x);
   req.set_grid_y(grid.y);
@@ -344,13 +353,17 @@ cudaError_t Post(const Kernel& k, dim3 grid, dim3 block, size_t shared_bytes, cu
   req.set_block_z(block.z);
   req.set_shared_bytes(static_cast<uint32_t>(shared_bytes));
   req.set_stream(StreamId(stream));
-  req.set_cooperative(cooperative);
+  req.set_cooperative(mode.cooperative);
+  const bool clustered = mode.clustered();  // else 0, as a request without clusters says
+  req.set_cluster_x(clustered ? mode.cluster.x : 0);
+  req.set_cluster_y(clustered ? mode.cluster.y : 0);
+  req.set_cluster_z(clustered ? mode.cluster.z : 0);
   return RecordError(Connection::Get().Post(CallId::kLaunchKernel, req));
 }
 
 }  // namespace
 
-LaunchAttrUse UseOfLaunchAttribute(int id, const cudaLaunchAttributeValue& v) {
+cudaError_t ApplyLaunchAttribute(int id, const cudaLaunchAttributeValue& v, LaunchMode* mode) {
   switch (id) {
     case cudaLaunchAttributeIgnore:
     case cudaLaunchAttributeAccessPolicyWindow:
@@ -363,19 +376,50 @@ LaunchAttrUse UseOfLaunchAttribute(int id, const cudaLaunchAttributeValue& v) {
     case cudaLaunchAttributeMemSyncDomain:
     case cudaLaunchAttributePreferredClusterDimension:
     case cudaLaunchAttributePreferredSharedMemoryCarveout:
-      return LaunchAttrUse::kIgnore;
+    case cudaLaunchAttributeNvlinkUtilCentricScheduling:
+      return cudaSuccess;
     case cudaLaunchAttributeCooperative:
-      return v.cooperative ? LaunchAttrUse::kCooperative : LaunchAttrUse::kIgnore;
+      mode->cooperative = v.cooperative != 0;
+      return cudaSuccess;
     case cudaLaunchAttributeClusterDimension:
-      return v.clusterDim.x * v.clusterDim.y * v.clusterDim.z <= 1 ? LaunchAttrUse::kIgnore
-                                                                   : LaunchAttrUse::kUnsupported;
+      if (v.clusterDim.x == 0 || v.clusterDim.y == 0 || v.clusterDim.z == 0)
+        return cudaErrorInvalidValue;
+      mode->cluster = dim3(v.clusterDim.x, v.clusterDim.y, v.clusterDim.z);
+      return cudaSuccess;
     case cudaLaunchAttributeProgrammaticEvent:
     case cudaLaunchAttributeLaunchCompletionEvent:
     case cudaLaunchAttributeDeviceUpdatableKernelNode:
-      return LaunchAttrUse::kUnsupported;
+      return cudaErrorNotSupported;
     default:
-      return LaunchAttrUse::kUnknown;
+      return cudaErrorInvalidValue;
   }
+}
+
+cudaError_t ApplyLaunchAttributes(const cudaLaunchAttribute* attrs, unsigned n, LaunchMode* mode,
+                                  int* refused) {
+  if (n > 0 && attrs == nullptr) return cudaErrorInvalidValue;
+  for (unsigned i = 0; i < n; ++i) {
+    if (cudaError_t e = ApplyLaunchAttribute(attrs[i].id, attrs[i].val, mode)) {
+      if (refused) *refused = attrs[i].id;
+      return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+cudaError_t ClusterOccupancy(const Kernel& k, dim3 grid, dim3 block, size_t shared, dim3 cluster,
+                             bool potential_size, int* out) {
+  v1::ClusterOccupancyRequest req;
+  req.set_kernel(k.handle);
+  req.set_grid_x(grid.x), req.set_grid_y(grid.y), req.set_grid_z(grid.z);
+  req.set_block_x(block.x), req.set_block_y(block.y), req.set_block_z(block.z);
+  req.set_shared_bytes(static_cast<uint32_t>(shared));
+  req.set_cluster_x(cluster.x), req.set_cluster_y(cluster.y), req.set_cluster_z(cluster.z);
+  req.set_potential_size(potential_size);
+  v1::IntReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kOccupancyClusters, req, &rep)) return e;
+  *out = static_cast<int>(rep.value());
+  return cudaSuccess;
 }
 
 cudaError_t PackLaunchArgs(const Kernel& k, void** params, void** extra, std::string* out) {
@@ -403,7 +447,7 @@ cudaError_t PackLaunchArgs(const Kernel& k, void** params, void** extra, std::st
 }
 
 GraphOp KernelOp(const Kernel& k, dim3 grid, dim3 block, std::string_view params, size_t shared,
-                 bool cooperative) {
+                 LaunchMode mode) {
   GraphOp op;
   op.type = cudaGraphNodeTypeKernel;
   op.kernel = const_cast<Kernel*>(&k);
@@ -411,30 +455,32 @@ GraphOp KernelOp(const Kernel& k, dim3 grid, dim3 block, std::string_view params
   op.block = block;
   op.params.assign(params);
   op.shared = shared;
-  op.cooperative = cooperative;
+  op.mode = mode;
   return op;
 }
 
 cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
-                       size_t shared_bytes, cudaStream_t stream, bool cooperative) {
+                       size_t shared_bytes, cudaStream_t stream, LaunchMode mode) {
   if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
   if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
+  if (cudaError_t e = ClusterFits(grid, mode)) return RecordError(e);
   if (k.image)  // after a device reset, the kernel's module is loaded again
     if (cudaError_t e = RefreshImageKernel(const_cast<Kernel&>(k))) return RecordError(e);
   if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
   if (AnyCapture())
-    if (auto r = CaptureOp(stream, KernelOp(k, grid, block, params, shared_bytes, cooperative)))
+    if (auto r = CaptureOp(stream, KernelOp(k, grid, block, params, shared_bytes, mode)))
       return RecordError(*r);
   v1::LaunchRequest& req = ThreadLaunchRequest();
   req.set_params(params.data(), params.size());
-  return Post(k, grid, block, shared_bytes, stream, cooperative, req);
+  return Post(k, grid, block, shared_bytes, stream, mode, req);
 }
 
 cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                   cudaStream_t stream, bool cooperative) {
+                   cudaStream_t stream, LaunchMode mode) {
   if (!k) return RecordError(cudaErrorInvalidDeviceFunction);
   if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
   if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
+  if (cudaError_t e = ClusterFits(grid, mode)) return RecordError(e);
   if (cudaError_t e = EnsureRegistered(*k)) {
     if (TraceEnabled()) TraceLocal("LaunchKernel", k->name, e, "its module did not register");
     return RecordError(e);
@@ -448,10 +494,9 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
   v1::LaunchRequest& req = ThreadLaunchRequest();
   if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
   if (AnyCapture())
-    if (auto r =
-            CaptureOp(stream, KernelOp(*k, grid, block, req.params(), shared_bytes, cooperative)))
+    if (auto r = CaptureOp(stream, KernelOp(*k, grid, block, req.params(), shared_bytes, mode)))
       return RecordError(*r);
-  return Post(*k, grid, block, shared_bytes, stream, cooperative, req);
+  return Post(*k, grid, block, shared_bytes, stream, mode, req);
 }
 
 void PushConfig(const LaunchConfig& c) {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client_stub/launch_mode.h"
 #include "proto/status.h"
 
 namespace remora::v1 {
@@ -43,8 +44,10 @@ struct Kernel {
   uint32_t param_bytes = 0;
   int32_t max_threads_per_block = 0, shared_size_bytes = 0, local_size_bytes = 0, num_regs = 0;
   int32_t ptx_version = 0, binary_version = 0, const_size_bytes = 0;
+  int32_t cluster[3] = {0, 0, 0}, cluster_size_must_be_set = 0;  // a shape compiled in
   // What cudaFuncSetAttribute/cuFuncSetAttribute last set (-1: never), as attributes report it.
   std::atomic<int32_t> max_dynamic_shared{-1}, carveout{-1};
+  std::atomic<int32_t> non_portable_cluster{0};
   // A kernel of a module loaded from an image (image_module.h), and the DeviceEpoch its
   // handle is from: a device reset makes it stale, and its next use asks for it again.
   ImageModule* image = nullptr;
@@ -113,21 +116,22 @@ cudaError_t EnsureRegistered(Kernel& k);
 // Checks the configuration, then posts the launch. Errors (also recorded as
 // last error): cudaErrorInvalidDeviceFunction for a null kernel;
 // cudaErrorInvalidConfiguration for a zero or oversized grid/block;
-// registration errors; the session's failure code. A `cooperative` launch has
+// registration errors; the session's failure code. A cooperative launch has
 // every block co-resident (cudaLaunchCooperativeKernel); one too large for the
 // device fails with cudaErrorCooperativeLaunchTooLarge at its stream's next
-// synchronising call.
+// synchronising call. A clustered one fails with cudaErrorNotSupported on a device
+// without clusters and cudaErrorInvalidClusterSize where the grid is not whole clusters.
 cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                   cudaStream_t stream, bool cooperative = false);
+                   cudaStream_t stream, LaunchMode mode = {});
 
 // Posts a launch of `k`, whose handle and layout the server gave (`params`: its param_bytes
 // packed), after the same configuration checks as Launch. The driver API's cuLaunchKernel.
 cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
-                       size_t shared_bytes, cudaStream_t stream, bool cooperative = false);
+                       size_t shared_bytes, cudaStream_t stream, LaunchMode mode = {});
 
 // A graph node's work: a launch of `k` with `params` packed by its layout.
 GraphOp KernelOp(const Kernel& k, dim3 grid, dim3 block, std::string_view params, size_t shared,
-                 bool cooperative);
+                 LaunchMode mode);
 
 // The variable whose host shadow is `symbol`, registered with the server.
 // Errors: cudaErrorInvalidSymbol if unknown; registration errors.
@@ -143,13 +147,11 @@ void PushConfig(const LaunchConfig& c);
 // False if the stack is empty.
 bool PopConfig(LaunchConfig* c);
 
-// What a launch does with a launch attribute (cudaLaunchAttributeID and CUlaunchAttributeID
-// number alike, and their values share a layout): kIgnore for a hint or an ordering the
-// launch already gives (it runs fully stream-ordered; a cluster of one block is no cluster);
-// kCooperative, sent with the launch; kUnsupported where a plain launch would silently
-// differ; kUnknown for an id CUDA does not define.
-enum class LaunchAttrUse : uint8_t { kIgnore, kCooperative, kUnsupported, kUnknown };
-LaunchAttrUse UseOfLaunchAttribute(int id, const cudaLaunchAttributeValue& value);
+// cudaOccupancyMaxActiveClusters (or, with `potential_size`, MaxPotentialClusterSize) for a
+// launch of `k` shaped so, asked of the server's device; a cluster of 0x0x0 asks about the
+// kernel's compiled-in one. The device's error where it has no clusters.
+cudaError_t ClusterOccupancy(const Kernel& k, dim3 grid, dim3 block, size_t shared, dim3 cluster,
+                             bool potential_size, int* out);
 
 // Packs `args` (one pointer per parameter) per the layout into `out`
 // (param_bytes long). False if the layout is inconsistent.

@@ -347,6 +347,73 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchCooperativeKernel(
                        sharedMemBytes, hStream, kernelParams, nullptr, true);
 }
 
+// Launch attributes: cooperative is served; a cluster of more than one block is refused (this
+// device reports CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH 0, and a stream-ordered launch cannot give
+// blocks a shared cluster); those that only hint or relax ordering are accepted.
+REMORA_EMU_API CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
+                                                 void** kernelParams, void** extra) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (config == nullptr || (config->numAttrs > 0 && config->attrs == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    switch (a.id) {
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        cooperative = a.value.cooperative != 0;
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
+        const auto& d = a.value.clusterDim;
+        if (d.x == 0 || d.y == 0 || d.z == 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+        if (uint64_t{d.x} * d.y * d.z > 1) return CUDA_ERROR_NOT_SUPPORTED;
+        break;
+      }
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+      case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+      case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+        return CUDA_ERROR_NOT_SUPPORTED;
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+        break;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return EnqueueLaunch(ctx, f, config->gridDimX, config->gridDimY, config->gridDimZ,
+                       config->blockDimX, config->blockDimY, config->blockDimZ,
+                       config->sharedMemBytes, config->hStream, kernelParams, extra, cooperative);
+}
+
+// Clusters: this device has none to report (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH is 0).
+REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                                             const CUlaunchConfig* config) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (numClusters == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int* clusterSize,
+                                                                   CUfunction func,
+                                                                   const CUlaunchConfig* config) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (clusterSize == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  FunctionRef f;
+  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 // --- linker ----------------------------------------------------------------------------
 
 REMORA_EMU_API CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_option* options,

@@ -106,6 +106,9 @@ REMORA_FIXED_MESSAGE(LaunchRequest) {
   REMORA_FIXED(io, m, uint32_t, block_z);
   REMORA_FIXED(io, m, uint32_t, shared_bytes);
   REMORA_FIXED(io, m, bool, cooperative);
+  REMORA_FIXED(io, m, uint32_t, cluster_x);
+  REMORA_FIXED(io, m, uint32_t, cluster_y);
+  REMORA_FIXED(io, m, uint32_t, cluster_z);
   REMORA_FIXED_TAIL(io, m, params);
 }
 // LaunchRequest decoded in place (the server's hot path): the same fields, the parameters
@@ -130,6 +133,9 @@ class LaunchView {
   REMORA_VIEW_FIELD(uint32_t, block_z)
   REMORA_VIEW_FIELD(uint32_t, shared_bytes)
   REMORA_VIEW_FIELD(bool, cooperative)
+  REMORA_VIEW_FIELD(uint32_t, cluster_x)
+  REMORA_VIEW_FIELD(uint32_t, cluster_y)
+  REMORA_VIEW_FIELD(uint32_t, cluster_z)
 #undef REMORA_VIEW_FIELD
   std::string_view params() const {
     return params_;
@@ -148,6 +154,7 @@ class LaunchView {
     v.block_x_ = r.block_x(), v.block_y_ = r.block_y(), v.block_z_ = r.block_z();
     v.shared_bytes_ = r.shared_bytes();
     v.cooperative_ = r.cooperative();
+    v.cluster_x_ = r.cluster_x(), v.cluster_y_ = r.cluster_y(), v.cluster_z_ = r.cluster_z();
     v.params_ = r.params();
     return v;
   }
@@ -157,6 +164,7 @@ class LaunchView {
   uint32_t grid_x_ = 0, grid_y_ = 0, grid_z_ = 0, block_x_ = 0, block_y_ = 0, block_z_ = 0;
   uint32_t shared_bytes_ = 0;
   bool cooperative_ = false;
+  uint32_t cluster_x_ = 0, cluster_y_ = 0, cluster_z_ = 0;
   std::string_view params_;
 };
 template <>

@@ -336,21 +336,41 @@ namespace {
 
 Status IssueLaunch(Device& dev, CUstream s, const Executor::LaunchArgs& a) {
   const DriverTable& drv = dev.drv();
+  // A cooperative launch takes one pointer per parameter, never a packed buffer.
+  std::vector<void*> args;
   if (a.cooperative) {
-    // cuLaunchCooperativeKernel takes one pointer per parameter, never a packed buffer.
-    std::vector<void*> args;
     args.reserve(a.cooperative->size());
     for (uint32_t off : *a.cooperative) args.push_back(const_cast<char*>(a.params.data()) + off);
-    return dev.Check(drv.cuLaunchCooperativeKernel(a.fn, a.grid[0], a.grid[1], a.grid[2],
-                                                   a.block[0], a.block[1], a.block[2], a.shared, s,
-                                                   args.empty() ? nullptr : args.data()),
-                     "cuLaunchCooperativeKernel");
   }
   size_t size = a.params.size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<char*>(a.params.data()),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  void** packed = a.cooperative || size == 0 ? nullptr : extra;
+  void** params = args.empty() ? nullptr : args.data();
+  if (a.cluster[0] * a.cluster[1] * a.cluster[2] > 1) {
+    CUlaunchAttribute attrs[2] = {};
+    attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[0].value.clusterDim.x = a.cluster[0];
+    attrs[0].value.clusterDim.y = a.cluster[1];
+    attrs[0].value.clusterDim.z = a.cluster[2];
+    attrs[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[1].value.cooperative = 1;
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = a.grid[0], cfg.gridDimY = a.grid[1], cfg.gridDimZ = a.grid[2];
+    cfg.blockDimX = a.block[0], cfg.blockDimY = a.block[1], cfg.blockDimZ = a.block[2];
+    cfg.sharedMemBytes = a.shared;
+    cfg.hStream = s;
+    cfg.attrs = attrs;
+    cfg.numAttrs = a.cooperative ? 2 : 1;
+    return dev.Check(drv.cuLaunchKernelEx(&cfg, a.fn, params, packed), "cuLaunchKernelEx");
+  }
+  if (a.cooperative)
+    return dev.Check(
+        drv.cuLaunchCooperativeKernel(a.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1],
+                                      a.block[2], a.shared, s, params),
+        "cuLaunchCooperativeKernel");
   return dev.Check(drv.cuLaunchKernel(a.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1],
-                                      a.block[2], a.shared, s, nullptr, size ? extra : nullptr),
+                                      a.block[2], a.shared, s, nullptr, packed),
                    "cuLaunchKernel");
 }
 

@@ -74,6 +74,7 @@ class Executor {
     std::string_view params;  // packed, as the kernel takes them
     // Set for a cooperative launch: each parameter's offset in `params`.
     std::optional<std::span<const uint32_t>> cooperative;
+    unsigned cluster[3] = {1, 1, 1};  // a thread-block cluster's shape; 1x1x1: none
   };
   // How a wait starts on the calling thread.
   enum class Wait {

@@ -456,6 +456,24 @@ int Activemask(Exec& x, const Inst& in) {
   return kNext;
 }
 
+// mapa d, a, rank: `a` in the shared memory of the cluster's CTA `rank`. A cluster here is one
+// CTA (the device has no cluster launch), so rank 0 is the only one there is.
+int Mapa(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* rank = Src(x, in.a[1]);
+  int fault = -1;
+  ForLanes(x.mask, [&](int l) {
+    if (uint32_t(rank[l]) != 0 && fault < 0) fault = l;
+    d[l] = a[l];
+  });
+  if (fault >= 0)
+    return FaultAt(
+        x, err::kLaunchFailure, in,
+        "mapa to CTA rank " + std::to_string(uint32_t(rank[fault])) + " of a cluster of one CTA");
+  return kNext;
+}
+
 }  // namespace
 
 int exec_mov_sreg(Exec& x, const Inst& in) {
@@ -635,6 +653,9 @@ ExecFn select_Redux(Inst& in) {
 }
 ExecFn select_Match(Inst& in) {
   return in.sub == Sub::kAny || in.sub == Sub::kAll ? &Match : nullptr;
+}
+ExecFn select_Mapa(Inst&) {
+  return &Mapa;
 }
 ExecFn select_Activemask(Inst&) {
   return &Activemask;

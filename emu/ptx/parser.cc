@@ -149,6 +149,7 @@ constexpr ModRow kMods[] = {
     {"v2", ModKind::kVec, 2},
     {"v4", ModKind::kVec, 4},
     {"sync", ModKind::kSync, 0},
+    {"wait", ModKind::kSync, 0},  // barrier.cluster.wait
     {"aligned", ModKind::kIgnore, 0},
     {"warp", ModKind::kSync, 1},
     {"red", ModKind::kSync, 2},
@@ -1480,6 +1481,19 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
           break;
         case Op::kBar:
         case Op::kBarrier:
+          if (in.op == Op::kBarrier && mnemonic.starts_with("barrier.cluster")) {
+            // Every launch here is clusters of one CTA (the device has no cluster launch):
+            // arrive only orders memory, and wait is the CTA's barrier 0 over all its threads.
+            RETURN_IF_ERROR(need(0, 0));
+            if (in.flags & kFlagArrive) {
+              in.op = Op::kFence;
+              in.flags &= ~kFlagArrive;
+              break;
+            }
+            ops.emplace_back();  // the immediate 0
+            RETURN_IF_ERROR(src(0, 0, Ty::kU32));
+            break;
+          }
           if (in.sub2 == Sub::kUni) {  // bar.warp.sync membermask
             RETURN_IF_ERROR(need(1, 1));
             RETURN_IF_ERROR(src(0, 0, Ty::kU32));

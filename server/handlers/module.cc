@@ -251,6 +251,11 @@ void Session::DescribeKernel(CUfunction fn, const std::string& name, uint64_t mo
   k.set_ptx_version(attr(CU_FUNC_ATTRIBUTE_PTX_VERSION));
   k.set_binary_version(attr(CU_FUNC_ATTRIBUTE_BINARY_VERSION));
   k.set_const_size_bytes(attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
+  k.set_cluster_x(attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH));
+  k.set_cluster_y(attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT));
+  k.set_cluster_z(attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH));
+  k.set_cluster_size_must_be_set(attr(CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET));
+  k.set_non_portable_cluster_size(attr(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED));
   const uint64_t handle = next_handle_++;
   k.set_handle(handle);
   kernels_.Put(handle, Kernel{fn, bytes, module_id, std::move(offsets)});
@@ -309,6 +314,9 @@ Status Session::OnLaunchKernel(const fixed::LaunchView& req, v1::Empty&) {
   a.shared = req.shared_bytes();
   a.params = req.params();
   if (req.cooperative()) a.cooperative = std::span<const uint32_t>(k.param_offsets);
+  a.cluster[0] = std::max(1u, req.cluster_x());
+  a.cluster[1] = std::max(1u, req.cluster_y());
+  a.cluster[2] = std::max(1u, req.cluster_z());
   return work_->Launch(req.stream(), a);
 }
 
@@ -327,6 +335,32 @@ Status Session::OnOccupancyMaxActiveBlocks(const v1::OccupancyRequest& req, v1::
                                   &blocks, kernel->fn, req.block_size(), req.dynamic_shared()),
                               "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   rep.set_value(blocks);
+  return OkStatus();
+}
+
+Status Session::OnOccupancyClusters(const v1::ClusterOccupancyRequest& req, v1::IntReply& rep) {
+  ASSIGN_OR_RETURN(Kernel * kernel, kernels_.Find(req.kernel()));
+  CUlaunchAttribute cluster = {};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = req.cluster_x();
+  cluster.value.clusterDim.y = req.cluster_y();
+  cluster.value.clusterDim.z = req.cluster_z();
+  CUlaunchConfig cfg = {};
+  cfg.gridDimX = req.grid_x(), cfg.gridDimY = req.grid_y(), cfg.gridDimZ = req.grid_z();
+  cfg.blockDimX = req.block_x(), cfg.blockDimY = req.block_y(), cfg.blockDimZ = req.block_z();
+  cfg.sharedMemBytes = req.shared_bytes();
+  const bool given = req.cluster_x() != 0 || req.cluster_y() != 0 || req.cluster_z() != 0;
+  cfg.attrs = given ? &cluster : nullptr;
+  cfg.numAttrs = given ? 1 : 0;
+  int value = 0;
+  if (req.potential_size())
+    RETURN_IF_ERROR(
+        dev().Check(dev().drv().cuOccupancyMaxPotentialClusterSize(&value, kernel->fn, &cfg),
+                    "cuOccupancyMaxPotentialClusterSize"));
+  else
+    RETURN_IF_ERROR(dev().Check(dev().drv().cuOccupancyMaxActiveClusters(&value, kernel->fn, &cfg),
+                                "cuOccupancyMaxActiveClusters"));
+  rep.set_value(value);
   return OkStatus();
 }
 

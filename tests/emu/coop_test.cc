@@ -147,6 +147,56 @@ TEST_F(EmuCoop, CancelStopsACooperativeGridSpinningInGridSync) {
   for (CUdeviceptr p : {started, stop}) EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
 }
 
+// cuLaunchKernelEx: the cooperative attribute runs gridSum as cuLaunchCooperativeKernel does,
+// beside a cluster of one block (no cluster) and a hint; a cluster of two is refused as this
+// device has no clusters (CLUSTER_LAUNCH 0), as are cluster occupancy queries; an id CUDA does
+// not define is invalid.
+TEST_F(EmuCoop, LaunchKernelExServesCooperativeAndRefusesClusters) {
+  int has_clusters = -1;
+  ASSERT_EQ(api.cuDeviceGetAttribute(&has_clusters, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(has_clusters, 0);
+  const int n = 20000, blocks = 16, threads = 64;
+  std::vector<int> in(n);
+  std::mt19937 rng(5);
+  long long want = 0;
+  for (int& v : in) want += (v = int(rng() % 2001) - 1000);
+  CUdeviceptr din = Alloc(n * sizeof(int)), partial = Alloc(blocks * 8), out = Alloc(blocks * 8);
+  ASSERT_EQ(api.cuMemcpyHtoD(din, in.data(), n * sizeof(int)), CUDA_SUCCESS);
+  int nn = n;
+  void* args[] = {&din, &partial, &out, &nn};
+  CUlaunchAttribute attrs[3] = {};
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attrs[0].value.cooperative = 1;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attrs[1].value.clusterDim.x = attrs[1].value.clusterDim.y = attrs[1].value.clusterDim.z = 1;
+  attrs[2].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  CUlaunchConfig cfg = {};
+  cfg.gridDimX = blocks, cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = threads, cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.attrs = attrs;
+  cfg.numAttrs = 3;
+  ASSERT_EQ(api.cuLaunchKernelEx(&cfg, Fn("gridSum"), args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  std::vector<long long> got(blocks);
+  ASSERT_EQ(api.cuMemcpyDtoH(got.data(), out, blocks * 8), CUDA_SUCCESS);
+  for (int b = 0; b < blocks; ++b) EXPECT_EQ(got[b], want) << "block " << b;
+
+  attrs[1].value.clusterDim.x = 2;
+  EXPECT_EQ(api.cuLaunchKernelEx(&cfg, Fn("gridSum"), args, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  int v = 0;
+  EXPECT_EQ(api.cuOccupancyMaxActiveClusters(&v, Fn("gridSum"), &cfg), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(api.cuOccupancyMaxPotentialClusterSize(&v, Fn("gridSum"), &cfg),
+            CUDA_ERROR_NOT_SUPPORTED);
+  attrs[1].value.clusterDim.x = 0;
+  EXPECT_EQ(api.cuLaunchKernelEx(&cfg, Fn("gridSum"), args, nullptr),
+            CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  attrs[1].id = static_cast<CUlaunchAttributeID>(15);  // not a CUDA 13 attribute
+  EXPECT_EQ(api.cuLaunchKernelEx(&cfg, Fn("gridSum"), args, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);  // the refusals left nothing behind
+  for (CUdeviceptr p : {din, partial, out}) EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+}
+
 #endif  // REMORA_EMU_HAS_PTX && REMORA_EMU_HAS_NVCC
 
 }  // namespace

@@ -397,5 +397,44 @@ TEST(Mbarrier, UnsupportedFormsAreRefusedAtLoadByName) {
   }
 }
 
+// A launch without cluster dimensions runs each CTA as a cluster of one: %cluster_ctarank is 0,
+// %cluster_nctarank 1, barrier.cluster.arrive/wait is a barrier of the CTA's threads (thread 63
+// reads what thread 0 stored before it), and mapa to rank 0 is the address itself; mapa to any
+// other rank faults, naming it.
+TEST(Cluster, OneCtaClustersBarrierAndMapToThemselves) {
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(8);
+  uint8_t* in = mem.Alloc<uint8_t>(16);
+  const std::string body = R"(
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %cluster_ctarank;
+  mov.u32 %r3, %cluster_nctarank;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 st.shared.u32 [sh], 1234;
+  barrier.cluster.arrive.release.aligned;
+  barrier.cluster.wait.acquire.aligned;
+  mov.u64 %rd2, sh;
+  cvta.shared.u64 %rd3, %rd2;
+  mapa.u64 %rd4, %rd3, RANK;
+  ld.u32 %r4, [%rd4];
+  setp.eq.u32 %p2, %r1, 63;
+  @%p2 st.global.v4.u32 [%rd1], {%r2, %r3, %r4, %r1};
+  ret;)";
+  auto with_rank = [&](const char* rank) {
+    std::string b = body;
+    b.replace(b.find("RANK"), 4, rank);
+    return Kernel(b);
+  };
+  Status s = RunOne(with_rank("0"), out, in, mem, 64);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0], 0u);
+  EXPECT_EQ(out[1], 1u);
+  EXPECT_EQ(out[2], 1234u);
+  EXPECT_EQ(out[3], 63u);
+  s = RunOne(with_rank("1"), out, in, mem, 64);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("mapa to CTA rank 1"), std::string::npos) << s.ToString();
+}
+
 }  // namespace
 }  // namespace remora::emu::ptx::testing

@@ -94,8 +94,8 @@ TEST(FixedLayout, WrongLengthsAreRefused) {
   EXPECT_FALSE(fixed::Decode(Bytes("x"), empty));
   // A launch's parameters run to the end; its fixed part must still be whole.
   v1::LaunchRequest launch;
-  EXPECT_FALSE(fixed::Decode(Bytes(std::string(44, '\0')), launch));
-  EXPECT_TRUE(fixed::Decode(Bytes(std::string(45, '\0')), launch));
+  EXPECT_FALSE(fixed::Decode(Bytes(std::string(56, '\0')), launch));
+  EXPECT_TRUE(fixed::Decode(Bytes(std::string(57, '\0')), launch));
   EXPECT_TRUE(launch.params().empty());
 }
 
