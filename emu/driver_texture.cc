@@ -1,5 +1,6 @@
 // emu/driver_texture.cc - entry points: texture and surface objects over device memory
-// (emu/texture.h), read by the interpreter's tex, tld4, txq, suld and sust.
+// (emu/texture.h), read by the interpreter's tex, tld4, txq, suld and sust; and tensor maps,
+// which this device has no tensor memory accelerator to read.
 #include "emu/driver.h"
 
 REMORA_EMU_API CUresult cuTexObjectCreate(CUtexObject* pTexObject,
@@ -54,4 +55,36 @@ REMORA_EMU_API CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc
   EMU_CURRENT_CONTEXT(ctx);
   if (pResDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return ctx->textures().Describe(surfObject, true, pResDesc, nullptr);
+}
+
+// Tensor maps describe tensors to the tensor memory accelerator of sm_90 and later, which this
+// device does not have (it runs no cp.async.bulk.tensor): every encoding is refused.
+REMORA_EMU_API CUresult cuTensorMapEncodeTiled(CUtensorMap* tensorMap, CUtensorMapDataType,
+                                               cuuint32_t, void*, const cuuint64_t*,
+                                               const cuuint64_t*, const cuuint32_t*,
+                                               const cuuint32_t*, CUtensorMapInterleave,
+                                               CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                               CUtensorMapFloatOOBfill) {
+  return tensorMap == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+REMORA_EMU_API CUresult cuTensorMapEncodeIm2col(CUtensorMap* tensorMap, CUtensorMapDataType,
+                                                cuuint32_t, void*, const cuuint64_t*,
+                                                const cuuint64_t*, const int*, const int*,
+                                                cuuint32_t, cuuint32_t, const cuuint32_t*,
+                                                CUtensorMapInterleave, CUtensorMapSwizzle,
+                                                CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  return tensorMap == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+REMORA_EMU_API CUresult
+cuTensorMapEncodeIm2colWide(CUtensorMap* tensorMap, CUtensorMapDataType, cuuint32_t, void*,
+                            const cuuint64_t*, const cuuint64_t*, int, int, cuuint32_t, cuuint32_t,
+                            const cuuint32_t*, CUtensorMapInterleave, CUtensorMapIm2ColWideMode,
+                            CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  return tensorMap == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+REMORA_EMU_API CUresult cuTensorMapReplaceAddress(CUtensorMap* tensorMap, void*) {
+  return tensorMap == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
 }

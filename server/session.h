@@ -438,6 +438,10 @@ class Session : public std::enable_shared_from_this<Session> {
                                    held.destroy.push_back(DestroyTexture(h, kind));
                                    return false;
                                  }};
+  // Tensor maps this session's device encoded, by their bytes: the bytes of tenant memory
+  // each spans (cuTensorMapReplaceAddress moves that span). At most kMaxTensorMaps are kept.
+  static constexpr size_t kMaxTensorMaps = 4096;
+  std::unordered_map<std::string, uint64_t> tensor_maps_;
   uint64_t next_handle_ = 0x1000;
   std::shared_ptr<Executor::Tenant> work_;  // this tenant's queues, once admitted
   transport::FrameHeader current_;          // the call being handled

@@ -1263,6 +1263,9 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   bool is_cmp_op = in.op == Op::kSetp || in.op == Op::kSet;
   std::vector<Ty> types;
   rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+  // Every fence (ordering, proxy, mbarrier-init) orders no more than the interpreter always
+  // does: one memory, seen in program order by every proxy.
+  if (in.op == Op::kFence) rest = std::string_view();
   bool bar_red = false;
   while (!rest.empty()) {
     size_t d = rest.find('.');

@@ -49,9 +49,19 @@ TEST_P(CudaPrograms, LoadWithNothingRefused) {
   if (std::string(GetParam()) == "75") {
     EXPECT_GE(programs.size(), 10u) << "PTX not built?";
   }
+  // What the emulated GPU refuses by design (README: what it does not run), at load, by name.
+  const std::map<std::string, std::string> refused_by_design = {
+      {"hopper", "cp.async.bulk.tensor"},  // the tensor memory accelerator (sm_90 PTX only)
+  };
   for (auto& [name, sources] : programs) {
     SCOPED_TRACE("compute_" + std::string(GetParam()) + " " + name);
     auto r = Load(sources);
+    auto by_design = refused_by_design.find(name);
+    if (!r.ok() && by_design != refused_by_design.end()) {
+      EXPECT_NE(r.status().ToString().find(by_design->second), std::string::npos)
+          << name << ": " << r.status().ToString();
+      continue;
+    }
     ASSERT_TRUE(r.ok()) << name << ": " << r.status().ToString();
     for (const std::string& what : Refused(**r)) {
       ADD_FAILURE() << name << " (compute_" << GetParam() << "): refused " << what;
