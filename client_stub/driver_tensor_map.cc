@@ -20,6 +20,15 @@ namespace {
 
 constexpr uint32_t kMaxRank = 5;
 
+// Sends `req`; on success the server's encoding is `*map`.
+CUresult Send(const v1::TensorMapRequest& req, CUtensorMap* map) {
+  v1::TensorMapReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kTensorMapEncode, req, &rep)) return ToCu(e);
+  if (rep.map().size() != sizeof *map) return CUDA_ERROR_UNKNOWN;
+  std::memcpy(map, rep.map().data(), sizeof *map);
+  return CUDA_SUCCESS;
+}
+
 // The fields every encoding shares; false if a pointer the rank needs is null.
 bool Describe(v1::TensorMapRequest& req, CUtensorMapDataType type, cuuint32_t rank, void* address,
               const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* element_strides,
@@ -43,13 +52,25 @@ bool Describe(v1::TensorMapRequest& req, CUtensorMapDataType type, cuuint32_t ra
   return true;
 }
 
-// Sends `req`; on success the server's encoding is `*map`.
-CUresult Encode(const v1::TensorMapRequest& req, CUtensorMap* map) {
-  v1::TensorMapReply rep;
-  if (cudaError_t e = Connection::Get().Call(CallId::kTensorMapEncode, req, &rep)) return ToCu(e);
-  if (rep.map().size() != sizeof *map) return CUDA_ERROR_UNKNOWN;
-  std::memcpy(map, rep.map().data(), sizeof *map);
-  return CUDA_SUCCESS;
+// One encoding: `describe_rest` adds the fields of its kind and returns false if its
+// pointers are null; on success the server's encoding is `*map`.
+template <class DescribeRest>
+CUresult EncodeMap(v1::TensorMapRequest::Kind kind, CUtensorMap* map, CUtensorMapDataType type,
+                   cuuint32_t rank, void* address, const cuuint64_t* dims,
+                   const cuuint64_t* strides, const cuuint32_t* element_strides,
+                   CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                   CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill,
+                   DescribeRest&& describe_rest) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  v1::TensorMapRequest req;
+  req.set_kind(kind);
+  if (map == nullptr ||
+      !Describe(req, type, rank, address, dims, strides, element_strides, interleave, swizzle, l2,
+                fill) ||
+      !describe_rest(req))
+    return CUDA_ERROR_INVALID_VALUE;
+  return Send(req, map);
 }
 
 }  // namespace
@@ -61,16 +82,12 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType type, cuui
                                 const cuuint32_t* box, const cuuint32_t* element_strides,
                                 CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                 CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  v1::TensorMapRequest req;
-  req.set_kind(v1::TensorMapRequest::TILED);
-  if (map == nullptr || box == nullptr ||
-      !Describe(req, type, rank, address, dims, strides, element_strides, interleave, swizzle, l2,
-                fill))
-    return CUDA_ERROR_INVALID_VALUE;
-  for (uint32_t i = 0; i < rank; ++i) req.add_box(box[i]);
-  return Encode(req, map);
+  return EncodeMap(v1::TensorMapRequest::TILED, map, type, rank, address, dims, strides,
+                   element_strides, interleave, swizzle, l2, fill, [&](v1::TensorMapRequest& req) {
+                     if (box == nullptr) return false;
+                     for (uint32_t i = 0; i < rank; ++i) req.add_box(box[i]);
+                     return true;
+                   });
 }
 
 CUresult cuTensorMapEncodeIm2col(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank,
@@ -79,21 +96,17 @@ CUresult cuTensorMapEncodeIm2col(CUtensorMap* map, CUtensorMapDataType type, cuu
                                  cuuint32_t pixels, const cuuint32_t* element_strides,
                                  CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                  CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  v1::TensorMapRequest req;
-  req.set_kind(v1::TensorMapRequest::IM2COL);
-  if (map == nullptr || rank < 3 || lower == nullptr || upper == nullptr ||
-      !Describe(req, type, rank, address, dims, strides, element_strides, interleave, swizzle, l2,
-                fill))
-    return CUDA_ERROR_INVALID_VALUE;
-  for (uint32_t i = 0; i + 2 < rank; ++i) {
-    req.add_lower(lower[i]);
-    req.add_upper(upper[i]);
-  }
-  req.set_channels_per_pixel(channels);
-  req.set_pixels_per_column(pixels);
-  return Encode(req, map);
+  return EncodeMap(v1::TensorMapRequest::IM2COL, map, type, rank, address, dims, strides,
+                   element_strides, interleave, swizzle, l2, fill, [&](v1::TensorMapRequest& req) {
+                     if (rank < 3 || lower == nullptr || upper == nullptr) return false;
+                     for (uint32_t i = 0; i + 2 < rank; ++i) {
+                       req.add_lower(lower[i]);
+                       req.add_upper(upper[i]);
+                     }
+                     req.set_channels_per_pixel(channels);
+                     req.set_pixels_per_column(pixels);
+                     return true;
+                   });
 }
 
 CUresult cuTensorMapEncodeIm2colWide(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank,
@@ -104,19 +117,15 @@ CUresult cuTensorMapEncodeIm2colWide(CUtensorMap* map, CUtensorMapDataType type,
                                      CUtensorMapInterleave interleave,
                                      CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle,
                                      CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
-  DriverCallScope scope;
-  if (CUresult r = NeedContext()) return r;
-  v1::TensorMapRequest req;
-  req.set_kind(v1::TensorMapRequest::IM2COL_WIDE);
-  if (map == nullptr || !Describe(req, type, rank, address, dims, strides, element_strides,
-                                  interleave, swizzle, l2, fill))
-    return CUDA_ERROR_INVALID_VALUE;
-  req.add_lower(lower_width);
-  req.add_upper(upper_width);
-  req.set_channels_per_pixel(channels);
-  req.set_pixels_per_column(pixels);
-  req.set_wide_mode(mode);
-  return Encode(req, map);
+  return EncodeMap(v1::TensorMapRequest::IM2COL_WIDE, map, type, rank, address, dims, strides,
+                   element_strides, interleave, swizzle, l2, fill, [&](v1::TensorMapRequest& req) {
+                     req.add_lower(lower_width);
+                     req.add_upper(upper_width);
+                     req.set_channels_per_pixel(channels);
+                     req.set_pixels_per_column(pixels);
+                     req.set_wide_mode(mode);
+                     return true;
+                   });
 }
 
 CUresult cuTensorMapReplaceAddress(CUtensorMap* map, void* address) {
@@ -127,7 +136,7 @@ CUresult cuTensorMapReplaceAddress(CUtensorMap* map, void* address) {
   req.set_kind(v1::TensorMapRequest::REPLACE_ADDRESS);
   req.set_address(reinterpret_cast<uint64_t>(address));
   req.set_map(map, sizeof *map);
-  return Encode(req, map);
+  return Send(req, map);
 }
 
 }  // extern "C"

@@ -394,24 +394,28 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, C
                        config->sharedMemBytes, config->hStream, kernelParams, extra, cooperative);
 }
 
+namespace {
+
 // Clusters: this device has none to report (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH is 0).
-REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
-                                                             const CUlaunchConfig* config) {
+CUresult RefuseClusterQuery(int* out, CUfunction func, const CUlaunchConfig* config) {
   EMU_CURRENT_CONTEXT(ctx);
-  if (numClusters == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (out == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
   FunctionRef f;
   EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+}  // namespace
+
+REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                                             const CUlaunchConfig* config) {
+  return RefuseClusterQuery(numClusters, func, config);
+}
+
 REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int* clusterSize,
                                                                    CUfunction func,
                                                                    const CUlaunchConfig* config) {
-  EMU_CURRENT_CONTEXT(ctx);
-  if (clusterSize == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  FunctionRef f;
-  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
-  return CUDA_ERROR_NOT_SUPPORTED;
+  return RefuseClusterQuery(clusterSize, func, config);
 }
 
 // --- linker ----------------------------------------------------------------------------
