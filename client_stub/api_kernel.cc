@@ -171,9 +171,9 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
   attr->binaryVersion = k->binary_version ? k->binary_version : p.major * 10 + p.minor;
   attr->maxDynamicSharedSizeBytes = cs::MaxDynamicShared(*k, p);
   attr->preferredShmemCarveout = k->carveout.load();
-  attr->requiredClusterWidth = k->cluster[0];
-  attr->requiredClusterHeight = k->cluster[1];
-  attr->requiredClusterDepth = k->cluster[2];
+  attr->requiredClusterWidth = k->cluster[0].load();
+  attr->requiredClusterHeight = k->cluster[1].load();
+  attr->requiredClusterDepth = k->cluster[2].load();
   attr->clusterDimMustBeSet = k->cluster_size_must_be_set;
   attr->nonPortableClusterSizeAllowed = k->non_portable_cluster.load();
   return cudaSuccess;

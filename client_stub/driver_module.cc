@@ -304,7 +304,7 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction 
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
-      *value = k.cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH];
+      *value = k.cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH].load();
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
       *value = k.non_portable_cluster.load();

@@ -233,6 +233,9 @@ void NoteAttribute(Kernel& k, int attribute, int value) {
   if (attribute == cudaFuncAttributeMaxDynamicSharedMemorySize) k.max_dynamic_shared = value;
   if (attribute == cudaFuncAttributePreferredSharedMemoryCarveout) k.carveout = value;
   if (attribute == cudaFuncAttributeNonPortableClusterSizeAllowed) k.non_portable_cluster = value;
+  if (attribute >= cudaFuncAttributeRequiredClusterWidth &&
+      attribute <= cudaFuncAttributeRequiredClusterDepth)
+    k.cluster[attribute - cudaFuncAttributeRequiredClusterWidth] = value;
 }
 
 int MaxDynamicShared(const Kernel& k, const cudaDeviceProp& prop) {
@@ -262,7 +265,9 @@ void ApplyLayout(Kernel& k, const v1::KernelLayout& l) {
   k.ptx_version = l.ptx_version();
   k.binary_version = l.binary_version();
   k.const_size_bytes = l.const_size_bytes();
-  k.cluster[0] = l.cluster_x(), k.cluster[1] = l.cluster_y(), k.cluster[2] = l.cluster_z();
+  k.cluster[0] = l.cluster_x();
+  k.cluster[1] = l.cluster_y();
+  k.cluster[2] = l.cluster_z();
   k.cluster_size_must_be_set = l.cluster_size_must_be_set();
   k.non_portable_cluster = l.non_portable_cluster_size();
 }

@@ -44,10 +44,12 @@ struct Kernel {
   uint32_t param_bytes = 0;
   int32_t max_threads_per_block = 0, shared_size_bytes = 0, local_size_bytes = 0, num_regs = 0;
   int32_t ptx_version = 0, binary_version = 0, const_size_bytes = 0;
-  int32_t cluster[3] = {0, 0, 0}, cluster_size_must_be_set = 0;  // a shape compiled in
+  int32_t cluster_size_must_be_set = 0;
   // What cudaFuncSetAttribute/cuFuncSetAttribute last set (-1: never), as attributes report it.
   std::atomic<int32_t> max_dynamic_shared{-1}, carveout{-1};
   std::atomic<int32_t> non_portable_cluster{0};
+  // The cluster shape the kernel requires: compiled in (__cluster_dims__) or set; 0s for none.
+  std::atomic<int32_t> cluster[3] = {0, 0, 0};
   // A kernel of a module loaded from an image (image_module.h), and the DeviceEpoch its
   // handle is from: a device reset makes it stale, and its next use asks for it again.
   ImageModule* image = nullptr;
