@@ -36,14 +36,9 @@ cudaError_t ClusterOccupancy(const void* func, const cudaLaunchConfig_t* config,
   if (!out || !config) return cudaErrorInvalidValue;
   cs::Kernel* k;
   if (cudaError_t e = Registered(func, &k)) return e;
-  dim3 cluster(0, 0, 0);
-  for (unsigned i = 0; i < config->numAttrs && config->attrs; ++i)
-    if (config->attrs[i].id == cudaLaunchAttributeClusterDimension) {
-      const auto& d = config->attrs[i].val.clusterDim;
-      cluster = dim3(d.x, d.y, d.z);
-    }
   return cs::ClusterOccupancy(*k, config->gridDim, config->blockDim, config->dynamicSmemBytes,
-                              cluster, potential_size, out);
+                              cs::ClusterDimensionOf(config->attrs, config->numAttrs),
+                              potential_size, out);
 }
 
 }  // namespace

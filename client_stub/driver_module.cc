@@ -241,17 +241,12 @@ CUresult ClusterOccupancy(CUfunction fn, const CUlaunchConfig* config, bool pote
                           int* out) {
   if (CUresult r = NeedContext()) return r;
   if (out == nullptr || fn == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  dim3 cluster(0, 0, 0);
-  for (unsigned i = 0; i < config->numAttrs && config->attrs; ++i)
-    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-      const auto& d = config->attrs[i].value.clusterDim;
-      cluster = dim3(d.x, d.y, d.z);
-    }
+  const auto* attrs = reinterpret_cast<const cudaLaunchAttribute*>(config->attrs);
   return ToCu(remora::client_stub::ClusterOccupancy(
       *reinterpret_cast<const Kernel*>(fn),
       dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
       dim3(config->blockDimX, config->blockDimY, config->blockDimZ), config->sharedMemBytes,
-      cluster, potential_size, out));
+      ClusterDimensionOf(attrs, config->numAttrs), potential_size, out));
 }
 
 CUresult cuOccupancyMaxActiveClusters(int* clusters, CUfunction fn, const CUlaunchConfig* config) {

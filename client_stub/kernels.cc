@@ -412,6 +412,16 @@ cudaError_t ApplyLaunchAttributes(const cudaLaunchAttribute* attrs, unsigned n, 
   return cudaSuccess;
 }
 
+dim3 ClusterDimensionOf(const cudaLaunchAttribute* attrs, unsigned n) {
+  dim3 cluster(0, 0, 0);
+  for (unsigned i = 0; i < n && attrs != nullptr; ++i)
+    if (attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      const auto& d = attrs[i].val.clusterDim;
+      cluster = dim3(d.x, d.y, d.z);
+    }
+  return cluster;
+}
+
 cudaError_t ClusterOccupancy(const Kernel& k, dim3 grid, dim3 block, size_t shared, dim3 cluster,
                              bool potential_size, int* out) {
   v1::ClusterOccupancyRequest req;

@@ -10,7 +10,7 @@ struct LaunchMode {
   bool cooperative = false;  // every block co-resident (cudaLaunchCooperativeKernel)
   dim3 cluster{1, 1, 1};     // thread-block cluster shape (sm_90 and later); 1x1x1: none
 
-  bool clustered() const { return cluster.x * cluster.y * cluster.z > 1; }
+  bool clustered() const { return cluster.x > 1 || cluster.y > 1 || cluster.z > 1; }
 };
 
 // Folds one launch attribute into `mode` (cudaLaunchAttributeID and CUlaunchAttributeID number
@@ -23,5 +23,8 @@ cudaError_t ApplyLaunchAttribute(int id, const cudaLaunchAttributeValue& value, 
 // The same for `n` attributes (null only when `n` is 0); on an error, `*refused` is its id.
 cudaError_t ApplyLaunchAttributes(const cudaLaunchAttribute* attrs, unsigned n, LaunchMode* mode,
                                   int* refused = nullptr);
+
+// The cluster dimension attribute among `n` attributes (the last, if several), else 0x0x0.
+dim3 ClusterDimensionOf(const cudaLaunchAttribute* attrs, unsigned n);
 
 }  // namespace remora::client_stub

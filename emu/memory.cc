@@ -27,8 +27,11 @@ uint64_t RoundUp(uint64_t v, uint64_t a) {
 }  // namespace
 
 DeviceMemory::DeviceMemory(uint64_t total) : total_(total / kAllocAlign * kAllocAlign) {
-  // As much address space as the device's memory if no more can be had.
-  for (uint64_t span : {total_ * kAddressSpaceFactor, total_}) {
+  // Less address space where that much cannot be had (ThreadSanitizer refuses 1 TiB), but
+  // never only the device's memory if more can be: with no room to spare, freed holes between
+  // live allocations would refuse an allocation the device's free memory holds, as no GPU does.
+  for (uint64_t factor = kAddressSpaceFactor; factor >= 1; factor /= 2) {
+    const uint64_t span = total_ * factor;
     void* p = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     base_ = static_cast<char*>(p);

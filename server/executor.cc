@@ -347,7 +347,7 @@ Status IssueLaunch(Device& dev, CUstream s, const Executor::LaunchArgs& a) {
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   void** packed = a.cooperative || size == 0 ? nullptr : extra;
   void** params = args.empty() ? nullptr : args.data();
-  if (a.cluster[0] * a.cluster[1] * a.cluster[2] > 1) {
+  if (a.cluster[0] > 1 || a.cluster[1] > 1 || a.cluster[2] > 1) {
     CUlaunchAttribute attrs[2] = {};
     attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attrs[0].value.clusterDim.x = a.cluster[0];

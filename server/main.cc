@@ -191,6 +191,9 @@ void HandleSignals(remora::server::Server* s, const sigset_t& set,
     s->EndSessions("remora-server is shutting down (" + why +
                        "): this session is over and all it held on the GPU is freed",
                    std::chrono::seconds(5));
+    // Sessions whose work cannot be stopped still hold the device: tearing the server down
+    // beneath that work would crash the process, so it waits for the forced exit instead.
+    while (s->tenant_sessions() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     // gRPC may still be writing the Evicted notices when the sessions count as
     // ended: give them a moment before the listeners cancel what is open.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

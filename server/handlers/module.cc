@@ -317,6 +317,13 @@ Status Session::OnLaunchKernel(const fixed::LaunchView& req, v1::Empty&) {
   a.cluster[0] = std::max(1u, req.cluster_x());
   a.cluster[1] = std::max(1u, req.cluster_y());
   a.cluster[2] = std::max(1u, req.cluster_z());
+  for (int i = 0; i < 3; ++i)
+    if (a.grid[i] % a.cluster[i] != 0)
+      return Error(err::kInvalidClusterSize,
+                   "a cluster of " + std::to_string(a.cluster[0]) + "x" +
+                       std::to_string(a.cluster[1]) + "x" + std::to_string(a.cluster[2]) +
+                       " blocks does not divide the grid of " + std::to_string(a.grid[0]) + "x" +
+                       std::to_string(a.grid[1]) + "x" + std::to_string(a.grid[2]));
   return work_->Launch(req.stream(), a);
 }
 

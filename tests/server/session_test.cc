@@ -130,6 +130,20 @@ TEST_F(ServerTest, ModulesAreRefusedByNameAndKernelsNeverSilentlyMissing) {
   launch.set_params(std::string(8, '\0'));
   c->Post(CallId::kLaunchKernel, launch);
   EXPECT_EQ(c->Call(CallId::kDeviceSynchronize, v1::Empty()), 98);  // InvalidDeviceFunction
+
+  // Thread-block clusters: a shape that does not divide the grid is the server's refusal; one
+  // that does reaches the device, which (emulated) has no clusters.
+  uint64_t d = c->Malloc(64);
+  ASSERT_NE(d, 0u);
+  launch.set_kernel(rep.kernels(0).handle());
+  launch.set_params(std::string(reinterpret_cast<const char*>(&d), 8));
+  launch.set_grid_x(3);
+  launch.set_cluster_x(2);
+  c->Post(CallId::kLaunchKernel, launch);
+  EXPECT_EQ(c->Call(CallId::kDeviceSynchronize, v1::Empty()), 912);  // InvalidClusterSize
+  launch.set_grid_x(4);
+  c->Post(CallId::kLaunchKernel, launch);
+  EXPECT_EQ(c->Call(CallId::kDeviceSynchronize, v1::Empty()), 801);  // NotSupported
 }
 
 TEST_F(ServerTest, CopiesRoundTripThroughArenaAndInline) {
