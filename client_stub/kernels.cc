@@ -316,7 +316,7 @@ bool PackParams(const Kernel& k, void** args, std::string* out) {
 
 namespace {
 
-// The device's limits on a launch's shape.
+// The device's limits on a launch's grid and block.
 bool ConfigurationFits(dim3 grid, dim3 block) {
   const cudaDeviceProp& p = St().prop;
   uint64_t threads = uint64_t{block.x} * block.y * block.z;
@@ -331,8 +331,11 @@ bool ConfigurationFits(dim3 grid, dim3 block) {
   return true;
 }
 
-// A clustered launch needs a device with clusters and a grid of whole clusters.
-cudaError_t ClusterFits(dim3 grid, const LaunchMode& mode) {
+// The launch's shape fits the device: cudaErrorInvalidConfiguration for a grid or block it
+// cannot run; a clustered launch needs a device with clusters (else cudaErrorNotSupported) and
+// a grid of whole clusters (else cudaErrorInvalidClusterSize).
+cudaError_t ShapeFits(dim3 grid, dim3 block, const LaunchMode& mode) {
+  if (!ConfigurationFits(grid, block)) return cudaErrorInvalidConfiguration;
   if (!mode.clustered()) return cudaSuccess;
   if (!St().prop.clusterLaunch) return cudaErrorNotSupported;
   if (grid.x % mode.cluster.x || grid.y % mode.cluster.y || grid.z % mode.cluster.z)
@@ -477,8 +480,7 @@ GraphOp KernelOp(const Kernel& k, dim3 grid, dim3 block, std::string_view params
 cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view params,
                        size_t shared_bytes, cudaStream_t stream, LaunchMode mode) {
   if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
-  if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
-  if (cudaError_t e = ClusterFits(grid, mode)) return RecordError(e);
+  if (cudaError_t e = ShapeFits(grid, block, mode)) return RecordError(e);
   if (k.image)  // after a device reset, the kernel's module is loaded again
     if (cudaError_t e = RefreshImageKernel(const_cast<Kernel&>(k))) return RecordError(e);
   if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
@@ -494,8 +496,7 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
                    cudaStream_t stream, LaunchMode mode) {
   if (!k) return RecordError(cudaErrorInvalidDeviceFunction);
   if (cudaError_t e = Connection::Get().Ensure()) return RecordError(e);
-  if (!ConfigurationFits(grid, block)) return RecordError(cudaErrorInvalidConfiguration);
-  if (cudaError_t e = ClusterFits(grid, mode)) return RecordError(e);
+  if (cudaError_t e = ShapeFits(grid, block, mode)) return RecordError(e);
   if (cudaError_t e = EnsureRegistered(*k)) {
     if (TraceEnabled()) TraceLocal("LaunchKernel", k->name, e, "its module did not register");
     return RecordError(e);

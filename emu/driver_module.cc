@@ -366,7 +366,7 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, C
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
         const auto& d = a.value.clusterDim;
         if (d.x == 0 || d.y == 0 || d.z == 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
-        if (uint64_t{d.x} * d.y * d.z > 1) return CUDA_ERROR_NOT_SUPPORTED;
+        if (d.x > 1 || d.y > 1 || d.z > 1) return CUDA_ERROR_NOT_SUPPORTED;
         break;
       }
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
