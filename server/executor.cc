@@ -313,7 +313,10 @@ bool Executor::Tenant::TakePermit() {
 // in-flight bound goes from here too, as room frees, or from the executor's thread (Pump).
 void Executor::Tenant::IssueReadyLocked() {
   while (std::optional<uint64_t> ready = ordering_.NextReady()) {
-    if (!TakePermit() && !ex_.GrantTo(*this)) return;
+    if (!TakePermit() && !ex_.GrantTo(*this)) {
+      PauseGroupsLocked();
+      return;
+    }
     IssueLocked(*streams_.at(*ready));
   }
 }
@@ -381,10 +384,12 @@ void Executor::Tenant::IssueLocked(Stream& st) {
   Item& item = ordering_.Head(st.id).payload;
   Status s = OrderLocked(st);
   if (s.ok()) {
-    if (item.kind == Item::Kind::kWaitEvent)
-      CutGroupLocked(st);  // the next item starts the next segment, after the wait
+    // The next item starts the next segment, after a wait for another stream or
+    // for this one to finish (a synchronization: it may run dry meanwhile).
+    if (item.kind == Item::Kind::kWaitEvent || item.kind == Item::Kind::kWait)
+      CutGroupLocked(st);
     else
-      StartGroupLocked(st);
+      ResumeGroupLocked(st);
     switch (item.kind) {
       case Item::Kind::kIssue:
         s = item.issue(st.s);

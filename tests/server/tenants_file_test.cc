@@ -369,9 +369,10 @@ class EventTimingTest : public ServerTest {
     ServerTest::TearDown();
     unsetenv("REMORA_GPU_TIME");
   }
-  // The device time charged to the one tenant, once charges stop changing (they
-  // land as the executor notices each group's end).
-  uint64_t SettledCharge() {
+  // The device time charged to the one tenant (the one whose name starts with
+  // `program`, if given), once charges stop changing (they land as the executor
+  // notices each group's end).
+  uint64_t SettledCharge(const std::string& program = "") {
     v1::Hello admin;
     admin.set_admin(true);
     auto root = Client::Connect(path_, admin);
@@ -383,9 +384,12 @@ class EventTimingTest : public ServerTest {
       before = charged;
       v1::TenantList list;
       EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
-      EXPECT_EQ(list.tenants_size(), 1);
-      if (list.tenants_size() != 1) return 0;
-      charged = list.tenants(0).gpu_ns();
+      std::vector<const v1::TenantRow*> rows;
+      for (const v1::TenantRow& row : list.tenants())
+        if (row.tenant().starts_with(program)) rows.push_back(&row);
+      EXPECT_EQ(rows.size(), 1u);
+      if (rows.size() != 1) return 0;
+      charged = rows.front()->gpu_ns();
     }
     return charged;
   }
@@ -471,6 +475,59 @@ TEST_F(EventTimingTest, AStreamWaitingForAnotherIsNotChargedTheWait) {
   const uint64_t charged = SettledCharge();
   EXPECT_GT(static_cast<double>(charged), 0.8 * device_ns);
   EXPECT_LT(static_cast<double>(charged), 1.25 * device_ns + 2e6) << "the wait was charged";
+}
+
+// A tenant held back by its compute limit leaves its stream idle between kernels:
+// that idle time is nobody's GPU time, so it is charged what its kernels took.
+TEST_F(EventTimingTest, ALimitedTenantIsNotChargedTheTimeItWasHeld) {
+  constexpr uint32_t kIters = 200'000;
+  constexpr int kKernels = 20;
+  // One kernel's device time, measured by a tenant nothing holds back.
+  double kernel_ns = 0;
+  {
+    auto free = Client::Connect(path_);
+    ASSERT_TRUE(free);
+    ASSERT_EQ(free->welcome_status(), 0);
+    const uint64_t spin = LoadKernel(*free, kSpinPtx, sizeof kSpinPtx, "_Z4spini");
+    const uint64_t e0 = NewEvent(*free), e1 = NewEvent(*free);
+    ASSERT_TRUE(spin != 0 && e0 != 0 && e1 != 0);
+    Record(*free, e0, 0);
+    Spin(*free, spin, 0, 4, kIters);
+    Record(*free, e1, 0);
+    ASSERT_EQ(free->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);
+    kernel_ns = ElapsedNs(*free, e0, e1) / 4;
+    ASSERT_GT(kernel_ns, 1e6) << "the kernels should take milliseconds";
+  }
+  v1::Hello h;
+  h.set_program("limited");
+  h.mutable_quota()->set_gpu_compute(0.2);
+  h.mutable_quota()->set_gpu_compute_limit(0.2);
+  auto a = Client::Connect(path_, h);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0) << a->last().message();
+  const uint64_t spin = LoadKernel(*a, kSpinPtx, sizeof kSpinPtx, "_Z4spini");
+  ASSERT_NE(spin, 0u);
+  const auto t0 = std::chrono::steady_clock::now();
+  // As a training loop runs: batches of kernels, each ended by an event, waiting
+  // for the batch before while the next is queued.
+  const uint64_t done[2] = {NewEvent(*a), NewEvent(*a)};
+  ASSERT_TRUE(done[0] != 0 && done[1] != 0);
+  for (int i = 0; i < kKernels / 4; ++i) {
+    Spin(*a, spin, 0, 4, kIters);
+    Record(*a, done[i % 2], 0);
+    if (i == 0) continue;
+    v1::EventRequest wait;
+    wait.set_event(done[(i + 1) % 2]);
+    ASSERT_EQ(a->Call(CallId::kEventSynchronize, wait), 0) << a->last().message();
+  }
+  ASSERT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
+  const std::chrono::duration<double, std::nano> wall = std::chrono::steady_clock::now() - t0;
+  const double device_ns = kKernels * kernel_ns;
+  ASSERT_GT(wall.count(), 2 * device_ns) << "the limit should have held the tenant back";
+
+  const uint64_t charged = SettledCharge("limited");
+  EXPECT_GT(static_cast<double>(charged), 0.8 * device_ns);
+  EXPECT_LT(static_cast<double>(charged), 1.25 * device_ns + 2e6) << "the held time was charged";
 }
 
 // A reload changes the quota of a tenant that is here: a raised limit lets it
