@@ -238,6 +238,12 @@ CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* id) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  return ToCu(cudaDeviceGetByPCIBusId(dev, id));
+}
+
 CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
   DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
@@ -490,6 +496,20 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
   }
 }
 
+// Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set, and it asks for what Remora's
+// synchronous copies always do: they return once the device has the bytes.
+CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  if (value == nullptr || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+    return CUDA_ERROR_INVALID_VALUE;
+  cudaPointerAttributes a{};
+  if (cudaError_t e = cudaPointerGetAttributes(&a, reinterpret_cast<void*>(ptr))) return ToCu(e);
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
   return ForwardInContext(
       [&] { return cudaMemcpy(reinterpret_cast<void*>(dst), src, n, cudaMemcpyHostToDevice); });
@@ -511,6 +531,32 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   return ForwardInContext([&] {
     return cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
                       cudaMemcpyDefault);
+  });
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return ForwardInContext([&] {
+    return cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
+                           cudaMemcpyDefault, s);
+  });
+}
+
+// Between contexts of devices: here both are the one context, so a copy within the device.
+CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                      size_t n) {
+  if (dst_ctx != TheContext() || src_ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  return ForwardInContext([&] {
+    return cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
+                      cudaMemcpyDeviceToDevice);
+  });
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                           size_t n, CUstream s) {
+  if (dst_ctx != TheContext() || src_ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  return ForwardInContext([&] {
+    return cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
+                           cudaMemcpyDeviceToDevice, s);
   });
 }
 
@@ -587,6 +633,23 @@ CUresult cuStreamGetPriority(CUstream s, int* priority) {
 
 CUresult cuStreamGetFlags(CUstream s, unsigned int* flags) {
   return ForwardInContext([&] { return cudaStreamGetFlags(s, flags); });
+}
+
+// Every stream is the one context's; asking checks that `s` is a stream.
+CUresult cuStreamGetCtx_v2(CUstream s, CUcontext* ctx, CUgreenCtx* green) {
+  return ForwardInContext([&] {
+    if (ctx == nullptr || green == nullptr) return cudaErrorInvalidValue;
+    unsigned int flags = 0;
+    if (cudaError_t e = cudaStreamGetFlags(s, &flags)) return e;
+    *ctx = TheContext();
+    *green = nullptr;
+    return cudaSuccess;
+  });
+}
+
+CUresult cuStreamGetCtx(CUstream s, CUcontext* ctx) {
+  CUgreenCtx green = nullptr;
+  return ctx == nullptr ? CUDA_ERROR_INVALID_VALUE : cuStreamGetCtx_v2(s, ctx, &green);
 }
 
 CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {

@@ -82,6 +82,17 @@ CUresult RefuseAttribute(int id) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+// The module (or library) a kernel was found in. Kernels the program's own runtime registered
+// (nvcc's fat binaries under the stub runtime) belong to no module handle here.
+CUresult ModuleOf(const void* fn, void** out) {
+  if (CUresult r = NeedInit()) return r;
+  if (out == nullptr || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ImageModule* m = static_cast<const Kernel*>(fn)->image;
+  if (m == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 }  // namespace remora::client_stub::driver
 
@@ -204,6 +215,31 @@ CUresult cuKernelGetFunction(CUfunction* fn, CUkernel kernel) {
   if (fn == nullptr || kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *fn = reinterpret_cast<CUfunction>(kernel);
   return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetModule(CUmodule* module, CUfunction fn) {
+  DriverCallScope scope;
+  return ModuleOf(fn, reinterpret_cast<void**>(module));
+}
+
+CUresult cuKernelGetLibrary(CUlibrary* library, CUkernel kernel) {
+  DriverCallScope scope;
+  return ModuleOf(kernel, reinterpret_cast<void**>(library));
+}
+
+// A function found by name is ready to launch: the server builds it when it is named.
+CUresult cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction fn) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (state == nullptr || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *state = CU_FUNCTION_LOADING_STATE_LOADED;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncLoad(CUfunction fn) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  return fn == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attrib, int value) {

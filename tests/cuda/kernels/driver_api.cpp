@@ -377,6 +377,69 @@ int main(int argc, char** argv) {
     CU_CHECK(cuMemFree(d_out));
   }
 
+  // Copies by unified address (host or device on either side, pinned or pageable) and
+  // between contexts, which on one device are the one context; and what a stream, a function,
+  // a kernel and the device's bus address say of where they belong.
+  {
+    const size_t m = 4096;
+    std::vector<unsigned char> in(m), back(m, 0);
+    for (unsigned char& b : in) b = static_cast<unsigned char>(rng());
+    CUdeviceptr d1 = 0, d2 = 0;
+    void* pinned = nullptr;
+    CU_CHECK(cuMemAlloc(&d1, m));
+    CU_CHECK(cuMemAlloc(&d2, m));
+    CU_CHECK(cuMemAllocHost(&pinned, m));
+    std::memcpy(pinned, in.data(), m);
+    CU_CHECK(cuMemcpyAsync(d1, reinterpret_cast<CUdeviceptr>(pinned), m, s));
+    CU_CHECK(cuMemcpyPeerAsync(d2, ctx, d1, ctx, m, s));
+    CU_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(back.data()), d2, m, s));
+    CU_CHECK(cuStreamSynchronize(s));
+    CU_CHECK(cuMemsetD8(d1, 0, m));
+    CU_CHECK(cuMemcpyPeer(d1, ctx, d2, ctx, m / 2));
+    std::vector<unsigned char> half(m);
+    CU_CHECK(cuMemcpyDtoH(half.data(), d1, m));
+    for (size_t i = 0; i < m; ++i)
+      if (back[i] != in[i] || half[i] != (i < m / 2 ? in[i] : 0)) {
+        std::printf("FAIL: unified and peer copies: byte %zu is %u and %u, expected %u\n", i,
+                    back[i], half[i], in[i]);
+        return 1;
+      }
+    const int sync_memops = 1;
+    CU_CHECK(cuPointerSetAttribute(&sync_memops, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d1));
+    CU_CHECK(cuMemFreeHost(pinned));
+    CU_CHECK(cuMemFree(d1));
+    CU_CHECK(cuMemFree(d2));
+
+    CUcontext stream_ctx = nullptr;
+    CUgreenCtx green = reinterpret_cast<CUgreenCtx>(&stream_ctx);
+    CU_CHECK(cuStreamGetCtx(s, &stream_ctx));
+    if (stream_ctx != ctx) {
+      std::printf("FAIL: the stream's context is not the one it was made in\n");
+      return 1;
+    }
+    CU_CHECK(cuStreamGetCtx_v2(s, &stream_ctx, &green));
+    CUmodule owner = nullptr;
+    CU_CHECK(cuFuncGetModule(&owner, saxpy));
+    CUfunctionLoadingState state = CU_FUNCTION_LOADING_STATE_UNLOADED;
+    CU_CHECK(cuFuncLoad(saxpy));
+    CU_CHECK(cuFuncIsLoaded(&state, saxpy));
+    if (stream_ctx != ctx || green != nullptr || owner != from_fatbin ||
+        state != CU_FUNCTION_LOADING_STATE_LOADED) {
+      std::printf("FAIL: stream context %p, green context %p, module %p, loading state %d\n",
+                  static_cast<void*>(stream_ctx), static_cast<void*>(green),
+                  static_cast<void*>(owner), static_cast<int>(state));
+      return 1;
+    }
+    char bus[32] = {};
+    CUdevice again = -1;
+    CU_CHECK(cuDeviceGetPCIBusId(bus, sizeof bus, dev));
+    CU_CHECK(cuDeviceGetByPCIBusId(&again, bus));
+    if (again != dev) {
+      std::printf("FAIL: bus %s is device %d, not %d\n", bus, again, dev);
+      return 1;
+    }
+  }
+
   // A library: loaded with no context needed, its kernels usable as functions.
   CUlibrary library = nullptr;
   CU_CHECK(cuLibraryLoadData(&library, fatbin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
@@ -384,6 +447,12 @@ int main(int argc, char** argv) {
   CU_CHECK(cuLibraryGetKernel(&lib_saxpy, library, "saxpy"));
   CUfunction lib_fn = nullptr;
   CU_CHECK(cuKernelGetFunction(&lib_fn, lib_saxpy));
+  CUlibrary lib_of = nullptr;
+  CU_CHECK(cuKernelGetLibrary(&lib_of, lib_saxpy));
+  if (lib_of != library) {
+    std::printf("FAIL: the kernel's library is not the one it came from\n");
+    return 1;
+  }
   Saxpy(lib_fn, s, 513, rng, /*packed=*/false);
   CU_CHECK(cuLibraryUnload(library));
 
