@@ -264,6 +264,88 @@ BENCHMARK(BM_Scan)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The prefix-sum sample's whole run, scaled to 2^20 elements: one scan of every array length
+// it tries (short arrays of 4 to 1,024 elements, one scan_shared launch each; large ones of
+// 2,048 to 262,144, a scan_shared launch over arrays of 1,024, the block sums' scan and a
+// uniform_add), each checked against a CPU scan. Counter sample_seconds = the sample's 101
+// scans of each length over 6.8M elements at this rate, on DeviceCores() workers.
+void BM_ScanSample(benchmark::State& state) {
+  std::ifstream f(REMORA_SCAN_PTX);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto prog = Load(std::vector<std::string>{text});
+  if (!prog.ok()) return state.SkipWithError(prog.status().ToString().c_str());
+  const Program& P = **prog;
+  auto kernel = [&](const char* name) {
+    for (size_t i = 0; i < P.kernels().size(); ++i)
+      if (P.kernels()[i].name == name) return i;
+    return size_t(0);
+  };
+  const size_t scan = kernel("scan_shared"), add = kernel("uniform_add");
+  const uint32_t n = 1u << 20, block_elems = 1024;
+  VectorMemory mem;
+  mem.bufs.emplace_back(n);                // 0: output
+  mem.bufs.emplace_back(n);                // 1: input
+  mem.bufs.emplace_back(n / block_elems);  // 2: the block sums' exclusive scan
+  auto* out = reinterpret_cast<uint32_t*>(mem.bufs[0].data());
+  auto* in = reinterpret_cast<uint32_t*>(mem.bufs[1].data());
+  auto* sums = reinterpret_cast<uint32_t*>(mem.bufs[2].data());
+  uint32_t seed = 99;
+  for (uint32_t i = 0; i < n; ++i) in[i] = (seed = seed * 1664525u + 1013904223u) >> 24;
+  auto launch = [&](size_t k, uint32_t blocks, std::vector<std::pair<void*, uint32_t>> args) {
+    const KernelInfo& info = P.kernels()[k];
+    std::vector<std::byte> params(info.param_bytes);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].first)
+        Put(params, info.params[i].offset, args[i].first);
+      else
+        Put(params, info.params[i].offset, args[i].second);
+    }
+    LaunchConfig cfg;
+    cfg.grid[0] = blocks;
+    cfg.block[0] = 256;
+    cfg.params = params;
+    cfg.memory = &mem;
+    return Launch(P, k, cfg);
+  };
+  // A CPU scan of arrays of `len` elements of `in`, compared with `out`.
+  auto right = [&](uint32_t len) {
+    for (uint32_t a = 0; a < n; a += len) {
+      uint32_t acc = 0;
+      for (uint32_t i = a; i < a + len; ++i) {
+        if (out[i] != acc) return false;
+        acc += in[i];
+      }
+    }
+    return true;
+  };
+  double emu_s = 0;
+  for (auto _ : state) {
+    for (uint32_t len = 4; len <= 262144; len <<= 1) {
+      auto t0 = std::chrono::steady_clock::now();
+      Status s =
+          launch(scan, n / block_elems, {{out, 0}, {in, 0}, {nullptr, std::min(len, block_elems)}});
+      if (s.ok() && len > block_elems) {
+        // Each block's total (its last exclusive prefix and last element), scanned per array
+        // of len / 1,024 blocks on the host (a thousand values: the sample's one-block launch
+        // for them is a rounding error here), then added to every element of its block.
+        uint32_t acc = 0;
+        for (uint32_t b = 0; b < n / block_elems; ++b) {
+          if (b % (len / block_elems) == 0) acc = 0;
+          sums[b] = acc;
+          acc += out[(b + 1) * block_elems - 1] + in[(b + 1) * block_elems - 1];
+        }
+        s = launch(add, n / block_elems, {{out, 0}, {sums, 0}});
+      }
+      emu_s += Seconds(std::chrono::steady_clock::now() - t0);
+      if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
+      if (!right(len)) return state.SkipWithError("interpreter result differs from the CPU scan");
+    }
+  }
+  const double per_iter = emu_s / double(state.iterations());
+  state.counters["sample_seconds"] = per_iter * 101.0 * (13.0 * 1048576 / 2) / n;
+}
+BENCHMARK(BM_ScanSample)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 const char* kEmptyPtx = R"(.version 9.0
 .target sm_75
 .address_size 64

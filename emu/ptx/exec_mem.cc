@@ -296,6 +296,62 @@ inline uint8_t* ContiguousAt(Exec& x, const uint64_t* base, uint64_t ub) {
   }
 }
 
+// Converged lanes' 2- or 4-element vectors of 32-bit elements side by side (ContiguousAt of the
+// whole vector) at p: lane l's vector at p + l * 4 * V. Each lane's vector is still one host
+// access (CopyVector's guarantee); the elements are spread to or gathered from the V registers
+// two lanes at a time. Zero-extending loads only (a sign-extending one takes the lane loop).
+template <int V>
+inline void LoadLanes32(const uint8_t* p, uint64_t* const (&d)[V]) {
+  static_assert(V == 2 || V == 4);
+  if constexpr (V == 2) {
+    for (int l = 0; l < 32; ++l) {
+      uint64_t v;
+      CopyVector<8>(reinterpret_cast<uint8_t*>(&v), p + l * 8);
+      d[0][l] = uint32_t(v);
+      d[1][l] = v >> 32;
+    }
+  } else {
+    const __m128i zero = _mm_setzero_si128();
+    for (int l = 0; l < 32; l += 2) {
+      alignas(16) uint8_t a[16], b[16];
+      CopyVector<16>(a, p + l * 16);
+      CopyVector<16>(b, p + (l + 1) * 16);
+      const __m128i lo = _mm_unpacklo_epi32(_mm_load_si128(reinterpret_cast<__m128i*>(a)),
+                                            _mm_load_si128(reinterpret_cast<__m128i*>(b)));
+      const __m128i hi = _mm_unpackhi_epi32(_mm_load_si128(reinterpret_cast<__m128i*>(a)),
+                                            _mm_load_si128(reinterpret_cast<__m128i*>(b)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d[0] + l), _mm_unpacklo_epi32(lo, zero));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d[1] + l), _mm_unpackhi_epi32(lo, zero));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d[2] + l), _mm_unpacklo_epi32(hi, zero));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d[3] + l), _mm_unpackhi_epi32(hi, zero));
+    }
+  }
+}
+
+template <int V>
+inline void StoreLanes32(uint8_t* p, const uint64_t* const (&v)[V]) {
+  static_assert(V == 2 || V == 4);
+  if constexpr (V == 2) {
+    for (int l = 0; l < 32; ++l) {
+      const uint64_t w = uint32_t(v[0][l]) | v[1][l] << 32;
+      CopyVector<8>(p + l * 8, reinterpret_cast<const uint8_t*>(&w));
+    }
+  } else {
+    for (int l = 0; l < 32; l += 2) {
+      __m128i e[4];  // element k of lanes l and l + 1, in the low 64 bits
+      for (int k = 0; k < 4; ++k)
+        e[k] = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v[k] + l)),
+                                 _MM_SHUFFLE(3, 1, 2, 0));
+      const __m128i xy = _mm_unpacklo_epi32(e[0], e[1]), zw = _mm_unpacklo_epi32(e[2], e[3]);
+      alignas(16) uint8_t a[16], b[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(a), _mm_unpacklo_epi64(xy, zw));
+      _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm_unpackhi_epi64(xy, zw));
+      CopyVector<16>(p + l * 16, a);
+      CopyVector<16>(p + (l + 1) * 16, b);
+    }
+  }
+}
+
 template <Space S, int N, int V, bool kSext>
 int Ld(Exec& x, const Inst& in) {
   uint64_t ub = UniformBase(x, in);
@@ -304,6 +360,14 @@ int Ld(Exec& x, const Inst& in) {
     if (const uint8_t* p = ContiguousAt<S, N>(x, base, ub)) {
       uint64_t* d = Dst(x, in.d[0]);  // may be the address register: base is read no more
       for (int l = 0; l < 32; ++l) d[l] = LoadBytes<N, kSext>(p + l * N);
+      return kNext;
+    }
+  } else if constexpr (N == 4 && !kSext) {
+    if (const uint8_t* p = ContiguousAt<S, N * V>(x, base, ub)) {
+      uint64_t unused[32];
+      uint64_t* d[V];
+      for (int k = 0; k < V; ++k) d[k] = in.d[k] == kNoReg ? unused : Dst(x, in.d[k]);
+      LoadLanes32<V>(p, d);
       return kNext;
     }
   }
@@ -374,6 +438,11 @@ int St(Exec& x, const Inst& in) {
   if constexpr (V == 1) {
     if (uint8_t* p = ContiguousAt<S, N>(x, base, ub)) {
       for (int l = 0; l < 32; ++l) std::memcpy(p + l * N, &v[0][l], N);
+      return kNext;
+    }
+  } else if constexpr (N == 4) {
+    if (uint8_t* p = ContiguousAt<S, N * V>(x, base, ub)) {
+      StoreLanes32<V>(p, v);
       return kNext;
     }
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <random>
 #include <thread>
 
 #include "emu/ptx/dispatch.h"
@@ -564,6 +565,61 @@ READ:
     Status s = RunKernel(*prog, kernel, {2}, {1}, args, &mem, 0, nullptr, nullptr, 2);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(*torn, 0u);
+  }
+}
+
+// Converged lanes whose .v2/.v4 elements lie side by side (float2/float4/uint4 arrays, read
+// and written whole by each thread) take a path of their own: every element lands in its
+// register and its place, through global and shared memory, with an ignored element (`_`)
+// left alone and a partial warp taking the lane-by-lane path beside it.
+TEST(Memory, SideBySideVectorsReachEveryElement) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry vectors(.param .u64 in, .param .u64 out) {
+  .reg .b32 %r<16>; .reg .b64 %rd<8>;
+  .shared .align 16 .b8 tile[1024];
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  add.s64 %rd5, %rd2, %rd3;
+  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd4];
+  shl.b32 %r6, %r1, 4;
+  mov.u32 %r7, tile;
+  add.u32 %r7, %r7, %r6;
+  st.shared.v4.u32 [%r7], {%r5, %r4, %r3, %r2};
+  ld.shared.v4.u32 {%r8, %r9, _, %r10}, [%r7];
+  ld.shared.v2.u32 {%r11, %r12}, [%r7+8];
+  mov.u32 %r13, 7;
+  add.u32 %r13, %r13, %r1;
+  st.global.v2.u32 [%rd5], {%r11, %r8};
+  st.global.v2.u32 [%rd5+8], {%r13, %r12};
+  ld.global.v2.u32 {%r14, %r15}, [%rd5];
+  add.u32 %r14, %r14, %r10;
+  st.global.v2.u32 [%rd5], {%r14, %r15};
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  for (uint32_t threads : {64u, 40u}) {  // whole warps, then a partial last warp
+    SCOPED_TRACE(threads);
+    TestMemory mem;
+    std::mt19937 rng(threads);
+    std::vector<uint32_t> in(4 * threads);
+    for (uint32_t& v : in) v = rng();
+    const uint32_t* d_in = mem.Upload(in);
+    uint32_t* d_out = mem.Alloc<uint32_t>(4 * threads);
+    auto args = [&](Params& p) { p.Add(d_in).Add(d_out); };
+    Status s = RunKernel(*prog, "vectors", {1}, {threads}, args, &mem);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (uint32_t t = 0; t < threads; ++t) {
+      const uint32_t* x = &in[4 * t];  // the shared copy holds x[3], x[2], x[1], x[0]
+      const uint32_t want[4] = {x[1] + x[0], x[3], 7 + t, x[0]};
+      for (int k = 0; k < 4; ++k)
+        EXPECT_EQ(d_out[4 * t + k], want[k]) << "thread " << t << " element " << k;
+    }
   }
 }
 
