@@ -153,17 +153,21 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
     bool force = run == 0;
     // The group: the candidates' deepest frame, lowest PC there. Converged warps (every
     // candidate at one PC and frame) take it without a walk over the lanes.
+    // Without calls every lane's frame is the kernel's: no frame to compare.
     int best = std::countr_zero(cand);
-    const uint32_t at_best_rb = LanesEq(w.rbase, w.rbase[best]);
-    if ((cand & ~(at_best_rb & LanesEq(w.pc, w.pc[best]))) != 0) {
+    uint32_t same_rb = L.has_calls ? LanesEq(w.rbase, w.rbase[best]) : ~0u;
+    uint32_t same_pc = LanesEq(w.pc, w.pc[best]);
+    if ((cand & ~(same_rb & same_pc)) != 0) {
       ForLanes(cand & (cand - 1), [&](int l) {
         if (w.rbase[l] > w.rbase[best] || (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
           best = l;
       });
+      same_rb = L.has_calls ? LanesEq(w.rbase, w.rbase[best]) : ~0u;
+      same_pc = LanesEq(w.pc, w.pc[best]);
     }
     const uint32_t pc = w.pc[best], rb = w.rbase[best];
-    const uint32_t in_frame = (run | coll) & LanesEq(w.rbase, rb);
-    const uint32_t group = in_frame & LanesEq(w.pc, pc);
+    const uint32_t in_frame = (run | coll) & same_rb;
+    const uint32_t group = in_frame & same_pc;
     uint32_t stop = 0xffffffffu;
     ForLanes(in_frame & ~group, [&](int l) {
       if (w.pc[l] > pc && w.pc[l] < stop) stop = w.pc[l];
