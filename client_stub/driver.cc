@@ -545,19 +545,13 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
 CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                       size_t n) {
   if (dst_ctx != TheContext() || src_ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
-  return ForwardInContext([&] {
-    return cudaMemcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
-                      cudaMemcpyDeviceToDevice);
-  });
+  return cuMemcpyDtoD(dst, src, n);
 }
 
 CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                            size_t n, CUstream s) {
   if (dst_ctx != TheContext() || src_ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
-  return ForwardInContext([&] {
-    return cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n,
-                           cudaMemcpyDeviceToDevice, s);
-  });
+  return cuMemcpyDtoDAsync(dst, src, n, s);
 }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {

@@ -316,10 +316,9 @@ inline void LoadLanes32(const uint8_t* p, uint64_t* const (&d)[V]) {
       alignas(16) uint8_t a[16], b[16];
       CopyVector<16>(a, p + l * 16);
       CopyVector<16>(b, p + (l + 1) * 16);
-      const __m128i lo = _mm_unpacklo_epi32(_mm_load_si128(reinterpret_cast<__m128i*>(a)),
-                                            _mm_load_si128(reinterpret_cast<__m128i*>(b)));
-      const __m128i hi = _mm_unpackhi_epi32(_mm_load_si128(reinterpret_cast<__m128i*>(a)),
-                                            _mm_load_si128(reinterpret_cast<__m128i*>(b)));
+      const __m128i va = _mm_load_si128(reinterpret_cast<__m128i*>(a));
+      const __m128i vb = _mm_load_si128(reinterpret_cast<__m128i*>(b));
+      const __m128i lo = _mm_unpacklo_epi32(va, vb), hi = _mm_unpackhi_epi32(va, vb);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d[0] + l), _mm_unpacklo_epi32(lo, zero));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d[1] + l), _mm_unpackhi_epi32(lo, zero));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d[2] + l), _mm_unpacklo_epi32(hi, zero));

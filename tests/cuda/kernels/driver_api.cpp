@@ -434,13 +434,13 @@ int main(int argc, char** argv) {
     CUdevice again = -1;
     CU_CHECK(cuDeviceGetPCIBusId(bus, sizeof bus, dev));
     CU_CHECK(cuDeviceGetByPCIBusId(&again, bus));
-    int p2p = -1;  // a device is not its own peer
-    CU_EXPECT(cuDeviceGetP2PAttribute(&p2p, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, dev, dev),
-              CUDA_ERROR_INVALID_DEVICE);
     if (again != dev) {
       std::printf("FAIL: bus %s is device %d, not %d\n", bus, again, dev);
       return 1;
     }
+    int p2p = -1;  // a device is not its own peer
+    CU_EXPECT(cuDeviceGetP2PAttribute(&p2p, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, dev, dev),
+              CUDA_ERROR_INVALID_DEVICE);
   }
 
   // A library: loaded with no context needed, its kernels usable as functions.
