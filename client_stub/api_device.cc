@@ -320,6 +320,8 @@ cudaError_t EntryPoint(const char* symbol, void** funcPtr, int version,
   CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   if (get(symbol, funcPtr, version, 0, &found) != CUDA_SUCCESS || *funcPtr == nullptr) {
     *funcPtr = nullptr;
+    if (driverStatus && found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
+      *driverStatus = cudaDriverEntryPointVersionNotSufficent;
     return cudaSuccess;
   }
   if (driverStatus) *driverStatus = cudaDriverEntryPointSuccess;

@@ -12,6 +12,8 @@
 // this library too: it asks for its private export tables first (driver_tables.cc).
 #include "client_stub/driver_internal.h"
 
+#include <cuda_profiler_api.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -250,6 +252,15 @@ CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
   return ToCu(cudaDeviceGetPCIBusId(id, len, dev));
 }
 
+// Execution affinity (an SM count per context) needs MPS: the one context has none.
+CUresult cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevice dev) {
+  DriverCallScope scope;
+  if (CUresult r = NeedDevice(dev)) return r;
+  if (pi == nullptr || type >= CU_EXEC_AFFINITY_TYPE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  *pi = 0;
+  return CUDA_SUCCESS;
+}
+
 // ---- Contexts: one per process, the session -----------------------------------
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
@@ -291,10 +302,14 @@ CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
   return ToCu(cudaDeviceReset());
 }
 
-CUresult cuCtxCreate(CUcontext* ctx, CUctxCreateParams*, unsigned int, CUdevice dev) {
+// Execution affinity needs MPS and a CIG context a graphics API's; the one context has neither,
+// as a GPU without MPS answers.
+CUresult cuCtxCreate(CUcontext* ctx, CUctxCreateParams* params, unsigned int, CUdevice dev) {
   DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (params && params->numExecAffinityParams > 0) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+  if (params && params->cigParams) return CUDA_ERROR_NOT_SUPPORTED;
   *ctx = TheContext();
   Stack().push_back(*ctx);
   return CUDA_SUCCESS;
@@ -379,6 +394,16 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   if (ctx != nullptr && ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx == nullptr && Current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   return ToCu(cudaDeviceSynchronize());
+}
+
+// No profiler is attached to a tenant: starting and stopping collection is the runtime's
+// (api_device.cc), which does nothing, as NVIDIA's driver does without a profiler.
+CUresult cuProfilerStart() {
+  return ForwardInContext([&] { return cudaProfilerStart(); });
+}
+
+CUresult cuProfilerStop() {
+  return ForwardInContext([&] { return cudaProfilerStop(); });
 }
 
 // ---- Memory ---------------------------------------------------------------------

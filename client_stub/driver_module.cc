@@ -386,11 +386,13 @@ CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
 
 // ---- Entry points by name ------------------------------------------------------
 
-// The current ABI of each entry point (cuda.h's `#define cuX cuX_vN`), then the name itself:
-// what this library exports for it, served or refused. An ABI newer than `version` asked for
-// is not handed out (only cuCtxSynchronize has one beyond 12.x). A name the driver does not
-// have is CUDA_SUCCESS with no function, as NVIDIA's driver answers. Per-thread default stream
-// requests get the legacy-stream entry point: a stream of 0 then synchronizes more, never less.
+// The ABI of `symbol` as CUDA `version` defined it (driver_abi.def): the export of the newest
+// ABI not newer than `version`. A runtime built against an older CUDA asks for the older ABI,
+// whose arguments differ (driver_legacy.cc). A name older than every ABI it has is
+// VERSION_NOT_SUFFICIENT; a name the table lacks is looked up as it is, then with the newest
+// suffix exported. A name the driver does not have is CUDA_SUCCESS with no function, as NVIDIA's
+// driver answers. Per-thread default stream requests get the legacy-stream entry point: a stream
+// of 0 then synchronizes more, never less.
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t,
                           CUdriverProcAddressQueryResult* status) {
   DriverCallScope scope;
@@ -400,21 +402,34 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_
     (void)dladdr(reinterpret_cast<void*>(&cuGetProcAddress), &info);
     return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
   }();
-  struct Newer {
-    const char* name;
+  struct Abi {
+    std::string_view name;
     int since;
-    const char* suffix;
+    const char* symbol;
   };
-  static constexpr Newer kNewer[] = {{"cuCtxSynchronize", 13000, "_v2"}};
+  static constexpr Abi kAbis[] = {
+#define ABI(name, since, symbol) {#name, since, #symbol},
+#include "client_stub/driver_abi.def"
+  };
   *pfn = nullptr;
-  const std::string name(symbol);
-  for (const char* suffix : {"_v4", "_v3", "_v2", ""}) {
-    bool too_new = false;
-    for (const Newer& n : kNewer)
-      too_new |= name == n.name && std::string_view(suffix) == n.suffix && version < n.since;
-    if (!too_new && (*pfn = dlsym(self, (name + suffix).c_str())) != nullptr) break;
+  const std::string_view name(symbol);
+  const Abi* abi = nullptr;
+  bool known = false;
+  for (const Abi& a : kAbis) {
+    if (a.name != name) continue;
+    known = true;
+    if (a.since <= version && (abi == nullptr || a.since > abi->since)) abi = &a;
   }
-  if (status) *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (abi != nullptr) {
+    *pfn = dlsym(self, abi->symbol);
+  } else if (!known) {
+    for (const char* suffix : {"", "_v4", "_v3", "_v2"})
+      if ((*pfn = dlsym(self, (std::string(name) + suffix).c_str())) != nullptr) break;
+  }
+  if (status)
+    *status = *pfn    ? CU_GET_PROC_ADDRESS_SUCCESS
+              : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return CUDA_SUCCESS;
 }
 
