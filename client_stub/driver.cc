@@ -140,6 +140,7 @@ const char* ErrorName(CUresult r) {
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
 using remora::client_stub::DriverCallScope;
+using remora::client_stub::St;
 
 extern "C" {
 
@@ -285,14 +286,16 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* acti
   DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *flags = 0;
+  *flags = St().device_flags.load(std::memory_order_relaxed);
   *active = g_primary_refs.load() > 0;
   return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int) {
+// The primary context's flags are the stub runtime's device flags (cudaSetDeviceFlags).
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
   DriverCallScope scope;
-  return NeedDevice(dev);
+  if (CUresult r = NeedDevice(dev)) return r;
+  return ToCu(cudaSetDeviceFlags(flags));
 }
 
 CUresult cuDevicePrimaryCtxReset(CUdevice dev) {

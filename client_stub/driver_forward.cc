@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "client_stub/driver_internal.h"
+#include "client_stub/errors.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
 #include "client_stub/state.h"
@@ -47,6 +48,19 @@ size_t AttributeBytes(CUpointer_attribute a) {
 
 const Kernel* KernelOfHandle(const void* f) {
   return static_cast<const Kernel*>(f);
+}
+
+// The device whose pool of `type` memory at `at` `call` is about.
+CUresult PoolDevice(const CUmemLocation* at, CUmemAllocationType type, const char* call,
+                    CUdevice* dev) {
+  if (at == nullptr || type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  if (at->type == CU_MEM_LOCATION_TYPE_HOST || at->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+      at->type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+    return ToCu(cudaError_t(
+        remora::client_stub::Unsupported(call, "memory pools of host memory are not served")));
+  if (at->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  *dev = at->id;
+  return CUDA_SUCCESS;
 }
 
 }  // namespace
@@ -217,6 +231,31 @@ CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+// CUDA 13's memory pools by location: a device's are the device's (cuDeviceGetMemPool and its
+// kin); pools of host memory are not served, and say so (PoolDevice).
+CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool, CUmemLocation* at, CUmemAllocationType type) {
+  CUdevice dev = 0;
+  if (CUresult r = PoolDevice(at, type, "cuMemGetDefaultMemPool", &dev)) return r;
+  return cuDeviceGetDefaultMemPool(pool, dev);
+}
+CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* at, CUmemAllocationType type) {
+  CUdevice dev = 0;
+  if (CUresult r = PoolDevice(at, type, "cuMemGetMemPool", &dev)) return r;
+  return cuDeviceGetMemPool(pool, dev);
+}
+CUresult cuMemSetMemPool(CUmemLocation* at, CUmemAllocationType type, CUmemoryPool pool) {
+  CUdevice dev = 0;
+  if (CUresult r = PoolDevice(at, type, "cuMemSetMemPool", &dev)) return r;
+  return cuDeviceSetMemPool(dev, pool);
+}
+// Shared memory's banks are four bytes wide on every device this serves; the deprecated
+// setting is a preference, ignored, as such devices ignore it.
+CUresult cuFuncSetSharedMemConfig(CUfunction f, CUsharedconfig c) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return c <= CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 CUresult cuFuncGetName(const char** name, CUfunction f) {
   DriverCallScope scope;

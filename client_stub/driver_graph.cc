@@ -32,7 +32,17 @@ CUresult KernelOp(const CUDA_KERNEL_NODE_PARAMS* p, GraphOp* op) {
   return CUDA_SUCCESS;
 }
 
-// A 3-D copy of linear memory one deep: a 2-D copy. Arrays are not served.
+// Whether the region at (x, y, z) of `width` bytes, `height` rows and `depth` slices lies in
+// the array.
+bool InArray(CUarray array, size_t x, size_t y, size_t z, size_t width, size_t height,
+             size_t depth) {
+  const auto* a = reinterpret_cast<const cudaArray*>(array);
+  return x <= a->Row() && width <= a->Row() - x && y <= a->Rows() && height <= a->Rows() - y &&
+         z <= a->Slices() && depth <= a->Slices() - z;
+}
+
+// The copy `c` describes, of linear memory or CUDA arrays; a region outside an array is
+// CUDA_ERROR_INVALID_VALUE.
 CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // A side's first byte, pitch and slice stride; a CUDA array's are its own (array.h).
@@ -65,6 +75,11 @@ CUresult MemcpyOp(const CUDA_MEMCPY3D* c, GraphOp* op) {
   op->width = c->WidthInBytes;
   op->height = c->Height ? c->Height : 1;
   op->depth = c->Depth ? c->Depth : 1;
+  if ((c->srcMemoryType == CU_MEMORYTYPE_ARRAY &&
+       !InArray(c->srcArray, c->srcXInBytes, c->srcY, c->srcZ, op->width, op->height, op->depth)) ||
+      (c->dstMemoryType == CU_MEMORYTYPE_ARRAY &&
+       !InArray(c->dstArray, c->dstXInBytes, c->dstY, c->dstZ, op->width, op->height, op->depth)))
+    return CUDA_ERROR_INVALID_VALUE;
   op->spitch = op->height > 1 || op->depth > 1 ? spitch : op->width;
   op->dpitch = op->height > 1 || op->depth > 1 ? dpitch : op->width;
   op->kind = cudaMemcpyDefault;
@@ -113,6 +128,70 @@ CUresult Copy(const CUDA_MEMCPY2D* c, CUstream s, bool async) {
   if (CUresult r = NeedContext()) return r;
   GraphOp op;
   return MemcpyOp(&d, &op);
+}
+
+// A CUDA_MEMCPY3D_PEER's copy, once its contexts are the one context or null.
+CUresult FromPeer(const CUDA_MEMCPY3D_PEER* c, CUDA_MEMCPY3D* d) {
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (CUcontext ctx : {c->srcContext, c->dstContext})
+    if (ctx != nullptr && ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = {};
+  d->srcXInBytes = c->srcXInBytes;
+  d->srcY = c->srcY;
+  d->srcZ = c->srcZ;
+  d->srcLOD = c->srcLOD;
+  d->srcMemoryType = c->srcMemoryType;
+  d->srcHost = c->srcHost;
+  d->srcDevice = c->srcDevice;
+  d->srcArray = c->srcArray;
+  d->srcPitch = c->srcPitch;
+  d->srcHeight = c->srcHeight;
+  d->dstXInBytes = c->dstXInBytes;
+  d->dstY = c->dstY;
+  d->dstZ = c->dstZ;
+  d->dstLOD = c->dstLOD;
+  d->dstMemoryType = c->dstMemoryType;
+  d->dstHost = c->dstHost;
+  d->dstDevice = c->dstDevice;
+  d->dstArray = c->dstArray;
+  d->dstPitch = c->dstPitch;
+  d->dstHeight = c->dstHeight;
+  d->WidthInBytes = c->WidthInBytes;
+  d->Height = c->Height;
+  d->Depth = c->Depth;
+  return CUDA_SUCCESS;
+}
+
+// One side of a copy the driver describes by arguments: an array and a byte offset into its
+// row, host memory or device memory.
+struct Side {
+  CUarray array = nullptr;
+  size_t offset = 0;
+  const void* host = nullptr;
+  CUdeviceptr device = 0;
+};
+
+CUmemorytype Type(const Side& side) {
+  return side.array ? CU_MEMORYTYPE_ARRAY : side.host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+}
+
+// A copy of `n` bytes; a null side is CUDA_ERROR_INVALID_VALUE (MemcpyOp).
+CUresult Copy1D(const Side& dst, const Side& src, size_t n, CUstream s, bool async) {
+  CUDA_MEMCPY3D c{};
+  c.dstMemoryType = Type(dst);
+  c.dstHost = const_cast<void*>(dst.host);
+  c.dstDevice = dst.device;
+  c.dstArray = dst.array;
+  c.dstXInBytes = dst.offset;
+  c.srcMemoryType = Type(src);
+  c.srcHost = src.host;
+  c.srcDevice = src.device;
+  c.srcArray = src.array;
+  c.srcXInBytes = src.offset;
+  c.WidthInBytes = n;
+  c.Height = 1;
+  c.Depth = 1;
+  return Copy(&c, s, async);
 }
 
 CUresult Add(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n, GraphOp op) {
@@ -337,6 +416,50 @@ CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* c) {
 
 CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
   return Copy(c, s, true);
+}
+
+// Between contexts: here both are the one context (a null one is the current), so a copy
+// within the device.
+CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER* c) {
+  CUDA_MEMCPY3D d;
+  if (CUresult r = FromPeer(c, &d)) return r;
+  return Copy(&d, nullptr, false);
+}
+
+CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* c, CUstream s) {
+  CUDA_MEMCPY3D d;
+  if (CUresult r = FromPeer(c, &d)) return r;
+  return Copy(&d, s, true);
+}
+
+// Copies to and from 1-D arrays: `offset` bytes into the array's row.
+CUresult cuMemcpyHtoA(CUarray dst, size_t offset, const void* src, size_t n) {
+  return Copy1D({.array = dst, .offset = offset}, {.host = src}, n, nullptr, false);
+}
+
+CUresult cuMemcpyHtoAAsync(CUarray dst, size_t offset, const void* src, size_t n, CUstream s) {
+  return Copy1D({.array = dst, .offset = offset}, {.host = src}, n, s, true);
+}
+
+CUresult cuMemcpyAtoH(void* dst, CUarray src, size_t offset, size_t n) {
+  return Copy1D({.host = dst}, {.array = src, .offset = offset}, n, nullptr, false);
+}
+
+CUresult cuMemcpyAtoHAsync(void* dst, CUarray src, size_t offset, size_t n, CUstream s) {
+  return Copy1D({.host = dst}, {.array = src, .offset = offset}, n, s, true);
+}
+
+CUresult cuMemcpyDtoA(CUarray dst, size_t offset, CUdeviceptr src, size_t n) {
+  return Copy1D({.array = dst, .offset = offset}, {.device = src}, n, nullptr, false);
+}
+
+CUresult cuMemcpyAtoD(CUdeviceptr dst, CUarray src, size_t offset, size_t n) {
+  return Copy1D({.device = dst}, {.array = src, .offset = offset}, n, nullptr, false);
+}
+
+CUresult cuMemcpyAtoA(CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t n) {
+  return Copy1D({.array = dst, .offset = dst_offset}, {.array = src, .offset = src_offset}, n,
+                nullptr, false);
 }
 
 // The CUfunction is the node's kernel; its parameters point into the node's packed copy.

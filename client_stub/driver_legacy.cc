@@ -199,5 +199,13 @@ CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
   return r;
 }
 
+// 0 names the per-thread stream, as for the current ABI's twin (driver_forward.cc).
+CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                 CUmemcpyAttributes* attrs, size_t* attr_idxs, size_t num_attrs,
+                                 size_t* fail_idx, CUstream s) {
+  return cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx,
+                            s == nullptr ? CU_STREAM_PER_THREAD : s);
+}
+
 }  // extern "C"
 #pragma GCC visibility pop

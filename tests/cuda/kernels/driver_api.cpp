@@ -459,6 +459,104 @@ int main(int argc, char** argv) {
   Saxpy(lib_fn, s, 513, rng, /*packed=*/false);
   CU_CHECK(cuLibraryUnload(library));
 
+  // A 1-D CUDA array filled and read back by byte offsets from host memory, device memory and
+  // another array; a copy past its end is refused.
+  {
+    const int n = 1000;
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> v(n), got(n, 0.0f);
+    for (float& x : v) x = dist(rng);
+    CUDA_ARRAY_DESCRIPTOR desc{};
+    desc.Width = n;
+    desc.Format = CU_AD_FORMAT_FLOAT;
+    desc.NumChannels = 1;
+    CUarray a = nullptr, b = nullptr;
+    CU_CHECK(cuArrayCreate(&a, &desc));
+    CU_CHECK(cuArrayCreate(&b, &desc));
+    const size_t half = n / 2 * sizeof(float);
+    CUdeviceptr d = 0;
+    CU_CHECK(cuMemAlloc(&d, n * sizeof(float)));
+    CU_CHECK(cuMemcpyHtoD(d, v.data(), n * sizeof(float)));
+    CU_CHECK(cuMemcpyHtoA(a, 0, v.data(), half));  // first half from the host
+    CU_CHECK(cuMemcpyDtoA(a, half, d + half, n * sizeof(float) - half));  // second from the device
+    CU_CHECK(cuMemcpyAtoA(b, 0, a, 0, n * sizeof(float)));
+    CU_CHECK(cuMemsetD8(d, 0, n * sizeof(float)));
+    CU_CHECK(cuMemcpyAtoD(d, b, 0, half));
+    CU_CHECK(cuMemcpyAtoHAsync(got.data() + n / 2, b, half, n * sizeof(float) - half, s));
+    CU_CHECK(cuStreamSynchronize(s));
+    CU_CHECK(cuMemcpyDtoH(got.data(), d, half));
+    if (got != v) {
+      std::printf("FAIL: a 1-D array's copies by offset differ from what was written\n");
+      return 1;
+    }
+    CU_CHECK(cuMemcpyHtoAAsync(a, 4, v.data(), 8, s));
+    CU_CHECK(cuStreamSynchronize(s));
+    float two[2] = {};
+    CU_CHECK(cuMemcpyAtoH(two, a, 4, 8));
+    if (two[0] != v[0] || two[1] != v[1]) {
+      std::printf("FAIL: an array's bytes at an offset differ from what was written\n");
+      return 1;
+    }
+    CU_EXPECT(cuMemcpyHtoA(a, half, v.data(), n * sizeof(float)), CUDA_ERROR_INVALID_VALUE);
+    CU_CHECK(cuArrayDestroy(a));
+    CU_CHECK(cuArrayDestroy(b));
+
+    // A 2-D region copied between contexts, here both the one context: rows 2..5 of a
+    // 10-row matrix of 100 floats a row.
+    CU_CHECK(cuMemcpyHtoD(d, v.data(), n * sizeof(float)));
+    CUdeviceptr e = 0;
+    CU_CHECK(cuMemAlloc(&e, n * sizeof(float)));
+    CU_CHECK(cuMemsetD32(e, 0, n));
+    CUDA_MEMCPY3D_PEER peer{};
+    peer.srcMemoryType = peer.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    peer.srcDevice = d + 20 * sizeof(float);
+    peer.dstDevice = e;
+    peer.srcPitch = peer.dstPitch = 100 * sizeof(float);
+    peer.srcY = 2;
+    peer.srcContext = peer.dstContext = ctx;
+    peer.WidthInBytes = 50 * sizeof(float);
+    peer.Height = 4;
+    peer.Depth = 1;
+    CU_CHECK(cuMemcpy3DPeerAsync(&peer, s));
+    CU_CHECK(cuStreamSynchronize(s));
+    CU_CHECK(cuMemcpyDtoH(got.data(), e, n * sizeof(float)));
+    for (int row = 0; row < 10; ++row)
+      for (int col = 0; col < 100; ++col) {
+        const float want = row < 4 && col < 50 ? v[(row + 2) * 100 + 20 + col] : 0.0f;
+        if (got[row * 100 + col] != want) {
+          std::printf("FAIL: cuMemcpy3DPeerAsync: element (%d, %d) is %f, expected %f\n", row, col,
+                      got[row * 100 + col], want);
+          return 1;
+        }
+      }
+    CU_CHECK(cuMemFree(d));
+    CU_CHECK(cuMemFree(e));
+  }
+
+  // The device's memory pool named by its location (CUDA 13); the context's flags set and read
+  // back.
+  {
+    CUmemoryPool by_device = nullptr, by_location = nullptr, current_pool = nullptr;
+    CU_CHECK(cuDeviceGetDefaultMemPool(&by_device, dev));
+    CUmemLocation at{};
+    at.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    at.id = dev;
+    CU_CHECK(cuMemGetDefaultMemPool(&by_location, &at, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CU_CHECK(cuMemGetMemPool(&current_pool, &at, CU_MEM_ALLOCATION_TYPE_PINNED));
+    if (by_location != by_device || current_pool != by_device) {
+      std::printf("FAIL: the device's pool by location is not its pool by device\n");
+      return 1;
+    }
+    CU_CHECK(cuCtxSetFlags(CU_CTX_SCHED_BLOCKING_SYNC));
+    unsigned int flags = 0;
+    CU_CHECK(cuCtxGetFlags(&flags));
+    if ((flags & CU_CTX_SCHED_MASK) != CU_CTX_SCHED_BLOCKING_SYNC) {
+      std::printf("FAIL: the context's flags are %#x after setting blocking sync\n", flags);
+      return 1;
+    }
+    CU_CHECK(cuCtxSetFlags(CU_CTX_SCHED_AUTO));
+  }
+
   // PTX from a file, JIT-compiled by whoever runs it.
   CUmodule from_ptx = nullptr;
   CU_CHECK(cuModuleLoad(&from_ptx, argv[2]));
