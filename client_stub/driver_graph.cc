@@ -3,9 +3,11 @@
 // running over this library, builds its graphs here too. The copies CUDA_MEMCPY2D/3D describe
 // are made here as a graph's memcpy node makes them.
 #include <cstring>
+#include <vector>
 
 #include "client_stub/array.h"
 #include "client_stub/driver_internal.h"
+#include "client_stub/errors.h"
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
@@ -517,6 +519,151 @@ CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
   return cs::ForEachStep(exec, node, cudaGraphNodeTypeKernel, [&](GraphOp& s, size_t) { s = op; })
              ? CUDA_SUCCESS
              : CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // extern "C"
+
+// ---- Nodes by their generic parameters (CUDA 12.2): each type's own entry point ----------
+
+namespace {
+
+// The generic parameters' kernel structure is the current one under another name.
+const CUDA_KERNEL_NODE_PARAMS* Kernel(const CUDA_KERNEL_NODE_PARAMS_v3& p) {
+  static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v3) == sizeof(CUDA_KERNEL_NODE_PARAMS));
+  return reinterpret_cast<const CUDA_KERNEL_NODE_PARAMS*>(&p);
+}
+
+CUDA_MEMSET_NODE_PARAMS Memset(const CUDA_MEMSET_NODE_PARAMS_v2& p) {
+  return {p.dst, p.pitch, p.value, p.elementSize, p.width, p.height};
+}
+
+// A type this cannot make, named: external semaphores, batched memory operations,
+// conditional nodes, and a child graph moved rather than cloned into its node.
+CUresult RefuseNode(const char* call, CUgraphNodeType type) {
+  const char* why = type == CU_GRAPH_NODE_TYPE_GRAPH          ? "a child graph moved into its node"
+                    : type == CU_GRAPH_NODE_TYPE_CONDITIONAL  ? "conditional nodes"
+                    : type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP ? "batched memory operation nodes"
+                                                              : "external semaphore nodes";
+  (void)remora::client_stub::Unsupported(call, why);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// A node's parameters changed in the graph (`exec` null) or in an executable graph made from
+// it: the types whose parameters can change.
+CUresult SetParams(const char* call, CUgraphExec exec, CUgraphNode node, CUgraphNodeParams* p) {
+  if (node == nullptr || p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphNodeType type;
+  if (CUresult r = cuGraphNodeGetType(node, &type)) return r;
+  if (type != p->type) return CUDA_ERROR_INVALID_VALUE;
+  switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return exec ? cuGraphExecKernelNodeSetParams(exec, node, Kernel(p->kernel))
+                  : cuGraphKernelNodeSetParams(node, Kernel(p->kernel));
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return exec ? cuGraphExecMemcpyNodeSetParams(exec, node, &p->memcpy.copyParams,
+                                                   p->memcpy.copyCtx)
+                  : cuGraphMemcpyNodeSetParams(node, &p->memcpy.copyParams);
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+      const CUDA_MEMSET_NODE_PARAMS m = Memset(p->memset);
+      return exec ? cuGraphExecMemsetNodeSetParams(exec, node, &m, p->memset.ctx)
+                  : cuGraphMemsetNodeSetParams(node, &m);
+    }
+    case CU_GRAPH_NODE_TYPE_HOST: {
+      const CUDA_HOST_NODE_PARAMS h{p->host.fn, p->host.userData};
+      return exec ? cuGraphExecHostNodeSetParams(exec, node, &h)
+                  : cuGraphHostNodeSetParams(node, &h);
+    }
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;  // a child graph is set in place
+      return cuGraphExecChildGraphNodeSetParams(exec, node, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return exec ? cuGraphExecEventWaitNodeSetEvent(exec, node, p->eventWait.event)
+                  : cuGraphEventWaitNodeSetEvent(node, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return exec ? cuGraphExecEventRecordNodeSetEvent(exec, node, p->eventRecord.event)
+                  : cuGraphEventRecordNodeSetEvent(node, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      return RefuseNode(call, p->type);
+    default:  // empty nodes and memory nodes have nothing to change
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuGraphAddNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
+                        const CUgraphEdgeData* edges, size_t n, CUgraphNodeParams* p) {
+  if (node == nullptr || p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // With edge data the node is made first, then its edges with their data.
+  const size_t direct = edges ? 0 : n;
+  CUresult r = CUDA_SUCCESS;
+  switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      r = cuGraphAddKernelNode(node, g, deps, direct, Kernel(p->kernel));
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      r = cuGraphAddMemcpyNode(node, g, deps, direct, &p->memcpy.copyParams, p->memcpy.copyCtx);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+      const CUDA_MEMSET_NODE_PARAMS m = Memset(p->memset);
+      r = cuGraphAddMemsetNode(node, g, deps, direct, &m, p->memset.ctx);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_HOST: {
+      const CUDA_HOST_NODE_PARAMS h{p->host.fn, p->host.userData};
+      r = cuGraphAddHostNode(node, g, deps, direct, &h);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
+        return RefuseNode("cuGraphAddNode", p->type);
+      r = cuGraphAddChildGraphNode(node, g, deps, direct, p->graph.graph);
+      break;
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      r = cuGraphAddEmptyNode(node, g, deps, direct);
+      break;
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      r = cuGraphAddEventWaitNode(node, g, deps, direct, p->eventWait.event);
+      break;
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      r = cuGraphAddEventRecordNode(node, g, deps, direct, p->eventRecord.event);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      r = cuGraphAddMemAllocNode(node, g, deps, direct,
+                                 reinterpret_cast<CUDA_MEM_ALLOC_NODE_PARAMS*>(&p->alloc));
+      break;
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      r = cuGraphAddMemFreeNode(node, g, deps, direct, p->free.dptr);
+      break;
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      return RefuseNode("cuGraphAddNode", p->type);
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (r != CUDA_SUCCESS || direct == n) return r;
+  std::vector<CUgraphNode> to(n, *node);
+  if ((r = cuGraphAddDependencies_v2(g, deps, to.data(), edges, n)) != CUDA_SUCCESS) {
+    (void)cuGraphDestroyNode(*node);
+    *node = nullptr;
+  }
+  return r;
+}
+
+CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams* p) {
+  return SetParams("cuGraphNodeSetParams", nullptr, node, p);
+}
+
+CUresult cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node, CUgraphNodeParams* p) {
+  if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return SetParams("cuGraphExecNodeSetParams", exec, node, p);
 }
 
 }  // extern "C"

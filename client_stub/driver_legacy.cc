@@ -29,6 +29,7 @@ using namespace remora::client_stub::driver;  // NOLINT: the exported C entry po
 #undef cuGraphNodeGetDependentNodes
 #undef cuStreamUpdateCaptureDependencies
 #undef cuMemcpyBatchAsync
+#undef cuGraphAddNode
 
 namespace {
 
@@ -164,6 +165,11 @@ CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph g, CUgraphNode* error_nod
 CUresult cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph g, CUgraphNode* error_node, char* log,
                                size_t log_size) {
   return cuGraphInstantiate(exec, g, error_node, log, log_size);
+}
+
+CUresult cuGraphAddNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
+                        CUgraphNodeParams* p) {
+  return cuGraphAddNode_v2(node, g, deps, nullptr, n, p);
 }
 
 CUresult cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to,

@@ -557,6 +557,85 @@ int main(int argc, char** argv) {
     CU_CHECK(cuCtxSetFlags(CU_CTX_SCHED_AUTO));
   }
 
+  // A graph built from generic node parameters (cuGraphAddNode): y filled, y = a*x + y, y read
+  // back by a copy node; then the kernel's `a` changed in the executable graph and the fill's
+  // value in the graph.
+  {
+    const int n = 777;
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> x(n), got(n);
+    for (float& v : x) v = dist(rng);
+    CUdeviceptr dx = 0, dy = 0;
+    CU_CHECK(cuMemAlloc(&dx, n * sizeof(float)));
+    CU_CHECK(cuMemAlloc(&dy, n * sizeof(float)));
+    CU_CHECK(cuMemcpyHtoD(dx, x.data(), n * sizeof(float)));
+    CUgraph g = nullptr;
+    CU_CHECK(cuGraphCreate(&g, 0));
+    float one = 1.0f, a = dist(rng);
+    unsigned int one_bits = 0;
+    std::memcpy(&one_bits, &one, 4);
+    CUgraphNodeParams fill{};
+    fill.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    fill.memset.dst = dy;
+    fill.memset.value = one_bits;
+    fill.memset.elementSize = 4;
+    fill.memset.width = n;
+    fill.memset.height = 1;
+    CUgraphNode fill_node = nullptr, kernel_node = nullptr, copy_node = nullptr;
+    CU_CHECK(cuGraphAddNode(&fill_node, g, nullptr, nullptr, 0, &fill));
+    int count = n;
+    void* params[] = {&count, &a, &dx, &dy};
+    CUgraphNodeParams kernel{};
+    kernel.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    kernel.kernel.func = saxpy;
+    kernel.kernel.gridDimX = 4;
+    kernel.kernel.gridDimY = kernel.kernel.gridDimZ = 1;
+    kernel.kernel.blockDimX = 128;
+    kernel.kernel.blockDimY = kernel.kernel.blockDimZ = 1;
+    kernel.kernel.kernelParams = params;
+    CUgraphEdgeData plain{};  // a full dependency, as with no edge data
+    CU_CHECK(cuGraphAddNode(&kernel_node, g, &fill_node, &plain, 1, &kernel));
+    CUgraphNodeParams copy{};
+    copy.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    copy.memcpy.copyCtx = ctx;
+    copy.memcpy.copyParams.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.memcpy.copyParams.srcDevice = dy;
+    copy.memcpy.copyParams.dstMemoryType = CU_MEMORYTYPE_HOST;
+    copy.memcpy.copyParams.dstHost = got.data();
+    copy.memcpy.copyParams.WidthInBytes = n * sizeof(float);
+    copy.memcpy.copyParams.Height = copy.memcpy.copyParams.Depth = 1;
+    CU_CHECK(cuGraphAddNode(&copy_node, g, &kernel_node, nullptr, 1, &copy));
+    CUgraphExec exec = nullptr;
+    CU_CHECK(cuGraphInstantiate(&exec, g, 0));
+    auto check = [&](float filled, float scale, const char* what) {
+      CU_CHECK(cuGraphLaunch(exec, s));
+      CU_CHECK(cuStreamSynchronize(s));
+      for (int i = 0; i < n; ++i)
+        if (std::fabs(got[i] - (scale * x[i] + filled)) > 1e-5f) {
+          std::printf("FAIL: generic graph nodes (%s): y[%d] = %f, expected %f\n", what, i, got[i],
+                      scale * x[i] + filled);
+          std::exit(1);
+        }
+    };
+    check(1.0f, a, "as built");
+    float b = 2 * a;
+    void* b_params[] = {&count, &b, &dx, &dy};
+    kernel.kernel.kernelParams = b_params;
+    CU_CHECK(cuGraphExecNodeSetParams(exec, kernel_node, &kernel));
+    check(1.0f, b, "the executable graph's kernel changed");
+    float three = 3.0f;
+    std::memcpy(&fill.memset.value, &three, 4);
+    CU_CHECK(cuGraphNodeSetParams(fill_node, &fill));
+    CU_EXPECT(cuGraphNodeSetParams(fill_node, &kernel), CUDA_ERROR_INVALID_VALUE);  // not its type
+    CUgraphExecUpdateResultInfo info{};
+    CU_CHECK(cuGraphExecUpdate(exec, g, &info));
+    check(3.0f, a, "the graph's fill changed, then the executable graph updated");
+    CU_CHECK(cuGraphExecDestroy(exec));
+    CU_CHECK(cuGraphDestroy(g));
+    CU_CHECK(cuMemFree(dx));
+    CU_CHECK(cuMemFree(dy));
+  }
+
   // PTX from a file, JIT-compiled by whoever runs it.
   CUmodule from_ptx = nullptr;
   CU_CHECK(cuModuleLoad(&from_ptx, argv[2]));

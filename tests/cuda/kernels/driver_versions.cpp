@@ -250,6 +250,14 @@ int main(int argc, char** argv) {
         first, &dependent, &ndependent));
     if (ndependent != 1 || dependent != second)
       Fail("the first node's dependent is not the second");
+    CUgraphNodeParams empty{};
+    empty.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    CUgraphNode last = nullptr;
+    CU_CHECK(
+        Get<PFN_cuGraphAddNode_v12020>("cuGraphAddNode", 12020)(&last, graph, &second, 1, &empty));
+    size_t edges = 0;
+    CU_CHECK(cuGraphGetEdges(graph, nullptr, nullptr, nullptr, &edges));
+    if (edges != 2) Fail("cuGraphAddNode (CUDA 12.2 ABI): not a node after the second");
     CUDA_KERNEL_NODE_PARAMS_v1 back{};
     CU_CHECK(Get<PFN_cuGraphKernelNodeGetParams_v10000>("cuGraphKernelNodeGetParams", 11000)(
         first, &back));
