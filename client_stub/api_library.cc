@@ -59,6 +59,24 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t library, co
   return cudaSuccess;
 }
 
+cudaError_t cudaLibraryGetKernelCount(unsigned int* count, cudaLibrary_t library) {
+  if (count == nullptr || library == nullptr) return Ret(cudaErrorInvalidValue);
+  const std::vector<std::string>* names = nullptr;
+  if (cudaError_t e = cs::ImageModuleKernelNames(Of(library), &names)) return Ret(e);
+  *count = static_cast<unsigned int>(names->size());
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t* kernels, unsigned int n,
+                                        cudaLibrary_t library) {
+  if (kernels == nullptr || library == nullptr) return Ret(cudaErrorInvalidValue);
+  const std::vector<std::string>* names = nullptr;
+  if (cudaError_t e = cs::ImageModuleKernelNames(Of(library), &names)) return Ret(e);
+  for (size_t i = 0; i < n && i < names->size(); ++i)
+    if (cudaError_t e = cudaLibraryGetKernel(&kernels[i], library, (*names)[i].c_str())) return e;
+  return cudaSuccess;
+}
+
 cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t library,
                                  const char* name) {
   if (library == nullptr || name == nullptr) return Ret(cudaErrorInvalidValue);

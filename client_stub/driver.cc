@@ -264,6 +264,14 @@ CUresult cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevi
 
 // ---- Contexts: one per process, the session -----------------------------------
 
+// The one context has no execution affinity (cuDeviceGetExecAffinitySupport says 0).
+CUresult cuCtxGetExecAffinity(CUexecAffinityParam* param, CUexecAffinityType type) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  if (param == nullptr || type >= CU_EXEC_AFFINITY_TYPE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+}
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   DriverCallScope scope;
   if (CUresult r = NeedDevice(dev)) return r;

@@ -38,20 +38,35 @@ bool Channel(CUarray_format f, int* bits, cudaChannelFormatKind* kind) {
   }
 }
 
+// The channel descriptor of `n` channels of `f`; false for what cuArray3DCreate refuses.
+bool Desc(CUarray_format f, unsigned n, cudaChannelFormatDesc* desc) {
+  int bits = 0;
+  cudaChannelFormatKind kind;
+  if (n == 0 || n > 4 || !Channel(f, &bits, &kind)) return false;
+  *desc = {bits, n > 1 ? bits : 0, n > 2 ? bits : 0, n > 3 ? bits : 0, kind};
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
+
+CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* width, CUarray_format f, unsigned n,
+                                            CUdevice dev) {
+  DriverCallScope scope;
+  if (CUresult r = NeedDevice(dev)) return r;
+  cudaChannelFormatDesc desc;
+  if (!Desc(f, n, &desc)) return CUDA_ERROR_INVALID_VALUE;
+  return ToCu(cudaDeviceGetTexture1DLinearMaxWidth(width, &desc, dev));
+}
 
 CUresult cuArray3DCreate(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* d) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (out == nullptr || d == nullptr || d->NumChannels == 0 || d->NumChannels > 4)
     return CUDA_ERROR_INVALID_VALUE;
-  int bits = 0;
-  cudaChannelFormatKind kind;
-  if (!Channel(d->Format, &bits, &kind)) return CUDA_ERROR_NOT_SUPPORTED;
-  cudaChannelFormatDesc desc{bits, d->NumChannels > 1 ? bits : 0, d->NumChannels > 2 ? bits : 0,
-                             d->NumChannels > 3 ? bits : 0, kind};
+  cudaChannelFormatDesc desc;
+  if (!Desc(d->Format, d->NumChannels, &desc)) return CUDA_ERROR_NOT_SUPPORTED;
   cudaArray_t a = nullptr;
   CUresult r =
       ToCu(cudaMalloc3DArray(&a, &desc, cudaExtent{d->Width, d->Height, d->Depth}, d->Flags));

@@ -1,12 +1,15 @@
-// client_stub/driver_legacy.cc - the older ABIs of driver entry points whose arguments
-// changed: what cuGetProcAddress hands a runtime or framework built against an older CUDA
-// (driver_abi.def), and what programs linked against an older libcuda call by name. Each
-// adapts its arguments to the current ABI's entry point and calls it. Older ABIs with the same
-// arguments as the current one are linker aliases (driver_same_abi.def).
+// client_stub/driver_legacy.cc - what a runtime, framework or program built against an older
+// CUDA calls: the older ABIs of entry points whose arguments changed (cuGetProcAddress hands
+// them out by version, driver_abi.def), each adapting its arguments to the current ABI's entry
+// point; and the deprecated execution control API (cuFuncSetBlockShape, cuParamSet*,
+// cuLaunchGrid), launches through cuLaunchKernel. Older ABIs with the current one's arguments
+// are linker aliases (driver_same_abi.def).
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 #include "client_stub/driver_internal.h"
+#include "client_stub/kernels.h"
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
 
@@ -54,6 +57,50 @@ CUDA_KERNEL_NODE_PARAMS Current(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
   c.kernelParams = p.kernelParams;
   c.extra = p.extra;
   return c;
+}
+
+// The deprecated execution control API: a function's block shape, dynamic shared memory and
+// packed parameters, set one call at a time, then launched. NVIDIA's is not thread-safe per
+// function either; one lock keeps these from tearing.
+std::mutex g_legacy_mu;
+
+// `f`'s settings, made on first use. REQUIRES: g_legacy_mu.
+remora::client_stub::Kernel::LegacyLaunch* LegacyOf(CUfunction f) {
+  auto* k = reinterpret_cast<remora::client_stub::Kernel*>(f);
+  if (!k->legacy) k->legacy = std::make_unique<remora::client_stub::Kernel::LegacyLaunch>();
+  return k->legacy.get();
+}
+
+// Writes `n` bytes at `offset` of `f`'s parameters, which grow to hold them (programs of the
+// time set the values first, then the size); past the largest parameter list a kernel may
+// take, CUDA_ERROR_INVALID_VALUE.
+CUresult SetParam(CUfunction f, int offset, const void* bytes, size_t n) {
+  constexpr size_t kMaxParams = 32764;
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (offset < 0 || size_t(offset) > kMaxParams || n > kMaxParams - size_t(offset))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g_legacy_mu);
+  std::string& params = LegacyOf(f)->params;
+  if (params.size() < offset + n) params.resize(offset + n);
+  std::memcpy(params.data() + offset, bytes, n);
+  return CUDA_SUCCESS;
+}
+
+// A launch of `f` as the execution control API set it up; a shape never set is refused.
+CUresult LegacyLaunchOf(CUfunction f, int gx, int gy, CUstream s) {
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (gx <= 0 || gy <= 0) return CUDA_ERROR_INVALID_VALUE;
+  remora::client_stub::Kernel::LegacyLaunch l;
+  {
+    std::lock_guard lock(g_legacy_mu);
+    l = *LegacyOf(f);
+  }
+  if (l.block[0] <= 0 || l.block[1] <= 0 || l.block[2] <= 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t size = l.params.size();
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, l.params.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &size, CU_LAUNCH_PARAM_END};
+  return cuLaunchKernel(f, unsigned(gx), unsigned(gy), 1, unsigned(l.block[0]),
+                        unsigned(l.block[1]), unsigned(l.block[2]), l.shared, s, nullptr, extra);
 }
 
 }  // namespace
@@ -212,6 +259,64 @@ CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* s
   return cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx,
                             s == nullptr ? CU_STREAM_PER_THREAD : s);
 }
+
+// ---- The execution control API of CUDA 1.0 to 3.2 (deprecated) ----------------------------
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+CUresult cuFuncSetBlockShape(CUfunction f, int x, int y, int z) {
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (x <= 0 || y <= 0 || z <= 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g_legacy_mu);
+  auto* l = LegacyOf(f);
+  l->block[0] = x;
+  l->block[1] = y;
+  l->block[2] = z;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetSharedSize(CUfunction f, unsigned int bytes) {
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(g_legacy_mu);
+  LegacyOf(f)->shared = bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuParamSetSize(CUfunction f, unsigned int bytes) {
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (bytes > 32764) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g_legacy_mu);
+  LegacyOf(f)->params.resize(bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuParamSeti(CUfunction f, int offset, unsigned int value) {
+  return SetParam(f, offset, &value, sizeof value);
+}
+
+CUresult cuParamSetf(CUfunction f, int offset, float value) {
+  return SetParam(f, offset, &value, sizeof value);
+}
+
+CUresult cuParamSetv(CUfunction f, int offset, void* bytes, unsigned int n) {
+  if (bytes == nullptr && n > 0) return CUDA_ERROR_INVALID_VALUE;
+  return SetParam(f, offset, bytes, n);
+}
+
+CUresult cuLaunch(CUfunction f) {
+  return LegacyLaunchOf(f, 1, 1, nullptr);
+}
+
+CUresult cuLaunchGrid(CUfunction f, int width, int height) {
+  return LegacyLaunchOf(f, width, height, nullptr);
+}
+
+CUresult cuLaunchGridAsync(CUfunction f, int width, int height, CUstream s) {
+  return LegacyLaunchOf(f, width, height, s);
+}
+
+#pragma GCC diagnostic pop
 
 }  // extern "C"
 #pragma GCC visibility pop

@@ -50,6 +50,26 @@ CUresult KernelOf(DriverModule* m, const char* name, Kernel** out) {
   return e == cudaErrorInvalidDeviceFunction ? CUDA_ERROR_NOT_FOUND : ToCu(e);
 }
 
+// The number of `m`'s kernels; and the first `n` of them, each found as KernelOf finds it.
+CUresult KernelCount(DriverModule* m, unsigned int* count) {
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const std::vector<std::string>* names = nullptr;
+  if (cudaError_t e = ImageModuleKernelNames(m, &names)) return ToCu(e);
+  *count = static_cast<unsigned int>(names->size());
+  return CUDA_SUCCESS;
+}
+
+CUresult KernelsOf(DriverModule* m, Kernel** out, unsigned int n) {
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const std::vector<std::string>* names = nullptr;
+  if (cudaError_t e = ImageModuleKernelNames(m, &names)) return ToCu(e);
+  for (size_t i = 0; i < n && i < names->size(); ++i)
+    if (CUresult r = KernelOf(m, (*names)[i].c_str(), &out[i])) return r;
+  return CUDA_SUCCESS;
+}
+
 // Variable `name` of `m`: its address and size.
 CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* bytes) {
   uint64_t at = 0;
@@ -155,6 +175,18 @@ CUresult cuModuleGetFunction(CUfunction* fn, CUmodule module, const char* name) 
   return KernelOf(reinterpret_cast<DriverModule*>(module), name, reinterpret_cast<Kernel**>(fn));
 }
 
+CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule module) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  return KernelCount(reinterpret_cast<DriverModule*>(module), count);
+}
+
+CUresult cuModuleEnumerateFunctions(CUfunction* fns, unsigned int n, CUmodule module) {
+  DriverCallScope scope;
+  if (CUresult r = NeedContext()) return r;
+  return KernelsOf(reinterpret_cast<DriverModule*>(module), reinterpret_cast<Kernel**>(fns), n);
+}
+
 CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, const char* name) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
@@ -193,6 +225,19 @@ CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* nam
   if (CUresult r = NeedInit()) return r;
   return KernelOf(reinterpret_cast<DriverModule*>(library), name,
                   reinterpret_cast<Kernel**>(kernel));
+}
+
+CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary library) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  return KernelCount(reinterpret_cast<DriverModule*>(library), count);
+}
+
+CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int n, CUlibrary library) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  return KernelsOf(reinterpret_cast<DriverModule*>(library), reinterpret_cast<Kernel**>(kernels),
+                   n);
 }
 
 CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {

@@ -132,22 +132,42 @@ Result<std::string> ReadImageFile(const char* path) {
   return bytes;
 }
 
+// Loads `m` again if a device reset unloaded it. REQUIRES: m.mu held.
+cudaError_t ReloadLocked(ImageModule& m, uint64_t now) {
+  if (m.epoch == now) return cudaSuccess;
+  std::vector<std::string> again;
+  if (m.preserved) {
+    Result<std::vector<std::string>> images = ImagesOf(m.preserved);
+    if (!images.ok()) return cudaErrorInvalidKernelImage;
+    again = std::move(*images);
+  }
+  if (cudaError_t e = Register(m.preserved ? again : m.kept, m.rdc, &m.id)) return e;
+  m.epoch = now;
+  return cudaSuccess;
+}
+
 cudaError_t RefreshImageKernel(Kernel& k) {
   const uint64_t now = DeviceEpoch();
   if (k.epoch.load(std::memory_order_acquire) == now) return cudaSuccess;
   ImageModule& m = *k.image;
   std::lock_guard lock(m.mu);
-  if (m.epoch != now) {
-    std::vector<std::string> again;
-    if (m.preserved) {
-      Result<std::vector<std::string>> images = ImagesOf(m.preserved);
-      if (!images.ok()) return cudaErrorInvalidKernelImage;
-      again = std::move(*images);
-    }
-    if (cudaError_t e = Register(m.preserved ? again : m.kept, m.rdc, &m.id)) return e;
-    m.epoch = now;
-  }
+  if (cudaError_t e = ReloadLocked(m, now)) return e;
   return k.epoch.load(std::memory_order_acquire) == now ? cudaSuccess : AskKernel(m, k);
+}
+
+cudaError_t ImageModuleKernelNames(ImageModule* m, const std::vector<std::string>** names) {
+  if (m == nullptr || names == nullptr) return cudaErrorInvalidValue;
+  std::lock_guard lock(m->mu);
+  if (!m->kernel_names) {
+    if (cudaError_t e = ReloadLocked(*m, DeviceEpoch())) return e;
+    v1::ModuleKernelsRequest req;
+    req.set_module(m->id);
+    v1::ModuleKernelsReply rep;
+    if (cudaError_t e = Connection::Get().Call(CallId::kModuleKernels, req, &rep)) return e;
+    m->kernel_names.emplace(rep.names().begin(), rep.names().end());
+  }
+  *names = &*m->kernel_names;
+  return cudaSuccess;
 }
 
 cudaError_t UnloadImageModule(ImageModule* module) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct ImageModule {
   bool rdc = false;
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // asked for so far
+  std::optional<std::vector<std::string>> kernel_names;    // all, once asked for
   ~ImageModule();
 };
 
@@ -60,6 +62,9 @@ cudaError_t UnloadImageModule(ImageModule* m);
 // Kernel `name` of `m`, a launchable handle that FindKernel also accepts; asked of the server
 // once. cudaErrorInvalidDeviceFunction if the module has no such kernel.
 cudaError_t ImageModuleKernel(ImageModule* m, const char* name, Kernel** out);
+// The names of all of `m`'s kernels, in the module's order: asked of the server once, and
+// valid as long as `m`.
+cudaError_t ImageModuleKernelNames(ImageModule* m, const std::vector<std::string>** names);
 // After a device reset (DeviceEpoch), loads `k`'s module again and asks for its kernel again,
 // as NVIDIA's driver keeps libraries and kernels across a primary-context reset; nothing to
 // do otherwise.

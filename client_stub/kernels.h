@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,6 +55,14 @@ struct Kernel {
   // handle is from: a device reset makes it stale, and its next use asks for it again.
   ImageModule* image = nullptr;
   std::atomic<uint64_t> epoch{0};
+  // What the deprecated execution control API set (cuFuncSetBlockShape, cuParamSet*: the
+  // driver's legacy launches, driver_legacy.cc); null until it is used.
+  struct LegacyLaunch {
+    int block[3] = {0, 0, 0};
+    unsigned shared = 0;
+    std::string params;
+  };
+  std::unique_ptr<LegacyLaunch> legacy;
 };
 
 // Device resets so far (ForgetDeviceState counts them).

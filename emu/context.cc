@@ -467,6 +467,17 @@ CUresult Context::GetFunction(CUmodule h, const char* name, CUfunction* out) {
   return CUDA_SUCCESS;
 }
 
+CUresult Context::ListFunctions(CUmodule h, unsigned* count, CUfunction* out, unsigned n) {
+  std::lock_guard lock(mu_);
+  auto it = modules_.find(h);
+  if (it == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  const Module& m = *it->second;
+  if (count != nullptr) *count = static_cast<unsigned>(m.functions.size());
+  for (size_t i = 0; out != nullptr && i < n && i < m.functions.size(); ++i)
+    out[i] = reinterpret_cast<CUfunction>(const_cast<Function*>(&m.functions[i]));
+  return CUDA_SUCCESS;
+}
+
 FunctionRef Context::FindFunction(CUfunction f) const {
   std::lock_guard lock(mu_);
   auto it = functions_.find(f);

@@ -161,6 +161,9 @@ class Context {
   std::shared_ptr<Module> FindModule(CUmodule m) const;
   // Errors: CUDA_ERROR_INVALID_HANDLE (module), CUDA_ERROR_NOT_FOUND (name).
   CUresult GetFunction(CUmodule m, const char* name, CUfunction* out);
+  // The module's kernels: their number in *count, and the first `n` in `out` (either may be
+  // null). Errors: CUDA_ERROR_INVALID_HANDLE (module).
+  CUresult ListFunctions(CUmodule m, unsigned* count, CUfunction* out, unsigned n);
   FunctionRef FindFunction(CUfunction f) const;
   CUresult CreateLink(CUlinkState* out);
   CUresult DestroyLink(CUlinkState l);

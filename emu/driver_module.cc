@@ -145,6 +145,19 @@ REMORA_EMU_API CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule 
   return ctx->GetFunction(hmod, name, hfunc);
 }
 
+REMORA_EMU_API CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule hmod) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->ListFunctions(hmod, count, nullptr, 0);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction* functions, unsigned int n,
+                                                           CUmodule hmod) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (functions == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return ctx->ListFunctions(hmod, nullptr, functions, n);
+}
+
 REMORA_EMU_API CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
                                                   const char* name) {
   EMU_CURRENT_CONTEXT(ctx);

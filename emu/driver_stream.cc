@@ -1,6 +1,10 @@
 // emu/driver_stream.cc - entry points: streams, host functions, events.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
+#include <type_traits>
 
 #include "emu/device.h"
 #include "emu/driver.h"
@@ -67,6 +71,69 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, 
 
 namespace {
 
+// Where a stream memory operation may reach: device memory, or registered host memory, at
+// the value's alignment.
+template <class T>
+CUresult MemOpTarget(Context* ctx, CUdeviceptr addr, T** out) {
+  if (addr % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* p = reinterpret_cast<T*>(addr);
+  if (!ctx->memory().Contains(addr, sizeof(T)) && !ctx->IsPinned(p, sizeof(T)))
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = p;
+  return CUDA_SUCCESS;
+}
+
+template <class T>
+CUresult WriteValue(CUstream stream, CUdeviceptr addr, T value, unsigned flags) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if ((flags & ~unsigned{CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER}) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  T* p = nullptr;
+  EMU_RETURN_IF_ERROR(MemOpTarget(ctx, addr, &p));
+  Work w;
+  w.run = [p, value] { std::atomic_ref<T>(*p).store(value, std::memory_order_release); };
+  return ctx->Enqueue(stream, std::move(w));
+}
+
+// Whether `v` meets a wait's condition: at least `want` (compared cyclically, as a GPU does),
+// equal to it, sharing a set bit with it (AND), or with a bit clear in both (NOR).
+template <class T>
+bool Meets(T v, T want, unsigned op) {
+  switch (op) {
+    case CU_STREAM_WAIT_VALUE_GEQ:
+      return static_cast<std::make_signed_t<T>>(v - want) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return v == want;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (v & want) != 0;
+    default:  // CU_STREAM_WAIT_VALUE_NOR
+      return static_cast<T>(~(v | want)) != 0;
+  }
+}
+
+// The stream waits on the device, taking no device time: its worker polls the value, briefly
+// at first, then every 20 us, until it meets the condition or the stream is cancelled.
+template <class T>
+CUresult WaitValue(CUstream stream, CUdeviceptr addr, T value, unsigned flags) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if ((flags & ~3u) != 0) return CUDA_ERROR_INVALID_VALUE;  // no remote writes to flush here
+  T* p = nullptr;
+  EMU_RETURN_IF_ERROR(MemOpTarget(ctx, addr, &p));
+  Work w;
+  w.run = [p, value, op = flags & 3u] {
+    const std::atomic<bool>* cancelled = CurrentWorkCancelled();
+    for (int spins = 0;; ++spins) {
+      if (Meets(std::atomic_ref<T>(*p).load(std::memory_order_acquire), value, op)) return;
+      if (cancelled != nullptr && cancelled->load(std::memory_order_relaxed)) return;
+      if (spins < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  };
+  return ctx->Enqueue(stream, std::move(w));
+}
+
 // The user data of one remoraEmuLaunchDeviceWork item: `fn` runs it, or, if the
 // item is dropped unrun (broken or reset context), `discard` frees it.
 class DeviceWork {
@@ -110,6 +177,27 @@ REMORA_EMU_API CUresult remoraEmuLaunchDeviceWork(CUstream hStream, CUhostFn fn,
   const CUresult r = ctx->Enqueue(hStream, std::move(w));
   if (r != CUDA_SUCCESS) work->Disarm();
   return r;
+}
+
+// Stream memory operations: 32- and 64-bit writes and waits (cuda.h names the current ABI).
+REMORA_EMU_API CUresult CUDAAPI cuStreamWriteValue32(CUstream stream, CUdeviceptr addr,
+                                                     cuuint32_t value, unsigned int flags) {
+  return WriteValue(stream, addr, value, flags);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamWriteValue64(CUstream stream, CUdeviceptr addr,
+                                                     cuuint64_t value, unsigned int flags) {
+  return WriteValue(stream, addr, value, flags);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamWaitValue32(CUstream stream, CUdeviceptr addr,
+                                                    cuuint32_t value, unsigned int flags) {
+  return WaitValue(stream, addr, value, flags);
+}
+
+REMORA_EMU_API CUresult CUDAAPI cuStreamWaitValue64(CUstream stream, CUdeviceptr addr,
+                                                    cuuint64_t value, unsigned int flags) {
+  return WaitValue(stream, addr, value, flags);
 }
 
 REMORA_EMU_API CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {

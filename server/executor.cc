@@ -384,9 +384,10 @@ void Executor::Tenant::IssueLocked(Stream& st) {
   Item& item = ordering_.Head(st.id).payload;
   Status s = OrderLocked(st);
   if (s.ok()) {
-    // The next item starts the next segment, after a wait for another stream or
-    // for this one to finish (a synchronization: it may run dry meanwhile).
-    if (item.kind == Item::Kind::kWaitEvent || item.kind == Item::Kind::kWait)
+    // The next item starts the next segment, after a wait for another stream, for
+    // this one to finish (a synchronization) or for a value in memory: the stream
+    // may stand idle meanwhile.
+    if (item.kind == Item::Kind::kWaitEvent || item.kind == Item::Kind::kWait || item.idles)
       CutGroupLocked(st);
     else
       ResumeGroupLocked(st);
@@ -448,10 +449,11 @@ void Executor::Tenant::WatchStreamLocked(Stream& st, Completion then, bool lazy)
   ex_.Watch(std::move(p));
 }
 
-Status Executor::Tenant::Submit(uint64_t stream, Issue issue) {
+Status Executor::Tenant::Submit(uint64_t stream, Issue issue, bool idles) {
   std::lock_guard lock(mu_);
   Item item = Item::Of(Item::Kind::kIssue);
   item.issue = std::move(issue);
+  item.idles = idles;
   return EnqueueLocked(stream, std::move(item)).status();
 }
 

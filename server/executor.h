@@ -216,7 +216,9 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   // Stream-ordered work. Errors: kInvalidResourceHandle for an unknown stream
   // or event; the tenant's sticky fault. An issue failure later reaches
   // TenantHooks::on_error.
-  Status Submit(uint64_t stream, Issue issue);
+  // `idles`: the work may hold the stream idle on the device (a wait for a value in memory),
+  // so no GPU time is charged across it.
+  Status Submit(uint64_t stream, Issue issue, bool idles = false);
   // A kernel launch: issued from `args` at once when it may go (nothing copied, nothing
   // allocated once the queues have grown), else queued with a copy of its parameters.
   Status Launch(uint64_t stream, const LaunchArgs& args);

@@ -59,6 +59,7 @@ struct Executor::Tenant::Item {
   enum class Kind { kIssue, kLaunch, kRecord, kWaitEvent, kHostFunc, kWait };
   Kind kind = Kind::kIssue;
   Issue issue;
+  bool idles = false;  // kIssue: may hold the stream idle on the device (Submit)
   CUevent event = nullptr;
   uint64_t host_id = 0;
   std::shared_ptr<GateState> gate;  // kHostFunc: a gate (Tenant::Gate), not the tenant's function

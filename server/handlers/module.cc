@@ -274,6 +274,24 @@ Status Session::OnModuleGetFunction(const v1::ModuleFunctionRequest& req, v1::Ke
   return OkStatus();
 }
 
+Status Session::OnModuleKernels(const v1::ModuleKernelsRequest& req, v1::ModuleKernelsReply& rep) {
+  ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
+  unsigned count = 0;
+  if (CUresult r = dev().drv().cuModuleGetFunctionCount(&count, m->mod); r != CUDA_SUCCESS)
+    return dev().Check(r, "cuModuleGetFunctionCount");
+  std::vector<CUfunction> fns(count);
+  if (CUresult r = dev().drv().cuModuleEnumerateFunctions(fns.data(), count, m->mod);
+      count > 0 && r != CUDA_SUCCESS)
+    return dev().Check(r, "cuModuleEnumerateFunctions");
+  for (CUfunction fn : fns) {
+    const char* name = nullptr;
+    if (CUresult r = dev().drv().cuFuncGetName(&name, fn); r != CUDA_SUCCESS || name == nullptr)
+      return dev().Check(r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_HANDLE : r, "cuFuncGetName");
+    rep.add_names(name);
+  }
+  return OkStatus();
+}
+
 Status Session::OnModuleGetGlobal(const v1::ModuleFunctionRequest& req, v1::VariableInfo& rep) {
   ASSIGN_OR_RETURN(Module * m, modules_.Find(req.module()));
   CUdeviceptr p = 0;

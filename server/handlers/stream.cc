@@ -70,6 +70,55 @@ Status Session::OnLaunchHostFunc(const v1::HostFuncRequest& req, v1::Empty&) {
   return work_->HostFunc(req.stream(), req.id());
 }
 
+// A write of a 4- or 8-byte value, or a wait for one to meet a condition, in the tenant's device
+// memory, aligned to its width. A wait holds the stream on the device, not in the executor, and
+// ends the GPU-time segment before it: the stream stands idle meanwhile.
+Status Session::OnStreamMemOp(const v1::StreamMemOpRequest& req, v1::Empty&) {
+  using Op = v1::StreamMemOpRequest;
+  if (!Op::Op_IsValid(req.op()))
+    return Error(err::kInvalidValue,
+                 "stream memory operation " + std::to_string(req.op()) + " is not one");
+  const bool wide = req.op() == Op::WRITE64 || req.op() == Op::WAIT64;
+  const bool wait = req.op() == Op::WAIT32 || req.op() == Op::WAIT64;
+  const uint64_t bytes = wide ? 8 : 4;
+  constexpr uint32_t kWriteFlags = CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+  constexpr uint32_t kWaitFlags = 0x3 | CU_STREAM_WAIT_VALUE_FLUSH;
+  if ((req.flags() & ~(wait ? kWaitFlags : kWriteFlags)) != 0)
+    return Error(err::kInvalidValue, "stream memory operation flags " +
+                                         std::to_string(req.flags()) + " are not the driver's");
+  if (req.addr() % bytes != 0)
+    return Error(err::kInvalidValue, "a stream memory operation's address is not aligned to " +
+                                         std::to_string(bytes) + " bytes");
+  if (!wide && req.value() > UINT32_MAX)
+    return Error(err::kInvalidValue, "a 32-bit stream memory operation's value is wider");
+  RETURN_IF_ERROR(CheckDeviceRange(req.addr(), bytes, wait ? "waited-on value" : "written value"));
+  Device* dev = env_.device;
+  const CUdeviceptr addr = req.addr();
+  const uint64_t value = req.value();
+  const unsigned flags = req.flags();
+  const Op::Op op = req.op();
+  return work_->Submit(
+      req.stream(),
+      [dev, addr, value, flags, op](CUstream s) {
+        const DriverTable& drv = dev->drv();
+        switch (op) {
+          case Op::WRITE32:
+            return dev->Check(drv.cuStreamWriteValue32(s, addr, cuuint32_t(value), flags),
+                              "cuStreamWriteValue32");
+          case Op::WRITE64:
+            return dev->Check(drv.cuStreamWriteValue64(s, addr, value, flags),
+                              "cuStreamWriteValue64");
+          case Op::WAIT32:
+            return dev->Check(drv.cuStreamWaitValue32(s, addr, cuuint32_t(value), flags),
+                              "cuStreamWaitValue32");
+          default:
+            return dev->Check(drv.cuStreamWaitValue64(s, addr, value, flags),
+                              "cuStreamWaitValue64");
+        }
+      },
+      /*idles=*/wait);
+}
+
 Status Session::OnHostFuncDone(const v1::HostFuncDone& req, v1::Empty&) {
   if (work_) work_->HostFuncDone(req.id());
   return OkStatus();

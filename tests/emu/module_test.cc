@@ -42,6 +42,53 @@ TEST_F(EmuModule, BadImagesAreRefused) {
             CUDA_ERROR_INVALID_HANDLE);
 }
 
+// A module's kernels listed, in its order, and not its device functions; a buffer shorter than
+// the list gets its first entries.
+TEST_F(EmuModule, EnumeratesTheModulesKernels) {
+  const char ptx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.func (.param .b32 func_retval0) helper(.param .b32 helper_param_0)
+{
+  .reg .b32 %r<2>;
+  ld.param.b32 %r1, [helper_param_0];
+  st.param.b32 [func_retval0], %r1;
+  ret;
+}
+.visible .entry first(.param .u32 p)
+{
+  ret;
+}
+.visible .entry second()
+{
+  ret;
+}
+)";
+  CUmodule m;
+  ASSERT_EQ(api.cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+  unsigned count = 0;
+  ASSERT_EQ(api.cuModuleGetFunctionCount(&count, m), CUDA_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  CUfunction fns[3] = {};
+  ASSERT_EQ(api.cuModuleEnumerateFunctions(fns, 3, m), CUDA_SUCCESS);
+  EXPECT_EQ(fns[2], nullptr);
+  const char* name = nullptr;
+  ASSERT_EQ(api.cuFuncGetName(&name, fns[0]), CUDA_SUCCESS);
+  EXPECT_STREQ(name, "first");
+  ASSERT_EQ(api.cuFuncGetName(&name, fns[1]), CUDA_SUCCESS);
+  EXPECT_STREQ(name, "second");
+  CUfunction by_name = nullptr;
+  ASSERT_EQ(api.cuModuleGetFunction(&by_name, m, "second"), CUDA_SUCCESS);
+  EXPECT_EQ(by_name, fns[1]);
+  CUfunction one[1] = {};
+  ASSERT_EQ(api.cuModuleEnumerateFunctions(one, 1, m), CUDA_SUCCESS);
+  EXPECT_EQ(one[0], fns[0]);
+  EXPECT_EQ(api.cuModuleGetFunctionCount(&count, reinterpret_cast<CUmodule>(&count)),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 // cudaFuncAttributes::ptxVersion is the arch the PTX was compiled for (CUB
 // chooses its tuning from it), not the device's.
 TEST_F(EmuModule, PtxVersionIsTheModulesTarget) {

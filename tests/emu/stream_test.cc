@@ -330,6 +330,73 @@ $L_spin:
 }
 )";
 
+// A stream held until another writes the value it waits for: each condition, met and not.
+TEST_F(EmuStream, WaitValueHoldsTheStreamUntilTheValueMeetsItsCondition) {
+  CUdeviceptr v;
+  ASSERT_EQ(api.cuMemAlloc(&v, 16), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD8(v, 0, 16), CUDA_SUCCESS);
+  CUstream waiter, writer;
+  ASSERT_EQ(api.cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  struct Case {
+    unsigned op;
+    uint32_t want, before, after;  // `before` leaves the wait waiting, `after` ends it
+  };
+  const Case cases[] = {{CU_STREAM_WAIT_VALUE_GEQ, 10, 9, 0x80000009u},  // cyclic: 2^31 - 1 on
+                        {CU_STREAM_WAIT_VALUE_EQ, 5, 6, 5},
+                        {CU_STREAM_WAIT_VALUE_AND, 0x30, 0x0F, 0x10},
+                        {CU_STREAM_WAIT_VALUE_NOR, 0xFFFF0000u, 0x0000FFFFu, 0x0000FFFEu}};
+  Log log(16);
+  int tag = 0;
+  for (const Case& c : cases) {
+    ASSERT_EQ(api.cuStreamWriteValue32(writer, v, c.before, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuStreamSynchronize(writer), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuStreamWaitValue32(waiter, v, c.want, c.op), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuLaunchHostFunc(waiter, Log::Append, log.Tag(++tag)), CUDA_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(api.cuStreamQuery(waiter), CUDA_ERROR_NOT_READY) << "op " << c.op;
+    EXPECT_EQ(log.Get().size(), size_t(tag - 1));
+    ASSERT_EQ(api.cuStreamWriteValue32(writer, v, c.after, 0), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuStreamSynchronize(waiter), CUDA_SUCCESS);
+    EXPECT_EQ(log.Get().size(), size_t(tag)) << "op " << c.op;
+  }
+  ASSERT_EQ(api.cuStreamWriteValue64(writer, v + 8, 0x1122334455667788ull, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamWaitValue64(waiter, v + 8, 0x1122334455667788ull, CU_STREAM_WAIT_VALUE_EQ),
+            CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamSynchronize(waiter), CUDA_SUCCESS);
+  uint64_t got = 0;
+  ASSERT_EQ(api.cuMemcpyDtoH(&got, v + 8, 8), CUDA_SUCCESS);
+  EXPECT_EQ(got, 0x1122334455667788ull);
+  // Misaligned, outside device memory, unknown flags, and remote-write flushes this device
+  // says it cannot make.
+  EXPECT_EQ(api.cuStreamWriteValue32(writer, v + 2, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamWaitValue64(waiter, v + 4, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamWriteValue32(writer, v + 16, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamWriteValue32(writer, v, 1, 0x10), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamWaitValue32(waiter, v, 1, CU_STREAM_WAIT_VALUE_FLUSH),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamDestroy(waiter), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamDestroy(writer), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(v), CUDA_SUCCESS);
+}
+
+// A wait nobody will meet ends when its stream is cancelled (a tenant that died).
+TEST_F(EmuStream, CancelEndsAWaitForAValue) {
+  CUdeviceptr v;
+  ASSERT_EQ(api.cuMemAlloc(&v, 4), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD32(v, 0, 1), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamWaitValue32(s, v, 1, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(api.cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+  ASSERT_EQ(api.remoraEmuCancelStream(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(v), CUDA_SUCCESS);
+}
+
 TEST_F(EmuStream, CancelStopsARunningKernelAndDropsQueuedWorkButNotLaterWork) {
   CUmodule m;
   ASSERT_EQ(api.cuModuleLoadData(&m, kEndlessPtx), CUDA_SUCCESS);

@@ -6,6 +6,7 @@
 //
 // Usage: driver_api FATBIN PTX   (driver_kernels.cu built with nvcc -fatbin and nvcc -ptx)
 #include <cuda.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -457,6 +458,36 @@ int main(int argc, char** argv) {
     return 1;
   }
   Saxpy(lib_fn, s, 513, rng, /*packed=*/false);
+  // The library's kernels and the module's, listed: driver_kernels.cu defines four.
+  {
+    unsigned int count = 0;
+    CU_CHECK(cuLibraryGetKernelCount(&count, library));
+    std::vector<CUkernel> kernels(count);
+    CU_CHECK(cuLibraryEnumerateKernels(kernels.data(), count, library));
+    if (count != 4 || std::count(kernels.begin(), kernels.end(), lib_saxpy) != 1) {
+      std::printf("FAIL: the library lists %u kernels, not its four\n", count);
+      return 1;
+    }
+    CU_CHECK(cuModuleGetFunctionCount(&count, from_fatbin));
+    std::vector<CUfunction> fns(count);
+    CU_CHECK(cuModuleEnumerateFunctions(fns.data(), count, from_fatbin));
+    std::vector<std::string> names;
+    for (CUfunction f : fns) {
+      const char* name = nullptr;
+      CU_CHECK(cuFuncGetName(&name, f));
+      names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    if (names != std::vector<std::string>{"add_offset", "sample2d", "saxpy", "sum64"}) {
+      std::printf("FAIL: the module lists %u kernels, not its four by name\n", count);
+      return 1;
+    }
+    for (CUfunction f : fns) {
+      const char* name = nullptr;
+      CU_CHECK(cuFuncGetName(&name, f));
+      if (std::strcmp(name, "saxpy") == 0) Saxpy(f, s, 300, rng, /*packed=*/true);
+    }
+  }
   CU_CHECK(cuLibraryUnload(library));
 
   // A 1-D CUDA array filled and read back by byte offsets from host memory, device memory and
@@ -632,6 +663,97 @@ int main(int argc, char** argv) {
     check(3.0f, a, "the graph's fill changed, then the executable graph updated");
     CU_CHECK(cuGraphExecDestroy(exec));
     CU_CHECK(cuGraphDestroy(g));
+    CU_CHECK(cuMemFree(dx));
+    CU_CHECK(cuMemFree(dy));
+  }
+
+  // Stream memory operations: a stream held on the device until another stream writes the
+  // value it waits for, then its kernel runs; 64-bit values compared cyclically; a batch.
+  {
+    CUstream waiter = nullptr, writer = nullptr;
+    CU_CHECK(cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING));
+    CU_CHECK(cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr flags_mem = 0;
+    CU_CHECK(cuMemAlloc(&flags_mem, 64));
+    CU_CHECK(cuMemsetD8(flags_mem, 0, 64));
+    const int n = 500;
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> x(n), y(n), got(n);
+    for (int i = 0; i < n; ++i) x[i] = dist(rng), y[i] = dist(rng);
+    CUdeviceptr dx = 0, dy = 0;
+    CU_CHECK(cuMemAlloc(&dx, n * sizeof(float)));
+    CU_CHECK(cuMemAlloc(&dy, n * sizeof(float)));
+    CU_CHECK(cuMemcpyHtoD(dx, x.data(), n * sizeof(float)));
+    CU_CHECK(cuMemcpyHtoD(dy, y.data(), n * sizeof(float)));
+    CU_CHECK(cuStreamWaitValue32(waiter, flags_mem, 7, CU_STREAM_WAIT_VALUE_EQ));
+    int count = n;
+    float a = 3.0f;
+    void* params[] = {&count, &a, &dx, &dy};
+    CU_CHECK(cuLaunchKernel(saxpy, 4, 1, 1, 128, 1, 1, 0, waiter, params, nullptr));
+    CU_CHECK(cuStreamWriteValue32(waiter, flags_mem + 4, 1, 0));  // the kernel is done
+    CU_CHECK(cuStreamWriteValue32(writer, flags_mem, 6, 0));      // not yet the value
+    CU_CHECK(cuStreamSynchronize(writer));
+    CU_EXPECT(cuStreamQuery(waiter), CUDA_ERROR_NOT_READY);
+    CU_CHECK(cuMemcpyDtoH(got.data(), dy, n * sizeof(float)));
+    if (got != y) {
+      std::printf("FAIL: a kernel behind a wait for a value ran before the value was written\n");
+      return 1;
+    }
+    CU_CHECK(cuStreamWriteValue32(writer, flags_mem, 7, 0));
+    CU_CHECK(cuStreamSynchronize(waiter));
+    CU_CHECK(cuMemcpyDtoH(got.data(), dy, n * sizeof(float)));
+    unsigned int done = 0;
+    CU_CHECK(cuMemcpyDtoH(&done, flags_mem + 4, 4));
+    for (int i = 0; i < n; ++i)
+      if (std::fabs(got[i] - (a * x[i] + y[i])) > 1e-5f || done != 1) {
+        std::printf("FAIL: after the wait: y[%d] = %f, expected %f (done %u)\n", i, got[i],
+                    a * x[i] + y[i], done);
+        return 1;
+      }
+    int wide = 0;
+    CU_CHECK(cuDeviceGetAttribute(&wide, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev));
+    if (wide) {
+      // A wait for at least 2^64 - 8 from 2^64 - 16, met by 3: the comparison is of the
+      // difference, as a counter that wraps needs.
+      CU_CHECK(cuStreamWriteValue64(writer, flags_mem + 8, 0xFFFFFFFFFFFFFFF0ull, 0));
+      CU_CHECK(cuStreamSynchronize(writer));
+      CU_CHECK(cuStreamWaitValue64(waiter, flags_mem + 8, 0xFFFFFFFFFFFFFFF8ull,
+                                   CU_STREAM_WAIT_VALUE_GEQ));
+      CU_CHECK(cuStreamWriteValue64(waiter, flags_mem + 16, 0x123456789ull, 0));
+      CUstreamBatchMemOpParams batch[2] = {};
+      batch[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+      batch[0].writeValue.address = flags_mem + 8;
+      batch[0].writeValue.value64 = 3;
+      batch[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+      batch[1].writeValue.address = flags_mem + 24;
+      batch[1].writeValue.value = 42;
+      CU_CHECK(cuStreamBatchMemOp(writer, 2, batch, 0));
+      CU_CHECK(cuStreamSynchronize(writer));
+      CUresult waited = CUDA_ERROR_NOT_READY;
+      for (int i = 0; i < 10000 && waited == CUDA_ERROR_NOT_READY; ++i) {
+        waited = cuStreamQuery(waiter);
+        if (waited == CUDA_ERROR_NOT_READY) usleep(1000);
+      }
+      if (waited != CUDA_SUCCESS) {  // release the wait before failing
+        CU_CHECK(cuStreamWriteValue64(writer, flags_mem + 8, ~0ull, 0));
+        std::printf("FAIL: a 64-bit wait met past the wrap still waits (%d)\n", int(waited));
+        return 1;
+      }
+      CU_CHECK(cuStreamSynchronize(waiter));
+      CU_CHECK(cuStreamSynchronize(writer));
+      unsigned long long v64 = 0;
+      unsigned int v32 = 0;
+      CU_CHECK(cuMemcpyDtoH(&v64, flags_mem + 16, 8));
+      CU_CHECK(cuMemcpyDtoH(&v32, flags_mem + 24, 4));
+      if (v64 != 0x123456789ull || v32 != 42) {
+        std::printf("FAIL: 64-bit and batched writes: %llx and %u\n", v64, v32);
+        return 1;
+      }
+    }
+    CU_EXPECT(cuStreamWriteValue32(writer, flags_mem + 2, 1, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_CHECK(cuStreamDestroy(waiter));
+    CU_CHECK(cuStreamDestroy(writer));
+    CU_CHECK(cuMemFree(flags_mem));
     CU_CHECK(cuMemFree(dx));
     CU_CHECK(cuMemFree(dy));
   }

@@ -334,6 +334,39 @@ int main(int argc, char** argv) {
     CU_CHECK(cuMemFree(copy));
   }
 
+  // The execution control API of CUDA 1.0 to 3.2, as the driver-API samples of the time
+  // used it: parameters set one by one at their offsets, then their size, the block shape and
+  // the grid.
+  {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    Saxpy s(3000, rng);
+    int offset = 0;
+    CU_CHECK(cuParamSeti(saxpy, offset, static_cast<unsigned>(s.n)));
+    offset += sizeof(int);
+    CU_CHECK(cuParamSetf(saxpy, offset, s.a));
+    offset += sizeof(float);
+    CU_CHECK(cuParamSetv(saxpy, offset, &s.dx, sizeof s.dx));
+    offset += sizeof s.dx;
+    CU_CHECK(cuParamSetv(saxpy, offset, &s.dy, sizeof s.dy));
+    offset += sizeof s.dy;
+    CU_CHECK(cuParamSetSize(saxpy, offset));
+    CU_CHECK(cuFuncSetBlockShape(saxpy, 128, 1, 1));
+    CU_CHECK(cuFuncSetSharedSize(saxpy, 0));
+    CU_CHECK(cuLaunchGrid(saxpy, 6, 1));
+    CU_CHECK(cuCtxSynchronize());  // `stream` does not wait for the legacy stream
+    CU_CHECK(cuLaunchGridAsync(saxpy, 6, 1, stream));
+    CU_CHECK(cuStreamSynchronize(stream));
+    s.Check(2, "saxpy launched twice with the execution control API");
+    CU_CHECK(cuLaunch(saxpy));  // one block of 128 threads
+    CU_CHECK(cuCtxSynchronize());
+    std::vector<float> got(s.n);
+    CU_CHECK(cuMemcpyDtoH(got.data(), s.dy, s.n * sizeof(float)));
+    for (int i = 0; i < s.n; ++i)
+      if (std::fabs(got[i] - (s.a * s.x[i] + s.y[i])) > 1e-4f) Fail("cuLaunch: not one saxpy");
+#pragma GCC diagnostic pop
+  }
+
   // Contexts made with CUDA 3.2's and 11.4's arguments. Execution affinity needs MPS: where the
   // device has none, a context asking for it is refused.
   {

@@ -36,6 +36,16 @@ int main(int argc, char** argv) {
   CHECK(cudaLibraryGetKernel(&add_offset, lib, "add_offset"));
   EXPECT_CUDA(cudaLibraryGetKernel(&saxpy, lib, "no_such_kernel"), cudaErrorSymbolNotFound);
   CHECK(cudaLibraryGetKernel(&saxpy, lib, "saxpy"));
+  // Every kernel of the library, listed: driver_kernels.cu defines four.
+  unsigned int count = 0;
+  CHECK(cudaLibraryGetKernelCount(&count, lib));
+  std::vector<cudaKernel_t> all(count);
+  CHECK(cudaLibraryEnumerateKernels(all.data(), count, lib));
+  if (count != 4 || std::count(all.begin(), all.end(), saxpy) != 1 ||
+      std::count(all.begin(), all.end(), add_offset) != 1) {
+    std::printf("FAIL: the library lists %u kernels, not its four\n", count);
+    ++failures;
+  }
   void* offset_by = nullptr;
   size_t bytes = 0;
   CHECK(cudaLibraryGetGlobal(&offset_by, &bytes, lib, "offset_by"));
