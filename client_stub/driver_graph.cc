@@ -487,6 +487,27 @@ CUresult cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p
   return CUDA_SUCCESS;
 }
 
+// The copy as the stub runtime keeps it: both sides by unified address.
+CUresult cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D* c) {
+  DriverCallScope scope;
+  if (CUresult r = NeedInit()) return r;
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  cudaMemcpy3DParms p{};
+  if (cudaError_t e = cudaGraphMemcpyNodeGetParams(node, &p)) return ToCu(e);
+  *c = {};
+  c->srcMemoryType = c->dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  c->srcDevice = reinterpret_cast<CUdeviceptr>(p.srcPtr.ptr);
+  c->srcPitch = p.srcPtr.pitch;
+  c->srcHeight = p.srcPtr.ysize;
+  c->dstDevice = reinterpret_cast<CUdeviceptr>(p.dstPtr.ptr);
+  c->dstPitch = p.dstPtr.pitch;
+  c->dstHeight = p.dstPtr.ysize;
+  c->WidthInBytes = p.extent.width;
+  c->Height = p.extent.height;
+  c->Depth = p.extent.depth;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D* c) {
   DriverCallScope scope;
   if (node == nullptr || node->op.type != cudaGraphNodeTypeMemcpy) return CUDA_ERROR_INVALID_VALUE;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "client_stub/driver_internal.h"
 #include "client_stub/kernels.h"
@@ -258,6 +259,37 @@ CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* s
                                  size_t* fail_idx, CUstream s) {
   return cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx,
                             s == nullptr ? CU_STREAM_PER_THREAD : s);
+}
+
+// ---- Device queries of CUDA 2.0 (deprecated; cuda.h no longer declares them) ---------------
+
+CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  if (major == nullptr || minor == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+    return r;
+  return cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+}
+
+CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
+  if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const std::pair<int*, CUdevice_attribute> fields[] = {
+      {&prop->maxThreadsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+      {&prop->maxThreadsDim[0], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X},
+      {&prop->maxThreadsDim[1], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y},
+      {&prop->maxThreadsDim[2], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z},
+      {&prop->maxGridSize[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X},
+      {&prop->maxGridSize[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y},
+      {&prop->maxGridSize[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z},
+      {&prop->sharedMemPerBlock, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK},
+      {&prop->totalConstantMemory, CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY},
+      {&prop->SIMDWidth, CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+      {&prop->memPitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH},
+      {&prop->regsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK},
+      {&prop->clockRate, CU_DEVICE_ATTRIBUTE_CLOCK_RATE},
+      {&prop->textureAlign, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT}};
+  for (const auto& [field, attribute] : fields)
+    if (CUresult r = cuDeviceGetAttribute(field, attribute, dev)) return r;
+  return CUDA_SUCCESS;
 }
 
 // ---- The execution control API of CUDA 1.0 to 3.2 (deprecated) ----------------------------

@@ -636,6 +636,13 @@ int main(int argc, char** argv) {
     copy.memcpy.copyParams.WidthInBytes = n * sizeof(float);
     copy.memcpy.copyParams.Height = copy.memcpy.copyParams.Depth = 1;
     CU_CHECK(cuGraphAddNode(&copy_node, g, &kernel_node, nullptr, 1, &copy));
+    CUDA_MEMCPY3D back{};
+    CU_CHECK(cuGraphMemcpyNodeGetParams(copy_node, &back));
+    if (back.WidthInBytes != n * sizeof(float) || back.Height != 1 || back.Depth != 1) {
+      std::printf("FAIL: a copy node's parameters read back differ\n");
+      return 1;
+    }
+    CU_CHECK(cuGraphMemcpyNodeSetParams(copy_node, &back));  // what was read back describes it
     CUgraphExec exec = nullptr;
     CU_CHECK(cuGraphInstantiate(&exec, g, 0));
     auto check = [&](float filled, float scale, const char* what) {

@@ -140,6 +140,21 @@ int main(int argc, char** argv) {
     CU_CHECK(Get<PFN_cuDeviceGetUuid_v11040>("cuDeviceGetUuid", 12000)(&uuid, dev));
     if (std::memcmp(&old_uuid, &uuid, sizeof uuid) != 0)
       Fail("cuDeviceGetUuid: the CUDA 9.2 and 11.4 ABIs disagree outside MIG");
+    // CUDA 2.0's device queries, deprecated ever since, agree with the attributes.
+    int major = 0, minor = 0, want_major = -1, want_minor = -1, threads = 0, warp = 0;
+    CUdevprop prop{};
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    CU_CHECK(cuDeviceComputeCapability(&major, &minor, dev));
+    CU_CHECK(cuDeviceGetProperties(&prop, dev));
+#pragma GCC diagnostic pop
+    CU_CHECK(cuDeviceGetAttribute(&want_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    CU_CHECK(cuDeviceGetAttribute(&want_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    CU_CHECK(cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev));
+    CU_CHECK(cuDeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev));
+    if (major != want_major || minor != want_minor || prop.maxThreadsPerBlock != threads ||
+        prop.SIMDWidth != warp || prop.maxGridSize[0] <= 0)
+      Fail("the CUDA 2.0 device queries disagree with the device's attributes");
     CU_CHECK(cuProfilerStart());  // no profiler attached: nothing to do, and no error
     CU_CHECK(cuProfilerStop());
   }
