@@ -4,7 +4,8 @@
 // a packed `extra` buffer, streams, events and copies; results checked against the CPU on
 // random data, and the driver's errors for its common mistakes.
 //
-// Usage: driver_api FATBIN PTX   (driver_kernels.cu built with nvcc -fatbin and nvcc -ptx)
+// Usage: driver_api [FATBIN [PTX]]   (driver_kernels.cu built with nvcc -fatbin and nvcc -ptx;
+// by default the copies linked into the program)
 #include <cuda.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cu_check.h"
+#include "driver_kernels_files.h"
 
 static std::string ReadFile(const char* path) {
   std::ifstream in(path, std::ios::binary);
@@ -73,10 +75,11 @@ static void Saxpy(CUfunction f, CUstream s, int n, std::mt19937& rng, bool packe
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::printf("FAIL: usage: driver_api FATBIN PTX\n");
+  if (argc > 3) {
+    std::printf("FAIL: usage: driver_api [FATBIN [PTX]]\n");
     return 2;
   }
+  const DriverKernelFiles files = DriverKernelPaths(argc, argv);
   // Before cuInit every call fails so.
   int count = 0;
   CU_EXPECT(cuDeviceGetCount(&count), CUDA_ERROR_NOT_INITIALIZED);
@@ -153,7 +156,7 @@ int main(int argc, char** argv) {
 
   std::mt19937 rng(7);
   // A fat binary in memory, as cuModuleLoadData takes it.
-  const std::string fatbin = ReadFile(argv[1]);
+  const std::string fatbin = ReadFile(files.fatbin.c_str());
   CUmodule from_fatbin = nullptr;
   CU_CHECK(cuModuleLoadData(&from_fatbin, fatbin.data()));
   CUfunction saxpy = nullptr, sum64 = nullptr, missing = nullptr;
@@ -767,7 +770,7 @@ int main(int argc, char** argv) {
 
   // PTX from a file, JIT-compiled by whoever runs it.
   CUmodule from_ptx = nullptr;
-  CU_CHECK(cuModuleLoad(&from_ptx, argv[2]));
+  CU_CHECK(cuModuleLoad(&from_ptx, files.ptx.c_str()));
   CUfunction saxpy_ptx = nullptr;
   CU_CHECK(cuModuleGetFunction(&saxpy_ptx, from_ptx, "saxpy"));
   Saxpy(saxpy_ptx, nullptr, 3000, rng, /*packed=*/false);

@@ -6,7 +6,8 @@
 // number, cuGraphAddKernelNode with the older node structure. Results are checked against the
 // CPU on random data.
 //
-// Usage: driver_versions FATBIN   (driver_kernels.cu built with nvcc -fatbin)
+// Usage: driver_versions [FATBIN]   (driver_kernels.cu built with nvcc -fatbin; by default the
+// copy linked into the program)
 #include <cuda.h>
 #include <cudaProfiler.h>
 #include <cudaTypedefs.h>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "cu_check.h"
+#include "driver_kernels_files.h"
 
 namespace {
 
@@ -96,14 +98,15 @@ struct Saxpy {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) Fail("usage: driver_versions FATBIN");
+  if (argc > 2) Fail("usage: driver_versions [FATBIN]");
+  const DriverKernelFiles files = DriverKernelPaths(argc, argv);
   CU_CHECK(cuInit(0));
   CUdevice dev = 0;
   CU_CHECK(cuDeviceGet(&dev, 0));
   CUcontext ctx = nullptr;
   CU_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CU_CHECK(cuCtxSetCurrent(ctx));
-  const std::string image = ReadFile(argv[1]);
+  const std::string image = ReadFile(files.fatbin.c_str());
   CUmodule module = nullptr;
   CU_CHECK(cuModuleLoadData(&module, image.data()));
   CUfunction saxpy = nullptr;

@@ -2,7 +2,8 @@
 // from a fat binary file and from PTX text, launched with cudaLaunchKernel and in a graph, and
 // a __device__ variable found by name; then, with the PTX text freed, the kernels of both
 // libraries launched again after cudaDeviceReset. Against host references on random data.
-// Usage: library FATBIN PTX (driver_kernels.cu built with -fatbin and -ptx).
+// Usage: library [FATBIN [PTX]] (driver_kernels.cu built with -fatbin and -ptx; by default the
+// copies linked into the program).
 #include <algorithm>
 #include <fstream>
 #include <iterator>
@@ -10,12 +11,14 @@
 #include <vector>
 
 #include "common.h"
+#include "driver_kernels_files.h"
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::printf("FAIL: usage: library FATBIN PTX\n");
+  if (argc > 3) {
+    std::printf("FAIL: usage: library [FATBIN [PTX]]\n");
     return 1;
   }
+  const DriverKernelFiles files = DriverKernelPaths(argc, argv);
   const int n = 3000;
   Rng rng(11);
   std::vector<float> x(n), y(n), want(n), out(n);
@@ -30,7 +33,8 @@ int main(int argc, char** argv) {
 
   // From the fat binary file: y = 2x + y, then y += offset_by (set through the library).
   cudaLibrary_t lib;
-  CHECK(cudaLibraryLoadFromFile(&lib, argv[1], nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CHECK(cudaLibraryLoadFromFile(&lib, files.fatbin.c_str(), nullptr, nullptr, 0, nullptr, nullptr,
+                                0));
   cudaKernel_t saxpy, add_offset;
   CHECK(cudaLibraryGetKernel(&saxpy, lib, "saxpy"));
   CHECK(cudaLibraryGetKernel(&add_offset, lib, "add_offset"));
@@ -67,7 +71,7 @@ int main(int argc, char** argv) {
   }
 
   // From PTX text, in a graph: y = -x + y, twice.
-  std::ifstream f(argv[2], std::ios::binary);
+  std::ifstream f(files.ptx, std::ios::binary);
   std::string ptx((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   REQUIRE(!ptx.empty());
   cudaLibrary_t lib2;

@@ -4,7 +4,8 @@
 // this thread once the runtime has run, with no cuInit or context call of the program's own)
 // and launched on a runtime stream; results checked against the CPU on random data.
 //
-// Usage: mixed_api FATBIN   (driver_kernels.cu built with nvcc -fatbin)
+// Usage: mixed_api [FATBIN]   (driver_kernels.cu built with nvcc -fatbin; by default the copy
+// linked into the program)
 #include <cuda.h>
 
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common.h"
+#include "driver_kernels_files.h"
 
 #define CU_CHECK(call)                                                                        \
   do {                                                                                        \
@@ -25,11 +27,12 @@
   } while (0)
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::printf("FAIL: usage: mixed_api FATBIN\n");
+  if (argc > 2) {
+    std::printf("FAIL: usage: mixed_api [FATBIN]\n");
     return 2;
   }
-  std::ifstream in(argv[1], std::ios::binary);
+  const DriverKernelFiles files = DriverKernelPaths(argc, argv);
+  std::ifstream in(files.fatbin, std::ios::binary);
   const std::string fatbin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(!fatbin.empty());
 
