@@ -4,6 +4,7 @@
 // location, and kernel lookups.
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "client_stub/api.h"
 #include "client_stub/array.h"
@@ -239,6 +240,80 @@ cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* const* srcs
   // Built for the per-thread default stream, 0 names that stream, not the legacy one.
   return cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, idxs, nattrs,
                               stream == nullptr ? cudaStreamPerThread : stream);
+}
+
+namespace {
+
+// One operand of a 3-D batched copy as cudaMemcpy3D takes it: a pitched pointer, or an array at
+// an offset in its elements. Errors: cudaErrorInvalidValue for an unknown type or a row or layer
+// shorter than the copy's.
+cudaError_t Operand(const cudaMemcpy3DOperand& o, const cudaExtent& e, size_t elem,
+                    cudaPitchedPtr* ptr, cudaArray_t* array, cudaPos* pos) {
+  if (o.type == cudaMemcpyOperandTypeArray) {
+    if (o.op.array.array == nullptr) return cudaErrorInvalidValue;
+    *array = o.op.array.array;
+    *pos = cudaPos{o.op.array.offset.x, o.op.array.offset.y, o.op.array.offset.z};
+    return cudaSuccess;
+  }
+  if (o.type != cudaMemcpyOperandTypePointer || o.op.ptr.ptr == nullptr ||
+      (o.op.ptr.rowLength != 0 && o.op.ptr.rowLength < e.width) ||
+      (o.op.ptr.layerHeight != 0 && o.op.ptr.layerHeight < e.height))
+    return cudaErrorInvalidValue;
+  const size_t row = o.op.ptr.rowLength ? o.op.ptr.rowLength : e.width;
+  const size_t rows = o.op.ptr.layerHeight ? o.op.ptr.layerHeight : e.height;
+  *ptr = cudaPitchedPtr{o.op.ptr.ptr, row * elem, e.width, rows};
+  return cudaSuccess;
+}
+
+// The element of a batched copy: 1 byte between pointers, else the array's (both arrays' alike).
+size_t BatchElement(const cudaMemcpy3DBatchOp& op) {
+  size_t elem = 0;
+  for (const cudaMemcpy3DOperand* o : {&op.src, &op.dst}) {
+    if (o->type != cudaMemcpyOperandTypeArray || o->op.array.array == nullptr) continue;
+    const size_t e = cs::ElementBytes(o->op.array.array->desc);
+    if (elem != 0 && e != elem) return 0;
+    elem = e;
+  }
+  return elem ? elem : 1;
+}
+
+}  // namespace
+
+// Each copy in turn on `stream` as cudaMemcpy3DAsync makes it, all checked before any is made.
+// A source read "during the call" (cudaMemcpySrcAccessOrderDuringApiCall) is read before the
+// call returns: it then waits for the stream.
+cudaError_t cudaMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, unsigned long long flags,
+                                   cudaStream_t stream) {
+  if (stream == nullptr || stream == cudaStreamLegacy || flags != 0 || (n > 0 && ops == nullptr))
+    return Ret(cudaErrorInvalidValue);
+  std::vector<cudaMemcpy3DParms> copies(n);
+  bool during_call = false;
+  for (size_t i = 0; i < n; ++i) {
+    const cudaMemcpy3DBatchOp& op = ops[i];
+    const size_t elem = BatchElement(op);
+    if (elem == 0 || op.extent.width == 0 || op.extent.height == 0 || op.extent.depth == 0 ||
+        op.srcAccessOrder < cudaMemcpySrcAccessOrderStream ||
+        op.srcAccessOrder > cudaMemcpySrcAccessOrderAny)
+      return Ret(cudaErrorInvalidValue);
+    cudaMemcpy3DParms& c = copies[i];
+    c = {};
+    if (cudaError_t e = Operand(op.src, op.extent, elem, &c.srcPtr, &c.srcArray, &c.srcPos))
+      return Ret(e);
+    if (cudaError_t e = Operand(op.dst, op.extent, elem, &c.dstPtr, &c.dstArray, &c.dstPos))
+      return Ret(e);
+    // Extents count bytes between pointers and elements where an array is a side.
+    c.extent = op.extent;
+    c.kind = cudaMemcpyDefault;
+    during_call |= op.srcAccessOrder == cudaMemcpySrcAccessOrderDuringApiCall;
+  }
+  for (const cudaMemcpy3DParms& c : copies)
+    if (cudaError_t e = cudaMemcpy3DAsync(&c, stream)) return e;
+  return during_call ? cudaStreamSynchronize(stream) : cudaSuccess;
+}
+
+cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t n, cudaMemcpy3DBatchOp* ops,
+                                        unsigned long long flags, cudaStream_t stream) {
+  return cudaMemcpy3DBatchAsync(n, ops, flags, stream == nullptr ? cudaStreamPerThread : stream);
 }
 
 // ---- Pools by location: the device's default pool ---------------------------------------

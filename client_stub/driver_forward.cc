@@ -103,6 +103,13 @@ __attribute__((visibility("default"))) CUresult cuMemcpyBatchAsync_v2_ptsz(
                             s == nullptr ? CU_STREAM_PER_THREAD : s);
 }
 
+static_assert(sizeof(CUDA_MEMCPY3D_BATCH_OP) == sizeof(cudaMemcpy3DBatchOp));
+
+__attribute__((visibility("default"))) CUresult cuMemcpy3DBatchAsync_v2_ptsz(
+    size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s) {
+  return cuMemcpy3DBatchAsync(n, ops, flags, s == nullptr ? CU_STREAM_PER_THREAD : s);
+}
+
 CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) {
   return Fill(d, 0, v, 2, n, 1, nullptr, false);
 }

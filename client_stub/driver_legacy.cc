@@ -33,6 +33,7 @@ using namespace remora::client_stub::driver;  // NOLINT: the exported C entry po
 #undef cuGraphNodeGetDependentNodes
 #undef cuStreamUpdateCaptureDependencies
 #undef cuMemcpyBatchAsync
+#undef cuMemcpy3DBatchAsync
 #undef cuGraphAddNode
 
 namespace {
@@ -259,6 +260,19 @@ CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* s
                                  size_t* fail_idx, CUstream s) {
   return cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx,
                             s == nullptr ? CU_STREAM_PER_THREAD : s);
+}
+
+// CUDA 12.8's 3-D batch: the copy at fault too.
+CUresult cuMemcpy3DBatchAsync(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx,
+                              unsigned long long flags, CUstream s) {
+  const CUresult r = cuMemcpy3DBatchAsync_v2(n, ops, flags, s);
+  if (r != CUDA_SUCCESS && fail_idx) *fail_idx = SIZE_MAX;  // not one copy's fault
+  return r;
+}
+
+CUresult cuMemcpy3DBatchAsync_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx,
+                                   unsigned long long flags, CUstream s) {
+  return cuMemcpy3DBatchAsync(n, ops, fail_idx, flags, s == nullptr ? CU_STREAM_PER_THREAD : s);
 }
 
 // ---- Device queries of CUDA 2.0 (deprecated; cuda.h no longer declares them) ---------------

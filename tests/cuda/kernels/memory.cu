@@ -263,6 +263,53 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(bx.data(), dx, sizes[0], cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(by.data(), dy, sizes[1], cudaMemcpyDeviceToHost));
     expect(bx == x && by == y, "cudaMemcpyBatchAsync");
+
+    // A 3-D batch: a 10 x 4 block of x (rows of 20) from the host into device memory with rows
+    // of 12, read during the call; the same block from there into a 2-D array of ints at
+    // (3, 1), in stream order. Extents count bytes between pointers and elements with arrays.
+    const size_t w = 10, h = 4;
+    int* dblock;
+    CHECK(cudaMalloc(&dblock, sizeof(int) * 12 * h));
+    CHECK(cudaMemset(dblock, 0, sizeof(int) * 12 * h));
+    cudaChannelFormatDesc idesc = cudaCreateChannelDesc<int>();
+    cudaArray_t arr;
+    CHECK(cudaMallocArray(&arr, &idesc, 16, 8));
+    std::vector<int> zero(16 * 8, 0), back(16 * 8, -1);
+    CHECK(cudaMemcpy2DToArray(arr, 0, 0, zero.data(), 16 * sizeof(int), 16 * sizeof(int), 8,
+                              cudaMemcpyHostToDevice));
+    cudaMemcpy3DBatchOp ops[2] = {};
+    ops[0].src.type = ops[0].dst.type = cudaMemcpyOperandTypePointer;
+    ops[0].src.op.ptr.ptr = x.data();
+    ops[0].src.op.ptr.rowLength = 20 * sizeof(int);
+    ops[0].dst.op.ptr.ptr = dblock;
+    ops[0].dst.op.ptr.rowLength = 12 * sizeof(int);
+    ops[0].extent = make_cudaExtent(w * sizeof(int), h, 1);
+    ops[0].srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall;
+    ops[1].src.type = cudaMemcpyOperandTypePointer;
+    ops[1].src.op.ptr.ptr = dblock;
+    ops[1].src.op.ptr.rowLength = 12;
+    ops[1].dst.type = cudaMemcpyOperandTypeArray;
+    ops[1].dst.op.array.array = arr;
+    ops[1].dst.op.array.offset = {3, 1, 0};
+    ops[1].extent = make_cudaExtent(w, h, 1);
+    ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    CHECK(cudaMemcpy3DBatchAsync(1, ops, 0, batch));
+    CHECK(cudaMemcpy3DBatchAsync(1, ops + 1, 0, batch));
+    CHECK(cudaStreamSynchronize(batch));
+    CHECK(cudaMemcpy2DFromArray(back.data(), 16 * sizeof(int), arr, 0, 0, 16 * sizeof(int), 8,
+                                cudaMemcpyDeviceToHost));
+    bool in_place = true;
+    for (size_t r = 0; r < 8; ++r)
+      for (size_t c = 0; c < 16; ++c) {
+        const bool in = c >= 3 && c < 3 + w && r >= 1 && r < 1 + h;
+        in_place &= back[r * 16 + c] == (in ? x[(r - 1) * 20 + (c - 3)] : 0);
+      }
+    expect(in_place, "cudaMemcpy3DBatchAsync: pointers and an array");
+    ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderInvalid;
+    EXPECT_CUDA(cudaMemcpy3DBatchAsync(2, ops, 0, batch), cudaErrorInvalidValue);
+    EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidValue);
+    CHECK(cudaFreeArray(arr));
+    CHECK(cudaFree(dblock));
     CHECK(cudaStreamDestroy(batch));
     CHECK(cudaFree(dx));
     CHECK(cudaFree(dy));
