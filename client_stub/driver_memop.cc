@@ -4,6 +4,7 @@
 // tenant's memory); batches of them, checked whole before any is sent. A stream being
 // captured into a graph cannot take one, and barriers and remote-write flushes are not
 // served: both are refused by name.
+#include <cstddef>
 #include <vector>
 
 #include "client_stub/connection.h"
@@ -69,6 +70,13 @@ CUresult One(CUstream s, const MemOp& m, const char* call) {
 
 }  // namespace
 
+static_assert(offsetof(CUstreamBatchMemOpParams, waitValue.address) ==
+                  offsetof(CUstreamBatchMemOpParams, writeValue.address) &&
+              offsetof(CUstreamBatchMemOpParams, waitValue.value64) ==
+                  offsetof(CUstreamBatchMemOpParams, writeValue.value64) &&
+              offsetof(CUstreamBatchMemOpParams, waitValue.flags) ==
+                  offsetof(CUstreamBatchMemOpParams, writeValue.flags));
+
 extern "C" {
 
 CUresult cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
@@ -97,17 +105,18 @@ CUresult cuStreamBatchMemOp(CUstream s, unsigned int count, CUstreamBatchMemOpPa
     const CUstreamBatchMemOpParams& p = ops[i];
     switch (p.operation) {
       case CU_STREAM_MEM_OP_WAIT_VALUE_32:
-      case CU_STREAM_MEM_OP_WAIT_VALUE_64: {
-        const bool wide = p.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
-        batch.push_back({wide ? Op::WAIT64 : Op::WAIT32, p.waitValue.address,
-                         wide ? p.waitValue.value64 : p.waitValue.value, p.waitValue.flags});
-        break;
-      }
+      case CU_STREAM_MEM_OP_WAIT_VALUE_64:
       case CU_STREAM_MEM_OP_WRITE_VALUE_32:
       case CU_STREAM_MEM_OP_WRITE_VALUE_64: {
-        const bool wide = p.operation == CU_STREAM_MEM_OP_WRITE_VALUE_64;
-        batch.push_back({wide ? Op::WRITE64 : Op::WRITE32, p.writeValue.address,
-                         wide ? p.writeValue.value64 : p.writeValue.value, p.writeValue.flags});
+        // A write's parameters lie where a wait's do (static_assert above).
+        const auto& v = p.waitValue;
+        const bool wait = p.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+                          p.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+        const bool wide = p.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64 ||
+                          p.operation == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+        const Op::Op op =
+            wait ? (wide ? Op::WAIT64 : Op::WAIT32) : (wide ? Op::WRITE64 : Op::WRITE32);
+        batch.push_back({op, v.address, wide ? v.value64 : v.value, v.flags});
         break;
       }
       case CU_STREAM_MEM_OP_BARRIER:
