@@ -4,6 +4,7 @@
 // point; and the deprecated execution control API (cuFuncSetBlockShape, cuParamSet*,
 // cuLaunchGrid), launches through cuLaunchKernel. Older ABIs with the current one's arguments
 // are linker aliases (driver_same_abi.def).
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -46,18 +47,12 @@ CUmemLocation Location(CUdevice dev) {
   return loc;
 }
 
+// The older kernel node structure is the current one's first part; kern and ctx stay null.
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS, extra) ==
+              offsetof(CUDA_KERNEL_NODE_PARAMS_v1, extra));
 CUDA_KERNEL_NODE_PARAMS Current(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
   CUDA_KERNEL_NODE_PARAMS c{};
-  c.func = p.func;
-  c.gridDimX = p.gridDimX;
-  c.gridDimY = p.gridDimY;
-  c.gridDimZ = p.gridDimZ;
-  c.blockDimX = p.blockDimX;
-  c.blockDimY = p.blockDimY;
-  c.blockDimZ = p.blockDimZ;
-  c.sharedMemBytes = p.sharedMemBytes;
-  c.kernelParams = p.kernelParams;
-  c.extra = p.extra;
+  std::memcpy(&c, &p, sizeof p);
   return c;
 }
 
@@ -176,7 +171,7 @@ CUresult cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v1
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_KERNEL_NODE_PARAMS c{};
   if (CUresult r = cuGraphKernelNodeGetParams_v2(node, &c)) return r;
-  std::memcpy(p, &c, sizeof *p);  // the older structure is the current one's first part
+  std::memcpy(p, &c, sizeof *p);  // its first part (Current)
   return CUDA_SUCCESS;
 }
 
