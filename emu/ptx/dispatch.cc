@@ -2,9 +2,13 @@
 // taken block by block, helper threads per host priority, residency when the device is stuck.
 #include "emu/ptx/dispatch.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,7 +34,21 @@ struct Runner {
   Cta cta;
   uint64_t prepared = 0;  // Grid::seq
   unsigned smid = 0;
+  int slot = -1;    // the host CPU (HostCpus index) it holds while on a core; -1: none
+  int pinned = -1;  // the host CPU slot its affinity names; -1: the process's CPUs
+  int pin_to = -1;  // Take's choice, applied once mu_ is let go; -1: stay
 };
+
+// The host CPUs this process may run on, in order; empty if unknown.
+std::vector<int> HostCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
 
 // Helper threads come in two host priorities, as stream workers do: those above the least
 // stream priority run at kRankedDeviceNice, the others at kDeviceNice. A thread's nice can only
@@ -53,15 +71,19 @@ class Dispatcher {
     return d;
   }
 
-  Dispatcher() : cores_(std::max(2u, std::thread::hardware_concurrency())) {}
+  Dispatcher()
+      : cores_(std::max(2u, std::thread::hardware_concurrency())),
+        cpus_(HostCpus()),
+        holder_(cpus_.size(), nullptr) {}
   ~Dispatcher() {
     {
       std::lock_guard lock(mu_);
       stop_ = true;
+      for (Helpers& h : helpers_)
+        for (auto& x : h) x->cv.notify_one();
     }
-    for (Helpers& h : helpers_) h.cv.notify_all();
     for (Helpers& h : helpers_)
-      for (std::thread& t : h.threads) t.join();
+      for (auto& x : h) x->thread.join();
   }
 
   unsigned cores() const { return cores_; }
@@ -76,14 +98,15 @@ class Dispatcher {
     });
     grids_.insert(at, &g);
     generation_.fetch_add(1, std::memory_order_release);  // running blocks' grids may be outranked
-    Kick();
+    if (FirstEligible() != &g || !HasCore(g)) Kick();  // else Take kicks, once this one has a CPU
     while (g.Left() || g.running > 0) {
       if (FirstEligible() == &g && HasCore(g)) {
-        Take(g);
+        Take(g, self);
         lock.unlock();
+        Pin(self);
         RunBlocks(self, g, /*until_outranked=*/true);
         lock.lock();
-        Release(g, /*on_core=*/true);
+        Release(g, self, /*on_core=*/true);
         continue;
       }
       if (g.wake.wait_for(lock, kStuck) == std::cv_status::timeout && Stuck(g)) {
@@ -96,21 +119,30 @@ class Dispatcher {
         else
           RunBlocks(self, g, /*until_outranked=*/false);
         lock.lock();
-        Release(g, /*on_core=*/false);
+        Release(g, self, /*on_core=*/false);
       }
     }
     grids_.erase(std::find(grids_.begin(), grids_.end(), &g));
     lock.unlock();
+    if (self.pinned >= 0) {  // a stream's thread goes back to every CPU between its kernels
+      self.pin_to = kAnyCpu;
+      Pin(self);
+    }
     TrimCta(self.cta);
     self.prepared = 0;
   }
 
  private:
-  struct Helpers {
-    std::vector<std::thread> threads;
+  // A helper thread, woken by name (Kick chooses which).
+  struct Helper {
+    std::thread thread;
     std::condition_variable cv;
-    unsigned idle = 0;
+    Runner* runner = nullptr;  // its block state; guarded by mu_
+    bool idle = false;         // waiting for a wake; guarded by mu_
+    bool woken = false;        // told to look again; guarded by mu_
   };
+  using Helpers = std::vector<std::unique_ptr<Helper>>;
+  static constexpr int kAnyCpu = -2;  // Runner::pin_to: back to the process's CPUs
 
   // The first grid with a block to start and room for it; null if none. REQUIRES: mu_.
   Grid* FirstEligible() const {
@@ -145,13 +177,52 @@ class Dispatcher {
                uint64_t(std::chrono::nanoseconds(kStuck).count());
   }
 
-  void Take(Grid& g) {
+  // One host CPU per block on a core, as one multiprocessor per block: the host's scheduler,
+  // left alone, often woke a helper on the busy CPU of the thread that woke it and kept it
+  // waiting there while the other CPU idled (on 2 vCPUs a grid's second block started a
+  // millisecond late, most of all at a tenant's first kernel after another's turn). A runner
+  // keeps the CPU it is on when no other runner holds it, else moves to a free one.
+  // REQUIRES: mu_.
+  void Take(Grid& g, Runner& r) {
     ++running_[Level(g.priority)];
     ++g.running;
+    if (!holder_.empty()) {
+      const int cpu = sched_getcpu();
+      int slot = -1;
+      for (size_t i = 0; i < cpus_.size(); ++i)
+        if (cpus_[i] == cpu) slot = int(i);
+      if (slot < 0 || holder_[slot] != nullptr) {
+        slot = -1;
+        for (size_t i = 0; i < holder_.size() && slot < 0; ++i)
+          if (holder_[i] == nullptr) slot = int(i);
+        if (slot >= 0 && slot != r.pinned) r.pin_to = slot;
+      }
+      if (slot >= 0) holder_[slot] = &r;
+      r.slot = slot;
+    }
     Kick();  // another core may be free for the next one
   }
 
-  void Release(Grid& g, bool on_core) {
+  // Applies Take's choice of CPU. Without mu_.
+  void Pin(Runner& r) {
+    if (r.pin_to == -1) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (r.pin_to == kAnyCpu) {
+      for (int c : cpus_) CPU_SET(c, &set);
+    } else {
+      CPU_SET(cpus_[size_t(r.pin_to)], &set);
+    }
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0)
+      r.pinned = r.pin_to == kAnyCpu ? -1 : r.pin_to;
+    r.pin_to = -1;
+  }
+
+  void Release(Grid& g, Runner& r, bool on_core) {
+    if (on_core && r.slot >= 0) {
+      holder_[size_t(r.slot)] = nullptr;
+      r.slot = -1;
+    }
     if (on_core) --running_[Level(g.priority)];
     --g.running;
     if (!g.Left() && g.running == 0) g.wake.notify_one();
@@ -166,21 +237,39 @@ class Dispatcher {
     if (g == nullptr || !HasCore(*g)) return;
     g->wake.notify_one();
     const HostClass c = ClassOf(*g);
+    // An idle helper whose CPU no runner holds wakes there and runs at once; one on a held CPU
+    // would first wait for it, so a new helper comes instead while there may be more.
     Helpers& h = helpers_[c];
-    if (h.idle > 0) {
-      h.cv.notify_one();
-    } else if (h.threads.size() < cores_) {
-      const unsigned index = unsigned(h.threads.size());
-      h.threads.emplace_back([this, c, index] { HelperLoop(c, index); });
+    Helper* pick = nullptr;
+    bool free_cpu = false;
+    for (auto& x : h) {
+      if (!x->idle || x->woken) continue;
+      const int p = x->runner->pinned;
+      const bool free = p < 0 || holder_[size_t(p)] == nullptr;
+      if (pick == nullptr || (free && !free_cpu)) {
+        pick = x.get();
+        free_cpu = free;
+      }
+      if (free_cpu) break;
+    }
+    if ((pick == nullptr || !free_cpu) && h.size() < cores_) {
+      const unsigned index = unsigned(h.size());
+      auto x = std::make_unique<Helper>();
+      Helper& me = *x;
+      x->thread = std::thread([this, c, index, &me] { HelperLoop(c, index, me); });
+      h.push_back(std::move(x));
+    } else if (pick != nullptr) {
+      pick->woken = true;
+      pick->cv.notify_one();
     }
   }
 
-  void HelperLoop(HostClass c, unsigned index) {
+  void HelperLoop(HostClass c, unsigned index, Helper& me) {
     BecomeDeviceThread(c == kRanked ? kRankedDeviceNice : kDeviceNice);
     Runner self;
     self.smid = index;
-    Helpers& h = helpers_[c];
     std::unique_lock lock(mu_);
+    me.runner = &self;
     for (;;) {
       Grid* g = nullptr;
       bool trimmed = false;
@@ -196,16 +285,21 @@ class Dispatcher {
           trimmed = true;
           continue;
         }
-        ++h.idle;
-        h.cv.wait(lock);
-        --h.idle;
+        me.idle = true;
+        me.cv.wait(lock, [&] { return me.woken || stop_; });
+        me.idle = false;
+        me.woken = false;
       }
-      if (stop_) return;
-      Take(*g);
+      if (stop_) {
+        me.runner = nullptr;
+        return;
+      }
+      Take(*g, self);
       lock.unlock();
+      Pin(self);
       RunBlocks(self, *g, /*until_outranked=*/true);
       lock.lock();
-      Release(*g, /*on_core=*/true);
+      Release(*g, self, /*on_core=*/true);
     }
   }
 
@@ -247,6 +341,8 @@ class Dispatcher {
   uint64_t seq_ = 0;                      // guarded by mu_
   std::atomic<uint64_t> generation_{0};   // grids launched
   std::atomic<uint64_t> last_end_ns_{0};  // when a block last ended
+  const std::vector<int> cpus_;           // HostCpus()
+  std::vector<Runner*> holder_;  // by HostCpus index: the runner on a core there; guarded by mu_
   Helpers helpers_[2];
   bool stop_ = false;
 };
