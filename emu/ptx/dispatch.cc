@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "emu/ptx/ptx.h"
@@ -37,6 +38,10 @@ struct Runner {
   int slot = -1;    // the host CPU (HostCpus index) it holds while on a core; -1: none
   int pinned = -1;  // the host CPU slot its affinity names; -1: the process's CPUs
   int pin_to = -1;  // Take's choice, applied once mu_ is let go; -1: stay
+  // The block Take claimed for it (RunOne runs it first), so a core taken for a grid's last
+  // block does not look free to Kick; kNoBlock: none.
+  static constexpr uint64_t kNoBlock = ~uint64_t{0};
+  uint64_t claimed = kNoBlock;
 };
 
 // The host CPUs this process may run on, in order; empty if unknown.
@@ -186,6 +191,7 @@ class Dispatcher {
   void Take(Grid& g, Runner& r) {
     ++running_[Level(g.priority)];
     ++g.running;
+    r.claimed = g.next.fetch_add(1, std::memory_order_relaxed);
     if (!holder_.empty()) {
       const int cpu = sched_getcpu();
       int slot = -1;
@@ -316,11 +322,14 @@ class Dispatcher {
   // Runs the next block of `g`, if it has one and has not failed; false if it had none.
   bool RunOne(Runner& r, Grid& g) {
     const LaunchCtx& L = *g.L;
+    const uint64_t claimed = std::exchange(r.claimed, Runner::kNoBlock);
     if (L.failed->load(std::memory_order_relaxed) || Cancelled(L)) [[unlikely]] {
       g.next.store(g.nblocks, std::memory_order_relaxed);
       return false;
     }
-    const uint64_t b = g.next.fetch_add(1, std::memory_order_relaxed);  // work distribution only
+    const uint64_t b = claimed != Runner::kNoBlock
+                           ? claimed
+                           : g.next.fetch_add(1, std::memory_order_relaxed);  // work distribution
     if (b >= g.nblocks) return false;
     if (r.prepared != g.seq) {
       PrepareCta(L, r.cta, r.smid);
