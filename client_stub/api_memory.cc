@@ -1,4 +1,5 @@
 // client_stub/api_memory.cc - device and host memory, copies, memsets, __device__ symbols.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -125,17 +126,48 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
 }
 
 // Hints only: managed memory never migrates here, so there is nothing to do.
+// The advice is recorded (cudaMemRangeGetAttribute reports it) and changes nothing else: the
+// memory is device-mapped host memory that never migrates.
 cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
-                          struct cudaMemLocation) {
+                          struct cudaMemLocation location) {
   if (advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy)
     return Ret(cudaErrorInvalidValue);
-  return Ret(CheckManaged(devPtr, count));
+  if (cudaError_t e = CheckManaged(devPtr, count)) return Ret(e);
+  const bool read_mostly = advice == cudaMemAdviseSetReadMostly;
+  if (advice == cudaMemAdviseSetReadMostly || advice == cudaMemAdviseUnsetReadMostly) {
+    St().host.Advise(devPtr, count,
+                     [&](cs::ManagedAdvice::Attrs& a) { a.read_mostly = read_mostly; });
+    return cudaSuccess;
+  }
+  if (cudaError_t e = cs::ManagedAdvice::Check(location)) return Ret(e);
+  const cs::ManagedAdvice::Location at = cs::ManagedAdvice::Of(location);
+  St().host.Advise(devPtr, count, [&](cs::ManagedAdvice::Attrs& a) {
+    auto& by = a.accessed_by;
+    const auto found = std::find(by.begin(), by.end(), at);
+    if (advice == cudaMemAdviseSetPreferredLocation) {
+      a.preferred = at;
+    } else if (advice == cudaMemAdviseUnsetPreferredLocation) {
+      a.preferred = {};
+    } else if (advice == cudaMemAdviseSetAccessedBy) {
+      if (found == by.end()) by.push_back(at);
+    } else if (found != by.end()) {
+      by.erase(found);
+    }
+  });
+  return cudaSuccess;
 }
 
-cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, struct cudaMemLocation,
+// Nothing moves (see cudaMemAdvise); the location is recorded as the range's last prefetch.
+cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, struct cudaMemLocation location,
                                  unsigned int flags, cudaStream_t) {
   if (flags != 0) return Ret(cudaErrorInvalidValue);
-  return Ret(CheckManaged(devPtr, count));
+  if (cudaError_t e = CheckManaged(devPtr, count)) return Ret(e);
+  if (cudaError_t e = cs::ManagedAdvice::Check(location)) return Ret(e);
+  St().host.Advise(devPtr, count,
+                   [at = cs::ManagedAdvice::Of(location)](cs::ManagedAdvice::Attrs& a) {
+                     a.last_prefetch = at;
+                   });
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count,

@@ -2,6 +2,7 @@
 // beyond what other calls ask: one device's identity and peers, hints about managed memory
 // that change no result, batched copies, the logs API (Remora's log is the server's), pools by
 // location, and kernel lookups.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -149,12 +150,28 @@ cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void*
 
 // ---- Managed memory hints and batched copies ----------------------------------------------
 
+using Attrs = cs::ManagedAdvice::Attrs;
+using Location = cs::ManagedAdvice::Location;
+
 // Managed memory here lives where host and device both reach it: a prefetch or a discard
 // changes no result, so each is a hint that is taken and done.
-cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count, cudaMemLocation*,
-                                      size_t*, size_t, unsigned long long, cudaStream_t stream) {
+cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                      cudaMemLocation* locs, size_t* idxs, size_t nlocs,
+                                      unsigned long long, cudaStream_t stream) {
   if (cudaError_t e = CheckRanges(dptrs, sizes, count)) return Ret(e);
-  return Ret(cs::CheckStream(stream));
+  if (nlocs > 0 && (locs == nullptr || idxs == nullptr)) return Ret(cudaErrorInvalidValue);
+  for (size_t j = 0; j < nlocs; ++j)
+    if (cudaError_t e = cs::ManagedAdvice::Check(locs[j])) return Ret(e);
+  if (cudaError_t e = cs::CheckStream(stream)) return Ret(e);
+  // Location j applies to operations idxs[j] up to the next location's first.
+  for (size_t j = 0; j < nlocs; ++j) {
+    const size_t end = j + 1 < nlocs ? std::min(idxs[j + 1], count) : count;
+    const Location at = cs::ManagedAdvice::Of(locs[j]);
+    for (size_t i = idxs[j]; i < end; ++i)
+      if (cs::St().host.IsManaged(dptrs[i]))
+        cs::St().host.Advise(dptrs[i], sizes[i], [at](Attrs& a) { a.last_prefetch = at; });
+  }
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
@@ -187,25 +204,79 @@ cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes
   return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
 }
 
-// What the managed range was told: nothing, so every attribute has its default.
+namespace {
+
+// The location every run has, or none ({0, 0}) if they differ.
+Location Common(const std::vector<Attrs>& runs, Location Attrs::*field) {
+  for (const Attrs& a : runs)
+    if (a.*field != runs.front().*field) return {};
+  return runs.front().*field;
+}
+
+// A location as the legacy attributes give it: a device ordinal, cudaCpuDeviceId for the host,
+// cudaInvalidDeviceId for none.
+int LegacyId(Location at) {
+  if (at.first == cudaMemLocationTypeDevice) return at.second;
+  return at.first == 0 ? cudaInvalidDeviceId : cudaCpuDeviceId;
+}
+
+// The id a location-id attribute gives: a device ordinal or host NUMA node, else invalid.
+int LocationId(Location at) {
+  const bool has_id =
+      at.first == cudaMemLocationTypeDevice || at.first == cudaMemLocationTypeHostNuma;
+  return has_id ? at.second : cudaInvalidDeviceId;
+}
+
+}  // namespace
+
+// What the managed range was told, as a GPU reports it: an attribute holds for the range only
+// if it holds on every page of it (cudaMemAdvise and cudaMemPrefetchAsync record them).
 cudaError_t cudaMemRangeGetAttribute(void* data, size_t size, enum cudaMemRangeAttribute attr,
                                      const void* ptr, size_t count) {
   if (data == nullptr || ptr == nullptr || count == 0) return Ret(cudaErrorInvalidValue);
-  if (attr == cudaMemRangeAttributeReadMostly) {
-    if (size != 4) return Ret(cudaErrorInvalidValue);
-    *static_cast<int*>(data) = 0;
-  } else if (attr == cudaMemRangeAttributeAccessedBy) {
-    if (size % 4 != 0) return Ret(cudaErrorInvalidValue);
-    for (size_t i = 0; i < size / 4; ++i) static_cast<int*>(data)[i] = cudaInvalidDeviceId;
-  } else if (attr == cudaMemRangeAttributePreferredLocation ||
-             attr == cudaMemRangeAttributeLastPrefetchLocation ||
-             attr == cudaMemRangeAttributePreferredLocationId ||
-             attr == cudaMemRangeAttributeLastPrefetchLocationId) {
-    if (size != 4) return Ret(cudaErrorInvalidValue);
-    *static_cast<int*>(data) = cudaInvalidDeviceId;
-  } else {  // the location types
-    if (size != 4) return Ret(cudaErrorInvalidValue);
-    *static_cast<int*>(data) = cudaMemLocationTypeInvalid;
+  if (attr < cudaMemRangeAttributeReadMostly || attr > cudaMemRangeAttributeLastPrefetchLocationId)
+    return Ret(cudaErrorInvalidValue);
+  if (attr == cudaMemRangeAttributeAccessedBy ? size == 0 || size % 4 != 0 : size != 4)
+    return Ret(cudaErrorInvalidValue);
+  if (!cs::St().host.IsManaged(ptr) ||
+      !cs::St().host.IsManaged(static_cast<const char*>(ptr) + count - 1))
+    return Ret(cudaErrorInvalidValue);
+  const std::vector<Attrs> runs = cs::St().host.AdviceOver(ptr, count);
+  auto* out = static_cast<int*>(data);
+  switch (attr) {
+    case cudaMemRangeAttributeReadMostly:
+      *out = std::all_of(runs.begin(), runs.end(), [](const Attrs& a) { return a.read_mostly; });
+      break;
+    case cudaMemRangeAttributePreferredLocation:
+      *out = LegacyId(Common(runs, &Attrs::preferred));
+      break;
+    case cudaMemRangeAttributeLastPrefetchLocation:
+      *out = LegacyId(Common(runs, &Attrs::last_prefetch));
+      break;
+    case cudaMemRangeAttributePreferredLocationType:
+      *out = Common(runs, &Attrs::preferred).first;
+      break;
+    case cudaMemRangeAttributePreferredLocationId:
+      *out = LocationId(Common(runs, &Attrs::preferred));
+      break;
+    case cudaMemRangeAttributeLastPrefetchLocationType:
+      *out = Common(runs, &Attrs::last_prefetch).first;
+      break;
+    case cudaMemRangeAttributeLastPrefetchLocationId:
+      *out = LocationId(Common(runs, &Attrs::last_prefetch));
+      break;
+    case cudaMemRangeAttributeAccessedBy: {
+      // The locations every run is accessed by, in the order the first run got them.
+      size_t n = 0;
+      for (const Location& at : runs.front().accessed_by) {
+        const bool everywhere = std::all_of(runs.begin(), runs.end(), [&](const Attrs& a) {
+          return std::find(a.accessed_by.begin(), a.accessed_by.end(), at) != a.accessed_by.end();
+        });
+        if (everywhere && n < size / 4) out[n++] = LegacyId(at);
+      }
+      for (; n < size / 4; ++n) out[n] = cudaInvalidDeviceId;
+      break;
+    }
   }
   return cudaSuccess;
 }

@@ -1,6 +1,8 @@
 // client_stub/state.cc - device properties, errors, handle and address tables, host memory.
 #include "client_stub/state.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -210,7 +212,33 @@ bool HostMemory::FreeManaged(void* p) {
   if (!base_ || b < base_ || b >= base_ + size_) return false;
   auto off = static_cast<uint64_t>(b - base_);
   if (managed_.erase(off) == 0) return false;
+  if (auto block = heap_.Find(off)) {
+    const auto lo = reinterpret_cast<uintptr_t>(base_ + block->first);
+    advice_.Reset(lo, lo + block->second);
+  }
   return heap_.Free(off);
+}
+
+namespace {
+// [p, p + n) widened to the host pages it touches.
+std::pair<uint64_t, uint64_t> Pages(const void* p, size_t n) {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  return {lo / page * page, (lo + n + page - 1) / page * page};
+}
+}  // namespace
+
+void HostMemory::Advise(const void* p, size_t n,
+                        const std::function<void(ManagedAdvice::Attrs&)>& change) {
+  std::lock_guard lock(mu_);
+  const auto [lo, hi] = Pages(p, n);
+  advice_.Change(lo, hi, change);
+}
+
+std::vector<ManagedAdvice::Attrs> HostMemory::AdviceOver(const void* p, size_t n) const {
+  std::lock_guard lock(mu_);
+  const auto [lo, hi] = Pages(p, n);
+  return advice_.Over(lo, hi);
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> HostMemory::ArenaBlockLocked(const void* p) const {

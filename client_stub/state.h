@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,7 +21,9 @@
 #include <set>
 #include <shared_mutex>
 #include <unordered_map>
+#include <vector>
 
+#include "client_stub/managed_advice.h"
 #include "client_stub/pinned_heap.h"
 #include "proto/range_table.h"
 #include "remora/v1/session.pb.h"
@@ -139,6 +142,12 @@ class HostMemory {
   std::optional<unsigned> Flags(const void* p) const;
   // True if `p` lies in a managed allocation.
   bool IsManaged(const void* p) const;
+  // Advice or a prefetch on the managed range [p, p + n): `change` runs on the attributes of
+  // each run of the host pages it touches (a GPU advises whole pages). FreeManaged forgets the
+  // advice of what it frees.
+  void Advise(const void* p, size_t n, const std::function<void(ManagedAdvice::Attrs&)>& change);
+  // The recorded attributes over the pages [p, p + n) touches, one per run of equal ones.
+  std::vector<ManagedAdvice::Attrs> AdviceOver(const void* p, size_t n) const;
   // True if `p` lies in a pinned or managed allocation kernels can access at `p`.
   bool IsDeviceMapped(const void* p) const;
   // True if `p` lies in host memory the app registered with cudaHostRegister.
@@ -175,6 +184,7 @@ class HostMemory {
   PinnedHeap heap_;
   std::map<uint64_t, unsigned> arena_flags_;  // pinned arena block offset -> flags
   std::set<uint64_t> managed_;                // managed arena block offsets
+  ManagedAdvice advice_;                      // over managed blocks' addresses
   std::map<uintptr_t, Malloced> malloced_;
   std::map<uintptr_t, size_t> registered_;
 };

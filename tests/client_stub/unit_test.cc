@@ -14,6 +14,7 @@
 #include "client_stub/env.h"
 #include "client_stub/errors.h"
 #include "client_stub/kernels.h"
+#include "client_stub/managed_advice.h"
 #include "client_stub/memcpy.h"
 #include "client_stub/pinned_heap.h"
 #include "client_stub/state.h"
@@ -127,6 +128,55 @@ TEST(PinnedHeap, RandomSequencesNeverOverlapAndCoalesceFully) {
 }
 
 // ---- settings ---------------------------------------------------------------------
+
+// ---- managed memory's advice ---------------------------------------------------------
+
+// Random advice over 64 slots, against a model holding each slot's attributes: Over gives
+// exactly the runs the model has, merged where equal, whatever the order of changes.
+TEST(ManagedAdvice, RunsMatchAPerByteModel) {
+  constexpr uint64_t kBase = 4096, kSlots = 64;
+  std::mt19937 rng(5);
+  for (int round = 0; round < 20; ++round) {
+    ManagedAdvice advice;
+    std::vector<ManagedAdvice::Attrs> model(kSlots);
+    for (int step = 0; step < 40; ++step) {
+      const uint64_t lo = rng() % kSlots, hi = lo + 1 + rng() % (kSlots - lo);
+      const int what = int(rng() % 4), id = int(rng() % 2);
+      auto change = [&](ManagedAdvice::Attrs& a) {
+        if (what == 0) a.read_mostly = !a.read_mostly;
+        if (what == 1) a.preferred = {1, id};
+        if (what == 2) a.accessed_by.push_back({2, 0});
+        if (what == 3) a = ManagedAdvice::Attrs{};
+      };
+      advice.Change(kBase + lo, kBase + hi, change);
+      for (uint64_t i = lo; i < hi; ++i) change(model[i]);
+      const uint64_t qlo = rng() % kSlots, qhi = qlo + 1 + rng() % (kSlots - qlo);
+      std::vector<ManagedAdvice::Attrs> want;
+      for (uint64_t i = qlo; i < qhi; ++i)
+        if (want.empty() || !(want.back() == model[i])) want.push_back(model[i]);
+      ASSERT_EQ(advice.Over(kBase + qlo, kBase + qhi), want)
+          << "round " << round << " step " << step;
+    }
+    advice.Reset(kBase, kBase + kSlots);
+    EXPECT_EQ(advice.Over(0, kBase + 2 * kSlots), std::vector<ManagedAdvice::Attrs>(1));
+  }
+}
+
+TEST(ManagedAdvice, LocationsAreTheDeviceOrTheHost) {
+  cudaMemLocation at{};
+  at.type = cudaMemLocationTypeDevice;
+  EXPECT_EQ(ManagedAdvice::Check(at), cudaSuccess);
+  at.id = 1;
+  EXPECT_EQ(ManagedAdvice::Check(at), cudaErrorInvalidDevice);
+  at.type = cudaMemLocationTypeInvalid;
+  EXPECT_EQ(ManagedAdvice::Check(at), cudaErrorInvalidValue);
+  at.type = cudaMemLocationTypeHost;
+  at.id = 9;  // ignored
+  EXPECT_EQ(ManagedAdvice::Check(at), cudaSuccess);
+  EXPECT_EQ(ManagedAdvice::Of(at), ManagedAdvice::Location(cudaMemLocationTypeHost, 0));
+  at.type = cudaMemLocationTypeHostNuma;
+  EXPECT_EQ(ManagedAdvice::Of(at), ManagedAdvice::Location(cudaMemLocationTypeHostNuma, 9));
+}
 
 TEST(Env, ParseFraction) {
   EXPECT_DOUBLE_EQ(V(ParseFraction("0.5")), 0.5);
