@@ -11,7 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "emu/ptx/ptx.h"
@@ -38,10 +37,12 @@ struct Runner {
   int slot = -1;    // the host CPU (HostCpus index) it holds while on a core; -1: none
   int pinned = -1;  // the host CPU slot its affinity names; -1: the process's CPUs
   int pin_to = -1;  // Take's choice, applied once mu_ is let go; -1: stay
-  // The block Take claimed for it (RunOne runs it first), so a core taken for a grid's last
-  // block does not look free to Kick; kNoBlock: none.
-  static constexpr uint64_t kNoBlock = ~uint64_t{0};
-  uint64_t claimed = kNoBlock;
+  // Whether it may move to another CPU: not at the host's idle priority (SCHED_IDLE), which
+  // would starve there behind any host thread, holding its block; -1: not yet known.
+  int movable = -1;
+  // Grids launched when it took its core (under the lock: one launched while it was moving to
+  // its CPU still outranks it at its next block boundary).
+  uint64_t generation = 0;
 };
 
 // The host CPUs this process may run on, in order; empty if unknown.
@@ -142,17 +143,19 @@ class Dispatcher {
   struct Helper {
     std::thread thread;
     std::condition_variable cv;
-    Runner* runner = nullptr;  // its block state; guarded by mu_
-    bool idle = false;         // waiting for a wake; guarded by mu_
-    bool woken = false;        // told to look again; guarded by mu_
+    bool idle = false;   // waiting for a wake; guarded by mu_
+    bool woken = false;  // told to look again; guarded by mu_
   };
   using Helpers = std::vector<std::unique_ptr<Helper>>;
   static constexpr int kAnyCpu = -2;  // Runner::pin_to: back to the process's CPUs
 
-  // The first grid with a block to start and room for it; null if none. REQUIRES: mu_.
-  Grid* FirstEligible() const {
-    for (Grid* g : grids_)
-      if (g->Left() && g->running < (g->max_running ? g->max_running : cores_)) return g;
+  // The first grid with a block to start and room for it; null if none. One block of `spoken`
+  // is as good as started (a runner that took a core for it is about to). REQUIRES: mu_.
+  Grid* FirstEligible(const Grid* spoken = nullptr) const {
+    for (Grid* g : grids_) {
+      const uint64_t next = g->next.load(std::memory_order_relaxed) + (g == spoken ? 1 : 0);
+      if (next < g->nblocks && g->running < (g->max_running ? g->max_running : cores_)) return g;
+    }
     return nullptr;
   }
 
@@ -186,12 +189,16 @@ class Dispatcher {
   // left alone, often woke a helper on the busy CPU of the thread that woke it and kept it
   // waiting there while the other CPU idled (on 2 vCPUs a grid's second block started a
   // millisecond late, most of all at a tenant's first kernel after another's turn). A runner
-  // keeps the CPU it is on when no other runner holds it, else moves to a free one.
+  // keeps the CPU it is on when no other runner holds it, else moves to a free one; a helper
+  // goes back to every CPU before it idles (so a helper woken beside a busier host thread,
+  // which it cannot displace, waits there instead of taking a block where it may starve). A
+  // runner at the host's idle priority never moves: any host thread on the other CPU would
+  // starve it, block and all.
   // REQUIRES: mu_.
   void Take(Grid& g, Runner& r) {
     ++running_[Level(g.priority)];
     ++g.running;
-    r.claimed = g.next.fetch_add(1, std::memory_order_relaxed);
+    r.generation = generation_.load(std::memory_order_relaxed);
     if (!holder_.empty()) {
       const int cpu = sched_getcpu();
       int slot = -1;
@@ -201,12 +208,14 @@ class Dispatcher {
         slot = -1;
         for (size_t i = 0; i < holder_.size() && slot < 0; ++i)
           if (holder_[i] == nullptr) slot = int(i);
+        if (r.movable < 0) r.movable = sched_getscheduler(0) != SCHED_IDLE;
+        if (!r.movable) slot = -1;
         if (slot >= 0 && slot != r.pinned) r.pin_to = slot;
       }
       if (slot >= 0) holder_[slot] = &r;
       r.slot = slot;
     }
-    Kick();  // another core may be free for the next one
+    Kick(&g);  // another core may be free for the next block
   }
 
   // Applies Take's choice of CPU. Without mu_.
@@ -238,27 +247,19 @@ class Dispatcher {
   // A core is free: the launching thread of the first eligible grid may take it, and so may a
   // helper of its class (the first to the lock wins; the other finds nothing and waits again).
   // REQUIRES: mu_.
-  void Kick() {
-    Grid* g = FirstEligible();
+  void Kick(const Grid* spoken = nullptr) {
+    Grid* g = FirstEligible(spoken);
     if (g == nullptr || !HasCore(*g)) return;
     g->wake.notify_one();
     const HostClass c = ClassOf(*g);
-    // An idle helper whose CPU no runner holds wakes there and runs at once; one on a held CPU
-    // would first wait for it, so a new helper comes instead while there may be more.
     Helpers& h = helpers_[c];
     Helper* pick = nullptr;
-    bool free_cpu = false;
-    for (auto& x : h) {
-      if (!x->idle || x->woken) continue;
-      const int p = x->runner->pinned;
-      const bool free = p < 0 || holder_[size_t(p)] == nullptr;
-      if (pick == nullptr || (free && !free_cpu)) {
+    for (auto& x : h)
+      if (x->idle && !x->woken) {
         pick = x.get();
-        free_cpu = free;
+        break;
       }
-      if (free_cpu) break;
-    }
-    if ((pick == nullptr || !free_cpu) && h.size() < cores_) {
+    if (pick == nullptr && h.size() < cores_) {
       const unsigned index = unsigned(h.size());
       auto x = std::make_unique<Helper>();
       Helper& me = *x;
@@ -275,7 +276,6 @@ class Dispatcher {
     Runner self;
     self.smid = index;
     std::unique_lock lock(mu_);
-    me.runner = &self;
     for (;;) {
       Grid* g = nullptr;
       bool trimmed = false;
@@ -283,10 +283,14 @@ class Dispatcher {
         g = FirstEligible();
         if (g != nullptr && HasCore(*g) && ClassOf(*g) == c) break;
         g = nullptr;
-        if (!trimmed) {  // about to idle: let go of large buffers first, then look again
+        if (!trimmed) {  // about to idle: let go of large buffers and its CPU, then look again
           lock.unlock();
           TrimCta(self.cta);
           self.prepared = 0;
+          if (self.pinned >= 0) {
+            self.pin_to = kAnyCpu;
+            Pin(self);
+          }
           lock.lock();
           trimmed = true;
           continue;
@@ -296,10 +300,7 @@ class Dispatcher {
         me.idle = false;
         me.woken = false;
       }
-      if (stop_) {
-        me.runner = nullptr;
-        return;
-      }
+      if (stop_) return;
       Take(*g, self);
       lock.unlock();
       Pin(self);
@@ -313,23 +314,19 @@ class Dispatcher {
   // boundary after another grid was launched (it may come first now; the caller decides again).
   // Called with a block of `g` counted as running, without mu_.
   void RunBlocks(Runner& r, Grid& g, bool until_outranked) {
-    const uint64_t generation = generation_.load(std::memory_order_acquire);
     while (RunOne(r, g)) {
-      if (until_outranked && generation_.load(std::memory_order_relaxed) != generation) break;
+      if (until_outranked && generation_.load(std::memory_order_relaxed) != r.generation) break;
     }
   }
 
   // Runs the next block of `g`, if it has one and has not failed; false if it had none.
   bool RunOne(Runner& r, Grid& g) {
     const LaunchCtx& L = *g.L;
-    const uint64_t claimed = std::exchange(r.claimed, Runner::kNoBlock);
     if (L.failed->load(std::memory_order_relaxed) || Cancelled(L)) [[unlikely]] {
       g.next.store(g.nblocks, std::memory_order_relaxed);
       return false;
     }
-    const uint64_t b = claimed != Runner::kNoBlock
-                           ? claimed
-                           : g.next.fetch_add(1, std::memory_order_relaxed);  // work distribution
+    const uint64_t b = g.next.fetch_add(1, std::memory_order_relaxed);  // work distribution only
     if (b >= g.nblocks) return false;
     if (r.prepared != g.seq) {
       PrepareCta(L, r.cta, r.smid);
