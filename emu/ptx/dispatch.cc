@@ -21,6 +21,8 @@ namespace remora::emu::ptx {
 namespace {
 
 constexpr auto kStuck = std::chrono::milliseconds(20);
+// A helper idle this long ends: an idle device holds no helper threads (as no stream threads).
+constexpr auto kHelperLinger = std::chrono::milliseconds(200);
 
 uint64_t NowNs() {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -145,6 +147,7 @@ class Dispatcher {
     std::condition_variable cv;
     bool idle = false;   // waiting for a wake; guarded by mu_
     bool woken = false;  // told to look again; guarded by mu_
+    bool busy = false;   // on a core; guarded by mu_
   };
   using Helpers = std::vector<std::unique_ptr<Helper>>;
   static constexpr int kAnyCpu = -2;  // Runner::pin_to: back to the process's CPUs
@@ -252,14 +255,16 @@ class Dispatcher {
     if (g == nullptr || !HasCore(*g)) return;
     g->wake.notify_one();
     const HostClass c = ClassOf(*g);
+    // A new helper only when every one is on a core: any other looks at the grids again before
+    // it sleeps (the threads a server keeps stay as few as the load needs).
     Helpers& h = helpers_[c];
     Helper* pick = nullptr;
-    for (auto& x : h)
-      if (x->idle && !x->woken) {
-        pick = x.get();
-        break;
-      }
-    if (pick == nullptr && h.size() < cores_) {
+    bool all_busy = true;
+    for (auto& x : h) {
+      all_busy = all_busy && x->busy;
+      if (x->idle && !x->woken && pick == nullptr) pick = x.get();
+    }
+    if (pick == nullptr && all_busy && h.size() < cores_) {
       const unsigned index = unsigned(h.size());
       auto x = std::make_unique<Helper>();
       Helper& me = *x;
@@ -272,6 +277,7 @@ class Dispatcher {
   }
 
   void HelperLoop(HostClass c, unsigned index, Helper& me) {
+    pthread_setname_np(pthread_self(), "remora-blocks");
     BecomeDeviceThread(c == kRanked ? kRankedDeviceNice : kDeviceNice);
     Runner self;
     self.smid = index;
@@ -296,16 +302,24 @@ class Dispatcher {
           continue;
         }
         me.idle = true;
-        me.cv.wait(lock, [&] { return me.woken || stop_; });
+        const bool woken = me.cv.wait_for(lock, kHelperLinger, [&] { return me.woken || stop_; });
         me.idle = false;
         me.woken = false;
+        if (!woken) {  // idle for kHelperLinger: the thread goes (Kick starts another if needed)
+          Helpers& h = helpers_[c];
+          me.thread.detach();
+          h.erase(std::find_if(h.begin(), h.end(), [&](const auto& x) { return x.get() == &me; }));
+          return;  // touches nothing of `me` from here on
+        }
       }
       if (stop_) return;
+      me.busy = true;
       Take(*g, self);
       lock.unlock();
       Pin(self);
       RunBlocks(self, *g, /*until_outranked=*/true);
       lock.lock();
+      me.busy = false;
       Release(*g, self, /*on_core=*/true);
     }
   }
