@@ -148,6 +148,7 @@ class Dispatcher {
     bool idle = false;   // waiting for a wake; guarded by mu_
     bool woken = false;  // told to look again; guarded by mu_
     bool busy = false;   // on a core; guarded by mu_
+    unsigned index = 0;  // its %smid, unique among the live helpers of its class
   };
   using Helpers = std::vector<std::unique_ptr<Helper>>;
   static constexpr int kAnyCpu = -2;  // Runner::pin_to: back to the process's CPUs
@@ -265,8 +266,11 @@ class Dispatcher {
       if (x->idle && !x->woken && pick == nullptr) pick = x.get();
     }
     if (pick == nullptr && all_busy && h.size() < cores_) {
-      const unsigned index = unsigned(h.size());
+      unsigned index = 0;  // the lowest one no live helper has
+      while (std::any_of(h.begin(), h.end(), [&](const auto& x) { return x->index == index; }))
+        ++index;
       auto x = std::make_unique<Helper>();
+      x->index = index;
       Helper& me = *x;
       x->thread = std::thread([this, c, index, &me] { HelperLoop(c, index, me); });
       h.push_back(std::move(x));
