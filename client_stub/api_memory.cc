@@ -46,11 +46,7 @@ cudaError_t AllocHost(void** ptr, size_t size, unsigned flags) {
 
 // Validates a managed range for cudaMemAdvise/cudaMemPrefetchAsync/cudaStreamAttachMemAsync.
 cudaError_t CheckManaged(const void* p, size_t count) {
-  if (!p) return cudaErrorInvalidValue;
-  if (!St().host.IsManaged(p)) return cudaErrorInvalidValue;
-  if (count > 0 && !St().host.IsManaged(static_cast<const char*>(p) + count - 1))
-    return cudaErrorInvalidValue;
-  return cudaSuccess;
+  return St().host.IsManagedRange(p, count) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 // The device address of [symbol + offset, +count), checked against the variable's size.
@@ -125,7 +121,6 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
   return *devPtr ? cudaSuccess : Ret(cudaErrorMemoryAllocation);
 }
 
-// Hints only: managed memory never migrates here, so there is nothing to do.
 // The advice is recorded (cudaMemRangeGetAttribute reports it) and changes nothing else: the
 // memory is device-mapped host memory that never migrates.
 cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,

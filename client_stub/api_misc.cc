@@ -1,7 +1,7 @@
 // client_stub/api_misc.cc - the runtime's smaller entry points that need nothing of the server
 // beyond what other calls ask: one device's identity and peers, hints about managed memory
-// that change no result, batched copies, the logs API (Remora's log is the server's), pools by
-// location, and kernel lookups.
+// that change no result (recorded, to be read back), batched copies, the logs API (Remora's log is
+// the server's), pools by location, and kernel lookups.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -154,7 +154,8 @@ using Attrs = cs::ManagedAdvice::Attrs;
 using Location = cs::ManagedAdvice::Location;
 
 // Managed memory here lives where host and device both reach it: a prefetch or a discard
-// changes no result, so each is a hint that is taken and done.
+// changes no result, so each is a hint that is taken and done (a prefetch's location is
+// recorded as the last one, for cudaMemRangeGetAttribute).
 cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
                                       cudaMemLocation* locs, size_t* idxs, size_t nlocs,
                                       unsigned long long, cudaStream_t stream) {
@@ -238,9 +239,7 @@ cudaError_t cudaMemRangeGetAttribute(void* data, size_t size, enum cudaMemRangeA
     return Ret(cudaErrorInvalidValue);
   if (attr == cudaMemRangeAttributeAccessedBy ? size == 0 || size % 4 != 0 : size != 4)
     return Ret(cudaErrorInvalidValue);
-  if (!cs::St().host.IsManaged(ptr) ||
-      !cs::St().host.IsManaged(static_cast<const char*>(ptr) + count - 1))
-    return Ret(cudaErrorInvalidValue);
+  if (!cs::St().host.IsManagedRange(ptr, count)) return Ret(cudaErrorInvalidValue);
   const std::vector<Attrs> runs = cs::St().host.AdviceOver(ptr, count);
   auto* out = static_cast<int*>(data);
   switch (attr) {

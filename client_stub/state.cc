@@ -206,19 +206,6 @@ bool HostMemory::Free(void* p) {
   return malloced_.erase(reinterpret_cast<uintptr_t>(p)) != 0;
 }
 
-bool HostMemory::FreeManaged(void* p) {
-  std::lock_guard lock(mu_);
-  auto* b = static_cast<std::byte*>(p);
-  if (!base_ || b < base_ || b >= base_ + size_) return false;
-  auto off = static_cast<uint64_t>(b - base_);
-  if (managed_.erase(off) == 0) return false;
-  if (auto block = heap_.Find(off)) {
-    const auto lo = reinterpret_cast<uintptr_t>(base_ + block->first);
-    advice_.Reset(lo, lo + block->second);
-  }
-  return heap_.Free(off);
-}
-
 namespace {
 // [p, p + n) widened to the host pages it touches.
 std::pair<uint64_t, uint64_t> Pages(const void* p, size_t n) {
@@ -227,6 +214,23 @@ std::pair<uint64_t, uint64_t> Pages(const void* p, size_t n) {
   return {lo / page * page, (lo + n + page - 1) / page * page};
 }
 }  // namespace
+
+bool HostMemory::FreeManaged(void* p) {
+  std::lock_guard lock(mu_);
+  auto* b = static_cast<std::byte*>(p);
+  if (!base_ || b < base_ || b >= base_ + size_) return false;
+  auto off = static_cast<uint64_t>(b - base_);
+  if (managed_.erase(off) == 0) return false;
+  if (auto block = heap_.Find(off)) {  // whole pages (the heap's blocks are): none is shared
+    const auto lo = reinterpret_cast<uintptr_t>(base_ + block->first);
+    advice_.Reset(lo, lo + block->second);
+  }
+  return heap_.Free(off);
+}
+
+bool HostMemory::IsManagedRange(const void* p, size_t n) const {
+  return p != nullptr && IsManaged(p) && (n == 0 || IsManaged(static_cast<const char*>(p) + n - 1));
+}
 
 void HostMemory::Advise(const void* p, size_t n,
                         const std::function<void(ManagedAdvice::Attrs&)>& change) {

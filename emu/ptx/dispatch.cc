@@ -132,10 +132,7 @@ class Dispatcher {
     }
     grids_.erase(std::find(grids_.begin(), grids_.end(), &g));
     lock.unlock();
-    if (self.pinned >= 0) {  // a stream's thread goes back to every CPU between its kernels
-      self.pin_to = kAnyCpu;
-      Pin(self);
-    }
+    Unpin(self);  // a stream's thread goes back to every CPU between its kernels
     TrimCta(self.cta);
     self.prepared = 0;
   }
@@ -237,6 +234,13 @@ class Dispatcher {
     r.pin_to = -1;
   }
 
+  // Gives a runner moved by Take every CPU back. Without mu_.
+  void Unpin(Runner& r) {
+    if (r.pinned < 0) return;
+    r.pin_to = kAnyCpu;
+    Pin(r);
+  }
+
   void Release(Grid& g, Runner& r, bool on_core) {
     if (on_core && r.slot >= 0) {
       holder_[size_t(r.slot)] = nullptr;
@@ -297,10 +301,7 @@ class Dispatcher {
           lock.unlock();
           TrimCta(self.cta);
           self.prepared = 0;
-          if (self.pinned >= 0) {
-            self.pin_to = kAnyCpu;
-            Pin(self);
-          }
+          Unpin(self);
           lock.lock();
           trimmed = true;
           continue;
