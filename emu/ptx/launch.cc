@@ -5,7 +5,10 @@
 // all its lanes are parked at a CTA barrier or exited; then barriers whose arrivals are complete
 // release. Within a warp, the group to run is the set of lanes sharing the deepest frame and the
 // lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
-// back to back until it branches apart, reaches another group's PC, or parks.
+// back to back until it branches apart, reaches another group's PC, or parks. A block whose
+// warps are whole and all at one PC (at its start, after a barrier they all reached) first runs
+// them together, an instruction across every warp at a time (Lockstep), until one needs them
+// apart: barriers every thread reaches together then cost nothing.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -384,6 +387,121 @@ void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
 
 namespace {
 
+// How a block whose warps run together (Lockstep) takes an instruction.
+enum class Step : uint8_t {
+  kEach,     // each warp runs it in turn over its lanes (no effect beyond its own lanes' state)
+  kBarrier,  // a plain CTA-wide barrier every thread reaches at once: nothing to wait for
+  kBranch,   // a branch: taken together if every warp's guard agrees
+  kLeave,    // anything else: the warps go back to running one at a time
+};
+
+Step StepOf(const LaunchCtx& L, const Cta& cta, const Inst& in) {
+  const uint32_t id = uint32_t(in.op);
+  // Arithmetic, comparison, data movement, loads, stores, atomics and fences (ops.def ids up to
+  // 83) and textures and surfaces (140-146): none parks a lane, branches or reads another lane.
+  if ((id >= 1 && id <= 83) || (id >= 140 && id <= 146)) return Step::kEach;
+  if (in.op == Op::kBra) return Step::kBranch;
+  if ((in.op == Op::kBar || in.op == Op::kBarrier) && in.guard == kNoReg && in.sub2 != Sub::kUni &&
+      !(in.flags & (kFlagPredOut | kFlagArrive)) && (in.a[0] & kConstSlot) &&
+      (in.na < 2 || (in.a[1] & kConstSlot))) {
+    const uint64_t* K = L.P->consts.data();
+    const uint32_t bar = uint32_t(K[size_t(in.a[0] & ~kConstSlot) << 5]) & 15;
+    const uint32_t count = in.na < 2 ? 0 : uint32_t(K[size_t(in.a[1] & ~kConstSlot) << 5]);
+    if ((count == 0 || count == L.nthreads) && cta.bar_arrived[bar] == 0) return Step::kBarrier;
+  }
+  return Step::kLeave;
+}
+
+// True if every warp is whole, every lane runs and all are at one PC.
+bool BlockConverged(const Cta& cta, uint32_t nwarps) {
+  const uint32_t pc = cta.warps[0].pc[0];
+  for (uint32_t wi = 0; wi < nwarps; ++wi) {
+    const Warp& w = cta.warps[wi];
+    if ((LanesEq(w.state, LaneState::kRun) & LanesEq(w.pc, pc)) != ~0u) return false;
+  }
+  return true;
+}
+
+// Runs a converged block's warps together, one instruction at a time across all of them (an
+// order a GPU may run them in), until an instruction needs them apart (Step::kLeave, a branch
+// that splits them); leaves every lane's PC there. The barriers of code such as a block scan,
+// where every thread arrives together, then cost nothing, and no warp is rescheduled at each.
+// Needs whole warps and no calls (every frame the kernel's). False after a fault.
+bool Lockstep(const LaunchCtx& L, Cta& cta) {
+  const ProgramImpl& P = *L.P;
+  const Inst* code = P.code.data();
+  const uint32_t nwarps = (L.nthreads + 31) / 32;
+  Exec xs[32];
+  for (uint32_t wi = 0; wi < nwarps; ++wi) {
+    Warp& w = cta.warps[wi];
+    xs[wi] = Exec{&w, &cta, &L, w.regs.data(), P.consts.data(), ~0u, ~0u, 0, ~0u, 0, 0, false};
+  }
+  uint32_t pc = cta.warps[0].pc[0];
+  uint64_t warp_n = 0, thread_n = 0, next_poll = 4096;
+  bool ok = true;
+  for (;;) {
+    const Inst& in = code[pc];
+    const Step step = StepOf(L, cta, in);
+    if (step == Step::kLeave) break;
+    if (L.poll && warp_n >= next_poll) [[unlikely]] {
+      next_poll = warp_n + 4096;
+      if (Cancelled(L)) {
+        ok = false;
+        break;
+      }
+    }
+    warp_n += nwarps;
+    if (step == Step::kBarrier) {
+      thread_n += L.nthreads;
+      ++pc;
+      continue;
+    }
+    // Each warp's guard: every lane runs when there is none.
+    uint32_t masks[32];
+    uint32_t any = ~0u, all = ~0u;
+    if (in.guard != kNoReg) {
+      any = 0;
+      for (uint32_t wi = 0; wi < nwarps; ++wi) {
+        const uint32_t gm = LanesNonZero(xs[wi].R + size_t(in.guard) * 32);
+        masks[wi] = (in.flags & kFlagGuardNeg) ? ~gm : gm;
+        any |= masks[wi];
+        all &= masks[wi];
+      }
+    }
+    if (step == Step::kBranch) {
+      if (all == ~0u) {
+        thread_n += L.nthreads;
+        pc = in.target;
+      } else if (any == 0) {
+        ++pc;
+      } else {
+        warp_n -= nwarps;  // the warps run it apart
+        break;
+      }
+      continue;
+    }
+    for (uint32_t wi = 0; wi < nwarps; ++wi) {
+      Exec& x = xs[wi];
+      x.mask = all == ~0u ? ~0u : masks[wi];
+      if (x.mask == 0) continue;
+      x.pc = pc;
+      thread_n += uint32_t(std::popcount(x.mask));
+      const int r = in.fn(x, in);
+      if (r != kNext) [[unlikely]] {
+        if (r != kFault) FaultAt(x, err::kLaunchFailure, in, "ran apart from its warp");
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) break;
+    ++pc;
+  }
+  for (uint32_t wi = 0; wi < nwarps; ++wi) std::fill_n(cta.warps[wi].pc, 32, pc);
+  cta.warps[0].instructions += warp_n;
+  cta.warps[0].thread_instructions += thread_n;
+  return ok;
+}
+
 // Runs rounds over the block's warps until it ends; kCoop: or until a warp used its slice.
 template <bool kCoop>
 CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
@@ -392,7 +510,10 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
   // Every warp whole (no partial last warp): a round that parks all of them at one plain
   // barrier releases it without looking at a lane.
   const bool whole_warps = L.nthreads % 32 == 0;
+  const bool lockstep = !kCoop && whole_warps && !L.has_calls && nwarps <= 32;
   for (;;) {
+    // Then a round: it runs what stopped the lockstep (each warp at the same PC).
+    if (lockstep && BlockConverged(cta, nwarps) && !Lockstep(L, cta)) return CtaEnd::kFailed;
     const uint32_t completions = cta.mbar_completions;
     const uint32_t yields = cta.slice_yields;
     cta.whole_bar_warps = 0;

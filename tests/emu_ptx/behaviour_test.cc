@@ -185,6 +185,95 @@ TEST(Memory, SideBySideAccessesAreCheckedAtTheEdges) {
   EXPECT_EQ(s.code(), err::kIllegalAddress) << s.ToString();
 }
 
+// A block whose warps are whole and converged runs them together (launch.cc, Lockstep): a scan
+// with guarded loads and two barriers a step, a branch that splits the warps but not a warp,
+// named barriers between them (bar.arrive / bar.sync with a count), and a faulting lane all
+// give what a GPU gives, for blocks of 1 to 8 warps and a block with a partial warp.
+TEST(Lockstep, ScanSplitWarpsNamedBarriersAndAFault) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_in, .param .u64 k_out, .param .u32 k_bad) {
+  .shared .align 4 .b32 sm[256];
+  .reg .b32 %r<20>; .reg .b64 %rd<10>; .reg .pred %p<6>;
+  ld.param.u64 %rd1, [k_in];
+  ld.param.u64 %rd2, [k_out];
+  ld.param.u32 %r15, [k_bad];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r14, %ntid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r2, [%rd4];
+  shl.b32 %r3, %r1, 2;
+  mov.u32 %r4, sm;
+  add.s32 %r5, %r4, %r3;
+  st.shared.u32 [%r5], %r2;
+  mov.u32 %r6, 1;
+STEP:
+  bar.sync 0;
+  setp.ge.u32 %p1, %r1, %r6;
+  mov.u32 %r7, 0;
+  shl.b32 %r9, %r6, 2;
+  sub.s32 %r8, %r5, %r9;
+  @%p1 ld.shared.u32 %r7, [%r8];
+  ld.shared.u32 %r10, [%r5];
+  add.s32 %r10, %r10, %r7;
+  barrier.sync 0;
+  st.shared.u32 [%r5], %r10;
+  shl.b32 %r6, %r6, 1;
+  setp.lt.u32 %p2, %r6, %r14;
+  @%p2 bra STEP;
+  shr.u32 %r11, %r1, 5;
+  and.b32 %r11, %r11, 1;
+  setp.eq.u32 %p3, %r11, 1;
+  @!%p3 bra EVEN;
+  add.s32 %r10, %r10, 1000;
+  bar.sync 1, %r14;
+  ld.shared.u32 %r12, [%r5+-128];
+  add.s32 %r10, %r10, %r12;
+  bra.uni DONE;
+EVEN:
+  add.s32 %r18, %r10, 7;
+  st.shared.u32 [%r5], %r18;
+  bar.arrive 1, %r14;
+DONE:
+  bar.sync 0;
+  add.s64 %rd5, %rd2, %rd3;
+  setp.eq.u32 %p4, %r1, %r15;
+  selp.b64 %rd6, 0, %rd5, %p4;
+  st.global.u32 [%rd6], %r10;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  std::mt19937 rng(21);
+  for (uint32_t n : {32u, 64u, 96u, 128u, 256u, 100u}) {
+    std::vector<uint32_t> in(n);
+    for (auto& v : in) v = rng() % 1000;
+    TestMemory mem;
+    uint32_t* din = mem.Upload(in);
+    uint32_t* out = mem.Alloc<uint32_t>(n);
+    Status s = RunKernel(
+        *prog, "k", {3}, {n}, [&](Params& p) { p.Add(din).Add(out).Add(~0u); }, &mem);
+    ASSERT_TRUE(s.ok()) << n << ": " << s.ToString();
+    // The odd warps add 1000 and read what the even warp below them left before arriving.
+    std::vector<uint32_t> scan(n);
+    for (uint32_t t = 0, acc = 0; t < n; ++t) scan[t] = acc += in[t];
+    for (uint32_t t = 0; t < n; ++t) {
+      const bool odd = (t / 32) % 2 == 1;
+      const uint32_t want = odd ? scan[t] + 1000 + scan[t - 32] + 7 : scan[t];
+      ASSERT_EQ(out[t], want) << "block of " << n << ", thread " << t;
+    }
+    // One lane's store to address 0: an illegal address naming that thread.
+    const uint32_t bad = n - 30;
+    s = RunKernel(
+        *prog, "k", {3}, {n}, [&](Params& p) { p.Add(din).Add(out).Add(bad); }, &mem);
+    EXPECT_EQ(s.code(), err::kIllegalAddress) << n << ": " << s.ToString();
+    EXPECT_NE(s.message().find("thread (" + std::to_string(bad) + ",0,0)"), std::string::npos)
+        << s.message();
+  }
+}
+
 // Each kernel's static shared memory holds only the .shared variables it reaches (directly or
 // through the functions it calls), as ptxas lays it out; a variable two kernels reach is at the
 // same offset in both.
