@@ -412,12 +412,15 @@ Step StepOf(const LaunchCtx& L, const Cta& cta, const Inst& in) {
   return Step::kLeave;
 }
 
-// True if every warp is whole, every lane runs and all are at one PC.
-bool BlockConverged(const Cta& cta, uint32_t nwarps) {
-  const uint32_t pc = cta.warps[0].pc[0];
+// True if every warp is whole, every lane runs and all are at one PC, in one frame.
+bool BlockConverged(const LaunchCtx& L, const Cta& cta, uint32_t nwarps) {
+  const Warp& w0 = cta.warps[0];
+  const uint32_t pc = w0.pc[0], rb = w0.rbase[0], lb = w0.lbase[0];
   for (uint32_t wi = 0; wi < nwarps; ++wi) {
     const Warp& w = cta.warps[wi];
-    if ((LanesEq(w.state, LaneState::kRun) & LanesEq(w.pc, pc)) != ~0u) return false;
+    uint32_t m = LanesEq(w.state, LaneState::kRun) & LanesEq(w.pc, pc);
+    if (L.has_calls) m &= LanesEq(w.rbase, rb) & LanesEq(w.lbase, lb);
+    if (m != ~0u) return false;
   }
   return true;
 }
@@ -426,7 +429,7 @@ bool BlockConverged(const Cta& cta, uint32_t nwarps) {
 // order a GPU may run them in), until an instruction needs them apart (Step::kLeave, a branch
 // that splits them); leaves every lane's PC there. The barriers of code such as a block scan,
 // where every thread arrives together, then cost nothing, and no warp is rescheduled at each.
-// Needs whole warps and no calls (every frame the kernel's). False after a fault.
+// Needs whole warps; calls and returns run apart. False after a fault.
 bool Lockstep(const LaunchCtx& L, Cta& cta) {
   const ProgramImpl& P = *L.P;
   const Inst* code = P.code.data();
@@ -434,7 +437,19 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
   Exec xs[32];
   for (uint32_t wi = 0; wi < nwarps; ++wi) {
     Warp& w = cta.warps[wi];
-    xs[wi] = Exec{&w, &cta, &L, w.regs.data(), P.consts.data(), ~0u, ~0u, 0, ~0u, 0, 0, false};
+    const uint32_t rb = w.rbase[0];
+    xs[wi] = Exec{.w = &w,
+                  .cta = &cta,
+                  .L = &L,
+                  .R = w.regs.data() + size_t(rb) * 32,
+                  .K = P.consts.data(),
+                  .mask = ~0u,
+                  .group = ~0u,
+                  .pc = 0,
+                  .stop_pc = ~0u,
+                  .rbase = rb,
+                  .lbase = w.lbase[0],
+                  .force = false};
   }
   uint32_t pc = cta.warps[0].pc[0];
   uint64_t warp_n = 0, thread_n = 0, next_poll = 4096;
@@ -510,10 +525,10 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
   // Every warp whole (no partial last warp): a round that parks all of them at one plain
   // barrier releases it without looking at a lane.
   const bool whole_warps = L.nthreads % 32 == 0;
-  const bool lockstep = !kCoop && whole_warps && !L.has_calls && nwarps <= 32;
+  const bool lockstep = !kCoop && whole_warps && nwarps <= 32;
   for (;;) {
     // Then a round: it runs what stopped the lockstep (each warp at the same PC).
-    if (lockstep && BlockConverged(cta, nwarps) && !Lockstep(L, cta)) return CtaEnd::kFailed;
+    if (lockstep && BlockConverged(L, cta, nwarps) && !Lockstep(L, cta)) return CtaEnd::kFailed;
     const uint32_t completions = cta.mbar_completions;
     const uint32_t yields = cta.slice_yields;
     cta.whole_bar_warps = 0;

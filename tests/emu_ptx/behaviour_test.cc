@@ -189,10 +189,34 @@ TEST(Memory, SideBySideAccessesAreCheckedAtTheEdges) {
 // with guarded loads and two barriers a step, a branch that splits the warps but not a warp,
 // named barriers between them (bar.arrive / bar.sync with a count), and a faulting lane all
 // give what a GPU gives, for blocks of 1 to 8 warps and a block with a partial warp.
+// Then the same with the scan's add in a called function that starts with a barrier: calls and
+// returns run apart, and the warps run together again in the callee's frame after it.
 TEST(Lockstep, ScanSplitWarpsNamedBarriersAndAFault) {
-  const std::string ptx = R"(.version 9.0
+  const std::string plus = R"(
+.func (.param .b32 r) plus(.param .b32 a, .param .b32 b) {
+  .reg .b32 %t<4>;
+  bar.sync 0;
+  ld.param.b32 %t1, [a];
+  ld.param.b32 %t2, [b];
+  add.s32 %t3, %t1, %t2;
+  st.param.b32 [r], %t3;
+  ret;
+})";
+  const std::string call = R"(
+  {
+  .param .b32 pa;
+  .param .b32 pb;
+  .param .b32 pr;
+  st.param.b32 [pa], %r10;
+  st.param.b32 [pb], %r7;
+  call.uni (pr), plus, (pa, pb);
+  ld.param.b32 %r10, [pr];
+  })";
+  for (bool calls : {false, true}) {
+    const std::string ptx = std::string(R"(.version 9.0
 .target sm_75
 .address_size 64
+)") + (calls ? plus : "") + R"(
 .visible .entry k(.param .u64 k_in, .param .u64 k_out, .param .u32 k_bad) {
   .shared .align 4 .b32 sm[256];
   .reg .b32 %r<20>; .reg .b64 %rd<10>; .reg .pred %p<6>;
@@ -217,7 +241,8 @@ STEP:
   sub.s32 %r8, %r5, %r9;
   @%p1 ld.shared.u32 %r7, [%r8];
   ld.shared.u32 %r10, [%r5];
-  add.s32 %r10, %r10, %r7;
+)" + (calls ? call : "  add.s32 %r10, %r10, %r7;") +
+                            R"(
   barrier.sync 0;
   st.shared.u32 [%r5], %r10;
   shl.b32 %r6, %r6, 1;
@@ -244,33 +269,34 @@ DONE:
   st.global.u32 [%rd6], %r10;
   ret;
 })";
-  auto prog = MustLoad({ptx});
-  ASSERT_TRUE(prog);
-  std::mt19937 rng(21);
-  for (uint32_t n : {32u, 64u, 96u, 128u, 256u, 100u}) {
-    std::vector<uint32_t> in(n);
-    for (auto& v : in) v = rng() % 1000;
-    TestMemory mem;
-    uint32_t* din = mem.Upload(in);
-    uint32_t* out = mem.Alloc<uint32_t>(n);
-    Status s = RunKernel(
-        *prog, "k", {3}, {n}, [&](Params& p) { p.Add(din).Add(out).Add(~0u); }, &mem);
-    ASSERT_TRUE(s.ok()) << n << ": " << s.ToString();
-    // The odd warps add 1000 and read what the even warp below them left before arriving.
-    std::vector<uint32_t> scan(n);
-    for (uint32_t t = 0, acc = 0; t < n; ++t) scan[t] = acc += in[t];
-    for (uint32_t t = 0; t < n; ++t) {
-      const bool odd = (t / 32) % 2 == 1;
-      const uint32_t want = odd ? scan[t] + 1000 + scan[t - 32] + 7 : scan[t];
-      ASSERT_EQ(out[t], want) << "block of " << n << ", thread " << t;
+    auto prog = MustLoad({ptx});
+    ASSERT_TRUE(prog);
+    std::mt19937 rng(21);
+    for (uint32_t n : {32u, 64u, 96u, 128u, 256u, 100u}) {
+      std::vector<uint32_t> in(n);
+      for (auto& v : in) v = rng() % 1000;
+      TestMemory mem;
+      uint32_t* din = mem.Upload(in);
+      uint32_t* out = mem.Alloc<uint32_t>(n);
+      Status s = RunKernel(
+          *prog, "k", {3}, {n}, [&](Params& p) { p.Add(din).Add(out).Add(~0u); }, &mem);
+      ASSERT_TRUE(s.ok()) << n << (calls ? " with calls: " : ": ") << s.ToString();
+      // The odd warps add 1000 and read what the even warp below them left before arriving.
+      std::vector<uint32_t> scan(n);
+      for (uint32_t t = 0, acc = 0; t < n; ++t) scan[t] = acc += in[t];
+      for (uint32_t t = 0; t < n; ++t) {
+        const bool odd = (t / 32) % 2 == 1;
+        const uint32_t want = odd ? scan[t] + 1000 + scan[t - 32] + 7 : scan[t];
+        ASSERT_EQ(out[t], want) << "block of " << n << ", thread " << t << ", calls " << calls;
+      }
+      // One lane's store to address 0: an illegal address naming that thread.
+      const uint32_t bad = n - 30;
+      s = RunKernel(
+          *prog, "k", {3}, {n}, [&](Params& p) { p.Add(din).Add(out).Add(bad); }, &mem);
+      EXPECT_EQ(s.code(), err::kIllegalAddress) << n << ": " << s.ToString();
+      EXPECT_NE(s.message().find("thread (" + std::to_string(bad) + ",0,0)"), std::string::npos)
+          << s.message();
     }
-    // One lane's store to address 0: an illegal address naming that thread.
-    const uint32_t bad = n - 30;
-    s = RunKernel(
-        *prog, "k", {3}, {n}, [&](Params& p) { p.Add(din).Add(out).Add(bad); }, &mem);
-    EXPECT_EQ(s.code(), err::kIllegalAddress) << n << ": " << s.ToString();
-    EXPECT_NE(s.message().find("thread (" + std::to_string(bad) + ",0,0)"), std::string::npos)
-        << s.message();
   }
 }
 
