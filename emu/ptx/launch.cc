@@ -425,6 +425,15 @@ bool BlockConverged(const LaunchCtx& L, const Cta& cta, uint32_t nwarps) {
   return true;
 }
 
+// An instruction a warp ran in lockstep returned `r`: true to go on. It can only fault: any
+// other result (one that parks or moves lanes) is a launch failure, never lanes left behind.
+bool Ran(Exec& x, const Inst& in, int r) {
+  if (r == kNext) [[likely]]
+    return true;
+  if (r != kFault) FaultAt(x, err::kLaunchFailure, in, "ran apart from its warp");
+  return false;
+}
+
 // Runs a converged block's warps together, one instruction at a time across all of them (an
 // order a GPU may run them in), until an instruction needs them apart (Step::kLeave, a branch
 // that splits them); leaves every lane's PC there. The barriers of code such as a block scan,
@@ -471,17 +480,27 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       ++pc;
       continue;
     }
-    // Each warp's guard: every lane runs when there is none.
-    uint32_t masks[32];
-    uint32_t any = ~0u, all = ~0u;
-    if (in.guard != kNoReg) {
-      any = 0;
-      for (uint32_t wi = 0; wi < nwarps; ++wi) {
-        const uint32_t gm = LanesNonZero(xs[wi].R + size_t(in.guard) * 32);
-        masks[wi] = (in.flags & kFlagGuardNeg) ? ~gm : gm;
-        any |= masks[wi];
-        all &= masks[wi];
+    if (in.guard == kNoReg) {  // every lane of every warp
+      thread_n += L.nthreads;
+      if (step == Step::kBranch) {
+        pc = in.target;
+        continue;
       }
+      for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
+        xs[wi].pc = pc;
+        ok = Ran(xs[wi], in, in.fn(xs[wi], in));
+      }
+      if (!ok) break;
+      ++pc;
+      continue;
+    }
+    uint32_t masks[32];
+    uint32_t any = 0, all = ~0u;
+    for (uint32_t wi = 0; wi < nwarps; ++wi) {
+      const uint32_t gm = LanesNonZero(xs[wi].R + size_t(in.guard) * 32);
+      masks[wi] = (in.flags & kFlagGuardNeg) ? ~gm : gm;
+      any |= masks[wi];
+      all &= masks[wi];
     }
     if (step == Step::kBranch) {
       if (all == ~0u) {
@@ -495,18 +514,14 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       }
       continue;
     }
-    for (uint32_t wi = 0; wi < nwarps; ++wi) {
+    for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
       Exec& x = xs[wi];
-      x.mask = all == ~0u ? ~0u : masks[wi];
-      if (x.mask == 0) continue;
+      if (masks[wi] == 0) continue;
+      x.mask = masks[wi];
       x.pc = pc;
       thread_n += uint32_t(std::popcount(x.mask));
-      const int r = in.fn(x, in);
-      if (r != kNext) [[unlikely]] {
-        if (r != kFault) FaultAt(x, err::kLaunchFailure, in, "ran apart from its warp");
-        ok = false;
-        break;
-      }
+      ok = Ran(x, in, in.fn(x, in));
+      x.mask = ~0u;
     }
     if (!ok) break;
     ++pc;
