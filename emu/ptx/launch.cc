@@ -6,9 +6,9 @@
 // release. Within a warp, the group to run is the set of lanes sharing the deepest frame and the
 // lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
 // back to back until it branches apart, reaches another group's PC, or parks. A block whose
-// warps are whole and all at one PC (at its start, after a barrier they all reached) first runs
-// them together, an instruction across every warp at a time (Lockstep), until one needs them
-// apart: barriers every thread reaches together then cost nothing.
+// threads are all at one PC in one frame (at its start, after a barrier they all reached) first
+// runs its warps together, an instruction across every warp at a time (Lockstep), until one
+// needs them apart: barriers every thread reaches together then cost nothing.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -412,7 +412,7 @@ Step StepOf(const LaunchCtx& L, const Cta& cta, const Inst& in) {
   return Step::kLeave;
 }
 
-// True if every warp is whole, every lane runs and all are at one PC, in one frame.
+// True if every thread runs and all are at one PC, in one frame.
 bool BlockConverged(const LaunchCtx& L, const Cta& cta, uint32_t nwarps) {
   const Warp& w0 = cta.warps[0];
   const uint32_t pc = w0.pc[0], rb = w0.rbase[0], lb = w0.lbase[0];
@@ -420,7 +420,7 @@ bool BlockConverged(const LaunchCtx& L, const Cta& cta, uint32_t nwarps) {
     const Warp& w = cta.warps[wi];
     uint32_t m = LanesEq(w.state, LaneState::kRun) & LanesEq(w.pc, pc);
     if (L.has_calls) m &= LanesEq(w.rbase, rb) & LanesEq(w.lbase, lb);
-    if (m != ~0u) return false;
+    if ((m & w.valid) != w.valid) return false;
   }
   return true;
 }
@@ -438,7 +438,7 @@ bool Ran(Exec& x, const Inst& in, int r) {
 // order a GPU may run them in), until an instruction needs them apart (Step::kLeave, a branch
 // that splits them); leaves every lane's PC there. The barriers of code such as a block scan,
 // where every thread arrives together, then cost nothing, and no warp is rescheduled at each.
-// Needs whole warps; calls and returns run apart. False after a fault.
+// Calls and returns run apart. False after a fault.
 bool Lockstep(const LaunchCtx& L, Cta& cta) {
   const ProgramImpl& P = *L.P;
   const Inst* code = P.code.data();
@@ -452,8 +452,8 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
                   .L = &L,
                   .R = w.regs.data() + size_t(rb) * 32,
                   .K = P.consts.data(),
-                  .mask = ~0u,
-                  .group = ~0u,
+                  .mask = w.valid,
+                  .group = w.valid,
                   .pc = 0,
                   .stop_pc = ~0u,
                   .rbase = rb,
@@ -498,9 +498,10 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
     uint32_t any = 0, all = ~0u;
     for (uint32_t wi = 0; wi < nwarps; ++wi) {
       const uint32_t gm = LanesNonZero(xs[wi].R + size_t(in.guard) * 32);
-      masks[wi] = (in.flags & kFlagGuardNeg) ? ~gm : gm;
+      const uint32_t valid = xs[wi].group;
+      masks[wi] = ((in.flags & kFlagGuardNeg) ? ~gm : gm) & valid;
       any |= masks[wi];
-      all &= masks[wi];
+      all &= masks[wi] | ~valid;
     }
     if (step == Step::kBranch) {
       if (all == ~0u) {
@@ -521,7 +522,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       x.pc = pc;
       thread_n += uint32_t(std::popcount(x.mask));
       ok = Ran(x, in, in.fn(x, in));
-      x.mask = ~0u;
+      x.mask = x.group;
     }
     if (!ok) break;
     ++pc;
@@ -540,7 +541,7 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
   // Every warp whole (no partial last warp): a round that parks all of them at one plain
   // barrier releases it without looking at a lane.
   const bool whole_warps = L.nthreads % 32 == 0;
-  const bool lockstep = !kCoop && whole_warps && nwarps <= 32;
+  const bool lockstep = !kCoop && nwarps <= 32;
   for (;;) {
     // Then a round: it runs what stopped the lockstep (each warp at the same PC).
     if (lockstep && BlockConverged(L, cta, nwarps) && !Lockstep(L, cta)) return CtaEnd::kFailed;
