@@ -525,12 +525,13 @@ TEST_F(EventTimingTest, ALimitedTenantIsNotChargedTheTimeItWasHeld) {
   const double device_ns = kKernels * kernel_ns;
   ASSERT_GT(wall.count(), 2 * device_ns) << "the limit should have held the tenant back";
 
-  // The kernels' speed on this machine drifts between the two tenants' runs: the bounds
-  // allow for that, and charging the held time (the wall time is five times the kernels')
-  // would still be well past them.
+  // Held to 0.2 of the device, the tenant is charged about 0.2 of the wall time; charged the
+  // time it was held, it would be charged nearly all of it. The kernels' speed on this machine
+  // drifts between the two tenants' runs (a loaded host ran the limited one's 2.5 times slower),
+  // so the free tenant's figure bounds the charge from below only.
   const uint64_t charged = SettledCharge("limited");
   EXPECT_GT(static_cast<double>(charged), 0.5 * device_ns);
-  EXPECT_LT(static_cast<double>(charged), 2 * device_ns) << "the held time was charged";
+  EXPECT_LT(static_cast<double>(charged), 0.5 * wall.count()) << "the held time was charged";
 }
 
 // A reload changes the quota of a tenant that is here: a raised limit lets it
