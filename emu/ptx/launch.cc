@@ -425,6 +425,58 @@ bool BlockConverged(const LaunchCtx& L, const Cta& cta, uint32_t nwarps) {
   return true;
 }
 
+// True if `in`, unguarded, computes its destinations from its register operands alone, the
+// same way in every warp: arithmetic, comparison, conversion and moves, and loads of kernel
+// parameters; nothing that reads memory, the carry flag or a special register that differs
+// between warps (%tid, %warpid, %smid, clocks).
+bool SameInEveryWarp(const Inst& in) {
+  if (in.guard != kNoReg || (in.flags & kFlagCarryOut)) return false;
+  const uint32_t id = uint32_t(in.op);
+  if (id >= 1 && id <= 63) return in.op != Op::kAddc && in.op != Op::kSubc && in.op != Op::kMadc;
+  switch (in.op) {
+    case Op::kCvt:
+    case Op::kCvta:
+      return true;
+    case Op::kLd:
+      return in.space == Space::kParam && in.base == kNoReg && in.symkind != SymKind::kFrame;
+    case Op::kMov:
+      if (in.sub != Sub::kIdx) return true;  // not a special register
+      switch (SReg(in.sreg)) {
+        case SReg::kTidX:
+        case SReg::kTidY:
+        case SReg::kTidZ:
+        case SReg::kWarpid:
+        case SReg::kSmid:
+        case SReg::kClock:
+        case SReg::kClock64:
+        case SReg::kClockHi:
+        case SReg::kGlobaltimer:
+        case SReg::kGlobaltimerLo:
+        case SReg::kGlobaltimerHi:
+          return false;
+        default:
+          return true;
+      }
+    default:
+      return false;
+  }
+}
+
+// True if every register `in` reads is alike in every warp (constants always are).
+bool SourcesAlike(const Inst& in, const std::vector<uint8_t>& alike) {
+  for (uint32_t k = 0; k < in.na; ++k) {
+    const uint32_t a = in.a[k];
+    if (a != kNoReg && !(a & kConstSlot) && !alike[a]) return false;
+  }
+  return true;
+}
+
+// `in` ran in each warp: what it wrote may differ between them.
+void Unalike(const Inst& in, std::vector<uint8_t>& alike) {
+  for (uint32_t d : in.d)
+    if (d != kNoReg) alike[d] = 0;
+}
+
 // An instruction a warp ran in lockstep returned `r`: true to go on. It can only fault: any
 // other result (one that parks or moves lanes) is a launch failure, never lanes left behind.
 bool Ran(Exec& x, const Inst& in, int r) {
@@ -460,6 +512,8 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
                   .lbase = w.lbase[0],
                   .force = false};
   }
+  std::vector<uint8_t>& alike = cta.alike;  // nothing is known alike yet
+  alike.assign(cta.warps[0].regs.size() / 32 - cta.warps[0].rbase[0], 0);
   uint32_t pc = cta.warps[0].pc[0];
   uint64_t warp_n = 0, thread_n = 0, next_poll = 4096;
   bool ok = true;
@@ -486,11 +540,29 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
         pc = in.target;
         continue;
       }
+      if (nwarps > 1 && SameInEveryWarp(in) && SourcesAlike(in, alike)) {
+        // Once, on warp 0; the others get its result.
+        xs[0].pc = pc;
+        if (!Ran(xs[0], in, in.fn(xs[0], in))) {
+          ok = false;
+          break;
+        }
+        for (uint32_t d : in.d) {
+          if (d == kNoReg) continue;
+          const uint64_t* from = xs[0].R + size_t(d) * 32;
+          for (uint32_t wi = 1; wi < nwarps; ++wi)
+            std::memcpy(xs[wi].R + size_t(d) * 32, from, 32 * sizeof(uint64_t));
+          alike[d] = 1;
+        }
+        ++pc;
+        continue;
+      }
       for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
         xs[wi].pc = pc;
         ok = Ran(xs[wi], in, in.fn(xs[wi], in));
       }
       if (!ok) break;
+      Unalike(in, alike);
       ++pc;
       continue;
     }
@@ -524,6 +596,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       ok = Ran(x, in, in.fn(x, in));
       x.mask = x.group;
     }
+    Unalike(in, alike);
     if (!ok) break;
     ++pc;
   }

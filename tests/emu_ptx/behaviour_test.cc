@@ -300,6 +300,62 @@ DONE:
   }
 }
 
+// Warps running together compute what reads only values every warp holds alike (parameters,
+// %ctaid, %laneid, constants, a loop counter) once and share it; what reads %tid or a value a
+// guard changed in some warps only is computed in each.
+TEST(Lockstep, ValuesAlikeInEveryWarpAreSharedAndNothingElse) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_out, .param .u32 k_n) {
+  .reg .b32 %r<16>; .reg .b64 %rd<6>; .reg .pred %p<3>;
+  ld.param.u64 %rd1, [k_out];
+  ld.param.u32 %r1, [k_n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %laneid;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r6, %r2, %r1, %r3;
+  mul.lo.s32 %r7, %r4, 3;
+  setp.lt.u32 %p1, %r4, 40;
+  mov.u32 %r8, %r6;
+  @%p1 mov.u32 %r8, 7;
+  add.s32 %r9, %r8, %r6;
+  mov.u32 %r10, 0;
+  mov.u32 %r11, 0;
+LOOP:
+  add.s32 %r11, %r11, %r6;
+  add.s32 %r10, %r10, 1;
+  bar.sync 0;
+  setp.lt.u32 %p2, %r10, %r1;
+  @%p2 bra LOOP;
+  add.s32 %r12, %r9, %r11;
+  add.s32 %r12, %r12, %r7;
+  mov.u32 %r13, %ntid.x;
+  mad.lo.s32 %r14, %r2, %r13, %r4;
+  mul.wide.u32 %rd2, %r14, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r12;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  for (uint32_t threads : {96u, 100u, 256u}) {
+    const uint32_t blocks = 3, n = 5;
+    TestMemory mem;
+    uint32_t* out = mem.Alloc<uint32_t>(blocks * threads);
+    Status s = RunKernel(
+        *prog, "k", {blocks}, {threads}, [&](Params& p) { p.Add(out).Add(n); }, &mem);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (uint32_t b = 0; b < blocks; ++b) {
+      for (uint32_t t = 0; t < threads; ++t) {
+        const uint32_t alike = b * n + t % 32, r8 = t < 40 ? 7 : alike;
+        ASSERT_EQ(out[b * threads + t], r8 + alike + n * alike + 3 * t)
+            << "block " << b << " thread " << t << " of " << threads;
+      }
+    }
+  }
+}
+
 // Each kernel's static shared memory holds only the .shared variables it reaches (directly or
 // through the functions it calls), as ptxas lays it out; a variable two kernels reach is at the
 // same offset in both.
