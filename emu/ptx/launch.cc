@@ -462,20 +462,58 @@ bool SameInEveryWarp(const Inst& in) {
   }
 }
 
-// True if every register `in` reads is alike in every warp (constants always are).
-bool SourcesAlike(const Inst& in, const std::vector<uint8_t>& alike) {
-  for (uint32_t k = 0; k < in.na; ++k) {
-    const uint32_t a = in.a[k];
-    if (a != kNoReg && !(a & kConstSlot) && !alike[a]) return false;
+// The register slots of the frame that every warp holds alike (the same value in each lane as
+// warp 0), while the warps run together. A value computed once, on warp 0, reaches the other
+// warps only when an instruction run in each of them touches it, or when they part.
+class AlikeSlots {
+ public:
+  AlikeSlots(std::vector<uint8_t>& state, const Exec* xs, uint32_t nwarps, size_t nslots)
+      : s_(state), xs_(xs), nwarps_(nwarps) {
+    s_.assign(nslots, kDiffer);
   }
-  return true;
-}
+  // True if every register `in` reads is alike (constants are).
+  bool SourcesAlike(const Inst& in) const {
+    for (uint32_t a : in.a)
+      if (a != kNoReg && !(a & kConstSlot) && s_[a] == kDiffer) return false;
+    return true;
+  }
+  bool Alike(uint32_t slot) const { return s_[slot] != kDiffer; }
+  // `in` ran on warp 0 alone: its destinations are alike, held by warp 0 only.
+  void RanOnce(const Inst& in) {
+    for (uint32_t d : in.d)
+      if (d != kNoReg) s_[d] = kWarp0Only;
+  }
+  // Before `in` runs in each warp: every register it touches holds its value in every warp.
+  void Prepare(const Inst& in) {
+    for (uint32_t a : in.a)
+      if (a != kNoReg && !(a & kConstSlot)) Spread(a);
+    if (in.base != kNoReg) Spread(in.base);
+    for (uint32_t d : in.d)
+      if (d != kNoReg) Spread(d);
+  }
+  // `in` ran in each warp: what it wrote may differ between them.
+  void RanEach(const Inst& in) {
+    for (uint32_t d : in.d)
+      if (d != kNoReg) s_[d] = kDiffer;
+  }
+  // The warps part: each holds all of its values.
+  void SpreadAll() {
+    for (size_t slot = 0; slot < s_.size(); ++slot) Spread(uint32_t(slot));
+  }
 
-// `in` ran in each warp: what it wrote may differ between them.
-void Unalike(const Inst& in, std::vector<uint8_t>& alike) {
-  for (uint32_t d : in.d)
-    if (d != kNoReg) alike[d] = 0;
-}
+ private:
+  enum : uint8_t { kDiffer, kEveryWarp, kWarp0Only };
+  void Spread(uint32_t slot) {
+    if (s_[slot] != kWarp0Only) return;
+    const uint64_t* from = xs_[0].R + size_t(slot) * 32;
+    for (uint32_t wi = 1; wi < nwarps_; ++wi)
+      std::memcpy(xs_[wi].R + size_t(slot) * 32, from, 32 * sizeof(uint64_t));
+    s_[slot] = kEveryWarp;
+  }
+  std::vector<uint8_t>& s_;
+  const Exec* xs_;
+  const uint32_t nwarps_;
+};
 
 // An instruction a warp ran in lockstep returned `r`: true to go on. It can only fault: any
 // other result (one that parks or moves lanes) is a launch failure, never lanes left behind.
@@ -512,8 +550,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
                   .lbase = w.lbase[0],
                   .force = false};
   }
-  std::vector<uint8_t>& alike = cta.alike;  // nothing is known alike yet
-  alike.assign(cta.warps[0].regs.size() / 32 - cta.warps[0].rbase[0], 0);
+  AlikeSlots alike(cta.alike, xs, nwarps, cta.warps[0].regs.size() / 32 - cta.warps[0].rbase[0]);
   uint32_t pc = cta.warps[0].pc[0];
   uint64_t warp_n = 0, thread_n = 0, next_poll = 4096;
   bool ok = true;
@@ -540,36 +577,32 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
         pc = in.target;
         continue;
       }
-      if (nwarps > 1 && SameInEveryWarp(in) && SourcesAlike(in, alike)) {
-        // Once, on warp 0; the others get its result.
-        xs[0].pc = pc;
+      if (nwarps > 1 && SameInEveryWarp(in) && alike.SourcesAlike(in)) {
+        xs[0].pc = pc;  // once, on warp 0
         if (!Ran(xs[0], in, in.fn(xs[0], in))) {
           ok = false;
           break;
         }
-        for (uint32_t d : in.d) {
-          if (d == kNoReg) continue;
-          const uint64_t* from = xs[0].R + size_t(d) * 32;
-          for (uint32_t wi = 1; wi < nwarps; ++wi)
-            std::memcpy(xs[wi].R + size_t(d) * 32, from, 32 * sizeof(uint64_t));
-          alike[d] = 1;
-        }
+        alike.RanOnce(in);
         ++pc;
         continue;
       }
+      alike.Prepare(in);
       for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
         xs[wi].pc = pc;
         ok = Ran(xs[wi], in, in.fn(xs[wi], in));
       }
       if (!ok) break;
-      Unalike(in, alike);
+      alike.RanEach(in);
       ++pc;
       continue;
     }
     uint32_t masks[32];
     uint32_t any = 0, all = ~0u;
+    const bool same_guard = alike.Alike(in.guard);  // one warp's says every warp's
+    const uint32_t gm0 = same_guard ? LanesNonZero(xs[0].R + size_t(in.guard) * 32) : 0;
     for (uint32_t wi = 0; wi < nwarps; ++wi) {
-      const uint32_t gm = LanesNonZero(xs[wi].R + size_t(in.guard) * 32);
+      const uint32_t gm = same_guard ? gm0 : LanesNonZero(xs[wi].R + size_t(in.guard) * 32);
       const uint32_t valid = xs[wi].group;
       masks[wi] = ((in.flags & kFlagGuardNeg) ? ~gm : gm) & valid;
       any |= masks[wi];
@@ -587,6 +620,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       }
       continue;
     }
+    alike.Prepare(in);
     for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
       Exec& x = xs[wi];
       if (masks[wi] == 0) continue;
@@ -596,10 +630,11 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       ok = Ran(x, in, in.fn(x, in));
       x.mask = x.group;
     }
-    Unalike(in, alike);
+    alike.RanEach(in);
     if (!ok) break;
     ++pc;
   }
+  alike.SpreadAll();
   for (uint32_t wi = 0; wi < nwarps; ++wi) std::fill_n(cta.warps[wi].pc, 32, pc);
   cta.warps[0].instructions += warp_n;
   cta.warps[0].thread_instructions += thread_n;

@@ -301,14 +301,15 @@ DONE:
 }
 
 // Warps running together compute what reads only values every warp holds alike (parameters,
-// %ctaid, %laneid, constants, a loop counter) once and share it; what reads %tid or a value a
-// guard changed in some warps only is computed in each.
+// %ctaid, %laneid, constants, a loop counter) once and share it, with each warp when it reads
+// one (an address, a guard) or when they part; what reads %tid or a value a guard changed in
+// some warps only is computed in each.
 TEST(Lockstep, ValuesAlikeInEveryWarpAreSharedAndNothingElse) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
 .address_size 64
-.visible .entry k(.param .u64 k_out, .param .u32 k_n) {
-  .reg .b32 %r<16>; .reg .b64 %rd<6>; .reg .pred %p<3>;
+.visible .entry k(.param .u64 k_out, .param .u32 k_n, .param .u64 k_in) {
+  .reg .b32 %r<20>; .reg .b64 %rd<8>; .reg .pred %p<4>;
   ld.param.u64 %rd1, [k_out];
   ld.param.u32 %r1, [k_n];
   mov.u32 %r2, %ctaid.x;
@@ -330,6 +331,22 @@ LOOP:
   @%p2 bra LOOP;
   add.s32 %r12, %r9, %r11;
   add.s32 %r12, %r12, %r7;
+  ld.param.u64 %rd4, [k_in];
+  mul.wide.u32 %rd5, %r2, 4;
+  add.s64 %rd5, %rd4, %rd5;
+  ld.global.u32 %r15, [%rd5];
+  add.s32 %r12, %r12, %r15;
+  setp.lt.u32 %p3, %r3, 5;
+  @%p3 add.s32 %r12, %r12, 1000;
+  add.s32 %r17, %r6, 77;
+  shr.u32 %r16, %r4, 5;
+  and.b32 %r16, %r16, 1;
+  setp.eq.u32 %p0, %r16, 1;
+  @%p0 bra ODD;
+  bra.uni JOIN;
+ODD:
+  add.s32 %r12, %r12, %r17;
+JOIN:
   mov.u32 %r13, %ntid.x;
   mad.lo.s32 %r14, %r2, %r13, %r4;
   mul.wide.u32 %rd2, %r14, 4;
@@ -343,13 +360,17 @@ LOOP:
     const uint32_t blocks = 3, n = 5;
     TestMemory mem;
     uint32_t* out = mem.Alloc<uint32_t>(blocks * threads);
+    const std::vector<uint32_t> per_block = {100000, 200000, 300000};
+    uint32_t* in = mem.Upload(per_block);
     Status s = RunKernel(
-        *prog, "k", {blocks}, {threads}, [&](Params& p) { p.Add(out).Add(n); }, &mem);
+        *prog, "k", {blocks}, {threads}, [&](Params& p) { p.Add(out).Add(n).Add(in); }, &mem);
     ASSERT_TRUE(s.ok()) << s.ToString();
     for (uint32_t b = 0; b < blocks; ++b) {
       for (uint32_t t = 0; t < threads; ++t) {
         const uint32_t alike = b * n + t % 32, r8 = t < 40 ? 7 : alike;
-        ASSERT_EQ(out[b * threads + t], r8 + alike + n * alike + 3 * t)
+        const uint32_t lane_bonus = t % 32 < 5 ? 1000 : 0, odd = (t / 32) % 2 ? alike + 77 : 0;
+        ASSERT_EQ(out[b * threads + t],
+                  r8 + alike + n * alike + 3 * t + per_block[b] + lane_bonus + odd)
             << "block " << b << " thread " << t << " of " << threads;
       }
     }
