@@ -8,7 +8,8 @@
 // back to back until it branches apart, reaches another group's PC, or parks. A block whose
 // threads are all at one PC in one frame (at its start, after a barrier they all reached) first
 // runs its warps together, an instruction across every warp at a time (Lockstep), until one
-// needs them apart: barriers every thread reaches together then cost nothing.
+// needs them apart: barriers every thread reaches together then cost nothing, and what reads
+// only values every warp holds alike runs once, on warp 0 (AlikeSlots).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
