@@ -256,8 +256,8 @@ struct Cta {
   uint32_t slice_yields = 0;      // warps that ran out of their slice (cooperative launches)
   uint32_t idle_rounds = 0;       // rounds in a row in which only mbarrier waits timed out
   uint32_t worker = 0;
-  // While the warps run together (launch.cc, Lockstep): per register slot of their frame, 1 if
-  // every warp holds the same value in each lane as warp 0.
+  // While the warps run together: which register slots of their frame every warp holds alike
+  // (launch.cc's AlikeSlots keeps it; reused to spare an allocation per block).
   std::vector<uint8_t> alike;
   uint8_t* SharedBytes() { return reinterpret_cast<uint8_t*>(shared.data()); }
   uint8_t* LocalOf(uint32_t warp, int lane) {
