@@ -397,10 +397,11 @@ enum class Step : uint8_t {
 };
 
 Step StepOf(const LaunchCtx& L, const Cta& cta, const Inst& in) {
-  const uint32_t id = uint32_t(in.op);
-  // Arithmetic, comparison, data movement, loads, stores, atomics and fences (ops.def ids up to
-  // 83) and textures and surfaces (140-146): none parks a lane, branches or reads another lane.
-  if ((id >= 1 && id <= 83) || (id >= 140 && id <= 146)) return Step::kEach;
+  // Arithmetic, comparison, data movement, loads, stores, atomics and fences (ops.def's rows
+  // add to fence), textures and surfaces (tex to suq): none parks a lane, branches or reads
+  // another lane.
+  if ((in.op >= Op::kAdd && in.op <= Op::kFence) || (in.op >= Op::kTex && in.op <= Op::kSuq))
+    return Step::kEach;
   if (in.op == Op::kBra) return Step::kBranch;
   if ((in.op == Op::kBar || in.op == Op::kBarrier) && in.guard == kNoReg && in.sub2 != Sub::kUni &&
       !(in.flags & (kFlagPredOut | kFlagArrive)) && (in.a[0] & kConstSlot) &&
@@ -432,8 +433,8 @@ bool BlockConverged(const LaunchCtx& L, const Cta& cta, uint32_t nwarps) {
 // between warps (%tid, %warpid, %smid, clocks).
 bool SameInEveryWarp(const Inst& in) {
   if (in.guard != kNoReg || (in.flags & kFlagCarryOut)) return false;
-  const uint32_t id = uint32_t(in.op);
-  if (id >= 1 && id <= 63) return in.op != Op::kAddc && in.op != Op::kSubc && in.op != Op::kMadc;
+  if (in.op >= Op::kAdd && in.op <= Op::kSlct)  // arithmetic, comparison and selection
+    return in.op != Op::kAddc && in.op != Op::kSubc && in.op != Op::kMadc;
   switch (in.op) {
     case Op::kCvt:
     case Op::kCvta:
