@@ -11,6 +11,15 @@ namespace {
 template <class T>
 using U = std::make_unsigned_t<T>;
 
+// Low32<O>::value: O is a 32-bit operation whose result is the low half of Low32<O>::Wide's on
+// the same 64-bit slots (add, subtract, bitwise, shift left: no higher bit reaches a lower one).
+// Bin and Un then run the wide form and clear the high half: a 32-bit register's slot holds its
+// value zero-extended, and no lane's value has to be packed into 32-bit lanes and back.
+template <class O>
+struct Low32 : std::false_type {};
+template <class T>
+struct ShlO;
+
 // d = O(a, b) over the active lanes.
 // An immediate second operand is one value for every lane (a shift by a constant vectorizes).
 template <class T, class O>
@@ -18,6 +27,24 @@ int Bin(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
+  if constexpr (Low32<O>::value) {
+    using W = typename Low32<O>::Wide;
+    constexpr uint64_t kLow = 0xffffffffu;
+    if (in.a[1] & kConstSlot) {
+      const uint64_t bv = b[0];
+      if constexpr (std::is_same_v<O, ShlO<T>>) {  // one shift count, checked once
+        if (bv >= 32)
+          ForLanesElementwise(x.mask, [&](int l) { d[l] = 0; });
+        else
+          ForLanesElementwise(x.mask, [&](int l) { d[l] = (a[l] << bv) & kLow; });
+      } else {
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = W::f(a[l], bv) & kLow; });
+      }
+    } else {
+      ForLanesElementwise(x.mask, [&](int l) { d[l] = W::f(a[l], b[l]) & kLow; });
+    }
+    return kNext;
+  }
   if (in.a[1] & kConstSlot) {
     const T bv = Get<T>(b[0]);
     ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), bv)); });
@@ -30,6 +57,10 @@ template <class T, class O>
 int Un(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
+  if constexpr (Low32<O>::value) {
+    ForLanesElementwise(x.mask, [&](int l) { d[l] = Low32<O>::Wide::f(a[l]) & 0xffffffffu; });
+    return kNext;
+  }
   ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]))); });
   return kNext;
 }
@@ -161,6 +192,22 @@ struct ShrO {
     }
   }
 };
+// The operations Low32 holds for (see there).
+#define REMORA_LOW32(Op)                          \
+  template <class T>                              \
+  struct Low32<Op<T>> {                           \
+    static constexpr bool value = sizeof(T) == 4; \
+    using Wide = Op<uint64_t>;                    \
+  };
+REMORA_LOW32(AddO)
+REMORA_LOW32(SubO)
+REMORA_LOW32(AndO)
+REMORA_LOW32(OrO)
+REMORA_LOW32(XorO)
+REMORA_LOW32(NotO)
+REMORA_LOW32(NegO)
+REMORA_LOW32(ShlO)
+#undef REMORA_LOW32
 template <class T>
 struct SadO {
   static T f(T a, T b, T c) {
@@ -731,7 +778,9 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kLs)
     CASE(kHi)
     CASE(kHs)
-    CASE(kEqu) CASE(kNeu) CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
+    CASE(kEqu)
+    CASE(kNeu)
+    CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
 #undef CASE
         default : return nullptr;
   }

@@ -636,7 +636,11 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
     if (!ok) break;
     ++pc;
   }
-  alike.SpreadAll();
+  // Values computed once reach every warp, unless the instruction the warps part at ends every
+  // thread: an unguarded exit, or ret from a kernel without calls.
+  const Inst& at = code[pc];
+  if (!(ok && at.guard == kNoReg && (at.op == Op::kExit || (at.op == Op::kRet && !L.has_calls))))
+    alike.SpreadAll();
   for (uint32_t wi = 0; wi < nwarps; ++wi) std::fill_n(cta.warps[wi].pc, 32, pc);
   cta.warps[0].instructions += warp_n;
   cta.warps[0].thread_instructions += thread_n;
