@@ -296,14 +296,22 @@ inline uint8_t* ContiguousAt(Exec& x, const uint64_t* base, uint64_t ub) {
   }
 }
 
-// Converged lanes' 2- or 4-element vectors of 32-bit elements side by side (ContiguousAt of the
-// whole vector) at p: lane l's vector at p + l * 4 * V. Each lane's vector is still one host
-// access (CopyVector's guarantee); the elements are spread to or gathered from the V registers
-// two lanes at a time. Zero-extending loads only (a sign-extending one takes the lane loop).
+// Converged lanes' 32-bit elements or 2- or 4-element vectors of them side by side (ContiguousAt
+// of the whole vector) at p: lane l's vector at p + l * 4 * V. Each lane's vector is still one
+// host access (CopyVector's guarantee; single elements move four lanes to one SSE access); the
+// elements are spread to or gathered from the V registers. Zero-extending loads only (a
+// sign-extending one takes the lane loop).
 template <int V>
 inline void LoadLanes32(const uint8_t* p, uint64_t* const (&d)[V]) {
-  static_assert(V == 2 || V == 4);
-  if constexpr (V == 2) {
+  static_assert(V == 1 || V == 2 || V == 4);
+  if constexpr (V == 1) {  // four lanes' elements at a time, zero-extended into their slots
+    const __m128i zero = _mm_setzero_si128();
+    for (int l = 0; l < 32; l += 4) {
+      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + l * 4));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d[0] + l), _mm_unpacklo_epi32(e, zero));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d[0] + l + 2), _mm_unpackhi_epi32(e, zero));
+    }
+  } else if constexpr (V == 2) {
     for (int l = 0; l < 32; ++l) {
       uint64_t v;
       CopyVector<8>(reinterpret_cast<uint8_t*>(&v), p + l * 8);
@@ -329,8 +337,17 @@ inline void LoadLanes32(const uint8_t* p, uint64_t* const (&d)[V]) {
 
 template <int V>
 inline void StoreLanes32(uint8_t* p, const uint64_t* const (&v)[V]) {
-  static_assert(V == 2 || V == 4);
-  if constexpr (V == 2) {
+  static_assert(V == 1 || V == 2 || V == 4);
+  if constexpr (V == 1) {  // the low halves of four lanes' slots at a time
+    for (int l = 0; l < 32; l += 4) {
+      const __m128 a =
+          _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v[0] + l)));
+      const __m128 b =
+          _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v[0] + l + 2)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p + l * 4),
+                       _mm_castps_si128(_mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))));
+    }
+  } else if constexpr (V == 2) {
     for (int l = 0; l < 32; ++l) {
       const uint64_t w = uint32_t(v[0][l]) | v[1][l] << 32;
       CopyVector<8>(p + l * 8, reinterpret_cast<const uint8_t*>(&w));
@@ -355,7 +372,7 @@ template <Space S, int N, int V, bool kSext>
 int Ld(Exec& x, const Inst& in) {
   uint64_t ub = UniformBase(x, in);
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
-  if constexpr (V == 1) {
+  if constexpr (V == 1 && (N != 4 || kSext)) {
     if (const uint8_t* p = ContiguousAt<S, N>(x, base, ub)) {
       uint64_t* d = Dst(x, in.d[0]);  // may be the address register: base is read no more
       for (int l = 0; l < 32; ++l) d[l] = LoadBytes<N, kSext>(p + l * N);
@@ -434,7 +451,7 @@ int St(Exec& x, const Inst& in) {
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
   const uint64_t* v[V];
   for (int k = 0; k < V; ++k) v[k] = Src(x, in.a[k]);
-  if constexpr (V == 1) {
+  if constexpr (V == 1 && N != 4) {
     if (uint8_t* p = ContiguousAt<S, N>(x, base, ub)) {
       for (int l = 0; l < 32; ++l) std::memcpy(p + l * N, &v[0][l], N);
       return kNext;

@@ -255,6 +255,24 @@ struct Inst {
   uint8_t sreg = 0;     // SReg for mov from a special register
 };
 
+// How the warps of a converged block that run together (launch.cc's Lockstep) take one
+// instruction, worked out once at load (PlanTogether): its kind and the registers it touches.
+struct Together {
+  enum Kind : uint8_t {
+    kEach,     // each warp runs it in turn over its lanes (no effect beyond its own lanes' state)
+    kBarrier,  // a plain CTA barrier: nothing to wait for if every thread reaches it at once
+    kBranch,   // a branch: taken together if every warp's guard agrees
+    kLeave,    // anything else: the warps go back to running one at a time
+  };
+  Kind kind = kLeave;
+  bool once = false;  // unguarded, computes the same value in every warp from its operands alone
+  uint8_t nread = 0, nwrite = 0;
+  uint8_t bar = 0;     // kBarrier: the barrier
+  uint32_t count = 0;  // kBarrier: the threads it waits for (0: every thread)
+  uint32_t read[6];    // register slots read: sources and the address base, not constants
+  uint32_t write[4];   // register slots written
+};
+
 // A call site: where the caller's .param temporaries go in the callee's frame.
 // An indirect call (`call (r), %rd, (a), prototype;`) has callee kNoReg: its copies hold the
 // caller's offsets and the prototype's sizes; the callee's offsets are taken when it runs.
@@ -330,6 +348,7 @@ struct Global {
 class ProgramImpl {
  public:
   std::vector<Inst> code;
+  std::vector<Together> together;      // one per code entry
   std::vector<std::string> code_text;  // mnemonic as written ("mad.hi.sat.s32"), one per code entry
   std::vector<uint64_t> consts;        // constant pool: nconst * 32 lanes
   std::vector<Function> funcs;

@@ -388,30 +388,32 @@ void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
 
 namespace {
 
-// How a block whose warps run together (Lockstep) takes an instruction.
-enum class Step : uint8_t {
-  kEach,     // each warp runs it in turn over its lanes (no effect beyond its own lanes' state)
-  kBarrier,  // a plain CTA-wide barrier every thread reaches at once: nothing to wait for
-  kBranch,   // a branch: taken together if every warp's guard agrees
-  kLeave,    // anything else: the warps go back to running one at a time
-};
-
-Step StepOf(const LaunchCtx& L, const Cta& cta, const Inst& in) {
+// The kind of an instruction for warps that run together (ignoring a barrier's state).
+Together::Kind KindOf(const ProgramImpl& P, const Inst& in, Together& t) {
   // Arithmetic, comparison, data movement, loads, stores, atomics and fences (ops.def's rows
   // add to fence), textures and surfaces (tex to suq): none parks a lane, branches or reads
   // another lane.
   if ((in.op >= Op::kAdd && in.op <= Op::kFence) || (in.op >= Op::kTex && in.op <= Op::kSuq))
-    return Step::kEach;
-  if (in.op == Op::kBra) return Step::kBranch;
+    return Together::kEach;
+  if (in.op == Op::kBra) return Together::kBranch;
   if ((in.op == Op::kBar || in.op == Op::kBarrier) && in.guard == kNoReg && in.sub2 != Sub::kUni &&
       !(in.flags & (kFlagPredOut | kFlagArrive)) && (in.a[0] & kConstSlot) &&
       (in.na < 2 || (in.a[1] & kConstSlot))) {
-    const uint64_t* K = L.P->consts.data();
-    const uint32_t bar = uint32_t(K[size_t(in.a[0] & ~kConstSlot) << 5]) & 15;
-    const uint32_t count = in.na < 2 ? 0 : uint32_t(K[size_t(in.a[1] & ~kConstSlot) << 5]);
-    if ((count == 0 || count == L.nthreads) && cta.bar_arrived[bar] == 0) return Step::kBarrier;
+    const uint64_t* K = P.consts.data();
+    t.bar = uint8_t(uint32_t(K[size_t(in.a[0] & ~kConstSlot) << 5]) & 15);
+    t.count = in.na < 2 ? 0 : uint32_t(K[size_t(in.a[1] & ~kConstSlot) << 5]);
+    return Together::kBarrier;
   }
-  return Step::kLeave;
+  return Together::kLeave;
+}
+
+// A barrier every thread reaches at once, with none of its threads already waiting, is passed;
+// otherwise the warps leave.
+Together::Kind StepOf(const LaunchCtx& L, const Cta& cta, const Together& t) {
+  if (t.kind != Together::kBarrier) [[likely]]
+    return t.kind;
+  return (t.count == 0 || t.count == L.nthreads) && cta.bar_arrived[t.bar] == 0 ? Together::kBarrier
+                                                                                : Together::kLeave;
 }
 
 // True if every thread runs and all are at one PC, in one frame.
@@ -464,6 +466,25 @@ bool SameInEveryWarp(const Inst& in) {
   }
 }
 
+}  // namespace
+
+void PlanTogether(ProgramImpl& P) {
+  P.together.assign(P.code.size(), Together{});
+  for (size_t pc = 0; pc < P.code.size(); ++pc) {
+    const Inst& in = P.code[pc];
+    Together& t = P.together[pc];
+    t.kind = KindOf(P, in, t);
+    t.once = SameInEveryWarp(in);
+    for (uint32_t a : in.a)
+      if (a != kNoReg && !(a & kConstSlot)) t.read[t.nread++] = a;
+    if (in.base != kNoReg) t.read[t.nread++] = in.base;
+    for (uint32_t d : in.d)
+      if (d != kNoReg) t.write[t.nwrite++] = d;
+  }
+}
+
+namespace {
+
 // The register slots of the frame that every warp holds alike (the same value in each lane as
 // warp 0), while the warps run together. A value computed once, on warp 0, reaches the other
 // warps only when an instruction run in each of them touches it, or when they part.
@@ -473,30 +494,26 @@ class AlikeSlots {
       : s_(state), xs_(xs), nwarps_(nwarps) {
     s_.assign(nslots, kDiffer);
   }
-  // True if every register `in` reads is alike (constants are).
-  bool SourcesAlike(const Inst& in) const {
-    for (uint32_t a : in.a)
-      if (a != kNoReg && !(a & kConstSlot) && s_[a] == kDiffer) return false;
+  // True if every register the instruction reads is alike (constants are).
+  bool SourcesAlike(const Together& t) const {
+    for (uint32_t i = 0; i < t.nread; ++i)
+      if (s_[t.read[i]] == kDiffer) return false;
     return true;
   }
   bool Alike(uint32_t slot) const { return s_[slot] != kDiffer; }
-  // `in` ran on warp 0 alone: its destinations are alike, held by warp 0 only.
-  void RanOnce(const Inst& in) {
-    for (uint32_t d : in.d)
-      if (d != kNoReg) s_[d] = kWarp0Only;
+  // The instruction ran on warp 0 alone: its destinations are alike, held by warp 0 only.
+  void RanOnce(const Together& t) {
+    for (uint32_t i = 0; i < t.nwrite; ++i) s_[t.write[i]] = kWarp0Only;
   }
-  // Before `in` runs in each warp: every register it touches holds its value in every warp.
-  void Prepare(const Inst& in) {
-    for (uint32_t a : in.a)
-      if (a != kNoReg && !(a & kConstSlot)) Spread(a);
-    if (in.base != kNoReg) Spread(in.base);
-    for (uint32_t d : in.d)
-      if (d != kNoReg) Spread(d);
+  // Before the instruction runs in each warp: every register it touches holds its value in
+  // every warp.
+  void Prepare(const Together& t) {
+    for (uint32_t i = 0; i < t.nread; ++i) Spread(t.read[i]);
+    for (uint32_t i = 0; i < t.nwrite; ++i) Spread(t.write[i]);
   }
-  // `in` ran in each warp: what it wrote may differ between them.
-  void RanEach(const Inst& in) {
-    for (uint32_t d : in.d)
-      if (d != kNoReg) s_[d] = kDiffer;
+  // The instruction ran in each warp: what it wrote may differ between them.
+  void RanEach(const Together& t) {
+    for (uint32_t i = 0; i < t.nwrite; ++i) s_[t.write[i]] = kDiffer;
   }
   // The warps part: each holds all of its values.
   void SpreadAll() {
@@ -527,13 +544,14 @@ bool Ran(Exec& x, const Inst& in, int r) {
 }
 
 // Runs a converged block's warps together, one instruction at a time across all of them (an
-// order a GPU may run them in), until an instruction needs them apart (Step::kLeave, a branch
+// order a GPU may run them in), until an instruction needs them apart (Together::kLeave, a branch
 // that splits them); leaves every lane's PC there. The barriers of code such as a block scan,
 // where every thread arrives together, then cost nothing, and no warp is rescheduled at each.
 // Calls and returns run apart. False after a fault.
 bool Lockstep(const LaunchCtx& L, Cta& cta) {
   const ProgramImpl& P = *L.P;
   const Inst* code = P.code.data();
+  const Together* plan = P.together.data();
   const uint32_t nwarps = (L.nthreads + 31) / 32;
   Exec xs[32];
   for (uint32_t wi = 0; wi < nwarps; ++wi) {
@@ -558,8 +576,9 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
   bool ok = true;
   for (;;) {
     const Inst& in = code[pc];
-    const Step step = StepOf(L, cta, in);
-    if (step == Step::kLeave) break;
+    const Together& t = plan[pc];
+    const Together::Kind step = StepOf(L, cta, t);
+    if (step == Together::kLeave) break;
     if (L.poll && warp_n >= next_poll) [[unlikely]] {
       next_poll = warp_n + 4096;
       if (Cancelled(L)) {
@@ -568,34 +587,34 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       }
     }
     warp_n += nwarps;
-    if (step == Step::kBarrier) {
+    if (step == Together::kBarrier) {
       thread_n += L.nthreads;
       ++pc;
       continue;
     }
     if (in.guard == kNoReg) {  // every lane of every warp
       thread_n += L.nthreads;
-      if (step == Step::kBranch) {
+      if (step == Together::kBranch) {
         pc = in.target;
         continue;
       }
-      if (nwarps > 1 && SameInEveryWarp(in) && alike.SourcesAlike(in)) {
+      if (nwarps > 1 && t.once && alike.SourcesAlike(t)) {
         xs[0].pc = pc;  // once, on warp 0
         if (!Ran(xs[0], in, in.fn(xs[0], in))) {
           ok = false;
           break;
         }
-        alike.RanOnce(in);
+        alike.RanOnce(t);
         ++pc;
         continue;
       }
-      alike.Prepare(in);
+      alike.Prepare(t);
       for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
         xs[wi].pc = pc;
         ok = Ran(xs[wi], in, in.fn(xs[wi], in));
       }
       if (!ok) break;
-      alike.RanEach(in);
+      alike.RanEach(t);
       ++pc;
       continue;
     }
@@ -610,7 +629,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       any |= masks[wi];
       all &= masks[wi] | ~valid;
     }
-    if (step == Step::kBranch) {
+    if (step == Together::kBranch) {
       if (all == ~0u) {
         thread_n += L.nthreads;
         pc = in.target;
@@ -622,7 +641,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       }
       continue;
     }
-    alike.Prepare(in);
+    alike.Prepare(t);
     for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
       Exec& x = xs[wi];
       if (masks[wi] == 0) continue;
@@ -632,7 +651,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       ok = Ran(x, in, in.fn(x, in));
       x.mask = x.group;
     }
-    alike.RanEach(in);
+    alike.RanEach(t);
     if (!ok) break;
     ++pc;
   }
@@ -655,7 +674,7 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
   // Every warp whole (no partial last warp): a round that parks all of them at one plain
   // barrier releases it without looking at a lane.
   const bool whole_warps = L.nthreads % 32 == 0;
-  const bool lockstep = !kCoop && nwarps <= 32;
+  const bool lockstep = !kCoop && nwarps <= 32 && L.P->together.size() == L.P->code.size();
   for (;;) {
     // Then a round: it runs what stopped the lockstep (each warp at the same PC).
     if (lockstep && BlockConverged(L, cta, nwarps) && !Lockstep(L, cta)) return CtaEnd::kFailed;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "emu/ptx/exec.h"
+#include "emu/ptx/sched.h"
 
 namespace remora::emu::ptx {
 
@@ -49,6 +50,7 @@ Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sou
   auto impl = std::make_unique<ProgramImpl>();
   RETURN_IF_ERROR(ParseProgram(ptx_sources, *impl));
   ProgramImpl& P = *impl;
+  PlanTogether(P);
   for (const Global& g : P.globals) {
     P.own_storage.emplace_back((g.size + 7) / 8 + 1, 0);
     if (!g.init.empty())  // a zero-length array has no initializer to copy

@@ -20,6 +20,8 @@ enum class CtaEnd : uint8_t {
   kYielded,  // cooperative only: a warp ran its slice; call RunCtaSlice again later
 };
 
+// Fills P.together, one entry per instruction of P.code, for the warps that run together.
+void PlanTogether(ProgramImpl& P);
 // Sizes `cta` for L's kernel and block shape and zeroes its shared and local memory.
 void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker);
 // Sets up block `linear` (row-major over the grid) in a prepared `cta`: every lane at entry.
