@@ -315,6 +315,31 @@ uint8_t* ResolveAddress(Exec& x, const Inst& in, int lane, Space s, uint64_t add
 // group at this instruction until the other members arrive (the caller returns kRepick).
 bool Converged(Exec& x, uint32_t members);
 
+// A WarpsFn made of F, with F's body inlined into the loop over the warps (no call per warp).
+template <ExecFn F>
+[[gnu::flatten]] int RunWarps(Exec* xs, uint32_t n, const Inst& in, uint32_t* at) {
+  for (uint32_t wi = 0; wi < n; ++wi) {
+    const int r = F(xs[wi], in);
+    if (r != kNext) [[unlikely]] {
+      *at = wi;
+      return r;
+    }
+  }
+  return kNext;
+}
+// RunWarps<F> for the F of Fs that is `fn`, or nullptr.
+template <ExecFn... Fs>
+WarpsFn FindWarps(ExecFn fn) {
+  WarpsFn r = nullptr;
+  (void)((fn == Fs ? (r = &RunWarps<Fs>, true) : false) || ...);
+  return r;
+}
+// The WarpsFn of an exec function that has one: the commonest integer, float and memory forms
+// (each file lists its own); nullptr for the rest, which run one call per warp.
+WarpsFn WarpsOfInt(ExecFn fn);
+WarpsFn WarpsOfFloat(ExecFn fn);
+WarpsFn WarpsOfMem(ExecFn fn);
+
 // Select functions, one per ops.def row: return the exec function for a decoded
 // instruction's types and modifiers, or nullptr if that form is not implemented.
 #define PTX_OP(id, Name, mnemonic, shape, section) ExecFn select_##Name(Inst& in);

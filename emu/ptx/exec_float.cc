@@ -456,6 +456,15 @@ int CvtF32S32(Exec& x, const Inst& in) {
 
 }  // namespace
 
+WarpsFn WarpsOfFloat(ExecFn fn) {
+#define REMORA_FORMS(T, F)                                                               \
+  &FBin<T, FAdd<T>, F, false>, &FBin<T, FSub<T>, F, false>, &FBin<T, FMul<T>, F, false>, \
+      &FFmaHw<T, F, false>
+  return FindWarps<REMORA_FORMS(float, false), REMORA_FORMS(float, true),
+                   REMORA_FORMS(double, false), &CvtU64U32, &CvtS64S32, &CvtF32S32>(fn);
+#undef REMORA_FORMS
+}
+
 ExecFn select_Fma(Inst& in) {
   if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kFma);
   return PickFma(in);

@@ -780,7 +780,8 @@ ExecFn PickCmpT(Cmp c) {
     CASE(kHs)
     CASE(kEqu)
     CASE(kNeu)
-    CASE(kLtu) CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
+    CASE(kLtu)
+    CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
 #undef CASE
         default : return nullptr;
   }
@@ -1067,6 +1068,17 @@ ExecFn select_Slct(Inst& in) {
   if (in.ty2 == Ty::kF32) return &Slct<float>;
   return nullptr;
 }
+WarpsFn WarpsOfInt(ExecFn fn) {
+#define REMORA_FORMS(T)                                                                            \
+  &AddF<T>::run, &SubF<T>::run, &MulLoF<T>::run, &MadLoF<T>::run, &MulWideF<T>::run,               \
+      &AndF<T>::run, &OrF<T>::run, &XorF<T>::run, &ShlF<T>::run, &ShrF<T>::run, &MinF<T>::run,     \
+      &MaxF<T>::run, &SetpW<T, Cmp::kEq>::run, &SetpW<T, Cmp::kNe>::run, &SetpW<T, Cmp::kLt>::run, \
+      &SetpW<T, Cmp::kLe>::run, &SetpW<T, Cmp::kGt>::run, &SetpW<T, Cmp::kGe>::run
+  return FindWarps<REMORA_FORMS(int32_t), REMORA_FORMS(uint32_t), REMORA_FORMS(int64_t),
+                   REMORA_FORMS(uint64_t), &Selp, &MovReg>(fn);
+#undef REMORA_FORMS
+}
+
 ExecFn select_Mov(Inst& in) {
   switch (in.sub) {
     case Sub::kUp:

@@ -779,6 +779,15 @@ int Fence(Exec&, const Inst&) {
 
 }  // namespace
 
+WarpsFn WarpsOfMem(ExecFn fn) {
+#define REMORA_FORMS(S)                                                               \
+  &Ld<S, 4, 1, false>, &Ld<S, 4, 2, false>, &Ld<S, 4, 4, false>, &Ld<S, 8, 1, false>, \
+      &Ld<S, 8, 2, false>, &St<S, 4, 1>, &St<S, 4, 2>, &St<S, 4, 4>, &St<S, 8, 1>, &St<S, 8, 2>
+  return FindWarps<REMORA_FORMS(Space::kGlobal), REMORA_FORMS(Space::kShared),
+                   REMORA_FORMS(Space::kGeneric)>(fn);
+#undef REMORA_FORMS
+}
+
 ExecFn select_Ld(Inst& in) {
   return PickMem(in, false);
 }

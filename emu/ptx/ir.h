@@ -226,6 +226,9 @@ struct Exec;
 struct Inst;
 // Executes one decoded instruction over x.mask; returns an ExecResult.
 using ExecFn = int (*)(Exec& x, const Inst& in);
+// Runs one instruction over the warps xs[0..n) of a block that run together, one after another;
+// returns the first result other than kNext with *at its warp (exec.h's RunWarps).
+using WarpsFn = int (*)(Exec* xs, uint32_t n, const Inst& in, uint32_t* at);
 enum ExecResult : int { kNext = 0, kJumped = 1, kRepick = 2, kFault = 3 };
 
 struct Inst {
@@ -267,10 +270,11 @@ struct Together {
   Kind kind = kLeave;
   bool once = false;  // unguarded, computes the same value in every warp from its operands alone
   uint8_t nread = 0, nwrite = 0;
-  uint8_t bar = 0;     // kBarrier: the barrier
-  uint32_t count = 0;  // kBarrier: the threads it waits for (0: every thread)
-  uint32_t read[6];    // register slots read: sources and the address base, not constants
-  uint32_t write[4];   // register slots written
+  uint8_t bar = 0;         // kBarrier: the barrier
+  uint32_t count = 0;      // kBarrier: the threads it waits for (0: every thread)
+  uint32_t read[6];        // register slots read: sources and the address base, not constants
+  uint32_t write[4];       // register slots written
+  WarpsFn each = nullptr;  // kEach: the instruction's function over several warps, if it has one
 };
 
 // A call site: where the caller's .param temporaries go in the callee's frame.

@@ -480,6 +480,11 @@ void PlanTogether(ProgramImpl& P) {
     if (in.base != kNoReg) t.read[t.nread++] = in.base;
     for (uint32_t d : in.d)
       if (d != kNoReg) t.write[t.nwrite++] = d;
+    if (t.kind == Together::kEach) {
+      t.each = WarpsOfInt(in.fn);
+      if (!t.each) t.each = WarpsOfFloat(in.fn);
+      if (!t.each) t.each = WarpsOfMem(in.fn);
+    }
   }
 }
 
@@ -609,9 +614,18 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
         continue;
       }
       alike.Prepare(t);
-      for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
-        xs[wi].pc = pc;
-        ok = Ran(xs[wi], in, in.fn(xs[wi], in));
+      if (t.each) {
+        uint32_t at = 0;
+        const int r = t.each(xs, nwarps, in, &at);
+        if (r != kNext) [[unlikely]] {
+          xs[at].pc = pc;
+          ok = Ran(xs[at], in, r);
+        }
+      } else {
+        for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
+          xs[wi].pc = pc;
+          ok = Ran(xs[wi], in, in.fn(xs[wi], in));
+        }
       }
       if (!ok) break;
       alike.RanEach(t);

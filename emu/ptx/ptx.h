@@ -109,7 +109,7 @@ struct TextureView {
   enum class Kind : uint8_t { kUnsigned, kSigned, kFloat };  // kFloat with 16 bits: half
   enum class Address : uint8_t { kWrap, kClamp, kMirror, kBorder };
   uint64_t base = 0;
-  uint32_t dims = 1;  // 1, 2 or 3
+  uint32_t dims = 1;                          // 1, 2 or 3
   uint64_t width = 0, height = 1, depth = 1;  // in elements
   uint64_t pitch = 0, slice_pitch = 0;        // in bytes
   Kind kind = Kind::kFloat;
