@@ -126,6 +126,16 @@ inline uint64_t LoadBytes(const uint8_t* p) {
 // is single-copy atomic on AVX-capable x86), so another core sees all of the elements or none,
 // as it would on a GPU: CUB's decoupled look-back reads {status, value} pairs this way while
 // other blocks store them.
+// One 16-byte host access (asm, so the compiler cannot split it into two 8-byte halves).
+inline __m128i Load16(const uint8_t* p) {
+  __m128i v;
+  asm volatile("movdqu %1, %0" : "=x"(v) : "m"(*reinterpret_cast<const __m128i*>(p)));
+  return v;
+}
+inline void Store16(uint8_t* p, __m128i v) {
+  asm volatile("movdqu %1, %0" : "=m"(*reinterpret_cast<__m128i*>(p)) : "x"(v));
+}
+
 template <int B>
 inline void CopyVector(uint8_t* dst, const uint8_t* src) {
   if constexpr (B == 8) {
@@ -133,10 +143,7 @@ inline void CopyVector(uint8_t* dst, const uint8_t* src) {
     __atomic_load(reinterpret_cast<const uint64_t*>(src), &v, __ATOMIC_RELAXED);
     __atomic_store(reinterpret_cast<uint64_t*>(dst), &v, __ATOMIC_RELAXED);
   } else if constexpr (B == 16) {
-    // asm, so the compiler cannot split the move into two 8-byte halves.
-    __m128i v;
-    asm volatile("movdqu %1, %0" : "=x"(v) : "m"(*reinterpret_cast<const __m128i*>(src)));
-    asm volatile("movdqu %1, %0" : "=m"(*reinterpret_cast<__m128i*>(dst)) : "x"(v));
+    Store16(dst, Load16(src));
   } else {
     std::memcpy(dst, src, B);
   }
@@ -321,11 +328,7 @@ inline void LoadLanes32(const uint8_t* p, uint64_t* const (&d)[V]) {
   } else {
     const __m128i zero = _mm_setzero_si128();
     for (int l = 0; l < 32; l += 2) {
-      alignas(16) uint8_t a[16], b[16];
-      CopyVector<16>(a, p + l * 16);
-      CopyVector<16>(b, p + (l + 1) * 16);
-      const __m128i va = _mm_load_si128(reinterpret_cast<__m128i*>(a));
-      const __m128i vb = _mm_load_si128(reinterpret_cast<__m128i*>(b));
+      const __m128i va = Load16(p + l * 16), vb = Load16(p + (l + 1) * 16);
       const __m128i lo = _mm_unpacklo_epi32(va, vb), hi = _mm_unpackhi_epi32(va, vb);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d[0] + l), _mm_unpacklo_epi32(lo, zero));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d[1] + l), _mm_unpackhi_epi32(lo, zero));
@@ -359,11 +362,8 @@ inline void StoreLanes32(uint8_t* p, const uint64_t* const (&v)[V]) {
         e[k] = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v[k] + l)),
                                  _MM_SHUFFLE(3, 1, 2, 0));
       const __m128i xy = _mm_unpacklo_epi32(e[0], e[1]), zw = _mm_unpacklo_epi32(e[2], e[3]);
-      alignas(16) uint8_t a[16], b[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(a), _mm_unpacklo_epi64(xy, zw));
-      _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm_unpackhi_epi64(xy, zw));
-      CopyVector<16>(p + l * 16, a);
-      CopyVector<16>(p + (l + 1) * 16, b);
+      Store16(p + l * 16, _mm_unpacklo_epi64(xy, zw));
+      Store16(p + (l + 1) * 16, _mm_unpackhi_epi64(xy, zw));
     }
   }
 }

@@ -529,9 +529,14 @@ class AlikeSlots {
   enum : uint8_t { kDiffer, kEveryWarp, kWarp0Only };
   void Spread(uint32_t slot) {
     if (s_[slot] != kWarp0Only) return;
-    const uint64_t* from = xs_[0].R + size_t(slot) * 32;
-    for (uint32_t wi = 1; wi < nwarps_; ++wi)
-      std::memcpy(xs_[wi].R + size_t(slot) * 32, from, 32 * sizeof(uint64_t));
+    // Warp 0's 32 values, read once and written to each other warp.
+    const __m128i* from = reinterpret_cast<const __m128i*>(xs_[0].R + size_t(slot) * 32);
+    __m128i v[16];
+    for (int i = 0; i < 16; ++i) v[i] = _mm_loadu_si128(from + i);
+    for (uint32_t wi = 1; wi < nwarps_; ++wi) {
+      __m128i* to = reinterpret_cast<__m128i*>(xs_[wi].R + size_t(slot) * 32);
+      for (int i = 0; i < 16; ++i) _mm_storeu_si128(to + i, v[i]);
+    }
     s_[slot] = kEveryWarp;
   }
   std::vector<uint8_t>& s_;
