@@ -392,6 +392,7 @@ int Ld(Exec& x, const Inst& in) {
     const uintptr_t at = bias + ub;
     if constexpr (V == 1) {
       uint64_t* d = Dst(x, in.d[0]);
+#pragma GCC unroll 8
       for (int l = 0; l < 32; ++l)
         d[l] = LoadBytes<N, kSext>(reinterpret_cast<const uint8_t*>(at + base[l]));
     } else {
@@ -465,6 +466,7 @@ int St(Exec& x, const Inst& in) {
   uintptr_t bias;
   if (WarpInBounds<S>(x, base, ub, N * V, &bias)) {
     const uintptr_t at = bias + ub;
+#pragma GCC unroll 8
     for (int l = 0; l < 32; ++l) StoreVector<N, V>(reinterpret_cast<uint8_t*>(at + base[l]), v, l);
     return kNext;
   }
