@@ -9,7 +9,9 @@
 // threads are all at one PC in one frame (at its start, after a barrier they all reached) first
 // runs its warps together, an instruction across every warp at a time (Lockstep), until one
 // needs them apart: barriers every thread reaches together then cost nothing, and what reads
-// only values every warp holds alike runs once, on warp 0 (AlikeSlots).
+// only values every warp holds alike runs once, on warp 0 (AlikeSlots). How each instruction is
+// taken then is worked out once per program (PlanTogether), with the function that runs the
+// commonest forms over all the warps in one call (exec.h's RunWarps).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
