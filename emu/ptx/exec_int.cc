@@ -767,23 +767,28 @@ ExecFn PickCmpT(Cmp c) {
   switch (c) {
 #define CASE(C) \
   case Cmp::C:  \
-    return &K<T, Cmp::C>::run;
-    CASE(kEq)
-    CASE(kNe)
-    CASE(kLt)
-    CASE(kLe)
-    CASE(kGt)
-    CASE(kGe)
-    CASE(kLo)
-    CASE(kLs)
-    CASE(kHi)
-    CASE(kHs)
-    CASE(kEqu)
-    CASE(kNeu)
-    CASE(kLtu)
-    CASE(kLeu) CASE(kGtu) CASE(kGeu) CASE(kNum) CASE(kNan)
+    return &K<T, Cmp::C>::run
+    CASE(kEq);
+    CASE(kNe);
+    CASE(kLt);
+    CASE(kLe);
+    CASE(kGt);
+    CASE(kGe);
+    CASE(kLo);
+    CASE(kLs);
+    CASE(kHi);
+    CASE(kHs);
+    CASE(kEqu);
+    CASE(kNeu);
+    CASE(kLtu);
+    CASE(kLeu);
+    CASE(kGtu);
+    CASE(kGeu);
+    CASE(kNum);
+    CASE(kNan);
 #undef CASE
-        default : return nullptr;
+    default:
+      return nullptr;
   }
 }
 template <class T, Cmp C>
