@@ -258,6 +258,7 @@ void BM_Scan(benchmark::State& state) {
   state.counters["sample_seconds"] = 1500.0 * (13 * 1048576 / 2) / (n / per_iter);
 }
 BENCHMARK(BM_Scan)
+    ->Args({4, 2})
     ->Args({16, 2})
     ->Args({1024, 1})
     ->Args({1024, 2})

@@ -5,6 +5,10 @@
 #include "emu/ptx/exec.h"
 #include "emu/ptx/half.h"
 
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+#endif
+
 namespace remora::emu::ptx {
 namespace {
 
@@ -19,6 +23,8 @@ template <class O>
 struct Low32 : std::false_type {};
 template <class T>
 struct ShlO;
+template <class T>
+struct ShrO;
 
 // d = O(a, b) over the active lanes.
 // An immediate second operand is one value for every lane (a shift by a constant vectorizes).
@@ -47,6 +53,21 @@ int Bin(Exec& x, const Inst& in) {
   }
   if (in.a[1] & kConstSlot) {
     const T bv = Get<T>(b[0]);
+    constexpr U<T> kBits = 8 * sizeof(T);
+    if constexpr (std::is_same_v<O, ShlO<T>> || std::is_same_v<O, ShrO<T>>) {
+      // One shift count, checked once: the loop is a plain shift (PTX clamps the count).
+      const bool all_out = U<T>(bv) >= kBits;
+      if (all_out && (std::is_same_v<O, ShlO<T>> || !std::is_signed_v<T>)) {
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = 0; });
+        return kNext;
+      }
+      const unsigned n = all_out ? unsigned(kBits - 1) : unsigned(U<T>(bv));
+      if constexpr (std::is_same_v<O, ShlO<T>>)
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(T(U<T>(Get<T>(a[l])) << n)); });
+      else
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(T(Get<T>(a[l]) >> n)); });
+      return kNext;
+    }
     ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), bv)); });
   } else {
     ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]))); });
@@ -252,6 +273,24 @@ int MulWide(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
+#if defined(__SSE4_1__)
+  if constexpr (sizeof(T) == 4) {
+    if (x.mask == 0xffffffffu) {
+      // pmuludq / pmuldq: the full product of each 64-bit slot's low halves, two lanes at once.
+      const bool madd = in.op == Op::kMad, bconst = in.a[1] & kConstSlot;
+      const uint64_t* c = madd ? Src(x, in.a[2]) : nullptr;
+      const __m128i bc = _mm_set1_epi64x(int64_t(b[0]));
+      for (int l = 0; l < 32; l += 2) {
+        const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + l));
+        const __m128i vb = bconst ? bc : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + l));
+        __m128i p = std::is_signed_v<T> ? _mm_mul_epi32(va, vb) : _mm_mul_epu32(va, vb);
+        if (madd) p = _mm_add_epi64(p, _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + l)));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + l), p);
+      }
+      return kNext;
+    }
+  }
+#endif
   if (in.op == Op::kMad) {
     const uint64_t* c = Src(x, in.a[2]);
     ForLanesElementwise(x.mask, [&](int l) {

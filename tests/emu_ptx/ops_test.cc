@@ -178,6 +178,20 @@ const Row kRows[] = {
        uint32_t s = std::min(b & 63, 31u);
        return One(uint32_t(int32_t(a) >> s));
      }},
+    // Constant counts, some past the width (PTX clamps them): 64-bit and 32-bit, left and right.
+    {"shl/shr by constants",
+     "mov.b64 %rd7, {%r1, %r2}; shl.b64 %rd8, %rd7, 5; shr.s64 %rd9, %rd7, 70; xor.b64 %rd8, "
+     "%rd8, %rd9; shr.u64 %rd9, %rd7, 64; xor.b64 %rd8, %rd8, %rd9; shl.b64 %rd9, %rd7, 64; "
+     "xor.b64 %rd8, %rd8, %rd9; shr.s64 %rd9, %rd7, 13; xor.b64 %rd8, %rd8, %rd9; mov.b64 {%r4, "
+     "%r5}, %rd8; shr.s32 %r6, %r1, 40; xor.b32 %r4, %r4, %r6; shr.u32 %r7, %r2, 33; xor.b32 "
+     "%r5, %r5, %r7; shl.b32 %r7, %r1, 32; xor.b32 %r5, %r5, %r7;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       const uint64_t v = uint64_t(b) << 32 | a;
+       const uint64_t r = (v << 5) ^ uint64_t(int64_t(v) >> 63) ^ uint64_t(int64_t(v) >> 13);
+       return std::pair<uint32_t, uint32_t>{uint32_t(r) ^ uint32_t(int32_t(a) >> 31),
+                                            uint32_t(r >> 32)};
+     }},
     {"shf.l.wrap", "shf.l.wrap.b32 %r4, %r1, %r2, %r3;", Gen::kBits,
      [](uint32_t a, uint32_t b, uint32_t c) {
        return One(uint32_t(((uint64_t(b) << 32 | a) << (c & 31)) >> 32));
