@@ -275,6 +275,8 @@ struct Together {
   uint32_t read[6];        // register slots read: sources and the address base, not constants
   uint32_t write[4];       // register slots written
   WarpsFn each = nullptr;  // kEach: the instruction's function over several warps, if it has one
+  uint64_t touch_lo = 0;   // bit s: slot s < 64 is read or written
+  bool touch_hi = false;   // a slot of 64 or more is read or written
 };
 
 // A call site: where the caller's .param temporaries go in the callee's frame.

@@ -482,6 +482,13 @@ void PlanTogether(ProgramImpl& P) {
     if (in.base != kNoReg) t.read[t.nread++] = in.base;
     for (uint32_t d : in.d)
       if (d != kNoReg) t.write[t.nwrite++] = d;
+    for (uint32_t i = 0; i < t.nread + t.nwrite; ++i) {
+      const uint32_t slot = i < t.nread ? t.read[i] : t.write[i - t.nread];
+      if (slot < 64)
+        t.touch_lo |= uint64_t(1) << slot;
+      else
+        t.touch_hi = true;
+    }
     if (t.kind == Together::kEach) {
       t.each = WarpsOfInt(in.fn);
       if (!t.each) t.each = WarpsOfFloat(in.fn);
@@ -510,11 +517,20 @@ class AlikeSlots {
   bool Alike(uint32_t slot) const { return s_[slot] != kDiffer; }
   // The instruction ran on warp 0 alone: its destinations are alike, held by warp 0 only.
   void RanOnce(const Together& t) {
-    for (uint32_t i = 0; i < t.nwrite; ++i) s_[t.write[i]] = kWarp0Only;
+    for (uint32_t i = 0; i < t.nwrite; ++i) {
+      const uint32_t slot = t.write[i];
+      if (s_[slot] == kWarp0Only) continue;
+      s_[slot] = kWarp0Only;
+      if (slot < 64)
+        pending_lo_ |= uint64_t(1) << slot;
+      else
+        ++pending_hi_;
+    }
   }
   // Before the instruction runs in each warp: every register it touches holds its value in
   // every warp.
   void Prepare(const Together& t) {
+    if (!(t.touch_lo & pending_lo_) && !(t.touch_hi && pending_hi_)) return;  // nothing to spread
     for (uint32_t i = 0; i < t.nread; ++i) Spread(t.read[i]);
     for (uint32_t i = 0; i < t.nwrite; ++i) Spread(t.write[i]);
   }
@@ -524,6 +540,7 @@ class AlikeSlots {
   }
   // The warps part: each holds all of its values.
   void SpreadAll() {
+    if (!pending_lo_ && !pending_hi_) return;
     for (size_t slot = 0; slot < s_.size(); ++slot) Spread(uint32_t(slot));
   }
 
@@ -540,10 +557,17 @@ class AlikeSlots {
       for (int i = 0; i < 16; ++i) _mm_storeu_si128(to + i, v[i]);
     }
     s_[slot] = kEveryWarp;
+    if (slot < 64)
+      pending_lo_ &= ~(uint64_t(1) << slot);
+    else
+      --pending_hi_;
   }
   std::vector<uint8_t>& s_;
   const Exec* xs_;
   const uint32_t nwarps_;
+  // The slots held by warp 0 only: a bit each below 64, a count of those above.
+  uint64_t pending_lo_ = 0;
+  uint32_t pending_hi_ = 0;
 };
 
 // An instruction a warp ran in lockstep returned `r`: true to go on. It can only fault: any
