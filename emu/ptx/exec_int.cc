@@ -33,19 +33,33 @@ int Bin(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
+  constexpr bool kShl = std::is_same_v<O, ShlO<T>>, kShr = std::is_same_v<O, ShrO<T>>;
+  if constexpr (kShl || kShr) {
+    if (in.a[1] & kConstSlot) {
+      // One shift count, checked once: the loop is a plain shift (PTX clamps the count).
+      constexpr U<T> kBits = 8 * sizeof(T);
+      const U<T> count = U<T>(Get<T>(b[0]));
+      const bool all_out = count >= kBits;
+      if (all_out && (kShl || !std::is_signed_v<T>)) {
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = 0; });
+        return kNext;
+      }
+      const unsigned n = all_out ? unsigned(kBits - 1) : unsigned(count);
+      if constexpr (kShl && Low32<O>::value)  // the low half of the 64-bit shift
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = (a[l] << n) & 0xffffffffu; });
+      else if constexpr (kShl)
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(T(U<T>(Get<T>(a[l])) << n)); });
+      else
+        ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(T(Get<T>(a[l]) >> n)); });
+      return kNext;
+    }
+  }
   if constexpr (Low32<O>::value) {
     using W = typename Low32<O>::Wide;
     constexpr uint64_t kLow = 0xffffffffu;
     if (in.a[1] & kConstSlot) {
       const uint64_t bv = b[0];
-      if constexpr (std::is_same_v<O, ShlO<T>>) {  // one shift count, checked once
-        if (bv >= 32)
-          ForLanesElementwise(x.mask, [&](int l) { d[l] = 0; });
-        else
-          ForLanesElementwise(x.mask, [&](int l) { d[l] = (a[l] << bv) & kLow; });
-      } else {
-        ForLanesElementwise(x.mask, [&](int l) { d[l] = W::f(a[l], bv) & kLow; });
-      }
+      ForLanesElementwise(x.mask, [&](int l) { d[l] = W::f(a[l], bv) & kLow; });
     } else {
       ForLanesElementwise(x.mask, [&](int l) { d[l] = W::f(a[l], b[l]) & kLow; });
     }
@@ -53,21 +67,6 @@ int Bin(Exec& x, const Inst& in) {
   }
   if (in.a[1] & kConstSlot) {
     const T bv = Get<T>(b[0]);
-    constexpr U<T> kBits = 8 * sizeof(T);
-    if constexpr (std::is_same_v<O, ShlO<T>> || std::is_same_v<O, ShrO<T>>) {
-      // One shift count, checked once: the loop is a plain shift (PTX clamps the count).
-      const bool all_out = U<T>(bv) >= kBits;
-      if (all_out && (std::is_same_v<O, ShlO<T>> || !std::is_signed_v<T>)) {
-        ForLanesElementwise(x.mask, [&](int l) { d[l] = 0; });
-        return kNext;
-      }
-      const unsigned n = all_out ? unsigned(kBits - 1) : unsigned(U<T>(bv));
-      if constexpr (std::is_same_v<O, ShlO<T>>)
-        ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(T(U<T>(Get<T>(a[l])) << n)); });
-      else
-        ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(T(Get<T>(a[l]) >> n)); });
-      return kNext;
-    }
     ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), bv)); });
   } else {
     ForLanesElementwise(x.mask, [&](int l) { d[l] = Put<T>(O::f(Get<T>(a[l]), Get<T>(b[l]))); });

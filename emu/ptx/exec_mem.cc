@@ -122,10 +122,6 @@ inline uint64_t LoadBytes(const uint8_t* p) {
   return 0;
 }
 
-// Copies one vector access of B bytes. 8 and 16 bytes go as one host access (a 16-byte SSE move
-// is single-copy atomic on AVX-capable x86), so another core sees all of the elements or none,
-// as it would on a GPU: CUB's decoupled look-back reads {status, value} pairs this way while
-// other blocks store them.
 // One 16-byte host access (asm, so the compiler cannot split it into two 8-byte halves).
 inline __m128i Load16(const uint8_t* p) {
   __m128i v;
@@ -136,6 +132,10 @@ inline void Store16(uint8_t* p, __m128i v) {
   asm volatile("movdqu %1, %0" : "=m"(*reinterpret_cast<__m128i*>(p)) : "x"(v));
 }
 
+// Copies one vector access of B bytes. 8 and 16 bytes go as one host access (a 16-byte SSE move
+// is single-copy atomic on AVX-capable x86), so another core sees all of the elements or none,
+// as it would on a GPU: CUB's decoupled look-back reads {status, value} pairs this way while
+// other blocks store them.
 template <int B>
 inline void CopyVector(uint8_t* dst, const uint8_t* src) {
   if constexpr (B == 8) {

@@ -477,18 +477,18 @@ void PlanTogether(ProgramImpl& P) {
     Together& t = P.together[pc];
     t.kind = KindOf(P, in, t);
     t.once = SameInEveryWarp(in);
-    for (uint32_t a : in.a)
-      if (a != kNoReg && !(a & kConstSlot)) t.read[t.nread++] = a;
-    if (in.base != kNoReg) t.read[t.nread++] = in.base;
-    for (uint32_t d : in.d)
-      if (d != kNoReg) t.write[t.nwrite++] = d;
-    for (uint32_t i = 0; i < t.nread + t.nwrite; ++i) {
-      const uint32_t slot = i < t.nread ? t.read[i] : t.write[i - t.nread];
+    auto touch = [&t](uint32_t slot) {
       if (slot < 64)
         t.touch_lo |= uint64_t(1) << slot;
       else
         t.touch_hi = true;
-    }
+      return slot;
+    };
+    for (uint32_t a : in.a)
+      if (a != kNoReg && !(a & kConstSlot)) t.read[t.nread++] = touch(a);
+    if (in.base != kNoReg) t.read[t.nread++] = touch(in.base);
+    for (uint32_t d : in.d)
+      if (d != kNoReg) t.write[t.nwrite++] = touch(d);
     if (t.kind == Together::kEach) {
       t.each = WarpsOfInt(in.fn);
       if (!t.each) t.each = WarpsOfFloat(in.fn);
