@@ -8,6 +8,9 @@
 #if defined(__SSE4_2__)
 #include <nmmintrin.h>
 #endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -209,7 +212,26 @@ inline bool LaneRange(const uint64_t* v, uint64_t* low, uint64_t* high) {
 
 // The greatest of 32 lanes' values if every one fits in 32 bits (shared offsets do); false if not.
 inline bool LaneMax32(const uint64_t* v, uint64_t* high) {
-#if defined(__SSE4_2__)
+#if defined(__AVX2__)
+  const __m256i* q = reinterpret_cast<const __m256i*>(v);
+  __m256i mx[2], any[2];
+  for (int k = 0; k < 2; ++k) mx[k] = any[k] = _mm256_loadu_si256(q + k);
+  for (int i = 2; i < 8; i += 2) {
+    for (int k = 0; k < 2; ++k) {
+      __m256i a = _mm256_loadu_si256(q + i + k);
+      mx[k] = _mm256_max_epu32(mx[k], a);  // high halves are 0 when the check below passes
+      any[k] = _mm256_or_si256(any[k], a);
+    }
+  }
+  const __m256i m2 = _mm256_max_epu32(mx[0], mx[1]), o2 = _mm256_or_si256(any[0], any[1]);
+  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(m2), _mm256_extracti128_si256(m2, 1));
+  __m128i o = _mm_or_si128(_mm256_castsi256_si128(o2), _mm256_extracti128_si256(o2, 1));
+  uint32_t md[4], od[4];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(md), m);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(od), o);
+  *high = std::max(md[0], md[2]);
+  return (od[1] | od[3]) == 0;
+#elif defined(__SSE4_2__)
   const __m128i* q = reinterpret_cast<const __m128i*>(v);
   __m128i mx[4], any[4];
   for (int k = 0; k < 4; ++k) mx[k] = any[k] = _mm_loadu_si128(q + k);
@@ -266,7 +288,18 @@ template <int N>
 inline bool LanesContiguous(const uint64_t* base) {
   const uint64_t b0 = base[0];
   if (base[1] != b0 + N || base[31] != b0 + 31 * N) return false;  // most others fail here
-#if defined(__SSE4_1__)
+#if defined(__AVX2__)
+  const __m256i* q = reinterpret_cast<const __m256i*>(base);
+  const __m256i step = _mm256_set1_epi64x(4 * N);
+  __m256i want =
+      _mm256_add_epi64(_mm256_set1_epi64x(int64_t(b0)), _mm256_set_epi64x(3 * N, 2 * N, N, 0));
+  __m256i diff = _mm256_setzero_si256();
+  for (int i = 0; i < 8; ++i) {
+    diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256(q + i), want));
+    want = _mm256_add_epi64(want, step);
+  }
+  return _mm256_testz_si256(diff, diff);
+#elif defined(__SSE4_1__)
   const __m128i* q = reinterpret_cast<const __m128i*>(base);
   const __m128i step = _mm_set1_epi64x(2 * N);
   __m128i want = _mm_set_epi64x(int64_t(b0 + N), int64_t(b0));
@@ -312,11 +345,15 @@ template <int V>
 inline void LoadLanes32(const uint8_t* p, uint64_t* const (&d)[V]) {
   static_assert(V == 1 || V == 2 || V == 4);
   if constexpr (V == 1) {  // four lanes' elements at a time, zero-extended into their slots
-    const __m128i zero = _mm_setzero_si128();
     for (int l = 0; l < 32; l += 4) {
       const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + l * 4));
+#if defined(__AVX2__)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d[0] + l), _mm256_cvtepu32_epi64(e));
+#else
+      const __m128i zero = _mm_setzero_si128();
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d[0] + l), _mm_unpacklo_epi32(e, zero));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d[0] + l + 2), _mm_unpackhi_epi32(e, zero));
+#endif
     }
   } else if constexpr (V == 2) {
     for (int l = 0; l < 32; ++l) {
@@ -343,12 +380,19 @@ inline void StoreLanes32(uint8_t* p, const uint64_t* const (&v)[V]) {
   static_assert(V == 1 || V == 2 || V == 4);
   if constexpr (V == 1) {  // the low halves of four lanes' slots at a time
     for (int l = 0; l < 32; l += 4) {
+#if defined(__AVX2__)
+      const __m256i low_halves = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v[0] + l));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p + l * 4),
+                       _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(a, low_halves)));
+#else
       const __m128 a =
           _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v[0] + l)));
       const __m128 b =
           _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v[0] + l + 2)));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(p + l * 4),
                        _mm_castps_si128(_mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))));
+#endif
     }
   } else if constexpr (V == 2) {
     for (int l = 0; l < 32; ++l) {

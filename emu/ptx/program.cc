@@ -8,6 +8,9 @@
 namespace remora::emu::ptx {
 
 Status ParseProgram(std::span<const std::string> sources, ProgramImpl& P);
+// OK if this CPU runs what the interpreter was built for (host_cpu.cc); kNotSupported naming
+// what it lacks if not.
+Status CheckHostCpu();
 const char* SpaceName(Space s);
 
 Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
@@ -47,6 +50,7 @@ void ApplyRelocations(const Program& program, std::span<const uint64_t> global_a
 }
 
 Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sources) {
+  RETURN_IF_ERROR(CheckHostCpu());
   auto impl = std::make_unique<ProgramImpl>();
   RETURN_IF_ERROR(ParseProgram(ptx_sources, *impl));
   ProgramImpl& P = *impl;
