@@ -527,12 +527,19 @@ class AlikeSlots {
         ++pending_hi_;
     }
   }
-  // Before the instruction runs in each warp: every register it touches holds its value in
-  // every warp.
-  void Prepare(const Together& t) {
+  // Before the instruction runs in each warp: every register it reads, and every one it writes
+  // in some lanes only (`every_lane` false: it has a guard), holds its value in every warp. One
+  // it writes in every lane of every warp and does not read is not copied, only overwritten
+  // (with registers packed by liveness, a slot warp 0 alone holds is often a dead value's).
+  void Prepare(const Together& t, bool every_lane) {
     if (!(t.touch_lo & pending_lo_) && !(t.touch_hi && pending_hi_)) return;  // nothing to spread
     for (uint32_t i = 0; i < t.nread; ++i) Spread(t.read[i]);
-    for (uint32_t i = 0; i < t.nwrite; ++i) Spread(t.write[i]);
+    for (uint32_t i = 0; i < t.nwrite; ++i) {
+      if (every_lane)
+        Settle(t.write[i]);
+      else
+        Spread(t.write[i]);
+    }
   }
   // The instruction ran in each warp: what it wrote may differ between them.
   void RanEach(const Together& t) {
@@ -546,6 +553,15 @@ class AlikeSlots {
 
  private:
   enum : uint8_t { kDiffer, kEveryWarp, kWarp0Only };
+  // Warp 0's value no longer owed to the other warps: copied, or about to be overwritten in all.
+  void Settle(uint32_t slot) {
+    if (s_[slot] != kWarp0Only) return;
+    s_[slot] = kEveryWarp;
+    if (slot < 64)
+      pending_lo_ &= ~(uint64_t(1) << slot);
+    else
+      --pending_hi_;
+  }
   void Spread(uint32_t slot) {
     if (s_[slot] != kWarp0Only) return;
     // Warp 0's 32 values, read once and written to each other warp.
@@ -556,11 +572,7 @@ class AlikeSlots {
       __m128i* to = reinterpret_cast<__m128i*>(xs_[wi].R + size_t(slot) * 32);
       for (int i = 0; i < 16; ++i) _mm_storeu_si128(to + i, v[i]);
     }
-    s_[slot] = kEveryWarp;
-    if (slot < 64)
-      pending_lo_ &= ~(uint64_t(1) << slot);
-    else
-      --pending_hi_;
+    Settle(slot);
   }
   std::vector<uint8_t>& s_;
   const Exec* xs_;
@@ -644,7 +656,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
         ++pc;
         continue;
       }
-      alike.Prepare(t);
+      alike.Prepare(t, true);
       if (t.each) {
         uint32_t at = 0;
         const int r = t.each(xs, nwarps, in, &at);
@@ -686,7 +698,7 @@ bool Lockstep(const LaunchCtx& L, Cta& cta) {
       }
       continue;
     }
-    alike.Prepare(t);
+    alike.Prepare(t, false);
     for (uint32_t wi = 0; wi < nwarps && ok; ++wi) {
       Exec& x = xs[wi];
       if (masks[wi] == 0) continue;

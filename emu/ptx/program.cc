@@ -3,6 +3,7 @@
 #include <string>
 
 #include "emu/ptx/exec.h"
+#include "emu/ptx/regalloc.h"
 #include "emu/ptx/sched.h"
 
 namespace remora::emu::ptx {
@@ -54,6 +55,7 @@ Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sou
   auto impl = std::make_unique<ProgramImpl>();
   RETURN_IF_ERROR(ParseProgram(ptx_sources, *impl));
   ProgramImpl& P = *impl;
+  PackRegisters(P);
   PlanTogether(P);
   for (const Global& g : P.globals) {
     P.own_storage.emplace_back((g.size + 7) / 8 + 1, 0);

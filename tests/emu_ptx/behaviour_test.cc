@@ -2,6 +2,7 @@
 // collectives together, errors at load and when reached, shared-memory layout, kernel
 // priorities, and vector accesses that are not torn across blocks.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cfenv>
 #include <chrono>
@@ -375,6 +376,147 @@ JOIN:
       }
     }
   }
+}
+
+// A kernel's registers are packed into fewer slots by liveness at load (regalloc.h), and every
+// value still reaches its reader: one live across a loop and both sides of a branch that splits
+// each warp, a guarded write whose skipped lanes keep the older value, short-lived temporaries,
+// 32-bit halves packed into a 64-bit register and back (the destination of a cross-type move
+// never shares its source's slot), a shuffle reading a neighbour's register, and a value that
+// lives through a block placed after its last reader in the code, on its way to a guarded write
+// that keeps it in the lanes it skips. A kernel that calls keeps its slots.
+TEST(Registers, PackedByLivenessKeepEveryValue) {
+  const std::string ptx = R"(.version 9.0
+.target sm_80
+.address_size 64
+.func (.param .b32 r) twice(.param .b32 a) {
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [a];
+  add.u32 %r2, %r1, %r1;
+  st.param.u32 [r], %r2;
+  ret;
+}
+.visible .entry packed(.param .u64 in, .param .u64 out, .param .u32 n) {
+  .reg .pred %p<6>;
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<20>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r3, [%rd4];
+  mul.lo.u32 %r5, %r2, 3;
+  and.b32 %r6, %r3, 1;
+  setp.eq.u32 %p1, %r6, 0;
+  @%p1 add.u32 %r5, %r3, 100;
+  mov.u32 %r7, 0;
+  mov.u32 %r8, 0;
+LOOP:
+  xor.b32 %r9, %r3, %r7;
+  shl.b32 %r10, %r9, 1;
+  add.u32 %r11, %r10, %r7;
+  add.u32 %r8, %r8, %r11;
+  add.u32 %r7, %r7, 1;
+  setp.lt.u32 %p2, %r7, %r1;
+  @%p2 bra LOOP;
+  rem.u32 %r12, %r3, 3;
+  setp.eq.u32 %p3, %r12, 0;
+  @%p3 bra THREE;
+  mul.lo.u32 %r13, %r3, 7;
+  add.u32 %r14, %r13, %r5;
+  bra.uni JOIN;
+THREE:
+  sub.u32 %r15, %r5, %r3;
+  mov.u32 %r14, %r15;
+JOIN:
+  mov.b64 %rd5, {%r8, %r14};
+  add.s64 %rd6, %rd5, %rd5;
+  mov.b64 {%r16, %r17}, %rd6;
+  shfl.sync.bfly.b32 %r18, %r17, 1, 31, -1;
+  mul.wide.u32 %rd8, %r2, 24;
+  add.s64 %rd9, %rd2, %rd8;
+  st.global.v2.u32 [%rd9], {%r16, %r17};
+  st.global.u32 [%rd9+8], %r18;
+  st.global.u32 [%rd9+12], %r5;
+  mov.u32 %r20, %tid.x;
+  and.b32 %r21, %r20, 1;
+  setp.eq.u32 %p4, %r21, 0;
+  bra.uni FAR;
+BACK:
+  @%p4 mov.u32 %r20, 7;
+  st.global.u32 [%rd9+16], %r20;
+  ret;
+FAR:
+  mul.lo.u32 %r22, %r3, 5;
+  add.u32 %r23, %r22, 1;
+  xor.b32 %r24, %r23, %r3;
+  st.global.u32 [%rd9+20], %r24;
+  bra.uni BACK;
+}
+.visible .entry calls(.param .u64 out) {
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  {
+  .param .b32 a;
+  st.param.b32 [a], %r1;
+  .param .b32 r;
+  call.uni (r), twice, (a);
+  ld.param.b32 %r2, [r];
+  }
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd2, %rd1, %rd2;
+  st.global.u32 [%rd2], %r2;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  auto slots = [&](const char* name) {
+    for (const Function& f : prog->impl().funcs)
+      if (f.name == name) return f.nregs;
+    return 0u;
+  };
+  EXPECT_LT(slots("packed"), 20u) << "66 registers declared, a dozen live at once";
+  for (const Inst& in : prog->impl().code) {
+    if (in.op != Op::kMov || in.sub != Sub::kDown) continue;
+    EXPECT_TRUE(in.d[0] != in.a[0] && in.d[1] != in.a[0]) << "unpack into its own source";
+  }
+  EXPECT_GT(slots("calls"), 40u) << "a kernel that calls keeps its slots";
+
+  const uint32_t threads = 64, n = 5;
+  std::mt19937 rng(2024);
+  std::vector<uint32_t> in(threads);
+  for (uint32_t& v : in) v = rng() % 100000;
+  TestMemory mem;
+  const uint32_t* din = mem.Upload(in);
+  uint32_t* out = mem.Alloc<uint32_t>(threads * 6);
+  Status s = RunKernel(
+      *prog, "packed", {1}, {threads}, [&](Params& p) { p.Add(din).Add(out).Add(n); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto lanes = [&](uint32_t t) {
+    const uint32_t x = in[t];
+    const uint32_t r5 = x % 2 == 0 ? x + 100 : t * 3;
+    uint32_t acc = 0;
+    for (uint32_t i = 0; i < n; ++i) acc += ((x ^ i) << 1) + i;
+    const uint32_t r14 = x % 3 == 0 ? r5 - x : x * 7 + r5;
+    const uint64_t rd6 = ((uint64_t(r14) << 32) | acc) * 2;
+    return std::array<uint32_t, 6>{uint32_t(rd6),      uint32_t(rd6 >> 32), 0, r5,
+                                   t % 2 == 0 ? 7 : t, ((x * 5) + 1) ^ x};
+  };
+  for (uint32_t t = 0; t < threads; ++t) {
+    SCOPED_TRACE(t);
+    std::array<uint32_t, 6> want = lanes(t);
+    want[2] = lanes(t ^ 1)[1];
+    for (int k = 0; k < 6; ++k) EXPECT_EQ(out[t * 6 + k], want[k]) << "output " << k;
+  }
+  uint32_t* twice = mem.Alloc<uint32_t>(threads);
+  s = RunKernel(
+      *prog, "calls", {1}, {threads}, [&](Params& p) { p.Add(twice); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (uint32_t t = 0; t < threads; ++t) EXPECT_EQ(twice[t], 2 * t);
 }
 
 // Each kernel's static shared memory holds only the .shared variables it reaches (directly or
