@@ -212,6 +212,8 @@ inline bool LaneRange(const uint64_t* v, uint64_t* low, uint64_t* high) {
 
 // The greatest of 32 lanes' values if every one fits in 32 bits (shared offsets do); false if not.
 inline bool LaneMax32(const uint64_t* v, uint64_t* high) {
+#if defined(__SSE4_2__)
+  __m128i m, o;  // the greatest of each 32-bit half and the OR of all, over four columns
 #if defined(__AVX2__)
   const __m256i* q = reinterpret_cast<const __m256i*>(v);
   __m256i mx[2], any[2];
@@ -224,14 +226,9 @@ inline bool LaneMax32(const uint64_t* v, uint64_t* high) {
     }
   }
   const __m256i m2 = _mm256_max_epu32(mx[0], mx[1]), o2 = _mm256_or_si256(any[0], any[1]);
-  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(m2), _mm256_extracti128_si256(m2, 1));
-  __m128i o = _mm_or_si128(_mm256_castsi256_si128(o2), _mm256_extracti128_si256(o2, 1));
-  uint32_t md[4], od[4];
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(md), m);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(od), o);
-  *high = std::max(md[0], md[2]);
-  return (od[1] | od[3]) == 0;
-#elif defined(__SSE4_2__)
+  m = _mm_max_epu32(_mm256_castsi256_si128(m2), _mm256_extracti128_si256(m2, 1));
+  o = _mm_or_si128(_mm256_castsi256_si128(o2), _mm256_extracti128_si256(o2, 1));
+#else
   const __m128i* q = reinterpret_cast<const __m128i*>(v);
   __m128i mx[4], any[4];
   for (int k = 0; k < 4; ++k) mx[k] = any[k] = _mm_loadu_si128(q + k);
@@ -242,8 +239,9 @@ inline bool LaneMax32(const uint64_t* v, uint64_t* high) {
       any[k] = _mm_or_si128(any[k], a);
     }
   }
-  __m128i m = _mm_max_epu32(_mm_max_epu32(mx[0], mx[1]), _mm_max_epu32(mx[2], mx[3]));
-  __m128i o = _mm_or_si128(_mm_or_si128(any[0], any[1]), _mm_or_si128(any[2], any[3]));
+  m = _mm_max_epu32(_mm_max_epu32(mx[0], mx[1]), _mm_max_epu32(mx[2], mx[3]));
+  o = _mm_or_si128(_mm_or_si128(any[0], any[1]), _mm_or_si128(any[2], any[3]));
+#endif
   uint32_t md[4], od[4];
   _mm_storeu_si128(reinterpret_cast<__m128i*>(md), m);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(od), o);
