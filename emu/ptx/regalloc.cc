@@ -90,18 +90,19 @@ class Bits {
   std::vector<uint64_t> bits_;
 };
 
-// Beyond this many bit-set words per table a kernel keeps its slots (32 MiB a table).
-constexpr size_t kMaxWords = size_t(4) << 20;
+// Beyond this many bit-set words per table a kernel keeps its slots (8 MiB a table).
+constexpr size_t kMaxWords = size_t(1) << 20;
 
-void PackKernel(ProgramImpl& P, Function& f) {
-  const uint32_t nslots = f.nregs;
-  if (nslots < 2) return;
+// `end`: where the code after the kernel's begins (its own ends with a ret before it).
+void PackKernel(ProgramImpl& P, Function& f, uint32_t end) {
+  const uint32_t nslots = f.nregs, first = f.entry_pc;
+  if (nslots < 2 || end <= first) return;
   // The reachable code, and where blocks begin.
   std::vector<uint32_t> pcs;
-  std::vector<uint8_t> seen(P.code.size(), 0), leader(P.code.size(), 0);
-  std::vector<uint32_t> work{f.entry_pc};
-  leader[f.entry_pc] = 1;
-  seen[f.entry_pc] = 1;
+  std::vector<uint8_t> seen(end - first, 0), leader(end - first, 0);  // by pc - first
+  std::vector<uint32_t> work{first};
+  leader[0] = 1;
+  seen[0] = 1;
   while (!work.empty()) {
     const uint32_t pc = work.back();
     work.pop_back();
@@ -113,10 +114,10 @@ void PackKernel(ProgramImpl& P, Function& f) {
     for (uint32_t a : in.a)
       if (a != kNoReg && !(a & kConstSlot) && a >= nslots) return;
     auto visit = [&](uint32_t to, bool jump) {
-      if (to >= P.code.size()) return false;
-      if (jump || EndsFlow(in)) leader[to] = 1;
-      if (!seen[to]) {
-        seen[to] = 1;
+      if (to < first || to >= end) return false;
+      if (jump || EndsFlow(in)) leader[to - first] = 1;
+      if (!seen[to - first]) {
+        seen[to - first] = 1;
         work.push_back(to);
       }
       return true;
@@ -125,7 +126,7 @@ void PackKernel(ProgramImpl& P, Function& f) {
     if (!EndsFlow(in)) {
       if (!visit(pc + 1, false)) return;
       if (in.op == Op::kBra || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap)
-        leader[pc + 1] = 1;  // after a guarded branch or exit
+        leader[pc + 1 - first] = 1;  // after a guarded branch or exit
     }
   }
   std::sort(pcs.begin(), pcs.end());
@@ -135,20 +136,20 @@ void PackKernel(ProgramImpl& P, Function& f) {
     std::vector<uint32_t> succ;
   };
   std::vector<Block> blocks;
-  std::vector<uint32_t> block_of(P.code.size(), kNoReg);
+  std::vector<uint32_t> block_of(end - first, kNoReg);
   for (uint32_t i = 0; i < pcs.size(); ++i) {
     const uint32_t pc = pcs[i];
-    const bool starts = blocks.empty() || leader[pc] || pcs[i - 1] + 1 != pc ||
+    const bool starts = blocks.empty() || leader[pc - first] || pcs[i - 1] + 1 != pc ||
                         P.code[pcs[i - 1]].op == Op::kBra || EndsFlow(P.code[pcs[i - 1]]);
     if (starts) blocks.push_back({i, i, {}});
     blocks.back().last = i;
-    block_of[pc] = uint32_t(blocks.size() - 1);
+    block_of[pc - first] = uint32_t(blocks.size() - 1);
   }
   for (Block& b : blocks) {
     const uint32_t pc = pcs[b.last];
     const Inst& in = P.code[pc];
-    if (in.op == Op::kBra) b.succ.push_back(block_of[in.target]);
-    if (!EndsFlow(in)) b.succ.push_back(block_of[pc + 1]);
+    if (in.op == Op::kBra) b.succ.push_back(block_of[in.target - first]);
+    if (!EndsFlow(in)) b.succ.push_back(block_of[pc + 1 - first]);
   }
   const size_t nb = blocks.size();
   if (nb * ((nslots + 63) / 64) > kMaxWords) return;
@@ -235,8 +236,16 @@ void PackKernel(ProgramImpl& P, Function& f) {
 }  // namespace
 
 void PackRegisters(ProgramImpl& P) {
-  for (Function& f : P.funcs)
-    if (f.is_entry && f.defined) PackKernel(P, f);
+  // Each function's code is one run, in the order the functions were defined.
+  std::vector<uint32_t> starts;
+  for (const Function& f : P.funcs)
+    if (f.defined) starts.push_back(f.entry_pc);
+  std::sort(starts.begin(), starts.end());
+  for (Function& f : P.funcs) {
+    if (!f.is_entry || !f.defined) continue;
+    auto next = std::upper_bound(starts.begin(), starts.end(), f.entry_pc);
+    PackKernel(P, f, next == starts.end() ? uint32_t(P.code.size()) : *next);
+  }
 }
 
 }  // namespace remora::emu::ptx
