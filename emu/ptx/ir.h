@@ -258,6 +258,20 @@ struct Inst {
   uint8_t sreg = 0;     // SReg for mov from a special register
 };
 
+// The register slots `in` reads as operands (its sources and address base; not constants, not
+// its guard) and those it writes: what launch.cc's plan and regalloc.cc's liveness both see.
+template <class F>
+void ForOperandReads(const Inst& in, F&& f) {
+  for (uint32_t a : in.a)
+    if (a != kNoReg && !(a & kConstSlot)) f(a);
+  if (in.base != kNoReg) f(in.base);
+}
+template <class F>
+void ForOperandWrites(const Inst& in, F&& f) {
+  for (uint32_t d : in.d)
+    if (d != kNoReg) f(d);
+}
+
 // How the warps of a converged block that run together (launch.cc's Lockstep) take one
 // instruction, worked out once at load (PlanTogether): its kind and the registers it touches.
 struct Together {

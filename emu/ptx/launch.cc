@@ -484,11 +484,8 @@ void PlanTogether(ProgramImpl& P) {
         t.touch_hi = true;
       return slot;
     };
-    for (uint32_t a : in.a)
-      if (a != kNoReg && !(a & kConstSlot)) t.read[t.nread++] = touch(a);
-    if (in.base != kNoReg) t.read[t.nread++] = touch(in.base);
-    for (uint32_t d : in.d)
-      if (d != kNoReg) t.write[t.nwrite++] = touch(d);
+    ForOperandReads(in, [&](uint32_t s) { t.read[t.nread++] = touch(s); });
+    ForOperandWrites(in, [&](uint32_t s) { t.write[t.nwrite++] = touch(s); });
     if (t.kind == Together::kEach) {
       t.each = WarpsOfInt(in.fn);
       if (!t.each) t.each = WarpsOfFloat(in.fn);

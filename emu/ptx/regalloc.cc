@@ -53,21 +53,15 @@ bool EndsFlow(const Inst& in) {
          (in.op == Op::kBra || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap);
 }
 
+// The slots the instruction reads for liveness: its operands', its guard, and under a guard its
+// destinations too (the lanes the guard skips keep the old value).
 template <class F>
 void ForReads(const Inst& in, F&& f) {
-  for (uint32_t a : in.a)
-    if (a != kNoReg && !(a & kConstSlot)) f(a);
-  if (in.base != kNoReg) f(in.base);
+  ForOperandReads(in, f);
   if (in.guard != kNoReg) {
     f(in.guard);
-    for (uint32_t d : in.d)  // the lanes the guard skips keep the old value
-      if (d != kNoReg) f(d);
+    ForOperandWrites(in, f);
   }
-}
-template <class F>
-void ForWrites(const Inst& in, F&& f) {
-  for (uint32_t d : in.d)
-    if (d != kNoReg) f(d);
 }
 template <class F>
 void ForSlots(Inst& in, F&& f) {
@@ -101,7 +95,6 @@ void PackKernel(ProgramImpl& P, Function& f, uint32_t end) {
   std::vector<uint32_t> pcs;
   std::vector<uint8_t> seen(end - first, 0), leader(end - first, 0);  // by pc - first
   std::vector<uint32_t> work{first};
-  leader[0] = 1;
   seen[0] = 1;
   while (!work.empty()) {
     const uint32_t pc = work.back();
@@ -109,28 +102,28 @@ void PackKernel(ProgramImpl& P, Function& f, uint32_t end) {
     pcs.push_back(pc);
     const Inst& in = P.code[pc];
     if (!OperandsInFields(in.op)) return;
-    for (uint32_t slot : {in.base, in.guard, in.d[0], in.d[1], in.d[2], in.d[3]})
-      if (slot != kNoReg && slot >= nslots) return;
-    for (uint32_t a : in.a)
-      if (a != kNoReg && !(a & kConstSlot) && a >= nslots) return;
-    auto visit = [&](uint32_t to, bool jump) {
+    bool fits = true;
+    auto check = [&](uint32_t s) { fits = fits && s < nslots; };
+    ForReads(in, check);
+    ForOperandWrites(in, check);
+    if (!fits) return;
+    auto visit = [&](uint32_t to) {
       if (to < first || to >= end) return false;
-      if (jump || EndsFlow(in)) leader[to - first] = 1;
       if (!seen[to - first]) {
         seen[to - first] = 1;
         work.push_back(to);
       }
       return true;
     };
-    if (in.op == Op::kBra && !visit(in.target, true)) return;
-    if (!EndsFlow(in)) {
-      if (!visit(pc + 1, false)) return;
-      if (in.op == Op::kBra || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap)
-        leader[pc + 1 - first] = 1;  // after a guarded branch or exit
+    if (in.op == Op::kBra) {
+      if (!visit(in.target)) return;
+      leader[in.target - first] = 1;
     }
+    if (!EndsFlow(in) && !visit(pc + 1)) return;
   }
   std::sort(pcs.begin(), pcs.end());
-  // Blocks: runs of consecutive reachable pcs, cut at leaders and after control flow.
+  // Blocks: runs of consecutive reachable pcs, cut at branch targets and after branches (code
+  // after an unguarded ret or exit is reachable only as a target, or not at all).
   struct Block {
     uint32_t first, last;  // indices into pcs
     std::vector<uint32_t> succ;
@@ -140,7 +133,7 @@ void PackKernel(ProgramImpl& P, Function& f, uint32_t end) {
   for (uint32_t i = 0; i < pcs.size(); ++i) {
     const uint32_t pc = pcs[i];
     const bool starts = blocks.empty() || leader[pc - first] || pcs[i - 1] + 1 != pc ||
-                        P.code[pcs[i - 1]].op == Op::kBra || EndsFlow(P.code[pcs[i - 1]]);
+                        P.code[pcs[i - 1]].op == Op::kBra;
     if (starts) blocks.push_back({i, i, {}});
     blocks.back().last = i;
     block_of[pc - first] = uint32_t(blocks.size() - 1);
@@ -164,7 +157,7 @@ void PackKernel(ProgramImpl& P, Function& f, uint32_t end) {
       ForReads(in, [&](uint32_t s) {
         if (!has(k, s)) set(g, s);
       });
-      ForWrites(in, [&](uint32_t s) { set(k, s); });
+      ForOperandWrites(in, [&](uint32_t s) { set(k, s); });
     }
   }
   for (bool changed = true; changed;) {
@@ -202,7 +195,7 @@ void PackKernel(ProgramImpl& P, Function& f, uint32_t end) {
     for (uint32_t i = blocks[b].first; i <= blocks[b].last; ++i) {
       const Inst& in = P.code[pcs[i]];
       ForReads(in, [&](uint32_t s) { cover(s, i); });
-      ForWrites(in, [&](uint32_t s) { cover(s, i); });
+      ForOperandWrites(in, [&](uint32_t s) { cover(s, i); });
     }
   }
   std::vector<uint32_t> order;
