@@ -80,6 +80,18 @@ CUresult CreateContext(CUcontext* ctx, unsigned flags, CUdevice dev) {
   return cuCtxCreate(ctx, nullptr, flags, dev);
 }
 
+// ---- TOOLS_TLS: the calling thread's context, as the libraries' own runtime asks it --------
+
+// NVIDIA's cuBLAS, cuFFT and cuSOLVER ask this before their first kernel and fail (cuBLAS with
+// CUBLAS_STATUS_NOT_SUPPORTED) if it is refused. No current context is an error, as it is in
+// NVIDIA's driver, with the answer cleared.
+CUresult ThreadContext(CUcontext* ctx) {
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *ctx = nullptr;
+  if (CUresult r = cuCtxGetCurrent(ctx)) return r;
+  return *ctx != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 // ---- TOOLS_RUNTIME_CALLBACK_HOOKS: two buffers the runtime writes into ---------------------
 
 alignas(64) uint64_t g_hooks_buffer[1024];
@@ -153,7 +165,7 @@ CUresult IntegrityCheck(uint32_t runtime_version, uint64_t unix_seconds, uint64_
 
 struct Tables {
   Table<1, 10> cudart;
-  Table<2, 4> tools_tls;
+  Table<2, 3> tools_tls;
   Table<3, 7> hooks;
   Table<4, 4> storage;
   Table<5, 4> checks;
@@ -165,6 +177,7 @@ struct Tables {
     cudart.slot[6] = reinterpret_cast<Slot>(&ModuleFromWrapperEx);
     cudart.slot[7] = reinterpret_cast<Slot>(&Noop);
     cudart.slot[8] = reinterpret_cast<Slot>(&ModuleFromFatbin);
+    tools_tls.slot[2] = reinterpret_cast<Slot>(&ThreadContext);
     hooks.slot[2] = reinterpret_cast<Slot>(&HooksBuffer);
     hooks.slot[6] = reinterpret_cast<Slot>(&HooksFlags);
     storage.slot[0] = reinterpret_cast<Slot>(&StoragePut);  // this table has no size slot

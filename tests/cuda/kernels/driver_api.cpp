@@ -117,6 +117,23 @@ int main(int argc, char** argv) {
     std::printf("FAIL: the current context is not the one set\n");
     return 1;
   }
+  // The private table NVIDIA's libraries (cuBLAS, cuFFT, cuSOLVER) ask their thread's context
+  // of: its third entry answers the current context.
+  {
+    const CUuuid tools_tls = {{'\x42', '\xd8', '\x5a', '\x81', '\x23', '\xf6', '\xcb', '\x47',
+                               '\x82', '\x98', '\xf6', '\xe7', '\x8a', '\x3a', '\xec', '\xdc'}};
+    const void* table = nullptr;
+    CU_CHECK(cuGetExportTable(&table, &tools_tls));
+    auto thread_context =
+        reinterpret_cast<CUresult (*)(CUcontext*)>(static_cast<void* const*>(table)[2]);
+    CUcontext asked = nullptr;
+    CU_CHECK(thread_context(&asked));
+    if (asked != ctx) {
+      std::printf("FAIL: the tools table answers context %p, not the current %p\n",
+                  static_cast<void*>(asked), static_cast<void*>(ctx));
+      return 1;
+    }
+  }
   size_t free_bytes = 0, total_bytes = 0;
   CU_CHECK(cuMemGetInfo(&free_bytes, &total_bytes));
 
