@@ -141,7 +141,16 @@ int Supervise(const std::function<int()>& worker) {
       if (::waitpid(child, &status, WNOHANG) == child) break;
     }
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code != kExitDeviceLost || stopping) {
+    // A worker killed by a signal it was not sent (a crash, the kernel's OOM killer) is
+    // restarted like one that lost its device: the tenants it served are gone either way,
+    // and the next ones need a server.
+    const bool crashed = WIFSIGNALED(status) && !stopping;
+    Log(crashed || code != 0 ? Level::kWarn : Level::kInfo, "supervisor",
+        {{"event", "worker_ended"},
+         {"pid", child},
+         {"code", code},
+         {"signal", WIFSIGNALED(status) ? std::string(strsignal(WTERMSIG(status))) : "none"}});
+    if ((code != kExitDeviceLost && !crashed) || stopping) {
       sigprocmask(SIG_SETMASK, &old, nullptr);
       // Asked to stop while the worker was going down for a lost device: it
       // stopped, as asked.
@@ -156,7 +165,8 @@ int Supervise(const std::function<int()>& worker) {
                             : std::min<int64_t>(100ll << std::min(quick_restarts - 2, 6), 5000));
     Log(Level::kWarn, "supervisor",
         {{"event", "restart"},
-         {"why", "the worker lost its GPU context to a device fault"},
+         {"why", crashed ? "the worker died of a signal"
+                         : "the worker lost its GPU context to a device fault"},
          {"old_pid", child},
          {"pause_ms", static_cast<int64_t>(pause.count())}});
     if (pause.count() > 0) std::this_thread::sleep_for(pause);

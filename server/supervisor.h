@@ -42,10 +42,12 @@ Result<Endpoints> BindEndpoints(const std::vector<std::string>& unix_paths,
 void ReleaseEndpoints(Endpoints& e);
 
 // Runs `worker` in a child process and starts another whenever one exits with
-// kExitDeviceLost (after a pause that grows while restarts come quickly).
+// kExitDeviceLost or is killed by a signal the supervisor did not pass on (a crash),
+// after a pause that grows while restarts come quickly; each end is logged.
 // SIGINT, SIGTERM and SIGHUP are passed on to the worker; should the supervisor
 // die (even by SIGKILL), the kernel kills the worker. Returns the exit
-// status of the worker that ended for another reason (128 + signal if killed).
+// status of the worker that ended for another reason (128 + signal if it was
+// killed by one passed on).
 // The calling process must not have started threads.
 int Supervise(const std::function<int()>& worker);
 

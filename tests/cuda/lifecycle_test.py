@@ -11,6 +11,8 @@ On the emulated device, over one transport:
   forced    the same where kernels cannot be stopped (REMORA_EMU_CANCEL=off, as
             on NVIDIA's driver): the server still exits, by force, saying why;
   orphan    SIGKILL of the supervisor: its worker dies with it;
+  crash     a worker killed by a signal (a crash) is restarted, saying so, and the
+            next tenant passes;
   second    a second server on the same socket refuses to start, naming the
             pid of the live one;
   unload    while one tenant's kernel spins, tenants come and go: unloading what a
@@ -155,6 +157,26 @@ def case_orphan(bindir, progs, transport, tmp):
     return 0 if ok else 1
 
 
+def case_crash(bindir, progs, transport, tmp):
+    proc, log, address = start_server(bindir, transport, tmp, [])
+    ok = True
+    m = wait_for(lambda: re.search(r"event=worker_started pid=(\d+)", log_text(log)), 10)
+    if not m:
+        print("crash: no worker_started line in the supervisor's log")
+        return finish_server(proc, log, False, "lifecycle_test crash")
+    os.kill(int(m.group(1)), signal.SIGSEGV)
+    text = wait_for(lambda: (lambda t: t if t.count("event=ready") >= 2 else None)(log_text(log)),
+                    30)
+    if not text or "event=worker_ended" not in text or "the worker died of a signal" not in text:
+        print("crash: the supervisor did not restart its crashed worker, saying why")
+        ok = False
+    if proc.poll() is not None:
+        print(f"crash: remora-server exited with {proc.returncode}")
+        ok = False
+    ok = ok and tenant_passes(remora_run(bindir, address), progs, "crash: the next tenant")
+    return finish_server(proc, log, ok, "lifecycle_test crash")
+
+
 def case_second(bindir, progs, transport, tmp):
     proc, log, address = start_server(bindir, "shm", tmp, [])
     ok = True
@@ -197,7 +219,8 @@ def case_unload(bindir, progs, transport, tmp):
 
 def main():
     bindir, progs, transport = sys.argv[1], sys.argv[2], sys.argv[3]
-    cases = sys.argv[4:] or ["runaway", "drain", "forced", "orphan", "second", "unload"]
+    cases = sys.argv[4:] or ["runaway", "drain", "forced", "orphan", "crash", "second",
+                             "unload"]
     failed = 0
     for case in cases:
         with tempfile.TemporaryDirectory(prefix=f"remora-{case}-") as tmp:
@@ -207,6 +230,8 @@ def main():
                 rc = case_drain(bindir, progs, transport, tmp, cancel=case == "drain")
             elif case == "orphan":
                 rc = case_orphan(bindir, progs, transport, tmp)
+            elif case == "crash":
+                rc = case_crash(bindir, progs, transport, tmp)
             elif case == "unload":
                 rc = case_unload(bindir, progs, transport, tmp)
             else:
