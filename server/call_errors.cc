@@ -7,12 +7,14 @@
 
 namespace remora::server {
 
-void CallErrors::Record(const Status& st) {
-  if (st.ok() || st.code() == err::kNotReady) return;
+bool CallErrors::Record(const Status& st) {
+  if (st.ok() || st.code() == err::kNotReady) return false;
   std::lock_guard lock(mu_);
-  if (deferred_.ok()) deferred_ = st;
+  const bool first = deferred_.ok();
+  if (first) deferred_ = st;
   if (ErrorIsSticky(st.code()) && sticky_.ok()) sticky_ = st;
   any_.store(true, std::memory_order_release);
+  return first;
 }
 
 Status CallErrors::sticky() const {

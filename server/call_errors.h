@@ -16,8 +16,8 @@ namespace remora::server {
 class CallErrors {
  public:
   // An unanswered call failed with `st`: deferred, and sticky for a fault. kNotReady and ok
-  // are not failures.
-  void Record(const Status& st);
+  // are not failures. True if `st` is now the deferred error (none was waiting).
+  bool Record(const Status& st);
   // The sticky fault; ok if none. Lock-free while there is no error at all.
   Status sticky() const;
   // A reply is going out with `st`: a fault in it sticks. Returns the deferred error the reply

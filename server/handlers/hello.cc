@@ -187,9 +187,14 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
                    {.call = static_cast<uint32_t>(CallId::kHostFuncRun), .flags = 0, .seq = 0},
                    run);
            },
+       // Work the driver refused when the executor issued it: the tenant's next answered
+       // call returns the error, and the log says why (once until that call takes it).
        .on_error =
-           [weak](const Status& st) {
-             if (auto self = weak.lock()) self->failures_.Record(st);
+           [weak, tenant = who_.tenant](const Status& st) {
+             auto self = weak.lock();
+             if (self && self->failures_.Record(st))
+               Log(Level::kInfo, "call",
+                   {{"tenant", tenant}, {"event", "issue_failed"}, {"error", st.ToString()}});
            }},
       QueueShareOf(share_, who_));
   share_lock.unlock();
