@@ -7,8 +7,9 @@
 // Sampling follows the CUDA C++ Programming Guide's "Texture Fetching" appendix:
 //   - normalized coordinates are scaled by the size first (x * width, in f32);
 //   - address modes act on texel indices, per dimension: clamp to [0, n), border (the texel
-//     outside reads TextureView::border), wrap (index mod n) and mirror (period 2n); wrap and
-//     mirror need normalized coordinates, and act as clamp without them;
+//     outside reads TextureView::border, in the texel's format: BorderChannel), wrap (index mod n)
+//     and mirror (period 2n); wrap and mirror need normalized coordinates, and act as clamp without
+//     them;
 //   - point filtering reads texel floor(x); linear filtering (float results only) reads the 2,
 //     4 or 8 texels around x - 0.5 and weighs them by frac(x - 0.5) rounded to 8 fractional
 //     bits (the guide's 9-bit fixed-point weights); a texel of weight 0 is not read.
@@ -292,6 +293,21 @@ TextureView::Address EffectiveMode(const TextureView& v, int d) {
   return m;
 }
 
+// Border channel c as float results: NVIDIA keeps the border color in the texel's format, so
+// an 8- or 16-bit integer texture read as normalized floats returns the color rounded to a
+// step of that format, ties down (an H200 read 0.25, 0.5, 0.75 of an 8-bit unsigned texture
+// as 64, 127, 191 of 255; the signed and 16-bit formats follow the same rule, not yet seen).
+uint32_t BorderChannel(const TextureView& v, int c) {
+  const float b = v.border[c];
+  if (v.kind == TextureView::Kind::kFloat || (v.channel_bits != 8 && v.channel_bits != 16))
+    return std::bit_cast<uint32_t>(b);
+  const bool is_signed = v.kind == TextureView::Kind::kSigned;
+  const float steps =
+      is_signed ? float((1u << (v.channel_bits - 1)) - 1) : float((1u << v.channel_bits) - 1);
+  const float q = std::ceil(std::clamp(b, is_signed ? -1.0f : 0.0f, 1.0f) * steps - 0.5f);
+  return std::bit_cast<uint32_t>(std::max(q / steps, -1.0f));
+}
+
 // Texel (c[0], c[1], c[2]) through the address modes, as four result words; false after a
 // fault.
 bool FetchTexel(Exec& x, const Inst& in, int l, const TextureView& v, const int64_t c[3],
@@ -323,9 +339,7 @@ bool FetchTexel(Exec& x, const Inst& in, int l, const TextureView& v, const int6
   const bool fr = FloatResults(v);
   if (border) {
     for (int ch = 0; ch < 4; ++ch)
-      out[ch] = ch >= v.channels ? MissingChannel(fr, ch)
-                : fr             ? std::bit_cast<uint32_t>(v.border[ch])
-                                 : 0u;
+      out[ch] = ch >= v.channels ? MissingChannel(fr, ch) : fr ? BorderChannel(v, ch) : 0u;
     return true;
   }
   const uint8_t* p = Element(x, in, l, v, idx[0], idx[1], idx[2]);

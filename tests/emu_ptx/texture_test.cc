@@ -122,6 +122,17 @@ double RefChannel(const TextureView& v, const uint8_t* p, int c) {
   return std::max(double(raw) / double((1 << (bits - 1)) - 1), -1.0);
 }
 
+// The border color as an integer texture read as normalized floats holds it: rounded to a
+// step of the format, ties down (as an H200 reads 8-bit unsigned ones).
+double RefBorder(const TextureView& v, int c) {
+  if (v.kind == Kind::kFloat || (v.channel_bits != 8 && v.channel_bits != 16)) return v.border[c];
+  const bool is_signed = v.kind == Kind::kSigned;
+  // In f32, as the color is given: a product that lands on a tie in f32 rounds down.
+  const float steps = is_signed ? (1 << (v.channel_bits - 1)) - 1 : (1 << v.channel_bits) - 1;
+  const float b = std::clamp(v.border[c], is_signed ? -1.0f : 0.0f, 1.0f);
+  return std::max(double(std::ceil(b * steps - 0.5f)) / steps, -1.0);
+}
+
 std::array<double, 4> RefTexel(const TextureView& v, int64_t i, int64_t j, int64_t k) {
   bool border = false;
   const int64_t c[3] = {RefAddress(v, 0, i, &border), RefAddress(v, 1, j, &border),
@@ -130,7 +141,7 @@ std::array<double, 4> RefTexel(const TextureView& v, int64_t i, int64_t j, int64
   const uint8_t* p = reinterpret_cast<const uint8_t*>(
       v.base + c[2] * v.slice_pitch + c[1] * v.pitch + c[0] * (v.channels * v.channel_bits / 8));
   for (int ch = 0; ch < v.channels; ++ch)
-    out[ch] = border ? (FloatResults(v) ? v.border[ch] : 0.0) : RefChannel(v, p, ch);
+    out[ch] = border ? (FloatResults(v) ? RefBorder(v, ch) : 0.0) : RefChannel(v, p, ch);
   return out;
 }
 

@@ -176,6 +176,10 @@ int NormalizedBorder(Rng& rng) {
   tex.filterMode = cudaFilterModePoint;
   tex.readMode = cudaReadModeNormalizedFloat;
   const float border[4] = {0.25f, 0.5f, 0.75f, 1.0f};
+  // Outside, the border color as the texel's format holds it: NVIDIA rounds it to a step of
+  // 1/255, ties down (0.5 reads 127/255 on an H200).
+  float border_read[4];
+  for (int c = 0; c < 4; ++c) border_read[c] = std::ceil(border[c] * 255.0f - 0.5f) / 255.0f;
   for (int c = 0; c < 4; ++c) tex.borderColor[c] = border[c];
   cudaTextureObject_t t = 0;
   CHECK(cudaCreateTextureObject(&t, &res, &tex, nullptr));
@@ -190,7 +194,7 @@ int NormalizedBorder(Rng& rng) {
     const int x = int(std::floor(at[i].x)), y = int(std::floor(at[i].y));
     const bool inside = x >= 0 && x < w && y >= 0 && y < h;
     for (int c = 0; c < 4; ++c) {
-      float want = border[c];
+      float want = border_read[c];
       if (inside) {
         const uchar4 p = img[y * w + x];
         want = (c == 0 ? p.x : c == 1 ? p.y : c == 2 ? p.z : p.w) / 255.0f;
