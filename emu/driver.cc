@@ -219,6 +219,34 @@ REMORA_EMU_API CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority,
   return CUDA_SUCCESS;
 }
 
+// --- Green contexts: not on the emulated GPU -------------------------------------------
+// Its multiprocessors are host cores the block dispatcher hands out to every grid alike, so
+// there is no partition to make; the server then runs every class on the whole device.
+
+REMORA_EMU_API CUresult CUDAAPI cuDeviceGetDevResource(CUdevice, CUdevResource*,
+                                                       CUdevResourceType) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+REMORA_EMU_API CUresult CUDAAPI cuDevSmResourceSplitByCount(CUdevResource*, unsigned int*,
+                                                            const CUdevResource*, CUdevResource*,
+                                                            unsigned int, unsigned int) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+REMORA_EMU_API CUresult CUDAAPI cuDevResourceGenerateDesc(CUdevResourceDesc*, CUdevResource*,
+                                                          unsigned int) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+REMORA_EMU_API CUresult CUDAAPI cuGreenCtxCreate(CUgreenCtx*, CUdevResourceDesc, CUdevice,
+                                                 unsigned int) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+REMORA_EMU_API CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx) {
+  return CUDA_ERROR_INVALID_CONTEXT;  // none was ever made
+}
+REMORA_EMU_API CUresult CUDAAPI cuGreenCtxStreamCreate(CUstream*, CUgreenCtx, unsigned int, int) {
+  return CUDA_ERROR_INVALID_CONTEXT;
+}
+
 // --- Remora extensions ---------------------------------------------------------------
 
 REMORA_EMU_API CUresult remoraEmuSetPrintfHandler(PrintfHandler fn, void* user) {

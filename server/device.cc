@@ -88,6 +88,7 @@ Device::~Device() {
   if (MakeCurrent().ok()) {
     for (const Pooled& p : pool_) (void)drv_->cuStreamDestroy(p.stream);
     for (const Pooled& p : draining_) (void)drv_->cuStreamDestroy(p.stream);
+    if (rest_ != nullptr) (void)drv_->cuGreenCtxDestroy(rest_);
   }
   (void)drv_->cuDevicePrimaryCtxRelease(dev_);
 }
@@ -107,21 +108,53 @@ Result<CUstream> Device::AcquireStream(sched::Priority cls) {
   {
     std::lock_guard lock(pool_mu_);
     ReapDrainedLocked();
-    auto it = std::find_if(pool_.begin(), pool_.end(),
-                           [&](const Pooled& p) { return p.priority == priority; });
+    auto it =
+        std::find_if(pool_.begin(), pool_.end(), [&](const Pooled& p) { return p.cls == cls; });
     if (it != pool_.end()) {
       CUstream s = it->stream;
       pool_.erase(it);
-      priority_of_[s] = priority;
+      class_of_[s] = cls;
       return s;
     }
   }
   CUstream s = nullptr;
-  RETURN_IF_ERROR(Check(drv_->cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority),
-                        "cuStreamCreateWithPriority"));
+  if (rest_ != nullptr && cls != sched::Priority::kHigh) {
+    RETURN_IF_ERROR(Check(drv_->cuGreenCtxStreamCreate(&s, rest_, CU_STREAM_NON_BLOCKING, priority),
+                          "cuGreenCtxStreamCreate"));
+  } else {
+    RETURN_IF_ERROR(Check(drv_->cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority),
+                          "cuStreamCreateWithPriority"));
+  }
   std::lock_guard lock(pool_mu_);
-  priority_of_[s] = priority;
+  class_of_[s] = cls;
   return s;
+}
+
+Status Device::ReserveSms(unsigned count) {
+  if (count == 0) return OkStatus();
+  CUdevResource all{}, reserved{}, rest{};
+  unsigned groups = 1;
+  RETURN_IF_ERROR(Check(drv_->cuDeviceGetDevResource(dev_, &all, CU_DEV_RESOURCE_TYPE_SM),
+                        "cuDeviceGetDevResource"));
+  RETURN_IF_ERROR(
+      Check(drv_->cuDevSmResourceSplitByCount(&reserved, &groups, &all, &rest, 0, count),
+            "cuDevSmResourceSplitByCount"));
+  if (groups != 1 || rest.sm.smCount == 0)
+    return Error(err::kInvalidValue, std::to_string(count) + " of the device's " +
+                                         std::to_string(all.sm.smCount) +
+                                         " multiprocessors leave none for the other classes");
+  CUdevResourceDesc desc = nullptr;
+  RETURN_IF_ERROR(
+      Check(drv_->cuDevResourceGenerateDesc(&desc, &rest, 1), "cuDevResourceGenerateDesc"));
+  RETURN_IF_ERROR(Check(drv_->cuGreenCtxCreate(&rest_, desc, dev_, CU_GREEN_CTX_DEFAULT_STREAM),
+                        "cuGreenCtxCreate"));
+  reserved_sms_ = reserved.sm.smCount;
+  Log(Level::kInfo, "device",
+      {{"event", "sm_reservation"},
+       {"reserved", int64_t(reserved.sm.smCount)},
+       {"other_classes", int64_t(rest.sm.smCount)},
+       {"of", int64_t(all.sm.smCount)}});
+  return OkStatus();
 }
 
 void Device::ReapDrainedLocked() {
@@ -139,10 +172,10 @@ void Device::ReapDrainedLocked() {
 
 void Device::ReleaseStream(CUstream s) {
   std::lock_guard lock(pool_mu_);
-  auto it = priority_of_.find(s);
-  if (it == priority_of_.end()) return;  // not ours, or from a context since rebuilt
+  auto it = class_of_.find(s);
+  if (it == class_of_.end()) return;  // not ours, or from a context since rebuilt
   draining_.push_back({s, it->second});
-  priority_of_.erase(it);
+  class_of_.erase(it);
   ReapDrainedLocked();
 }
 
@@ -165,7 +198,7 @@ bool Device::RunWhenIdle() {
     std::lock_guard lock(pool_mu_);
     ReapDrainedLocked();
     if (!draining_.empty()) return true;
-    for (const auto& [s, priority] : priority_of_)
+    for (const auto& [s, cls] : class_of_)
       if (drv_->cuStreamQuery(s) == CUDA_ERROR_NOT_READY) return true;
   }
   std::vector<std::pair<uint64_t, std::function<void()>>> work;
@@ -255,7 +288,9 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
     std::lock_guard lock(pool_mu_);
     pool_.clear();
     draining_.clear();
-    priority_of_.clear();
+    class_of_.clear();
+    // The partition died with its context: every class runs on the whole device from now.
+    rest_ = nullptr;
   }
   {
     std::lock_guard lock(gate_mu_);

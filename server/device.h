@@ -76,8 +76,17 @@ class Device {
   // A non-blocking stream from the pool (created when the pool is empty) whose
   // GPU priority is the tenant class's: kHigh the device's greatest, kLow its
   // least, kNormal between, so the GPU's block scheduler serves a higher class's
-  // kernels first. REQUIRES: the context is current. Thread-safe.
+  // kernels first. Under ReserveSms, the streams of classes below kHigh run on the
+  // multiprocessors not reserved. REQUIRES: the context is current. Thread-safe.
   Result<CUstream> AcquireStream(sched::Priority cls = sched::Priority::kNormal);
+  // Keeps `count` multiprocessors (rounded up to the device's partition step) for the kHigh
+  // class alone, from the streams acquired after it: a priority only orders blocks waiting
+  // to start, and a saturating lower-class kernel holds every multiprocessor until its blocks
+  // end, so a high-priority kernel waited for them (a green context holds the rest). Lasts
+  // until the context is rebuilt. Call before any stream is acquired. Errors: kNotSupported
+  // where the driver has no green contexts (the emulated GPU), or the driver's refusal.
+  Status ReserveSms(unsigned count);
+  unsigned reserved_sms() const { return rest_ != nullptr ? reserved_sms_ : 0; }
   // Returns a stream to the pool; it is handed out again once its work is
   // done. Never waits. REQUIRES: the context is current.
   void ReleaseStream(CUstream s);
@@ -183,13 +192,15 @@ class Device {
   uint64_t usable_ = 0;
   int stream_priority_[sched::kPriorities] = {};  // by class, from the device's range
   std::mutex pool_mu_;
+  CUgreenCtx rest_ = nullptr;  // ReserveSms: the multiprocessors of the classes below kHigh
+  unsigned reserved_sms_ = 0;
   struct Pooled {
     CUstream stream;
-    int priority;
+    sched::Priority cls;  // its priority, and where it runs
   };
   std::vector<Pooled> pool_;
-  std::vector<Pooled> draining_;                   // given back with work possibly in flight
-  std::unordered_map<CUstream, int> priority_of_;  // every stream handed out
+  std::vector<Pooled> draining_;  // given back with work possibly in flight
+  std::unordered_map<CUstream, sched::Priority> class_of_;  // every stream handed out
   // Moves finished streams from draining_ to the pool. REQUIRES: pool_mu_, context current.
   void ReapDrainedLocked();
   std::mutex idle_mu_;

@@ -25,7 +25,7 @@ constexpr const char* kUsage =
     "usage: remora-server [--device=auto|cuda|emu] [--listen unix:PATH]... [--grpc HOST:PORT]...\n"
     "                     [--token TOKEN] [--tls-cert PEM --tls-key PEM] [--arena BYTES]\n"
     "                     [--emu-dir DIR] [--scheduler fair|fifo] [--time-slice MS]\n"
-    "                     [--slice-pause MS]\n"
+    "                     [--slice-pause MS] [--reserve-sms N]\n"
     "                     [--no-restart]\n"
     "                     [--tenants FILE] [--open-max-fraction F] [--open-max-priority P]\n"
     "                     [--metrics HOST:PORT] [--grace-period SECONDS] [--lock-dir DIR]\n"
@@ -42,6 +42,10 @@ constexpr const char* kUsage =
     "             0: side by side, each charged its kernels' whole duration)\n"
     "  --slice-pause  a tenant keeps its turn this many milliseconds with nothing on the\n"
     "             GPU, between a synchronization and its next launch (default 1)\n"
+    "  --reserve-sms  keep N multiprocessors (rounded up to the GPU's partition step,\n"
+    "             8 on Hopper) for high-priority tenants alone, so their kernels start\n"
+    "             at once beside saturating lower-priority ones, which run on the rest\n"
+    "             (default 0; needs green contexts, CUDA 12.4+; not on the emulated GPU)\n"
     "  --metrics  serve Prometheus' /metrics there (per tenant memory, GPU time,\n"
     "             shares, calls, errors; reclaims, preemptions, faults)\n"
     "  --tenants  admit only the tenants of this YAML file, by token, with its quotas\n"
@@ -295,6 +299,14 @@ int main(int argc, char** argv) {
       if (!Milliseconds("--time-slice", v, 1000, &opts.time_slice_ns)) return 2;
     } else if (Flag(argc, argv, i, "--slice-pause", v)) {
       if (!Milliseconds("--slice-pause", v, 100, &opts.slice_pause_ns)) return 2;
+    } else if (Flag(argc, argv, i, "--reserve-sms", v)) {
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || n > 1024) {
+        std::cerr << "--reserve-sms takes a count of multiprocessors (0 to 1024)\n";
+        return 2;
+      }
+      opts.reserve_sms = static_cast<unsigned>(n);
     } else if (Flag(argc, argv, i, "--lock-dir", v)) {
       opts.lock_dir = v;
     } else if (Flag(argc, argv, i, "--emu-dir", v)) {

@@ -66,6 +66,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   ASSIGN_OR_RETURN(auto drv, DriverTable::Load(opts.device, opts.emu_dir));
   ASSIGN_OR_RETURN(s->device_lock_, LockDevice(*drv, opts));
   ASSIGN_OR_RETURN(s->device_, Device::Open(std::move(drv)));
+  if (Status st = s->device_->ReserveSms(opts.reserve_sms); !st.ok())
+    Log(Level::kWarn, "device",
+        {{"event", "no_sm_reservation"},
+         {"asked", int64_t(opts.reserve_sms)},
+         {"why", st.ToString()}});
   s->ledger_ = std::make_unique<sched::MemoryLedger>(s->device_->usable_memory());
   std::unique_ptr<sched::DispatchQueue> order;
   if (opts.scheduler == "fair") {

@@ -48,6 +48,9 @@ struct ServerOptions {
   // (sched::FairOptions::slice_idle_ns): long enough for a tenant that synchronizes between
   // batches to launch the next, short enough that a tenant that stopped costs little.
   uint64_t slice_pause_ns = 1'000'000;
+  // Multiprocessors kept for the high class alone (Device::ReserveSms); 0: none. Where the
+  // driver cannot, the server says so and runs without.
+  unsigned reserve_sms = 0;
   std::string metrics_addr;  // HOST:PORT for Prometheus' /metrics; "" for none
   // Tenants and projects from a YAML file (tenants.h); "" for open mode,
   // where clients declare their quotas within the caps below.
