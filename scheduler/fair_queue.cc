@@ -554,11 +554,28 @@ void FairQueue::Remove(TenantId t) {
   tenants_.erase(it);
 }
 
+bool FairQueue::HasTurn(const Tenant& tn) const {
+  if (!opt_.slice_ns) return false;
+  const int c = ClassOf(tn.share);
+  if (classes_[c].owner_tenant != &tn) return false;
+  for (int k = 0; k < c; ++k)
+    if (classes_[k].ready > 0) return false;
+  return true;
+}
+
 bool FairQueue::IssueNow(TenantId t, uint64_t now_ns) {
   now_ = std::max(now_, now_ns);
   Tenant& tn = Get(t);
-  if (ready_ - (tn.state != State::kIdle ? 1 : 0) > 0) return false;
+  const bool others_ready = ready_ - (tn.state != State::kIdle ? 1 : 0) > 0;
+  if (others_ready && !HasTurn(tn)) return false;
   if (!WithinOwnBounds(tn, now_ns) || !Allowed(tn)) return false;
+  if (others_ready && tn.state == State::kIdle) {
+    // Its turn while others wait: placed as Ready places it (between two items of its turn
+    // it keeps its credit), handed out as Next would.
+    Ready(t, now_ns);
+    Dispatch(tn, now_ns, /*leaves_ready=*/true);
+    return true;
+  }
   if (tn.state == State::kIdle) {
     for (Inner* in : {tn.project, tn.account})
       if (in && in->ready == 0) Wake(in->node);

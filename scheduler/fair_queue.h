@@ -102,8 +102,10 @@ class FairQueue final : public DispatchQueue {
   using DispatchQueue::Done;
   void Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) override;
   void Remove(TenantId t) override;
-  // True only when no other tenant is ready and `t` is within its limit, its
-  // in-flight bound, the device bound and the priority rules.
+  // True only when no other tenant is ready, or `t` has its class's turn (rule 5) and no
+  // higher class is ready (Next would hand it out first), and `t` is within its limit, its
+  // in-flight bound, the device bound and the priority rules. So the tenant whose turn it is
+  // issues from its own thread while the others wait, not one item per Next.
   bool IssueNow(TenantId t, uint64_t now_ns) override;
   void Return(TenantId t, uint32_t items) override;
   bool WaitsForDone() const override { return blocked_ > 0 || switching_; }
@@ -246,6 +248,8 @@ class FairQueue final : public DispatchQueue {
   // flight, and goes before `tn` when it comes back: its turn goes on, or rule 2 would give
   // it the next.
   bool PauseHolds(const Class& cls, const Tenant& tn) const;
+  // Rule 5: `tn` (a tenant standing alone) has its class's turn, and no higher class is ready.
+  bool HasTurn(const Tenant& tn) const;
 
   const FairOptions opt_;
   std::unordered_map<TenantId, std::unique_ptr<Tenant>> tenants_;

@@ -543,6 +543,37 @@ TEST(FairQueue, TheTurnWaitsOutItsOwnersPause) {
   EXPECT_EQ(q.Next(t0 + 230'000 + kMs), 2u);  // a pause past slice_idle_ns ends the wait
 }
 
+// The tenant whose turn it is issues at once while another waits for its turn (IssueNow, the
+// tenant's own thread), as Next would hand it out: on an H200 each of its items went through
+// the executor's thread instead, and the device idled a fifth of the time between batches.
+TEST(FairQueue, TheTurnsOwnerIssuesAtOnceWhileAnotherWaits) {
+  FairOptions o = Options(2 * kMs, 2 * kMs);
+  o.min_in_flight = 2;
+  o.slice_ns = kMs;
+  o.slice_idle_ns = kMs;
+  FairQueue q(o);
+  Train(q, 1, 100'000);
+  Train(q, 2, 100'000, 2 * kMs);
+  uint64_t now = 4 * kMs;
+  ASSERT_TRUE(q.IssueNow(1, now));  // tenant 1's turn
+  q.Ready(2, now);
+  EXPECT_FALSE(q.IssueNow(2, now));  // not its turn
+  int issued = 1;
+  while (q.IssueNow(1, now)) {
+    q.Done(1, 100'000, now += 100'000);
+    ASSERT_LT(++issued, 100);
+  }
+  // The turn lasted its slice of predicted time, then it passes.
+  EXPECT_EQ(issued, 10);
+  q.Done(1, 100'000, now += 100'000);
+  EXPECT_EQ(q.Next(now + 2 * kMs), 2u);
+  // A higher class ready goes first, turn or not.
+  q.Configure(3, ComputeShare(1, 0, Priority::kHigh));
+  Train(q, 3, 100'000, now + 3 * kMs);
+  q.Ready(3, now + 3 * kMs);
+  EXPECT_FALSE(q.IssueNow(2, now + 3 * kMs));
+}
+
 // The executor reports a group of items with one Done: it must leave the queue
 // as that many one-item Dones of the group's average cost would.
 TEST(FairQueue, ADoneForManyItemsCountsAsThatManyDones) {
