@@ -92,6 +92,32 @@ CUresult ThreadContext(CUcontext* ctx) {
   return *ctx != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+// ---- The table cuBLAS keys its per-context and per-stream state by ------------------------
+
+// On the H200 NVIDIA's cuBLAS 13 asked for it (and failed with CUBLAS_STATUS_NOT_SUPPORTED
+// when it was missing). Three of its 93 slots are known, from a public reimplementation, not
+// yet seen working against cuBLAS: a context's key, a stream's private handle (here the
+// public one: NULL is the legacy or the per-thread stream), and a private handle's identity.
+CUresult ContextKey(CUcontext ctx, uint64_t* key) {
+  if (key == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx != TheContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  *key = reinterpret_cast<uintptr_t>(ctx);
+  return CUDA_SUCCESS;
+}
+CUresult PrivateStream(CUcontext, CUstream stream, void** out, int per_thread) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (stream == nullptr) stream = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  CUcontext owner = nullptr;
+  if (CUresult r = cuStreamGetCtx(stream, &owner)) return r;
+  *out = stream;
+  return CUDA_SUCCESS;
+}
+CUresult StreamIdentity(CUcontext, const void* stream, uint64_t* id) {
+  if (stream == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *id = reinterpret_cast<uintptr_t>(stream);
+  return CUDA_SUCCESS;
+}
+
 // ---- TOOLS_RUNTIME_CALLBACK_HOOKS: two buffers the runtime writes into ---------------------
 
 alignas(64) uint64_t g_hooks_buffer[1024];
@@ -171,6 +197,7 @@ struct Tables {
   Table<5, 4> checks;
   Table<6, 3> integrity;
   Table<7, 2> ctx_create;
+  Table<8, 93> blas_state;
   Tables() {
     cudart.slot[1] = reinterpret_cast<Slot>(&ModuleFromWrapper);
     cudart.slot[2] = reinterpret_cast<Slot>(&PrimaryContext);
@@ -187,6 +214,9 @@ struct Tables {
     checks.slot[3] = reinterpret_cast<Slot>(&CheckFlags);
     integrity.slot[1] = reinterpret_cast<Slot>(&IntegrityCheck);
     ctx_create.slot[1] = reinterpret_cast<Slot>(&CreateContext);
+    blas_state.slot[4] = reinterpret_cast<Slot>(&ContextKey);
+    blas_state.slot[39] = reinterpret_cast<Slot>(&StreamIdentity);
+    blas_state.slot[51] = reinterpret_cast<Slot>(&PrivateStream);
   }
 };
 const Tables& TheTables() {
@@ -302,6 +332,9 @@ CUresult ExportTable(const void** table, const CUuuid* id) {
       {{0x0c, 0xa5, 0x0b, 0x8c, 0x10, 0x04, 0x92, 0x9a, 0x89, 0xa7, 0xd0, 0xdf, 0x10, 0xe7, 0x72,
         0x86},
        t.ctx_create.slot},
+      {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
+        0xf2},
+       t.blas_state.slot},
   };
   for (const Known& k : known) {
     if (std::memcmp(k.id, id->bytes, 16) == 0) {
