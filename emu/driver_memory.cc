@@ -118,10 +118,10 @@ REMORA_EMU_API CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesi
   if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   EMU_RETURN_IF_ERROR(Submit(
       ctx, hStream, [] {}, false));  // checks the stream
-  CUresult r = ctx->memory().Allocate(bytesize, dptr);
+  CUresult r = ctx->memory().Allocate(bytesize, dptr, /*pooled=*/true);
   if (r != CUDA_ERROR_OUT_OF_MEMORY) return r;
   EMU_RETURN_IF_ERROR(ctx->SyncStream(hStream));
-  return ctx->memory().Allocate(bytesize, dptr);
+  return ctx->memory().Allocate(bytesize, dptr, /*pooled=*/true);
 }
 
 REMORA_EMU_API CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {

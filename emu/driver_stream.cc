@@ -72,10 +72,11 @@ REMORA_EMU_API CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, 
 namespace {
 
 // Where a stream memory operation may reach: device memory, or registered host memory, at
-// the value's alignment.
+// the value's alignment; not a memory pool's (cuMemAllocAsync): an H200 refuses those with
+// CUDA_ERROR_INVALID_VALUE.
 template <class T>
 CUresult MemOpTarget(Context* ctx, CUdeviceptr addr, T** out) {
-  if (addr % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (addr % sizeof(T) != 0 || ctx->memory().Pooled(addr)) return CUDA_ERROR_INVALID_VALUE;
   auto* p = reinterpret_cast<T*>(addr);
   if (!ctx->memory().Contains(addr, sizeof(T)) && !ctx->IsPinned(p, sizeof(T)))
     return CUDA_ERROR_INVALID_VALUE;

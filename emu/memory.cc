@@ -48,7 +48,7 @@ DeviceMemory::~DeviceMemory() {
   if (base_ != nullptr) munmap(base_, span_);
 }
 
-CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out) {
+CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out, bool pooled) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (bytes > total_) return CUDA_ERROR_OUT_OF_MEMORY;
   const uint64_t rounded = RoundUp(bytes, kAllocAlign);
@@ -63,7 +63,7 @@ CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out) {
     ReturnLocked(offset, rounded);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  live_.emplace(offset, Live{bytes, rounded});
+  live_.emplace(offset, Live{bytes, rounded, pooled});
   used_ += rounded;
   *out = reinterpret_cast<CUdeviceptr>(base_ + offset);
   return CUDA_SUCCESS;
@@ -163,6 +163,16 @@ bool DeviceMemory::Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const {
   *base = it->first;
   *size = it->second;
   return true;
+}
+
+bool DeviceMemory::Pooled(uint64_t addr) const {
+  const uint64_t begin = reinterpret_cast<uint64_t>(base_);
+  if (base_ == nullptr || addr < begin || addr >= begin + span_) return false;
+  std::shared_lock lock(mu_);
+  auto it = live_.upper_bound(addr - begin);
+  if (it == live_.begin()) return false;
+  --it;
+  return addr - begin < it->first + it->second.size && it->second.pooled;
 }
 
 bool DeviceMemory::LookupAllocation(uint64_t addr, uint64_t* base, uint64_t* size) const {

@@ -60,10 +60,11 @@ class DeviceMemory final : public ptx::AddressSpace {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // Allocates `bytes` (> 0) at a kAllocPlacement-aligned address.
+  // Allocates `bytes` (> 0) at a kAllocPlacement-aligned address; `pooled` marks stream-ordered
+  // allocations (a memory pool's), which stream memory operations refuse, as on an H200.
   // Errors: CUDA_ERROR_INVALID_VALUE for 0, CUDA_ERROR_OUT_OF_MEMORY past the
   // total (or, rarely, with no free range of addresses large enough). Thread-safe.
-  CUresult Allocate(uint64_t bytes, CUdeviceptr* out);
+  CUresult Allocate(uint64_t bytes, CUdeviceptr* out, bool pooled = false);
   // Frees the allocation starting exactly at `p`.
   // Errors: CUDA_ERROR_INVALID_VALUE for any other address. Thread-safe.
   CUresult Free(CUdeviceptr p);
@@ -110,6 +111,8 @@ class DeviceMemory final : public ptx::AddressSpace {
   // The live allocation or accessible mapping (device memory only) containing `addr`.
   // Thread-safe.
   bool LookupAllocation(uint64_t addr, uint64_t* base, uint64_t* size) const;
+  // True if `addr` lies in an allocation Allocate made with `pooled`.
+  bool Pooled(uint64_t addr) const;
   // True if [addr, addr + bytes) lies inside one live allocation or in accessible mappings
   // with no gap between them (bytes > 0).
   bool Contains(uint64_t addr, uint64_t bytes) const;
@@ -145,6 +148,7 @@ class DeviceMemory final : public ptx::AddressSpace {
   struct Live {
     uint64_t size;     // as requested
     uint64_t rounded;  // as carved from the free list
+    bool pooled;       // stream-ordered (cuMemAllocAsync)
   };
   std::map<uint64_t, Live> live_;             // offset -> allocation
   std::map<uint64_t, uint64_t> mapped_host_;  // host address -> bytes (DEVICEMAP)

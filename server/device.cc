@@ -130,6 +130,19 @@ Result<CUstream> Device::AcquireStream(sched::Priority cls) {
   return s;
 }
 
+Result<CUfunction> Device::OwnKernel(const char* ptx, const char* name) {
+  std::lock_guard lock(own_mu_);
+  auto& [loaded_in, module] = own_modules_[ptx];
+  if (module == nullptr || loaded_in != epoch()) {
+    module = nullptr;  // an older epoch's died with its context
+    RETURN_IF_ERROR(Check(drv_->cuModuleLoadData(&module, ptx), "cuModuleLoadData (own kernels)"));
+    loaded_in = epoch();
+  }
+  CUfunction fn = nullptr;
+  RETURN_IF_ERROR(Check(drv_->cuModuleGetFunction(&fn, module, name), "cuModuleGetFunction"));
+  return fn;
+}
+
 Status Device::ReserveSms(unsigned count) {
   if (count == 0) return OkStatus();
   CUdevResource all{}, reserved{}, rest{};

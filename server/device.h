@@ -91,6 +91,11 @@ class Device {
   // done. Never waits. REQUIRES: the context is current.
   void ReleaseStream(CUstream s);
 
+  // Kernel `name` of the server's own PTX module `ptx` (a string that lives as long as the
+  // process), loaded into the context at first use in each epoch. REQUIRES: the context is
+  // current. Thread-safe. Errors: the driver's, loading the module or finding the kernel.
+  Result<CUfunction> OwnKernel(const char* ptx, const char* name);
+
   // Runs `work` once no stream of the device has work left, from the executor's thread
   // (RunWhenIdle). For the calls that wait for the whole device, every tenant's kernels,
   // holding the driver's lock meanwhile (unloading a module, destroying a library handle,
@@ -192,6 +197,8 @@ class Device {
   uint64_t usable_ = 0;
   int stream_priority_[sched::kPriorities] = {};  // by class, from the device's range
   std::mutex pool_mu_;
+  std::mutex own_mu_;
+  std::unordered_map<const char*, std::pair<uint64_t, CUmodule>> own_modules_;  // (epoch, module)
   CUgreenCtx rest_ = nullptr;  // ReserveSms: the multiprocessors of the classes below kHigh
   unsigned reserved_sms_ = 0;
   struct Pooled {

@@ -7,6 +7,7 @@
 #include "proto/arena.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
+#include "server/memops.h"
 
 namespace remora::server {
 
@@ -96,25 +97,14 @@ Status Session::OnStreamMemOp(const v1::StreamMemOpRequest& req, v1::Empty&) {
   const CUdeviceptr addr = req.addr();
   const uint64_t value = req.value();
   const unsigned flags = req.flags();
-  const Op::Op op = req.op();
+  const MemOp op = req.op() == Op::WRITE32   ? MemOp::kWrite32
+                   : req.op() == Op::WRITE64 ? MemOp::kWrite64
+                   : req.op() == Op::WAIT32  ? MemOp::kWait32
+                                             : MemOp::kWait64;
   return work_->Submit(
       req.stream(),
       [dev, addr, value, flags, op](CUstream s) {
-        const DriverTable& drv = dev->drv();
-        switch (op) {
-          case Op::WRITE32:
-            return dev->Check(drv.cuStreamWriteValue32(s, addr, cuuint32_t(value), flags),
-                              "cuStreamWriteValue32");
-          case Op::WRITE64:
-            return dev->Check(drv.cuStreamWriteValue64(s, addr, value, flags),
-                              "cuStreamWriteValue64");
-          case Op::WAIT32:
-            return dev->Check(drv.cuStreamWaitValue32(s, addr, cuuint32_t(value), flags),
-                              "cuStreamWaitValue32");
-          default:
-            return dev->Check(drv.cuStreamWaitValue64(s, addr, value, flags),
-                              "cuStreamWaitValue64");
-        }
+        return IssueMemOp(*dev, s, op, addr, value, flags);
       },
       /*idles=*/wait);
 }

@@ -380,6 +380,26 @@ TEST_F(EmuStream, WaitValueHoldsTheStreamUntilTheValueMeetsItsCondition) {
   EXPECT_EQ(api.cuMemFree(v), CUDA_SUCCESS);
 }
 
+// A memory pool's allocation (cuMemAllocAsync) takes no stream memory operation, as on an
+// H200 (CUDA_ERROR_INVALID_VALUE, where cuMemAlloc's takes them).
+TEST_F(EmuStream, StreamMemoryOperationsRefuseAPoolsMemory) {
+  CUstream s;
+  ASSERT_EQ(api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUdeviceptr pooled = 0, plain = 0;
+  ASSERT_EQ(api.cuMemAllocAsync(&pooled, 64, s), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&plain, 64), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamWriteValue32(s, pooled + 4, 7, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamWaitValue64(s, pooled + 8, 7, CU_STREAM_WAIT_VALUE_EQ),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api.cuStreamWriteValue32(s, plain + 4, 7, 0), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamWaitValue32(s, plain + 4, 7, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFreeAsync(pooled, s), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(plain), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 // A wait nobody will meet ends when its stream is cancelled (a tenant that died).
 TEST_F(EmuStream, CancelEndsAWaitForAValue) {
   CUdeviceptr v;

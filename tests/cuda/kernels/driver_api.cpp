@@ -777,6 +777,20 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    // The AND and NOR conditions: each held by a value that does not meet it, then met.
+    struct Cond {
+      unsigned op, want, before, after;
+    };
+    for (const Cond c : {Cond{CU_STREAM_WAIT_VALUE_AND, 0x30, 0x0F, 0x10},
+                         Cond{CU_STREAM_WAIT_VALUE_NOR, 0xFFFF0000u, 0x0000FFFFu, 0x0000FFFEu}}) {
+      CU_CHECK(cuStreamWriteValue32(writer, flags_mem + 28, c.before, 0));
+      CU_CHECK(cuStreamSynchronize(writer));
+      CU_CHECK(cuStreamWaitValue32(waiter, flags_mem + 28, c.want, c.op));
+      usleep(2000);
+      CU_EXPECT(cuStreamQuery(waiter), CUDA_ERROR_NOT_READY);
+      CU_CHECK(cuStreamWriteValue32(writer, flags_mem + 28, c.after, 0));
+      CU_CHECK(cuStreamSynchronize(waiter));
+    }
     CU_EXPECT(cuStreamWriteValue32(writer, flags_mem + 2, 1, 0), CUDA_ERROR_INVALID_VALUE);
     CU_CHECK(cuStreamDestroy(waiter));
     CU_CHECK(cuStreamDestroy(writer));
