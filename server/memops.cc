@@ -1,111 +1,60 @@
 // server/memops.cc - stream memory operations, by the driver or by a kernel (memops.h).
 #include "server/memops.h"
 
+#include <string>
+
 namespace remora::server {
 
 namespace {
 
-// One thread each. A wait's condition is the driver's (CU_STREAM_WAIT_VALUE_*): 0 at least
-// the value, compared cyclically; 1 equal; 2 a set bit in common; 3 a bit clear in both.
-constexpr const char kPtx[] = R"(
-.version 8.0
-.target sm_75
-.address_size 64
-
-.visible .entry remora_write32(.param .u64 a, .param .u32 v, .param .u32 f)
+// One thread each, for values of {W} bits. A wait's condition is the driver's
+// (CU_STREAM_WAIT_VALUE_*): 0 at least the value, compared cyclically; 1 equal; 2 a set bit in
+// common; 3 a bit clear in both.
+constexpr const char kKernels[] = R"(
+.visible .entry remora_write{W}(.param .u64 a, .param .u{W} v, .param .u32 f)
 {
   .reg .u64 %p;
-  .reg .u32 %v;
+  .reg .u{W} %v;
   ld.param.u64 %p, [a];
-  ld.param.u32 %v, [v];
+  ld.param.u{W} %v, [v];
   membar.sys;
-  st.volatile.global.u32 [%p], %v;
+  st.volatile.global.u{W} [%p], %v;
   membar.sys;
   ret;
 }
 
-.visible .entry remora_write64(.param .u64 a, .param .u64 v, .param .u32 f)
-{
-  .reg .u64 %p, %v;
-  ld.param.u64 %p, [a];
-  ld.param.u64 %v, [v];
-  membar.sys;
-  st.volatile.global.u64 [%p], %v;
-  membar.sys;
-  ret;
-}
-
-.visible .entry remora_wait32(.param .u64 a, .param .u32 v, .param .u32 f)
+.visible .entry remora_wait{W}(.param .u64 a, .param .u{W} v, .param .u32 f)
 {
   .reg .u64 %p;
-  .reg .u32 %v, %c, %x, %t;
-  .reg .pred %q, %ok;
-  ld.param.u64 %p, [a];
-  ld.param.u32 %v, [v];
-  ld.param.u32 %c, [f];
-  and.b32 %c, %c, 3;
-again:
-  ld.volatile.global.u32 %x, [%p];
-  setp.eq.u32 %q, %c, 1;
-  @%q bra eq;
-  setp.eq.u32 %q, %c, 2;
-  @%q bra and_;
-  setp.eq.u32 %q, %c, 3;
-  @%q bra nor;
-  sub.u32 %t, %x, %v;
-  setp.ge.s32 %ok, %t, 0;
-  bra.uni test;
-eq:
-  setp.eq.u32 %ok, %x, %v;
-  bra.uni test;
-and_:
-  and.b32 %t, %x, %v;
-  setp.ne.u32 %ok, %t, 0;
-  bra.uni test;
-nor:
-  or.b32 %t, %x, %v;
-  not.b32 %t, %t;
-  setp.ne.u32 %ok, %t, 0;
-test:
-  @%ok bra done;
-  nanosleep.u32 200;
-  bra.uni again;
-done:
-  membar.sys;
-  ret;
-}
-
-.visible .entry remora_wait64(.param .u64 a, .param .u64 v, .param .u32 f)
-{
-  .reg .u64 %p, %v, %x, %t;
+  .reg .u{W} %v, %x, %t;
   .reg .u32 %c;
   .reg .pred %q, %ok;
   ld.param.u64 %p, [a];
-  ld.param.u64 %v, [v];
+  ld.param.u{W} %v, [v];
   ld.param.u32 %c, [f];
   and.b32 %c, %c, 3;
 again:
-  ld.volatile.global.u64 %x, [%p];
+  ld.volatile.global.u{W} %x, [%p];
   setp.eq.u32 %q, %c, 1;
   @%q bra eq;
   setp.eq.u32 %q, %c, 2;
   @%q bra and_;
   setp.eq.u32 %q, %c, 3;
   @%q bra nor;
-  sub.u64 %t, %x, %v;
-  setp.ge.s64 %ok, %t, 0;
+  sub.u{W} %t, %x, %v;
+  setp.ge.s{W} %ok, %t, 0;
   bra.uni test;
 eq:
-  setp.eq.u64 %ok, %x, %v;
+  setp.eq.u{W} %ok, %x, %v;
   bra.uni test;
 and_:
-  and.b64 %t, %x, %v;
-  setp.ne.u64 %ok, %t, 0;
+  and.b{W} %t, %x, %v;
+  setp.ne.u{W} %ok, %t, 0;
   bra.uni test;
 nor:
-  or.b64 %t, %x, %v;
-  not.b64 %t, %t;
-  setp.ne.u64 %ok, %t, 0;
+  or.b{W} %t, %x, %v;
+  not.b{W} %t, %t;
+  setp.ne.u{W} %ok, %t, 0;
 test:
   @%ok bra done;
   nanosleep.u32 200;
@@ -115,6 +64,22 @@ done:
   ret;
 }
 )";
+
+// The module: kKernels for 32- and 64-bit values. Lives as long as the process (it keys
+// Device::OwnKernel's cache).
+const char* Ptx() {
+  static const std::string ptx = [] {
+    std::string text = ".version 8.0\n.target sm_75\n.address_size 64\n";
+    for (const char* bits : {"32", "64"}) {
+      std::string k = kKernels;
+      for (size_t at = k.find("{W}"); at != std::string::npos; at = k.find("{W}", at))
+        k.replace(at, 3, bits);
+      text += k;
+    }
+    return text;
+  }();
+  return ptx.c_str();
+}
 
 const char* KernelName(MemOp op) {
   switch (op) {
@@ -149,7 +114,7 @@ Status IssueMemOp(Device& dev, CUstream s, MemOp op, CUdeviceptr addr, uint64_t 
                   unsigned flags) {
   const CUresult r = ByDriver(dev.drv(), s, op, addr, value, flags);
   if (r != CUDA_ERROR_INVALID_VALUE) return dev.Check(r, "a stream memory operation");
-  ASSIGN_OR_RETURN(CUfunction fn, dev.OwnKernel(kPtx, KernelName(op)));
+  ASSIGN_OR_RETURN(CUfunction fn, dev.OwnKernel(Ptx(), KernelName(op)));
   const bool wide = op == MemOp::kWrite64 || op == MemOp::kWait64;
   uint32_t narrow = uint32_t(value);
   void* args[] = {&addr, wide ? static_cast<void*>(&value) : &narrow, &flags};

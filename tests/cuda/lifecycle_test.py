@@ -138,14 +138,20 @@ def case_drain(bindir, progs, transport, tmp, cancel):
     return 0 if ok else 1
 
 
+def worker_pid(log, who):
+    """The pid of the worker the supervisor logged starting first; None (saying so) if none."""
+    m = wait_for(lambda: re.search(r"event=worker_started pid=(\d+)", log_text(log)), 10)
+    if not m:
+        print(f"{who}: no worker_started line in the supervisor's log")
+    return int(m.group(1)) if m else None
+
+
 def case_orphan(bindir, progs, transport, tmp):
     proc, log, address = start_server(bindir, transport, tmp, [])
     ok = True
-    m = wait_for(lambda: re.search(r"event=worker_started pid=(\d+)", log_text(log)), 10)
-    if not m:
-        print("orphan: no worker_started line in the supervisor's log")
+    worker = worker_pid(log, "orphan")
+    if worker is None:
         return finish_server(proc, log, False, "lifecycle_test orphan")
-    worker = int(m.group(1))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     if wait_for(lambda: not alive(worker), 10) is False:
@@ -160,11 +166,10 @@ def case_orphan(bindir, progs, transport, tmp):
 def case_crash(bindir, progs, transport, tmp):
     proc, log, address = start_server(bindir, transport, tmp, [])
     ok = True
-    m = wait_for(lambda: re.search(r"event=worker_started pid=(\d+)", log_text(log)), 10)
-    if not m:
-        print("crash: no worker_started line in the supervisor's log")
+    worker = worker_pid(log, "crash")
+    if worker is None:
         return finish_server(proc, log, False, "lifecycle_test crash")
-    os.kill(int(m.group(1)), signal.SIGSEGV)
+    os.kill(worker, signal.SIGSEGV)
     text = wait_for(lambda: (lambda t: t if t.count("event=ready") >= 2 else None)(log_text(log)),
                     30)
     if not text or "event=worker_ended" not in text or "the worker died of a signal" not in text:
