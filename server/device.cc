@@ -161,7 +161,6 @@ Status Device::ReserveSms(unsigned count) {
       Check(drv_->cuDevResourceGenerateDesc(&desc, &rest, 1), "cuDevResourceGenerateDesc"));
   RETURN_IF_ERROR(Check(drv_->cuGreenCtxCreate(&rest_, desc, dev_, CU_GREEN_CTX_DEFAULT_STREAM),
                         "cuGreenCtxCreate"));
-  reserved_sms_ = reserved.sm.smCount;
   Log(Level::kInfo, "device",
       {{"event", "sm_reservation"},
        {"reserved", int64_t(reserved.sm.smCount)},

@@ -86,7 +86,6 @@ class Device {
   // until the context is rebuilt. Call before any stream is acquired. Errors: kNotSupported
   // where the driver has no green contexts (the emulated GPU), or the driver's refusal.
   Status ReserveSms(unsigned count);
-  unsigned reserved_sms() const { return rest_ != nullptr ? reserved_sms_ : 0; }
   // Returns a stream to the pool; it is handed out again once its work is
   // done. Never waits. REQUIRES: the context is current.
   void ReleaseStream(CUstream s);
@@ -200,7 +199,6 @@ class Device {
   std::mutex own_mu_;
   std::unordered_map<const char*, std::pair<uint64_t, CUmodule>> own_modules_;  // (epoch, module)
   CUgreenCtx rest_ = nullptr;  // ReserveSms: the multiprocessors of the classes below kHigh
-  unsigned reserved_sms_ = 0;
   struct Pooled {
     CUstream stream;
     sched::Priority cls;  // its priority, and where it runs
