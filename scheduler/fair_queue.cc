@@ -566,12 +566,15 @@ bool FairQueue::HasTurn(const Tenant& tn) const {
 bool FairQueue::IssueNow(TenantId t, uint64_t now_ns) {
   now_ = std::max(now_, now_ns);
   Tenant& tn = Get(t);
-  const bool others_ready = ready_ - (tn.state != State::kIdle ? 1 : 0) > 0;
-  if (others_ready && !HasTurn(tn)) return false;
+  // Next serves classes in order: only tenants of `t`'s class and above contend with it.
+  const int self = tn.state != State::kIdle ? 1 : 0;
+  int contending = -self;
+  for (int k = 0; k <= ClassOf(tn.share); ++k) contending += classes_[k].ready;
+  if (contending > 0 && !HasTurn(tn)) return false;
   if (!WithinOwnBounds(tn, now_ns) || !Allowed(tn)) return false;
-  if (others_ready && tn.state == State::kIdle) {
-    // Its turn while others wait: placed as Ready places it (between two items of its turn
-    // it keeps its credit), handed out as Next would.
+  if (ready_ - self > 0 && tn.state == State::kIdle) {
+    // Others wait (below it, or for its turn to end): placed as Ready places it (between two
+    // items of its turn it keeps its credit), handed out as Next would.
     Ready(t, now_ns);
     Dispatch(tn, now_ns, /*leaves_ready=*/true);
     return true;

@@ -102,10 +102,11 @@ class FairQueue final : public DispatchQueue {
   using DispatchQueue::Done;
   void Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_ns) override;
   void Remove(TenantId t) override;
-  // True only when no other tenant is ready, or `t` has its class's turn (rule 5) and no
-  // higher class is ready (Next would hand it out first), and `t` is within its limit, its
-  // in-flight bound, the device bound and the priority rules. So the tenant whose turn it is
-  // issues from its own thread while the others wait, not one item per Next.
+  // True only when Next would hand `t` out first: no other tenant of its class or a higher
+  // one is ready, or `t` has its class's turn (rule 5) and no higher class is ready; and `t`
+  // is within its limit, its in-flight bound, the device bound and the priority rules. So a
+  // high-priority tenant beside busy lower ones, and the tenant whose turn it is, issue from
+  // their own threads while the others wait, not one item per Next.
   bool IssueNow(TenantId t, uint64_t now_ns) override;
   void Return(TenantId t, uint32_t items) override;
   bool WaitsForDone() const override { return blocked_ > 0 || switching_; }

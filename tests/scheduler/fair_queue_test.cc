@@ -574,6 +574,25 @@ TEST(FairQueue, TheTurnsOwnerIssuesAtOnceWhileAnotherWaits) {
   EXPECT_FALSE(q.IssueNow(2, now + 3 * kMs));
 }
 
+// A high-priority tenant issues at once while lower ones wait (as Next would hand it out
+// first); a lower one does not while the higher one is ready.
+TEST(FairQueue, AHigherClassIssuesAtOnceWhileLowerOnesWait) {
+  FairOptions o = Options(2 * kMs, 2 * kMs);
+  o.min_in_flight = 2;
+  FairQueue q(o);
+  q.Configure(1, ComputeShare(1, 0, Priority::kHigh));
+  q.Configure(2, ComputeShare(1, 0, Priority::kLow));
+  Train(q, 1, 100'000);
+  Train(q, 2, 100'000);
+  q.Ready(2, kMs);
+  EXPECT_TRUE(q.IssueNow(1, kMs));
+  EXPECT_EQ(q.View(1)->in_flight, 1u);
+  EXPECT_TRUE(q.View(2)->ready);  // still waiting
+  q.Ready(1, kMs);
+  EXPECT_FALSE(q.IssueNow(2, kMs));
+  EXPECT_EQ(q.Next(kMs), 1u);
+}
+
 // The executor reports a group of items with one Done: it must leave the queue
 // as that many one-item Dones of the group's average cost would.
 TEST(FairQueue, ADoneForManyItemsCountsAsThatManyDones) {
