@@ -17,15 +17,15 @@
 
 #include "chain_cubin.h"  // chain.cu as a cubin (prepare.sh)
 
-#define CK(x)                                                                        \
-  do {                                                                               \
-    CUresult r_ = (x);                                                               \
-    if (r_ != CUDA_SUCCESS) {                                                        \
-      const char* s_ = nullptr;                                                      \
-      cuGetErrorName(r_, &s_);                                                       \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?");     \
-      std::exit(1);                                                                  \
-    }                                                                                \
+#define CK(x)                                                                    \
+  do {                                                                           \
+    CUresult r_ = (x);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                    \
+      const char* s_ = nullptr;                                                  \
+      cuGetErrorName(r_, &s_);                                                   \
+      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
+      std::exit(1);                                                              \
+    }                                                                            \
   } while (0)
 static const char* Name(CUresult r) {
   const char* s = nullptr;
@@ -47,7 +47,7 @@ static unsigned ChainHost(unsigned x, int iters) {
 
 static CUcontext primary;
 static CUfunction fn;
-static CUfunction gfn;  // what runs on green streams
+static CUfunction gfn;              // what runs on green streams
 static bool green_current = false;  // make the green context current to launch there
 static int sms;
 
@@ -107,7 +107,8 @@ static void Latency(const char* what, CUstream s, int count, CUcontext ctx) {
     CK(cuStreamSynchronize(s));
     us.push_back(Us(t0, Clock::now()));
   }
-  std::printf("%s LATENCY_US p50 %.1f p99 %.1f ok %d\n", what, Pct(us, 0.5), Pct(us, 0.99), b.Check(2000));
+  std::printf("%s LATENCY_US p50 %.1f p99 %.1f ok %d\n", what, Pct(us, 0.5), Pct(us, 0.99),
+              b.Check(2000));
   CK(cuCtxSetCurrent(primary));
 }
 
@@ -185,9 +186,14 @@ int main() {
     CK(cuLibraryGetKernel(&kern, lib, "Chain"));
     CUresult r3 = Launch(reinterpret_cast<CUfunction>(kern), gs, b, sms * 8, 256, 102);
     CUresult r3s = cuStreamSynchronize(gs);
-    gfn = r1 == CUDA_SUCCESS && r1s == CUDA_SUCCESS ? fn : r2 == CUDA_SUCCESS && r2s == CUDA_SUCCESS ? fn : reinterpret_cast<CUfunction>(kern);
+    gfn = r1 == CUDA_SUCCESS && r1s == CUDA_SUCCESS   ? fn
+          : r2 == CUDA_SUCCESS && r2s == CUDA_SUCCESS ? fn
+                                                      : reinterpret_cast<CUfunction>(kern);
     green_current = !(r1 == CUDA_SUCCESS && r1s == CUDA_SUCCESS);
-    if (r3 != CUDA_SUCCESS && gfn != fn) { std::printf("nothing runs on a green stream\n"); return 1; }
+    if (r3 != CUDA_SUCCESS && gfn != fn) {
+      std::printf("nothing runs on a green stream\n");
+      return 1;
+    }
     std::printf("E1 library kernel: launch %s sync %s result %s\n", Name(r3), Name(r3s),
                 r3 == CUDA_SUCCESS && r3s == CUDA_SUCCESS && b.Check(102) ? "ok" : "WRONG");
     // An event recorded on a green stream waited on by a primary stream, and back.
@@ -231,8 +237,11 @@ int main() {
     std::thread t(Busy, bs, pass == 0 ? primary : bulk_ctx, &stop, &k, 20000);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     auto t0 = Clock::now();
-    Latency(pass == 0 ? "E2 beside busy (both primary, priorities)" : "E2 beside busy on green rest, latency primary", p_hi, 2000, primary);
-    if (pass == 1) Latency("E2 beside busy on green rest, latency reserved8", r_hi, 2000, reserved_ctx);
+    Latency(pass == 0 ? "E2 beside busy (both primary, priorities)"
+                      : "E2 beside busy on green rest, latency primary",
+            p_hi, 2000, primary);
+    if (pass == 1)
+      Latency("E2 beside busy on green rest, latency reserved8", r_hi, 2000, reserved_ctx);
     double s = Us(t0, Clock::now()) * 1e-6;
     stop = true;
     t.join();
