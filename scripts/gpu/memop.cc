@@ -1,4 +1,4 @@
-// memop: do stream memory operations work on memory from the default pool (cuMemAllocAsync),
+// scripts/gpu/memop.cc - do stream memory operations work on memory from the default pool (cuMemAllocAsync),
 // as on cuMemAlloc's? Native driver API.
 #include <cuda.h>
 #include <cstdio>
