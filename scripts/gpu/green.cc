@@ -1,6 +1,6 @@
-// scripts/gpu/green.cc - can Remora run a tenant's kernels in SM partitions (green contexts)? On one H200:
-// E1 a module loaded in the primary context launched on a green context's stream;
-// E2 a latency kernel's p50/p99 beside a saturating kernel: both in the primary context
+// scripts/gpu/green.cc - can Remora run a tenant's kernels in SM partitions (green contexts)? On
+// one H200: E1 a module loaded in the primary context launched on a green context's stream; E2 a
+// latency kernel's p50/p99 beside a saturating kernel: both in the primary context
 //    (stream priorities only), and the saturating one confined to a green context;
 // E3 the saturating kernel's rate on the whole device and on the partition;
 // E4 two saturating kernels in partitions of 32 SMs and the rest.

@@ -1,5 +1,5 @@
-// scripts/gpu/memop.cc - do stream memory operations work on memory from the default pool (cuMemAllocAsync),
-// as on cuMemAlloc's? Native driver API.
+// scripts/gpu/memop.cc - do stream memory operations work on memory from the default pool
+// (cuMemAllocAsync), as on cuMemAlloc's? Native driver API.
 #include <cuda.h>
 #include <cstdio>
 static const char* N(CUresult r) {
