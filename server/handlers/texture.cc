@@ -82,6 +82,12 @@ Status Session::OnTextureCreate(const v1::TextureCreateRequest& req, v1::HandleR
   RETURN_IF_ERROR(CheckDeviceRange(req.ptr(), bytes, req.surface() ? "surface" : "texture"));
   uint64_t handle = 0;
   if (req.surface()) {
+    // NVIDIA's driver takes a surface over its own CUDA arrays only (an H200 refused the pitched
+    // memory Remora's arrays are with CUDA_ERROR_INVALID_VALUE); said by name, not as a bad value.
+    if (!dev().drv().emulated)
+      return Error(err::kNotSupported,
+                   "surface objects on a GPU need the driver's own CUDA arrays, and Remora's "
+                   "arrays are pitched device memory: not served yet");
     CUsurfObject s = 0;
     RETURN_IF_ERROR(dev().Check(dev().drv().cuSurfObjectCreate(&s, &res), "cuSurfObjectCreate"));
     handle = s;
