@@ -165,28 +165,33 @@ bool DeviceMemory::Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const {
   return true;
 }
 
+const DeviceMemory::Live* DeviceMemory::LiveAtLocked(uint64_t off, uint64_t* start) const {
+  auto it = live_.upper_bound(off);
+  if (it == live_.begin()) return nullptr;
+  --it;
+  if (off - it->first >= it->second.size) return nullptr;
+  *start = it->first;
+  return &it->second;
+}
+
 bool DeviceMemory::Pooled(uint64_t addr) const {
   const uint64_t begin = reinterpret_cast<uint64_t>(base_);
   if (base_ == nullptr || addr < begin || addr >= begin + span_) return false;
   std::shared_lock lock(mu_);
-  auto it = live_.upper_bound(addr - begin);
-  if (it == live_.begin()) return false;
-  --it;
-  return addr - begin < it->first + it->second.size && it->second.pooled;
+  uint64_t start = 0;
+  const Live* live = LiveAtLocked(addr - begin, &start);
+  return live != nullptr && live->pooled;
 }
 
 bool DeviceMemory::LookupAllocation(uint64_t addr, uint64_t* base, uint64_t* size) const {
   const uint64_t begin = reinterpret_cast<uint64_t>(base_);
   if (base_ == nullptr || addr < begin || addr >= begin + span_) return false;
   std::shared_lock lock(mu_);
-  auto it = live_.upper_bound(addr - begin);
-  if (it != live_.begin()) {
-    --it;
-    if (addr - begin < it->first + it->second.size) {
-      *base = begin + it->first;
-      *size = it->second.size;
-      return true;
-    }
+  uint64_t start = 0;
+  if (const Live* live = LiveAtLocked(addr - begin, &start)) {
+    *base = begin + start;
+    *size = live->size;
+    return true;
   }
   uint64_t lo = 0, hi = 0;
   if (!MappedLocked(addr - begin, &lo, &hi)) return false;

@@ -129,6 +129,10 @@ class DeviceMemory final : public ptx::AddressSpace {
   void ReturnLocked(uint64_t offset, uint64_t size);
   // The accessible mapping containing offset `off`, as [*lo, *hi) offsets.
   bool MappedLocked(uint64_t off, uint64_t* lo, uint64_t* hi) const;
+  struct Live;
+  // The allocation holding offset `off`, and its start in *start; nullptr if none.
+  // REQUIRES: mu_ (shared).
+  const Live* LiveAtLocked(uint64_t off, uint64_t* start) const;
   // The mapping containing offset `off`, accessible or not; mappings_.end() if none.
   std::map<uint64_t, Mapping>::const_iterator FindMappingLocked(uint64_t off) const;
   // The mapping containing address `p`, accessible or not; null if none.
