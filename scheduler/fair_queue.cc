@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace remora::sched {
@@ -211,10 +212,14 @@ void FairQueue::Place(Tenant& tn, uint64_t now) {
     want = State::kBlocked;
 
   if (tn.state == State::kHeld) held_.erase({tn.cap.held_until, tn.node.uid, &tn.node});
+  if (tn.stall_due != 0) held_.erase({std::exchange(tn.stall_due, 0), tn.node.uid, &tn.node});
   if (tn.state == State::kEligible && want != State::kEligible) Dequeue(tn.node);
   if (want == State::kHeld) {
     tn.cap.held_until = HeldUntil(tn.cap, now);
     held_.insert({tn.cap.held_until, tn.node.uid, &tn.node});
+  } else if (want == State::kBlocked) {
+    // Rule 3: a Done places it again; if none comes, the stall does.
+    if ((tn.stall_due = BlockedUntil(tn)) != 0) held_.insert({tn.stall_due, tn.node.uid, &tn.node});
   } else if (want == State::kEligible && tn.state != State::kEligible) {
     if (tn.state == State::kHeld) Wake(tn.node);
     Enqueue(tn.node);
@@ -264,6 +269,7 @@ void FairQueue::MakeIdle(Tenant& tn) {
   if (tn.state == State::kIdle) return;
   if (tn.state == State::kEligible) Dequeue(tn.node);
   if (tn.state == State::kHeld) held_.erase({tn.cap.held_until, tn.node.uid, &tn.node});
+  if (tn.stall_due != 0) held_.erase({std::exchange(tn.stall_due, 0), tn.node.uid, &tn.node});
   SetState(tn, State::kIdle);
   --classes_[ClassOf(tn.share)].ready;
   --ready_;
@@ -299,7 +305,7 @@ bool FairQueue::Allowed(const Tenant& tn) const {
     dev_ns += classes_[k].in_flight_ns;
   }
   if (opt_.device_in_flight_ns && dev_n >= opt_.min_in_flight &&
-      dev_ns + pred > opt_.device_in_flight_ns)
+      dev_ns + pred > opt_.device_in_flight_ns && !Stalled(progress_, in_flight_, in_flight_ns_))
     return false;
   int top_present = kPriorities, top_ready = kPriorities;
   for (int k = kPriorities - 1; k >= 0; --k) {
@@ -390,12 +396,45 @@ bool FairQueue::WithinOwnBounds(Tenant& tn, uint64_t now) {
 // A session is also held to its account's bound: a tenant running several
 // processes queues no more ahead of the others than one that runs one.
 bool FairQueue::AtOwnBound(const Tenant& tn) const {
-  if (tn.in_flight >= opt_.min_in_flight &&
-      (!tn.trained || tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns))
-    return true;
+  if (TenantBinds(tn) && !Stalled(tn.progress, tn.in_flight, tn.in_flight_ns)) return true;
+  const Inner* a = tn.account;
+  return AccountBinds(tn) && !Stalled(a->progress, a->in_flight, a->in_flight_ns);
+}
+
+bool FairQueue::TenantBinds(const Tenant& tn) const {
+  return tn.in_flight >= opt_.min_in_flight &&
+         (!tn.trained || tn.in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns);
+}
+
+bool FairQueue::AccountBinds(const Tenant& tn) const {
   const Inner* a = tn.account;
   return a != nullptr && a->in_flight >= opt_.min_in_flight &&
          a->in_flight_ns + tn.predicted_ns > opt_.tenant_in_flight_ns;
+}
+
+uint64_t FairQueue::StallDue(const Progress& p, uint64_t ns) const {
+  return p.at + (opt_.stall_ns << std::min<uint32_t>(p.stalls, 16)) + 2 * ns;
+}
+
+bool FairQueue::Stalled(const Progress& p, uint32_t n, uint64_t ns) const {
+  return opt_.stall_ns > 0 && n > 0 && now_ >= StallDue(p, ns);
+}
+
+// A blocked tenant goes once every bound that holds it counts as stalled; 0: never by that.
+uint64_t FairQueue::BlockedUntil(const Tenant& tn) const {
+  if (opt_.stall_ns == 0) return 0;
+  uint64_t due = 0;
+  if (TenantBinds(tn)) due = StallDue(tn.progress, tn.in_flight_ns);
+  if (AccountBinds(tn))
+    due = std::max(due, StallDue(tn.account->progress, tn.account->in_flight_ns));
+  return due;
+}
+
+void FairQueue::Went(Progress& p, uint32_t n, uint64_t ns, uint64_t now) const {
+  if (n == 0)
+    p = {now, 0};
+  else if (Stalled(p, n, ns))
+    p = {now, p.stalls + 1};
 }
 
 // Hands one item of `tn` out: advances the virtual times at every level,
@@ -406,6 +445,11 @@ void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
     n->parent->vtime = std::max(n->parent->vtime, n->tag);
     Retag(*n, n->tag + pred / n->weight);
   }
+  // Rule 3: the first item in flight starts a bound's clock; one past a stalled bound
+  // restarts it, twice as long.
+  Went(tn.progress, tn.in_flight, tn.in_flight_ns, now);
+  if (Inner* a = tn.account) Went(a->progress, a->in_flight, a->in_flight_ns, now);
+  Went(progress_, in_flight_, in_flight_ns_, now);
   AddInFlight(tn, 1, static_cast<int64_t>(tn.predicted_ns));
   Charge(tn.cap, pred, now);
   if (opt_.slice_ns) {
@@ -521,6 +565,8 @@ void FairQueue::Done(TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now_n
   Tenant& tn = *it->second;
   const double gpu = static_cast<double>(gpu_ns);
   Settle(tn, items, gpu, now_ns);
+  for (Progress* p : {&tn.progress, tn.account ? &tn.account->progress : nullptr, &progress_})
+    if (p != nullptr) *p = {now_ns, 0};
   // The moving average over `items` items of equal cost, in one step. The
   // first measurement only raises the initial guess: one short item must not
   // let a tenant of long ones put dozens in flight on its word.
@@ -609,6 +655,10 @@ void FairQueue::ConfigureProject(ProjectId p, double share) {
 std::optional<uint64_t> FairQueue::NextEligibleAt(uint64_t now_ns) const {
   std::optional<uint64_t> at;
   if (!held_.empty()) at = std::get<0>(*held_.begin());
+  // Rule 3: a ready tenant may wait for the device's bound to count as stalled.
+  if (const uint64_t t = StallDue(progress_, in_flight_ns_);
+      opt_.stall_ns && ready_ > 0 && in_flight_ > 0 && t > now_ns)
+    at = at ? std::min(*at, t) : t;
   if (pausing_)  // rule 5: an item that waits for a pausing owner goes when the pause is long
     for (const Class& cls : classes_)
       // Even if the pause is over by now: the item that waited goes at the next Next.

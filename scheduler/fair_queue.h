@@ -27,6 +27,12 @@
 //     class's item back). The fair order is decided only among tenants that
 //     contend at dispatch, so keep the device bound <= the tenant bound and
 //     small (a few ms): it is what makes the weights bite.
+//     Work that makes no progress holds nothing back forever: when a bound's in-flight work
+//     (a tenant's, an account's, the device's) has had no Done for stall_ns plus twice its
+//     predicted cost, one more item goes past that bound, and again after twice as long while
+//     none comes. So a kernel waiting for what another stream of its tenant writes, or a
+//     stream waiting for a value in memory, never deadlocks behind the bound it fills (a GPU
+//     runs the other stream's work beside it).
 //  4. Limits: a token bucket per capped tenant or account, refilled at limit x
 //     wall time, holding at most limit x limit_burst_ns; one in debt is held
 //     back (an account with all its sessions) until NextEligibleAt.
@@ -74,6 +80,7 @@ struct FairOptions {
   uint64_t device_in_flight_ns = 2'000'000;  // whole device; 0: unbounded
   uint64_t lower_in_flight_ns = 0;           // classes below a present higher one; 0: one item
   uint64_t limit_burst_ns = 20'000'000;      // a capped tenant may save limit x this
+  uint64_t stall_ns = 5'000'000;             // rule 3: no Done this long lets one more go; 0: never
   // Items a tenant, and the device, may always have in flight whatever the ns
   // bounds: 1 is the strictest order; 2 lets the next item wait in the
   // device's queue while one runs, so the device never idles between items
@@ -163,6 +170,12 @@ class FairQueue final : public DispatchQueue {
     uint64_t refilled_at = 0;
     uint64_t held_until = 0;
   };
+  // Rule 3's stall: when a bound's in-flight work last made progress (a Done, or its first
+  // item), and how many items have gone past the bound since.
+  struct Progress {
+    uint64_t at = 0;
+    uint32_t stalls = 0;
+  };
   // A project (account == kNoAccount) or an account: a node whose own group
   // holds its members' nodes.
   using InnerKey = std::tuple<int, ProjectId, AccountId>;
@@ -177,6 +190,7 @@ class FairQueue final : public DispatchQueue {
     // An account's: its sessions' work in flight, and those blocked (by uid).
     uint32_t in_flight = 0;
     uint64_t in_flight_ns = 0;
+    Progress progress;
     std::map<uint64_t, Tenant*> blocked;
   };
   enum class State : uint8_t { kIdle, kEligible, kBlocked, kHeld };
@@ -193,6 +207,8 @@ class FairQueue final : public DispatchQueue {
     uint64_t predicted_ns = 0;
     uint64_t paused_at = 0;  // rule 5: its last item in flight finished then
     Bucket cap;              // its own limit; unused in an account
+    Progress progress;
+    uint64_t stall_due = 0;  // blocked: when its bound's work counts as stalled (in held_)
   };
   struct Class {
     Group root;
@@ -236,6 +252,17 @@ class FairQueue final : public DispatchQueue {
   void MakeIdle(Tenant& tn);
   bool Allowed(const Tenant& tn) const;
   bool AtOwnBound(const Tenant& tn) const;
+  // Rule 3's stall: when work in flight of `n` items predicted at `ns` that last progressed
+  // as `p` says counts as stalled, and whether it does now.
+  uint64_t StallDue(const Progress& p, uint64_t ns) const;
+  // Whether `tn`'s own (its account's) in-flight work fills its bound, stalled or not.
+  bool TenantBinds(const Tenant& tn) const;
+  bool AccountBinds(const Tenant& tn) const;
+  // An item goes with `n` items predicted at `ns` in flight under the bound `p` keeps.
+  void Went(Progress& p, uint32_t n, uint64_t ns, uint64_t now) const;
+  bool Stalled(const Progress& p, uint32_t n, uint64_t ns) const;
+  // When the first of the bounds that hold `tn` back counts as stalled.
+  uint64_t BlockedUntil(const Tenant& tn) const;
   bool WithinOwnBounds(Tenant& tn, uint64_t now);
   void Dispatch(Tenant& tn, uint64_t now, bool leaves_ready);
   void AddInFlight(Tenant& tn, int64_t n, int64_t ns);
@@ -257,7 +284,8 @@ class FairQueue final : public DispatchQueue {
   std::map<InnerKey, std::unique_ptr<Inner>> inners_;
   std::unordered_map<ProjectId, double> project_shares_;
   mutable Class classes_[kPriorities];  // mutable: Allowed notes when a switch began
-  // (until, uid, node): tenants and accounts held back by their limits.
+  // (until, uid, node): tenants and accounts held back by their limits, and tenants blocked
+  // at a bound until its work counts as stalled (rule 3).
   std::set<std::tuple<uint64_t, uint64_t, Node*>> held_;
   uint64_t seq_ = 0;
   uint64_t uids_ = 0;
@@ -269,6 +297,7 @@ class FairQueue final : public DispatchQueue {
   mutable bool pausing_ = false;  // rule 5: an item waits while the owner pauses
   uint32_t in_flight_ = 0;
   uint64_t in_flight_ns_ = 0;
+  Progress progress_;  // the device's (rule 3)
 };
 
 }  // namespace remora::sched

@@ -197,8 +197,11 @@ bool Executor::GrantTo(Tenant& t) {
   std::lock_guard lock(mu_);
   const uint64_t now = NowNs();
   if (const uint32_t n = order_->Grant(t.id_, now, kGrant); n > 0) {
-    t.permits_.fetch_add(n, std::memory_order_relaxed);
-    granted_.insert(&t);
+    // One is the caller's, for the item it asked for.
+    if (n > 1) {
+      t.permits_.fetch_add(n - 1, std::memory_order_relaxed);
+      granted_.insert(&t);
+    }
     return true;
   }
   // It waits its turn: grants others hold would go before it, so they come back.

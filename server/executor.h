@@ -135,8 +135,9 @@ class Executor {
   // Issues, tenant by tenant, whatever the dispatch queue lets go now. Holds no lock on entry.
   // REQUIRES: a Use.
   void Pump();
-  // Grants `t` items to issue on its own thread (Tenant::permits_); false when the queue says
-  // wait, and then `t` is ready in it and the executor's thread issues for it. REQUIRES: t.mu_.
+  // Grants `t` items to issue on its own thread: true gives the caller one, for the item it
+  // is about to issue, and the rest to Tenant::permits_; false when the queue says wait, and
+  // then `t` is ready in it and the executor's thread issues for it. REQUIRES: t.mu_.
   bool GrantTo(Tenant& t);
   // Takes every unused grant back into the dispatch queue. REQUIRES: mu_.
   void RevokeGrantsLocked();

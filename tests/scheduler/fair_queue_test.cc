@@ -114,6 +114,67 @@ TEST(FairQueue, InFlightTimeOnTheDeviceIsBounded) {
   EXPECT_EQ(q.in_flight_ns(), 2 * kMs);
 }
 
+// Rule 3's stall: a tenant whose in-flight work never finishes (a stream waiting for a value
+// another of its streams writes) is not held at its bound forever. With no Done for
+// stall_ns plus twice the work's predicted cost, one more item goes; then again after twice
+// the stall; a Done starts the clock again.
+TEST(FairQueue, WorkThatMakesNoProgressHoldsItsTenantOnlyForAWhile) {
+  FairQueue q(Options(2 * kMs, 0));  // stall_ns: 5 ms by default
+  Train(q, 1, kMs);
+  for (int i = 0; i < 2; ++i) {
+    q.Ready(1, 0);
+    ASSERT_EQ(q.Next(0), 1u);
+  }
+  q.Ready(1, 0);
+  EXPECT_FALSE(q.Next(0).has_value());
+  EXPECT_EQ(q.NextEligibleAt(0), 9 * kMs);  // 5 ms + 2 x 2 ms in flight
+  EXPECT_FALSE(q.Next(9 * kMs - 1).has_value());
+  EXPECT_EQ(q.Next(9 * kMs), 1u);
+  q.Ready(1, 9 * kMs);
+  EXPECT_FALSE(q.Next(9 * kMs).has_value());
+  EXPECT_EQ(q.NextEligibleAt(9 * kMs), 25 * kMs);  // 9 + 10 + 2 x 3 ms
+  EXPECT_FALSE(q.Next(25 * kMs - 1).has_value());
+  EXPECT_EQ(q.Next(25 * kMs), 1u);
+  // Progress: one Done, and the bound holds again with the first clock.
+  q.Done(1, kMs, 26 * kMs);
+  q.Done(1, kMs, 26 * kMs);
+  EXPECT_EQ(q.View(1)->in_flight, 2u);
+  q.Ready(1, 26 * kMs);
+  EXPECT_FALSE(q.Next(26 * kMs).has_value());
+  EXPECT_EQ(q.NextEligibleAt(26 * kMs), 26 * kMs + 5 * kMs + 2 * q.View(1)->in_flight_ns);
+}
+
+// The same for the device's bound: another tenant is not held behind work that never ends.
+TEST(FairQueue, AStalledDeviceBoundLetsTheNextItemGo) {
+  FairQueue q(Options(10 * kMs, 2 * kMs));
+  Train(q, 1, kMs);
+  Train(q, 2, kMs);
+  for (int i = 0; i < 2; ++i) {
+    q.Ready(1, 0);
+    ASSERT_EQ(q.Next(0), 1u);
+  }
+  q.Ready(2, 0);
+  EXPECT_FALSE(q.Next(0).has_value());
+  EXPECT_EQ(q.NextEligibleAt(0), 9 * kMs);
+  EXPECT_EQ(q.Next(9 * kMs), 2u);
+  EXPECT_EQ(q.in_flight_ns(), 3 * kMs);
+}
+
+// stall_ns = 0: the bounds hold however long the work takes.
+TEST(FairQueue, WithoutAStallTheBoundHoldsForever) {
+  FairOptions o = Options(2 * kMs, 0);
+  o.stall_ns = 0;
+  FairQueue q(o);
+  Train(q, 1, kMs);
+  for (int i = 0; i < 2; ++i) {
+    q.Ready(1, 0);
+    ASSERT_EQ(q.Next(0), 1u);
+  }
+  q.Ready(1, 0);
+  EXPECT_FALSE(q.NextEligibleAt(0).has_value());
+  EXPECT_FALSE(q.Next(1'000'000 * kMs).has_value());
+}
+
 // The device bound counts a tenant's class and those above it: the one lower-class
 // item the priority rules let run never keeps a higher class's next item waiting.
 TEST(FairQueue, LowerClassWorkDoesNotCountAgainstAHigherClassOnTheDevice) {

@@ -1,0 +1,214 @@
+// tests/server/executor_test.cc - the executor against its dispatch queue, on the emulated
+// device: every item it issues is one the queue handed out (Next, IssueNow, Grant), so the
+// queue's bounds, shares and limits see all of a tenant's work.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "scheduler/fair_queue.h"
+#include "server/device.h"
+#include "server/driver_table.h"
+#include "server/executor.h"
+
+namespace remora::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A FairQueue that counts, per tenant, the items it handed out, got back unused and was
+// told were done.
+class CountingQueue final : public sched::DispatchQueue {
+ public:
+  struct Counts {
+    uint64_t handed = 0, returned = 0, done = 0;
+  };
+  explicit CountingQueue(sched::FairOptions o) : q_(o) {}
+  Counts Of(sched::TenantId t) {
+    std::lock_guard lock(mu_);
+    return counts_[t];
+  }
+
+  void Ready(sched::TenantId t, uint64_t now) override { q_.Ready(t, now); }
+  std::optional<sched::TenantId> Next(uint64_t now) override {
+    std::optional<sched::TenantId> t = q_.Next(now);
+    if (t) Add(*t, &Counts::handed, 1);
+    return t;
+  }
+  using DispatchQueue::Done;
+  void Done(sched::TenantId t, uint32_t items, uint64_t gpu_ns, uint64_t now) override {
+    Add(t, &Counts::done, items);
+    q_.Done(t, items, gpu_ns, now);
+  }
+  void Remove(sched::TenantId t) override { q_.Remove(t); }
+  bool IssueNow(sched::TenantId t, uint64_t now) override {
+    const bool go = q_.IssueNow(t, now);
+    if (go) Add(t, &Counts::handed, 1);
+    return go;
+  }
+  void Return(sched::TenantId t, uint32_t items) override {
+    Add(t, &Counts::returned, items);
+    q_.Return(t, items);
+  }
+  bool WaitsForDone() const override { return q_.WaitsForDone(); }
+  bool WaitsForDrain() const override { return q_.WaitsForDrain(); }
+  void Configure(sched::TenantId t, const sched::Share& s) override { q_.Configure(t, s); }
+  void ConfigureProject(sched::ProjectId p, double s) override { q_.ConfigureProject(p, s); }
+  std::optional<uint64_t> NextEligibleAt(uint64_t now) const override {
+    return q_.NextEligibleAt(now);
+  }
+
+ private:
+  // The executor calls the queue under its own lock; the test reads from its thread.
+  void Add(sched::TenantId t, uint64_t Counts::*field, uint64_t n) {
+    std::lock_guard lock(mu_);
+    counts_[t].*field += n;
+  }
+  sched::FairQueue q_;
+  std::mutex mu_;
+  std::map<sched::TenantId, Counts> counts_;
+};
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto drv = DriverTable::Load(DeviceKind::kEmu, REMORA_EMU_DIR);
+    ASSERT_TRUE(drv.ok()) << drv.status().ToString();
+    auto dev = Device::Open(std::move(drv).value());
+    ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+    device_ = std::move(dev).value();
+    sched::FairOptions o;
+    o.min_in_flight = 2;  // as the server runs it
+    auto q = std::make_unique<CountingQueue>(o);
+    queue_ = q.get();
+    executor_ = std::make_unique<Executor>(*device_, std::move(q), nullptr);
+  }
+  void TearDown() override {
+    for (auto& t : tenants_) t.reset();
+    executor_.reset();
+    device_.reset();
+  }
+
+  // A tenant submits `n` items on a stream of its own from this thread, then waits for them.
+  void Submit(uint64_t id, int n) {
+    Device::Use use = device_->Enter();
+    auto t = executor_->Join(id, "t" + std::to_string(id), {});
+    CUstream s = nullptr;
+    ASSERT_EQ(device_->drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    t->AddStream(1, s, false);
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(t->Submit(1, [](CUstream) { return OkStatus(); }).ok());
+    std::promise<Status> done;
+    t->WhenDone(1, [&](const Status& st) { done.set_value(st); });
+    EXPECT_TRUE(done.get_future().get().ok());
+    // The charges come as the executor notices each group's end.
+    const auto end = std::chrono::steady_clock::now() + 10s;
+    while (queue_->Of(id).done < static_cast<uint64_t>(n) && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(1ms);
+    std::promise<void> gone;
+    t->RemoveStream(1, [&](CUstream cs) {
+      (void)device_->drv().cuStreamDestroy(cs);
+      gone.set_value();
+    });
+    gone.get_future().wait();
+    std::lock_guard lock(mu_);
+    tenants_.push_back(std::move(t));
+  }
+
+  std::unique_ptr<Device> device_;
+  CountingQueue* queue_ = nullptr;
+  std::unique_ptr<Executor> executor_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Executor::Tenant>> tenants_;  // guarded by mu_
+};
+
+// A tenant alone issues on its own thread under grants; each item it issues took one of what
+// the queue handed out, so what it was told is done is what it handed out and did not get
+// back. An item issued beyond them would be work no bound, share or limit ever saw.
+TEST_F(ExecutorTest, EveryIssuedItemWasHandedOutByTheQueue) {
+  constexpr int kItems = 500;
+  Submit(1, kItems);
+  const CountingQueue::Counts c = queue_->Of(1);
+  EXPECT_GE(c.done, static_cast<uint64_t>(kItems));
+  EXPECT_EQ(c.done, c.handed - c.returned)
+      << "handed out " << c.handed << ", returned " << c.returned;
+}
+
+// Two tenants at once, each on its own thread: grants pass between them as each becomes
+// ready, and still every item was handed out once.
+TEST_F(ExecutorTest, TwoTenantsEachIssueOnlyWhatTheyWereHanded) {
+  constexpr int kItems = 2000;
+  std::thread a([&] { Submit(1, kItems); });
+  std::thread b([&] { Submit(2, kItems); });
+  a.join();
+  b.join();
+  for (sched::TenantId t : {1, 2}) {
+    const CountingQueue::Counts c = queue_->Of(t);
+    EXPECT_GE(c.done, static_cast<uint64_t>(kItems)) << "tenant " << t;
+    EXPECT_EQ(c.done, c.handed - c.returned)
+        << "tenant " << t << ": handed out " << c.handed << ", returned " << c.returned;
+  }
+}
+
+// A stream that waits on the device for what another stream of its tenant does (here a host
+// function that returns once the other stream's item has been issued; on a GPU, a wait for a
+// value in memory) fills the tenant's in-flight bound with work that cannot finish: the
+// other stream's item still goes, or the tenant hangs.
+TEST_F(ExecutorTest, AStreamWaitingForAnotherDoesNotHoldItBack) {
+  Device::Use use = device_->Enter();
+  auto t = executor_->Join(1, "t1", {});
+  CUstream waiter = nullptr, writer = nullptr;
+  ASSERT_EQ(device_->drv().cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(device_->drv().cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  t->AddStream(1, waiter, false);
+  t->AddStream(2, writer, false);
+  struct Flag {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool set = false;
+  } flag;
+  auto wait = [](void* p) {
+    auto* f = static_cast<Flag*>(p);
+    std::unique_lock lock(f->mu);
+    f->cv.wait(lock, [f] { return f->set; });
+  };
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(t->Submit(1, [&](CUstream s) {
+                   return device_->Check(device_->drv().cuLaunchHostFunc(s, wait, &flag),
+                                         "cuLaunchHostFunc");
+                 }).ok());
+  ASSERT_TRUE(t->Submit(2, [&](CUstream) {
+                 std::lock_guard lock(flag.mu);
+                 flag.set = true;
+                 flag.cv.notify_all();
+                 return OkStatus();
+               }).ok());
+  std::promise<Status> done;
+  t->WhenDone(std::nullopt, [&](const Status& st) { done.set_value(st); });
+  const bool finished = done.get_future().wait_for(20s) == std::future_status::ready;
+  EXPECT_TRUE(finished) << "the writer's item was never issued";
+  if (!finished) {  // let the device go, so the test can end
+    std::lock_guard lock(flag.mu);
+    flag.set = true;
+    flag.cv.notify_all();
+  }
+  for (uint64_t id : {1, 2}) {
+    std::promise<void> gone;
+    t->RemoveStream(id, [&](CUstream cs) {
+      (void)device_->drv().cuStreamDestroy(cs);
+      gone.set_value();
+    });
+    gone.get_future().wait();
+  }
+  std::lock_guard lock(mu_);
+  tenants_.push_back(std::move(t));
+}
+
+}  // namespace
+}  // namespace remora::server
