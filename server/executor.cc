@@ -393,7 +393,7 @@ void Executor::Tenant::IssueLocked(Stream& st) {
     if (item.kind == Item::Kind::kWaitEvent || item.kind == Item::Kind::kWait || item.idles)
       CutGroupLocked(st);
     else
-      ResumeGroupLocked(st);
+      StartGroupLocked(st);
     switch (item.kind) {
       case Item::Kind::kIssue:
         s = item.issue(st.s);

@@ -293,10 +293,6 @@ class Executor::Tenant : public std::enable_shared_from_this<Executor::Tenant> {
   void StartGroupLocked(Stream& st);
   // Ends the open segment (before a wait for another stream). REQUIRES: mu_, a Use.
   void CutGroupLocked(Stream& st);
-  // Before an item is issued to `st`: ends the open segment if nothing was issued
-  // to `st` for kIssueGapNs (the stream may have run dry meanwhile, and that idle
-  // time would be charged), then starts one. REQUIRES: mu_, a Use.
-  void ResumeGroupLocked(Stream& st);
   // The tenant is held by the dispatch queue: ends every open segment, since its
   // streams may run dry before it may issue again. REQUIRES: mu_, a Use.
   void PauseGroupsLocked();

@@ -105,15 +105,13 @@ struct Executor::Tenant::Stream {
   BusyClock busy;
   // Timing events (Executor::timing_events_): the open group's segments, each
   // bracketed by a start and an end event and ended by a wait for another
-  // stream (the wait is not the tenant's GPU time) or by a pause in its issue
-  // (the stream may have run dry: the idle time is nobody's); the open segment's
-  // start; whether a timing event failed, so the group is charged by wall time;
-  // when the stream was last issued to.
+  // stream (the wait is not the tenant's GPU time) or by a hold (the stream may
+  // run dry: the idle time is nobody's); the open segment's start; whether a
+  // timing event failed, so the group is charged by wall time.
   std::vector<std::pair<CUevent, CUevent>> group_done;
   CUevent group_start = nullptr;
   bool group_wall = false;
   uint64_t group_epoch = 0;
-  uint64_t last_issue_ns = 0;
 };
 
 }  // namespace remora::server

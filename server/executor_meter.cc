@@ -44,22 +44,14 @@ void Executor::Tenant::CutGroupLocked(Stream& st) {
   st.group_wall = true;  // this group is charged by wall time
 }
 
-// A segment spans only time the stream was given work back to back. It ends
-// where the stream may run dry: at a synchronization, when the dispatch queue
-// holds the tenant back (a compute limit, another tenant's turn), and before an
-// item issued after a pause in the tenant's own issue (host work). If the stream
-// was still busy, the next segment starts where the last one ended and nothing
-// is lost; if it ran dry, the idle time between is charged to nobody. A pause
-// shorter than this is charged: cutting costs two event records.
-constexpr uint64_t kIssueGapNs = 5'000;
-
-void Executor::Tenant::ResumeGroupLocked(Stream& st) {
-  if (!ex_.timing_events_) return;
-  const uint64_t now = ex_.NowNs();
-  if (now - st.last_issue_ns > kIssueGapNs) CutGroupLocked(st);
-  st.last_issue_ns = now;
-  StartGroupLocked(st);
-}
+// A segment ends where the stream may run dry and the tenant knows it: at a
+// synchronization, and when the dispatch queue holds the tenant back (a compute
+// limit, another tenant's turn). If the stream was still busy, the next segment
+// starts where the last one ended and nothing is lost; if it ran dry, the idle
+// time between is charged to nobody. Not cut: a pause in the tenant's own issue
+// (host work between launches). An end event records when the device reaches
+// it, and the device reaches one recorded after the pause only then: the idle
+// stream would be charged all the same, for two event records per item.
 
 void Executor::Tenant::PauseGroupsLocked() {
   if (!ex_.timing_events_) return;
