@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -57,7 +58,10 @@
 namespace remora::bench::e2e {
 namespace {
 
-constexpr const char* kIters = "100000";  // about 3 ms per kernel on the emulator
+// About 3 ms per kernel on the emulator; REMORA_BENCH_ITERS sets another length (a GPU's
+// kernels of about 0.15 ms: 6000).
+const char* const kIters =
+    std::getenv("REMORA_BENCH_ITERS") ? std::getenv("REMORA_BENCH_ITERS") : "100000";
 constexpr auto kWindow = std::chrono::milliseconds(600);
 constexpr auto kWarmup = std::chrono::milliseconds(1500);
 constexpr int kWindows = 10;
