@@ -420,7 +420,6 @@ bool FairQueue::Stalled(const Progress& p, uint32_t n, uint64_t ns) const {
   return opt_.stall_ns > 0 && n > 0 && now_ >= StallDue(p, ns);
 }
 
-// A blocked tenant goes once every bound that holds it counts as stalled; 0: never by that.
 uint64_t FairQueue::BlockedUntil(const Tenant& tn) const {
   if (opt_.stall_ns == 0) return 0;
   uint64_t due = 0;

@@ -261,7 +261,7 @@ class FairQueue final : public DispatchQueue {
   // An item goes with `n` items predicted at `ns` in flight under the bound `p` keeps.
   void Went(Progress& p, uint32_t n, uint64_t ns, uint64_t now) const;
   bool Stalled(const Progress& p, uint32_t n, uint64_t ns) const;
-  // When the first of the bounds that hold `tn` back counts as stalled.
+  // When every bound that holds `tn` back counts as stalled; 0: never (stall_ns = 0).
   uint64_t BlockedUntil(const Tenant& tn) const;
   bool WithinOwnBounds(Tenant& tn, uint64_t now);
   void Dispatch(Tenant& tn, uint64_t now, bool leaves_ready);

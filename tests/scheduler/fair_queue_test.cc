@@ -25,6 +25,14 @@ void Train(FairQueue& q, TenantId t, uint64_t ns, uint64_t now = 0) {
   q.Done(t, ns, now);
 }
 
+// Hands `n` items of `t` out at `now`.
+void HandOut(FairQueue& q, TenantId t, int n, uint64_t now = 0) {
+  for (int i = 0; i < n; ++i) {
+    q.Ready(t, now);
+    ASSERT_EQ(q.Next(now), t);
+  }
+}
+
 TEST(FairQueue, InFlightTimePerTenantIsBounded) {
   FairQueue q(Options(2 * kMs, 0));
   Train(q, 1, kMs);
@@ -121,10 +129,7 @@ TEST(FairQueue, InFlightTimeOnTheDeviceIsBounded) {
 TEST(FairQueue, WorkThatMakesNoProgressHoldsItsTenantOnlyForAWhile) {
   FairQueue q(Options(2 * kMs, 0));  // stall_ns: 5 ms by default
   Train(q, 1, kMs);
-  for (int i = 0; i < 2; ++i) {
-    q.Ready(1, 0);
-    ASSERT_EQ(q.Next(0), 1u);
-  }
+  HandOut(q, 1, 2);
   q.Ready(1, 0);
   EXPECT_FALSE(q.Next(0).has_value());
   EXPECT_EQ(q.NextEligibleAt(0), 9 * kMs);  // 5 ms + 2 x 2 ms in flight
@@ -149,10 +154,7 @@ TEST(FairQueue, AStalledDeviceBoundLetsTheNextItemGo) {
   FairQueue q(Options(10 * kMs, 2 * kMs));
   Train(q, 1, kMs);
   Train(q, 2, kMs);
-  for (int i = 0; i < 2; ++i) {
-    q.Ready(1, 0);
-    ASSERT_EQ(q.Next(0), 1u);
-  }
+  HandOut(q, 1, 2);
   q.Ready(2, 0);
   EXPECT_FALSE(q.Next(0).has_value());
   EXPECT_EQ(q.NextEligibleAt(0), 9 * kMs);
@@ -166,10 +168,7 @@ TEST(FairQueue, WithoutAStallTheBoundHoldsForever) {
   o.stall_ns = 0;
   FairQueue q(o);
   Train(q, 1, kMs);
-  for (int i = 0; i < 2; ++i) {
-    q.Ready(1, 0);
-    ASSERT_EQ(q.Next(0), 1u);
-  }
+  HandOut(q, 1, 2);
   q.Ready(1, 0);
   EXPECT_FALSE(q.NextEligibleAt(0).has_value());
   EXPECT_FALSE(q.Next(1'000'000 * kMs).has_value());
