@@ -9,9 +9,9 @@ namespace {
 
 // One thread each, for values of {W} bits. A wait's condition is the driver's
 // (CU_STREAM_WAIT_VALUE_*): 0 at least the value, compared cyclically; 1 equal; 2 a set bit in
-// common; 3 a bit clear in both.
+// common; 3 a bit clear in both. A wait also ends when the word at `stop` (if not 0) is.
 constexpr const char kKernels[] = R"(
-.visible .entry remora_write{W}(.param .u64 a, .param .u{W} v, .param .u32 f)
+.visible .entry remora_write{W}(.param .u64 a, .param .u{W} v, .param .u32 f, .param .u64 stop)
 {
   .reg .u64 %p;
   .reg .u{W} %v;
@@ -23,17 +23,24 @@ constexpr const char kKernels[] = R"(
   ret;
 }
 
-.visible .entry remora_wait{W}(.param .u64 a, .param .u{W} v, .param .u32 f)
+.visible .entry remora_wait{W}(.param .u64 a, .param .u{W} v, .param .u32 f, .param .u64 stop)
 {
-  .reg .u64 %p;
+  .reg .u64 %p, %s;
   .reg .u{W} %v, %x, %t;
-  .reg .u32 %c;
+  .reg .u32 %c, %raised;
   .reg .pred %q, %ok;
   ld.param.u64 %p, [a];
   ld.param.u{W} %v, [v];
   ld.param.u32 %c, [f];
+  ld.param.u64 %s, [stop];
   and.b32 %c, %c, 3;
 again:
+  setp.eq.u64 %q, %s, 0;
+  @%q bra read;
+  ld.volatile.global.u32 %raised, [%s];
+  setp.ne.u32 %q, %raised, 0;
+  @%q bra done;
+read:
   ld.volatile.global.u{W} %x, [%p];
   setp.eq.u32 %q, %c, 1;
   @%q bra eq;
@@ -110,14 +117,52 @@ CUresult ByDriver(const DriverTable& drv, CUstream s, MemOp op, CUdeviceptr addr
 
 }  // namespace
 
+// A page of its own, so that registering it pins nothing else.
+struct WaitStop::Page {
+  alignas(4096) std::atomic<uint32_t> word{0};
+  char rest[4096 - sizeof(std::atomic<uint32_t>)] = {};
+};
+
+WaitStop::WaitStop() : page_(std::make_unique<Page>()) {}
+WaitStop::~WaitStop() = default;
+
+CUdeviceptr WaitStop::Address(Device& dev) {
+  std::lock_guard lock(mu_);
+  if (epoch_ == dev.epoch()) return addr_;
+  epoch_ = dev.epoch();  // a rebuilt context forgot the old registration
+  addr_ = 0;
+  CUdeviceptr at = 0;
+  if (dev.drv().cuMemHostRegister(page_.get(), sizeof(Page), CU_MEMHOSTREGISTER_DEVICEMAP) !=
+      CUDA_SUCCESS)
+    return 0;
+  if (dev.drv().cuMemHostGetDevicePointer(&at, page_.get(), 0) != CUDA_SUCCESS) {
+    (void)dev.drv().cuMemHostUnregister(page_.get());
+    return 0;
+  }
+  return addr_ = at;
+}
+
+void WaitStop::Raise() {
+  page_->word.store(1, std::memory_order_release);
+}
+
+void WaitStop::Release(Device& dev) {
+  std::lock_guard lock(mu_);
+  if (addr_ != 0 && epoch_ == dev.epoch()) (void)dev.drv().cuMemHostUnregister(page_.get());
+  addr_ = 0;
+  epoch_ = ~uint64_t{0};
+}
+
 Status IssueMemOp(Device& dev, CUstream s, MemOp op, CUdeviceptr addr, uint64_t value,
-                  unsigned flags) {
+                  unsigned flags, WaitStop* stop) {
   const CUresult r = ByDriver(dev.drv(), s, op, addr, value, flags);
   if (r != CUDA_ERROR_INVALID_VALUE) return dev.Check(r, "a stream memory operation");
   ASSIGN_OR_RETURN(CUfunction fn, dev.OwnKernel(Ptx(), KernelName(op)));
   const bool wide = op == MemOp::kWrite64 || op == MemOp::kWait64;
   uint32_t narrow = uint32_t(value);
-  void* args[] = {&addr, wide ? static_cast<void*>(&value) : &narrow, &flags};
+  CUdeviceptr stop_at =
+      stop != nullptr && (op == MemOp::kWait32 || op == MemOp::kWait64) ? stop->Address(dev) : 0;
+  void* args[] = {&addr, wide ? static_cast<void*>(&value) : &narrow, &flags, &stop_at};
   return dev.Check(dev.drv().cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr),
                    "cuLaunchKernel (a stream memory operation)");
 }

@@ -400,6 +400,7 @@ Status Session::Teardown() {
   // end, before anything it may use goes back.
   work_->Abandon(Error(err::kDevicesUnavailable, "the session ended"));
   work_->CancelIssued();
+  wait_stop_->Raise();
   const size_t n_alloc = allocations_.size(), n_streams = streams_.size(),
                n_events = events_.size();
   Held held = TakeAll();
@@ -411,6 +412,7 @@ Status Session::Teardown() {
   work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held), zero, arena,
                                  bytes, n_alloc, n_streams, n_events](const Status& st) mutable {
     self->GiveBack(held);
+    self->wait_stop_->Release(self->dev());
     if (arena && self->env_.device->epoch() == self->epoch_)
       (void)self->dev().Timed("cuMemHostUnregister",
                               [&] { return self->dev().drv().cuMemHostUnregister(arena); });

@@ -43,6 +43,7 @@
 #include "server/device_output.h"
 #include "server/executor.h"
 #include "server/ipc.h"
+#include "server/memops.h"
 #include "server/metrics.h"
 #include "server/modules.h"
 #include "server/staging.h"
@@ -353,6 +354,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<uint64_t> calls_{0};   // frames dispatched (for /metrics)
   std::atomic<uint64_t> errors_{0};  // calls answered with an error
   bool arena_registered_ = false;
+  // Ends this tenant's wait kernels (memops.h) when it leaves.
+  std::shared_ptr<WaitStop> wait_stop_ = std::make_shared<WaitStop>();
   // The device epoch this session's handles belong to (none yet: the first
   // EnterDevice makes the context current on this thread).
   std::atomic<uint64_t> epoch_{~uint64_t{0}};  // of the context this session's state lives in

@@ -103,8 +103,8 @@ Status Session::OnStreamMemOp(const v1::StreamMemOpRequest& req, v1::Empty&) {
                                              : MemOp::kWait64;
   return work_->Submit(
       req.stream(),
-      [dev, addr, value, flags, op](CUstream s) {
-        return IssueMemOp(*dev, s, op, addr, value, flags);
+      [dev, addr, value, flags, op, stop = wait_stop_](CUstream s) {
+        return IssueMemOp(*dev, s, op, addr, value, flags, stop.get());
       },
       /*idles=*/wait);
 }

@@ -17,6 +17,7 @@
 #include "server/device.h"
 #include "server/driver_table.h"
 #include "server/executor.h"
+#include "server/memops.h"
 
 namespace remora::server {
 namespace {
@@ -208,6 +209,35 @@ TEST_F(ExecutorTest, AStreamWaitingForAnotherDoesNotHoldItBack) {
   }
   std::lock_guard lock(mu_);
   tenants_.push_back(std::move(t));
+}
+
+// A wait the server runs as a kernel of its own (the driver refuses memory operations on pool
+// memory, as an H200 does) ends once its tenant's stop word is raised, met or not: a tenant
+// that left with a wait nobody meets frees its multiprocessor.
+TEST_F(ExecutorTest, ARaisedStopEndsAWaitKernel) {
+  Device::Use use = device_->Enter();
+  const DriverTable& drv = device_->drv();
+  CUstream s = nullptr;
+  ASSERT_EQ(drv.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  Result<CUdeviceptr> value = executor_->Allocate(4);
+  ASSERT_TRUE(value.ok()) << value.status().ToString();
+  ASSERT_EQ(drv.cuMemsetD32(*value, 0, 1), CUDA_SUCCESS);
+  WaitStop stop;
+  ASSERT_TRUE(
+      IssueMemOp(*device_, s, MemOp::kWait32, *value, 1, CU_STREAM_WAIT_VALUE_EQ, &stop).ok());
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(drv.cuStreamQuery(s), CUDA_ERROR_NOT_READY) << "nothing met the wait";
+  stop.Raise();
+  CUresult r = CUDA_ERROR_NOT_READY;
+  for (auto end = std::chrono::steady_clock::now() + 10s;
+       r == CUDA_ERROR_NOT_READY && std::chrono::steady_clock::now() < end;)
+    r = drv.cuStreamQuery(s);
+  EXPECT_EQ(r, CUDA_SUCCESS) << "the wait went on after its stop was raised";
+  if (r == CUDA_ERROR_NOT_READY) (void)drv.remoraEmuCancelStream(s);
+  ASSERT_EQ(drv.cuStreamSynchronize(s), CUDA_SUCCESS);
+  stop.Release(*device_);
+  EXPECT_TRUE(executor_->Free(*value).ok());
+  EXPECT_EQ(drv.cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
 }  // namespace
