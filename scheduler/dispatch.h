@@ -117,6 +117,9 @@ class DispatchQueue {
   // which one held back by its compute limit may go, or nullopt if none is (the
   // rest wait for a Done). The executor arms a timer for it.
   virtual std::optional<uint64_t> NextEligibleAt(uint64_t) const { return std::nullopt; }
+  // Items that went past a bound because the work filling it made no progress (FairQueue's
+  // stall), since the queue was made.
+  virtual uint64_t stall_releases() const { return 0; }
 };
 
 // First come, first served: tenants in the order they became ready, no cap on

@@ -293,20 +293,23 @@ void FairQueue::AddInFlight(Tenant& tn, int64_t n, int64_t ns) {
 }
 
 // The device bound and the priority rules, for the next item of `tn`.
-bool FairQueue::Allowed(const Tenant& tn) const {
-  const uint64_t pred = tn.predicted_ns;
-  const int c = ClassOf(tn.share);
-  // The device bound counts the tenant's class and those above it: lower classes'
-  // work, bounded by the priority rules below, never holds a higher class back.
+// The device bound counts the tenant's class and those above it: lower classes'
+// work, bounded by the priority rules, never holds a higher class back.
+bool FairQueue::DeviceBinds(const Tenant& tn) const {
   uint32_t dev_n = 0;
   uint64_t dev_ns = 0;
-  for (int k = 0; k <= c; ++k) {
+  for (int k = 0; k <= ClassOf(tn.share); ++k) {
     dev_n += classes_[k].in_flight;
     dev_ns += classes_[k].in_flight_ns;
   }
-  if (opt_.device_in_flight_ns && dev_n >= opt_.min_in_flight &&
-      dev_ns + pred > opt_.device_in_flight_ns && !Stalled(progress_, in_flight_, in_flight_ns_))
-    return false;
+  return opt_.device_in_flight_ns && dev_n >= opt_.min_in_flight &&
+         dev_ns + tn.predicted_ns > opt_.device_in_flight_ns;
+}
+
+bool FairQueue::Allowed(const Tenant& tn) const {
+  const uint64_t pred = tn.predicted_ns;
+  const int c = ClassOf(tn.share);
+  if (DeviceBinds(tn) && !Stalled(progress_, in_flight_, in_flight_ns_)) return false;
   int top_present = kPriorities, top_ready = kPriorities;
   for (int k = kPriorities - 1; k >= 0; --k) {
     if (classes_[k].present > 0) top_present = k;
@@ -429,11 +432,13 @@ uint64_t FairQueue::BlockedUntil(const Tenant& tn) const {
   return due;
 }
 
-void FairQueue::Went(Progress& p, uint32_t n, uint64_t ns, uint64_t now) const {
-  if (n == 0)
+void FairQueue::Went(Progress& p, uint32_t n, uint64_t ns, bool binds, uint64_t now) {
+  if (n == 0) {
     p = {now, 0};
-  else if (Stalled(p, n, ns))
+  } else if (binds && Stalled(p, n, ns)) {
     p = {now, p.stalls + 1};
+    ++stall_releases_;
+  }
 }
 
 // Hands one item of `tn` out: advances the virtual times at every level,
@@ -446,9 +451,10 @@ void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
   }
   // Rule 3: the first item in flight starts a bound's clock; one past a stalled bound
   // restarts it, twice as long.
-  Went(tn.progress, tn.in_flight, tn.in_flight_ns, now);
-  if (Inner* a = tn.account) Went(a->progress, a->in_flight, a->in_flight_ns, now);
-  Went(progress_, in_flight_, in_flight_ns_, now);
+  Went(tn.progress, tn.in_flight, tn.in_flight_ns, TenantBinds(tn), now);
+  if (Inner* a = tn.account)
+    Went(a->progress, a->in_flight, a->in_flight_ns, AccountBinds(tn), now);
+  Went(progress_, in_flight_, in_flight_ns_, DeviceBinds(tn), now);
   AddInFlight(tn, 1, static_cast<int64_t>(tn.predicted_ns));
   Charge(tn.cap, pred, now);
   if (opt_.slice_ns) {
@@ -656,7 +662,7 @@ std::optional<uint64_t> FairQueue::NextEligibleAt(uint64_t now_ns) const {
   if (!held_.empty()) at = std::get<0>(*held_.begin());
   // Rule 3: a ready tenant may wait for the device's bound to count as stalled.
   if (const uint64_t t = StallDue(progress_, in_flight_ns_);
-      opt_.stall_ns && ready_ > 0 && in_flight_ > 0 && t > now_ns)
+      opt_.stall_ns && opt_.device_in_flight_ns && ready_ > 0 && in_flight_ > 0 && t > now_ns)
     at = at ? std::min(*at, t) : t;
   if (pausing_)  // rule 5: an item that waits for a pausing owner goes when the pause is long
     for (const Class& cls : classes_)

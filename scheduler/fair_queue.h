@@ -121,6 +121,7 @@ class FairQueue final : public DispatchQueue {
   void Configure(TenantId t, const Share& share) override;
   void ConfigureProject(ProjectId p, double share) override;
   std::optional<uint64_t> NextEligibleAt(uint64_t now_ns) const override;
+  uint64_t stall_releases() const override { return stall_releases_; }
 
   // What the queue knows of a tenant, for tests, the simulator and `remora top`.
   struct TenantView {
@@ -258,8 +259,11 @@ class FairQueue final : public DispatchQueue {
   // Whether `tn`'s own (its account's) in-flight work fills its bound, stalled or not.
   bool TenantBinds(const Tenant& tn) const;
   bool AccountBinds(const Tenant& tn) const;
-  // An item goes with `n` items predicted at `ns` in flight under the bound `p` keeps.
-  void Went(Progress& p, uint32_t n, uint64_t ns, uint64_t now) const;
+  // Whether the device's work in flight, of `tn`'s class and those above, fills its bound.
+  bool DeviceBinds(const Tenant& tn) const;
+  // An item goes with `n` items predicted at `ns` in flight under the bound `p` keeps, which
+  // `binds` or not: its first item starts the clock, one past it stalled restarts it.
+  void Went(Progress& p, uint32_t n, uint64_t ns, bool binds, uint64_t now);
   bool Stalled(const Progress& p, uint32_t n, uint64_t ns) const;
   // When every bound that holds `tn` back counts as stalled; 0: never (stall_ns = 0).
   uint64_t BlockedUntil(const Tenant& tn) const;
@@ -298,6 +302,7 @@ class FairQueue final : public DispatchQueue {
   uint32_t in_flight_ = 0;
   uint64_t in_flight_ns_ = 0;
   Progress progress_;  // the device's (rule 3)
+  uint64_t stall_releases_ = 0;
 };
 
 }  // namespace remora::sched

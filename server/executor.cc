@@ -129,6 +129,11 @@ std::optional<uint64_t> Executor::BusyNs(CUstream s) const {
   return busy;
 }
 
+uint64_t Executor::StallReleases() const {
+  std::lock_guard lock(mu_);
+  return order_->stall_releases();
+}
+
 std::optional<Executor::Usage> Executor::UsageOf(uint64_t id) const {
   std::shared_ptr<Tenant> t;  // let go of after the lock: the last owner's destructor takes it
   std::lock_guard lock(mu_);

@@ -118,6 +118,9 @@ class Executor {
     double share = 0;
   };
   std::optional<Usage> UsageOf(uint64_t id) const;
+  // Items the dispatch queue let past an in-flight bound whose work made no progress
+  // (sched::DispatchQueue::stall_releases). Thread-safe.
+  uint64_t StallReleases() const;
 
   // Device memory from the stream-ordered pool, usable on every stream once
   // this returns. REQUIRES: a Use. Errors: the driver's (kMemoryAllocation).

@@ -89,6 +89,9 @@ std::string RenderMetrics(const v1::TenantList& list, const Counters& c) {
           c.admin_evictions.load());
   counter("remora_device_faults_total", "Device faults that broke the GPU context.",
           c.device_faults.load());
+  counter("remora_stall_releases_total",
+          "Items let past an in-flight bound whose work made no progress for a while.",
+          c.stall_releases.load());
   out +=
       "# HELP remora_draining 1 while the server shuts down: it admits no new sessions.\n"
       "# TYPE remora_draining gauge\n";

@@ -27,6 +27,7 @@ struct Counters {
   std::atomic<uint64_t> preemptions{0};      // sessions ended for a higher priority's admission
   std::atomic<uint64_t> admin_evictions{0};  // sessions ended by remora evict
   std::atomic<uint64_t> device_faults{0};    // faults that broke the context
+  std::atomic<uint64_t> stall_releases{0};   // Executor::StallReleases, when last rendered
   std::atomic<bool> draining{false};         // a gauge: shutting down, admitting no one
 };
 

@@ -137,6 +137,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
                  "no listener: give --listen unix:PATH and/or --grpc HOST:PORT");
   if (!opts.metrics_addr.empty()) {
     ASSIGN_OR_RETURN(s->metrics_, MetricsEndpoint::Start(opts.metrics_addr, [srv = s.get()] {
+                       srv->counters_.stall_releases.store(srv->executor_->StallReleases(),
+                                                           std::memory_order_relaxed);
                        return RenderMetrics(srv->ListTenants(), srv->counters_);
                      }));
     Log(Level::kInfo, "server",

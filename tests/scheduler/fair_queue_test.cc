@@ -140,6 +140,7 @@ TEST(FairQueue, WorkThatMakesNoProgressHoldsItsTenantOnlyForAWhile) {
   EXPECT_EQ(q.NextEligibleAt(9 * kMs), 25 * kMs);  // 9 + 10 + 2 x 3 ms
   EXPECT_FALSE(q.Next(25 * kMs - 1).has_value());
   EXPECT_EQ(q.Next(25 * kMs), 1u);
+  EXPECT_EQ(q.stall_releases(), 2u);
   // Progress: one Done, and the bound holds again with the first clock.
   q.Done(1, kMs, 26 * kMs);
   q.Done(1, kMs, 26 * kMs);
@@ -160,6 +161,7 @@ TEST(FairQueue, AStalledDeviceBoundLetsTheNextItemGo) {
   EXPECT_EQ(q.NextEligibleAt(0), 9 * kMs);
   EXPECT_EQ(q.Next(9 * kMs), 2u);
   EXPECT_EQ(q.in_flight_ns(), 3 * kMs);
+  EXPECT_EQ(q.stall_releases(), 1u);
 }
 
 // stall_ns = 0: the bounds hold however long the work takes.
@@ -172,6 +174,7 @@ TEST(FairQueue, WithoutAStallTheBoundHoldsForever) {
   q.Ready(1, 0);
   EXPECT_FALSE(q.NextEligibleAt(0).has_value());
   EXPECT_FALSE(q.Next(1'000'000 * kMs).has_value());
+  EXPECT_EQ(q.stall_releases(), 0u);
 }
 
 // The device bound counts a tenant's class and those above it: the one lower-class

@@ -65,6 +65,7 @@ class CountingQueue final : public sched::DispatchQueue {
   std::optional<uint64_t> NextEligibleAt(uint64_t now) const override {
     return q_.NextEligibleAt(now);
   }
+  uint64_t stall_releases() const override { return q_.stall_releases(); }
 
  private:
   // The executor calls the queue under its own lock; the test reads from its thread.
@@ -194,6 +195,7 @@ TEST_F(ExecutorTest, AStreamWaitingForAnotherDoesNotHoldItBack) {
   t->WhenDone(std::nullopt, [&](const Status& st) { done.set_value(st); });
   const bool finished = done.get_future().wait_for(20s) == std::future_status::ready;
   EXPECT_TRUE(finished) << "the writer's item was never issued";
+  EXPECT_GE(executor_->StallReleases(), 1u) << "the writer went past the stalled bound";
   if (!finished) {  // let the device go, so the test can end
     std::lock_guard lock(flag.mu);
     flag.set = true;

@@ -38,6 +38,7 @@ TEST(Metrics, EveryTenantAndCounterInTextFormat) {
   c.reclaims = 1;
   c.preemptions = 2;
   c.device_faults = 3;
+  c.stall_releases = 7;
   const std::string text = RenderMetrics(TwoTenants(), c);
   const std::string alice =
       "{session=\"3\",tenant=\"alice/train-1@h\",project=\"research\",priority=\"high\"}";
@@ -52,7 +53,8 @@ TEST(Metrics, EveryTenantAndCounterInTextFormat) {
                     "project=\"\",priority=\"low\"} 0"),
         std::string("remora_sessions_opened_total 5"), std::string("remora_reclaims_total 1"),
         std::string("remora_preemptions_total 2"), std::string("remora_device_faults_total 3"),
-        std::string("remora_tenants 2"), std::string("remora_usable_memory_bytes 1000"),
+        std::string("remora_stall_releases_total 7"), std::string("remora_tenants 2"),
+        std::string("remora_usable_memory_bytes 1000"),
         std::string("# TYPE remora_tenant_gpu_seconds_total counter"),
         std::string("# TYPE remora_tenant_memory_used_bytes gauge")})
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n---\n" << text;
