@@ -27,7 +27,8 @@ tmp=$(mktemp -d); sock=$tmp/gpu0.sock; srv=0; S="unix:$sock"
 start_server() {  # start_server NAME ARGS...
   local name=$1; shift
   LD_LIBRARY_PATH="$R/lib/deps:$NV" "$R/bin/remora-server" --device="${DEV:-cuda}" --listen "$S" \
-    --open-max-fraction 1 --open-max-priority high "$@" >"$OUT/f/server.$name.log" 2>&1 &
+    --open-max-fraction 1 --open-max-priority high --metrics 127.0.0.1:9464 "$@" \
+    >"$OUT/f/server.$name.log" 2>&1 &
   srv=$!
   for _ in $(seq 300); do grep -q event=ready "$OUT/f/server.$name.log" && break; sleep 0.05; done
 }
@@ -44,6 +45,9 @@ delta() {  # device time each tenant was charged between two lists, per second o
 lists() {  # two `remora list`s, 3 s and 6 s from now
   sleep 3; "$R/bin/remora" list --server "$S" >"$tmp/l1" 2>&1
   sleep 3; "$R/bin/remora" list --server "$S" >"$tmp/l2" 2>&1
+}
+stalls() {  # the server's count of items let past a stalled in-flight bound
+  python3 -c "import urllib.request as u; print(' '.join(l for l in u.urlopen('http://127.0.0.1:9464/metrics', timeout=5).read().decode().splitlines() if l.startswith('remora_stall')))" 2>&1 | tail -1
 }
 ratio() { python3 -c "import sys; a, b = map(float, sys.argv[1:]); print(round(b / a, 3) if a else 0)" "$@"; }
 pair() {  # pair LABEL A B: two saturating tenants at compute shares A and B
@@ -93,7 +97,7 @@ if want shares; then
   log "limit 0.3 alone: $(ratio "$ALONE" "$(cat "$tmp/l")") of the rate alone; device time 3-6 s: $(delta "$tmp/l1" "$tmp/l2")"
   for i in 1 2 3 4 5 6 7 8; do (rate --gpu-compute 0.1 -- "$R/probe" busy 12 20000 >"$tmp/e$i") & done
   sleep 5; lists; wait_kids
-  log "8 equal: device time 8-11 s: $(delta "$tmp/l1" "$tmp/l2")"
+  log "8 equal: device time 8-11 s: $(delta "$tmp/l1" "$tmp/l2"); $(stalls)"
   python3 - "$ALONE" "$tmp"/e? <<'PY' >>"$OUT/remora.txt"
 import sys
 alone = float(sys.argv[1]); x = [float(open(f).read() or 0) for f in sys.argv[2:]]
