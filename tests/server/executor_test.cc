@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <future>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -98,13 +99,32 @@ class ExecutorTest : public ::testing::Test {
     device_.reset();
   }
 
+  // Gives tenant `t` stream `id` on a new CUstream. REQUIRES: a Use.
+  void AddStream(Executor::Tenant& t, uint64_t id) {
+    CUstream s = nullptr;
+    ASSERT_EQ(device_->drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    t.AddStream(id, s, false);
+  }
+  // Tenant `t` gives its streams `ids` back once their work is done; it is kept until TearDown.
+  // REQUIRES: a Use.
+  void Leave(std::shared_ptr<Executor::Tenant> t, std::initializer_list<uint64_t> ids) {
+    for (uint64_t id : ids) {
+      std::promise<void> gone;
+      t->RemoveStream(id, [&](CUstream cs) {
+        (void)device_->drv().cuStreamDestroy(cs);
+        gone.set_value();
+      });
+      gone.get_future().wait();
+    }
+    std::lock_guard lock(mu_);
+    tenants_.push_back(std::move(t));
+  }
+
   // A tenant submits `n` items on a stream of its own from this thread, then waits for them.
   void Submit(uint64_t id, int n) {
     Device::Use use = device_->Enter();
     auto t = executor_->Join(id, "t" + std::to_string(id), {});
-    CUstream s = nullptr;
-    ASSERT_EQ(device_->drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    t->AddStream(1, s, false);
+    AddStream(*t, 1);
     for (int i = 0; i < n; ++i) ASSERT_TRUE(t->Submit(1, [](CUstream) { return OkStatus(); }).ok());
     std::promise<Status> done;
     t->WhenDone(1, [&](const Status& st) { done.set_value(st); });
@@ -113,14 +133,7 @@ class ExecutorTest : public ::testing::Test {
     const auto end = std::chrono::steady_clock::now() + 10s;
     while (queue_->Of(id).done < static_cast<uint64_t>(n) && std::chrono::steady_clock::now() < end)
       std::this_thread::sleep_for(1ms);
-    std::promise<void> gone;
-    t->RemoveStream(1, [&](CUstream cs) {
-      (void)device_->drv().cuStreamDestroy(cs);
-      gone.set_value();
-    });
-    gone.get_future().wait();
-    std::lock_guard lock(mu_);
-    tenants_.push_back(std::move(t));
+    Leave(std::move(t), {1});
   }
 
   std::unique_ptr<Device> device_;
@@ -165,15 +178,17 @@ TEST_F(ExecutorTest, TwoTenantsEachIssueOnlyWhatTheyWereHanded) {
 TEST_F(ExecutorTest, AStreamWaitingForAnotherDoesNotHoldItBack) {
   Device::Use use = device_->Enter();
   auto t = executor_->Join(1, "t1", {});
-  CUstream waiter = nullptr, writer = nullptr;
-  ASSERT_EQ(device_->drv().cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  ASSERT_EQ(device_->drv().cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  t->AddStream(1, waiter, false);
-  t->AddStream(2, writer, false);
+  AddStream(*t, 1);  // the waiter
+  AddStream(*t, 2);  // the writer
   struct Flag {
     std::mutex mu;
     std::condition_variable cv;
     bool set = false;
+    void Set() {
+      std::lock_guard lock(mu);
+      set = true;
+      cv.notify_all();
+    }
   } flag;
   auto wait = [](void* p) {
     auto* f = static_cast<Flag*>(p);
@@ -186,9 +201,7 @@ TEST_F(ExecutorTest, AStreamWaitingForAnotherDoesNotHoldItBack) {
                                          "cuLaunchHostFunc");
                  }).ok());
   ASSERT_TRUE(t->Submit(2, [&](CUstream) {
-                 std::lock_guard lock(flag.mu);
-                 flag.set = true;
-                 flag.cv.notify_all();
+                 flag.Set();
                  return OkStatus();
                }).ok());
   std::promise<Status> done;
@@ -196,21 +209,8 @@ TEST_F(ExecutorTest, AStreamWaitingForAnotherDoesNotHoldItBack) {
   const bool finished = done.get_future().wait_for(20s) == std::future_status::ready;
   EXPECT_TRUE(finished) << "the writer's item was never issued";
   EXPECT_GE(executor_->StallReleases(), 1u) << "the writer went past the stalled bound";
-  if (!finished) {  // let the device go, so the test can end
-    std::lock_guard lock(flag.mu);
-    flag.set = true;
-    flag.cv.notify_all();
-  }
-  for (uint64_t id : {1, 2}) {
-    std::promise<void> gone;
-    t->RemoveStream(id, [&](CUstream cs) {
-      (void)device_->drv().cuStreamDestroy(cs);
-      gone.set_value();
-    });
-    gone.get_future().wait();
-  }
-  std::lock_guard lock(mu_);
-  tenants_.push_back(std::move(t));
+  if (!finished) flag.Set();  // let the device go, so the test can end
+  Leave(std::move(t), {1, 2});
 }
 
 // A wait the server runs as a kernel of its own (the driver refuses memory operations on pool
