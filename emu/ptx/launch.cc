@@ -321,6 +321,9 @@ void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
     w.valid = 0;
     w.instructions = w.thread_instructions = 0;
     w.ClearCache();  // allocations may have changed since the last launch
+    std::fill_n(w.rbase, 32, 0u);
+    std::fill_n(w.lbase, 32, 0u);
+    std::fill_n(w.bar_id, 32, 0u);
     if (w.regs.size() < size_t(f.nregs) * 32) w.regs.resize(size_t(f.nregs) * 32);
     if (w.stack.size() < 32) w.stack.resize(32);
     for (int l = 0; l < 32; ++l) {
@@ -374,13 +377,15 @@ void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
     Warp& w = cta.warps[wi];
     w.carry = 0;
     std::fill_n(w.pc, 32, f.entry_pc);
-    std::fill_n(w.rbase, 32, 0u);
-    std::fill_n(w.lbase, 32, 0u);
-    std::fill_n(w.bar_id, 32, 0u);
     for (int l = 0; l < 32; ++l)
       w.state[l] = (w.valid >> l & 1) ? LaneState::kRun : LaneState::kInvalid;
-    if (L.has_calls)
+    // Frame bases move only at calls (PrepareCta zeroed them for the launch); bar_id is read only
+    // beside a waiting state, which sets it.
+    if (L.has_calls) {
+      std::fill_n(w.rbase, 32, 0u);
+      std::fill_n(w.lbase, 32, 0u);
       for (auto& st : w.stack) st.clear();
+    }
   }
   std::fill(std::begin(cta.bar_arrived), std::end(cta.bar_arrived), 0u);
   std::fill(std::begin(cta.bar_expected), std::end(cta.bar_expected), 0u);
@@ -561,14 +566,10 @@ class AlikeSlots {
   }
   void Spread(uint32_t slot) {
     if (s_[slot] != kWarp0Only) return;
-    // Warp 0's 32 values, read once and written to each other warp.
-    const __m128i* from = reinterpret_cast<const __m128i*>(xs_[0].R + size_t(slot) * 32);
-    __m128i v[16];
-    for (int i = 0; i < 16; ++i) v[i] = _mm_loadu_si128(from + i);
-    for (uint32_t wi = 1; wi < nwarps_; ++wi) {
-      __m128i* to = reinterpret_cast<__m128i*>(xs_[wi].R + size_t(slot) * 32);
-      for (int i = 0; i < 16; ++i) _mm_storeu_si128(to + i, v[i]);
-    }
+    // Warp 0's 32 values written to each other warp (a fixed-size copy: the widest host moves).
+    const uint64_t* from = xs_[0].R + size_t(slot) * 32;
+    for (uint32_t wi = 1; wi < nwarps_; ++wi)
+      std::memcpy(xs_[wi].R + size_t(slot) * 32, from, 32 * sizeof(uint64_t));
     Settle(slot);
   }
   std::vector<uint8_t>& s_;
