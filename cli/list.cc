@@ -140,18 +140,19 @@ std::string FormatTenants(const v1::TenantList& list) {
   char line[512];
   std::string out;
   std::snprintf(line, sizeof line,
-                "%-7s %-34s %-10s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %9s\n", "SESSION",
+                "%-7s %-34s %-10s %-8s %-9s %8s %8s %8s %8s %8s %7s %6s %6s %8s %9s\n", "SESSION",
                 "TENANT", "PROJECT", "PRIORITY", "STATUS", "MEM-REQ", "MEM-LIM", "MEM-USED",
-                "BORROWED", "COMPUTE", "LIMIT", "TARGET", "ACHIEVED", "GPU-TIME");
+                "BORROWED", "PINNED", "COMPUTE", "LIMIT", "TARGET", "ACHIEVED", "GPU-TIME");
   out += line;
   for (const v1::TenantRow& r : list.tenants()) {
     std::snprintf(line, sizeof line,
-                  "%-7llu %-34s %-10s %-8s %-9s %8s %8s %8s %8s %7s %6s %6s %8s %8.2fs\n",
+                  "%-7llu %-34s %-10s %-8s %-9s %8s %8s %8s %8s %8s %7s %6s %6s %8s %8.2fs\n",
                   static_cast<unsigned long long>(r.session()), r.tenant().c_str(),
                   r.project().empty() ? "-" : r.project().c_str(), r.priority().c_str(),
                   r.status().c_str(), Bytes(r.memory_request()).c_str(),
                   Bytes(r.memory_limit()).c_str(), Bytes(r.memory_used()).c_str(),
-                  Bytes(r.memory_borrowed()).c_str(), Fraction(r.compute_request()).c_str(),
+                  Bytes(r.memory_borrowed()).c_str(), Bytes(r.pinned_host_bytes()).c_str(),
+                  Fraction(r.compute_request()).c_str(),
                   r.compute_limit() > 0 ? Fraction(r.compute_limit()).c_str() : "-",
                   Fraction(r.target_share()).c_str(), Fraction(r.achieved_share()).c_str(),
                   static_cast<double>(r.gpu_ns()) / 1e9);

@@ -128,7 +128,12 @@ void Connection::Connect() {
   st.prop = BuildDeviceProp(welcome_.device());
   if (arena_)
     st.host.Attach(arena_->base(), arena_->size(), welcome_.heap_offset(), welcome_.heap_bytes(),
-                   zero_copy_);
+                   zero_copy_, welcome_.heap_pin_chunk_bytes(), [this](uint64_t off, uint64_t n) {
+                     v1::PinArenaRequest req;
+                     req.set_offset(off);
+                     req.set_bytes(n);
+                     return Call(CallId::kPinArena, req) == cudaSuccess;
+                   });
   std::atexit(AtExit);
 }
 

@@ -158,24 +158,53 @@ void HostMemory::FreeDeleter::operator()(void* p) const {
 }
 
 void HostMemory::Attach(std::byte* base, uint64_t size, uint64_t heap_offset, uint64_t heap_bytes,
-                        bool device_mapped) {
+                        bool device_mapped, uint64_t pin_chunk, PinFn pin) {
   std::lock_guard lock(mu_);
   base_ = base;
   size_ = base ? size : 0;
   device_mapped_ = base && device_mapped;
-  if (base && heap_offset <= size && heap_bytes <= size - heap_offset)
+  if (base && heap_offset <= size && heap_bytes <= size - heap_offset) {
     heap_ = PinnedHeap(heap_offset, heap_bytes);
+    heap_offset_ = heap_offset;
+    pin_chunk_ = pin ? pin_chunk : 0;
+    pinned_chunks_.assign(pin_chunk_ ? (heap_bytes + pin_chunk_ - 1) / pin_chunk_ : 0, false);
+    pin_ = std::move(pin);
+  }
+}
+
+std::optional<uint64_t> HostMemory::TakeHeap(size_t bytes, bool need_mapped) {
+  std::unique_lock lock(mu_);
+  if (!base_ || (need_mapped && !device_mapped_)) return std::nullopt;
+  std::optional<uint64_t> off = heap_.Allocate(bytes);
+  if (!off || pin_chunk_ == 0) return off;
+  const std::optional<std::pair<uint64_t, uint64_t>> block = heap_.Find(*off);
+  const uint64_t first = (block->first - heap_offset_) / pin_chunk_;
+  const uint64_t last = (block->first + block->second - 1 - heap_offset_) / pin_chunk_;
+  bool all = true;
+  for (uint64_t i = first; i <= last; ++i) all = all && pinned_chunks_[i];
+  if (all) return off;
+  // Outside the lock: a call to the server. Another thread may pin the same chunks meanwhile;
+  // the server pins each once.
+  const PinFn pin = pin_;
+  lock.unlock();
+  const bool pinned = pin(block->first, block->second);
+  lock.lock();
+  if (!pinned) {
+    heap_.Free(*off);
+    return std::nullopt;
+  }
+  for (uint64_t i = first; i <= last && i < pinned_chunks_.size(); ++i) pinned_chunks_[i] = true;
+  return off;
 }
 
 void* HostMemory::Allocate(size_t bytes, unsigned flags, bool need_mapped) {
-  std::lock_guard lock(mu_);
-  if (base_ && (device_mapped_ || !need_mapped)) {
-    if (std::optional<uint64_t> off = heap_.Allocate(bytes)) {
-      arena_flags_[*off] = flags;
-      return base_ + *off;
-    }
+  if (std::optional<uint64_t> off = TakeHeap(bytes, need_mapped)) {
+    std::lock_guard lock(mu_);
+    arena_flags_[*off] = flags;
+    return base_ + *off;
   }
   if (need_mapped) return nullptr;
+  std::lock_guard lock(mu_);
   size_t rounded =
       (std::max<size_t>(bytes, 1) + PinnedHeap::kAlign - 1) & ~(PinnedHeap::kAlign - 1);
   void* p = std::aligned_alloc(PinnedHeap::kAlign, rounded);
@@ -187,10 +216,9 @@ void* HostMemory::Allocate(size_t bytes, unsigned flags, bool need_mapped) {
 }
 
 void* HostMemory::AllocateManaged(size_t bytes) {
-  std::lock_guard lock(mu_);
-  if (!device_mapped_) return nullptr;
-  std::optional<uint64_t> off = heap_.Allocate(bytes);
+  std::optional<uint64_t> off = TakeHeap(bytes, true);
   if (!off) return nullptr;
+  std::lock_guard lock(mu_);
   managed_.insert(*off);
   return base_ + *off;
 }

@@ -122,10 +122,15 @@ class HostMemory {
     uint64_t arena_offset = 0;  // kArena: offset of the queried pointer
   };
 
+  // Asks the server to page-lock the heap chunks [offset, offset + bytes) touches; true once
+  // they are (Welcome.heap_pin_chunk_bytes).
+  using PinFn = std::function<bool(uint64_t offset, uint64_t bytes)>;
   // Attaches the arena (base may be nullptr: remote session, no arena).
-  // `device_mapped`: kernels may access arena memory at the host's addresses.
+  // `device_mapped`: kernels may access arena memory at the host's addresses. With a
+  // `pin_chunk` of 0 the whole heap is page-locked already; otherwise `pin` runs, outside
+  // this object's lock, before memory of a chunk not yet locked is handed out.
   void Attach(std::byte* base, uint64_t size, uint64_t heap_offset, uint64_t heap_bytes,
-              bool device_mapped = false);
+              bool device_mapped = false, uint64_t pin_chunk = 0, PinFn pin = nullptr);
   // Allocates pinned memory, recording `flags` (cudaHostAlloc*). nullptr only
   // if even malloc fails. With `need_mapped`, only device-mapped arena memory
   // will do: nullptr if there is none left (or no device-mapped arena).
@@ -178,12 +183,19 @@ class HostMemory {
   };
   // The arena heap block containing `p`: {offset, size}, or nullopt. REQUIRES: mu_ held.
   std::optional<std::pair<uint64_t, uint64_t>> ArenaBlockLocked(const void* p) const;
+  // A heap block of at least `bytes` in page-locked chunks (pinning them first), or nullopt:
+  // no arena (or, with `need_mapped`, none kernels may reach), no room, or the server could
+  // not lock more. REQUIRES: mu_ not held.
+  std::optional<uint64_t> TakeHeap(size_t bytes, bool need_mapped);
 
   mutable std::mutex mu_;
   std::byte* base_ = nullptr;
   uint64_t size_ = 0;
   bool device_mapped_ = false;
   PinnedHeap heap_;
+  uint64_t heap_offset_ = 0, pin_chunk_ = 0;
+  std::vector<bool> pinned_chunks_;  // heap chunk i: [heap_offset_ + i * pin_chunk_, +pin_chunk_)
+  PinFn pin_;
   std::map<uint64_t, unsigned> arena_flags_;  // pinned arena block offset -> flags
   std::set<uint64_t> managed_;                // managed arena block offsets
   ManagedAdvice advice_;                      // over managed blocks' addresses

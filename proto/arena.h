@@ -31,6 +31,10 @@ namespace remora::arena {
 inline constexpr uint32_t kStagingSlots = 16;
 inline constexpr uint64_t kStagingSlotBytes = 4ull << 20;
 
+// The heap is page-locked with the driver on demand, in chunks of this many bytes from its start
+// (Welcome.heap_pin_chunk_bytes; server/arena_pins.h says why).
+inline constexpr uint64_t kHeapPinChunkBytes = 64ull << 20;
+
 inline constexpr uint64_t kFlagStride = 64;
 inline constexpr uint64_t kPage = 4096;
 

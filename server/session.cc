@@ -193,7 +193,7 @@ void Session::LoseState() {
   output_.UnmapAll();
   env_.ledger->Release(who_.ledger_id, allocated_bytes_);
   allocated_bytes_ = 0;
-  arena_registered_ = false;
+  if (pins_) (void)pins_->Take();  // the rebuilt context holds none of them
   failures_.Lose(lost);
   fault_reported_ = true;
   Log(Level::kWarn, "session",
@@ -408,14 +408,16 @@ Status Session::Teardown() {
   CUstream zero = nullptr;
   if (Result<CUstream*> z = streams_.Find(0); z.ok()) zero = **z;
   streams_.clear();
-  void* arena = arena_registered_ ? channel_->arena()->base() : nullptr;
-  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held), zero, arena,
-                                 bytes, n_alloc, n_streams, n_events](const Status& st) mutable {
+  std::vector<void*> pinned = pins_ ? pins_->Take() : std::vector<void*>{};
+  work_->WhenDone(std::nullopt, [self = shared_from_this(), held = std::move(held), zero,
+                                 pinned = std::move(pinned), bytes, n_alloc, n_streams,
+                                 n_events](const Status& st) mutable {
     self->GiveBack(held);
     self->wait_stop_->Release(self->dev());
-    if (arena && self->env_.device->epoch() == self->epoch_)
-      (void)self->dev().Timed("cuMemHostUnregister",
-                              [&] { return self->dev().drv().cuMemHostUnregister(arena); });
+    if (self->env_.device->epoch() == self->epoch_)
+      for (void* p : pinned)
+        (void)self->dev().Timed("cuMemHostUnregister",
+                                [&] { return self->dev().drv().cuMemHostUnregister(p); });
     if (zero) {
       self->output_.Unmap(zero);
       self->env_.device->ReleaseStream(zero);

@@ -38,6 +38,7 @@
 #include "remora/v1/session.pb.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/ledger.h"
+#include "server/arena_pins.h"
 #include "server/call_errors.h"
 #include "server/device.h"
 #include "server/device_output.h"
@@ -353,7 +354,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> listed_{false};
   std::atomic<uint64_t> calls_{0};   // frames dispatched (for /metrics)
   std::atomic<uint64_t> errors_{0};  // calls answered with an error
-  bool arena_registered_ = false;
+  // What of the shm arena the driver has page-locked (none without an arena; set at Hello).
+  std::unique_ptr<ArenaPins> pins_;
+  CUdeviceptr arena_device_address_ = 0;
   // Ends this tenant's wait kernels (memops.h) when it leaves.
   std::shared_ptr<WaitStop> wait_stop_ = std::make_shared<WaitStop>();
   // The device epoch this session's handles belong to (none yet: the first

@@ -211,30 +211,22 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     // into the device's address space so kernels may dereference arena memory
     // (zero-copy and managed memory). The tenant can use that only if it mapped
     // the arena at the same address as we did (the shm handshake asks it to).
-    RETURN_IF_ERROR(dev().Check(dev().Timed("cuMemHostRegister",
-                                            [&] {
-                                              return dev().drv().cuMemHostRegister(
-                                                  a->base(), a->size(),
-                                                  CU_MEMHOSTREGISTER_DEVICEMAP);
-                                            }),
-                                "cuMemHostRegister"));
-    arena_registered_ = true;
-    CUdeviceptr device_address = 0;
-    CUresult r = dev().drv().cuMemHostGetDevicePointer(&device_address, a->base(), 0);
-    if (r != CUDA_SUCCESS)
+    // The staging slots now, the heap as the tenant uses it (server/arena_pins.h).
+    const uint64_t staging = arena::StagingBytes(arena::kStagingSlots, arena::kStagingSlotBytes);
+    const bool has_heap = a->size() > staging + arena::kPage;
+    pins_ = std::make_unique<ArenaPins>(a->base(), a->size(), has_heap ? staging : 0);
+    ASSIGN_OR_RETURN(arena_device_address_, pins_->PinStaging(dev()));
+    if (arena_device_address_ == 0)
       Log(Level::kWarn, "session",
-          {{"session", id_},
-           {"zero_copy", "off"},
-           {"why", "cuMemHostGetDevicePointer failed"},
-           {"code", static_cast<int>(r)}});
-    welcome.set_arena_device_address(device_address);
-    uint64_t staging = arena::StagingBytes(arena::kStagingSlots, arena::kStagingSlotBytes);
-    if (a->size() > staging + arena::kPage) {
+          {{"session", id_}, {"zero_copy", "off"}, {"why", "cuMemHostGetDevicePointer failed"}});
+    welcome.set_arena_device_address(arena_device_address_);
+    if (has_heap) {
       welcome.set_staging_offset(0);
       welcome.set_staging_slot_bytes(arena::kStagingSlotBytes);
       welcome.set_staging_slots(arena::kStagingSlots);
       welcome.set_heap_offset(staging);
       welcome.set_heap_bytes(a->size() - staging);
+      welcome.set_heap_pin_chunk_bytes(arena::kHeapPinChunkBytes);
     }
   }
   Log(Level::kInfo, "session",
@@ -255,6 +247,7 @@ std::optional<v1::TenantRow> Session::Row(std::chrono::steady_clock::time_point 
   r.set_tenant(who_.tenant);
   r.set_calls(calls_.load(std::memory_order_relaxed));
   r.set_errors(errors_.load(std::memory_order_relaxed));
+  r.set_pinned_host_bytes(pins_ ? pins_->pinned_bytes() : 0);
   r.set_peer(channel_->Describe());
   const bool reclaimed = env_.ledger->Reclaimed(who_.ledger_id);
   r.set_status(reclaimed ? "reclaimed" : closing_ ? "ending" : "running");

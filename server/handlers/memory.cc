@@ -87,6 +87,11 @@ Status Session::OnFree(const v1::FreeRequest& req, v1::Empty&) {
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
 }
 
+Status Session::OnPinArena(const v1::PinArenaRequest& req, v1::Empty&) {
+  if (!pins_) return Error(err::kInvalidValue, "this session has no shared-memory arena");
+  return pins_->Pin(dev(), req.offset(), req.bytes(), arena_device_address_);
+}
+
 // ---- IPC between the tenant's own processes ---------------------------------------
 
 Status Session::OnIpcGetMemHandle(const v1::FreeRequest& req, v1::IpcHandle& rep) {

@@ -28,6 +28,51 @@ TEST_F(ServerTest, ArenaIsDeviceMappedForZeroCopy) {
   EXPECT_EQ(c->welcome().arena_device_address() % 4096, 0u);
 }
 
+// The staging slots are page-locked at Hello, the heap chunk by chunk as the stub asks before
+// it hands memory out (server/arena_pins.h); what is locked shows in the tenant's row.
+TEST_F(ServerTest, TheArenaHeapIsPageLockedChunkByChunkAsTheTenantAsks) {
+  auto a = Client::Connect(path_);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  const v1::Welcome& w = a->welcome();
+  const uint64_t chunk = w.heap_pin_chunk_bytes(), heap = w.heap_offset(), n = w.heap_bytes();
+  ASSERT_EQ(chunk, arena::kHeapPinChunkBytes);
+  ASSERT_GT(n, 2 * chunk) << "the fixture's arena holds three chunks at least";
+  v1::Hello admin;
+  admin.set_admin(true);
+  auto root = Client::Connect(path_, admin);
+  ASSERT_TRUE(root);
+  auto pinned = [&] {
+    v1::TenantList list;
+    EXPECT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+    for (const auto& r : list.tenants())
+      if (r.session() == w.session_id()) return r.pinned_host_bytes();
+    ADD_FAILURE() << "no row for the session";
+    return uint64_t{0};
+  };
+  auto pin = [&](uint64_t offset, uint64_t bytes) {
+    v1::PinArenaRequest req;
+    req.set_offset(offset);
+    req.set_bytes(bytes);
+    return a->Call(CallId::kPinArena, req);
+  };
+  EXPECT_EQ(pinned(), heap) << "the staging region alone";
+  EXPECT_EQ(pin(heap, 4096), 0);
+  EXPECT_EQ(pinned(), heap + chunk);
+  EXPECT_EQ(pin(heap + 100, chunk - 200), 0) << "the same chunk again";
+  EXPECT_EQ(pinned(), heap + chunk);
+  EXPECT_EQ(pin(heap + 2 * chunk - 4096, 8192), 0) << "across the second and third";
+  EXPECT_EQ(pinned(), heap + std::min(n, 3 * chunk));
+  EXPECT_EQ(pin(heap, n), 0) << "the whole heap";
+  EXPECT_EQ(pinned(), heap + n);
+  // Outside the heap: refused, nothing changes.
+  EXPECT_EQ(pin(0, 4096), cudaErrorInvalidValue) << "the staging region";
+  EXPECT_EQ(pin(heap + n, 1), cudaErrorInvalidValue) << "past the end";
+  EXPECT_EQ(pin(heap, n + 1), cudaErrorInvalidValue) << "running past the end";
+  EXPECT_EQ(pin(~uint64_t{0} - 10, 100), cudaErrorInvalidValue) << "wrapping";
+  EXPECT_EQ(pinned(), heap + n);
+}
+
 // Dedup: a hash alone that the server has not seen gets images_needed (not an
 // error); once the images came, any session may send the hash alone.
 TEST_F(ServerTest, FatBinariesAreKeptByHash) {

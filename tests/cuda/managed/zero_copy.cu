@@ -1,5 +1,8 @@
 // tests/cuda/managed/zero_copy.cu - a kernel reading and writing mapped pinned
-// host memory (cudaHostAllocMapped) through cudaHostGetDevicePointer; no copies.
+// host memory (cudaHostAllocMapped) through cudaHostGetDevicePointer; no copies. A large
+// mapped buffer comes first, so the small ones lie past its first 64 MiB, and the kernel
+// also runs over a range of it across that mark (Remora page-locks its arena in chunks of
+// 64 MiB as the program allocates).
 #include "common.h"
 
 __global__ void scale(const int* in, int* out, int n, int k) {
@@ -10,10 +13,12 @@ __global__ void scale(const int* in, int* out, int n, int k) {
 int main(int argc, char** argv) {
   const int n = static_cast<int>(Flag(argc, argv, "n", 10000));
   CHECK(cudaSetDeviceFlags(cudaDeviceMapHost));
-  int *h_in = nullptr, *h_out = nullptr;
-  cudaError_t e = cudaHostAlloc(&h_in, n * sizeof(int), cudaHostAllocMapped);
+  const size_t big_n = size_t(80) << 20 >> 2;  // 80 MiB of ints
+  int *h_in = nullptr, *h_out = nullptr, *h_big = nullptr;
+  cudaError_t e = cudaHostAlloc(&h_big, big_n * sizeof(int), cudaHostAllocMapped);
   if (e == cudaErrorNotSupported) Unsupported("cudaHostAllocMapped", cudaDevAttrCanMapHostMemory);
   CHECK(e);
+  CHECK(cudaHostAlloc(&h_in, n * sizeof(int), cudaHostAllocMapped));
   CHECK(cudaHostAlloc(&h_out, n * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
   int can_map = 0;
   CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, 0));
@@ -22,7 +27,8 @@ int main(int argc, char** argv) {
   CHECK(cudaHostGetFlags(&flags, h_out));
   REQUIRE(flags == (cudaHostAllocMapped | cudaHostAllocPortable));
 
-  int *d_in = nullptr, *d_out = nullptr;
+  int *d_in = nullptr, *d_out = nullptr, *d_big = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_big), h_big, 0));
   CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_in), h_in, 0));
   CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_out), h_out, 0));
   // Pageable memory is not mapped.
@@ -43,6 +49,21 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i)
     if (h_out[i] != h_in[i] * 3 + i && failures++ < 5)
       std::printf("out[%d] = %d, expected %d\n", i, h_out[i], h_in[i] * 3 + i);
+
+  // In place over n ints of the large buffer around its 64 MiB mark.
+  const size_t at = (size_t(64) << 20 >> 2) - size_t(n) / 2;
+  std::vector<int> want(n);
+  for (int i = 0; i < n; ++i) {
+    h_big[at + i] = rng.Int(-1000, 1000);
+    want[i] = h_big[at + i] * 5 + i;
+  }
+  scale<<<(n + 127) / 128, 128>>>(d_big + at, d_big + at, n, 5);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  for (int i = 0; i < n; ++i)
+    if (h_big[at + i] != want[i] && failures++ < 10)
+      std::printf("big[%zu] = %d, expected %d\n", at + i, h_big[at + i], want[i]);
+  CHECK(cudaFreeHost(h_big));
   CHECK(cudaFreeHost(h_in));
   CHECK(cudaFreeHost(h_out));
   return Finish(failures, "zero-copy mapped host memory");
