@@ -21,6 +21,7 @@ v1::TenantList TwoTenants() {
   a->set_memory_limit(200);
   a->set_memory_used(150);
   a->set_memory_borrowed(50);
+  a->set_pinned_host_bytes(64);
   a->set_gpu_ns(2500000000);
   a->set_achieved_share(0.75);
   a->set_calls(42);
@@ -45,6 +46,7 @@ TEST(Metrics, EveryTenantAndCounterInTextFormat) {
   for (const std::string& line :
        {"remora_tenant_memory_used_bytes" + alice + " 150",
         "remora_tenant_memory_borrowed_bytes" + alice + " 50",
+        "remora_tenant_pinned_host_bytes" + alice + " 64",
         "remora_tenant_memory_limit_bytes" + alice + " 200",
         "remora_tenant_gpu_seconds_total" + alice + " 2.5",
         "remora_tenant_achieved_share" + alice + " 0.75",
