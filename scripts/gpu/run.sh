@@ -4,6 +4,8 @@
 # ../shared/tools/gpu/check.sh. Results, one line each as they come, in $OUT/remora.txt;
 # server logs and per-program output in $OUT/remora.tgz. Sections (default all, in order):
 #   probes    native: green contexts (green), stream memory operations on pool memory (memop)
+#   start     eight tenants started together: each one's wall time, the arena registrations
+#             that held a thread over 20 ms, each tenant's page-locked host memory
 #   programs  test programs built on NVIDIA's runtime and libraries: native, then through Remora
 #   torch     PyTorch in depth under remora run --gpu-memory 8Gi, native first
 #   shares    alone; 0.2 / 0.6; 0.09 / 0.81; a limit of 0.3; 8 equal tenants; the pairs with
@@ -14,7 +16,7 @@
 set -u
 R=${R:-/tmp/r/gpu}; G=$(cd "$(dirname "$0")" && pwd); P=$(cd "$G/../.." && pwd)/.gpu
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT/f"
-SECTIONS=${1:-probes programs torch shares priority fault}
+SECTIONS=${1:-probes start programs torch shares priority fault}
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 T0=$(date +%s)
 log() { echo "[$(( $(date +%s) - T0 ))] $*" >>"$OUT/remora.txt"; }
@@ -69,6 +71,14 @@ if want probes; then
   for p in memop green; do timeout 60 "$P/$p" >>"$OUT/remora.txt" 2>&1 || log "$p: rc=$?"; done
 fi
 start_server main
+if want start; then
+  for i in 1 2 3 4 5 6 7 8; do
+    (t=$(date +%s.%N); timeout 30 "$R/bin/remora" run --server "$S" -- "$R/probe" busy 2 20000 \
+       >/dev/null 2>&1; python3 -c "print(round($(date +%s.%N) - $t, 2))" >"$tmp/st$i") &
+  done
+  sleep 1; "$R/bin/remora" list --server "$S" >"$tmp/sl" 2>&1; wait_kids
+  log "8 started together, seconds each: $(cat "$tmp"/st? | tr '\n' ' ')| registrations over 20 ms: $(grep -c 'slow_driver_call call=cuMemHostRegister' "$OUT/f/server.main.log") | PINNED: $(awk 'NR>2 {print $10}' "$tmp/sl" | tr '\n' ' ')"
+fi
 if want programs; then
   for p in nvidia_cublas driver_api driver_tables texture_nvrt vector_add_static \
            vector_add_nvidia_cudart hopper_nvrt cublaslt_matmul cudnn_ops graphs_nvrt vmm_nvrt; do
