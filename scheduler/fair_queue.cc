@@ -335,7 +335,7 @@ bool FairQueue::Allowed(const Tenant& tn) const {
   }
   // Rule 5: not during the turn of another that paused a moment (it is synchronizing, and
   // comes back).
-  if (opt_.slice_ns && PauseHolds(classes_[c], tn)) {
+  if (opt_.slice_ns && PauseHolds(classes_[c], tn) && !FillsPause(classes_[c], tn)) {
     pausing_ = true;
     return false;
   }
@@ -374,11 +374,22 @@ bool FairQueue::PauseHolds(const Class& cls, const Tenant& tn) const {
     return false;
   }
   if (cls.owner == cls.last()) return true;
-  // Rule 2 among the two, at the level where they meet.
-  const Node* mine = &tn.node;
-  for (const Node* n = Up(*mine); n != nullptr; n = Up(*n)) mine = n;
-  for (const Node* n = Up(*back); n != nullptr; n = Up(*n)) back = n;
-  return back->tag <= mine->tag;
+  return Top(*back)->tag <= Top(tn.node)->tag;  // rule 2 among the two
+}
+
+const FairQueue::Node* FairQueue::Top(const Node& n) {
+  const Node* top = &n;
+  for (const Node* u = Up(n); u != nullptr; u = Up(*u)) top = u;
+  return top;
+}
+
+bool FairQueue::FillsPause(const Class& cls, const Tenant& tn) const {
+  if (cls.in_flight > 0 || !tn.trained || tn.predicted_ns > opt_.slice_idle_ns) return false;
+  // Not ahead of the owner by rule 2: fills follow the shares, never a share of the pauses.
+  const Node* owner = cls.last_tenant    ? &cls.last_tenant->node
+                      : cls.last_account ? &cls.last_account->node
+                                         : nullptr;
+  return owner != nullptr && Top(tn.node)->tag <= Top(*owner)->tag;
 }
 
 // The tenant's own limit (and its account's) and in-flight bound, whether or
@@ -459,18 +470,20 @@ void FairQueue::Dispatch(Tenant& tn, uint64_t now, bool leaves_ready) {
   Charge(tn.cap, pred, now);
   if (opt_.slice_ns) {
     // Rule 5: this tenant's turn, begun or going on; once it has had its slice the next
-    // turn is rule 2's choice again.
+    // turn is rule 2's choice again. An item that fills another's pause leaves the turn be.
     Class& cls = classes_[ClassOf(tn.share)];
-    if (cls.owner != SliceKey(tn)) {
-      cls.owner = SliceKey(tn);
-      cls.owner_tenant = tn.account ? nullptr : &tn;
-      cls.owner_ns = 0;
+    if (!PauseHolds(cls, tn)) {
+      if (cls.owner != SliceKey(tn)) {
+        cls.owner = SliceKey(tn);
+        cls.owner_tenant = tn.account ? nullptr : &tn;
+        cls.owner_ns = 0;
+      }
+      cls.last_tenant = cls.owner_tenant;
+      cls.last_account = tn.account;
+      cls.last_quiet_since = 0;
+      cls.owner_ns += tn.predicted_ns;
+      if (cls.owner_ns >= opt_.slice_ns) cls.owner = cls.owner_tenant = nullptr;
     }
-    cls.last_tenant = cls.owner_tenant;
-    cls.last_account = tn.account;
-    cls.last_quiet_since = 0;
-    cls.owner_ns += tn.predicted_ns;
-    if (cls.owner_ns >= opt_.slice_ns) cls.owner = cls.owner_tenant = nullptr;
     cls.waiting_since = 0;
     switching_ = false;
   }

@@ -47,7 +47,11 @@
 //     wait for it (a long kernel), that item goes beside it. The owner keeps its turn
 //     through pauses of up to slice_idle_ns with nothing of its own ready or in flight
 //     (a tenant that synchronizes between batches: without this the turn would pass at
-//     every synchronization and the shares would come out even). Off by default.
+//     every synchronization and the shares would come out even). The device does not idle
+//     through such a pause: another tenant of the class that rule 2 puts no later than the
+//     owner may run one item at a time in it, each known to be shorter than slice_idle_ns,
+//     without taking the turn; the owner, back, waits for that item (as for any other's) and
+//     goes on. Off by default.
 //
 // Cost: O(log n) per call in the number of tenants (ordered sets keyed by
 // virtual time), plus O(log n) per capped tenant or account whose hold-back
@@ -280,6 +284,12 @@ class FairQueue final : public DispatchQueue {
   // flight, and goes before `tn` when it comes back: its turn goes on, or rule 2 would give
   // it the next.
   bool PauseHolds(const Class& cls, const Tenant& tn) const;
+  // Rule 5: during such a pause, `tn`'s next item may fill it: nothing of the class is on the
+  // device, the item is known to be shorter than a pause (the owner, back, waits for one such
+  // item at most, and keeps its turn), and rule 2 puts `tn` no later than the owner.
+  bool FillsPause(const Class& cls, const Tenant& tn) const;
+  // The ancestor of `n` just below its class's root (or `n`): where two nodes meet.
+  static const Node* Top(const Node& n);
   // Rule 5: `tn` (a tenant standing alone) has its class's turn, and no higher class is ready.
   bool HasTurn(const Tenant& tn) const;
 
