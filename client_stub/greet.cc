@@ -68,6 +68,7 @@ Result<std::unique_ptr<transport::Channel>> DialServer(const Settings& s) {
 v1::Hello HelloFor(const Settings& s) {
   v1::Hello hello;
   hello.set_protocol_version(kProtocolVersion);
+  hello.set_pins_arena_heap(true);
   hello.set_token(s.token);
   const QuotaRequest& q = s.quota;
   v1::Quota* quota = hello.mutable_quota();

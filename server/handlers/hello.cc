@@ -216,6 +216,8 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
     const bool has_heap = a->size() > staging + arena::kPage;
     pins_ = std::make_unique<ArenaPins>(a->base(), a->size(), has_heap ? staging : 0);
     ASSIGN_OR_RETURN(arena_device_address_, pins_->PinStaging(dev()));
+    if (has_heap && !hello.pins_arena_heap())  // a stub that would not ask: all of it now
+      RETURN_IF_ERROR(pins_->Pin(dev(), staging, a->size() - staging, arena_device_address_));
     if (arena_device_address_ == 0)
       Log(Level::kWarn, "session",
           {{"session", id_}, {"zero_copy", "off"}, {"why", "cuMemHostGetDevicePointer failed"}});
@@ -226,7 +228,7 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
       welcome.set_staging_slots(arena::kStagingSlots);
       welcome.set_heap_offset(staging);
       welcome.set_heap_bytes(a->size() - staging);
-      welcome.set_heap_pin_chunk_bytes(arena::kHeapPinChunkBytes);
+      if (hello.pins_arena_heap()) welcome.set_heap_pin_chunk_bytes(arena::kHeapPinChunkBytes);
     }
   }
   Log(Level::kInfo, "session",

@@ -31,7 +31,9 @@ TEST_F(ServerTest, ArenaIsDeviceMappedForZeroCopy) {
 // The staging slots are page-locked at Hello, the heap chunk by chunk as the stub asks before
 // it hands memory out (server/arena_pins.h); what is locked shows in the tenant's row.
 TEST_F(ServerTest, TheArenaHeapIsPageLockedChunkByChunkAsTheTenantAsks) {
-  auto a = Client::Connect(path_);
+  v1::Hello stub;
+  stub.set_pins_arena_heap(true);
+  auto a = Client::Connect(path_, stub);
   ASSERT_TRUE(a);
   ASSERT_EQ(a->welcome_status(), 0);
   const v1::Welcome& w = a->welcome();
@@ -71,6 +73,21 @@ TEST_F(ServerTest, TheArenaHeapIsPageLockedChunkByChunkAsTheTenantAsks) {
   EXPECT_EQ(pin(heap, n + 1), cudaErrorInvalidValue) << "running past the end";
   EXPECT_EQ(pin(~uint64_t{0} - 10, 100), cudaErrorInvalidValue) << "wrapping";
   EXPECT_EQ(pinned(), heap + n);
+
+  // A stub that does not say it pins on demand (an older one) gets its whole arena at Hello.
+  auto old = Client::Connect(path_);
+  ASSERT_TRUE(old);
+  ASSERT_EQ(old->welcome_status(), 0);
+  EXPECT_EQ(old->welcome().heap_pin_chunk_bytes(), 0u);
+  v1::TenantList list;
+  ASSERT_EQ(root->Call(CallId::kListTenants, v1::Empty(), &list), 0);
+  bool listed = false;
+  for (const auto& r : list.tenants()) {
+    if (r.session() != old->welcome().session_id()) continue;
+    listed = true;
+    EXPECT_EQ(r.pinned_host_bytes(), old->welcome().heap_offset() + old->welcome().heap_bytes());
+  }
+  EXPECT_TRUE(listed);
 }
 
 // Dedup: a hash alone that the server has not seen gets images_needed (not an
