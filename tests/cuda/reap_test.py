@@ -20,6 +20,19 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import finish_server, start_server  # noqa: E402
 
 
+def held_bytes(bindir, address, sid):
+    """The MEM-USED of session `sid` in `remora list`, in bytes (0 if not listed)."""
+    out = subprocess.run([os.path.join(bindir, "remora"), "list", "--server", address],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 7 and f[0] == sid:
+            m = re.fullmatch(r"([\d.]+)(Mi|Gi)", f[7])
+            if m:
+                return float(m.group(1)) * (1 << (20 if m.group(2) == "Mi" else 30))
+    return 0
+
+
 def main():
     bindir, progs, transport = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="remora-reap-") as tmp:
@@ -39,7 +52,12 @@ def main():
             if m:
                 sid = m.group(1)
             time.sleep(0.02)
-        time.sleep(1.0)  # past its allocations, inside its copies or kernel
+        # Killed once its session holds device memory (past its allocations, inside its copies
+        # or kernels): a fixed sleep raced the program's end once the emulated GPU got faster.
+        while time.time() < deadline and sid is not None and victim.poll() is None:
+            if held_bytes(bindir, address, sid) > 0:
+                break
+            time.sleep(0.01)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         killed = time.time()
