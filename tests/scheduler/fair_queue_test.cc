@@ -579,16 +579,21 @@ TEST(FairQueue, ALoneTenantKeepsTheDeviceSliceAfterSlice) {
   EXPECT_FALSE(q.NextEligibleAt(200'000 + 2 * kMs).has_value());
 }
 
+// Turns of `slice_ns`, kept through an owner's pauses of up to 1 ms, two items in flight.
+FairOptions Turns(uint64_t slice_ns) {
+  FairOptions o = Options(2 * kMs, 2 * kMs);
+  o.min_in_flight = 2;
+  o.slice_ns = slice_ns;
+  o.slice_idle_ns = kMs;
+  return o;
+}
+
 // The tenant whose turn it is pauses (it synchronized): another's item waits for it, the
 // executor is told when to ask again (also once that time has passed, so that an executor
 // that comes back late still asks), the owner's next item goes first, and after a pause
 // longer than slice_idle_ns the other's goes.
 TEST(FairQueue, TheTurnWaitsOutItsOwnersPause) {
-  FairOptions o = Options(2 * kMs, 2 * kMs);
-  o.min_in_flight = 2;
-  o.slice_ns = 8 * kMs;
-  o.slice_idle_ns = kMs;
-  FairQueue q(o);
+  FairQueue q(Turns(8 * kMs));
   Train(q, 1, 100'000);
   Train(q, 2, 3 * kMs, 2 * kMs);  // after tenant 1's pause; items longer than a pause
   const uint64_t t0 = 4 * kMs;
@@ -611,11 +616,7 @@ TEST(FairQueue, TheTurnWaitsOutItsOwnersPause) {
 // its turn. (Without fills the device idled through every synchronization of the turn's owner:
 // two tenants together ran 0.75-0.81 of one alone on an H200.)
 TEST(FairQueue, ShortItemsOfAnotherFillTheOwnersPause) {
-  FairOptions o = Options(2 * kMs, 2 * kMs);
-  o.min_in_flight = 2;
-  o.slice_ns = 8 * kMs;
-  o.slice_idle_ns = kMs;
-  FairQueue q(o);
+  FairQueue q(Turns(8 * kMs));
   q.Configure(1, ComputeShare(3));  // three times tenant 2's share
   q.Configure(2, ComputeShare(1));
   Train(q, 1, 100'000);
@@ -650,11 +651,7 @@ TEST(FairQueue, ShortItemsOfAnotherFillTheOwnersPause) {
 // tenant's own thread), as Next would hand it out: on an H200 each of its items went through
 // the executor's thread instead, and the device idled a fifth of the time between batches.
 TEST(FairQueue, TheTurnsOwnerIssuesAtOnceWhileAnotherWaits) {
-  FairOptions o = Options(2 * kMs, 2 * kMs);
-  o.min_in_flight = 2;
-  o.slice_ns = kMs;
-  o.slice_idle_ns = kMs;
-  FairQueue q(o);
+  FairQueue q(Turns(kMs));
   Train(q, 1, 100'000);
   Train(q, 2, 100'000, 2 * kMs);
   uint64_t now = 4 * kMs;
