@@ -127,7 +127,7 @@ inline uint64_t LoadBytes(const uint8_t* p) {
 
 // One 16-byte host access (asm, so the compiler cannot split it into two 8-byte halves). Where
 // the interpreter is built for AVX, the VEX form: a legacy SSE move among AVX instructions costs
-// an upper-state transition on Intel hosts (the scan benchmark ran 3x slower there).
+// an upper-state transition on Intel hosts (the scan benchmark ran 4x slower there).
 #if defined(__AVX__)
 #define REMORA_MOVDQU "vmovdqu"
 #else

@@ -23,7 +23,7 @@ from harness import finish_server, start_server  # noqa: E402
 def held_bytes(bindir, address, sid):
     """The MEM-USED of session `sid` in `remora list`, in bytes (0 if not listed)."""
     out = subprocess.run([os.path.join(bindir, "remora"), "list", "--server", address],
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, timeout=60).stdout
     for line in out.splitlines():
         f = line.split()
         if len(f) > 7 and f[0] == sid:
