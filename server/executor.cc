@@ -579,6 +579,7 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
   Status r =
       m.ok() ? ex_.dev_.Check(ex_.dev_.drv().cuEventRecord(*m, st.s), "cuEventRecord") : m.status();
   lock.unlock();
+  const uint64_t since = ex_.NowNs();
   CUresult q = CUDA_ERROR_NOT_READY;
   if (r.ok()) {
     const auto until =
@@ -602,7 +603,10 @@ void Executor::Tenant::WhenDone(std::optional<uint64_t> stream, Completion done,
     done(st_done);
     return;
   }
-  ex_.Watch(Poll::Of(epoch, *m, true, std::move(done), name_));
+  Poll p = Poll::Of(epoch, *m, true, std::move(done), name_);
+  p.unannounced = long_spin;  // it rang no doorbell
+  p.since = since;
+  ex_.Watch(std::move(p));
 }
 
 void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
@@ -614,7 +618,10 @@ void Executor::Tenant::WhenEventDone(CUevent e, Completion done) {
       return;
     }
   }
-  ex_.Watch(Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_));
+  Poll p = Poll::Of(ex_.dev_.epoch(), e, false, std::move(done), name_);
+  p.unannounced = true;  // the tenant's record rang no doorbell
+  p.since = ex_.NowNs();
+  ex_.Watch(std::move(p));
 }
 
 Status Executor::Tenant::Query(uint64_t stream) {

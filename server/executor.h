@@ -35,6 +35,7 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -56,6 +57,12 @@
 #include "server/gpu_time.h"
 
 namespace remora::server {
+
+// How soon the executor polls again for a wait that no doorbell announces (a waiter's long
+// spin on a GPU, an event synchronize), begun `age_ns` ago: a fixed fraction of its age,
+// within the executor's shortest and longest intervals, so a wait is found a bounded
+// fraction of its length after the device gets there.
+std::chrono::nanoseconds AgedPollInterval(uint64_t age_ns);
 
 class Executor {
  public:
@@ -197,6 +204,7 @@ class Executor {
   bool stop_ = false;
   bool repump_ = false;                // guarded by mu_ (RepumpLocked)
   uint64_t urgent_ = 0;                // polls somebody waits for, ever watched (guarded by mu_)
+  uint64_t unannounced_ = 0;           // of those, the ones no doorbell announces (guarded by mu_)
   std::atomic<uint64_t> rung_{0};      // doorbell rings heard (RingWhenReached)
   std::atomic<unsigned> spinners_{0};  // waiters spinning on a GPU (Tenant::WhenDone)
   std::thread thread_;

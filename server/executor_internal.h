@@ -20,6 +20,10 @@ struct Executor::Poll {
   CUevent event = nullptr;  // null: already complete with `status`
   bool marker = false;      // a pooled marker to give back when done
   bool lazy = false;        // accounting only: nobody waits for it
+  // A wait somebody is blocked in that no doorbell announces (a GPU waiter's long spin, an
+  // event synchronize), begun at `since` (NowNs): polled at a fraction of its age.
+  bool unannounced = false;
+  uint64_t since = 0;
   Completion done;
   std::string observer;  // whose work, for the fault log
   Status status;

@@ -30,10 +30,19 @@ constexpr auto kPollLazy = std::chrono::microseconds(400);
 // a higher one, and polling for them took the CPU the emulated GPU runs the
 // higher class's kernels on (its p99 went to 1.17x alone, twice).
 constexpr auto kPollBacklog = std::chrono::microseconds(100);
+// A wait no doorbell announces is polled every 1/kAgeFraction of its age (kPollMin to
+// kPollMax): found within about 3% of its length after it ends, for one query per poll.
+constexpr uint64_t kAgeFraction = 32;
 // How often work waiting for an idle device (Device::WhenIdle) looks again when nothing else
 // wakes the executor.
 constexpr uint64_t kIdleWorkPoll = 1'000'000;
+
 }  // namespace
+
+std::chrono::nanoseconds AgedPollInterval(uint64_t age_ns) {
+  return std::clamp<std::chrono::nanoseconds>(std::chrono::nanoseconds(age_ns / kAgeFraction),
+                                              kPollMin, kPollMax);
+}
 
 Result<CUevent> Executor::AcquirePooled(bool timing) {
   {
@@ -70,6 +79,7 @@ void Executor::ReleaseTimer(CUevent e, uint64_t epoch) {
 void Executor::Watch(Poll p) {
   std::lock_guard lock(mu_);
   if (!p.lazy) ++urgent_;
+  if (p.unannounced) ++unannounced_;
   polls_->push_back(std::move(p));
   cv_.notify_one();
 }
@@ -170,10 +180,18 @@ void Executor::Loop() {
     else
       interval = fault || progress ? std::chrono::nanoseconds(kPollMin)
                                    : std::min<std::chrono::nanoseconds>(interval * 2, kPollMax);
-    // A wait someone is waiting for cuts a lazy interval short.
-    const uint64_t urgent = urgent_;
+    std::optional<uint64_t> youngest;  // the start of the youngest unannounced wait
+    for (const Poll& p : *polls_)
+      if (p.unannounced) youngest = std::max(youngest.value_or(0), p.since);
+    if (youngest) {
+      const uint64_t now = NowNs();
+      interval = std::min(interval, AgedPollInterval(now > *youngest ? now - *youngest : 0));
+    }
+    // A wait someone is waiting for cuts a lazy interval short, and one no doorbell will
+    // announce a long one.
+    const uint64_t urgent = urgent_, unannounced = unannounced_;
     cv_.wait_for(lock, interval, [&] {
-      return stop_ || repump_ || (!waited_on && urgent_ != urgent) ||
+      return stop_ || repump_ || (!waited_on && urgent_ != urgent) || unannounced_ != unannounced ||
              rung_.load(std::memory_order_acquire) != rung;
     });
     // A ring comes just before its marker: poll from the shortest interval.

@@ -13,6 +13,24 @@ extern "C" __global__ void remora_e2e_fault(int* p) {
   *p = 1;
 }
 
+// Spins until %globaltimer reaches `deadline_ns` (on the emulated GPU the host's
+// CLOCK_REALTIME), then stores the time it stopped in *ended.
+extern "C" __global__ void remora_e2e_until(unsigned long long deadline_ns,
+                                            unsigned long long* ended) {
+  unsigned long long t = 0;
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t < deadline_ns);
+  *ended = t;
+}
+
+// Launches remora_e2e_until<<<1, 1, 0, s>>>; returns cudaGetLastError().
+extern "C" int RemoraE2eLaunchUntilOn(cudaStream_t s, unsigned long long deadline_ns,
+                                      unsigned long long* ended) {
+  remora_e2e_until<<<1, 1, 0, s>>>(deadline_ns, ended);
+  return static_cast<int>(cudaGetLastError());
+}
+
 // Launches remora_e2e_empty<<<1, 1>>> `n` times on the legacy stream without
 // waiting. Returns the first launch error, else cudaGetLastError().
 extern "C" int RemoraE2eLaunchEmpty(int n) {

@@ -11,6 +11,12 @@
 // sample each, and print "ok". At EOF print mean_ns, p50_ns, p99_ns, n
 // over every sample. The parent pins every thread of this process to CPU 0 after "ready"
 // (see bench_latency.cc).
+//
+// WHICH 3 and 4 (--e2e_child=emu_sync WHICH WAIT_US, bench_wait.cc's baseline): a kernel
+// spinning until a deadline WAIT_US ahead, then cuStreamSynchronize (3) or cuEventSynchronize
+// of an event recorded after it (4); a sample is how long after the kernel ended the call
+// returned (the host's CLOCK_REALTIME, the emulated GPU's %globaltimer). kWaitBlock samples
+// per line, unpinned.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <x86intrin.h>
@@ -40,6 +46,9 @@ struct SyncDriver {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void**, void**);
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuEventCreate)(CUevent*, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
 };
 
 template <typename F>
@@ -57,8 +66,8 @@ int Fail(const char* what, CUresult r) {
 
 }  // namespace
 
-int RunEmuSyncChild(int which) {
-  if (which < 0 || which > 2) return 2;
+int RunEmuSyncChild(int which, int wait_us) {
+  if (which < 0 || which > 4 || (which >= 3 && wait_us <= 0)) return 2;
   // The versioned names (_v2) are what cuda.h maps cuMemAlloc/cuMemcpyDtoH to.
   void* lib = dlopen(Paths::EmuDriver(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
@@ -75,7 +84,10 @@ int RunEmuSyncChild(int which) {
       !Sym(lib, "cuModuleLoadData", &d.cuModuleLoadData) ||
       !Sym(lib, "cuModuleGetFunction", &d.cuModuleGetFunction) ||
       !Sym(lib, "cuLaunchKernel", &d.cuLaunchKernel) ||
-      !Sym(lib, "cuStreamSynchronize", &d.cuStreamSynchronize))
+      !Sym(lib, "cuStreamSynchronize", &d.cuStreamSynchronize) ||
+      !Sym(lib, "cuEventCreate", &d.cuEventCreate) ||
+      !Sym(lib, "cuEventRecord", &d.cuEventRecord) ||
+      !Sym(lib, "cuEventSynchronize", &d.cuEventSynchronize))
     return 1;
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
@@ -91,13 +103,35 @@ int RunEmuSyncChild(int which) {
   if (CUresult r = d.cuMemAlloc(&dptr, 256)) return Fail("cuMemAlloc", r);
   if (CUresult r = d.cuMemsetD8(dptr, 0x5a, 256)) return Fail("cuMemsetD8", r);
   CUfunction empty = nullptr;
-  if (which == 2) {
+  if (which >= 2) {
     const std::string ptx = ReadFile(Paths::KernelPtx());
     CUmodule mod = nullptr;
     if (ptx.empty()) return Fail("reading the kernel's PTX", CUDA_ERROR_FILE_NOT_FOUND);
     if (CUresult r = d.cuModuleLoadData(&mod, ptx.c_str())) return Fail("cuModuleLoadData", r);
-    if (CUresult r = d.cuModuleGetFunction(&empty, mod, "remora_e2e_empty"))
+    if (CUresult r = d.cuModuleGetFunction(&empty, mod,
+                                           which == 2 ? "remora_e2e_empty" : "remora_e2e_until"))
       return Fail("cuModuleGetFunction", r);
+  }
+  if (which >= 3) {
+    CUevent after = nullptr;
+    if (CUresult r = d.cuEventCreate(&after, CU_EVENT_DISABLE_TIMING))
+      return Fail("cuEventCreate", r);
+    const WaitLateness wait = [&](uint64_t deadline_ns, uint64_t* late_ns) -> bool {
+      void* args[] = {&deadline_ns, &dptr};
+      if (d.cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr) != CUDA_SUCCESS)
+        return false;
+      const CUresult r = which == 3 ? d.cuStreamSynchronize(stream)
+                                    : (d.cuEventRecord(after, stream) != CUDA_SUCCESS
+                                           ? CUDA_ERROR_UNKNOWN
+                                           : d.cuEventSynchronize(after));
+      const uint64_t back = RealtimeNs();
+      uint64_t ended = 0;
+      if (r != CUDA_SUCCESS || d.cuMemcpyDtoH(&ended, dptr, sizeof ended) != CUDA_SUCCESS)
+        return false;
+      *late_ns = back > ended ? back - ended : 0;
+      return true;
+    };
+    return ServeWaitBlocks(wait, wait_us);
   }
 
   volatile uint32_t word = 0;

@@ -63,8 +63,10 @@ bool MaybeRunChild(int argc, char** argv, int* rc) {
     *rc = RunRoundTripChild(std::atoi(argv[2]));
   } else if (mode == "emu_launch" && argc == 4) {
     *rc = RunEmuLaunchChild(std::atoi(argv[2]), std::atoi(argv[3]));
-  } else if (mode == "emu_sync" && argc == 3) {
-    *rc = RunEmuSyncChild(std::atoi(argv[2]));
+  } else if (mode == "emu_sync" && (argc == 3 || argc == 4)) {
+    *rc = RunEmuSyncChild(std::atoi(argv[2]), argc == 4 ? std::atoi(argv[3]) : 0);
+  } else if (mode == "wait" && argc == 4) {
+    *rc = RunWaitChild(std::atoi(argv[2]), std::atoi(argv[3]));
   } else if (mode == "emu_sgemm" && argc == 3) {
     *rc = RunEmuSgemmChild(std::atoi(argv[2]));
   } else if (mode == "emu_conv" && argc == 2) {

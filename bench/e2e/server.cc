@@ -37,7 +37,8 @@ double CpuSeconds(pid_t pid) {
 }
 
 std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::string* err,
-                                                const std::vector<std::string>& extra) {
+                                                const std::vector<std::string>& extra,
+                                                const std::map<std::string, std::string>& env) {
   auto s = std::make_unique<BenchServer>();
   const std::string sock = dir + "/gpu.sock";
   s->log_path_ = dir + "/server.log";
@@ -49,7 +50,7 @@ std::unique_ptr<BenchServer> BenchServer::Start(const std::string& dir, std::str
     std::istringstream in(a);
     for (std::string w; in >> w;) argv.push_back(w);
   }
-  if (!s->child_.Start(argv, {}, s->log_path_, err)) return nullptr;
+  if (!s->child_.Start(argv, env, s->log_path_, err)) return nullptr;
   const std::regex port_re(R"(transport=grpc .*port=(\d+))");
   const std::regex ready_re(R"(event=ready pid=(\d+))");
   const auto deadline = Clock::now() + std::chrono::seconds(30);

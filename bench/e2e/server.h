@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,9 +47,11 @@ class BenchServer {
   // Starts the server with its log in `dir`/server.log, its socket `dir`/gpu.sock and
   // `extra` arguments appended, then those of REMORA_E2E_SERVER_ARGS (space-separated; every
   // benchmark's servers, e.g. "--time-slice 0" to compare), and waits (<= 30 s) for event=ready and
-  // the gRPC port. Null with *err (and the log's tail) on failure.
+  // the gRPC port; `env` is added to its environment. Null with *err (and the log's tail) on
+  // failure.
   static std::unique_ptr<BenchServer> Start(const std::string& dir, std::string* err,
-                                            const std::vector<std::string>& extra = {});
+                                            const std::vector<std::string>& extra = {},
+                                            const std::map<std::string, std::string>& env = {});
 
   const std::string& shm_address() const { return shm_address_; }    // unix:PATH
   const std::string& grpc_address() const { return grpc_address_; }  // grpc://127.0.0.1:N
