@@ -11,6 +11,7 @@
 #include "client_stub/connection.h"
 #include "client_stub/graph.h"
 #include "client_stub/state.h"
+#include "client_stub/stream_copy.h"
 #include "proto/arena.h"
 
 namespace remora::client_stub {
@@ -129,7 +130,7 @@ cudaError_t HostToDevice(Connection& c, uint64_t dst, const std::byte* src, size
       for (uint64_t i = 0; i < ch.count(); ++i) {
         int64_t slot = ClaimSlot(c, s);
         if (slot < 0) return SlotFailed(c);
-        std::memcpy(s.base + s.slot_offset(slot), src + ch.offset(i), ch.size(i));
+        StreamCopy(s.base + s.slot_offset(slot), src + ch.offset(i), ch.size(i));
         req.set_dst(dst + ch.offset(i));
         req.set_size(ch.size(i));
         req.mutable_src()->set_arena_offset(s.slot_offset(slot));

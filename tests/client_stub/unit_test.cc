@@ -18,6 +18,7 @@
 #include "client_stub/memcpy.h"
 #include "client_stub/pinned_heap.h"
 #include "client_stub/state.h"
+#include "client_stub/stream_copy.h"
 
 namespace remora::client_stub {
 namespace {
@@ -73,6 +74,35 @@ TEST(CudaErrors, RemoraCodesAreCudaCodes) {
 }
 
 // ---- pinned heap ------------------------------------------------------------------
+
+// The staging copy gives memcpy's bytes at every size and alignment (head, 64-byte body, tail),
+// and writes nothing outside its destination.
+TEST(StreamCopy, CopiesWhatMemcpyCopiesAtAnyAlignment) {
+  std::mt19937_64 rng(20261130);
+  const size_t kMax = kStreamCopyMin + 4096;
+  std::vector<unsigned char> src(kMax + 64), dst(kMax + 128), want(kMax + 128);
+  for (auto& b : src) b = static_cast<unsigned char>(rng());
+  const size_t sizes[] = {0,
+                          1,
+                          63,
+                          4096,
+                          kStreamCopyMin - 1,
+                          kStreamCopyMin,
+                          kStreamCopyMin + 1,
+                          kStreamCopyMin + 63,
+                          kStreamCopyMin + 4095};
+  for (size_t n : sizes) {
+    for (size_t so : {0, 1, 8, 17}) {
+      for (size_t d_off : {0, 3, 16, 33}) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        want = dst;
+        std::memcpy(want.data() + d_off, src.data() + so, n);
+        StreamCopy(dst.data() + d_off, src.data() + so, n);
+        ASSERT_EQ(dst, want) << "n=" << n << " src+" << so << " dst+" << d_off;
+      }
+    }
+  }
+}
 
 TEST(PinnedHeap, FirstFitPageAligned) {
   PinnedHeap h(100, 10 * 4096 + 50);  // trimmed to [4096, 40960)
