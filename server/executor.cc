@@ -4,6 +4,8 @@
 
 #include <sched.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -74,7 +76,10 @@ Executor::Executor(Device& device, std::unique_ptr<sched::DispatchQueue> order, 
   Log(Level::kInfo, "executor",
       {{"gpu_time", timing_events_ ? "events" : "busy_clock"},
        {"waits", long_spins_ ? "spin" : "doorbell"}});
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "remora-exec");
+    Loop();
+  });
 }
 
 Executor::~Executor() {

@@ -6,6 +6,9 @@
 #   probes    native: green contexts (green), stream memory operations on pool memory (memop)
 #   start     eight tenants started together: each one's wall time, the arena registrations
 #             that held a thread over 20 ms, each tenant's page-locked host memory
+#   launch    launch_count (200,000 empty-ish launches, one stream): rate and the launching
+#             thread's CPU per launch natively, through Remora's stub and under NVIDIA's static
+#             runtime over Remora's driver, with the server's CPU seconds per thread meanwhile
 #   programs  test programs built on NVIDIA's runtime and libraries: native, then through Remora
 #   torch     PyTorch in depth under remora run --gpu-memory 8Gi, native first
 #   shares    alone; 0.2 / 0.6; 0.09 / 0.81; a limit of 0.3; 8 equal tenants; the pairs with
@@ -16,7 +19,7 @@
 set -u
 R=${R:-/tmp/r/gpu}; G=$(cd "$(dirname "$0")" && pwd); P=$(cd "$G/../.." && pwd)/.gpu
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT/f"
-SECTIONS=${1:-probes start programs torch shares priority fault}
+SECTIONS=${1:-probes start launch programs torch shares priority fault}
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 T0=$(date +%s)
 log() { echo "[$(( $(date +%s) - T0 ))] $*" >>"$OUT/remora.txt"; }
@@ -78,6 +81,25 @@ if want start; then
   done
   sleep 1; "$R/bin/remora" list --server "$S" >"$tmp/sl" 2>&1; wait_kids
   log "8 started together, seconds each: $(cat "$tmp"/st? | tr '\n' ' ')| registrations over 20 ms: $(grep -c 'slow_driver_call call=cuMemHostRegister' "$OUT/f/server.main.log") | PINNED: $(awk 'NR>2 {print $10}' "$tmp/sl" | tr '\n' ' ')"
+fi
+snap() {  # snap PID: "name ticks" for each of its threads
+  local f
+  for f in /proc/"$1"/task/*/stat; do sed -E 's/^[0-9]+ \(([^)]*)\) (.*)$/\1 \2/' "$f" |
+    awk '{print $1, $14 + $15}'; done 2>/dev/null
+}
+cpu_by_name() {  # cpu_by_name BEFORE AFTER: CPU seconds per thread name between two snaps
+  awk -v hz="$(getconf CLK_TCK)" 'NR==FNR {b[$1]+=$2; next} {a[$1]+=$2}
+    END {for (k in a) if (a[k]-b[k] > 0) printf "%s %.3f s  ", k, (a[k]-b[k])/hz}' "$1" "$2"
+}
+if want launch; then
+  o=$(cd "$tmp" && timeout 60 env LD_LIBRARY_PATH="$NV" "$R/cuda/launch_count" -n 200000 2>&1)
+  log "launch_count native: $(echo "$o" | tr '\n' ' ' | cut -c1-160)"
+  for p in launch_count launch_count_nvrt; do
+    w=$(pgrep -P "$srv" | head -1); w=${w:-$srv}; snap "$w" >"$tmp/c0"; t=$(date +%s.%N)
+    o=$(cd "$tmp" && timeout 60 "$R/bin/remora" run --server "$S" -- "$R/cuda/$p" -n 200000 2>&1)
+    snap "$w" >"$tmp/c1"
+    log "$p shm: $(echo "$o" | tr '\n' ' ' | cut -c1-160) | $(python3 -c "print(round($(date +%s.%N) - $t, 2))") s | server CPU: $(cpu_by_name "$tmp/c0" "$tmp/c1")"
+  done
 fi
 if want programs; then
   for p in nvidia_cublas driver_api driver_tables texture_nvrt vector_add_static \
