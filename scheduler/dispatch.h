@@ -100,6 +100,10 @@ class DispatchQueue {
   // so its next item goes as soon as a Done comes: the executor then looks
   // for completions more often.
   virtual bool WaitsForDone() const { return false; }
+  // True if `t` is ready and not handed out since (Ready called, Next not yet returning it):
+  // a Ready now changes nothing, so an executor that asked for a Next after the last one need
+  // not ask again. False when unknown (the default): ask again.
+  virtual bool IsReady(TenantId) const { return false; }
   // True while the device is idle for lack of a Done: a tenant's turn waits for the last
   // one's work to leave the device (time slices). The executor then looks at once.
   virtual bool WaitsForDrain() const { return false; }

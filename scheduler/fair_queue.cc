@@ -618,6 +618,11 @@ void FairQueue::Remove(TenantId t) {
   tenants_.erase(it);
 }
 
+bool FairQueue::IsReady(TenantId t) const {
+  auto it = tenants_.find(t);
+  return it != tenants_.end() && it->second->state != State::kIdle;
+}
+
 bool FairQueue::HasTurn(const Tenant& tn) const {
   if (!opt_.slice_ns) return false;
   const int c = ClassOf(tn.share);

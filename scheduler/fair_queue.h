@@ -120,6 +120,7 @@ class FairQueue final : public DispatchQueue {
   // their own threads while the others wait, not one item per Next.
   bool IssueNow(TenantId t, uint64_t now_ns) override;
   void Return(TenantId t, uint32_t items) override;
+  bool IsReady(TenantId t) const override;
   bool WaitsForDone() const override { return blocked_ > 0 || switching_; }
   bool WaitsForDrain() const override { return switching_ || pausing_; }
   void Configure(TenantId t, const Share& share) override;

@@ -214,10 +214,13 @@ bool Executor::GrantTo(Tenant& t) {
     }
     return true;
   }
-  // It waits its turn: grants others hold would go before it, so they come back.
+  // It waits its turn: grants others hold would go before it, so they come back. The
+  // executor's thread looks for a Next unless it was asked to already and nothing changed
+  // since (a tenant at its own in-flight bound refused item after item: each had woken that
+  // thread for a round of event queries and a Next that handed out nothing).
+  const bool asked = order_->IsReady(t.id_);
   order_->Ready(t.id_, now);
-  RevokeGrantsLocked();
-  RepumpLocked();
+  if (RevokeGrantsLocked() || !asked) RepumpLocked();
   return false;
 }
 
@@ -227,8 +230,14 @@ void Executor::ReturnGrantLocked(Tenant& t) {
   granted_.erase(&t);
 }
 
-void Executor::RevokeGrantsLocked() {
-  while (!granted_.empty()) ReturnGrantLocked(**granted_.begin());
+bool Executor::RevokeGrantsLocked() {
+  bool any = false;
+  while (!granted_.empty()) {
+    Tenant& t = **granted_.begin();
+    any |= t.permits_.load(std::memory_order_relaxed) > 0;
+    ReturnGrantLocked(t);
+  }
+  return any;
 }
 
 void Executor::Pump() {

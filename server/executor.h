@@ -149,8 +149,9 @@ class Executor {
   // is about to issue, and the rest to Tenant::permits_; false when the queue says wait, and
   // then `t` is ready in it and the executor's thread issues for it. REQUIRES: t.mu_.
   bool GrantTo(Tenant& t);
-  // Takes every unused grant back into the dispatch queue. REQUIRES: mu_.
-  void RevokeGrantsLocked();
+  // Takes every unused grant back into the dispatch queue; true if one held any item.
+  // REQUIRES: mu_.
+  bool RevokeGrantsLocked();
   // Gives `t`'s unused grant back. REQUIRES: mu_.
   void ReturnGrantLocked(Tenant& t);
   // Has the executor's thread pump soon: a caller without a Use changed who

@@ -103,6 +103,34 @@ TEST(FairQueue, WaitsForDoneOnlyWhileATenantIsAtItsOwnBound) {
   EXPECT_FALSE(q.WaitsForDone());
 }
 
+// IsReady says a tenant waits for a Next since its Ready (the executor then need not ask for
+// another Next when it is refused again): true from Ready until Next hands it out, at its bound
+// too; an item it issues at once meanwhile leaves it waiting; false for an unknown or removed
+// tenant.
+TEST(FairQueue, IsReadyFromReadyUntilHandedOut) {
+  FairQueue q(Options(2 * kMs, 0));
+  EXPECT_FALSE(q.IsReady(1));
+  Train(q, 1, kMs);
+  EXPECT_FALSE(q.IsReady(1));
+  HandOut(q, 1, 2);  // at its 2 ms bound
+  q.Ready(1, 0);
+  EXPECT_TRUE(q.IsReady(1));
+  EXPECT_FALSE(q.Next(0).has_value());
+  EXPECT_TRUE(q.IsReady(1));  // still waiting
+  q.Done(1, kMs, kMs);
+  EXPECT_EQ(q.Next(kMs), 1u);
+  EXPECT_FALSE(q.IsReady(1));
+  q.Done(1, kMs, 2 * kMs);
+  EXPECT_TRUE(q.IssueNow(1, 2 * kMs));  // alone and within its bound
+  EXPECT_FALSE(q.IsReady(1));
+  q.Ready(1, 2 * kMs);
+  q.Done(1, kMs, 3 * kMs);
+  EXPECT_TRUE(q.IssueNow(1, 3 * kMs));
+  EXPECT_TRUE(q.IsReady(1));
+  q.Remove(1);
+  EXPECT_FALSE(q.IsReady(1));
+}
+
 TEST(FairQueue, InFlightTimeOnTheDeviceIsBounded) {
   FairQueue q(Options(10 * kMs, 2 * kMs));
   Train(q, 1, kMs);
