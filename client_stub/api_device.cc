@@ -62,6 +62,7 @@ cudaError_t cudaSetDeviceFlags(unsigned int flags) {
       (flags & cudaDeviceScheduleMask) > cudaDeviceScheduleBlockingSync)
     return Ret(cudaErrorInvalidValue);
   St().device_flags.store(flags, std::memory_order_relaxed);
+  Connection::Get().ApplySchedule(flags);
   return cudaSuccess;
 }
 

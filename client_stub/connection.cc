@@ -134,7 +134,31 @@ void Connection::Connect() {
                      req.set_bytes(n);
                      return Call(CallId::kPinArena, req) == cudaSuccess;
                    });
+  up_.store(true, std::memory_order_release);
+  ApplySchedule(St().device_flags.load(std::memory_order_relaxed));
   std::atexit(AtExit);
+}
+
+std::optional<ReplySpin> ReplySpinFor(unsigned flags, uint64_t auto_spin_ns) {
+  switch (flags & cudaDeviceScheduleMask) {
+    case cudaDeviceScheduleSpin:
+      return ReplySpin{kScheduleSpin, false};
+    case cudaDeviceScheduleYield:
+      return ReplySpin{kScheduleSpin, true};
+    case cudaDeviceScheduleBlockingSync:
+      return ReplySpin{std::chrono::nanoseconds(0), false};
+    default:
+      if (auto_spin_ns == 0) return std::nullopt;
+      return ReplySpin{std::chrono::nanoseconds(auto_spin_ns), false};
+  }
+}
+
+void Connection::ApplySchedule(unsigned flags) {
+  if (!up_.load(std::memory_order_acquire)) return;
+  if (std::optional<ReplySpin> r = ReplySpinFor(flags, welcome_.reply_spin_ns()))
+    ch_->SetReceiveSpin(r->spin, r->yield);
+  else
+    ch_->SetReceiveSpin(std::chrono::nanoseconds(-1), false);  // the transport's own
 }
 
 namespace {

@@ -19,12 +19,14 @@
 #include <driver_types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -38,6 +40,17 @@
 #include "transport/channel.h"
 
 namespace remora::client_stub {
+
+// How a thread waits for a reply, from a program's cudaDeviceSchedule* flags: Spin and Yield
+// poll (yielding the CPU for Yield) for kScheduleSpin before they sleep, BlockingSync sleeps at
+// once, Auto polls for `auto_spin_ns` (the server's Welcome.reply_spin_ns), or as long as the
+// transport's default when that is 0 (nullopt).
+struct ReplySpin {
+  std::chrono::nanoseconds spin{0};
+  bool yield = false;
+};
+inline constexpr std::chrono::nanoseconds kScheduleSpin = std::chrono::milliseconds(10);
+std::optional<ReplySpin> ReplySpinFor(unsigned flags, uint64_t auto_spin_ns);
 
 class Connection {
  public:
@@ -118,6 +131,11 @@ class Connection {
   // cudaErrorCudartUnloading. Runs from atexit; idempotent.
   void Shutdown();
 
+  // Makes this process's threads wait for replies as `flags`' cudaDeviceSchedule* says
+  // (ReplySpinFor). Before the session is up it does nothing: Connect applies the flags the
+  // program set by then. Thread-safe.
+  void ApplySchedule(unsigned flags);
+
  private:
   Connection() = default;
   template <class T>
@@ -155,6 +173,7 @@ class Connection {
   void CallbackLoop();
 
   std::once_flag once_;
+  std::atomic<bool> up_{false};  // Connect succeeded: ch_ is set for good
   std::atomic<int> fail_{0};
   std::atomic<bool> fail_printed_{false};
   std::atomic<bool> sticky_printed_{false};  // a sticky error's reason went to stderr

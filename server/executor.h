@@ -116,6 +116,10 @@ class Executor {
   // gpu-compute). Thread-safe.
   void ConfigureProject(sched::ProjectId p, double share);
 
+  // True where synchronous waits spin long with no doorbell (NVIDIA's driver, or
+  // REMORA_WAIT_SPIN=long): the host has cores to wait on, as on a GPU.
+  bool long_spins() const { return long_spins_; }
+
   // What a tenant's work has cost the device: all the device time charged to
   // it, and its share of the device's time over about the last 10 s (a
   // decaying average). nullopt for a tenant that has not joined or has left.

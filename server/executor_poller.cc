@@ -31,8 +31,8 @@ constexpr auto kPollLazy = std::chrono::microseconds(400);
 // higher class's kernels on (its p99 went to 1.17x alone, twice).
 constexpr auto kPollBacklog = std::chrono::microseconds(100);
 // A wait no doorbell announces is polled every 1/kAgeFraction of its age (kPollMin to
-// kPollMax): found within about 3% of its length after it ends, for one query per poll.
-constexpr uint64_t kAgeFraction = 32;
+// kPollMax): found within about 1.5% of its length after it ends, for one query per poll.
+constexpr uint64_t kAgeFraction = 64;
 // How often work waiting for an idle device (Device::WhenIdle) looks again when nothing else
 // wakes the executor.
 constexpr uint64_t kIdleWorkPoll = 1'000'000;

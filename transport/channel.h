@@ -91,6 +91,12 @@ class Channel {
   // "shm uid=1000 pid=4242" / "grpc ipv4:10.0.0.2:5123", for logs.
   virtual std::string Describe() const = 0;
 
+  // How long Receive polls for a frame before it sleeps, and whether it yields the CPU while it
+  // polls: a receiver's latency against its CPU (a tenant's cudaDeviceSchedule* flags). A hint
+  // that a transport which does not poll ignores; a negative spin restores the transport's
+  // own. Thread-safe; applies from the next wait.
+  virtual void SetReceiveSpin(std::chrono::nanoseconds /*spin*/, bool /*yield*/) {}
+
   // ---- Event-driven serving (the server end) ----
   // Lets a fixed pool of threads serve many mostly idle channels: instead of a thread
   // parked in Receive per channel, each idle channel is armed and its wake_fd() sits in

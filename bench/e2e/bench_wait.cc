@@ -10,7 +10,8 @@
 //                       spins briefly, then a doorbell host function wakes the executor); a
 //                       tenant of a server started with REMORA_WAIT_SPIN=long (a GPU's way:
 //                       the waiter spins 500 us and rings no doorbell, so the executor's polls
-//                       find the end); and the same calls on the emulated driver in-process.
+//                       find the end, and its tenants poll 200 us for a reply before they
+//                       sleep); and the same calls on the emulated driver in-process.
 // Counters (us, p50 and p99 of every sample): late_*, gpu_way_*, inproc_*; added_us and
 // gpu_way_added_us = p50 - the in-process p50 (issue 24: a synchronization returns within a
 // few microseconds of the work's end); gpu_way_added_frac = gpu_way_added_us / wait_us.

@@ -17,6 +17,11 @@ using transport::Frame;
 
 namespace {
 
+// How long a tenant of a GPU polls for a reply before it sleeps (Welcome.reply_spin_ns): past
+// the latency-critical synchronizations of tens of microseconds, and long enough that a
+// futex wake-up (a few microseconds) costs a wait that outlasts it at most a few percent.
+constexpr uint64_t kGpuReplySpinNs = 200'000;
+
 // `share` as the fair queue takes it: a configured tenant's is its whole account's, which all
 // its sessions share.
 sched::Share QueueShareOf(sched::Share share, const SessionIdentity& who) {
@@ -222,6 +227,9 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
       Log(Level::kWarn, "session",
           {{"session", id_}, {"zero_copy", "off"}, {"why", "cuMemHostGetDevicePointer failed"}});
     welcome.set_arena_device_address(arena_device_address_);
+    // On a GPU the host's cores are the tenants' to wait on, as NVIDIA's runtime spins by
+    // default; on the emulated GPU they run the kernels (the transport's short spin).
+    if (env_.executor->long_spins()) welcome.set_reply_spin_ns(kGpuReplySpinNs);
     if (has_heap) {
       welcome.set_staging_offset(0);
       welcome.set_staging_slot_bytes(arena::kStagingSlotBytes);

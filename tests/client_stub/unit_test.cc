@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client_stub/api.h"
+#include "client_stub/connection.h"
 #include "client_stub/env.h"
 #include "client_stub/errors.h"
 #include "client_stub/kernels.h"
@@ -74,6 +75,29 @@ TEST(CudaErrors, RemoraCodesAreCudaCodes) {
 }
 
 // ---- pinned heap ------------------------------------------------------------------
+
+// A program's cudaDeviceSchedule* flags say how its threads wait for replies: Spin and Yield
+// poll long (Yield yielding the CPU), BlockingSync sleeps at once, Auto polls as the server
+// said in its Welcome, or as the transport does when it said nothing.
+TEST(ReplySpin, FollowsTheScheduleFlags) {
+  using std::chrono::nanoseconds;
+  auto spin = ReplySpinFor(cudaDeviceScheduleSpin | cudaDeviceMapHost, 200'000);
+  ASSERT_TRUE(spin);
+  EXPECT_EQ(spin->spin, kScheduleSpin);
+  EXPECT_FALSE(spin->yield);
+  auto yield = ReplySpinFor(cudaDeviceScheduleYield, 0);
+  ASSERT_TRUE(yield);
+  EXPECT_EQ(yield->spin, kScheduleSpin);
+  EXPECT_TRUE(yield->yield);
+  auto blocking = ReplySpinFor(cudaDeviceScheduleBlockingSync, 200'000);
+  ASSERT_TRUE(blocking);
+  EXPECT_EQ(blocking->spin, nanoseconds(0));
+  auto gpu = ReplySpinFor(cudaDeviceScheduleAuto, 200'000);
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(gpu->spin, nanoseconds(200'000));
+  EXPECT_FALSE(gpu->yield);
+  EXPECT_FALSE(ReplySpinFor(cudaDeviceScheduleAuto | cudaDeviceLmemResizeToMax, 0));
+}
 
 // The staging copy gives memcpy's bytes at every size and alignment (head, 64-byte body, tail),
 // and writes nothing outside its destination.

@@ -243,16 +243,16 @@ TEST_F(ExecutorTest, ARaisedStopEndsAWaitKernel) {
 }
 
 // A wait no doorbell announces is polled at a fixed fraction of its age: a young one at the
-// shortest interval, an old one at the longest, and in between never later than 1/32 of how
+// shortest interval, an old one at the longest, and in between never later than 1/64 of how
 // long it has waited, so it is found at most that much after its end.
 TEST(AgedPollIntervalTest, IsAFractionOfTheWaitsAgeWithinTheExecutorsIntervals) {
   using std::chrono::microseconds;
   EXPECT_EQ(AgedPollInterval(0), microseconds(20));
   EXPECT_EQ(AgedPollInterval(500'000), microseconds(20));  // a GPU waiter's spin: 500 us
-  EXPECT_EQ(AgedPollInterval(3'200'000), microseconds(100));
+  EXPECT_EQ(AgedPollInterval(3'200'000), microseconds(50));
   EXPECT_EQ(AgedPollInterval(3'600'000'000'000), microseconds(1000));
-  for (uint64_t age = 640'000; age <= 32'000'000; age += 97'000)
-    EXPECT_LE(AgedPollInterval(age).count(), static_cast<int64_t>(age / 32)) << age;
+  for (uint64_t age = 1'280'000; age <= 64'000'000; age += 97'000)
+    EXPECT_LE(AgedPollInterval(age).count(), static_cast<int64_t>(age / 64)) << age;
 }
 
 }  // namespace

@@ -215,6 +215,39 @@ TEST_F(ShmChannelTest, SendBlocksWhileTheRingIsFullAndKeepsOrder) {
   sender.join();
 }
 
+// However the receiver waits (SetReceiveSpin: sleep at once, poll long, poll yielding, the
+// transport's own), every reply arrives, whether it comes at once or after the poll ran out.
+TEST_F(ShmChannelTest, EveryReceiveSpinDeliversEveryFrame) {
+  auto l = MustListen();
+  auto [server, client] = Pair(*l);
+  ASSERT_TRUE(server && client);
+  std::thread echo([&, s = server.get()] {
+    std::mt19937_64 rng(2);
+    Frame f;
+    while (s->Receive(f, Deadline::Never()).ok()) {
+      if (rng() % 2) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+      ASSERT_TRUE(s->Send(f.header, f.body).ok());
+    }
+  });
+  const std::pair<std::chrono::nanoseconds, bool> ways[] = {
+      {0ns, false}, {10ms, false}, {10ms, true}, {-1ns, false}};
+  uint64_t seq = 0;
+  for (auto [spin, yield] : ways) {
+    client->SetReceiveSpin(spin, yield);
+    for (int i = 0; i < 200; ++i) {
+      const Bytes body(static_cast<size_t>(i % 64), std::byte{0x5a});
+      const FrameHeader h{.call = 1, .flags = 0, .seq = ++seq};
+      ASSERT_TRUE(client->Send(h, body).ok());
+      Frame reply;
+      ASSERT_TRUE(client->Receive(reply, Deadline::In(30s)).ok()) << spin.count() << " " << yield;
+      ASSERT_EQ(reply.header.seq, seq);
+      ASSERT_EQ(reply.body, body);
+    }
+  }
+  client->Close();
+  echo.join();
+}
+
 TEST_F(ShmChannelTest, ReceiveTimesOutWithNotReady) {
   auto l = MustListen();
   auto [server, client] = Pair(*l);

@@ -68,6 +68,27 @@ TEST(WaitStrategy, PublisherWakesParkedWaiter) {
   EXPECT_EQ(timeouts, 0);
 }
 
+// A yielding poll finds the publication without ever parking, as a pausing one does.
+TEST(WaitStrategy, YieldingSpinFindsThePublicationWithoutParking) {
+  std::atomic<uint32_t> word{0};
+  std::atomic<bool> flag{false};
+  std::atomic<uint32_t> parked_seen{0};
+  WaitStrategy w({.spin = 30s, .park = 30s, .yield = true});
+  std::thread publisher([&] {
+    std::this_thread::sleep_for(5ms);
+    parked_seen.store(word.load(std::memory_order_seq_cst));
+    flag.store(true, std::memory_order_seq_cst);
+    WaitStrategy::WakeIfParked(word);
+  });
+  int timeouts = 0;
+  EXPECT_TRUE(w.Wait(
+      word, [&] { return flag.load(std::memory_order_seq_cst); }, Deadline::Never(),
+      [&] { ++timeouts; }));
+  publisher.join();
+  EXPECT_EQ(parked_seen.load(), 0u) << "it parked within a 30 s spin";
+  EXPECT_EQ(timeouts, 0);
+}
+
 TEST(WaitStrategy, WakeIfParkedLeavesIdleWordAlone) {
   std::atomic<uint32_t> word{0};
   WaitStrategy::WakeIfParked(word);

@@ -187,11 +187,21 @@ Status ShmChannel::Receive(Frame& out, Deadline deadline) {
       if (type == kFrameRecord) return OkStatus();
       return Unavailable(closed_.load() ? "shm: channel closed" : "shm: peer is gone");
     }
-    const bool ready = wait_.Wait(
+    shm::WaitStrategy wait = wait_;
+    if (const int64_t spin = receive_spin_ns_.load(std::memory_order_relaxed); spin >= 0)
+      wait = shm::WaitStrategy({.spin = std::chrono::nanoseconds(spin),
+                                .park = wait_.options().park,
+                                .yield = receive_yield_.load(std::memory_order_relaxed)});
+    const bool ready = wait.Wait(
         in_.data_waiter(), [&] { return in_.Pending() || Stopped(); }, deadline,
         [&] { CheckPeer(); });
     if (!ready) return Status(err::kNotReady, "deadline");
   }
+}
+
+void ShmChannel::SetReceiveSpin(std::chrono::nanoseconds spin, bool yield) {
+  receive_yield_.store(yield, std::memory_order_relaxed);
+  receive_spin_ns_.store(spin.count() < 0 ? -1 : spin.count(), std::memory_order_relaxed);
 }
 
 bool ShmChannel::Arm() {

@@ -64,6 +64,7 @@ class ShmChannel final : public Channel {
   bool PeerAlive() const override;
   void Close() override;
   std::string Describe() const override;
+  void SetReceiveSpin(std::chrono::nanoseconds spin, bool yield) override;
   // The Unix socket (see the file head).
   int wake_fd() const override { return sock_.get(); }
   bool Arm() override;
@@ -108,6 +109,9 @@ class ShmChannel final : public Channel {
   shm::SpscRing::Producer out_;
   shm::SpscRing::Consumer in_;
   shm::WaitStrategy wait_;
+  // SetReceiveSpin's: the spin in ns (-1: wait_'s), and whether to yield.
+  std::atomic<int64_t> receive_spin_ns_{-1};
+  std::atomic<bool> receive_yield_{false};
   ShmArena arena_;
   PeerInfo peer_;
   size_t max_body_;

@@ -1,8 +1,9 @@
 // transport/shm/wait.h - WaitStrategy: spin briefly, then park on a futex word.
 //
 // A waiter that found nothing to do calls Wait(word, ready, deadline, on_park_timeout):
-//   1. spin: poll ready() with a pause instruction for WaitOptions::spin (a futex wake
-//      costs ~50 us in our VMs, so the spin must cover the common reply latency);
+//   1. spin: poll ready() with a pause instruction (sched_yield with WaitOptions::yield) for
+//      WaitOptions::spin (a futex wake costs ~50 us in our VMs, so the spin must cover the
+//      common reply latency);
 //   2. park: word.exchange(1) ("I may sleep", seq_cst), re-check ready(), then
 //      FUTEX_WAIT(word, 1) for at most WaitOptions::park, calling on_park_timeout() each
 //      time the park times out (the caller checks peer liveness there).
@@ -29,6 +30,8 @@
 //   bool ok = w.Wait(trailer.data_waiter, [&] { return ring.Pending(); }, deadline, [] {});
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -49,6 +52,9 @@ struct WaitOptions {
   std::chrono::nanoseconds spin = std::chrono::microseconds(20);
   // Longest single futex sleep; bounds how late a dead peer is noticed.
   std::chrono::nanoseconds park = std::chrono::milliseconds(100);
+  // Poll with sched_yield() between looks instead of a pause instruction: other threads
+  // of the host run while this one waits (cudaDeviceScheduleYield).
+  bool yield = false;
 };
 
 // Parks the calling thread on `word` until woken or `timeout` elapses (FUTEX_WAIT while
@@ -127,8 +133,11 @@ bool WaitStrategy::Wait(std::atomic<uint32_t>& word, Ready&& ready, Deadline dea
   const Clock::time_point spin_end = now + options_.spin;
   for (uint32_t i = 1;; ++i) {
     if (ready()) return true;
-    CpuRelax();
-    if ((i & 63) == 0) {
+    if (options_.yield)
+      sched_yield();
+    else
+      CpuRelax();
+    if ((i & 63) == 0 || options_.yield) {
       now = Clock::now();
       if (now >= spin_end || now >= deadline.at) break;
     }
