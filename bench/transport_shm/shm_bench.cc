@@ -65,6 +65,39 @@ std::string BenchSocketPath() {
   return "/tmp/remora-shm-bench-" + std::to_string(::getpid()) + ".sock";
 }
 
+// A listener and both ends of one channel to it, connected from this thread.
+struct Connected {
+  std::unique_ptr<ShmListener> listener;
+  std::unique_ptr<Channel> server, client;
+};
+// Connects a client with an arena of `arena_bytes`; null (and *err) on failure.
+std::unique_ptr<Connected> Connect(size_t arena_bytes, std::string* err) {
+  ShmOptions opts;
+  opts.arena_bytes = arena_bytes;
+  const std::string path = BenchSocketPath();
+  auto listener = ShmListener::Listen(path, opts);
+  if (!listener.ok()) {
+    *err = listener.status().ToString();
+    return nullptr;
+  }
+  Result<std::unique_ptr<Channel>> server = Status(err::kUnknown, "not accepted");
+  std::thread acceptor([&] {
+    PeerInfo who;
+    server = (*listener)->Accept(who, Deadline::In(std::chrono::seconds(10)));
+  });
+  auto client = ShmConnect(path, Deadline::In(std::chrono::seconds(10)));
+  acceptor.join();
+  if (!client.ok() || !server.ok()) {
+    *err = "shm connect failed";
+    return nullptr;
+  }
+  auto c = std::make_unique<Connected>();
+  c->listener = std::move(listener).value();
+  c->server = std::move(server).value();
+  c->client = std::move(client).value();
+  return c;
+}
+
 // Blocks of 1000 shm round trips alternate with blocks of 1000 ping-pongs, so the floor
 // and the transport see the same conditions on this shared 2-core machine.
 void BM_ShmRoundTrip(benchmark::State& state) {
@@ -140,21 +173,11 @@ BENCHMARK(BM_ShmRoundTrip)->Arg(64)->Arg(1024)->UseManualTime()->MinTime(2.0);
 // copies any transport makes, header+body into a buffer and back out.
 void BM_ShmSendReceiveOneThread(benchmark::State& state) {
   const size_t body_bytes = static_cast<size_t>(state.range(0));
-  ShmOptions opts;
-  opts.arena_bytes = 4 << 20;
-  const std::string path = BenchSocketPath();
-  auto listener = ShmListener::Listen(path, opts);
-  if (!listener.ok()) return state.SkipWithError(listener.status().ToString().c_str());
-  Result<std::unique_ptr<Channel>> server = Status(err::kUnknown, "not accepted");
-  std::thread acceptor([&] {
-    PeerInfo who;
-    server = (*listener)->Accept(who, Deadline::In(std::chrono::seconds(10)));
-  });
-  auto client = ShmConnect(path, Deadline::In(std::chrono::seconds(10)));
-  acceptor.join();
-  if (!client.ok() || !server.ok()) return state.SkipWithError("shm connect failed");
-  Channel& tx = **client;
-  Channel& rx = **server;
+  std::string err;
+  std::unique_ptr<Connected> c = Connect(4 << 20, &err);
+  if (!c) return state.SkipWithError(err.c_str());
+  Channel& tx = *c->client;
+  Channel& rx = *c->server;
   const std::vector<std::byte> body(body_bytes, std::byte{7});
   Frame f;
   f.body.reserve(body_bytes);
@@ -195,20 +218,10 @@ BENCHMARK(BM_ShmSendReceiveOneThread)->Arg(64)->Arg(4096);
 
 void BM_ArenaCopy(benchmark::State& state) {
   constexpr size_t kBytes = 64 << 20;
-  ShmOptions opts;
-  opts.arena_bytes = 128 << 20;
-  const std::string path = BenchSocketPath();
-  auto listener = ShmListener::Listen(path, opts);
-  if (!listener.ok()) return state.SkipWithError(listener.status().ToString().c_str());
-  Result<std::unique_ptr<Channel>> server = Status(err::kUnknown, "not accepted");
-  std::thread acceptor([&] {
-    PeerInfo who;
-    server = (*listener)->Accept(who, Deadline::In(std::chrono::seconds(10)));
-  });
-  auto client = ShmConnect(path, Deadline::In(std::chrono::seconds(10)));
-  acceptor.join();
-  if (!client.ok() || !server.ok()) return state.SkipWithError("shm connect failed");
-  Arena* arena = (*client)->arena();
+  std::string err;
+  std::unique_ptr<Connected> c = Connect(128 << 20, &err);
+  if (!c) return state.SkipWithError(err.c_str());
+  Arena* arena = c->client->arena();
 
   std::vector<std::byte> src(kBytes), plain(kBytes);
   for (size_t i = 0; i < kBytes; ++i) src[i] = static_cast<std::byte>(i * 131);
@@ -242,20 +255,10 @@ void BM_StagingCopy(benchmark::State& state) {
   constexpr size_t kBytes = 64 << 20, kPiece = 4 << 20;  // the server's staging slots
   const bool into = state.range(0) == 0;
   state.SetLabel(into ? "pageable -> arena (H2D)" : "arena -> pageable (D2H)");
-  ShmOptions opts;
-  opts.arena_bytes = 128 << 20;
-  const std::string path = BenchSocketPath();
-  auto listener = ShmListener::Listen(path, opts);
-  if (!listener.ok()) return state.SkipWithError(listener.status().ToString().c_str());
-  Result<std::unique_ptr<Channel>> server = Status(err::kUnknown, "not accepted");
-  std::thread acceptor([&] {
-    PeerInfo who;
-    server = (*listener)->Accept(who, Deadline::In(std::chrono::seconds(10)));
-  });
-  auto client = ShmConnect(path, Deadline::In(std::chrono::seconds(10)));
-  acceptor.join();
-  if (!client.ok() || !server.ok()) return state.SkipWithError("shm connect failed");
-  std::byte* arena = (*client)->arena()->base();
+  std::string err;
+  std::unique_ptr<Connected> c = Connect(128 << 20, &err);
+  if (!c) return state.SkipWithError(err.c_str());
+  std::byte* arena = c->client->arena()->base();
   std::vector<std::byte> user(kBytes);
   for (size_t i = 0; i < kBytes; ++i) user[i] = static_cast<std::byte>(i * 131);
   std::memset(arena, 1, kBytes);
