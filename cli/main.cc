@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | "
     "--gpu-memory-limit M]\n"
     "                  [--gpu-compute F] [--gpu-compute-limit F] [--priority high|normal|low]\n"
-    "                  -- CMD ARGS\n"
+    "                  [--remote-libs cublas,cudnn] -- CMD ARGS\n"
     "       remora list|top [--server ADDR] [--token T]\n"
     "       remora evict SESSION|TENANT [--server ADDR] [--token T]\n"
     "  list: every tenant of the server, with its quotas, usage and share of GPU time\n"
@@ -35,7 +35,9 @@ constexpr const char* kUsage =
     "  --trace prints each forwarded CUDA call, its arguments and result on CMD's stderr.\n"
     "  --check runs CMD and then lists each CUDA library it loaded and what served it.\n"
     "  Every CUDA driver library CMD loads, from any directory, is Remora's: NVIDIA's\n"
-    "  runtime and libraries (static, or a framework's own) run over it.\n";
+    "  runtime and libraries (static, or a framework's own) run over it.\n"
+    "  --remote-libs serves cuBLAS (with cuBLASLt) and cuDNN from the server's copies\n"
+    "  instead of loading NVIDIA's into CMD (the emulated GPU cannot run theirs).\n";
 
 std::string ExeDir() {
   char buf[4096];

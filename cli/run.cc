@@ -37,7 +37,8 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
                               {"--gpu-compute", &RunOptions::gpu_compute},
                               {"--gpu-compute-limit", &RunOptions::gpu_compute_limit},
                               {"--priority", &RunOptions::priority},
-                              {"--token", &RunOptions::token}};
+                              {"--token", &RunOptions::token},
+                              {"--remote-libs", &RunOptions::remote_libs}};
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -101,6 +102,15 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
       std::strtod(o.gpu_compute_limit.c_str(), nullptr) <
           std::strtod(o.gpu_compute.c_str(), nullptr))
     return Error(err::kInvalidValue, "--gpu-compute-limit is below --gpu-compute");
+  for (size_t at = 0; !o.remote_libs.empty() && at != std::string::npos;) {
+    const size_t comma = o.remote_libs.find(',', at);
+    const std::string lib =
+        o.remote_libs.substr(at, comma == std::string::npos ? comma : comma - at);
+    if (lib != "cublas" && lib != "cudnn")
+      return Error(err::kInvalidValue,
+                   "--remote-libs takes cublas and cudnn (comma-separated), not '" + lib + "'");
+    at = comma == std::string::npos ? comma : comma + 1;
+  }
   if (!o.priority.empty() && !sched::ParsePriority(o.priority))
     return Error(err::kInvalidValue,
                  "--priority takes high, normal or low, not '" + o.priority + "'");
@@ -125,6 +135,7 @@ std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
   if (!o.gpu_compute.empty()) env["REMORA_GPU_COMPUTE"] = o.gpu_compute;
   if (!o.gpu_compute_limit.empty()) env["REMORA_GPU_COMPUTE_LIMIT"] = o.gpu_compute_limit;
   if (!o.priority.empty()) env["REMORA_PRIORITY"] = o.priority;
+  if (!o.remote_libs.empty()) env["REMORA_REMOTE_LIBS"] = o.remote_libs;
   if (o.trace) env.insert_or_assign("REMORA_TRACE", std::string("1"));
   return env;
 }

@@ -14,6 +14,9 @@ struct RunOptions {
   std::string gpu_fraction, gpu_fraction_limit, gpu_memory, gpu_memory_limit;
   std::string gpu_compute, gpu_compute_limit, priority;  // GPU time share, cap; class
   std::string token;
+  // REMORA_REMOTE_LIBS: NVIDIA libraries served by the server's copies through Remora's stubs
+  // ("cublas", "cudnn", comma-separated), not loaded into CMD.
+  std::string remote_libs;
   bool trace = false;                // REMORA_TRACE=1: the stub prints every forwarded call
   bool check = false;                // list the CUDA libraries CMD loads and what serves each
   std::vector<std::string> command;  // program and its arguments

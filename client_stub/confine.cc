@@ -3,7 +3,10 @@
 //
 // Every search for libcuda.so* or libnvidia-ml.so* (a name, or a full path such as the one a
 // framework finds with `ldconfig -p`) is answered with Remora's library from REMORA_STUB_DIR,
-// so NVIDIA's runtime and libraries, wherever they come from, run over Remora's driver. Should
+// so NVIDIA's runtime and libraries, wherever they come from, run over Remora's driver. The
+// libraries REMORA_REMOTE_LIBS names ("cublas": libcublas and libcublasLt; "cudnn": libcudnn)
+// are answered the same way with Remora's stubs, which forward their calls to the server's
+// copies (`remora run --remote-libs`). Should
 // a driver library outside that directory still be opened (under another file name: its
 // SONAME tells), the process stops at once, naming it, before any GPU work could run
 // unconfined. With REMORA_CHECK_REPORT set to a file, each
@@ -21,6 +24,7 @@ namespace {
 
 char g_stub_dir[4096];
 char g_cuda[4200], g_nvml[4200];
+char g_cublas[4200], g_cublaslt[4200], g_cudnn[4200];  // empty: not remote
 const char* g_report = nullptr;
 
 const char* Base(const char* path) {
@@ -40,6 +44,33 @@ const char* Ours(const char* name) {
   if (Starts(b, "libcuda.so")) return g_cuda;
   if (Starts(b, "libnvidia-ml.so")) return g_nvml;
   return nullptr;
+}
+
+// Remora's stub standing for `name` when REMORA_REMOTE_LIBS serves it from the server, else
+// nullptr. libcudnn.so*, not its sub-libraries (libcudnn_ops.so*, ...), which only NVIDIA's
+// libcudnn loads.
+const char* Remote(const char* name) {
+  const char* b = Base(name);
+  const char* r = nullptr;
+  if (Starts(b, "libcublasLt.so"))
+    r = g_cublaslt;
+  else if (Starts(b, "libcublas.so"))
+    r = g_cublas;
+  else if (Starts(b, "libcudnn.so"))
+    r = g_cudnn;
+  return r != nullptr && r[0] != '\0' ? r : nullptr;
+}
+
+// True if the comma-separated `list` names `item`.
+bool Lists(const char* list, const char* item) {
+  const size_t n = std::strlen(item);
+  for (const char* p = list; p != nullptr && *p != '\0';) {
+    const char* end = std::strchr(p, ',');
+    const size_t len = end ? size_t(end - p) : std::strlen(p);
+    if (len == n && std::strncmp(p, item, n) == 0) return true;
+    p = end ? end + 1 : nullptr;
+  }
+  return false;
 }
 
 void Say(const char* what, const char* path) {
@@ -116,6 +147,13 @@ __attribute__((visibility("default"))) unsigned int la_version(unsigned int) {
     std::strcpy(g_stub_dir, dir);
     std::snprintf(g_cuda, sizeof g_cuda, "%s/libcuda.so.1", g_stub_dir);
     std::snprintf(g_nvml, sizeof g_nvml, "%s/libnvidia-ml.so.1", g_stub_dir);
+    const char* remote = std::getenv("REMORA_REMOTE_LIBS");
+    if (Lists(remote, "cublas")) {
+      std::snprintf(g_cublas, sizeof g_cublas, "%s/libcublas.so.13", g_stub_dir);
+      std::snprintf(g_cublaslt, sizeof g_cublaslt, "%s/libcublasLt.so.13", g_stub_dir);
+    }
+    if (Lists(remote, "cudnn"))
+      std::snprintf(g_cudnn, sizeof g_cudnn, "%s/libcudnn.so.9", g_stub_dir);
   }
   g_report = std::getenv("REMORA_CHECK_REPORT");
   return LAV_CURRENT;
@@ -129,6 +167,7 @@ __attribute__((visibility("default"))) char* la_objsearch(const char* name, uint
   if (flag != LA_SER_ORIG || g_stub_dir[0] == '\0' || InStubDir(name))
     return const_cast<char*>(name);
   if (const char* ours = Ours(name)) return const_cast<char*>(ours);
+  if (const char* remote = Remote(name)) return const_cast<char*>(remote);
   const auto* requester = cookie ? reinterpret_cast<const struct link_map*>(*cookie) : nullptr;
   if (requester && requester->l_name && requester->l_name[0] == '/' &&
       !InStubDir(requester->l_name) && IsCudaLibrary(Base(requester->l_name)) &&

@@ -10,7 +10,8 @@
 #             thread's CPU per launch natively, through Remora's stub and under NVIDIA's static
 #             runtime over Remora's driver, with the server's CPU seconds per thread meanwhile
 #   programs  test programs built on NVIDIA's runtime and libraries: native, then through Remora
-#   torch     PyTorch in depth under remora run --gpu-memory 8Gi, native first
+#   torch     PyTorch in depth under remora run --gpu-memory 8Gi, native first, then with
+#             --remote-libs cublas (cuBLAS served by the server's)
 #   shares    alone; 0.2 / 0.6; 0.09 / 0.81; a limit of 0.3; 8 equal tenants; the pairs with
 #             --time-slice 0 and 32: kernel rates and device time charged from 3 s to 6 s in
 #   priority  a high tenant's latency alone and beside a saturating low one, without and
@@ -110,6 +111,9 @@ if want programs; then
     o=$(cd "$tmp" && timeout 30 "$R/bin/remora" run --server "$S" -- "$R/cuda/$p" 2>&1); rc=$?
     echo "$o" >"$OUT/f/$p.shm"; log "$line | shm rc=$rc $(echo "$o" | tail -1 | cut -c1-70)"
   done
+  o=$(cd "$tmp" && timeout 30 "$R/bin/remora" run --server "$S" --remote-libs cublas -- \
+      "$R/cuda/nvidia_cublas" 2>&1); rc=$?
+  log "nvidia_cublas --remote-libs cublas | shm rc=$rc $(echo "$o" | tail -1 | cut -c1-70)"
 fi
 if want torch; then
   o=$(timeout 100 env -u LD_LIBRARY_PATH python3 "$G/torch_check.py" 2>&1); echo "$o" >"$OUT/f/torch.native"
@@ -117,6 +121,11 @@ if want torch; then
   o=$(timeout 120 env REMORA_TRACE_DRIVER=1 "$R/bin/remora" run --server "$S" --gpu-memory 8Gi -- \
       python3 "$G/torch_check.py" 2>&1); echo "$o" >"$OUT/f/torch.remora"
   log "PyTorch under remora run --gpu-memory 8Gi:"
+  echo "$o" | grep -E "^(OK|FAIL|MEMINFO)" | cut -c1-200 >>"$OUT/remora.txt"
+  echo "$o" | grep "^remora:" | sort | uniq -c | head -12 >>"$OUT/remora.txt"
+  o=$(timeout 120 "$R/bin/remora" run --server "$S" --gpu-memory 8Gi --remote-libs cublas -- \
+      python3 "$G/torch_check.py" 2>&1); echo "$o" >"$OUT/f/torch.remote"
+  log "PyTorch under remora run --gpu-memory 8Gi --remote-libs cublas:"
   echo "$o" | grep -E "^(OK|FAIL|MEMINFO)" | cut -c1-200 >>"$OUT/remora.txt"
   echo "$o" | grep "^remora:" | sort | uniq -c | head -12 >>"$OUT/remora.txt"
 fi

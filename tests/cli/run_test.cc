@@ -60,6 +60,22 @@ TEST(Run, ComputeShareLimitAndPriority) {
 namespace remora::cli {
 namespace {
 
+// --remote-libs names the NVIDIA libraries the audit module answers with Remora's stubs.
+TEST(Run, RemoteLibsGoToTheAuditModuleAndOnlyKnownOnes) {
+  auto o = ParseRun({"--remote-libs", "cublas,cudnn", "--", "./app"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(TenantEnvironment(*o, "/stub", "")["REMORA_REMOTE_LIBS"], "cublas,cudnn");
+  auto plain = ParseRun({"./app"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(TenantEnvironment(*plain, "/stub", "").count("REMORA_REMOTE_LIBS"), 0u);
+  EXPECT_TRUE(ParseRun({"--remote-libs=cudnn", "./app"}).ok());
+  for (const char* bad : {"cufft", "cublas,", "cublas,,cudnn", "cuBLAS"}) {
+    auto r = ParseRun({"--remote-libs", bad, "--", "./app"});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("cublas and cudnn"), std::string::npos);
+  }
+}
+
 TEST(Run, InstallsTheAuditModuleBeforeAnyOther) {
   auto o = ParseRun({"--check", "--", "./app"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
