@@ -108,6 +108,11 @@ std::shared_ptr<Executor::Tenant> Executor::Join(uint64_t id, std::string name, 
   return t;
 }
 
+size_t Executor::tenant_count() const {
+  std::lock_guard lock(mu_);
+  return tenants_.size();
+}
+
 void Executor::Configure(uint64_t id, const sched::Share& share) {
   std::lock_guard lock(mu_);
   if (!tenants_.count(id)) return;

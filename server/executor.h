@@ -119,6 +119,8 @@ class Executor {
   // True where synchronous waits spin long with no doorbell (NVIDIA's driver, or
   // REMORA_WAIT_SPIN=long): the host has cores to wait on, as on a GPU.
   bool long_spins() const { return long_spins_; }
+  // Tenants joined and not yet gone. Thread-safe.
+  size_t tenant_count() const;
 
   // What a tenant's work has cost the device: all the device time charged to
   // it, and its share of the device's time over about the last 10 s (a

@@ -3,7 +3,9 @@
 // reloaded tenants file, and what the administration and monitoring calls see.
 #include "server/session.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "proto/arena.h"
 #include "scheduler/quota.h"
@@ -228,8 +230,12 @@ Status Session::OnHello(const v1::Hello& hello, v1::Welcome& welcome) {
           {{"session", id_}, {"zero_copy", "off"}, {"why", "cuMemHostGetDevicePointer failed"}});
     welcome.set_arena_device_address(arena_device_address_);
     // On a GPU the host's cores are the tenants' to wait on, as NVIDIA's runtime spins by
-    // default; on the emulated GPU they run the kernels (the transport's short spin).
-    if (env_.executor->long_spins()) welcome.set_reply_spin_ns(kGpuReplySpinNs);
+    // default while a process has no more contexts than the host has cores; here while the
+    // tenants are no more than half the cores (the server's threads need the rest). On the
+    // emulated GPU the cores run the kernels: the transport's short spin.
+    if (env_.executor->long_spins() &&
+        env_.executor->tenant_count() <= std::max(1u, std::thread::hardware_concurrency() / 2))
+      welcome.set_reply_spin_ns(kGpuReplySpinNs);
     if (has_heap) {
       welcome.set_staging_offset(0);
       welcome.set_staging_slot_bytes(arena::kStagingSlotBytes);
