@@ -82,7 +82,10 @@ cudaError_t Register(const std::vector<std::string>& images, bool rdc, uint64_t*
       // Machine code for other GPUs only (NVIDIA's libraries on the emulated GPU): say which
       // module, on the tenant's stderr as in the server's log, whoever asked for it.
       if (e == cudaErrorNoKernelImageForDevice)
-        std::fprintf(stderr, "remora: a module has no image this device can run: %s\n",
+        std::fprintf(stderr,
+                     "remora: a module has no image this device can run: %s (NVIDIA's cuBLAS, "
+                     "cuBLASLt and cuDNN: `remora run --remote-libs cublas,cudnn` serves them "
+                     "from the server)\n",
                      Connection::LastFailureMessage().c_str());
       return e;
     }
