@@ -17,6 +17,8 @@
 #   priority  a high tenant's latency alone and beside a saturating low one, without and
 #             with --reserve-sms 8, and natively
 #   fault     a bystander, a faulting tenant, the next tenant and the supervisor's restart
+# All of them may pass one device call's 600 s (torch alone up to 340 s): run
+# "probes start launch programs torch" in one call and "shares priority fault" in the next.
 set -u
 R=${R:-/tmp/r/gpu}; G=$(cd "$(dirname "$0")" && pwd); P=$(cd "$G/../.." && pwd)/.gpu
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT/f"
