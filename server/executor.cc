@@ -229,19 +229,16 @@ bool Executor::GrantTo(Tenant& t) {
   return false;
 }
 
-void Executor::ReturnGrantLocked(Tenant& t) {
-  if (const uint32_t n = t.permits_.exchange(0, std::memory_order_relaxed); n > 0)
-    order_->Return(t.id_, n);
+bool Executor::ReturnGrantLocked(Tenant& t) {
+  const uint32_t n = t.permits_.exchange(0, std::memory_order_relaxed);
+  if (n > 0) order_->Return(t.id_, n);
   granted_.erase(&t);
+  return n > 0;
 }
 
 bool Executor::RevokeGrantsLocked() {
   bool any = false;
-  while (!granted_.empty()) {
-    Tenant& t = **granted_.begin();
-    any |= t.permits_.load(std::memory_order_relaxed) > 0;
-    ReturnGrantLocked(t);
-  }
+  while (!granted_.empty()) any |= ReturnGrantLocked(**granted_.begin());
   return any;
 }
 

@@ -158,8 +158,8 @@ class Executor {
   // Takes every unused grant back into the dispatch queue; true if one held any item.
   // REQUIRES: mu_.
   bool RevokeGrantsLocked();
-  // Gives `t`'s unused grant back. REQUIRES: mu_.
-  void ReturnGrantLocked(Tenant& t);
+  // Gives `t`'s unused grant back; true if it held any item. REQUIRES: mu_.
+  bool ReturnGrantLocked(Tenant& t);
   // Has the executor's thread pump soon: a caller without a Use changed who
   // may go (a tenant's new share may free work it held back). REQUIRES: mu_.
   void RepumpLocked();
