@@ -97,14 +97,15 @@ int main(int argc, char** argv) {
   }
   const char* ld = std::getenv("LD_LIBRARY_PATH");
   const char* audit = std::getenv("LD_AUDIT");
+  const char* preload = std::getenv("LD_PRELOAD");
   std::string stub_dir = ExeDir() + "/../lib/stub";
   if (const char* s = std::getenv("REMORA_STUB_DIR")) stub_dir = s;
   if (char* real = realpath(stub_dir.c_str(), nullptr)) {  // the paths the loader reports
     stub_dir = real;
     free(real);
   }
-  for (const auto& [k, v] :
-       remora::cli::TenantEnvironment(*opts, stub_dir, ld ? ld : "", audit ? audit : ""))
+  for (const auto& [k, v] : remora::cli::TenantEnvironment(
+           *opts, stub_dir, ld ? ld : "", audit ? audit : "", preload ? preload : ""))
     setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> cargv;
   for (std::string& a : opts->command) cargv.push_back(a.data());

@@ -120,12 +120,15 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
 std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
                                                      const std::string& stub_dir,
                                                      const std::string& ld_library_path,
-                                                     const std::string& ld_audit) {
+                                                     const std::string& ld_audit,
+                                                     const std::string& ld_preload) {
   std::map<std::string, std::string> env;
   env["LD_LIBRARY_PATH"] = ld_library_path.empty() ? stub_dir : stub_dir + ":" + ld_library_path;
   const std::string confine = stub_dir + "/libremora_confine.so";
   env["LD_AUDIT"] = ld_audit.empty() ? confine : confine + ":" + ld_audit;
   env["REMORA_STUB_DIR"] = stub_dir;
+  const std::string nvrtc = stub_dir + "/libremora_nvrtc.so";
+  env["LD_PRELOAD"] = ld_preload.empty() ? nvrtc : nvrtc + ":" + ld_preload;
   if (!o.server.empty()) env["REMORA_SERVER"] = o.server;
   if (!o.token.empty()) env["REMORA_TOKEN"] = o.token;
   if (!o.gpu_fraction.empty()) env["REMORA_GPU_FRACTION"] = o.gpu_fraction;

@@ -27,13 +27,15 @@ struct RunOptions {
 Result<RunOptions> ParseRun(const std::vector<std::string>& args);
 
 // The environment variables `remora run` sets for the tenant, given the stub
-// library directory and the current LD_LIBRARY_PATH and LD_AUDIT: the stubs first on the
-// library path, and the audit module (client_stub/confine.cc) that keeps every CUDA driver
-// library the program loads Remora's.
+// library directory and the current LD_LIBRARY_PATH, LD_AUDIT and LD_PRELOAD: the stubs first
+// on the library path, the audit module (client_stub/confine.cc) that keeps every CUDA driver
+// library the program loads Remora's, and NVRTC's interposer
+// (client_stub/nvrtc_interpose.cc) first among the preloads.
 std::map<std::string, std::string> TenantEnvironment(const RunOptions& opts,
                                                      const std::string& stub_dir,
                                                      const std::string& ld_library_path,
-                                                     const std::string& ld_audit = "");
+                                                     const std::string& ld_audit = "",
+                                                     const std::string& ld_preload = "");
 
 // `remora run --check`'s table, from the audit module's report (one "path<TAB>served by" line
 // per library opened): each library once, in the order first opened.

@@ -95,6 +95,7 @@ void Context::TearDown(bool deactivate) {
   textures_.Clear();
   memory_->FreeAll();
   heap_.Reset();
+  launch_pool_.Reset();
   if (!deactivate) return;
   std::lock_guard lock(mu_);
   error_.store(0, std::memory_order_release);

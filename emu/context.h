@@ -89,6 +89,8 @@ class Context {
   DeviceMemory& memory() { return *memory_; }
   // Device-side malloc/free of this context's kernels.
   Heap& heap() { return heap_; }
+  // Parameter buffers of device-side launches (dynamic parallelism), apart from the heap.
+  Heap& launch_pool() { return launch_pool_; }
   // Texture and surface objects (cleared by a reset, as every handle is).
   Textures& textures() { return textures_; }
   // cuCtxSetLimit / cuCtxGetLimit. The heap's limit is the heap's (Heap::SetLimit); the
@@ -182,6 +184,7 @@ class Context {
 
   std::unique_ptr<DeviceMemory> memory_;
   Heap heap_{*memory_};  // after memory_: gives its block back first
+  Heap launch_pool_{*memory_, kLaunchPoolBytes};
   Textures textures_{*memory_};
   // Recorded limits by CUlimit; the heap's slot is unused (heap_ holds it).
   std::atomic<size_t> limits_[CU_LIMIT_MAX] = {1024, 1 << 20, 0, 2, 2048, 64, 0, 0, 0, 0};

@@ -302,6 +302,7 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
     cfg.priority = priority;
     cfg.cancel = CurrentWorkCancelled();
     cfg.heap = &ctx->heap();
+    cfg.launch_pool = &ctx->launch_pool();
     cfg.textures = &ctx->textures();
     cfg.printf_sink = [sink = &out](std::string_view text) {
       std::lock_guard lock(sink->mu);

@@ -16,10 +16,13 @@
 namespace remora::emu {
 
 inline constexpr uint64_t kDefaultHeapBytes = 8ull << 20;
+// The parameter buffers of device-side launches waiting to run (ptx::LaunchConfig::launch_pool).
+inline constexpr uint64_t kLaunchPoolBytes = 16ull << 20;
 
 class Heap final : public ptx::DeviceHeap {
  public:
-  explicit Heap(DeviceMemory& memory) : memory_(memory) {}
+  explicit Heap(DeviceMemory& memory, uint64_t limit = kDefaultHeapBytes)
+      : memory_(memory), limit_(limit) {}
   ~Heap() override;
 
   uint64_t Malloc(uint64_t bytes) override;
@@ -35,7 +38,7 @@ class Heap final : public ptx::DeviceHeap {
  private:
   mutable std::mutex mu_;
   DeviceMemory& memory_;
-  uint64_t limit_ = kDefaultHeapBytes;           // guarded by mu_
+  uint64_t limit_;                               // guarded by mu_
   CUdeviceptr base_ = 0;                         // 0 until the first malloc (guarded by mu_)
   bool failed_ = false;                          // the heap's block could not be allocated
   std::map<uint64_t, uint64_t> free_;            // offset -> bytes, coalesced (guarded by mu_)

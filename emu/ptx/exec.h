@@ -287,7 +287,21 @@ struct LaunchCtx {
   std::atomic<bool>* failed;
   Status* fault;  // first fault, guarded by fault_mu
   std::mutex* fault_mu;
+  DeviceWork* device_work;  // what the grid's threads queue with the device runtime
+  uint32_t depth;           // nesting depth: 0 for a grid the host launched
 };
+
+// Lane `lane`'s bytes at offset `off` of its local frame (call arguments and returns live there).
+inline uint8_t* FramePtr(Exec& x, int lane, uint32_t off) {
+  return x.cta->LocalOf(x.w->index, lane) + off;
+}
+// Argument k of a builtin call for lane l: its first (at most 8) bytes.
+inline uint64_t Arg(Exec& x, int l, const CallSite& site, size_t k) {
+  uint64_t v = 0;
+  const CallSite::Copy& c = site.args[k];
+  std::memcpy(&v, FramePtr(x, l, x.lbase + c.from), std::min<uint32_t>(c.size, 8));
+  return v;
+}
 
 // Records the first fault of a launch; the exec function returns kFault after calling it.
 int Fault(Exec& x, int32_t code, std::string message);

@@ -35,10 +35,6 @@ int Exit(Exec& x, const Inst&) {
   return kRepick;
 }
 
-uint8_t* FramePtr(Exec& x, int lane, uint32_t off) {
-  return x.cta->LocalOf(x.w->index, lane) + off;
-}
-
 int Ret(Exec& x, const Inst&) {
   Warp& w = *x.w;
   SkipUnmasked(x);
@@ -70,14 +66,6 @@ int Ret(Exec& x, const Inst&) {
 
 int Trap(Exec& x, const Inst& in) {
   return FaultAt(x, err::kLaunchFailure, in, "trap executed");
-}
-
-// Reads a .param argument of a builtin call for lane l.
-uint64_t Arg(Exec& x, int l, const CallSite& site, size_t k) {
-  uint64_t v = 0;
-  const CallSite::Copy& c = site.args[k];
-  std::memcpy(&v, FramePtr(x, l, x.lbase + c.from), std::min<uint32_t>(c.size, 8));
-  return v;
 }
 
 struct PrintfReader {
@@ -123,8 +111,10 @@ int CallHeap(Exec& x, const Inst& in, const CallSite& site, Builtin b) {
   return fault;
 }
 
-int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, Builtin b) {
+int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, const Function& callee) {
+  const Builtin b = callee.builtin;
   if (b == Builtin::kMalloc || b == Builtin::kFree) return CallHeap(x, in, site, b);
+  if (b == Builtin::kDeviceRuntime) return CallDeviceRuntime(x, in, site, callee.runtime_call);
   uint32_t m = x.mask;
   while (m) {
     int l = std::countr_zero(m);
@@ -223,7 +213,7 @@ int Call(Exec& x, const Inst& in) {
   const CallSite& site = P.calls[in.target];
   if (site.indirect) return CallIndirect(x, in, site);
   const Function& callee = P.funcs[site.callee];
-  if (callee.builtin != Builtin::kNone) return CallBuiltin(x, in, site, callee.builtin);
+  if (callee.builtin != Builtin::kNone) return CallBuiltin(x, in, site, callee);
   Warp& w = *x.w;
   // in.d[0] / in.d[1]: the caller's register slots and frame bytes (set when its body ended).
   uint32_t rb = x.rbase + in.d[0];

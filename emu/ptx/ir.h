@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "emu/ptx/device_runtime.h"
 #include "emu/ptx/ptx.h"
 
 namespace remora::emu::ptx {
@@ -328,13 +329,14 @@ struct MatrixOp {
   uint32_t d[kMaxRegs], a[kMaxRegs], b[kMaxRegs], c[kMaxRegs];  // register slots
 };
 
-enum class Builtin : uint8_t { kNone, kVprintf, kAssertfail, kMalloc, kFree };
+enum class Builtin : uint8_t { kNone, kVprintf, kAssertfail, kMalloc, kFree, kDeviceRuntime };
 
 struct Function {
   std::string name;
   bool is_entry = false;
   bool defined = false;
   Builtin builtin = Builtin::kNone;
+  RuntimeCall runtime_call = RuntimeCall::kNone;  // which, for Builtin::kDeviceRuntime
   uint32_t entry_pc = 0;
   uint32_t nregs = 0;        // register slots of one frame
   uint32_t frame_bytes = 0;  // local frame: params, returns, depot, call temporaries
@@ -382,6 +384,7 @@ class ProgramImpl {
   std::unordered_map<std::string, uint32_t> global_by_name;
   uint32_t dyn_shared_align = 16;
   uint32_t func_tag = 0;  // this program's part of its functions' addresses (FuncAddress)
+  bool uses_device_runtime = false;  // calls CUDA's device runtime (device_runtime.h)
   // Default storage for globals when a launch supplies no addresses (tests, tools).
   std::vector<std::vector<uint64_t>> own_storage;
   std::vector<uint64_t> own_addresses;
@@ -406,6 +409,15 @@ inline uint32_t FuncAtAddress(const ProgramImpl& P, uint64_t addr) {
   uint32_t f = uint32_t(addr >> 4 & (kMaxFuncs - 1));
   if (f >= P.funcs.size() || !P.funcs[f].defined || P.funcs[f].is_entry) return kNoReg;
   return f;
+}
+// The kernel index `addr` names (a kernel's address taken in device code, as a device-side
+// launch passes it), or kNoReg.
+inline uint32_t KernelAtAddress(const ProgramImpl& P, uint64_t addr) {
+  if ((addr & 0xffff00000000000full) != kFuncWindow) return kNoReg;
+  if ((addr >> 24 & 0xffffffu) != (P.func_tag & 0xffffffu)) return kNoReg;
+  uint32_t f = uint32_t(addr >> 4 & (kMaxFuncs - 1));
+  if (f >= P.funcs.size() || !P.funcs[f].defined || !P.funcs[f].is_entry) return kNoReg;
+  return P.funcs[f].kernel_index;
 }
 
 }  // namespace remora::emu::ptx

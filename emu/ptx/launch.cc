@@ -18,6 +18,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -826,8 +827,10 @@ void RunOnWorkers(unsigned n, int priority, const std::function<void(unsigned)>&
   WorkerPool::Get(priority).Run(n, priority, fn);
 }
 
-Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig& cfg,
-                       LaunchStats* stats) {
+namespace {
+
+Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& cfg,
+                     LaunchStats* stats, uint32_t depth) {
   const ProgramImpl& P = program.impl();
   if (kernel >= P.kernels.size()) return Error(err::kInvalidDeviceFunction, "no such kernel");
   const KernelInfo& k = P.kernels[kernel];
@@ -897,6 +900,10 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
   L.fault = &fault;
   L.fault_mu = &fault_mu;
 
+  std::optional<DeviceWork> device_work;
+  if (P.uses_device_runtime) device_work.emplace(program, depth);
+  L.device_work = device_work ? &*device_work : nullptr;
+  L.depth = depth;
   L.has_calls = has_calls;
   L.cooperative = cfg.cooperative;
   L.poll = cfg.cooperative || cfg.cancel != nullptr;
@@ -908,20 +915,36 @@ Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig
       stats->warp_instructions = wn;
       stats->thread_instructions = tn;
     }
-    return fault;
+  } else {
+    Grid g;
+    g.L = &L;
+    g.priority = cfg.priority;
+    g.nblocks = nblocks;
+    g.max_running = cfg.workers;
+    DispatchGrid(g);
+    if (stats) {
+      stats->warp_instructions = g.warp_n.load();
+      stats->thread_instructions = g.thread_n.load();
+    }
   }
-
-  Grid g;
-  g.L = &L;
-  g.priority = cfg.priority;
-  g.nblocks = nblocks;
-  g.max_running = cfg.workers;
-  DispatchGrid(g);
-  if (stats) {
-    stats->warp_instructions = g.warp_n.load();
-    stats->thread_instructions = g.thread_n.load();
+  // What the grid's threads launched runs after it: it is part of this launch.
+  if (device_work) {
+    Status children = device_work->Run(cfg);
+    if (fault.ok()) fault = std::move(children);
   }
   return fault;
+}
+
+}  // namespace
+
+Status LaunchWithStats(const Program& program, size_t kernel, const LaunchConfig& cfg,
+                       LaunchStats* stats) {
+  return LaunchAtDepth(program, kernel, cfg, stats, 0);
+}
+
+Status LaunchNested(const Program& program, size_t kernel, const LaunchConfig& config,
+                    uint32_t depth) {
+  return LaunchAtDepth(program, kernel, config, nullptr, depth);
 }
 
 void BecomeDeviceThread(int nice) {

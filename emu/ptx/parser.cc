@@ -385,6 +385,7 @@ class Parser {
   std::vector<std::pair<uint32_t, int>> pending_module_;
   std::unordered_map<std::string, Function> protos_;  // the function's .callprototype labels
   std::vector<uint32_t> addr_taken_;                  // functions whose address is taken
+  std::vector<uint32_t> kernels_taken_;               // kernels whose address is taken
   // .weak (and .common) definitions: another definition of the symbol replaces them, and one
   // that comes after a definition is dropped.
   bool cur_weak_ = false;
@@ -1649,9 +1650,8 @@ Status Parser::DecodeCall(Function& f, std::vector<RawOp>& ops, Inst& in, bool) 
 }
 
 Result<uint64_t> Parser::TakeAddress(uint32_t func) {
-  if (P.funcs[func].is_entry)
-    return Err("the address of kernel " + P.funcs[func].name + " is not supported");
-  addr_taken_.push_back(func);
+  // A kernel's address is what a device-side launch names it by; it is no call target.
+  (P.funcs[func].is_entry ? kernels_taken_ : addr_taken_).push_back(func);
   return FuncAddress(P, func);
 }
 
@@ -2071,6 +2071,13 @@ Status Parser::Link() {
         callee.builtin = Builtin::kMalloc;
       else if (c.callee == "free")
         callee.builtin = Builtin::kFree;
+      else if (RuntimeCall rc = RuntimeCallNamed(c.callee); rc != RuntimeCall::kNone) {
+        callee.builtin = Builtin::kDeviceRuntime;
+        callee.runtime_call = rc;
+        P.uses_device_runtime = true;
+      } else if (c.callee.starts_with("__cudaCDP2"))
+        return lerr(c, "call to " + c.callee +
+                           ", a part of CUDA's device runtime the emulated GPU does not serve");
       else
         return lerr(c, "call to " + c.callee + ", which no loaded module defines");
     }
@@ -2088,6 +2095,10 @@ Status Parser::Link() {
   for (const Global& g : P.globals)
     if (!g.defined)
       return Error(err::kInvalidPtx, "extern variable " + g.name + " is defined by no module");
+  for (uint32_t f : kernels_taken_)
+    if (!P.funcs[f].defined)
+      return Error(err::kInvalidPtx, "the address of kernel " + P.funcs[f].name +
+                                         " is taken, but no module defines it");
   for (uint32_t f : addr_taken_)
     if (!P.funcs[f].defined)
       return Error(err::kInvalidPtx,

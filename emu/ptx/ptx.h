@@ -155,6 +155,9 @@ struct LaunchConfig {
   const std::atomic<bool>* cancel = nullptr;
   // Device-side malloc/free; without one a call to either is kLaunchFailure.
   DeviceHeap* heap = nullptr;
+  // Parameter buffers of device-side launches (device_runtime.h) until they run; `heap` when
+  // unset. A GPU keeps them apart from the heap, in a pool of its own.
+  DeviceHeap* launch_pool = nullptr;
   // Texture and surface objects for tex, tld4, txq, suld and sust. Without a table, or for a
   // handle it does not know, those instructions fault with kIllegalAddress naming the handle.
   const TextureTable* textures = nullptr;

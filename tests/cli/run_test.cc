@@ -86,6 +86,14 @@ TEST(Run, InstallsTheAuditModuleBeforeAnyOther) {
   EXPECT_EQ(TenantEnvironment(*o, "/stub", "")["LD_AUDIT"], "/stub/libremora_confine.so");
 }
 
+TEST(Run, PreloadsNvrtcsInterposerBeforeTheProgramsOwn) {
+  auto o = ParseRun({"--", "./app"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(TenantEnvironment(*o, "/stub", "")["LD_PRELOAD"], "/stub/libremora_nvrtc.so");
+  EXPECT_EQ(TenantEnvironment(*o, "/stub", "", "", "/mine.so")["LD_PRELOAD"],
+            "/stub/libremora_nvrtc.so:/mine.so");
+}
+
 TEST(Run, CheckTableListsEachLibraryOnceInOrder) {
   const std::string table = CheckTable(
       "/nv/libcudart.so.13\tNVIDIA's, over Remora's libcuda.so.1\n"

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -957,6 +958,128 @@ TEST(Memory, SideBySideVectorsReachEveryElement) {
         EXPECT_EQ(d_out[4 * t + k], want[k]) << "thread " << t << " element " << k;
     }
   }
+}
+
+// A device heap over TestMemory: every block its own allocation, never reused.
+class TestHeap : public DeviceHeap {
+ public:
+  explicit TestHeap(TestMemory& mem) : mem_(mem) {}
+  uint64_t Malloc(uint64_t bytes) override {
+    std::lock_guard lock(mu_);
+    return bytes == 0 ? 0 : reinterpret_cast<uint64_t>(mem_.Alloc<uint8_t>(bytes));
+  }
+  bool Free(uint64_t) override { return true; }
+
+ private:
+  std::mutex mu_;
+  TestMemory& mem_;
+};
+
+// A kernel launching itself one level deeper, from its own code, until the device runtime
+// refuses: level k writes out[k] = 1; the refused launch's error lands in out[50].
+constexpr const char* kDeepPtx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b64 func_retval0) __cudaCDP2GetParameterBufferV2(.param .b64 p0,
+    .param .align 4 .b8 p1[12], .param .align 4 .b8 p2[12], .param .b32 p3);
+.extern .func (.param .b32 func_retval0) __cudaCDP2LaunchDeviceV2(.param .b64 p0, .param .b64 p1);
+.visible .entry deep(.param .u64 deep_out, .param .u32 deep_level) {
+  .reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<3>;
+  ld.param.u64 %rd1, [deep_out];
+  ld.param.u32 %r1, [deep_level];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], 1;
+  mov.u64 %rd4, deep;
+  {
+  .param .b64 a0;
+  st.param.b64 [a0], %rd4;
+  .param .align 4 .b8 a1[12];
+  st.param.b32 [a1], 1; st.param.b32 [a1+4], 1; st.param.b32 [a1+8], 1;
+  .param .align 4 .b8 a2[12];
+  st.param.b32 [a2], 1; st.param.b32 [a2+4], 1; st.param.b32 [a2+8], 1;
+  .param .b32 a3;
+  st.param.b32 [a3], 0;
+  .param .b64 r0;
+  call.uni (r0), __cudaCDP2GetParameterBufferV2, (a0, a1, a2, a3);
+  ld.param.b64 %rd5, [r0];
+  }
+  st.u64 [%rd5], %rd1;
+  add.s32 %r2, %r1, 1;
+  st.u32 [%rd5+8], %r2;
+  {
+  .param .b64 b0;
+  st.param.b64 [b0], %rd5;
+  .param .b64 b1;
+  st.param.b64 [b1], 0;
+  .param .b32 r1;
+  call.uni (r1), __cudaCDP2LaunchDeviceV2, (b0, b1);
+  ld.param.b32 %r3, [r1];
+  }
+  setp.eq.s32 %p1, %r3, 0;
+  @%p1 ret;
+  st.global.u32 [%rd1+200], %r3;
+  ret;
+}
+)";
+
+TEST(DeviceRuntime, NestedLaunchesRunToCudasDepthLimitThenFailTheLaunchCall) {
+  auto prog = MustLoad({kDeepPtx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  TestHeap heap(mem);
+  uint32_t* out = mem.Alloc<uint32_t>(64);
+  std::fill_n(out, 64, 0u);
+  Params p(prog->kernels()[0]);
+  p.Add(reinterpret_cast<uint64_t>(out)).Add(uint32_t{0});
+  LaunchConfig cfg;
+  cfg.params = p.span();
+  cfg.memory = &mem;
+  cfg.heap = &heap;
+  ASSERT_TRUE(Launch(*prog, 0, cfg).ok());
+  for (int level = 0; level < 24; ++level) EXPECT_EQ(out[level], 1u) << "level " << level;
+  EXPECT_EQ(out[24], 0u);
+  EXPECT_EQ(out[50], 65u);  // cudaErrorLaunchMaxDepthExceeded
+}
+
+TEST(DeviceRuntime, AChildsFaultFailsTheParentsLaunch) {
+  // deep's child at level 1 writes past `out`'s end: out points 4 bytes before the end.
+  auto prog = MustLoad({kDeepPtx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  TestHeap heap(mem);
+  uint32_t* out = mem.Alloc<uint32_t>(1);
+  Params p(prog->kernels()[0]);
+  p.Add(reinterpret_cast<uint64_t>(out)).Add(uint32_t{0});
+  LaunchConfig cfg;
+  cfg.params = p.span();
+  cfg.memory = &mem;
+  cfg.heap = &heap;
+  Status st = Launch(*prog, 0, cfg);
+  EXPECT_EQ(st.code(), err::kIllegalAddress) << st.ToString();
+}
+
+TEST(DeviceRuntime, AnUnservedDeviceRuntimeCallIsRefusedAtLoadByName) {
+  auto r = Load(std::vector<std::string>{R"(.version 9.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b64 func_retval0) __cudaCDP2GetErrorString(.param .b32 p0);
+.visible .entry k(.param .u64 k_out) {
+  .reg .b64 %rd<4>;
+  {
+  .param .b32 a0;
+  st.param.b32 [a0], 1;
+  .param .b64 r0;
+  call.uni (r0), __cudaCDP2GetErrorString, (a0);
+  ld.param.b64 %rd1, [r0];
+  }
+  ret;
+}
+)"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("__cudaCDP2GetErrorString, a part of CUDA's device runtime"),
+            std::string::npos)
+      << r.status().ToString();
 }
 
 }  // namespace
