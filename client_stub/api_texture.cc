@@ -2,8 +2,9 @@
 // over the tenant's device memory (calls.def TextureCreate), kept here for the queries of their
 // descriptors. A CUDA array (array.h) is device memory in rows padded to the texture pitch
 // alignment, so an object over an array is a pitched 2-D object over that memory, which a GPU
-// accepts; 3-D, layered and cubemap arrays, mipmapped arrays, resource views and sRGB reads are
-// refused by name.
+// accepts; one over a 3-D, layered or cubemap array is those images' slices, which only the
+// emulated GPU takes (a GPU's driver wants its own arrays: the server refuses them there by
+// name); mipmapped arrays, resource views and sRGB reads are refused by name.
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -72,15 +73,18 @@ cudaError_t PutResource(const char* call, const cudaResourceDesc& res,
     case cudaResourceTypeArray: {
       const cudaArray* a = res.res.array.array;
       if (a == nullptr) return cudaErrorInvalidResourceHandle;
-      if (a->extent.depth != 0 || (a->flags & (cudaArrayLayered | cudaArrayCubemap)))
-        return cudaError_t(
-            Unsupported(call, "3-D, layered and cubemap arrays cannot be sampled under Remora"));
       desc = &a->desc;
       req.set_resource_type(CU_RESOURCE_TYPE_PITCH2D);
       req.set_ptr(reinterpret_cast<uintptr_t>(a->dptr));
       req.set_width(a->extent.width);
       req.set_height(a->Rows());
       req.set_pitch(a->pitch);
+      if (a->extent.depth != 0 || (a->flags & (cudaArrayLayered | cudaArrayCubemap))) {
+        // Slices of that image: the server's device makes the object (the emulated GPU's only).
+        req.set_slices(a->Slices());
+        req.set_slice_pitch(a->Slice());
+        req.set_layout((a->flags & cudaArrayCubemap) ? 2 : (a->flags & cudaArrayLayered) ? 1 : 0);
+      }
       break;
     }
     case cudaResourceTypeLinear:

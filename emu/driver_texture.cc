@@ -57,6 +57,24 @@ REMORA_EMU_API CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc
   return ctx->textures().Describe(surfObject, true, pResDesc, nullptr);
 }
 
+// Remora's own: a texture (tex != nullptr) or surface object over `slices` pitched 2-D images
+// `slice_pitch` bytes apart: a 3-D image (layout 0), layers (1) or cube faces (2). NVIDIA's driver
+// takes these only as its CUDA arrays, which the emulated GPU has none of; the server makes
+// tenants' 3-D, layered and cubemap arrays' objects so (server/handlers/texture.cc).
+REMORA_EMU_API CUresult remoraEmuTexObjectCreatePitched(unsigned long long* out,
+                                                        const CUDA_RESOURCE_DESC* res,
+                                                        size_t slices, size_t slice_pitch,
+                                                        unsigned layout,
+                                                        const CUDA_TEXTURE_DESC* tex) {
+  EMU_CURRENT_CONTEXT(ctx);
+  if (out == nullptr || layout > 2) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t h = 0;
+  EMU_RETURN_IF_ERROR(ctx->textures().CreateSliced(
+      res, slices, slice_pitch, remora::emu::ptx::TextureView::Layout(layout), tex, &h));
+  *out = h;
+  return CUDA_SUCCESS;
+}
+
 // Tensor maps describe tensors to the tensor memory accelerator of sm_90 and later, which this
 // device does not have (it runs no cp.async.bulk.tensor): every encoding is refused.
 REMORA_EMU_API CUresult cuTensorMapEncodeTiled(CUtensorMap* tensorMap, CUtensorMapDataType,

@@ -133,11 +133,43 @@ CUresult Textures::Create(const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC
   if (CUresult r = ViewOfResource(*res, memory_, &o.view); r != CUDA_SUCCESS) return r;
   if (!surface)
     if (CUresult r = ApplySampling(*tex, &o.view); r != CUDA_SUCCESS) return r;
+  return Add(o, out);
+}
+
+CUresult Textures::Add(Object o, uint64_t* out) {
   std::lock_guard lock(mu_);
   const uint64_t h = next_++;
   objects_.emplace(h, o);
   *out = h;
   return CUDA_SUCCESS;
+}
+
+CUresult Textures::CreateSliced(const CUDA_RESOURCE_DESC* res, uint64_t slices,
+                                uint64_t slice_pitch, ptx::TextureView::Layout layout,
+                                const CUDA_TEXTURE_DESC* tex, uint64_t* out) {
+  constexpr uint64_t kMaxSlices = 16384;
+  if (out == nullptr || res == nullptr || res->resType != CU_RESOURCE_TYPE_PITCH2D)
+    return CUDA_ERROR_INVALID_VALUE;
+  Object o{};
+  o.res = *res;
+  if (tex) o.tex = *tex;
+  o.view.surface = tex == nullptr;
+  if (CUresult r = ViewOfResource(*res, memory_, &o.view); r != CUDA_SUCCESS) return r;
+  View& v = o.view;
+  const uint64_t image = v.pitch * v.height;
+  if (slices == 0 || slices > kMaxSlices || slice_pitch < image || slice_pitch % v.pitch != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (layout == View::Layout::kCubemap && (v.width != v.height || slices % 6 != 0))
+    return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t bytes = (slices - 1) * slice_pitch + image;
+  if (!memory_.Contains(v.base, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  v.depth = slices;
+  v.slice_pitch = slice_pitch;
+  v.layout = layout;
+  v.dims = layout == View::Layout::kPlain ? 3 : 2;
+  if (tex)
+    if (CUresult r = ApplySampling(*tex, &v); r != CUDA_SUCCESS) return r;
+  return Add(o, out);
 }
 
 CUresult Textures::Destroy(uint64_t handle, bool surface) {

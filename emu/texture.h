@@ -31,6 +31,14 @@ class Textures : public ptx::TextureTable {
   // flags; CUDA_ERROR_NOT_SUPPORTED as the file comment says.
   CUresult Create(const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC* tex,
                   const CUDA_RESOURCE_VIEW_DESC* view, bool surface, uint64_t* out);
+  // The same over `slices` images of `res` (pitched 2-D memory), `slice_pitch` bytes apart: a
+  // 3-D image (kPlain), layers, or cube faces (square, six to a cube): what NVIDIA's driver takes
+  // only as its CUDA arrays (remoraEmuTexObjectCreatePitched). Errors as Create, and
+  // CUDA_ERROR_INVALID_VALUE for no slices, a slice pitch below an image, a cubemap that is not
+  // square or not whole cubes.
+  CUresult CreateSliced(const CUDA_RESOURCE_DESC* res, uint64_t slices, uint64_t slice_pitch,
+                        ptx::TextureView::Layout layout, const CUDA_TEXTURE_DESC* tex,
+                        uint64_t* out);
   // Errors: CUDA_ERROR_INVALID_VALUE for an unknown handle or one of the other kind.
   CUresult Destroy(uint64_t handle, bool surface);
   // The descriptors the object was made with. Errors as Destroy.
@@ -47,6 +55,8 @@ class Textures : public ptx::TextureTable {
     CUDA_RESOURCE_DESC res;
     CUDA_TEXTURE_DESC tex;
   };
+  CUresult Add(Object o, uint64_t* out);
+
   const DeviceMemory& memory_;
   mutable std::mutex mu_;
   uint64_t next_ = 1;

@@ -46,6 +46,8 @@ Result<std::shared_ptr<DriverTable>> Open(const std::string& path, bool emulated
   t->remoraEmuGetFaultStream =
       reinterpret_cast<FaultStreamFn>(dlsym(lib, "remoraEmuGetFaultStream"));
   t->remoraEmuCancelStream = reinterpret_cast<CancelStreamFn>(dlsym(lib, "remoraEmuCancelStream"));
+  t->remoraEmuTexObjectCreatePitched =
+      reinterpret_cast<TexObjectCreatePitchedFn>(dlsym(lib, "remoraEmuTexObjectCreatePitched"));
   if (missing) Log(Level::kWarn, "driver", {{"library", path}, {"missing_rows", missing}});
   CUresult r = t->cuInit(0);
   if (r != CUDA_SUCCESS)

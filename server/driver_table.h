@@ -28,6 +28,10 @@ using SetPrintfHandlerFn = CUresult (*)(PrintfHandler fn, void* user);
 using StreamBusyTimeFn = CUresult (*)(CUstream s, unsigned long long* ns);
 using FaultStreamFn = CUresult (*)(CUstream* s);
 using CancelStreamFn = CUresult (*)(CUstream s);
+using TexObjectCreatePitchedFn = CUresult (*)(unsigned long long* out,
+                                              const CUDA_RESOURCE_DESC* res, size_t slices,
+                                              size_t slice_pitch, unsigned layout,
+                                              const CUDA_TEXTURE_DESC* tex);
 
 struct DriverTable {
 #define DRIVER_FN(name) decltype(&::name) name = nullptr;
@@ -36,6 +40,8 @@ struct DriverTable {
   StreamBusyTimeFn remoraEmuGetStreamBusyTime = nullptr;
   FaultStreamFn remoraEmuGetFaultStream = nullptr;  // the stream whose work broke the context
   CancelStreamFn remoraEmuCancelStream = nullptr;   // drop a stream's work, stop its kernel
+  // A texture or surface over slices of pitched memory: 3-D, layered, cubemap (emu/texture.h).
+  TexObjectCreatePitchedFn remoraEmuTexObjectCreatePitched = nullptr;
 
   std::string library;  // path or soname that was loaded
   bool emulated = false;

@@ -132,11 +132,11 @@ TexForm DecodeTexModifiers(std::string_view mnemonic, Inst& in) {
   switch (f.geom) {
     case TexGeom::kA1d:
     case TexGeom::kA2d:
-      refuse(TexRefusal::kLayered);
+      if (is_query) refuse(TexRefusal::kLayered);
       break;
     case TexGeom::kCube:
     case TexGeom::kACube:
-      refuse(TexRefusal::kCube);
+      if (!is_tex) refuse(TexRefusal::kCube);
       break;
     case TexGeom::k2dms:
     case TexGeom::kA2dms:
@@ -151,7 +151,8 @@ TexForm DecodeTexModifiers(std::string_view mnemonic, Inst& in) {
     bool ok = f.geom != TexGeom::kNone && types.size() == 2 && IsTexType(in.ty) && in.vec == 4 &&
               (in.ty2 == Ty::kF32 || (is_tex && in.ty2 == Ty::kS32));
     if (is_tld4 && f.geom != TexGeom::k2d) refuse(TexRefusal::kLayered);
-    if (!ok) refuse(TexRefusal::kForm);
+    const bool cube = f.geom == TexGeom::kCube || f.geom == TexGeom::kACube;
+    if (!ok || (cube && in.ty2 != Ty::kF32)) refuse(TexRefusal::kForm);
   } else if (is_surf) {
     int size = TySize(in.ty);
     bool ok = binary && f.geom != TexGeom::kNone && types.size() == 1 &&
@@ -367,8 +368,10 @@ float Weight(float u) {
   return float(std::floor(f * 256.0 + 0.5) / 256.0);
 }
 
-// One lane's tex: the four result words; false after a fault.
-bool SampleLane(Exec& x, const Inst& in, int l, const TextureView& v, int dims, uint32_t out[4]) {
+// One lane's tex of `v` at the `dims` coordinates `coord` (their bits: integers or floats as
+// the instruction's coordinate type): the four result words; false after a fault.
+bool SampleLane(Exec& x, const Inst& in, int l, const TextureView& v, int dims,
+                const uint32_t* coord, uint32_t out[4]) {
   if (v.linear && (in.ty2 != Ty::kS32 || dims != 1)) {
     HandleFault(x, in, l, err::kIllegalAddress, Src(x, in.a[0])[l],
                 "is linear memory: only tex.1d with integer coordinates (tex1Dfetch) reads it");
@@ -376,7 +379,7 @@ bool SampleLane(Exec& x, const Inst& in, int l, const TextureView& v, int dims, 
   }
   if (in.ty2 == Ty::kS32) {  // integer coordinates: that texel, no filtering
     int64_t c[3] = {0, 0, 0};
-    for (int d = 0; d < dims; ++d) c[d] = int32_t(Src(x, in.a[1 + d])[l]);
+    for (int d = 0; d < dims; ++d) c[d] = int32_t(coord[d]);
     if (!v.linear) return FetchTexel(x, in, l, v, c, out);
     // tex1Dfetch: no address modes; outside [0, width) reads an element of zeros.
     const bool fr = FloatResults(v);
@@ -391,8 +394,7 @@ bool SampleLane(Exec& x, const Inst& in, int l, const TextureView& v, int dims, 
   }
   const uint64_t n[3] = {v.width, v.height, v.depth};
   float u[3] = {0, 0, 0};
-  for (int d = 0; d < dims; ++d)
-    u[d] = Scale(v, std::bit_cast<float>(uint32_t(Src(x, in.a[1 + d])[l])), n[d]);
+  for (int d = 0; d < dims; ++d) u[d] = Scale(v, std::bit_cast<float>(coord[d]), n[d]);
   if (!v.filter_linear || !FloatResults(v)) {
     int64_t c[3] = {0, 0, 0};
     for (int d = 0; d < dims; ++d) c[d] = FloorIndex(u[d]);
@@ -443,9 +445,105 @@ void WriteResults(Exec& x, const Inst& in, const uint64_t (&tmp)[4][32], int n) 
   }
 }
 
+// What one lane's tex reads: an image (the whole view, or one layer or cube face of it) and the
+// coordinates within it.
+struct Target {
+  TextureView v;
+  int dims = 0;
+  uint32_t coord[3] = {0, 0, 0};
+};
+
+// Layer or face `slice` of `v` alone, as an image of `dims` dimensions.
+TextureView Slice(const TextureView& v, uint64_t slice, int dims) {
+  TextureView s = v;
+  s.base = v.base + slice * v.slice_pitch;
+  s.depth = 1;
+  s.dims = uint8_t(dims);
+  s.layout = TextureView::Layout::kPlain;
+  return s;
+}
+
+// The cube face a direction points at and the face's normalized coordinates (the CUDA
+// programming guide's cubemap table): the major axis picks the face, the other two, divided by
+// it, the place on it.
+int CubeFace(float x, float y, float z, float* u, float* v) {
+  const float ax = std::fabs(x), ay = std::fabs(y), az = std::fabs(z);
+  int face;
+  float m, s, t;
+  if (ax >= ay && ax >= az) {
+    face = x >= 0 ? 0 : 1;
+    m = ax;
+    s = x >= 0 ? -z : z;
+    t = -y;
+  } else if (ay >= az) {
+    face = y >= 0 ? 2 : 3;
+    m = ay;
+    s = x;
+    t = y >= 0 ? z : -z;
+  } else {
+    face = z >= 0 ? 4 : 5;
+    m = az;
+    s = z >= 0 ? x : -x;
+    t = -y;
+  }
+  *u = m == 0 ? 0.5f : (s / m + 1.0f) * 0.5f;
+  *v = m == 0 ? 0.5f : (t / m + 1.0f) * 0.5f;
+  return face;
+}
+
+// Where lane l's tex of geometry `g` reads `v`; false after a fault.
+bool Locate(Exec& x, const Inst& in, int l, uint64_t handle, const TextureView& v, TexGeom g,
+            Target* t) {
+  auto operand = [&](int k) { return uint32_t(Src(x, in.a[1 + k])[l]); };
+  switch (g) {
+    case TexGeom::kA1d:
+    case TexGeom::kA2d: {
+      if (v.layout != TextureView::Layout::kLayered) {
+        HandleFault(x, in, l, err::kIllegalAddress, handle,
+                    "is not a layered texture: tex.a1d/tex.a2d read one");
+        return false;
+      }
+      const int64_t layer = std::clamp<int64_t>(int32_t(operand(0)), 0, int64_t(v.depth) - 1);
+      t->dims = g == TexGeom::kA1d ? 1 : 2;
+      t->v = Slice(v, uint64_t(layer), t->dims);
+      for (int d = 0; d < t->dims; ++d) t->coord[d] = operand(1 + d);
+      return true;
+    }
+    case TexGeom::kCube:
+    case TexGeom::kACube: {
+      if (v.layout != TextureView::Layout::kCubemap) {
+        HandleFault(x, in, l, err::kIllegalAddress, handle,
+                    "is not a cubemap texture: tex.cube/tex.acube read one");
+        return false;
+      }
+      const int first = g == TexGeom::kACube ? 1 : 0;
+      const int64_t cubes = int64_t(v.depth / 6);
+      const int64_t layer =
+          g == TexGeom::kACube ? std::clamp<int64_t>(int32_t(operand(0)), 0, cubes - 1) : 0;
+      float u = 0, w = 0;
+      const int face =
+          CubeFace(std::bit_cast<float>(operand(first)), std::bit_cast<float>(operand(first + 1)),
+                   std::bit_cast<float>(operand(first + 2)), &u, &w);
+      t->dims = 2;
+      t->v = Slice(v, uint64_t(layer * 6 + face), 2);
+      // A face is read with normalized coordinates, clamped at its edges (no seamless filtering
+      // across faces).
+      t->v.normalized_coords = true;
+      t->v.address[0] = t->v.address[1] = TextureView::Address::kClamp;
+      t->coord[0] = std::bit_cast<uint32_t>(u);
+      t->coord[1] = std::bit_cast<uint32_t>(w);
+      return true;
+    }
+    default:
+      t->v = v;
+      t->dims = GeomDims(g);
+      for (int d = 0; d < t->dims; ++d) t->coord[d] = operand(d);
+      return true;
+  }
+}
+
 int Tex(Exec& x, const Inst& in) {
   const TexForm f = TexForm::Unpack(in.target);
-  const int dims = GeomDims(f.geom);
   uint64_t tmp[4][32];
   ViewCache cache;
   uint32_t m = x.mask;
@@ -454,8 +552,10 @@ int Tex(Exec& x, const Inst& in) {
     m &= m - 1;
     const TextureView* v = Lookup(x, in, l, cache, false);
     if (!v) return kFault;
+    Target t;
+    if (!Locate(x, in, l, cache.handle, *v, f.geom, &t)) return kFault;
     uint32_t out[4];
-    if (!SampleLane(x, in, l, *v, dims, out)) return kFault;
+    if (!SampleLane(x, in, l, t.v, t.dims, t.coord, out)) return kFault;
     for (int k = 0; k < 4; ++k) tmp[k][l] = out[k];
   }
   WriteResults(x, in, tmp, 4);
@@ -548,7 +648,14 @@ int Surf(Exec& x, const Inst& in) {
     const TextureView* v = Lookup(x, in, l, cache, true);
     if (!v) return kFault;
     int64_t c[3] = {0, 0, 0};
-    for (int d = 0; d < dims; ++d) c[d] = int32_t(Src(x, in.a[1 + d])[l]);
+    if (f.geom == TexGeom::kA1d || f.geom == TexGeom::kA2d) {
+      // {layer, x[, y]}: a layer is a slice of the view, as z is of a 3-D one.
+      c[2] = int32_t(Src(x, in.a[1])[l]);
+      for (int d = 0; d < (f.geom == TexGeom::kA1d ? 1 : 2); ++d)
+        c[d] = int32_t(Src(x, in.a[2 + d])[l]);
+    } else {
+      for (int d = 0; d < dims; ++d) c[d] = int32_t(Src(x, in.a[1 + d])[l]);
+    }
     if (c[0] % int64_t(access) != 0) {
       char buf[96];
       std::snprintf(buf, sizeof buf,

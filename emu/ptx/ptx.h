@@ -124,6 +124,11 @@ struct TextureView {
   bool normalized_coords = false;  // CU_TRSF_NORMALIZED_COORDINATES
   float border[4] = {0, 0, 0, 0};
   bool surface = false;  // a surface object: suld/sust only; a texture: tex/tld4/txq only
+  // kLayered: `depth` layers of 1-D or 2-D images, slice_pitch apart (tex.a1d/.a2d, and suld/sust
+  // .a1d/.a2d with the layer as z); kCubemap: `depth` = 6 x cubes square faces, in the order
+  // +x, -x, +y, -y, +z, -z (tex.cube/.acube). kPlain: dims says what it is.
+  enum class Layout : uint8_t { kPlain, kLayered, kCubemap };
+  Layout layout = Layout::kPlain;
 };
 
 // The driver's live texture and surface objects, looked up by handle at each fetch.

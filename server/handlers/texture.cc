@@ -60,7 +60,19 @@ Result<std::pair<CUDA_RESOURCE_DESC, uint64_t>> Resource(const v1::TextureCreate
     res.res.pitch2D = {req.ptr(),      CUarray_format(req.format()),
                        req.channels(), req.width(),
                        req.height(),   req.pitch()};
-    return std::pair{res, (req.height() - 1) * req.pitch() + req.width() * elem};
+    uint64_t bytes = (req.height() - 1) * req.pitch() + req.width() * elem;
+    if (req.slices() > 0) {  // a 3-D, layered or cubemap array: slices of that image
+      constexpr uint64_t kMaxSlices = 16384;
+      if (req.slices() > kMaxSlices || req.layout() > 2 ||
+          req.slice_pitch() < req.height() * req.pitch() ||
+          req.slice_pitch() > kMaxSide * kMaxPitch)
+        return Error(err::kInvalidValue, std::to_string(req.slices()) + " slices " +
+                                             std::to_string(req.slice_pitch()) +
+                                             " bytes apart, layout " +
+                                             std::to_string(req.layout()) + ", are out of range");
+      bytes += (req.slices() - 1) * req.slice_pitch();
+    }
+    return std::pair{res, bytes};
   }
   return Error(err::kNotSupported, "texture resource type " + std::to_string(req.resource_type()) +
                                        " (only linear and pitched 2-D memory are served)");
@@ -81,6 +93,12 @@ Status Session::OnTextureCreate(const v1::TextureCreateRequest& req, v1::HandleR
   const auto& [res, bytes] = resource;
   RETURN_IF_ERROR(CheckDeviceRange(req.ptr(), bytes, req.surface() ? "surface" : "texture"));
   uint64_t handle = 0;
+  const char* what = req.surface() ? "surface" : "texture";
+  if (req.slices() > 0 && !dev().drv().remoraEmuTexObjectCreatePitched)
+    return Error(err::kNotSupported,
+                 std::string("3-D, layered and cubemap ") + what +
+                     " objects on a GPU need the driver's own CUDA arrays, and Remora's arrays "
+                     "are pitched device memory: not served yet");
   if (req.surface()) {
     // NVIDIA's driver takes a surface over its own CUDA arrays only (an H200 refused the pitched
     // memory Remora's arrays are with CUDA_ERROR_INVALID_VALUE); said by name, not as a bad value.
@@ -88,9 +106,18 @@ Status Session::OnTextureCreate(const v1::TextureCreateRequest& req, v1::HandleR
       return Error(err::kNotSupported,
                    "surface objects on a GPU need the driver's own CUDA arrays, and Remora's "
                    "arrays are pitched device memory: not served yet");
-    CUsurfObject s = 0;
-    RETURN_IF_ERROR(dev().Check(dev().drv().cuSurfObjectCreate(&s, &res), "cuSurfObjectCreate"));
-    handle = s;
+    if (req.slices() > 0) {
+      unsigned long long s = 0;
+      RETURN_IF_ERROR(
+          dev().Check(dev().drv().remoraEmuTexObjectCreatePitched(
+                          &s, &res, req.slices(), req.slice_pitch(), req.layout(), nullptr),
+                      "remoraEmuTexObjectCreatePitched"));
+      handle = s;
+    } else {
+      CUsurfObject s = 0;
+      RETURN_IF_ERROR(dev().Check(dev().drv().cuSurfObjectCreate(&s, &res), "cuSurfObjectCreate"));
+      handle = s;
+    }
   } else {
     if (req.address_mode_size() != 3 || req.border_color_size() != 4)
       return Error(err::kInvalidValue,
@@ -102,10 +129,19 @@ Status Session::OnTextureCreate(const v1::TextureCreateRequest& req, v1::HandleR
     tex.flags = req.flags();
     tex.maxAnisotropy = req.max_anisotropy();
     for (int c = 0; c < 4; ++c) tex.borderColor[c] = req.border_color(c);
-    CUtexObject t = 0;
-    RETURN_IF_ERROR(
-        dev().Check(dev().drv().cuTexObjectCreate(&t, &res, &tex, nullptr), "cuTexObjectCreate"));
-    handle = t;
+    if (req.slices() > 0) {
+      unsigned long long t = 0;
+      RETURN_IF_ERROR(
+          dev().Check(dev().drv().remoraEmuTexObjectCreatePitched(
+                          &t, &res, req.slices(), req.slice_pitch(), req.layout(), &tex),
+                      "remoraEmuTexObjectCreatePitched"));
+      handle = t;
+    } else {
+      CUtexObject t = 0;
+      RETURN_IF_ERROR(
+          dev().Check(dev().drv().cuTexObjectCreate(&t, &res, &tex, nullptr), "cuTexObjectCreate"));
+      handle = t;
+    }
   }
   textures_.Put(handle, req.surface() ? TexKind::kSurface : TexKind::kTexture);
   rep.set_handle(handle);

@@ -797,18 +797,31 @@ TEST(Texture, TextureAndSurfaceHandlesAreNotInterchangeable) {
   EXPECT_NE(b.message().find("texture object"), std::string::npos) << b.ToString();
 }
 
-TEST(Texture, LayeredTexturesAreRefused) {
+TEST(Texture, ALayeredFetchReadsItsLayerAndNeedsALayeredView) {
   std::mt19937 rng(25);
   TestMemory mem;
   FakeTextures table;
-  TextureView t = MakeView(mem, rng, 2, 4, 4, 1, {Kind::kFloat, 1, 32});
+  // Three 4 x 4 layers, slice_pitch apart: tex2DLayered(t, 0.5, 0.5, 1) reads layer 1's first.
+  TextureView t = MakeView(mem, rng, 3, 4, 4, 3, {Kind::kFloat, 1, 32});
+  t.layout = TextureView::Layout::kLayered;
+  t.dims = 2;
   const uint64_t ht = table.Add(t);
   float* out = mem.Alloc<float>(1);
-  out[0] = 42.0f;
   Status st = RunTex(
       "layered", 1, [&](Params& p) { p.Add(ht).Add(out); }, &mem, &table);
-  EXPECT_EQ(st.code(), err::kLaunchFailure) << st.ToString();
-  EXPECT_NE(st.message().find("layered"), std::string::npos) << st.ToString();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  float want;
+  std::memcpy(&want, reinterpret_cast<const uint8_t*>(t.base) + t.slice_pitch, 4);
+  EXPECT_EQ(out[0], want);
+
+  // A plain 2-D texture is no layered one: the fetch faults naming why.
+  TextureView plain = MakeView(mem, rng, 2, 4, 4, 1, {Kind::kFloat, 1, 32});
+  const uint64_t hp = table.Add(plain);
+  out[0] = 42.0f;
+  st = RunTex(
+      "layered", 1, [&](Params& p) { p.Add(hp).Add(out); }, &mem, &table);
+  EXPECT_EQ(st.code(), err::kIllegalAddress) << st.ToString();
+  EXPECT_NE(st.message().find("not a layered texture"), std::string::npos) << st.ToString();
   EXPECT_EQ(out[0], 42.0f);
 }
 
