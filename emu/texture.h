@@ -1,8 +1,8 @@
 // emu/texture.h - the context's texture and surface objects (cuTexObjectCreate,
 // cuSurfObjectCreate): each a ptx::TextureView the interpreter reads at every fetch.
 //
-// Objects describe device memory: linear (CU_RESOURCE_TYPE_LINEAR) or pitched 2-D
-// (CU_RESOURCE_TYPE_PITCH2D). The emulated GPU has no CUDA arrays, so array and mipmapped
+// Objects describe device memory: linear (CU_RESOURCE_TYPE_LINEAR), pitched 2-D
+// (CU_RESOURCE_TYPE_PITCH2D), or slices of pitched 2-D images (CreateSliced). The emulated GPU has no CUDA arrays, so array and mipmapped
 // resources are refused with CUDA_ERROR_NOT_SUPPORTED, as are sRGB reads, resource views,
 // anisotropy and mipmap settings. A surface may be made over the same memory (NVIDIA's driver
 // asks for an array). Handles are small integers, never reused while the context lives.
