@@ -2,9 +2,11 @@
 // (graph.h), instantiated into a topological order, launched as that order's work issued on
 // one stream. Running the nodes one after another is one valid schedule of any graph.
 //
-// Node kinds served: kernel, memcpy (linear memory), memset, host, empty, child graph, event
-// record and event wait. Memory allocation nodes, conditional nodes and CUDA arrays are
-// refused (cudaErrorNotSupported, named on stderr by the refusal table).
+// Node kinds served: kernel, memcpy (linear memory and CUDA arrays), memset, host, empty,
+// child graph, event record and event wait, memory allocation and free (GraphAllocation in
+// graph.h: allocated when the node is made, kept while a graph or executable holds it).
+// Conditional nodes are refused (cudaErrorNotSupported, named on stderr by the refusal table).
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -19,6 +21,36 @@
 namespace cs = remora::client_stub;
 using cs::GraphOp;
 using cs::Ret;
+
+namespace remora::client_stub {
+
+namespace {
+std::atomic<uint64_t> g_graph_bytes{0}, g_graph_high{0};
+}  // namespace
+
+GraphAllocation::GraphAllocation(void* d, size_t n) : dptr(d), bytes(n) {
+  const uint64_t now = g_graph_bytes.fetch_add(n) + n;
+  uint64_t high = g_graph_high.load();
+  while (now > high && !g_graph_high.compare_exchange_weak(high, now)) {
+  }
+}
+
+GraphAllocation::~GraphAllocation() {
+  g_graph_bytes.fetch_sub(bytes);
+  if (graph_frees) (void)cudaFree(dptr);
+}
+
+uint64_t GraphMemoryInUse() {
+  return g_graph_bytes.load();
+}
+uint64_t GraphMemoryHigh() {
+  return g_graph_high.load();
+}
+void ResetGraphMemoryHigh() {
+  g_graph_high.store(g_graph_bytes.load());
+}
+
+}  // namespace remora::client_stub
 
 namespace remora::client_stub::graphs {
 
@@ -104,18 +136,17 @@ cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
   return cudaSuccess;
 }
 
-// An allocation node's memory is the graph's when the graph also frees it; otherwise the
-// program frees it (cudaFree), as with NVIDIA's graph memory.
+// An allocation node's memory is the graph's when the graph also frees it (freed once no
+// executable made from the graph holds it either); otherwise the program frees it (cudaFree),
+// as with NVIDIA's graph memory.
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   if (graph == nullptr) return Ret(cudaErrorInvalidValue);
   std::unique_ptr<CUgraph_st> owned(graph);
   for (auto& n : graph->nodes) {
-    if (!n->owns_allocation) continue;
+    if (!n->allocation) continue;
     for (auto& f : graph->nodes)
-      if (f->op.type == cudaGraphNodeTypeMemFree && f->op.dst == n->op.dst) {
-        (void)cudaFree(n->op.dst);
-        break;
-      }
+      if (f->op.type == cudaGraphNodeTypeMemFree && f->op.dst == n->op.dst)
+        n->allocation->graph_frees = true;
   }
   return cudaSuccess;
 }

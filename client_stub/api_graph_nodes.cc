@@ -423,7 +423,7 @@ cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* node, cudaGraph_t graph,
     (void)cudaFree(dptr);
     return e;
   }
-  (*node)->owns_allocation = true;
+  (*node)->allocation = std::make_shared<cs::GraphAllocation>(dptr, p->bytesize);
   p->dptr = dptr;
   return cudaSuccess;
 }
@@ -459,19 +459,35 @@ cudaError_t cudaDeviceGraphMemTrim(int device) {
   return device == 0 ? cudaSuccess : Ret(cudaErrorInvalidDevice);
 }
 
-// Graph allocations are ordinary ones here: none is kept in a graph pool.
-cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType,
+// Graph allocations are ordinary ones here, no pool kept beyond them: what is reserved is what
+// is in use.
+cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
                                            void* value) {
   if (device != 0) return Ret(cudaErrorInvalidDevice);
   if (value == nullptr) return Ret(cudaErrorInvalidValue);
-  *static_cast<uint64_t*>(value) = 0;
-  return cudaSuccess;
+  switch (attr) {
+    case cudaGraphMemAttrUsedMemCurrent:
+    case cudaGraphMemAttrReservedMemCurrent:
+      *static_cast<uint64_t*>(value) = cs::GraphMemoryInUse();
+      return cudaSuccess;
+    case cudaGraphMemAttrUsedMemHigh:
+    case cudaGraphMemAttrReservedMemHigh:
+      *static_cast<uint64_t*>(value) = cs::GraphMemoryHigh();
+      return cudaSuccess;
+    default:
+      return Ret(cudaErrorInvalidValue);
+  }
 }
 
-cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType,
+// Only the high watermarks can be set, and only to 0 (a reset), as NVIDIA's runtime takes it.
+cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
                                            void* value) {
   if (device != 0) return Ret(cudaErrorInvalidDevice);
-  return value ? cudaSuccess : Ret(cudaErrorInvalidValue);
+  if (value == nullptr || *static_cast<const uint64_t*>(value) != 0 ||
+      (attr != cudaGraphMemAttrUsedMemHigh && attr != cudaGraphMemAttrReservedMemHigh))
+    return Ret(cudaErrorInvalidValue);
+  cs::ResetGraphMemoryHigh();
+  return cudaSuccess;
 }
 
 // ---- Generic nodes ----------------------------------------------------------------------

@@ -98,6 +98,7 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& g) {
     c->graph = copy.get();
     c->op = n->op;
     c->cloned_from = n.get();
+    c->allocation = n->allocation;
     if (n->child) c->child = CloneGraph(*n->child);
     to[n.get()] = c.get();
     copy->nodes.push_back(std::move(c));
@@ -126,6 +127,7 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
   for (size_t i = 0; i < ready.size(); ++i) {
     const CUgraphNode_st* n = ready[i];
     ++done;
+    if (n->allocation) exec->allocations.push_back(n->allocation);
     if (n->child) {
       CUgraphExec_st inner;
       if (cudaError_t e = Instantiate(*n->child, &inner)) return e;
@@ -133,6 +135,7 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
         exec->steps.push_back(std::move(op));
         exec->origin.push_back(n);
       }
+      for (auto& a : inner.allocations) exec->allocations.push_back(std::move(a));
     } else if (n->op.type != cudaGraphNodeTypeEmpty && n->op.type != cudaGraphNodeTypeMemAlloc &&
                n->op.type != cudaGraphNodeTypeMemFree) {
       exec->steps.push_back(n->op);

@@ -45,6 +45,25 @@ struct GraphOp {
   cudaEvent_t event = nullptr;
 };
 
+// The memory an allocation node made, when the node was made (its address holds for every
+// launch). The graphs and executables holding the node hold it; when the last lets go it is
+// freed if its graph frees it too (a free node for it in the same graph), else the program
+// frees it (cudaFree), as NVIDIA's graph memory. Counted for cudaDeviceGetGraphMemAttribute.
+struct GraphAllocation {
+  GraphAllocation(void* dptr, size_t bytes);
+  ~GraphAllocation();
+  GraphAllocation(const GraphAllocation&) = delete;
+  GraphAllocation& operator=(const GraphAllocation&) = delete;
+  void* const dptr;
+  const size_t bytes;
+  std::atomic<bool> graph_frees{false};
+};
+
+// Bytes of graph allocations alive now, and the most alive at once since ResetGraphMemoryHigh.
+uint64_t GraphMemoryInUse();
+uint64_t GraphMemoryHigh();
+void ResetGraphMemoryHigh();
+
 }  // namespace remora::client_stub
 
 // A user object: a value with a destructor that graphs hold references to.
@@ -60,7 +79,7 @@ struct CUgraphNode_st {
   std::vector<CUgraphNode_st*> deps;            // nodes of the same graph this one runs after
   std::unique_ptr<CUgraph_st> child;            // cudaGraphNodeTypeGraph: a copy of the child graph
   const CUgraphNode_st* cloned_from = nullptr;  // the node this one is a clone of
-  bool owns_allocation = false;                 // a memory allocation node that made its allocation
+  std::shared_ptr<remora::client_stub::GraphAllocation> allocation;  // an allocation node's
   std::vector<void*> arg_ptrs;  // cudaGraphKernelNodeGetParams's kernelParams, into op.params
   std::map<int, cudaLaunchAttributeValue> attrs;  // kernel node attributes set
 };
@@ -76,6 +95,8 @@ struct CUgraphExec_st {
   std::vector<const CUgraphNode_st*> origin;          // the graph's node each step came from
   std::vector<char> enabled;                          // per step (cudaGraphNodeSetEnabled)
   std::map<CUuserObject_st*, unsigned> user_objects;  // taken from the graph at instantiation
+  // Its graph's allocation nodes' memory, which outlives the graph while this does.
+  std::vector<std::shared_ptr<remora::client_stub::GraphAllocation>> allocations;
   ~CUgraphExec_st();
 };
 

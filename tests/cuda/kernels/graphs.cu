@@ -244,27 +244,35 @@ int main(int argc, char** argv) {
   cudaUserObject_t obj;
   CHECK(cudaUserObjectCreate(&obj, &g_destroyed, Destroyed, 1, cudaUserObjectNoDestructorSync));
   CHECK(cudaGraphRetainUserObject(g2, obj, 1, cudaGraphUserObjectMove));
-  // 5d. Captured with stream-ordered allocation: tmp = x; y = 0 + 3 tmp; free tmp.
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  float* tmp = nullptr;
-  CHECK(cudaMallocAsync(reinterpret_cast<void**>(&tmp), bytes, s));
-  CHECK(cudaMemcpyAsync(tmp, dx, bytes, cudaMemcpyDeviceToDevice, s));
-  CHECK(cudaMemsetAsync(dy, 0, bytes, s));
-  Axpy<<<(n + 127) / 128, 128, 0, s>>>(dy, tmp, three, n);
-  CHECK(cudaFreeAsync(tmp, s));
-  CHECK(cudaMemcpyAsync(out.data(), dy, bytes, cudaMemcpyDeviceToHost, s));
-  cudaGraph_t with_alloc;
-  CHECK(cudaStreamEndCapture(s, &with_alloc));
-  cudaGraphExec_t aexec;
-  CHECK(cudaGraphInstantiate(&aexec, with_alloc, 0));
-  for (int run = 0; run < 2; ++run) {
-    CHECK(cudaGraphLaunch(aexec, s));
+  // 5d. Captured with stream-ordered allocation: tmp = x; y = 0 + 3 tmp; free tmp. Two such
+  // graphs, each destroyed once instantiated, as graphMemoryNodes does: the executables keep
+  // their memory, each its own address.
+  cudaGraphExec_t aexec[2];
+  float* tmp[2] = {nullptr, nullptr};
+  for (int k = 0; k < 2; ++k) {
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK(cudaMallocAsync(reinterpret_cast<void**>(&tmp[k]), bytes, s));
+    CHECK(cudaMemcpyAsync(tmp[k], dx, bytes, cudaMemcpyDeviceToDevice, s));
+    CHECK(cudaMemsetAsync(dy, 0, bytes, s));
+    Axpy<<<(n + 127) / 128, 128, 0, s>>>(dy, tmp[k], three, n);
+    CHECK(cudaFreeAsync(tmp[k], s));
+    CHECK(cudaMemcpyAsync(out.data(), dy, bytes, cudaMemcpyDeviceToHost, s));
+    cudaGraph_t with_alloc;
+    CHECK(cudaStreamEndCapture(s, &with_alloc));
+    CHECK(cudaGraphInstantiate(&aexec[k], with_alloc, 0));
+    CHECK(cudaGraphDestroy(with_alloc));
+  }
+  REQUIRE(tmp[0] != tmp[1]);
+  for (int run = 0; run < 4; ++run) {
+    CHECK(cudaGraphLaunch(aexec[run % 2], s));
     CHECK(cudaStreamSynchronize(s));
     for (int i = 0; i < n; ++i) want[i] = 3 * x2[i];
     failures += Compare(out, want, "captured_alloc");
   }
-  CHECK(cudaGraphExecDestroy(aexec));
-  CHECK(cudaGraphDestroy(with_alloc));
+  uint64_t high = 0, reset = 0;
+  CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &high));
+  CHECK(cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &reset));
+  for (cudaGraphExec_t e : aexec) CHECK(cudaGraphExecDestroy(e));
   // 5e. A capture into an existing graph, after its node.
   cudaGraph_t into;
   CHECK(cudaGraphCreate(&into, 0));
