@@ -63,6 +63,20 @@ std::string VirtualArch(const char* option) {
   return "";
 }
 
+// NVIDIA's `cubin` call for `prog`, or its `ptx` one for a program compiled here for a virtual
+// architecture.
+template <class Out>
+nvrtcResult CubinOrPtx(nvrtcProgram prog, const char* cubin, const char* ptx, Out out) {
+  bool as_ptx;
+  {
+    std::lock_guard lock(g_mu);
+    as_ptx = g_as_ptx.contains(prog);
+  }
+  using Fn = nvrtcResult (*)(nvrtcProgram, Out);
+  const Fn fn = Next<Fn>(as_ptx ? ptx : cubin);
+  return fn ? fn(prog, out) : NVRTC_ERROR_INTERNAL_ERROR;
+}
+
 }  // namespace
 
 extern "C" {
@@ -102,29 +116,11 @@ __attribute__((visibility("default"))) nvrtcResult nvrtcCompileProgram(nvrtcProg
 
 __attribute__((visibility("default"))) nvrtcResult nvrtcGetCUBINSize(nvrtcProgram prog,
                                                                      size_t* size) {
-  bool as_ptx;
-  {
-    std::lock_guard lock(g_mu);
-    as_ptx = g_as_ptx.contains(prog);
-  }
-  using Fn = nvrtcResult (*)(nvrtcProgram, size_t*);
-  static const Fn cubin = Next<Fn>("nvrtcGetCUBINSize");
-  static const Fn ptx = Next<Fn>("nvrtcGetPTXSize");
-  const Fn fn = as_ptx ? ptx : cubin;
-  return fn ? fn(prog, size) : NVRTC_ERROR_INTERNAL_ERROR;
+  return CubinOrPtx<size_t*>(prog, "nvrtcGetCUBINSize", "nvrtcGetPTXSize", size);
 }
 
 __attribute__((visibility("default"))) nvrtcResult nvrtcGetCUBIN(nvrtcProgram prog, char* out) {
-  bool as_ptx;
-  {
-    std::lock_guard lock(g_mu);
-    as_ptx = g_as_ptx.contains(prog);
-  }
-  using Fn = nvrtcResult (*)(nvrtcProgram, char*);
-  static const Fn cubin = Next<Fn>("nvrtcGetCUBIN");
-  static const Fn ptx = Next<Fn>("nvrtcGetPTX");
-  const Fn fn = as_ptx ? ptx : cubin;
-  return fn ? fn(prog, out) : NVRTC_ERROR_INTERNAL_ERROR;
+  return CubinOrPtx<char*>(prog, "nvrtcGetCUBIN", "nvrtcGetPTX", out);
 }
 
 __attribute__((visibility("default"))) nvrtcResult nvrtcDestroyProgram(nvrtcProgram* prog) {

@@ -1023,40 +1023,39 @@ constexpr const char* kDeepPtx = R"(.version 9.0
 }
 )";
 
-TEST(DeviceRuntime, NestedLaunchesRunToCudasDepthLimitThenFailTheLaunchCall) {
+// Launches deep at level 0 over `words` words of fresh memory, with a heap for the device
+// runtime; the launch's status, and the memory in *out.
+Status LaunchDeep(TestMemory& mem, size_t words, uint32_t** out) {
   auto prog = MustLoad({kDeepPtx});
-  ASSERT_TRUE(prog);
-  TestMemory mem;
+  if (!prog) return Error(err::kInvalidPtx, "deep did not load");
   TestHeap heap(mem);
-  uint32_t* out = mem.Alloc<uint32_t>(64);
-  std::fill_n(out, 64, 0u);
+  *out = mem.Alloc<uint32_t>(words);
+  std::fill_n(*out, words, 0u);
   Params p(prog->kernels()[0]);
-  p.Add(reinterpret_cast<uint64_t>(out)).Add(uint32_t{0});
+  p.Add(reinterpret_cast<uint64_t>(*out)).Add(uint32_t{0});
   LaunchConfig cfg;
   cfg.params = p.span();
   cfg.memory = &mem;
   cfg.heap = &heap;
-  ASSERT_TRUE(Launch(*prog, 0, cfg).ok());
+  return Launch(*prog, 0, cfg);
+}
+
+TEST(DeviceRuntime, NestedLaunchesRunToCudasDepthLimitThenFailTheLaunchCall) {
+  TestMemory mem;
+  uint32_t* out = nullptr;
+  ASSERT_TRUE(LaunchDeep(mem, 64, &out).ok());
   for (int level = 0; level < 24; ++level) EXPECT_EQ(out[level], 1u) << "level " << level;
   EXPECT_EQ(out[24], 0u);
   EXPECT_EQ(out[50], 65u);  // cudaErrorLaunchMaxDepthExceeded
 }
 
 TEST(DeviceRuntime, AChildsFaultFailsTheParentsLaunch) {
-  // deep's child at level 1 writes past `out`'s end: out points 4 bytes before the end.
-  auto prog = MustLoad({kDeepPtx});
-  ASSERT_TRUE(prog);
+  // One word: level 0 writes it, its child at level 1 writes past the allocation's end.
   TestMemory mem;
-  TestHeap heap(mem);
-  uint32_t* out = mem.Alloc<uint32_t>(1);
-  Params p(prog->kernels()[0]);
-  p.Add(reinterpret_cast<uint64_t>(out)).Add(uint32_t{0});
-  LaunchConfig cfg;
-  cfg.params = p.span();
-  cfg.memory = &mem;
-  cfg.heap = &heap;
-  Status st = Launch(*prog, 0, cfg);
+  uint32_t* out = nullptr;
+  Status st = LaunchDeep(mem, 1, &out);
   EXPECT_EQ(st.code(), err::kIllegalAddress) << st.ToString();
+  EXPECT_EQ(out[0], 1u);
 }
 
 TEST(DeviceRuntime, AnUnservedDeviceRuntimeCallIsRefusedAtLoadByName) {
