@@ -311,9 +311,9 @@ std::string Hex(uint64_t v) {
 
 }  // namespace
 
-Status DeviceWork::Run(const LaunchConfig& parent) {
+Status DeviceWork::Run(const LaunchConfig& parent, bool discard) {
   State& s = *state_;
-  Status st;
+  Status st = discard ? Error(err::kLaunchFailure, "the parent grid failed") : OkStatus();
   std::vector<std::byte> params;
   for (std::vector<Item>* list : {&s.queue, &s.tail}) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -366,7 +366,7 @@ Status DeviceWork::Run(const LaunchConfig& parent) {
   for (const auto& [buffer, unused] : s.buffers) (void)PoolOf(parent)->Free(buffer);
   s.buffers.clear();
   s.shapes.clear();
-  return st;
+  return discard ? OkStatus() : st;
 }
 
 }  // namespace remora::emu::ptx

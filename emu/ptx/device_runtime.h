@@ -60,8 +60,9 @@ class DeviceWork {
   DeviceWork& operator=(const DeviceWork&) = delete;
 
   // Runs what was queued, with `parent`'s memory, heap, textures, printf and priority; frees
-  // the parameter buffers. Returns the first failure of a child grid or operation.
-  Status Run(const LaunchConfig& parent);
+  // the parameter buffers. Returns the first failure of a child grid or operation. With
+  // `discard` (the parent failed or was cancelled: its launch tree ends with it) nothing runs.
+  Status Run(const LaunchConfig& parent, bool discard = false);
 
   struct State;
   State& state() { return *state_; }

@@ -929,7 +929,8 @@ Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& 
   }
   // What the grid's threads launched runs after it: it is part of this launch.
   if (device_work) {
-    Status children = device_work->Run(cfg);
+    const bool discard = !fault.ok() || (cfg.cancel && cfg.cancel->load());
+    Status children = device_work->Run(cfg, discard);
     if (fault.ok()) fault = std::move(children);
   }
   return fault;
