@@ -129,17 +129,20 @@ class WorkerPool {
   const int nice_;
 };
 
-// Instructions a warp of a cooperative launch runs before its block makes way for another.
+// Instructions a warp runs before the other warps of its block get their turn (and, in a
+// cooperative launch, before its block makes way for another).
 constexpr uint64_t kSliceInstructions = 4096;
 
-// Runs the warp until every lane is parked or exited; false after a fault. kCoop (a
-// cooperative launch): a group that ran kSliceInstructions parks as kYield at its next
-// instruction, so that a warp spinning on another block's progress lets that block run.
+// Runs the warp until every lane is parked or exited, or it has run kSliceInstructions; false
+// after a fault. A group whose slice is over parks as kYield at its next instruction, so that a
+// warp spinning on another warp's progress (a block-scope barrier made of shared-memory atomics,
+// as libcu++ builds cuda::barrier before sm_80) lets that warp run, as a GPU's warp schedulers
+// do; kCoop (a cooperative launch): and its block lets another block run.
 template <bool kCoop>
 bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
   const ProgramImpl& P = *L.P;
   const Inst* code = P.code.data();
-  [[maybe_unused]] const uint64_t slice_end = w.instructions + kSliceInstructions;
+  const uint64_t slice_end = w.instructions + kSliceInstructions;
   for (;;) {
     // Lanes that can run, as masks; collectives' waiters only run when no lane can (force).
     const uint32_t run = LanesEq(w.state, LaneState::kRun);
@@ -149,13 +152,11 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
     // A collective does not go ahead without lanes of the warp that wait on an mbarrier:
     // they run again once RunCta resumes them.
     if (cand == 0 || (run == 0 && mbar != 0)) return true;
-    if constexpr (kCoop) {
-      // Groups that keep repicking (never 4096 instructions in a row) still yield.
-      if (run != 0 && w.instructions >= slice_end) {
-        ForLanes(run, [&](int l) { w.state[l] = LaneState::kYield; });
-        ++cta.slice_yields;
-        return true;
-      }
+    // Groups that keep repicking (never 4096 instructions in a row) still yield.
+    if (run != 0 && w.instructions >= slice_end) [[unlikely]] {
+      ForLanes(run, [&](int l) { w.state[l] = LaneState::kYield; });
+      ++cta.slice_yields;
+      return true;
     }
     bool force = run == 0;
     // The group: the candidates' deepest frame, lowest PC there. Converged warps (every
@@ -202,23 +203,21 @@ bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
         m = (in.flags & kFlagGuardNeg) ? (m & ~gm) : (m & gm);
       }
       ++warp_n;
-      if ((warp_n & 0xfff) == 0 && L.poll) [[unlikely]] {
-        if (Cancelled(L)) {
+      if ((warp_n & 0xfff) == 0) [[unlikely]] {
+        if (L.poll && Cancelled(L)) {
           ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
           w.instructions += warp_n;
           w.thread_instructions += thread_n;
           return false;
         }
-        if constexpr (kCoop) {
-          // The slice is over: the group resumes at this instruction, not yet run.
-          --warp_n;
-          ForLanes(x.group, [&](int l) {
-            w.pc[l] = x.pc;
-            w.state[l] = LaneState::kYield;
-          });
-          ++cta.slice_yields;
-          break;
-        }
+        // The slice is over: the group resumes at this instruction, not yet run.
+        --warp_n;
+        ForLanes(x.group, [&](int l) {
+          w.pc[l] = x.pc;
+          w.state[l] = LaneState::kYield;
+        });
+        ++cta.slice_yields;
+        break;
       }
       if (m == 0) {
         ++x.pc;

@@ -1081,5 +1081,53 @@ TEST(DeviceRuntime, AnUnservedDeviceRuntimeCallIsRefusedAtLoadByName) {
       << r.status().ToString();
 }
 
+// Warp 0 spins on a shared flag that only warp 1 sets, after the block's barrier: on a GPU the
+// warp schedulers run warp 1 meanwhile; here warp 0 must make way after its slice.
+TEST(Scheduling, AWarpSpinningOnAnotherWarpOfItsBlockLetsItRun) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry spin(.param .u64 spin_out) {
+  .shared .align 4 .u32 flag;
+  .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+  ld.param.u64 %rd1, [spin_out];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra READY;
+  st.shared.u32 [flag], 0;
+READY:
+  bar.sync 0;
+  setp.lt.u32 %p2, %r1, 32;
+  @%p2 bra WAIT;
+  setp.ne.u32 %p3, %r1, 32;
+  @%p3 bra DONE;
+  atom.shared.exch.b32 %r2, [flag], 1;
+  bra.uni DONE;
+WAIT:
+  mov.u32 %r3, 0;
+LOOP:
+  add.u32 %r3, %r3, 1;
+  atom.shared.or.b32 %r4, [flag], 0;
+  setp.eq.u32 %p3, %r4, 0;
+  @%p3 bra LOOP;
+  setp.ne.u32 %p3, %r1, 0;
+  @%p3 bra DONE;
+  st.global.u32 [%rd1], %r3;
+DONE:
+  ret;
+}
+)";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(1);
+  out[0] = 0;
+  ASSERT_TRUE(RunKernel(
+                  *prog, "spin", {1}, {64},
+                  [&](Params& p) { p.Add(reinterpret_cast<uint64_t>(out)); }, &mem)
+                  .ok());
+  EXPECT_GE(out[0], 1u);  // the spins warp 0 made before warp 1's store reached it
+}
+
 }  // namespace
 }  // namespace remora::emu::ptx::testing
