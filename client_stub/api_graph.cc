@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "client_stub/api.h"
 #include "client_stub/api_graph.h"
@@ -16,6 +18,7 @@
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
+#include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
 
 namespace cs = remora::client_stub;
@@ -28,7 +31,17 @@ namespace {
 std::atomic<uint64_t> g_graph_bytes{0}, g_graph_high{0};
 }  // namespace
 
+std::mutex g_graph_allocs_mu;
+std::unordered_map<void*, GraphAllocation*>& GraphAllocs() {
+  static NoDestructor<std::unordered_map<void*, GraphAllocation*>> m;  // frees come during exit
+  return *m;
+}
+
 GraphAllocation::GraphAllocation(void* d, size_t n) : dptr(d), bytes(n) {
+  {
+    std::lock_guard lock(g_graph_allocs_mu);
+    GraphAllocs()[d] = this;
+  }
   const uint64_t now = g_graph_bytes.fetch_add(n) + n;
   uint64_t high = g_graph_high.load();
   while (now > high && !g_graph_high.compare_exchange_weak(high, now)) {
@@ -36,8 +49,20 @@ GraphAllocation::GraphAllocation(void* d, size_t n) : dptr(d), bytes(n) {
 }
 
 GraphAllocation::~GraphAllocation() {
+  {
+    std::lock_guard lock(g_graph_allocs_mu);
+    GraphAllocs().erase(dptr);
+  }
   g_graph_bytes.fetch_sub(bytes);
-  if (graph_frees) (void)cudaFree(dptr);
+  if (graph_frees || program_freed) (void)cudaFree(dptr);
+}
+
+bool ReleaseGraphAllocation(void* dptr) {
+  std::lock_guard lock(g_graph_allocs_mu);
+  auto it = GraphAllocs().find(dptr);
+  if (it == GraphAllocs().end()) return false;
+  it->second->program_freed = true;
+  return true;
 }
 
 uint64_t GraphMemoryInUse() {

@@ -344,6 +344,8 @@ cudaError_t cudaFree(void* devPtr) {
     remora::client_stub::NoteRuntimeUse();  // cudaFree(0): the idiom that sets the context up
     return cudaSuccess;
   }
+  // A graph's allocation stays at its address for the graph's next launch (graph.h).
+  if (remora::client_stub::ReleaseGraphAllocation(devPtr)) return cudaSuccess;
   if (St().host.IsManaged(devPtr)) {
     // cudaFree synchronizes: no kernel may still be using the block.
     if (cudaError_t e = Connection::Get().Call(CallId::kDeviceSynchronize, v1::Empty()))

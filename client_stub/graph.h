@@ -45,10 +45,13 @@ struct GraphOp {
   cudaEvent_t event = nullptr;
 };
 
-// The memory an allocation node made, when the node was made (its address holds for every
-// launch). The graphs and executables holding the node hold it; when the last lets go it is
-// freed if its graph frees it too (a free node for it in the same graph), else the program
-// frees it (cudaFree), as NVIDIA's graph memory. Counted for cudaDeviceGetGraphMemAttribute.
+// The memory an allocation node made, when the node was made: its address holds for every
+// launch, as NVIDIA's graph memory keeps its virtual address. The graphs and executables
+// holding the node hold it. While they do, the program freeing it (cudaFree, cudaFreeAsync, a
+// free node of another graph) only ends this launch's use of it: the next launch allocates it
+// again, at that address. When the last holder lets go it is freed if its graph frees it (a
+// free node for it in the same graph) or the program did; otherwise the program frees it later
+// (cudaFree). Counted for cudaDeviceGetGraphMemAttribute.
 struct GraphAllocation {
   GraphAllocation(void* dptr, size_t bytes);
   ~GraphAllocation();
@@ -57,7 +60,12 @@ struct GraphAllocation {
   void* const dptr;
   const size_t bytes;
   std::atomic<bool> graph_frees{false};
+  std::atomic<bool> program_freed{false};
 };
+
+// The program frees `dptr`: true if it is a graph allocation still held (ReleaseGraphAllocation
+// then only notes it, see GraphAllocation), false if it is not one.
+bool ReleaseGraphAllocation(void* dptr);
 
 // Bytes of graph allocations alive now, and the most alive at once since ResetGraphMemoryHigh.
 uint64_t GraphMemoryInUse();

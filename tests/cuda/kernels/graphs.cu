@@ -273,6 +273,38 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &high));
   CHECK(cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &reset));
   for (cudaGraphExec_t e : aexec) CHECK(cudaGraphExecDestroy(e));
+  // 5d'. An explicit allocation node the program frees after a launch (cudaFree, then
+  // cudaFreeAsync), as graphMemoryNodes does: the next launch has the memory again, at its
+  // address, and the graph's copies through it land.
+  {
+    cudaGraph_t g3;
+    CHECK(cudaGraphCreate(&g3, 0));
+    cudaMemAllocNodeParams ap{};
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location = {cudaMemLocationTypeDevice, 0};
+    ap.bytesize = bytes;
+    cudaGraphNode_t alloc_node, in_node, out_node;
+    CHECK(cudaGraphAddMemAllocNode(&alloc_node, g3, nullptr, 0, &ap));
+    CHECK(cudaGraphAddMemcpyNode1D(&in_node, g3, &alloc_node, 1, ap.dptr, dx, bytes,
+                                   cudaMemcpyDeviceToDevice));
+    CHECK(cudaGraphAddMemcpyNode1D(&out_node, g3, &in_node, 1, out.data(), ap.dptr, bytes,
+                                   cudaMemcpyDeviceToHost));
+    cudaGraphExec_t e3;
+    CHECK(cudaGraphInstantiate(&e3, g3, 0));
+    CHECK(cudaGraphDestroy(g3));
+    for (int run = 0; run < 2; ++run) {
+      std::fill(out.begin(), out.end(), -1.0f);
+      CHECK(cudaGraphLaunch(e3, s));
+      CHECK(cudaStreamSynchronize(s));
+      failures += Compare(out, x2, "alloc_freed_by_program");
+      if (run == 0)
+        CHECK(cudaFree(ap.dptr));
+      else
+        CHECK(cudaFreeAsync(ap.dptr, s));
+    }
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaGraphExecDestroy(e3));
+  }
   // 5e. A capture into an existing graph, after its node.
   cudaGraph_t into;
   CHECK(cudaGraphCreate(&into, 0));
