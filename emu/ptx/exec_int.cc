@@ -636,15 +636,21 @@ struct BfiF {
   static int run(Exec& x, const Inst& in) { return Bfi<T>(x, in); }
 };
 
-// Predicates hold 0/1, so bitwise ops on .pred reuse the 8-bit forms.
+// Bitwise ops on .pred: a predicate register holds 0 or 1, but an immediate operand is any
+// integer, true when not 0 (nvcc writes "not p" as `xor.pred q, p, -1`); each side is read as
+// true or false and the result is 0 or 1.
+template <template <class> class Op>
+struct PredO {
+  static uint8_t f(uint8_t a, uint8_t b) { return Op<uint8_t>::f(a != 0, b != 0); }
+};
 int PredAnd(Exec& x, const Inst& in) {
-  return Bin<uint8_t, AndO<uint8_t>>(x, in);
+  return Bin<uint8_t, PredO<AndO>>(x, in);
 }
 int PredOr(Exec& x, const Inst& in) {
-  return Bin<uint8_t, OrO<uint8_t>>(x, in);
+  return Bin<uint8_t, PredO<OrO>>(x, in);
 }
 int PredXor(Exec& x, const Inst& in) {
-  return Bin<uint8_t, XorO<uint8_t>>(x, in);
+  return Bin<uint8_t, PredO<XorO>>(x, in);
 }
 int PredNot(Exec& x, const Inst& in) {
   return Un<uint8_t, CnotO<uint8_t>>(x, in);

@@ -413,6 +413,15 @@ const Row kRows[] = {
        return std::pair<uint32_t, uint32_t>{uint32_t(w),
                                             uint32_t(s16 + s8) ^ uint32_t(uint64_t(w) >> 32)};
      }},
+    // nvcc writes "not p" as xor with the immediate -1 (any nonzero immediate is true).
+    {"xor/and/or.pred with immediates",
+     "setp.lt.u32 %p1, %r1, %r2; xor.pred %p2, %p1, -1; and.pred %p3, %p1, 1; "
+     "or.pred %p4, %p2, 0; and.pred %p3, %p3, %p4; selp.u32 %r4, 1, 0, %p2; "
+     "selp.u32 %r5, 1, 0, %p3;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return std::pair<uint32_t, uint32_t>{a < b ? 0u : 1u, 0u};
+     }},
 };
 
 class Ops : public ::testing::TestWithParam<size_t> {};
