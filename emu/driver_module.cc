@@ -109,8 +109,10 @@ uint64_t MaxBlocksPerSm(const remora::emu::ptx::KernelInfo& k, uint64_t threads,
       std::min<uint64_t>(remora::emu::kBlocksPerSm, remora::emu::kThreadsPerSm / (warps * 32));
   const uint64_t regs = std::max<uint32_t>(k.num_regs, 1) * warps * 32;
   blocks = std::min<uint64_t>(blocks, remora::emu::kRegistersPerSm / regs);
-  const uint64_t shared = k.static_shared_bytes + dynamic_shared;
-  if (shared > 0) blocks = std::min<uint64_t>(blocks, remora::emu::kSharedPerSm / shared);
+  // Each block also holds the shared memory the driver reserves (kReservedSmemBytes).
+  const uint64_t shared =
+      k.static_shared_bytes + dynamic_shared + remora::emu::ptx::kReservedSmemBytes;
+  blocks = std::min<uint64_t>(blocks, remora::emu::kSharedPerSm / shared);
   return blocks;
 }
 

@@ -279,6 +279,7 @@ struct LaunchCtx {
   uint32_t grid_id;
   uint32_t local_stride;
   uint32_t shared_total;
+  uint32_t reserved_smem;  // where the block's reserved shared memory begins, past its own
   uint32_t kernel_index;
   bool own_globals;  // globals live in the Program's own storage (no driver addresses)
   bool has_calls;    // the program calls non-builtin functions (lanes may have call stacks)

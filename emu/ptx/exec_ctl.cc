@@ -568,6 +568,15 @@ int exec_mov_sreg(Exec& x, const Inst& in) {
     case SReg::kTotalSmem:
       u = L.shared_total;
       break;
+    case SReg::kReservedSmemBegin:
+      u = L.reserved_smem;
+      break;
+    case SReg::kReservedSmem1:
+      u = L.reserved_smem + kReservedSmemBytes / 2;
+      break;
+    case SReg::kReservedSmemEnd:
+      u = L.reserved_smem + kReservedSmemBytes;
+      break;
     case SReg::kClockHi:
       u = uint32_t(__rdtsc() >> 32);
       break;

@@ -216,6 +216,9 @@ enum class SReg : uint8_t {
   kGridWorkspaceLo,  // %envreg2: its low 32 bits
   kDynSmem,
   kTotalSmem,
+  kReservedSmemBegin,  // %reserved_smem_offset_begin (and _0); + kReservedSmemBytes: _end, _cap
+  kReservedSmemEnd,
+  kReservedSmem1,  // %reserved_smem_offset_1: the second half of the reserved area
   kClockHi,
   kGlobaltimerLo,
   kGlobaltimerHi,

@@ -306,8 +306,8 @@ void PrepareCta(const LaunchCtx& L, Cta& cta, unsigned worker) {
   cta.worker = worker;
   cta.nthreads = L.nthreads;
   cta.local_stride = L.local_stride;
-  cta.shared_size = L.shared_total;
-  size_t shared_words = (size_t(L.shared_total) + 7) / 8 + 1;
+  cta.shared_size = L.reserved_smem + kReservedSmemBytes;
+  size_t shared_words = (size_t(cta.shared_size) + 7) / 8 + 1;
   size_t local_words = (size_t(L.local_stride) * L.nthreads + 7) / 8 + 1;
   if (cta.shared.size() < shared_words) cta.shared.resize(shared_words);
   if (cta.local.size() < local_words) cta.local.resize(local_words);
@@ -895,6 +895,7 @@ Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& 
   L.grid_id = 1;
   L.local_stride = stride;
   L.shared_total = uint32_t(shared_total);
+  L.reserved_smem = uint32_t((shared_total + 15) / 16 * 16);
   L.failed = &failed;
   L.fault = &fault;
   L.fault_mu = &fault_mu;

@@ -520,9 +520,11 @@ std::optional<SReg> FindSReg(std::string_view n) {
       {"%cluster_nctarank", SReg::kOne},
       {"%is_explicit_cluster", SReg::kZero},
       {"%aggr_smem_size", SReg::kTotalSmem},
-      {"%reserved_smem_offset_begin", SReg::kZero},
-      {"%reserved_smem_offset_end", SReg::kZero},
-      {"%reserved_smem_offset_cap", SReg::kZero},
+      {"%reserved_smem_offset_begin", SReg::kReservedSmemBegin},
+      {"%reserved_smem_offset_0", SReg::kReservedSmemBegin},
+      {"%reserved_smem_offset_1", SReg::kReservedSmem1},
+      {"%reserved_smem_offset_end", SReg::kReservedSmemEnd},
+      {"%reserved_smem_offset_cap", SReg::kReservedSmemEnd},
       {"%current_graph_exec", SReg::kZero},
       {"%dynamic_smem_size", SReg::kDynSmem},
       {"%total_smem_size", SReg::kTotalSmem},
@@ -533,7 +535,7 @@ std::optional<SReg> FindSReg(std::string_view n) {
   if (n == "%envreg1") return SReg::kGridWorkspaceHi;
   if (n == "%envreg2") return SReg::kGridWorkspaceLo;
   if (n.starts_with("%envreg")) return SReg::kEnvreg;
-  if (n.starts_with("%pm") || n.starts_with("%reserved_smem_offset_"))
+  if (n.starts_with("%pm"))
     return SReg::kZero;  // performance monitor counters %pm0..7(_64): nothing counted
   return std::nullopt;
 }

@@ -50,6 +50,11 @@ struct GlobalInfo {
   std::vector<std::byte> init;  // exactly `size` bytes (zeros without an initialiser)
 };
 
+// Shared memory every block has beyond its own, as the driver reserves it on sm_80 and later
+// (cudaDevAttrReservedSharedMemoryPerBlock): cooperative groups keep a block's barrier words
+// and scratch there, found through %reserved_smem_offset_*.
+inline constexpr uint32_t kReservedSmemBytes = 1024;
+
 class ProgramImpl;
 
 // A parsed, decoded and linked set of PTX modules. Immutable after Load; safe to

@@ -396,6 +396,26 @@ TEST_F(Samples, CooperativeGroupsTileReduceSm90) {  // cg::reduce becomes redux.
   CheckTileReduce(*prog, mem, rng);
 }
 
+// A tile of four warps reduces through the block's reserved shared memory, which the driver
+// keeps past the block's own (two blocks of 256 threads: two tiles each).
+TEST_F(Samples, CooperativeGroupsMultiWarpTileReduceUsesReservedSharedMemory) {
+  auto prog = Get("cg_90");
+  ASSERT_TRUE(prog);
+  const int n = 512;
+  std::vector<int> in(n);
+  for (auto& v : in) v = int(rng() % 20001) - 10000;
+  int* din = mem.Upload(in);
+  int* sums = mem.Alloc<int>(n / 128);
+  Status s = RunKernel(
+      *prog, "cgMultiWarpReduce", {2}, {256}, [&](Params& p) { p.Add(din).Add(sums); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (int t = 0; t < n / 128; ++t) {
+    int sum = 0;
+    for (int i = t * 128; i < (t + 1) * 128; ++i) sum += in[i];
+    EXPECT_EQ(sums[t], sum) << t;
+  }
+}
+
 // ---- half precision ----
 uint16_t H(_Float16 h) {
   return std::bit_cast<uint16_t>(h);
