@@ -21,11 +21,11 @@ struct CudaError {
 constexpr auto kTable = [] {
   std::array<CudaError, 0
 #define CUDA_ERROR(Name, value, text) +1
-#include "client_stub/cuda_errors.def"
+#include "proto/cuda_runtime_errors.def"
              >
       t{{
 #define CUDA_ERROR(Name, value, text) {value, #Name, text},
-#include "client_stub/cuda_errors.def"
+#include "proto/cuda_runtime_errors.def"
       }};
   std::sort(t.begin(), t.end(),
             [](const CudaError& a, const CudaError& b) { return a.value < b.value; });

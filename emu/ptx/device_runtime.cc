@@ -58,6 +58,7 @@ struct DeviceWork::State {
   std::unordered_map<uint64_t, LaunchShape> shapes;  // V2 buffers not yet launched
   std::unordered_map<uint64_t, bool> buffers;        // every buffer not yet launched
   std::unordered_map<uint64_t, uint32_t> errors;     // last error by global thread index
+  std::unordered_map<uint64_t, uint64_t> texts;      // error names and texts handed out, by code
   uint64_t next_handle = 0x100;                      // device-side streams and events
 };
 
@@ -92,6 +93,8 @@ const std::unordered_map<std::string_view, RuntimeCall>& Names() {
       {"Free", RuntimeCall::kFree},
       {"MemcpyAsync", RuntimeCall::kMemcpyAsync},
       {"MemsetAsync", RuntimeCall::kMemsetAsync},
+      {"GetErrorName", RuntimeCall::kGetErrorName},
+      {"GetErrorString", RuntimeCall::kGetErrorString},
   };
   return names;
 }
@@ -144,6 +147,36 @@ void SetReturn(Exec& x, int l, const CallSite& site, uint64_t v) {
 
 DeviceHeap* PoolOf(const LaunchConfig& cfg) {
   return cfg.launch_pool ? cfg.launch_pool : cfg.heap;
+}
+
+// cudaGetErrorName (name) or cudaGetErrorString's text of `code`, as NVIDIA's runtime words it.
+std::string_view ErrorWords(uint32_t code, bool name) {
+  struct Row {
+    uint32_t value;
+    const char* name;
+    const char* text;
+  };
+  static constexpr Row kRows[] = {
+#define CUDA_ERROR(Name, value, text) {value, #Name, text},
+#include "proto/cuda_runtime_errors.def"
+  };
+  for (const Row& r : kRows)
+    if (r.value == code) return name ? r.name : r.text;
+  return name ? "cudaErrorUnknown" : "unrecognized error code";
+}
+
+// Device memory holding `code`'s name or text, NUL-terminated, for the grid's lifetime (0 when
+// the launch pool is full).
+uint64_t ErrorText(DeviceWork::State& s, DeviceHeap* pool, uint32_t code, bool name) {
+  const uint64_t key = uint64_t(code) << 1 | (name ? 1 : 0);
+  if (auto it = s.texts.find(key); it != s.texts.end()) return it->second;
+  const std::string_view words = ErrorWords(code, name);
+  const uint64_t at = pool->Malloc(words.size() + 1);
+  if (at == 0) return 0;
+  std::memcpy(reinterpret_cast<void*>(at), words.data(), words.size());
+  reinterpret_cast<char*>(at)[words.size()] = '\0';
+  s.texts[key] = at;
+  return at;
 }
 
 // Queues a launch of a buffer's kernel; a cudaError_t.
@@ -285,6 +318,11 @@ int CallDeviceRuntime(Exec& x, const Inst& in, const CallSite& site, RuntimeCall
         (arg(copy ? 4 : 3) == kTailLaunchStream ? s.tail : s.queue).push_back(it);
         break;
       }
+      case RuntimeCall::kGetErrorName:
+      case RuntimeCall::kGetErrorString:
+        is_error = false;
+        ret = ErrorText(s, pool, uint32_t(arg(0)), c == RuntimeCall::kGetErrorName);
+        break;
       case RuntimeCall::kNone:
         break;
     }
@@ -365,6 +403,8 @@ Status DeviceWork::Run(const LaunchConfig& parent, bool discard) {
   s.tail.clear();
   for (const auto& [buffer, unused] : s.buffers) (void)PoolOf(parent)->Free(buffer);
   s.buffers.clear();
+  for (const auto& [key, text] : s.texts) (void)PoolOf(parent)->Free(text);
+  s.texts.clear();
   s.shapes.clear();
   return discard ? OkStatus() : st;
 }

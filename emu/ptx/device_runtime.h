@@ -44,6 +44,8 @@ enum class RuntimeCall : uint8_t {
   kFree,
   kMemcpyAsync,
   kMemsetAsync,
+  kGetErrorName,
+  kGetErrorString,
 };
 
 // The device runtime function `name` declares (a __cudaCDP2* name, _ptsz forms included), or

@@ -1062,21 +1062,24 @@ TEST(DeviceRuntime, AnUnservedDeviceRuntimeCallIsRefusedAtLoadByName) {
   auto r = Load(std::vector<std::string>{R"(.version 9.0
 .target sm_75
 .address_size 64
-.extern .func (.param .b64 func_retval0) __cudaCDP2GetErrorString(.param .b32 p0);
+.extern .func (.param .b32 func_retval0) __cudaCDP2DeviceGetLimit(.param .b64 p0, .param .b32 p1);
 .visible .entry k(.param .u64 k_out) {
   .reg .b64 %rd<4>;
+  .reg .b32 %r<2>;
   {
-  .param .b32 a0;
-  st.param.b32 [a0], 1;
-  .param .b64 r0;
-  call.uni (r0), __cudaCDP2GetErrorString, (a0);
-  ld.param.b64 %rd1, [r0];
+  .param .b64 a0;
+  st.param.b64 [a0], 0;
+  .param .b32 a1;
+  st.param.b32 [a1], 1;
+  .param .b32 r0;
+  call.uni (r0), __cudaCDP2DeviceGetLimit, (a0, a1);
+  ld.param.b32 %r1, [r0];
   }
   ret;
 }
 )"});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().ToString().find("__cudaCDP2GetErrorString, a part of CUDA's device runtime"),
+  EXPECT_NE(r.status().ToString().find("__cudaCDP2DeviceGetLimit, a part of CUDA's device runtime"),
             std::string::npos)
       << r.status().ToString();
 }

@@ -100,12 +100,17 @@ __global__ void Staged(int* a, int* b, int part, long long* sums, int* status) {
   cudaError_t e = cudaMemsetAsync(pb, 0xff, part * sizeof(int), 0);
   Fill<<<2, 64>>>(pa, part, int(blockIdx.x));
   if (e == cudaSuccess) e = cudaGetLastError();
-  if (e == cudaSuccess) e = cudaMemcpyAsync(pb, pa, part * sizeof(int), cudaMemcpyDeviceToDevice, 0);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(pb, pa, part * sizeof(int), cudaMemcpyDeviceToDevice, 0);
   SumTail<<<1, 128, 0, cudaStreamTailLaunch>>>(pb, part, &sums[blockIdx.x]);
   if (e == cudaSuccess) e = cudaGetLastError();
   int device = -1;
   if (e == cudaSuccess) e = cudaGetDevice(&device);
-  status[blockIdx.x] = e == cudaSuccess && device >= 0 ? 1 : -int(e) - 1;
+  // The device runtime's words for an error, as the host runtime's.
+  const char* text = cudaGetErrorString(cudaErrorInvalidValue);
+  const char* name = cudaGetErrorName(cudaErrorInvalidValue);
+  const bool words = text[0] == 'i' && text[7] == ' ' && name[4] == 'E' && name[9] == 'I';
+  status[blockIdx.x] = e == cudaSuccess && device >= 0 && words ? 1 : -int(e) - 1;
 }
 
 }  // namespace
