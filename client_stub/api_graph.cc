@@ -28,14 +28,15 @@ using cs::Ret;
 namespace remora::client_stub {
 
 namespace {
-std::atomic<uint64_t> g_graph_bytes{0}, g_graph_high{0};
-}  // namespace
 
+std::atomic<uint64_t> g_graph_bytes{0}, g_graph_high{0};
 std::mutex g_graph_allocs_mu;
 std::unordered_map<void*, GraphAllocation*>& GraphAllocs() {
   static NoDestructor<std::unordered_map<void*, GraphAllocation*>> m;  // frees come during exit
   return *m;
 }
+
+}  // namespace
 
 GraphAllocation::GraphAllocation(void* d, size_t n) : dptr(d), bytes(n) {
   {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "emu/device.h"
+
 namespace {
 
 // The next definition of `name` after this library: NVIDIA's.
@@ -40,7 +42,7 @@ bool OnEmulatedGpu() {
     char buf[256] = {};
     if (init == nullptr || name == nullptr || init(0) != 0 || name(buf, sizeof buf, 0) != 0)
       return false;
-    return std::strncmp(buf, "Remora Emulated GPU", 19) == 0;
+    return std::strcmp(buf, remora::emu::kDeviceName) == 0;
   }();
   return emulated;
 }

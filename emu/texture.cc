@@ -126,14 +126,20 @@ CUresult Textures::Create(const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC
   if (out == nullptr || res == nullptr || (!surface && tex == nullptr))
     return CUDA_ERROR_INVALID_VALUE;
   if (view != nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  Object o{};
-  o.res = *res;
-  if (tex) o.tex = *tex;
-  o.view.surface = surface;
-  if (CUresult r = ViewOfResource(*res, memory_, &o.view); r != CUDA_SUCCESS) return r;
+  Object o;
+  if (CUresult r = Make(*res, surface ? nullptr : tex, &o); r != CUDA_SUCCESS) return r;
   if (!surface)
     if (CUresult r = ApplySampling(*tex, &o.view); r != CUDA_SUCCESS) return r;
   return Add(o, out);
+}
+
+CUresult Textures::Make(const CUDA_RESOURCE_DESC& res, const CUDA_TEXTURE_DESC* tex,
+                        Object* o) const {
+  *o = Object{};
+  o->res = res;
+  if (tex) o->tex = *tex;
+  o->view.surface = tex == nullptr;
+  return ViewOfResource(res, memory_, &o->view);
 }
 
 CUresult Textures::Add(Object o, uint64_t* out) {
@@ -150,11 +156,8 @@ CUresult Textures::CreateSliced(const CUDA_RESOURCE_DESC* res, uint64_t slices,
   constexpr uint64_t kMaxSlices = 16384;
   if (out == nullptr || res == nullptr || res->resType != CU_RESOURCE_TYPE_PITCH2D)
     return CUDA_ERROR_INVALID_VALUE;
-  Object o{};
-  o.res = *res;
-  if (tex) o.tex = *tex;
-  o.view.surface = tex == nullptr;
-  if (CUresult r = ViewOfResource(*res, memory_, &o.view); r != CUDA_SUCCESS) return r;
+  Object o;
+  if (CUresult r = Make(*res, tex, &o); r != CUDA_SUCCESS) return r;
   View& v = o.view;
   const uint64_t image = v.pitch * v.height;
   if (slices == 0 || slices > kMaxSlices || slice_pitch < image || slice_pitch % v.pitch != 0)

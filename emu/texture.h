@@ -2,10 +2,11 @@
 // cuSurfObjectCreate): each a ptx::TextureView the interpreter reads at every fetch.
 //
 // Objects describe device memory: linear (CU_RESOURCE_TYPE_LINEAR), pitched 2-D
-// (CU_RESOURCE_TYPE_PITCH2D), or slices of pitched 2-D images (CreateSliced). The emulated GPU has no CUDA arrays, so array and mipmapped
-// resources are refused with CUDA_ERROR_NOT_SUPPORTED, as are sRGB reads, resource views,
-// anisotropy and mipmap settings. A surface may be made over the same memory (NVIDIA's driver
-// asks for an array). Handles are small integers, never reused while the context lives.
+// (CU_RESOURCE_TYPE_PITCH2D), or slices of pitched 2-D images (CreateSliced). The emulated GPU
+// has no CUDA arrays, so array and mipmapped resources are refused with
+// CUDA_ERROR_NOT_SUPPORTED, as are sRGB reads, resource views, anisotropy and mipmap settings.
+// A surface may be made over the same memory (NVIDIA's driver asks for an array). Handles are small
+// integers, never reused while the context lives.
 #pragma once
 
 #include <cuda.h>
@@ -55,6 +56,8 @@ class Textures : public ptx::TextureTable {
     CUDA_RESOURCE_DESC res;
     CUDA_TEXTURE_DESC tex;
   };
+  // An object of `res` (a surface when tex is null): its descriptors and view, not sampled yet.
+  CUresult Make(const CUDA_RESOURCE_DESC& res, const CUDA_TEXTURE_DESC* tex, Object* o) const;
   CUresult Add(Object o, uint64_t* out);
 
   const DeviceMemory& memory_;

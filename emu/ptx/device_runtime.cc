@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -13,14 +14,11 @@ namespace remora::emu::ptx {
 
 namespace {
 
-// cudaError_t values a device-side call returns.
-constexpr uint32_t kSuccess = 0;
-constexpr uint32_t kInvalidValue = 1;
-constexpr uint32_t kMemoryAllocation = 2;
-constexpr uint32_t kInvalidConfiguration = 9;
-constexpr uint32_t kMaxDepthExceeded = 65;
-constexpr uint32_t kPendingCountExceeded = 69;
-constexpr uint32_t kInvalidDeviceFunction = 98;
+// cudaError_t, as a device-side call returns it (the toolkit's headers are not seen here).
+enum CudaError : uint32_t {
+#define CUDA_ERROR(Name, value, text) Name = value,
+#include "proto/cuda_runtime_errors.def"
+};
 
 constexpr uint64_t kTailLaunchStream = 0x3;  // cudaStreamTailLaunch
 // CUDA's deepest nesting of device-side launches.
@@ -55,11 +53,11 @@ struct DeviceWork::State {
   uint32_t depth;
   std::mutex mu;
   std::vector<Item> queue, tail;
-  std::unordered_map<uint64_t, LaunchShape> shapes;  // V2 buffers not yet launched
-  std::unordered_map<uint64_t, bool> buffers;        // every buffer not yet launched
-  std::unordered_map<uint64_t, uint32_t> errors;     // last error by global thread index
-  std::unordered_map<uint64_t, uint64_t> texts;      // error names and texts handed out, by code
-  uint64_t next_handle = 0x100;                      // device-side streams and events
+  // Parameter buffers handed out and not yet launched, with the launch V2 asked one for.
+  std::unordered_map<uint64_t, std::optional<LaunchShape>> buffers;
+  std::unordered_map<uint64_t, uint32_t> errors;  // last error by global thread index
+  std::unordered_map<uint64_t, uint64_t> texts;   // error names and texts handed out, by code
+  uint64_t next_handle = 0x100;                   // device-side streams and events
 };
 
 DeviceWork::DeviceWork(const Program& program, uint32_t depth) : state_(std::make_unique<State>()) {
@@ -120,15 +118,15 @@ std::array<uint32_t, 3> Dim3Arg(Exec& x, int l, const CallSite& site, size_t k) 
 // Whether the device accepts a launch of `kernel` in this shape; a cudaError_t.
 uint32_t CheckShape(const ProgramImpl& P, uint32_t kernel, const std::array<uint32_t, 3>& grid,
                     const std::array<uint32_t, 3>& block, uint32_t shared) {
-  if (kernel == kNoReg || kernel >= P.kernels.size()) return kInvalidDeviceFunction;
+  if (kernel == kNoReg || kernel >= P.kernels.size()) return cudaErrorInvalidDeviceFunction;
   const KernelInfo& k = P.kernels[kernel];
   const uint64_t threads = uint64_t(block[0]) * block[1] * block[2];
   const uint64_t blocks = uint64_t(grid[0]) * grid[1] * grid[2];
   if (threads == 0 || threads > k.max_threads_per_block || block[2] > 64 || blocks == 0 ||
       grid[1] > 65535 || grid[2] > 65535 || grid[0] > 0x7fffffffu)
-    return kInvalidConfiguration;
-  if (uint64_t(k.static_shared_bytes) + shared > 227 * 1024) return kInvalidConfiguration;
-  return kSuccess;
+    return cudaErrorInvalidConfiguration;
+  if (uint64_t(k.static_shared_bytes) + shared > 227 * 1024) return cudaErrorInvalidConfiguration;
+  return cudaSuccess;
 }
 
 // Writes `n` bytes of `v` to the generic address `addr` for lane l; false after a fault.
@@ -183,8 +181,8 @@ uint64_t ErrorText(DeviceWork::State& s, DeviceHeap* pool, uint32_t code, bool n
 uint32_t QueueLaunch(DeviceWork::State& s, const ProgramImpl& P, const LaunchShape& shape,
                      uint64_t buffer, uint64_t stream) {
   if (uint32_t e = CheckShape(P, shape.kernel, shape.grid, shape.block, shape.shared)) return e;
-  if (s.depth + 1 >= kMaxDepth) return kMaxDepthExceeded;
-  if (s.queue.size() + s.tail.size() >= kMaxPending) return kPendingCountExceeded;
+  if (s.depth + 1 >= kMaxDepth) return cudaErrorLaunchMaxDepthExceeded;
+  if (s.queue.size() + s.tail.size() >= kMaxPending) return cudaErrorLaunchPendingCountExceeded;
   Item it;
   it.kernel = shape.kernel;
   it.grid = shape.grid;
@@ -193,8 +191,7 @@ uint32_t QueueLaunch(DeviceWork::State& s, const ProgramImpl& P, const LaunchSha
   it.buffer = buffer;
   (stream == kTailLaunchStream ? s.tail : s.queue).push_back(it);
   s.buffers.erase(buffer);
-  s.shapes.erase(buffer);
-  return kSuccess;
+  return cudaSuccess;
 }
 
 }  // namespace
@@ -220,7 +217,7 @@ int CallDeviceRuntime(Exec& x, const Inst& in, const CallSite& site, RuntimeCall
   ForLanes(x.mask, [&](int l) {
     if (fault != kNext) return;
     auto arg = [&](size_t k) { return Arg(x, l, site, k); };
-    uint64_t ret = kSuccess;
+    uint64_t ret = cudaSuccess;
     bool is_error = true;  // the return value is a cudaError_t (else a pointer)
     std::lock_guard lock(s.mu);
     switch (c) {
@@ -228,9 +225,9 @@ int CallDeviceRuntime(Exec& x, const Inst& in, const CallSite& site, RuntimeCall
         is_error = false;
         ret = pool->Malloc(std::max<uint64_t>(arg(1), 8));
         if (ret != 0)
-          s.buffers[ret] = true;
+          s.buffers[ret] = std::nullopt;
         else
-          s.errors[ThreadKey(x, l)] = kPendingCountExceeded;
+          s.errors[ThreadKey(x, l)] = cudaErrorLaunchPendingCountExceeded;
         break;
       }
       case RuntimeCall::kGetParameterBufferV2: {  // (func, grid, block, shared)
@@ -238,22 +235,21 @@ int CallDeviceRuntime(Exec& x, const Inst& in, const CallSite& site, RuntimeCall
         const LaunchShape shape{KernelAtAddress(P, arg(0)), Dim3Arg(x, l, site, 1),
                                 Dim3Arg(x, l, site, 2), uint32_t(arg(3))};
         if (shape.kernel == kNoReg) {
-          s.errors[ThreadKey(x, l)] = kInvalidDeviceFunction;
+          s.errors[ThreadKey(x, l)] = cudaErrorInvalidDeviceFunction;
           break;
         }
         ret = pool->Malloc(std::max<uint64_t>(P.kernels[shape.kernel].param_bytes, 8));
         if (ret == 0) {
-          s.errors[ThreadKey(x, l)] = kPendingCountExceeded;
+          s.errors[ThreadKey(x, l)] = cudaErrorLaunchPendingCountExceeded;
           break;
         }
-        s.buffers[ret] = true;
-        s.shapes[ret] = shape;
+        s.buffers[ret] = shape;
         break;
       }
       case RuntimeCall::kLaunchDevice: {  // (func, buffer, grid, block, shared, stream)
         const uint64_t buffer = arg(1);
         if (!s.buffers.contains(buffer)) {
-          ret = kInvalidValue;
+          ret = cudaErrorInvalidValue;
           break;
         }
         ret = QueueLaunch(s, P,
@@ -263,8 +259,9 @@ int CallDeviceRuntime(Exec& x, const Inst& in, const CallSite& site, RuntimeCall
         break;
       }
       case RuntimeCall::kLaunchDeviceV2: {  // (buffer, stream)
-        auto it = s.shapes.find(arg(0));
-        ret = it == s.shapes.end() ? kInvalidValue : QueueLaunch(s, P, it->second, arg(0), arg(1));
+        auto it = s.buffers.find(arg(0));
+        ret = it == s.buffers.end() || !it->second ? cudaErrorInvalidValue
+                                                   : QueueLaunch(s, P, *it->second, arg(0), arg(1));
         break;
       }
       case RuntimeCall::kStreamCreate:
@@ -294,17 +291,17 @@ int CallDeviceRuntime(Exec& x, const Inst& in, const CallSite& site, RuntimeCall
       case RuntimeCall::kMalloc: {  // (&p, size)
         const uint64_t p = arg(1) == 0 ? 0 : heap->Malloc(arg(1));
         if (!Store(x, in, l, arg(0), p, 8)) fault = kFault;
-        ret = p == 0 && arg(1) != 0 ? kMemoryAllocation : kSuccess;
+        ret = p == 0 && arg(1) != 0 ? cudaErrorMemoryAllocation : cudaSuccess;
         break;
       }
       case RuntimeCall::kFree:
-        ret = heap->Free(arg(0)) ? kSuccess : kInvalidValue;
+        ret = heap->Free(arg(0)) ? cudaSuccess : cudaErrorInvalidValue;
         break;
       case RuntimeCall::kMemcpyAsync:    // (dst, src, count, kind, stream)
       case RuntimeCall::kMemsetAsync: {  // (dst, value, count, stream)
         const bool copy = c == RuntimeCall::kMemcpyAsync;
         if (s.queue.size() + s.tail.size() >= kMaxPending) {
-          ret = kPendingCountExceeded;
+          ret = cudaErrorLaunchPendingCountExceeded;
           break;
         }
         Item it;
@@ -326,7 +323,7 @@ int CallDeviceRuntime(Exec& x, const Inst& in, const CallSite& site, RuntimeCall
       case RuntimeCall::kNone:
         break;
     }
-    if (is_error && ret != kSuccess) s.errors[ThreadKey(x, l)] = uint32_t(ret);
+    if (is_error && ret != cudaSuccess) s.errors[ThreadKey(x, l)] = uint32_t(ret);
     SetReturn(x, l, site, ret);
   });
   return fault;
@@ -405,7 +402,6 @@ Status DeviceWork::Run(const LaunchConfig& parent, bool discard) {
   s.buffers.clear();
   for (const auto& [key, text] : s.texts) (void)PoolOf(parent)->Free(text);
   s.texts.clear();
-  s.shapes.clear();
   return discard ? OkStatus() : st;
 }
 

@@ -253,7 +253,7 @@ struct Cta {
   uint32_t whole_bar_warps = 0;
   uint32_t whole_bar_id = 0;
   uint32_t mbar_completions = 0;  // mbarrier phases completed (RunCta's progress check)
-  uint32_t slice_yields = 0;      // warps that ran out of their slice (cooperative launches)
+  uint32_t slice_yields = 0;      // warps that ran out of their slice (RunWarp)
   uint32_t idle_rounds = 0;       // rounds in a row in which only mbarrier waits timed out
   uint32_t worker = 0;
   // While the warps run together: which register slots of their frame every warp holds alike
@@ -289,7 +289,6 @@ struct LaunchCtx {
   Status* fault;  // first fault, guarded by fault_mu
   std::mutex* fault_mu;
   DeviceWork* device_work;  // what the grid's threads queue with the device runtime
-  uint32_t depth;           // nesting depth: 0 for a grid the host launched
 };
 
 // Lane `lane`'s bytes at offset `off` of its local frame (call arguments and returns live there).

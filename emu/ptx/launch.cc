@@ -903,7 +903,6 @@ Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& 
   std::optional<DeviceWork> device_work;
   if (P.uses_device_runtime) device_work.emplace(program, depth);
   L.device_work = device_work ? &*device_work : nullptr;
-  L.depth = depth;
   L.has_calls = has_calls;
   L.cooperative = cfg.cooperative;
   L.poll = cfg.cooperative || cfg.cancel != nullptr;

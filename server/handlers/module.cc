@@ -65,32 +65,32 @@ struct LinkPart {
   const std::string* bytes;
 };
 
-// Links `parts` with the device's linker and loads the result. With `skip_unusable`, a part
-// holding no image the device can run is left out (NVIDIA's device runtime, machine code only,
-// whose calls the emulated GPU's linker serves itself): a symbol only it defined then fails the
-// link by name. `*left_out` counts those parts.
+// Links `parts` with the device's linker and loads the result. With `left_out`, a part holding
+// no image the device can run is left out and counted there (NVIDIA's device runtime, machine
+// code only, whose calls the emulated GPU's linker serves itself): a symbol only it defined
+// then fails the link by name.
 Result<CUmodule> LinkAndLoad(Device& dev, const std::vector<LinkPart>& parts,
-                             bool skip_unusable = false, int* left_out = nullptr) {
+                             int* left_out = nullptr) {
   const DriverTable& drv = dev.drv();
   auto Check = [&](CUresult r, const char* what) { return dev.Check(r, what); };
   CUlinkState link = nullptr;
   RETURN_IF_ERROR(Check(drv.cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
   Status st;
-  size_t added = 0;
-  CUresult unusable = CUDA_SUCCESS;
+  size_t skipped = 0;
   for (size_t i = 0; i < parts.size() && st.ok(); ++i) {
     const CUresult r =
         drv.cuLinkAddData(link, parts[i].type, const_cast<char*>(parts[i].bytes->data()),
                           parts[i].bytes->size(), "tenant", 0, nullptr, nullptr);
-    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU && skip_unusable) {
-      unusable = r;
-      if (left_out) ++*left_out;
+    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU && left_out) {
+      ++skipped;
       continue;
     }
     st = Check(r, "cuLinkAddData");
-    ++added;
   }
-  if (st.ok() && added == 0 && unusable != CUDA_SUCCESS) st = Check(unusable, "cuLinkAddData");
+  if (left_out) *left_out += int(skipped);
+  // Nothing left to link: the device can run none of it.
+  if (st.ok() && skipped == parts.size() && skipped > 0)
+    st = Check(CUDA_ERROR_NO_BINARY_FOR_GPU, "cuLinkAddData");
   void* cubin = nullptr;
   size_t cubin_size = 0;
   CUmodule mod = nullptr;
@@ -153,7 +153,7 @@ Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, std::string
   }
   *how += " of " + std::to_string(images.images.size() - 1) + " translation units";
   int left_out = 0;
-  Result<CUmodule> linked = LinkAndLoad(dev, parts, true, &left_out);
+  Result<CUmodule> linked = LinkAndLoad(dev, parts, &left_out);
   if (left_out > 0)
     *how += " (" + std::to_string(left_out) + " with no image for the device left out)";
   return linked;

@@ -92,56 +92,42 @@ Status Session::OnTextureCreate(const v1::TextureCreateRequest& req, v1::HandleR
   ASSIGN_OR_RETURN(auto resource, Resource(req));
   const auto& [res, bytes] = resource;
   RETURN_IF_ERROR(CheckDeviceRange(req.ptr(), bytes, req.surface() ? "surface" : "texture"));
-  uint64_t handle = 0;
   const char* what = req.surface() ? "surface" : "texture";
   if (req.slices() > 0 && !dev().drv().remoraEmuTexObjectCreatePitched)
     return Error(err::kNotSupported,
                  std::string("3-D, layered and cubemap ") + what +
                      " objects on a GPU need the driver's own CUDA arrays, and Remora's arrays "
                      "are pitched device memory: not served yet");
-  if (req.surface()) {
-    // NVIDIA's driver takes a surface over its own CUDA arrays only (an H200 refused the pitched
-    // memory Remora's arrays are with CUDA_ERROR_INVALID_VALUE); said by name, not as a bad value.
-    if (!dev().drv().emulated)
-      return Error(err::kNotSupported,
-                   "surface objects on a GPU need the driver's own CUDA arrays, and Remora's "
-                   "arrays are pitched device memory: not served yet");
-    if (req.slices() > 0) {
-      unsigned long long s = 0;
-      RETURN_IF_ERROR(
-          dev().Check(dev().drv().remoraEmuTexObjectCreatePitched(
-                          &s, &res, req.slices(), req.slice_pitch(), req.layout(), nullptr),
-                      "remoraEmuTexObjectCreatePitched"));
-      handle = s;
-    } else {
-      CUsurfObject s = 0;
-      RETURN_IF_ERROR(dev().Check(dev().drv().cuSurfObjectCreate(&s, &res), "cuSurfObjectCreate"));
-      handle = s;
-    }
-  } else {
+  // NVIDIA's driver takes a surface over its own CUDA arrays only (an H200 refused the pitched
+  // memory Remora's arrays are with CUDA_ERROR_INVALID_VALUE); said by name, not as a bad value.
+  if (req.surface() && !dev().drv().emulated)
+    return Error(err::kNotSupported,
+                 "surface objects on a GPU need the driver's own CUDA arrays, and Remora's "
+                 "arrays are pitched device memory: not served yet");
+  CUDA_TEXTURE_DESC tex{};
+  if (!req.surface()) {
     if (req.address_mode_size() != 3 || req.border_color_size() != 4)
       return Error(err::kInvalidValue,
                    "a texture needs three address modes and four border "
                    "color components");
-    CUDA_TEXTURE_DESC tex{};
     for (int d = 0; d < 3; ++d) tex.addressMode[d] = CUaddress_mode(req.address_mode(d));
     tex.filterMode = CUfilter_mode(req.filter_mode());
     tex.flags = req.flags();
     tex.maxAnisotropy = req.max_anisotropy();
     for (int c = 0; c < 4; ++c) tex.borderColor[c] = req.border_color(c);
-    if (req.slices() > 0) {
-      unsigned long long t = 0;
-      RETURN_IF_ERROR(
-          dev().Check(dev().drv().remoraEmuTexObjectCreatePitched(
-                          &t, &res, req.slices(), req.slice_pitch(), req.layout(), &tex),
-                      "remoraEmuTexObjectCreatePitched"));
-      handle = t;
-    } else {
-      CUtexObject t = 0;
-      RETURN_IF_ERROR(
-          dev().Check(dev().drv().cuTexObjectCreate(&t, &res, &tex, nullptr), "cuTexObjectCreate"));
-      handle = t;
-    }
+  }
+  const DriverTable& drv = dev().drv();
+  unsigned long long handle = 0;
+  if (req.slices() > 0) {
+    RETURN_IF_ERROR(dev().Check(
+        drv.remoraEmuTexObjectCreatePitched(&handle, &res, req.slices(), req.slice_pitch(),
+                                            req.layout(), req.surface() ? nullptr : &tex),
+        "remoraEmuTexObjectCreatePitched"));
+  } else if (req.surface()) {
+    RETURN_IF_ERROR(dev().Check(drv.cuSurfObjectCreate(&handle, &res), "cuSurfObjectCreate"));
+  } else {
+    RETURN_IF_ERROR(
+        dev().Check(drv.cuTexObjectCreate(&handle, &res, &tex, nullptr), "cuTexObjectCreate"));
   }
   textures_.Put(handle, req.surface() ? TexKind::kSurface : TexKind::kTexture);
   rep.set_handle(handle);
