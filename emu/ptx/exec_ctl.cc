@@ -115,6 +115,7 @@ int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, const Function& c
   const Builtin b = callee.builtin;
   if (b == Builtin::kMalloc || b == Builtin::kFree) return CallHeap(x, in, site, b);
   if (b == Builtin::kDeviceRuntime) return CallDeviceRuntime(x, in, site, callee.runtime_call);
+  std::string assert_text;  // the first failing lane's, for the fault
   uint32_t m = x.mask;
   while (m) {
     int l = std::countr_zero(m);
@@ -139,16 +140,22 @@ int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, const Function& c
       if (!ReadString(x, in, l, Arg(x, l, site, 0), &msg)) return kFault;
       if (!ReadString(x, in, l, Arg(x, l, site, 1), &file)) return kFault;
       if (!ReadString(x, in, l, Arg(x, l, site, 3), &func)) return kFault;
-      uint32_t line = uint32_t(Arg(x, l, site, 2));
+      const uint32_t line = uint32_t(Arg(x, l, site, 2));
       const Warp& w = *x.w;
-      char where[160];
-      std::snprintf(where, sizeof where, " block (%u,%u,%u) thread (%u,%u,%u)", x.cta->ctaid[0],
+      char where[128];
+      std::snprintf(where, sizeof where, "block: [%u,%u,%u], thread: [%u,%u,%u]", x.cta->ctaid[0],
                     x.cta->ctaid[1], x.cta->ctaid[2], w.tid[0][l], w.tid[1][l], w.tid[2][l]);
-      return Fault(x, err::kAssert,
-                   file + ":" + std::to_string(line) + ": " + func + ":" + where + " Assertion `" +
-                       msg + "` failed.");
+      // As a GPU's driver does, every failing thread's line reaches the program's output.
+      const std::string text = file + ":" + std::to_string(line) + ": " + func + ": " + where +
+                               " Assertion `" + msg + "` failed.";
+      if (x.L->cfg->printf_sink) {
+        std::lock_guard<std::mutex> lock(PrintfMutex());
+        x.L->cfg->printf_sink(text + "\n");
+      }
+      if (assert_text.empty()) assert_text = text;
     }
   }
+  if (!assert_text.empty()) return Fault(x, err::kAssert, assert_text);
   return kNext;
 }
 

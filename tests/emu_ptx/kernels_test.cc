@@ -1,4 +1,5 @@
 // tests/emu_ptx/kernels_test.cc - nvcc-built kernels run by the interpreter vs CPU references.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -491,12 +492,21 @@ TEST_F(Kernels, DeviceAssertFails) {
   auto prog = Get("misc");
   std::vector<int> v(32, 1);
   v[17] = 500;
+  v[30] = 101;
   int* p = mem.Upload(v);
+  std::string printed;
   Status s = RunKernel(
-      *prog, "checker", {1}, {32}, [&](Params& q) { q.Add(p); }, &mem);
+      *prog, "checker", {1}, {32}, [&](Params& q) { q.Add(p); }, &mem, 0,
+      [&](std::string_view t) { printed += t; });
   EXPECT_EQ(s.code(), err::kAssert);
   EXPECT_NE(s.message().find("p[threadIdx.x] < 100"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("thread (17,0,0)"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("block: [0,0,0], thread: [17,0,0]"), std::string::npos) << s.message();
+  // Each failing thread's line reaches the program's output, as a GPU's driver prints it.
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 2) << printed;
+  EXPECT_NE(printed.find("thread: [17,0,0] Assertion `p[threadIdx.x] < 100` failed.\n"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("thread: [30,0,0] Assertion"), std::string::npos) << printed;
 }
 
 TEST_F(Kernels, DynamicSharedReverse) {
