@@ -2,15 +2,21 @@
 // cuLinkComplete, cuLinkDestroy). The tenant has no linker of Remora's: cuLinkComplete returns
 // a link image (fatbin/link_image.h) holding the inputs, and loading it (cuModuleLoadData, a
 // library load) has the server link them with the device's own linker. So an unresolved symbol
-// is reported when the image is loaded, not at cuLinkComplete. Options are accepted and not
-// applied (they tune the linker the server runs); log buffers are left empty.
+// is reported when the image is loaded, not at cuLinkComplete. Options that tune the linker are
+// accepted and not applied (the server runs its own); the outputs (wall time, logs) are written
+// at cuLinkComplete, as NVIDIA's linker writes them.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
+#include "client_stub/connection.h"
 #include "client_stub/driver_internal.h"
 #include "client_stub/errors.h"
 #include "fatbin/link_image.h"
@@ -23,6 +29,11 @@ namespace {
 struct Link {
   std::vector<remora::fatbin::LinkInput> inputs;
   std::string image;  // cuLinkComplete's, owned until cuLinkDestroy
+  // cuLinkCreate's options, whose outputs cuLinkComplete writes (the caller keeps them alive).
+  unsigned noptions = 0;
+  CUjit_option* options = nullptr;
+  void** values = nullptr;
+  std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
 };
 
 struct Links {
@@ -61,7 +72,39 @@ CUresult Add(CUlinkState state, CUjitInputType type, const char* data, size_t si
   return CUDA_SUCCESS;
 }
 
+// A log option pair: the buffer and its size slot (IN: capacity, OUT: bytes written).
+void WriteLog(unsigned n, const CUjit_option* options, void** values, CUjit_option buffer_opt,
+              CUjit_option size_opt, std::string_view text) {
+  char* buffer = nullptr;
+  void** size_slot = nullptr;
+  for (unsigned i = 0; i < n; ++i) {
+    if (options[i] == buffer_opt) buffer = static_cast<char*>(values[i]);
+    if (options[i] == size_opt) size_slot = &values[i];
+  }
+  if (buffer == nullptr || size_slot == nullptr) return;
+  const auto capacity = static_cast<size_t>(reinterpret_cast<uintptr_t>(*size_slot));
+  if (capacity == 0) return;
+  const size_t written = std::min(text.size(), capacity - 1);
+  std::memcpy(buffer, text.data(), written);
+  buffer[written] = '\0';
+  *size_slot = reinterpret_cast<void*>(static_cast<uintptr_t>(written));
+}
+
 }  // namespace
+
+namespace remora::client_stub::driver {
+
+void WriteJitOutputs(unsigned n, const CUjit_option* options, void** values, float ms,
+                     CUresult result) {
+  if (n == 0 || options == nullptr || values == nullptr) return;
+  for (unsigned i = 0; i < n; ++i)
+    if (options[i] == CU_JIT_WALL_TIME) std::memcpy(&values[i], &ms, sizeof ms);
+  WriteLog(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
+  WriteLog(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+           result == CUDA_SUCCESS ? std::string_view() : Connection::LastFailureMessage());
+}
+
+}  // namespace remora::client_stub::driver
 
 extern "C" {
 
@@ -72,6 +115,9 @@ CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** opt
   if (stateOut == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = CheckOptions(numOptions, options, optionValues)) return r;
   auto link = std::make_unique<Link>();
+  link->noptions = numOptions;
+  link->options = options;
+  link->values = optionValues;
   auto* handle = reinterpret_cast<CUlinkState>(link.get());
   Links& l = TheLinks();
   std::lock_guard lock(l.mu);
@@ -110,6 +156,9 @@ CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
   link->image = remora::fatbin::EncodeLinkImage(link->inputs);
   *cubinOut = link->image.data();
   *sizeOut = link->image.size();
+  const std::chrono::duration<float, std::milli> ms =
+      std::chrono::steady_clock::now() - link->created;
+  WriteJitOutputs(link->noptions, link->options, link->values, ms.count(), CUDA_SUCCESS);
   return CUDA_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,11 +143,15 @@ CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   return LoadModule(reinterpret_cast<DriverModule**>(module), image);
 }
 
-CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, CUjit_option*,
-                            void**) {
+// JIT options that tune the compiler are the server's; the outputs are written back.
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                            CUjit_option* options, void** optionValues) {
   DriverCallScope scope;
-  // JIT options tune a compiler the server runs.
-  return LoadModule(reinterpret_cast<DriverModule**>(module), image);
+  const auto start = std::chrono::steady_clock::now();
+  const CUresult r = LoadModule(reinterpret_cast<DriverModule**>(module), image);
+  const std::chrono::duration<float, std::milli> ms = std::chrono::steady_clock::now() - start;
+  WriteJitOutputs(numOptions, options, optionValues, ms.count(), r);
+  return r;
 }
 
 CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
@@ -196,12 +201,18 @@ CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, co
 // Libraries: modules loaded with no context current, whose kernels (CUkernel, usable as a
 // CUfunction) outlive contexts. The session is both here.
 // A library whose caller preserves its image (NVIDIA's runtime does) is reloaded from it after
-// a device reset; any other is copied. JIT options only tune NVIDIA's loader.
-CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
-                           unsigned int, CUlibraryOption* opts, void** values, unsigned int nopts) {
+// a device reset; any other is copied. JIT options that tune the compiler are the server's.
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jit,
+                           void** jit_values, unsigned int njit, CUlibraryOption* opts,
+                           void** values, unsigned int nopts) {
   DriverCallScope scope;
-  return LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false,
-                    PreservedOption(opts, values, nopts, CU_LIBRARY_BINARY_IS_PRESERVED));
+  const auto start = std::chrono::steady_clock::now();
+  const CUresult r =
+      LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false,
+                 PreservedOption(opts, values, nopts, CU_LIBRARY_BINARY_IS_PRESERVED));
+  const std::chrono::duration<float, std::milli> ms = std::chrono::steady_clock::now() - start;
+  WriteJitOutputs(njit, jit, jit_values, ms.count(), r);
+  return r;
 }
 
 CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* path, CUjit_option* jit,

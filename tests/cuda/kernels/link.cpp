@@ -7,7 +7,9 @@
 #include <cuda.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -69,12 +71,18 @@ int main(int argc, char** argv) {
   CU_CHECK(cuCtxSetCurrent(ctx));
   int bad = 0;
 
-  // PTX from memory and from a file, with a log buffer option as JIT compilers pass one.
+  // PTX from memory and from a file, with the log buffers and wall time JIT compilers ask for:
+  // written by cuLinkComplete, each log NUL-terminated within its buffer.
   char log[1024] = {};
-  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* vals[] = {log, reinterpret_cast<void*>(sizeof log)};
+  char info[1024];
+  std::memset(info, 'x', sizeof info);
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_WALL_TIME};
+  void* vals[] = {log, reinterpret_cast<void*>(sizeof log), info,
+                  reinterpret_cast<void*>(sizeof info), reinterpret_cast<void*>(~uintptr_t{0})};
   CUlinkState link;
-  CU_CHECK(cuLinkCreate(2, opts, vals, &link));
+  CU_CHECK(cuLinkCreate(5, opts, vals, &link));
   CU_CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, kernel_ptx.data(), kernel_ptx.size() + 1, "kernel",
                          0, nullptr, nullptr));
   CU_CHECK(cuLinkAddFile(link, CU_JIT_INPUT_PTX, argv[3], 0, nullptr, nullptr));
@@ -82,6 +90,11 @@ int main(int argc, char** argv) {
   size_t size = 0;
   CU_CHECK(cuLinkComplete(link, &image, &size));
   REQUIRE(image != nullptr && size > 0);
+  float wall = -1;
+  std::memcpy(&wall, &vals[4], sizeof wall);
+  REQUIRE(std::isfinite(wall) && wall >= 0);
+  REQUIRE(std::memchr(info, '\0', sizeof info) != nullptr);
+  REQUIRE(reinterpret_cast<uintptr_t>(vals[3]) < sizeof info);
   CUmodule mod;
   CU_CHECK(cuModuleLoadData(&mod, image));
   // A copy of the image, loaded after the link state is gone.
@@ -111,6 +124,15 @@ int main(int argc, char** argv) {
   if (r == CUDA_SUCCESS) r = cuModuleLoadData(&mod, image);
   REQUIRE(r != CUDA_SUCCESS);
   CU_CHECK(cuLinkDestroy(link));
+
+  // PTX that does not compile: the error log says why.
+  std::memset(log, 'x', sizeof log);
+  void* load_vals[] = {log, reinterpret_cast<void*>(sizeof log)};
+  const char broken[] = ".version 8.0\n.target sm_75\n.address_size 64\n.entry k() { bogus; }\n";
+  r = cuModuleLoadDataEx(&mod, broken, 2, opts, load_vals);
+  REQUIRE(r != CUDA_SUCCESS);
+  REQUIRE(std::memchr(log, '\0', sizeof log) != nullptr && log[0] != '\0');
+  std::printf("error log: %s\n", log);
 
   CU_CHECK(cuDevicePrimaryCtxRelease(dev));
   if (bad) {
