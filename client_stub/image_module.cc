@@ -1,6 +1,8 @@
 // client_stub/image_module.cc - modules loaded from an image at run time.
 #include "client_stub/image_module.h"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -64,8 +66,16 @@ ImageModule::~ImageModule() {
 
 namespace {
 
-// Registers `images` with the server (by hash first); its module id.
-cudaError_t Register(const std::vector<std::string>& images, bool rdc, uint64_t* id) {
+// Whether `origin` is one of the NVIDIA libraries the server can serve instead
+// (`remora run --remote-libs`).
+bool ServedRemotely(const std::string& origin) {
+  const std::string base = origin.substr(origin.rfind('/') + 1);
+  return base.starts_with("libcublas") || base.starts_with("libcudnn");
+}
+
+// Registers `images`, found at `origin`, with the server (by hash first); its module id.
+cudaError_t Register(const std::vector<std::string>& images, bool rdc, const std::string& origin,
+                     uint64_t* id) {
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
   std::vector<fatbin::Bytes> views;
@@ -73,6 +83,7 @@ cudaError_t Register(const std::vector<std::string>& images, bool rdc, uint64_t*
   v1::RegisterModuleRequest req;
   req.set_hash(fatbin::ImagesDigest(views));
   req.set_rdc(rdc);  // an -rdc program's wrapper: link its translation units' PTX
+  req.set_origin(origin);
   v1::RegisterModuleReply rep;
   if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) return e;
   if (rep.images_needed()) {
@@ -80,13 +91,15 @@ cudaError_t Register(const std::vector<std::string>& images, bool rdc, uint64_t*
     rep.Clear();
     if (cudaError_t e = c.Call(CallId::kRegisterModule, req, &rep)) {
       // Machine code for other GPUs only (NVIDIA's libraries on the emulated GPU): say which
-      // module, on the tenant's stderr as in the server's log, whoever asked for it.
+      // module and whose, on the tenant's stderr as in the server's log, whoever asked for it.
       if (e == cudaErrorNoKernelImageForDevice)
-        std::fprintf(stderr,
-                     "remora: a module has no image this device can run: %s (NVIDIA's cuBLAS, "
-                     "cuBLASLt and cuDNN: `remora run --remote-libs cublas,cudnn` serves them "
-                     "from the server)\n",
-                     Connection::LastFailureMessage().c_str());
+        std::fprintf(stderr, "remora: a module%s%s has no image this device can run: %s%s\n",
+                     origin.empty() ? "" : " of ", origin.c_str(),
+                     Connection::LastFailureMessage().c_str(),
+                     ServedRemotely(origin)
+                         ? " (`remora run --remote-libs cublas,cudnn` serves NVIDIA's cuBLAS, "
+                           "cuBLASLt and cuDNN from the server)"
+                         : "");
       return e;
     }
     if (rep.images_needed()) return cudaErrorUnknown;  // a server that lost them
@@ -108,6 +121,12 @@ cudaError_t AskKernel(const ImageModule& m, Kernel& k) {
 
 }  // namespace
 
+std::string ImageOrigin(const void* image) {
+  Dl_info info{};
+  if (dladdr(image, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
 cudaError_t LoadImageModule(const void* image, bool preserved, ImageModule** out) {
   if (out == nullptr || image == nullptr) return cudaErrorInvalidValue;
   Result<std::vector<std::string>> images = ImagesOf(image);
@@ -118,7 +137,8 @@ cudaError_t LoadImageModule(const void* image, bool preserved, ImageModule** out
   auto m = std::make_unique<ImageModule>();
   m->epoch = DeviceEpoch();
   m->rdc = version == 2;
-  if (cudaError_t e = Register(*images, m->rdc, &m->id)) return e;
+  m->origin = ImageOrigin(image);
+  if (cudaError_t e = Register(*images, m->rdc, m->origin, &m->id)) return e;
   if (preserved || magic == fatbin::kWrapperMagic)
     m->preserved = image;
   else
@@ -144,7 +164,7 @@ cudaError_t ReloadLocked(ImageModule& m, uint64_t now) {
     if (!images.ok()) return cudaErrorInvalidKernelImage;
     again = std::move(*images);
   }
-  if (cudaError_t e = Register(m.preserved ? again : m.kept, m.rdc, &m.id)) return e;
+  if (cudaError_t e = Register(m.preserved ? again : m.kept, m.rdc, m.origin, &m.id)) return e;
   m.epoch = now;
   return cudaSuccess;
 }

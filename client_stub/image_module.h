@@ -32,6 +32,7 @@ struct ImageModule {
   const void* preserved = nullptr;
   std::vector<std::string> kept;
   bool rdc = false;
+  std::string origin;  // ImageOrigin of the image loaded
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // asked for so far
   std::optional<std::vector<std::string>> kernel_names;    // all, once asked for
@@ -54,6 +55,9 @@ bool PreservedOption(const Option* opts, void* const* values, unsigned n, Option
     if (opts[i] == preserved && values[i] != nullptr) return true;
   return false;
 }
+// The path of the program or library whose memory holds `image` (what NVIDIA's libraries
+// load from their own files), or "" for memory no loaded object holds (an image read at run time).
+std::string ImageOrigin(const void* image);
 // The bytes of the image file `path`, NUL-terminated (PTX text is read up to its end);
 // cudaErrorFileNotFound if it cannot be read.
 Result<std::string> ReadImageFile(const char* path);

@@ -68,6 +68,7 @@ cudaError_t Register(Module& m) {
   uint32_t version;
   std::memcpy(&version, static_cast<const std::byte*>(m.wrapper) + 4, sizeof version);
   req.set_rdc(version == 2);
+  req.set_origin(ImageOrigin(m.wrapper));
   for (const auto& k : m.kernels) req.add_kernels(k->name);
   for (const auto& v : m.variables) req.add_variables(v->name);
 

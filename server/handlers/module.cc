@@ -187,6 +187,8 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
     images = std::move(fresh);
   }
   const std::string first_kernel = req.kernels_size() ? req.kernels(0) : "";
+  // The tenant's word for where the images came from: for messages only, bounded.
+  const std::string origin = req.origin().substr(0, 256);
   std::string how;
   const std::string offered = OfferedImages(*images);
   Result<CUmodule> loaded = LoadModule(*env_.device, *images, &how);
@@ -197,9 +199,13 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
          {"offered", offered},
          {"kernels", req.kernels_size()},
          {"first_kernel", first_kernel},
+         {"origin", origin},
          {"error", loaded.status().ToString()}});
-    return Error(loaded.status().code(), "module with kernel " + first_kernel + " (images " +
-                                             offered + "): " + loaded.status().message());
+    const std::string which =
+        first_kernel.empty() ? "module" : "module with kernel " + first_kernel;
+    const std::string of = origin.empty() ? "" : " of " + origin;
+    return Error(loaded.status().code(),
+                 which + of + " (images " + offered + "): " + loaded.status().message());
   }
   // Only images that loaded are kept for other sessions.
   if (!digest.empty()) images = env_.modules->Put(digest, images);
