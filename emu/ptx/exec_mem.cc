@@ -81,12 +81,14 @@ inline uint8_t* Resolve(Exec& x, const Inst& in, int l, uint64_t addr, uint32_t 
     AddressFault(x, in, l, addr, size, S);
     return nullptr;
   } else if constexpr (S == Space::kShared) {
-    if (addr + size <= x.cta->shared_size && addr + size >= addr) [[likely]]
+    addr = uint32_t(addr);  // shared and local addresses are 32 bits wide: a sum wraps
+    if (addr + size <= x.cta->shared_size) [[likely]]
       return x.cta->SharedBytes() + addr;
     AddressFault(x, in, l, addr, size, S);
     return nullptr;
   } else if constexpr (S == Space::kLocal) {
-    if (addr + size <= x.cta->local_stride && addr + size >= addr) [[likely]]
+    addr = uint32_t(addr);
+    if (addr + size <= x.cta->local_stride) [[likely]]
       return x.cta->LocalOf(x.w->index, l) + addr;
     AddressFault(x, in, l, addr, size, S);
     return nullptr;

@@ -614,6 +614,47 @@ TEST(SharedLayout, PerKernelAndReachable) {
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
+// A 32-bit shared address is computed modulo 2^32, as on a GPU: nvcc strength-reduces
+// `t[m - tx][tx]` to a register that goes below zero and an offset that brings it back (Rodinia's
+// nw). Shared and local addresses wrap; a generic one, 64 bits wide, does not need to.
+TEST(SharedLayout, ThirtyTwoBitAddressesWrap) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<10>; .reg .b64 %rd<6>;
+  .shared .align 4 .b8 s[132];
+  .local .align 4 .b8 l[8];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, s;
+  shl.b32 %r3, %r1, 2;
+  add.u32 %r4, %r2, %r3;
+  mul.lo.u32 %r9, %r1, 7;
+  st.shared.u32 [%r4], %r9;
+  bar.sync 0;
+  add.u32 %r5, %r4, -65536;
+  ld.shared.u32 %r6, [%r5+65540];
+  mov.u32 %r7, l;
+  add.u32 %r7, %r7, -16;
+  st.local.u32 [%r7+20], %r1;
+  ld.local.u32 %r8, [%r7+20];
+  add.u32 %r6, %r6, %r8;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(32);
+  Status s = RunKernel(
+      *prog, "k", {1}, {32}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (uint32_t t = 0; t < 31; ++t) EXPECT_EQ(out[t], (t + 1) * 7 + t) << t;
+}
+
 TEST(SharedLayout, MoreThan48KiBStaticIsRefused) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
