@@ -183,7 +183,7 @@ CUresult cuGetErrorString(CUresult error, const char** str) {
 CUresult cuGetExportTable(const void** table, const CUuuid* id) {
   DriverCallScope scope;
   NoteNvidiaRuntime(__builtin_return_address(0));
-  return ExportTable(table, id);
+  return ExportTable(table, id, __builtin_return_address(0));
 }
 
 // ---- Devices ------------------------------------------------------------------

@@ -24,8 +24,9 @@ CUresult NeedDevice(CUdevice dev);
 CUcontext TheContext();
 
 // NVIDIA's runtime's private export table `id` (driver_tables.cc); CUDA_ERROR_INVALID_VALUE
-// for a table Remora does not serve.
-CUresult ExportTable(const void** table, const CUuuid* id);
+// for a table Remora does not serve, said once per table on stderr naming the file of the code
+// at `caller` that asked (unless the table is one NVIDIA's runtime does without).
+CUresult ExportTable(const void** table, const CUuuid* id, const void* caller);
 // For `remora run --check` (REMORA_CHECK_REPORT): records, once per object, that the code at
 // `caller` (NVIDIA's runtime, linked into a program or a library) runs over this driver.
 void NoteNvidiaRuntime(const void* caller);

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -307,7 +308,7 @@ void NoteNvidiaRuntime(const void* caller) {
   }
 }
 
-CUresult ExportTable(const void** table, const CUuuid* id) {
+CUresult ExportTable(const void** table, const CUuuid* id, const void* caller) {
   if (table == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const Tables& t = TheTables();
   const Known known[] = {
@@ -343,10 +344,29 @@ CUresult ExportTable(const void** table, const CUuuid* id) {
     }
   }
   *table = nullptr;
+  char uuid[33];
+  for (int i = 0; i < 16; ++i) std::snprintf(uuid + 2 * i, 3, "%02x", uint8_t(id->bytes[i]));
+  // The runtime asks for this one at start-up and does without it.
+  const bool optional = std::string_view(uuid).starts_with("f8cff951");
   if (std::getenv("REMORA_TRACE_DRIVER")) {
-    std::fprintf(stderr, "remora: no export table ");
-    for (int i = 0; i < 16; ++i) std::fprintf(stderr, "%02x", uint8_t(id->bytes[i]));
-    std::fprintf(stderr, "\n");
+    std::fprintf(stderr, "remora: no export table %s\n", uuid);
+  } else if (!optional) {
+    // A library that needs a private interface of NVIDIA's driver fails in its own words
+    // (cuFFT: CUFFT_INTERNAL_ERROR): say which, and why, once.
+    static std::mutex mu;
+    static NoDestructor<std::set<std::string>> said;
+    std::lock_guard lock(mu);
+    if (said->insert(uuid).second) {
+      Dl_info info{};
+      const char* who = dladdr(caller, &info) && info.dli_fname ? info.dli_fname : "a library";
+      std::fprintf(stderr,
+                   "remora: %s asked for a private interface of NVIDIA's driver (export table "
+                   "%s) that Remora's libcuda.so.1 does not serve; that library may fail%s\n",
+                   who, uuid,
+                   std::string_view(who).find("libcublas") != std::string_view::npos
+                       ? " (`remora run --remote-libs cublas` serves cuBLAS from the server)"
+                       : "");
+    }
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
