@@ -1,6 +1,8 @@
 // server/device.cc - context, description and stream pool of the server's GPU.
 #include "server/device.h"
 
+#include "scheduler/gpu_priority.h"
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -49,9 +51,7 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   int least = 0, greatest = 0;
   RETURN_IF_ERROR(
       d->Check(t.cuCtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange"));
-  d->stream_priority_[int(sched::Priority::kHigh)] = greatest;
-  d->stream_priority_[int(sched::Priority::kNormal)] = (least + greatest) / 2;
-  d->stream_priority_[int(sched::Priority::kLow)] = least;
+  d->priorities_ = {least, greatest};
   size_t free = 0, tot = 0;
   RETURN_IF_ERROR(d->Check(t.cuMemGetInfo(&free, &tot), "cuMemGetInfo"));
   d->usable_ = free > kContextReserve ? free - kContextReserve : 0;
@@ -103,17 +103,18 @@ namespace {
 constexpr size_t kMaxPooledStreams = 32;
 }  // namespace
 
-Result<CUstream> Device::AcquireStream(sched::Priority cls) {
-  const int priority = stream_priority_[int(cls)];
+Result<CUstream> Device::AcquireStream(sched::Priority cls, std::optional<int> asked) {
+  const int priority =
+      sched::GpuStreamPriority(cls, asked.value_or(priorities_.least), priorities_);
   {
     std::lock_guard lock(pool_mu_);
     ReapDrainedLocked();
-    auto it =
-        std::find_if(pool_.begin(), pool_.end(), [&](const Pooled& p) { return p.cls == cls; });
+    auto it = std::find_if(pool_.begin(), pool_.end(),
+                           [&](const Pooled& p) { return p.cls == cls && p.priority == priority; });
     if (it != pool_.end()) {
       CUstream s = it->stream;
       pool_.erase(it);
-      class_of_[s] = cls;
+      class_of_[s] = {cls, priority};
       return s;
     }
   }
@@ -126,7 +127,7 @@ Result<CUstream> Device::AcquireStream(sched::Priority cls) {
                           "cuStreamCreateWithPriority"));
   }
   std::lock_guard lock(pool_mu_);
-  class_of_[s] = cls;
+  class_of_[s] = {cls, priority};
   return s;
 }
 
@@ -186,7 +187,7 @@ void Device::ReleaseStream(CUstream s) {
   std::lock_guard lock(pool_mu_);
   auto it = class_of_.find(s);
   if (it == class_of_.end()) return;  // not ours, or from a context since rebuilt
-  draining_.push_back({s, it->second});
+  draining_.push_back({s, it->second.first, it->second.second});
   class_of_.erase(it);
   ReapDrainedLocked();
 }
@@ -210,7 +211,7 @@ bool Device::RunWhenIdle() {
     std::lock_guard lock(pool_mu_);
     ReapDrainedLocked();
     if (!draining_.empty()) return true;
-    for (const auto& [s, cls] : class_of_)
+    for (const auto& [s, kind] : class_of_)
       if (drv_->cuStreamQuery(s) == CUDA_ERROR_NOT_READY) return true;
   }
   std::vector<std::pair<uint64_t, std::function<void()>>> work;

@@ -18,12 +18,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "proto/status.h"
 #include "remora/v1/session.pb.h"
+#include "scheduler/gpu_priority.h"
 #include "scheduler/tenant.h"
 #include "server/blas_table.h"
 #include "server/blaslt_table.h"
@@ -73,12 +76,14 @@ class Device {
   // Device memory tenants may share: total minus the context's own reserve.
   uint64_t usable_memory() const { return usable_; }
 
-  // A non-blocking stream from the pool (created when the pool is empty) whose
-  // GPU priority is the tenant class's: kHigh the device's greatest, kLow its
-  // least, kNormal between, so the GPU's block scheduler serves a higher class's
-  // kernels first. Under ReserveSms, the streams of classes below kHigh run on the
-  // multiprocessors not reserved. REQUIRES: the context is current. Thread-safe.
-  Result<CUstream> AcquireStream(sched::Priority cls = sched::Priority::kNormal);
+  // A non-blocking stream from the pool (created when the pool has none alike) whose GPU
+  // priority is sched::GpuStreamPriority of the tenant's class and the priority it `asked`
+  // for (none: a plain stream's): every stream of a higher class outranks a lower class's, so
+  // the GPU's block scheduler serves a higher class's kernels first, and within a class a
+  // tenant's more urgent streams first. Under ReserveSms, the streams of classes below kHigh
+  // run on the multiprocessors not reserved. REQUIRES: the context is current. Thread-safe.
+  Result<CUstream> AcquireStream(sched::Priority cls = sched::Priority::kNormal,
+                                 std::optional<int> asked = std::nullopt);
   // Keeps `count` multiprocessors (rounded up to the device's partition step) for the kHigh
   // class alone, from the streams acquired after it: a priority only orders blocks waiting
   // to start, and a saturating lower-class kernel holds every multiprocessor until its blocks
@@ -194,18 +199,20 @@ class Device {
   CUcontext ctx_ = nullptr;
   remora::v1::DeviceInfo info_;
   uint64_t usable_ = 0;
-  int stream_priority_[sched::kPriorities] = {};  // by class, from the device's range
+  sched::PriorityRange priorities_;  // the device's stream priorities
   std::mutex pool_mu_;
   std::mutex own_mu_;
   std::unordered_map<const char*, std::pair<uint64_t, CUmodule>> own_modules_;  // (epoch, module)
   CUgreenCtx rest_ = nullptr;  // ReserveSms: the multiprocessors of the classes below kHigh
   struct Pooled {
     CUstream stream;
-    sched::Priority cls;  // its priority, and where it runs
+    sched::Priority cls;  // where it runs
+    int priority;         // its GPU priority (GpuStreamPriority)
   };
   std::vector<Pooled> pool_;
   std::vector<Pooled> draining_;  // given back with work possibly in flight
-  std::unordered_map<CUstream, sched::Priority> class_of_;  // every stream handed out
+  // Every stream handed out: its class and GPU priority.
+  std::unordered_map<CUstream, std::pair<sched::Priority, int>> class_of_;
   // Moves finished streams from draining_ to the pool. REQUIRES: pool_mu_, context current.
   void ReapDrainedLocked();
   std::mutex idle_mu_;

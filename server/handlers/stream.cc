@@ -17,14 +17,14 @@ Status Session::OnStreamCreate(const v1::StreamCreateRequest& req, v1::HandleRep
   constexpr uint32_t kNonBlocking = 1;  // cudaStreamNonBlocking
   if (req.flags() & ~kNonBlocking)
     return Error(err::kInvalidValue, "unknown stream flags " + Hex(req.flags()));
-  // The tenant's class, not the priority it asked for, ranks the stream on the GPU
-  // (cudaStreamGetPriority still answers what it asked for).
+  // The tenant's class ranks the stream on the GPU first, the priority it asked for within
+  // its class's band (cudaStreamGetPriority answers what it asked for).
   sched::Priority cls;
   {
     std::lock_guard lock(grant_mu_);
     cls = share_.priority;
   }
-  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream(cls));
+  ASSIGN_OR_RETURN(CUstream s, env_.device->AcquireStream(cls, req.priority()));
   uint64_t id = next_handle_++;
   streams_.Put(id, s);
   work_->AddStream(id, s, !(req.flags() & kNonBlocking));

@@ -424,9 +424,10 @@ TEST_F(ServerTest, AdmissionPreemptsLowerPriorityOnly) {
   EXPECT_EQ(c->welcome_status(), err::kInvalidValue);
 }
 
-// A tenant class's streams carry its GPU priority (high the device's greatest, low its
-// least, normal between: -5, 0 and -2 on the emulator), through the pool too: a stream
-// given back goes again only to a tenant of the class it was made for.
+// A tenant class's streams carry its GPU priority (sched::GpuStreamPriority: plain streams of
+// high, normal and low -4, -2 and 0 on the emulator, each class's most urgent -5, -3, -1),
+// through the pool too: a stream given back goes again only to a tenant of the class and
+// priority it was made for.
 TEST_F(ServerTest, StreamsCarryTheirTenantClassesGpuPriority) {
   server::Device& dev = server_->device();
   server::Device::Use use = dev.Enter();
@@ -440,19 +441,29 @@ TEST_F(ServerTest, StreamsCarryTheirTenantClassesGpuPriority) {
   auto normal = dev.AcquireStream(sched::Priority::kNormal);
   auto low = dev.AcquireStream(sched::Priority::kLow);
   ASSERT_TRUE(high.ok() && normal.ok() && low.ok());
-  EXPECT_EQ(priority(*high), -5);
+  EXPECT_EQ(priority(*high), -4);
   EXPECT_EQ(priority(*normal), -2);
   EXPECT_EQ(priority(*low), 0);
+  auto low_urgent = dev.AcquireStream(sched::Priority::kLow, -5);
+  auto normal_urgent = dev.AcquireStream(sched::Priority::kNormal, -1);
+  ASSERT_TRUE(low_urgent.ok() && normal_urgent.ok());
+  EXPECT_EQ(priority(*low_urgent), -1);
+  EXPECT_EQ(priority(*normal_urgent), -3);
   dev.ReleaseStream(*high);  // idle: pooled at once
   auto low2 = dev.AcquireStream(sched::Priority::kLow);
   ASSERT_TRUE(low2.ok());
   EXPECT_NE(*low2, *high);
   EXPECT_EQ(priority(*low2), 0);
+  auto high_urgent = dev.AcquireStream(sched::Priority::kHigh, -5);
+  ASSERT_TRUE(high_urgent.ok());
+  EXPECT_NE(*high_urgent, *high);  // pooled, but of another priority
+  EXPECT_EQ(priority(*high_urgent), -5);
   auto high2 = dev.AcquireStream(sched::Priority::kHigh);
   ASSERT_TRUE(high2.ok());
   EXPECT_EQ(*high2, *high);  // the pooled one
-  EXPECT_EQ(priority(*high2), -5);
-  for (CUstream s : {*high2, *normal, *low, *low2}) dev.ReleaseStream(s);
+  EXPECT_EQ(priority(*high2), -4);
+  for (CUstream s : {*high2, *normal, *low, *low2, *low_urgent, *normal_urgent, *high_urgent})
+    dev.ReleaseStream(s);
 }
 
 // `remora list` speaks as an administration session: it sees every tenant with

@@ -1,4 +1,6 @@
-// tests/cuda/kernels/streams_events.cu - kernels on several streams, timed and ordered with events.
+// tests/cuda/kernels/streams_events.cu - kernels on several streams, timed and ordered with events
+// and by stream priority.
+#include <algorithm>
 #include <vector>
 
 #include "common.h"
@@ -17,6 +19,56 @@ __global__ void iterate(float* data, int n, int rounds) {
 __global__ void addOne(float* data, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) data[i] += 1.0f;
+}
+
+// Each block takes a ticket as it starts (the order the device dispatched blocks in), then
+// holds its multiprocessor for `ns` nanoseconds of the device's clock.
+__global__ void ticket(unsigned* order, unsigned* next, long long ns) {
+  if (threadIdx.x != 0) return;
+  order[blockIdx.x] = atomicAdd(next, 1u);
+  long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+// Stream priorities order blocks waiting to start: a low-priority grid four times what the
+// device holds at once, each block 50 us long, then at once a small high-priority grid. The
+// high grid's blocks must all start before the low grid's last (as they would not in order).
+int PriorityOrder() {
+  int least, greatest;
+  CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  if (least == greatest) {
+    std::printf("priorities: one level only, nothing to order\n");
+    return 0;
+  }
+  int sms = 0, per_sm = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ticket, 128, 0));
+  const int resident = sms * per_sm, low_blocks = 4 * resident, high_blocks = resident / 2 + 1;
+  cudaStream_t low, high;
+  CHECK(cudaStreamCreateWithPriority(&low, cudaStreamNonBlocking, least));
+  CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
+  unsigned *order, *next;
+  CHECK(cudaMalloc(&order, sizeof(unsigned) * (low_blocks + high_blocks)));
+  CHECK(cudaMalloc(&next, sizeof(unsigned)));
+  CHECK(cudaMemset(next, 0, sizeof(unsigned)));
+  CHECK(cudaDeviceSynchronize());
+  const long long block_ns = 50 * 1000;
+  ticket<<<low_blocks, 128, 0, low>>>(order, next, block_ns);
+  ticket<<<high_blocks, 128, 0, high>>>(order + low_blocks, next, block_ns);
+  CHECK(cudaDeviceSynchronize());
+  std::vector<unsigned> t(low_blocks + high_blocks);
+  CHECK(cudaMemcpy(t.data(), order, sizeof(unsigned) * t.size(), cudaMemcpyDeviceToHost));
+  const unsigned low_last = *std::max_element(t.begin(), t.begin() + low_blocks);
+  const unsigned high_last = *std::max_element(t.begin() + low_blocks, t.end());
+  std::printf("priorities %d..%d: %d low blocks, last started %u-th; %d high blocks, last %u-th\n",
+              least, greatest, low_blocks, low_last, high_blocks, high_last);
+  for (cudaStream_t s : {low, high}) CHECK(cudaStreamDestroy(s));
+  CHECK(cudaFree(order));
+  CHECK(cudaFree(next));
+  return high_last < low_last ? 0 : 1;
 }
 
 float HostIterate(float v, int rounds) {
@@ -95,5 +147,6 @@ int main(int argc, char** argv) {
     CHECK(cudaFree(dev[s]));
     CHECK(cudaFreeHost(host[s]));
   }
+  failures += PriorityOrder();
   return Finish(failures, "streams_events");
 }
