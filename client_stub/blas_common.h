@@ -25,12 +25,6 @@ inline cublasStatus_t ToStatus(cudaError_t e) {
   return static_cast<cublasStatus_t>(CudaToBlasStatus(e));
 }
 
-// True if [p, p + bytes) lies in one of the tenant's allocations.
-inline bool OnDevice(uint64_t p, uint64_t bytes) {
-  std::optional<RangeTable::Range> r = St().device_ranges.Find(p);
-  return r && p - r->base <= r->size && bytes <= r->size - (p - r->base);
-}
-
 // A stub's live handles: the library's opaque handle points at a `Context`
 // the stub keeps. A destroyed or foreign one is not found. Thread-safe.
 template <class Context>

@@ -55,9 +55,7 @@ cudnnStatus_t ToStatus(cudaError_t e) {
 }
 
 bool OnDevice(const void* ptr, uint64_t bytes) {
-  const uint64_t p = reinterpret_cast<uint64_t>(ptr);
-  std::optional<RangeTable::Range> r = St().device_ranges.Find(p);
-  return r && p - r->base <= r->size && bytes <= r->size - (p - r->base);
+  return ::remora::client_stub::OnDevice(reinterpret_cast<uint64_t>(ptr), bytes);
 }
 
 void Put(const DnnTensorShape& s, v1::DnnRequest::Tensor* m) {

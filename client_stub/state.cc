@@ -315,6 +315,21 @@ bool HostMemory::IsDeviceMapped(const void* p) const {
   return device_mapped_ && ArenaBlockLocked(p).has_value();
 }
 
+bool HostMemory::IsDeviceMappedRange(const void* p, size_t n) const {
+  std::lock_guard lock(mu_);
+  if (!device_mapped_) return false;
+  const std::optional<std::pair<uint64_t, uint64_t>> block = ArenaBlockLocked(p);
+  if (!block) return false;
+  const auto into = static_cast<uint64_t>(static_cast<const std::byte*>(p) - base_) - block->first;
+  return n <= block->second - into;
+}
+
+bool OnDevice(uint64_t p, uint64_t bytes) {
+  std::optional<RangeTable::Range> r = St().device_ranges.Find(p);
+  if (r && p - r->base <= r->size && bytes <= r->size - (p - r->base)) return true;
+  return St().host.IsDeviceMappedRange(reinterpret_cast<const void*>(p), bytes);
+}
+
 bool HostMemory::IsRegistered(const void* p) const {
   std::lock_guard lock(mu_);
   return InMap(registered_, reinterpret_cast<uintptr_t>(p), [](size_t s) { return s; });

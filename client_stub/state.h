@@ -157,6 +157,9 @@ class HostMemory {
   std::vector<ManagedAdvice::Attrs> AdviceOver(const void* p, size_t n) const;
   // True if `p` lies in a pinned or managed allocation kernels can access at `p`.
   bool IsDeviceMapped(const void* p) const;
+  // True if [p, p + n) lies in one pinned or managed allocation kernels can access at its
+  // address (what libraries take as device memory, as on a GPU with unified addressing).
+  bool IsDeviceMappedRange(const void* p, size_t n) const;
   // True if `p` lies in host memory the app registered with cudaHostRegister.
   bool IsRegistered(const void* p) const;
   // Whether the arena is device-mapped (zero-copy and managed memory work).
@@ -225,5 +228,10 @@ State& St();
 
 // cudaErrorInvalidResourceHandle unless `s` is a default stream or one of the process's own.
 cudaError_t CheckStream(cudaStream_t s);
+
+// True if [p, p + bytes) lies in one of the tenant's allocations: device memory, or the pinned
+// and managed memory kernels reach at its host address (a GPU's libraries take both). What the
+// library stubs check a pointer argument with.
+bool OnDevice(uint64_t p, uint64_t bytes);
 
 }  // namespace remora::client_stub

@@ -30,6 +30,17 @@ Result<CUdeviceptr> ArenaPins::PinStaging(Device& dev) {
   return device_address;
 }
 
+bool ArenaPins::Covers(uint64_t offset, uint64_t bytes) const {
+  if (heap_offset_ == 0 || offset < heap_offset_ || offset > size_ || bytes > size_ - offset)
+    return false;
+  if (bytes == 0) return true;
+  const uint64_t first = (offset - heap_offset_) / arena::kHeapPinChunkBytes;
+  const uint64_t last = (offset + bytes - 1 - heap_offset_) / arena::kHeapPinChunkBytes;
+  for (uint64_t i = first; i <= last; ++i)
+    if (!chunks_[i]) return false;
+  return true;
+}
+
 Status ArenaPins::Pin(Device& dev, uint64_t offset, uint64_t bytes, CUdeviceptr device_base) {
   if (heap_offset_ == 0 || offset < heap_offset_ || offset > size_ || bytes > size_ - offset)
     return Error(err::kInvalidValue, "[" + std::to_string(offset) + ", +" + std::to_string(bytes) +

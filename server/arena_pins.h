@@ -33,6 +33,10 @@ class ArenaPins {
   // driver cannot lock more memory, or maps a chunk anywhere but at `device_base` + its
   // offset (the stub relies on one mapping for the whole arena). REQUIRES: a Use.
   Status Pin(Device& dev, uint64_t offset, uint64_t bytes, CUdeviceptr device_base);
+  // True if [offset, offset + bytes) lies in the heap, every chunk of it registered: memory
+  // the device reaches (the tenant's pinned and managed memory, which libraries take as device
+  // memory as on a GPU).
+  bool Covers(uint64_t offset, uint64_t bytes) const;
   // The registered ranges' starts, for cuMemHostUnregister once the session's work is done;
   // forgets them. After a context rebuild, Take() and drop the result: the driver forgot them.
   std::vector<void*> Take();

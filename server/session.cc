@@ -317,6 +317,10 @@ Status Session::CheckDeviceRange(uint64_t ptr, uint64_t size, const char* what) 
   if (allocations_.Covers(ptr, size) || symbols_.Covers(ptr, size) ||
       vmm_.accessible().Covers(ptr, size))
     return OkStatus();
+  // The tenant's pinned and managed host memory, which kernels reach at its address.
+  if (arena_device_address_ != 0 && ptr >= arena_device_address_ && pins_ &&
+      pins_->Covers(ptr - arena_device_address_, size))
+    return OkStatus();
   if (ipc_opened_.load(std::memory_order_relaxed) && env_.ipc->Covers(id_, ptr, size))
     return OkStatus();
   return OutsideAllocations(what, ptr, size);

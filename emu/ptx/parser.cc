@@ -2080,6 +2080,10 @@ Status Parser::Link() {
       } else if (c.callee.starts_with("__cudaCDP2"))
         return lerr(c, "call to " + c.callee +
                            ", a part of CUDA's device runtime the emulated GPU does not serve");
+      else if (c.callee.starts_with("cudaGraph"))
+        return lerr(c, "call to " + c.callee +
+                           ", device-side control of a CUDA graph (conditional nodes), which "
+                           "Remora does not serve");
       else
         return lerr(c, "call to " + c.callee + ", which no loaded module defines");
     }

@@ -1125,6 +1125,33 @@ TEST(DeviceRuntime, AnUnservedDeviceRuntimeCallIsRefusedAtLoadByName) {
       << r.status().ToString();
 }
 
+// A kernel steering a conditional graph node (cudaGraphSetConditional) is refused at load,
+// saying what the call is.
+TEST(DeviceRuntime, AConditionalNodesDeviceCallIsRefusedAtLoadByName) {
+  auto r = Load(std::vector<std::string>{R"(.version 9.0
+.target sm_75
+.address_size 64
+.extern .func cudaGraphSetConditional(.param .b64 p0, .param .b32 p1);
+.visible .entry k(.param .u64 handle) {
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [handle];
+  {
+  .param .b64 a0;
+  st.param.b64 [a0], %rd1;
+  .param .b32 a1;
+  st.param.b32 [a1], 0;
+  call.uni cudaGraphSetConditional, (a0, a1);
+  }
+  ret;
+}
+)"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("cudaGraphSetConditional, device-side control of a CUDA "
+                                       "graph (conditional nodes)"),
+            std::string::npos)
+      << r.status().ToString();
+}
+
 // Warp 0 spins on a shared flag that only warp 1 sets, after the block's barrier: on a GPU the
 // warp schedulers run warp 1 meanwhile; here warp 0 must make way after its slice.
 TEST(Scheduling, AWarpSpinningOnAnotherWarpOfItsBlockLetsItRun) {

@@ -697,6 +697,40 @@ void Copies(Rng& rng, cudaStream_t s) {
 
 }  // namespace
 
+// Managed memory and pinned host memory are device memory to cuBLAS on a GPU with unified
+// addressing: an SGEMV over A managed, x pinned and y managed, against the host. Skipped on a
+// device without managed or mapped memory (a remote tenant's).
+void HostMemoryOperands(cublasHandle_t h, Rng& rng) {
+  int managed = 0, mapped = 0;
+  CHECK(cudaDeviceGetAttribute(&managed, cudaDevAttrManagedMemory, 0));
+  CHECK(cudaDeviceGetAttribute(&mapped, cudaDevAttrCanMapHostMemory, 0));
+  if (!managed || !mapped) {
+    std::printf("cuBLAS over managed and pinned memory: skipped (the device has neither)\n");
+    return;
+  }
+  const int m = 70, n = 45;
+  float *a, *x, *y;
+  CHECK(cudaMallocManaged(&a, sizeof(float) * m * n));
+  CHECK(cudaMallocHost(&x, sizeof(float) * n));
+  CHECK(cudaMallocManaged(&y, sizeof(float) * m));
+  for (int i = 0; i < m * n; ++i) a[i] = rng.Uniform(-1, 1);
+  for (int j = 0; j < n; ++j) x[j] = rng.Uniform(-1, 1);
+  for (int i = 0; i < m; ++i) y[i] = rng.Uniform(-1, 1);
+  std::vector<double> want(m);
+  const float alpha = 0.75f, beta = -0.5f;
+  for (int i = 0; i < m; ++i) {
+    double acc = 0;
+    for (int j = 0; j < n; ++j) acc += double(a[i + j * m]) * x[j];
+    want[i] = alpha * acc + beta * y[i];
+  }
+  BLAS_OK(cublasSgemv(h, CUBLAS_OP_N, m, n, &alpha, a, m, x, 1, &beta, y, 1));
+  CHECK(cudaDeviceSynchronize());
+  for (int i = 0; i < m; ++i) failures += !Near(y[i], want[i], Tol<float>());
+  CHECK(cudaFree(a));
+  CHECK(cudaFreeHost(x));
+  CHECK(cudaFree(y));
+}
+
 int main(int argc, char** argv) {
   Rng rng(static_cast<uint64_t>(Flag(argc, argv, "seed", 1)));
   size_t free0 = 0, total = 0;
@@ -728,6 +762,7 @@ int main(int argc, char** argv) {
   Batched<double>(h, rng);
   OtherTypes(h, rng);
   Copies(rng, s);
+  HostMemoryOperands(h, rng);
   // The default stream too.
   BLAS_OK(cublasSetStream(h, nullptr));
   Level1<float>(h, rng);
