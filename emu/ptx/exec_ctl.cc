@@ -115,6 +115,11 @@ int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, const Function& c
   const Builtin b = callee.builtin;
   if (b == Builtin::kMalloc || b == Builtin::kFree) return CallHeap(x, in, site, b);
   if (b == Builtin::kDeviceRuntime) return CallDeviceRuntime(x, in, site, callee.runtime_call);
+  if (b == Builtin::kUnserved)
+    return FaultAt(x, err::kLaunchFailure, in,
+                   "call to " + callee.name +
+                       ", device-side control of a CUDA graph (conditional nodes), which Remora "
+                       "does not serve,");
   std::string assert_text;  // the first failing lane's, for the fault
   uint32_t m = x.mask;
   while (m) {

@@ -332,7 +332,17 @@ struct MatrixOp {
   uint32_t d[kMaxRegs], a[kMaxRegs], b[kMaxRegs], c[kMaxRegs];  // register slots
 };
 
-enum class Builtin : uint8_t { kNone, kVprintf, kAssertfail, kMalloc, kFree, kDeviceRuntime };
+// kUnserved: a function of CUDA's that Remora does not serve (device-side graph control): the
+// module loads, and a thread that calls it fails its launch, naming it.
+enum class Builtin : uint8_t {
+  kNone,
+  kVprintf,
+  kAssertfail,
+  kMalloc,
+  kFree,
+  kDeviceRuntime,
+  kUnserved
+};
 
 struct Function {
   std::string name;

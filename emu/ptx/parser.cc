@@ -2081,9 +2081,7 @@ Status Parser::Link() {
         return lerr(c, "call to " + c.callee +
                            ", a part of CUDA's device runtime the emulated GPU does not serve");
       else if (c.callee.starts_with("cudaGraph"))
-        return lerr(c, "call to " + c.callee +
-                           ", device-side control of a CUDA graph (conditional nodes), which "
-                           "Remora does not serve");
+        callee.builtin = Builtin::kUnserved;  // the module's other kernels still run
       else
         return lerr(c, "call to " + c.callee + ", which no loaded module defines");
     }

@@ -1125,14 +1125,22 @@ TEST(DeviceRuntime, AnUnservedDeviceRuntimeCallIsRefusedAtLoadByName) {
       << r.status().ToString();
 }
 
-// A kernel steering a conditional graph node (cudaGraphSetConditional) is refused at load,
-// saying what the call is.
-TEST(DeviceRuntime, AConditionalNodesDeviceCallIsRefusedAtLoadByName) {
-  auto r = Load(std::vector<std::string>{R"(.version 9.0
+// A kernel steering a conditional graph node (cudaGraphSetConditional) loads, so its module's
+// other kernels run; a thread that makes the call fails its launch, naming it.
+TEST(DeviceRuntime, AConditionalNodesDeviceCallFailsWhenReachedByName) {
+  auto prog = MustLoad({R"(.version 9.0
 .target sm_75
 .address_size 64
 .extern .func cudaGraphSetConditional(.param .b64 p0, .param .b32 p1);
-.visible .entry k(.param .u64 handle) {
+.visible .entry plain(.param .u64 out) {
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 7;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+.visible .entry steer(.param .u64 handle) {
   .reg .b64 %rd<2>;
   ld.param.u64 %rd1, [handle];
   {
@@ -1145,11 +1153,19 @@ TEST(DeviceRuntime, AConditionalNodesDeviceCallIsRefusedAtLoadByName) {
   ret;
 }
 )"});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().ToString().find("cudaGraphSetConditional, device-side control of a CUDA "
-                                       "graph (conditional nodes)"),
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(1);
+  Status ok = RunKernel(
+      *prog, "plain", {1}, {1}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(ok.ok()) << ok.ToString();
+  EXPECT_EQ(*out, 7u);
+  Status s = RunKernel(
+      *prog, "steer", {1}, {1}, [&](Params& p) { p.Add(uint64_t{1}); }, &mem);
+  EXPECT_EQ(s.code(), err::kLaunchFailure);
+  EXPECT_NE(s.message().find("cudaGraphSetConditional, device-side control of a CUDA graph"),
             std::string::npos)
-      << r.status().ToString();
+      << s.message();
 }
 
 // Warp 0 spins on a shared flag that only warp 1 sets, after the block's barrier: on a GPU the
