@@ -202,7 +202,8 @@ cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
 
 // Device allocations and symbols: cudaMemoryTypeDevice. Managed (arena)
 // memory: cudaMemoryTypeManaged, one pointer for both sides. Pinned memory:
-// cudaMemoryTypeHost, with a device pointer only when it is device-mapped.
+// cudaMemoryTypeHost, with a device pointer only when it is device-mapped (registered memory's
+// is its arena alias).
 // Anything else: cudaMemoryTypeUnregistered (device -2), as CUDA 11+ answers.
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
   if (!attributes) return Ret(cudaErrorInvalidValue);
@@ -222,7 +223,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, c
   } else if (st.host.IsPinned(ptr)) {
     attributes->type = cudaMemoryTypeHost;
     attributes->device = 0;
-    attributes->devicePointer = st.host.IsDeviceMapped(ptr) ? self : nullptr;
+    attributes->devicePointer = st.host.DeviceAlias(ptr);
     attributes->hostPointer = self;
   } else {
     attributes->type = cudaMemoryTypeUnregistered;

@@ -436,11 +436,12 @@ cudaError_t cudaHostUnregister(void* ptr) {
 }
 
 // Pinned arena memory is device-mapped at its host address (unified addressing,
-// as every cudaHostAlloc/cudaMallocHost block is on a GPU with UVA). Pageable
-// memory and pinned memory outside the arena (heap exhausted) are not mapped:
-// cudaErrorInvalidValue, as a GPU answers for unmapped memory. Sessions without
-// a device-mapped arena, and cudaHostRegister'ed memory (it stays in this
-// process), cannot be mapped at all: cudaErrorNotSupported.
+// as every cudaHostAlloc/cudaMallocHost block is on a GPU with UVA); cudaHostRegister'ed
+// memory at the arena block its pages were moved onto (HostMemory::Register), another address,
+// as cudaDevAttrCanUseHostPointerForRegisteredMem 0 says. Pageable memory and pinned memory
+// outside the arena (heap exhausted) are not mapped: cudaErrorInvalidValue, as a GPU answers
+// for unmapped memory. Sessions without a device-mapped arena, and registered memory that
+// could not move, cannot be mapped at all: cudaErrorNotSupported.
 cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
   if (!pDevice || !pHost || flags != 0) return Ret(cudaErrorInvalidValue);
   *pDevice = nullptr;
@@ -453,13 +454,15 @@ cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int f
         "cudaHostGetDevicePointer",
         "mapped host memory needs a local (shm) session whose arena the server maps at the same "
         "address")));
-  if (host.IsRegistered(pHost))
+  void* alias = host.DeviceAlias(pHost);
+  if (alias == nullptr && host.IsRegistered(pHost))
     return Ret(static_cast<cudaError_t>(cs::Unsupported(
         "cudaHostGetDevicePointer",
-        "memory registered with cudaHostRegister stays in the tenant process; allocate it with "
-        "cudaHostAlloc to map it")));
-  if (!host.IsDeviceMapped(pHost)) return Ret(cudaErrorInvalidValue);
-  *pDevice = pHost;
+        "memory registered with cudaHostRegister is mapped only when it is private anonymous "
+        "memory (malloc's, an anonymous mmap) on pages of its own and the shared arena has "
+        "room; allocate it with cudaHostAlloc to map it")));
+  if (alias == nullptr) return Ret(cudaErrorInvalidValue);
+  *pDevice = alias;
   return cudaSuccess;
 }
 

@@ -1,10 +1,12 @@
 // client_stub/state.cc - device properties, errors, handle and address tables, host memory.
 #include "client_stub/state.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -332,7 +334,7 @@ bool OnDevice(uint64_t p, uint64_t bytes) {
 
 bool HostMemory::IsRegistered(const void* p) const {
   std::lock_guard lock(mu_);
-  return InMap(registered_, reinterpret_cast<uintptr_t>(p), [](size_t s) { return s; });
+  return RegisteredLocked(reinterpret_cast<uintptr_t>(p)) != nullptr;
 }
 
 bool HostMemory::device_mapped() const {
@@ -340,22 +342,115 @@ bool HostMemory::device_mapped() const {
   return device_mapped_;
 }
 
-bool HostMemory::Register(void* p, size_t bytes) {
-  std::lock_guard lock(mu_);
-  auto v = reinterpret_cast<uintptr_t>(p);
-  auto next = registered_.lower_bound(v);
-  if (next != registered_.end() && next->first < v + bytes) return false;
-  if (next != registered_.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second > v) return false;
+namespace {
+
+// Whether [lo, hi) is wholly private anonymous read-write memory (malloc's heap, anonymous
+// mmaps, not the stack, not a file): what can move onto the arena without the program telling.
+bool PrivateAnonymous(uintptr_t lo, uintptr_t hi) {
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return false;
+  uintptr_t at = lo;
+  char line[512];
+  while (at < hi && std::fgets(line, sizeof line, f)) {
+    unsigned long start = 0, end = 0, offset = 0, inode = 0;
+    char perms[8] = "", dev[16] = "", path[256] = "";
+    if (std::sscanf(line, "%lx-%lx %7s %lx %15s %lu %255s", &start, &end, perms, &offset, dev,
+                    &inode, path) < 6 ||
+        end <= at)
+      continue;
+    if (start > at || std::strcmp(perms, "rw-p") != 0 || inode != 0 ||
+        (path[0] != '\0' && std::strcmp(path, "[heap]") != 0))
+      break;  // a hole, or memory that is not the program's plain data
+    at = end;
   }
-  registered_.emplace_hint(next, v, bytes);
+  std::fclose(f);
+  return at >= hi;
+}
+
+}  // namespace
+
+const std::pair<const uintptr_t, HostMemory::Registered>* HostMemory::RegisteredLocked(
+    uintptr_t v) const {
+  auto it = registered_.upper_bound(v);
+  if (it == registered_.begin()) return nullptr;
+  --it;
+  return v - it->first < it->second.size ? &*it : nullptr;
+}
+
+std::optional<uint64_t> HostMemory::MoveOntoArena(uintptr_t lo, uintptr_t hi) {
+  if (!PrivateAnonymous(lo, hi)) return std::nullopt;
+  const std::optional<uint64_t> off = TakeHeap(hi - lo, /*need_mapped=*/true);
+  if (!off) return std::nullopt;
+  std::byte* block = base_ + *off;
+  std::memcpy(block, reinterpret_cast<const void*>(lo), hi - lo);
+  // A second mapping of the block's shared pages, replacing the program's at their address.
+  void* at = mremap(block, 0, hi - lo, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(lo));
+  if (at != reinterpret_cast<void*>(lo)) {
+    std::lock_guard lock(mu_);
+    heap_.Free(*off);
+    return std::nullopt;
+  }
+  return off;
+}
+
+bool HostMemory::Register(void* p, size_t bytes) {
+  std::lock_guard reg(register_mu_);
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = v & ~(page - 1), hi = (v + bytes + page - 1) & ~(page - 1);
+  bool alone = true;  // no other registration on these pages
+  {
+    std::lock_guard lock(mu_);
+    auto next = registered_.lower_bound(v);
+    if (next != registered_.end() && next->first < v + bytes) return false;
+    if (next != registered_.begin() && std::prev(next)->first + std::prev(next)->second.size > v)
+      return false;
+    for (const auto& [start, r] : registered_)
+      alone =
+          alone && ((start + r.size + page - 1) / page * page <= lo || start / page * page >= hi);
+    if (!device_mapped_) alone = false;
+  }
+  Registered r{bytes};
+  if (alone && hi > lo) {
+    if (std::optional<uint64_t> off = MoveOntoArena(lo, hi)) r = {bytes, lo, hi, *off};
+  }
+  std::lock_guard lock(mu_);
+  registered_.emplace(v, r);
   return true;
 }
 
 bool HostMemory::Unregister(void* p) {
+  std::lock_guard reg(register_mu_);
+  Registered r;
+  {
+    std::lock_guard lock(mu_);
+    auto it = registered_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == registered_.end()) return false;
+    r = it->second;
+    registered_.erase(it);
+  }
+  if (r.block == 0) return true;
+  // Private pages again, filled from the arena, swapped in at once.
+  const size_t len = r.hi - r.lo;
+  void* fresh = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (fresh == MAP_FAILED) return true;  // the pages stay on the arena, the block with them
+  std::memcpy(fresh, base_ + r.block, len);
+  if (mremap(fresh, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(r.lo)) ==
+      MAP_FAILED) {
+    munmap(fresh, len);
+    return true;
+  }
   std::lock_guard lock(mu_);
-  return registered_.erase(reinterpret_cast<uintptr_t>(p)) != 0;
+  heap_.Free(r.block);
+  return true;
+}
+
+void* HostMemory::DeviceAlias(const void* p) const {
+  std::lock_guard lock(mu_);
+  if (device_mapped_ && ArenaBlockLocked(p)) return const_cast<void*>(p);
+  const auto* r = RegisteredLocked(reinterpret_cast<uintptr_t>(p));
+  if (r == nullptr || r->second.block == 0) return nullptr;
+  return base_ + r->second.block + (reinterpret_cast<uintptr_t>(p) - r->second.lo);
 }
 
 HostMemory::Where HostMemory::Locate(const void* p, size_t n) const {
@@ -366,7 +461,12 @@ HostMemory::Where HostMemory::Locate(const void* p, size_t n) const {
   auto v = reinterpret_cast<uintptr_t>(p);
   if (InMap(malloced_, v, [](const Malloced& m) { return m.size; }))
     return {Kind::kPinnedMalloc, 0};
-  if (InMap(registered_, v, [](size_t s) { return s; })) return {Kind::kRegistered, 0};
+  if (const auto* r = RegisteredLocked(v)) {
+    // Moved onto the arena: the block's bytes are the program's.
+    if (r->second.block != 0 && n <= r->first + r->second.size - v)
+      return {Kind::kArena, r->second.block + (v - r->second.lo)};
+    return {Kind::kRegistered, 0};
+  }
   return {};
 }
 

@@ -164,10 +164,18 @@ class HostMemory {
   bool IsRegistered(const void* p) const;
   // Whether the arena is device-mapped (zero-copy and managed memory work).
   bool device_mapped() const;
-  // cudaHostRegister bookkeeping. Register fails (false) on overlap; Unregister
-  // on a pointer that was not registered.
+  // cudaHostRegister. Fails (false) on overlap with another registration. Where the arena is
+  // device-mapped and [p, p + bytes) lies in private anonymous memory (malloc's, an anonymous
+  // mmap) on pages no other registration touches, those pages are moved onto a heap block of
+  // the arena, contents and addresses kept (mremap): the memory is then device-mapped at the
+  // block (DeviceAlias) and copies to and from it go through the arena in one pass. A thread
+  // writing the pages while they move may lose that write. Otherwise it is only recorded.
   bool Register(void* p, size_t bytes);
+  // Ends a registration (false if `p` starts none), moving its pages back to private memory.
   bool Unregister(void* p);
+  // Where kernels reach the host byte `p`: `p` itself for device-mapped arena memory, the
+  // arena alias of registered memory that was moved there, else nullptr.
+  void* DeviceAlias(const void* p) const;
   // Where [p, p + n) lives: inside the arena (any region) counts as kArena.
   Where Locate(const void* p, size_t n) const;
   // True for pinned (either kind) or registered memory containing p; false
@@ -184,6 +192,16 @@ class HostMemory {
     size_t size;
     unsigned flags;
   };
+  struct Registered {
+    size_t size;
+    uintptr_t lo = 0, hi = 0;  // the pages moved onto the arena, when moved
+    uint64_t block = 0;        // their heap block's offset (0: not moved)
+  };
+  // The registration containing `v`, or nullptr. REQUIRES: mu_ held.
+  const std::pair<const uintptr_t, Registered>* RegisteredLocked(uintptr_t v) const;
+  // Moves [lo, hi) onto a new heap block; its offset, or nullopt (nothing changed).
+  // REQUIRES: register_mu_ held, mu_ not held.
+  std::optional<uint64_t> MoveOntoArena(uintptr_t lo, uintptr_t hi);
   // The arena heap block containing `p`: {offset, size}, or nullopt. REQUIRES: mu_ held.
   std::optional<std::pair<uint64_t, uint64_t>> ArenaBlockLocked(const void* p) const;
   // A heap block of at least `bytes` in page-locked chunks (pinning them first), or nullopt:
@@ -203,7 +221,8 @@ class HostMemory {
   std::set<uint64_t> managed_;                // managed arena block offsets
   ManagedAdvice advice_;                      // over managed blocks' addresses
   std::map<uintptr_t, Malloced> malloced_;
-  std::map<uintptr_t, size_t> registered_;
+  std::map<uintptr_t, Registered> registered_;
+  std::mutex register_mu_;  // one Register or Unregister at a time (held before mu_)
 };
 
 // ---- the process-wide state ------------------------------------------------------
