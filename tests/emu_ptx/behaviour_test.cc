@@ -18,6 +18,20 @@
 namespace remora::emu::ptx::testing {
 namespace {
 
+// Runs kernel `k` of `ptx`, whose one parameter points at a u32 per thread, on one block of
+// `n` threads: the values, or none (a failure recorded) if it did not load or run.
+std::vector<uint32_t> RunPerThreadOut(const std::string& ptx, uint32_t n) {
+  auto prog = MustLoad({ptx});
+  if (!prog) return {};
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(n);
+  Status s = RunKernel(
+      *prog, "k", {1}, {n}, [&](Params& p) { p.Add(out); }, &mem);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (!s.ok()) return {};
+  return std::vector<uint32_t>(out, out + n);
+}
+
 // Warp and CTA collectives on one 64-thread block: inputs in[t], outputs out[t*2..].
 TEST(Collectives, ReduxMatchBarRedShflIdx) {
   const std::string ptx = Wrap(R"(
@@ -130,13 +144,8 @@ TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
   st.global.u32 [%rd10], %r6;
   ret;
 })";
-  auto prog = MustLoad({ptx});
-  ASSERT_TRUE(prog);
-  TestMemory mem;
-  uint32_t* out = mem.Alloc<uint32_t>(64);
-  Status s = RunKernel(
-      *prog, "k", {1}, {64}, [&](Params& p) { p.Add(out); }, &mem);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 64);
+  ASSERT_EQ(out.size(), 64u);
   for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], (t ^ 1) * 3 + t + 100) << t;
 }
 
@@ -645,13 +654,8 @@ TEST(SharedLayout, ThirtyTwoBitAddressesWrap) {
   st.global.u32 [%rd3], %r6;
   ret;
 })";
-  auto prog = MustLoad({ptx});
-  ASSERT_TRUE(prog);
-  TestMemory mem;
-  uint32_t* out = mem.Alloc<uint32_t>(32);
-  Status s = RunKernel(
-      *prog, "k", {1}, {32}, [&](Params& p) { p.Add(out); }, &mem);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 32);
+  ASSERT_EQ(out.size(), 32u);
   for (uint32_t t = 0; t < 31; ++t) EXPECT_EQ(out[t], (t + 1) * 7 + t) << t;
 }
 
