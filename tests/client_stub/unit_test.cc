@@ -1,5 +1,7 @@
 // tests/client_stub/unit_test.cc - the stub's pieces that need no server.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -425,6 +427,67 @@ TEST(HostMemory, WithoutADeviceMappedArenaNothingIsMapped) {
   EXPECT_FALSE(m.IsDeviceMapped(big));
   EXPECT_TRUE(m.Free(big));
   EXPECT_TRUE(m.Free(p));
+}
+
+// cudaHostRegister on a device-mapped arena: the program's private pages move onto a heap block
+// (one memory at two addresses: theirs and the block's, where kernels reach it), copies find
+// them in the arena, and unregistering gives the program private pages again with the
+// contents. Memory that is not private data, or a page another registration holds, is only
+// recorded.
+TEST(HostMemory, RegisteredPagesMoveOntoTheArenaAndBack) {
+  const size_t size = 4 << 20;
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* a = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(a, MAP_FAILED);
+  auto* arena = static_cast<std::byte*>(a);
+  HostMemory m;
+  m.Attach(arena, size, 64 << 10, size - (64 << 10), /*device_mapped=*/true);
+  void* mine = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mine, MAP_FAILED);
+  uint32_t* data = static_cast<uint32_t*>(mine) + 3;  // from an odd offset, over two pages
+  const size_t n = page / sizeof(uint32_t);
+  for (size_t i = 0; i < n; ++i) data[i] = uint32_t(i * 7);
+  ASSERT_TRUE(m.Register(data, n * sizeof(uint32_t)));
+  auto* alias = static_cast<uint32_t*>(m.DeviceAlias(data));
+  ASSERT_NE(alias, nullptr);
+  EXPECT_TRUE(reinterpret_cast<std::byte*>(alias) >= arena + (64 << 10) &&
+              reinterpret_cast<std::byte*>(alias) < arena + size);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(alias[i], uint32_t(i * 7)) << i;
+  alias[5] = 99;
+  data[6] = 77;
+  EXPECT_EQ(data[5], 99u);
+  EXPECT_EQ(alias[6], 77u);
+  const HostMemory::Where w = m.Locate(data + 10, 16);
+  EXPECT_EQ(w.kind, HostMemory::Kind::kArena);
+  EXPECT_EQ(arena + w.arena_offset, reinterpret_cast<std::byte*>(alias + 10));
+  EXPECT_TRUE(m.IsPinned(data));
+  EXPECT_EQ(m.Register(data + 1, 4), false) << "overlaps";
+  // A registration on the last page the first one holds: recorded, not moved.
+  ASSERT_TRUE(m.Register(data + n, 8));
+  EXPECT_TRUE(m.IsRegistered(data + n));
+  EXPECT_EQ(m.DeviceAlias(data + n), nullptr);
+  EXPECT_EQ(m.Locate(data + n, 8).kind, HostMemory::Kind::kRegistered);
+  EXPECT_TRUE(m.Unregister(data + n));
+
+  ASSERT_TRUE(m.Unregister(data));
+  EXPECT_FALSE(m.Unregister(data));
+  EXPECT_EQ(m.DeviceAlias(data), nullptr);
+  EXPECT_EQ(m.Locate(data, 4).kind, HostMemory::Kind::kPageable);
+  EXPECT_EQ(data[5], 99u);
+  EXPECT_EQ(data[6], 77u);
+  alias[7] = 12345;  // the block, back in the heap: no longer the program's memory
+  EXPECT_EQ(data[7], 49u);
+  data[8] = 1;
+
+  // Shared memory is not the program's private data: recorded only.
+  void* shared = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  ASSERT_TRUE(m.Register(shared, 64));
+  EXPECT_EQ(m.DeviceAlias(shared), nullptr);
+  EXPECT_TRUE(m.Unregister(shared));
+  munmap(shared, page);
+  munmap(mine, 4 * page);
+  munmap(a, size);
 }
 
 // ---- streams and kernels ----------------------------------------------------------
