@@ -344,9 +344,9 @@ bool HostMemory::device_mapped() const {
 
 namespace {
 
-// Whether [lo, hi) is wholly private anonymous read-write memory (malloc's heap, anonymous
-// mmaps, not the stack, not a file): what can move onto the arena without the program telling.
-bool PrivateAnonymous(uintptr_t lo, uintptr_t hi) {
+// Whether every mapping over [lo, hi) (no hole) has permissions `perms` and, with `anonymous`,
+// no file behind it but malloc's heap (not the stack, not a file).
+bool MappedAs(uintptr_t lo, uintptr_t hi, const char* want, bool anonymous) {
   std::FILE* f = std::fopen("/proc/self/maps", "r");
   if (f == nullptr) return false;
   uintptr_t at = lo;
@@ -358,13 +358,19 @@ bool PrivateAnonymous(uintptr_t lo, uintptr_t hi) {
                     &inode, path) < 6 ||
         end <= at)
       continue;
-    if (start > at || std::strcmp(perms, "rw-p") != 0 || inode != 0 ||
-        (path[0] != '\0' && std::strcmp(path, "[heap]") != 0))
-      break;  // a hole, or memory that is not the program's plain data
+    if (start > at || std::strcmp(perms, want) != 0 ||
+        (anonymous && (inode != 0 || (path[0] != '\0' && std::strcmp(path, "[heap]") != 0))))
+      break;
     at = end;
   }
   std::fclose(f);
   return at >= hi;
+}
+
+// Private anonymous read-write memory (malloc's, anonymous mmaps): the program's plain data,
+// which can move onto the arena without the program telling.
+bool PrivateAnonymous(uintptr_t lo, uintptr_t hi) {
+  return MappedAs(lo, hi, "rw-p", /*anonymous=*/true);
 }
 
 }  // namespace
@@ -430,8 +436,14 @@ bool HostMemory::Unregister(void* p) {
     registered_.erase(it);
   }
   if (r.block == 0) return true;
-  // Private pages again, filled from the arena, swapped in at once.
+  // Private pages again, filled from the arena, swapped in at once; unless the program has
+  // unmapped them meanwhile (freed before unregistering), when the address is not ours to fill.
   const size_t len = r.hi - r.lo;
+  if (!MappedAs(r.lo, r.hi, "rw-s", /*anonymous=*/false)) {
+    std::lock_guard lock(mu_);
+    heap_.Free(r.block);
+    return true;
+  }
   void* fresh = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (fresh == MAP_FAILED) return true;  // the pages stay on the arena, the block with them
   std::memcpy(fresh, base_ + r.block, len);

@@ -479,6 +479,15 @@ TEST(HostMemory, RegisteredPagesMoveOntoTheArenaAndBack) {
   EXPECT_EQ(data[7], 49u);
   data[8] = 1;
 
+  // Freed before it was unregistered: the address is left alone.
+  void* gone = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(gone, MAP_FAILED);
+  ASSERT_TRUE(m.Register(gone, page));
+  ASSERT_NE(m.DeviceAlias(gone), nullptr);
+  munmap(gone, page);
+  EXPECT_TRUE(m.Unregister(gone));
+  EXPECT_EQ(msync(gone, page, MS_ASYNC), -1) << "nothing mapped there again";
+
   // Shared memory is not the program's private data: recorded only.
   void* shared = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(shared, MAP_FAILED);
