@@ -1,8 +1,6 @@
 // server/device.cc - context, description and stream pool of the server's GPU.
 #include "server/device.h"
 
-#include "scheduler/gpu_priority.h"
-
 #include <algorithm>
 #include <chrono>
 #include <utility>
