@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+
 #include "client_stub/driver_api.h"
 #include "client_stub/state.h"
 
@@ -34,12 +36,13 @@ void NoteNvidiaRuntime(const void* caller);
 // context's destruction does.
 void DestroyContextStorage(CUcontext ctx);
 
-// What NVIDIA's JIT writes back into a load's or a link's options: CU_JIT_WALL_TIME (`ms`),
-// the info log (empty: the server's linker logs to the server's log) and, when `result` is an
-// error, the error log (the server's reason), each NUL-terminated within the caller's size,
-// whose option slot then holds the bytes written. Null `options` or `values` write nothing.
-void WriteJitOutputs(unsigned n, const CUjit_option* options, void** values, float ms,
-                     CUresult result);
+// What NVIDIA's JIT writes back into a load's or a link's options: CU_JIT_WALL_TIME (the
+// milliseconds since `start`), the info log (empty: the server's linker logs to the server's
+// log) and, when `result` is an error, the error log (the server's reason), each NUL-terminated
+// within the caller's size, whose option slot then holds the bytes written. Null `options` or
+// `values` write nothing.
+void WriteJitOutputs(unsigned n, const CUjit_option* options, void** values,
+                     std::chrono::steady_clock::time_point start, CUresult result);
 
 // A driver entry point that is one call of the stub runtime: made as the driver's own
 // (DriverCallScope), once NeedContext allows it, its error spelled as the driver's.

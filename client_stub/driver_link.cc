@@ -94,9 +94,11 @@ void WriteLog(unsigned n, const CUjit_option* options, void** values, CUjit_opti
 
 namespace remora::client_stub::driver {
 
-void WriteJitOutputs(unsigned n, const CUjit_option* options, void** values, float ms,
-                     CUresult result) {
+void WriteJitOutputs(unsigned n, const CUjit_option* options, void** values,
+                     std::chrono::steady_clock::time_point start, CUresult result) {
   if (n == 0 || options == nullptr || values == nullptr) return;
+  const float ms =
+      std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (unsigned i = 0; i < n; ++i)
     if (options[i] == CU_JIT_WALL_TIME) std::memcpy(&values[i], &ms, sizeof ms);
   WriteLog(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
@@ -156,9 +158,7 @@ CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
   link->image = remora::fatbin::EncodeLinkImage(link->inputs);
   *cubinOut = link->image.data();
   *sizeOut = link->image.size();
-  const std::chrono::duration<float, std::milli> ms =
-      std::chrono::steady_clock::now() - link->created;
-  WriteJitOutputs(link->noptions, link->options, link->values, ms.count(), CUDA_SUCCESS);
+  WriteJitOutputs(link->noptions, link->options, link->values, link->created, CUDA_SUCCESS);
   return CUDA_SUCCESS;
 }
 

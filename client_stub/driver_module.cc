@@ -149,8 +149,7 @@ CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int nu
   DriverCallScope scope;
   const auto start = std::chrono::steady_clock::now();
   const CUresult r = LoadModule(reinterpret_cast<DriverModule**>(module), image);
-  const std::chrono::duration<float, std::milli> ms = std::chrono::steady_clock::now() - start;
-  WriteJitOutputs(numOptions, options, optionValues, ms.count(), r);
+  WriteJitOutputs(numOptions, options, optionValues, start, r);
   return r;
 }
 
@@ -210,8 +209,7 @@ CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* j
   const CUresult r =
       LoadModule(reinterpret_cast<DriverModule**>(library), code, /*need_context=*/false,
                  PreservedOption(opts, values, nopts, CU_LIBRARY_BINARY_IS_PRESERVED));
-  const std::chrono::duration<float, std::milli> ms = std::chrono::steady_clock::now() - start;
-  WriteJitOutputs(njit, jit, jit_values, ms.count(), r);
+  WriteJitOutputs(njit, jit, jit_values, start, r);
   return r;
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "client_stub/driver_internal.h"
+#include "client_stub/image_module.h"
 #include "client_stub/md2.h"
 #include "client_stub/no_destructor.h"
 
@@ -362,10 +363,7 @@ CUresult ExportTable(const void** table, const CUuuid* id, const void* caller) {
       std::fprintf(stderr,
                    "remora: %s asked for a private interface of NVIDIA's driver (export table "
                    "%s) that Remora's libcuda.so.1 does not serve; that library may fail%s\n",
-                   who, uuid,
-                   std::string_view(who).find("libcublas") != std::string_view::npos
-                       ? " (`remora run --remote-libs cublas` serves cuBLAS from the server)"
-                       : "");
+                   who, uuid, RemoteLibsHint(who));
     }
   }
   return CUDA_ERROR_INVALID_VALUE;

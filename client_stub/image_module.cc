@@ -66,13 +66,6 @@ ImageModule::~ImageModule() {
 
 namespace {
 
-// Whether `origin` is one of the NVIDIA libraries the server can serve instead
-// (`remora run --remote-libs`).
-bool ServedRemotely(const std::string& origin) {
-  const std::string base = origin.substr(origin.rfind('/') + 1);
-  return base.starts_with("libcublas") || base.starts_with("libcudnn");
-}
-
 // Registers `images`, found at `origin`, with the server (by hash first); its module id.
 cudaError_t Register(const std::vector<std::string>& images, bool rdc, const std::string& origin,
                      uint64_t* id) {
@@ -95,11 +88,7 @@ cudaError_t Register(const std::vector<std::string>& images, bool rdc, const std
       if (e == cudaErrorNoKernelImageForDevice)
         std::fprintf(stderr, "remora: a module%s%s has no image this device can run: %s%s\n",
                      origin.empty() ? "" : " of ", origin.c_str(),
-                     Connection::LastFailureMessage().c_str(),
-                     ServedRemotely(origin)
-                         ? " (`remora run --remote-libs cublas,cudnn` serves NVIDIA's cuBLAS, "
-                           "cuBLASLt and cuDNN from the server)"
-                         : "");
+                     Connection::LastFailureMessage().c_str(), RemoteLibsHint(origin));
       return e;
     }
     if (rep.images_needed()) return cudaErrorUnknown;  // a server that lost them
@@ -120,6 +109,13 @@ cudaError_t AskKernel(const ImageModule& m, Kernel& k) {
 }
 
 }  // namespace
+
+const char* RemoteLibsHint(const std::string& path) {
+  const std::string base = path.substr(path.rfind('/') + 1);
+  if (!base.starts_with("libcublas") && !base.starts_with("libcudnn")) return "";
+  return " (`remora run --remote-libs cublas,cudnn` serves NVIDIA's cuBLAS, cuBLASLt and cuDNN "
+         "from the server)";
+}
 
 std::string ImageOrigin(const void* image) {
   Dl_info info{};

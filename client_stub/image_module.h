@@ -58,6 +58,9 @@ bool PreservedOption(const Option* opts, void* const* values, unsigned n, Option
 // The path of the program or library whose memory holds `image` (what NVIDIA's libraries
 // load from their own files), or "" for memory no loaded object holds (an image read at run time).
 std::string ImageOrigin(const void* image);
+// For a message about the library at `path`: how `remora run --remote-libs` serves it from the
+// server instead, when it is one of NVIDIA's cuBLAS, cuBLASLt or cuDNN, else "".
+const char* RemoteLibsHint(const std::string& path);
 // The bytes of the image file `path`, NUL-terminated (PTX text is read up to its end);
 // cudaErrorFileNotFound if it cannot be read.
 Result<std::string> ReadImageFile(const char* path);

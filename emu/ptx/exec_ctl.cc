@@ -82,9 +82,12 @@ bool ReadArgsCb(void* ctx, uint64_t addr, void* dst, size_t n) {
   return ReadGeneric(*r->x, *r->in, r->lane, addr, dst, n);
 }
 
-std::mutex& PrintfMutex() {
+// Hands `text` to the launch's printf sink, one thread's text at a time.
+void Print(Exec& x, const std::string& text) {
   static std::mutex mu;
-  return mu;
+  if (!x.L->cfg->printf_sink) return;
+  std::lock_guard<std::mutex> lock(mu);
+  x.L->cfg->printf_sink(text);
 }
 
 // malloc(size) -> pointer, free(pointer), for every lane of the group in lane order.
@@ -132,10 +135,7 @@ int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, const Function& c
       std::string text;
       if (!FormatPrintf(fmt, Arg(x, l, site, 1), &ReadArgsCb, &ReadStrCb, &rd, &text))
         return kFault;
-      if (x.L->cfg->printf_sink) {
-        std::lock_guard<std::mutex> lock(PrintfMutex());
-        x.L->cfg->printf_sink(text);
-      }
+      Print(x, text);
       if (!site.rets.empty()) {
         uint32_t n = uint32_t(text.size());
         std::memcpy(FramePtr(x, l, x.lbase + site.rets[0].to), &n, 4);
@@ -153,10 +153,7 @@ int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, const Function& c
       // As a GPU's driver does, every failing thread's line reaches the program's output.
       const std::string text = file + ":" + std::to_string(line) + ": " + func + ": " + where +
                                " Assertion `" + msg + "` failed.";
-      if (x.L->cfg->printf_sink) {
-        std::lock_guard<std::mutex> lock(PrintfMutex());
-        x.L->cfg->printf_sink(text + "\n");
-      }
+      Print(x, text + "\n");
       if (assert_text.empty()) assert_text = text;
     }
   }
