@@ -36,6 +36,10 @@ struct cublasContext {
   cudaStream_t stream = nullptr;
   cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
   cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
+  // The workspace last given to the server (cublasSetWorkspace), to send only a change.
+  bool workspace_set = false;
+  uint64_t workspace = 0;
+  uint64_t workspace_bytes = 0;
 };
 
 namespace remora::client_stub {
@@ -172,11 +176,14 @@ extern "C" {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   using namespace remora::client_stub;
-  return CreateHandle(Live(), remora::CallId::kBlasCreate, handle);
+  const cublasStatus_t s = CreateHandle(Live(), remora::CallId::kBlasCreate, handle);
+  if (s == CUBLAS_STATUS_SUCCESS) NoteBlasHandle(*handle, (*handle)->id);
+  return s;
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   using namespace remora::client_stub;
+  if (Live().Find(handle)) NoteBlasHandle(handle, 0);
   return DestroyHandle(Live(), remora::CallId::kBlasDestroy, handle);
 }
 
@@ -232,11 +239,22 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (bytes && (!workspace || !OnDevice(reinterpret_cast<uint64_t>(workspace), bytes)))
     return CUBLAS_STATUS_INVALID_VALUE;
+  // Frameworks set the same workspace before every routine (PyTorch does): a repeat is no news.
+  const auto ws = reinterpret_cast<uint64_t>(workspace);
+  if (h->workspace_set && h->workspace == ws && h->workspace_bytes == bytes)
+    return CUBLAS_STATUS_SUCCESS;
   v1::BlasWorkspaceRequest req;
   req.set_handle(h->id);
-  req.set_workspace(reinterpret_cast<uint64_t>(workspace));
+  req.set_workspace(ws);
   req.set_size(bytes);
-  return ToStatus(Connection::Get().Call(CallId::kBlasSetWorkspace, req));
+  const cublasStatus_t s = ToStatus(Connection::Get().Call(CallId::kBlasSetWorkspace, req));
+  if (s == CUBLAS_STATUS_SUCCESS)
+    Live().Update(handle, [&](cublasContext& c) {
+      c.workspace_set = true;
+      c.workspace = ws;
+      c.workspace_bytes = bytes;
+    });
+  return s;
 }
 
 cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version) {

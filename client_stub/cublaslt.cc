@@ -54,6 +54,13 @@ Preference* PlainPreference(cublasLtMatmulPreference_t p) {
 // The algorithm the heuristic offers: a marker; the server's library chooses.
 constexpr uint64_t kRemoraAlgo = 0x52454d4f52414c54;  // "REMORALT"
 
+// The server's id of `h`: a cuBLASLt handle of this stub's, or a cuBLAS handle, which NVIDIA's
+// cuBLASLt takes as well (PyTorch's matmuls pass theirs). 0 when it is neither.
+uint64_t HandleId(cublasLtHandle_t h) {
+  if (std::optional<cublasLtContext> c = Live().Find(h)) return c->id;
+  return BlasHandleId(h);
+}
+
 cublasStatus_t FromPlan(const Status& s) {
   return static_cast<cublasStatus_t>(CudaToBlasStatus(s.code()));
 }
@@ -195,11 +202,14 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     int* returned) {
   using namespace remora;
   using namespace remora::client_stub;
-  if (!Live().Find(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (HandleId(handle) == 0) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (requested <= 0 || !results || !returned || !desc || !Adesc || !Bdesc || !Cdesc || !Ddesc)
     return CUBLAS_STATUS_INVALID_VALUE;
   *returned = 0;
   Result<BlasLtPlan> plan = PlanBlasLt(MatmulOf(desc, Adesc, Bdesc, Cdesc, Ddesc));
+  // A matmul Remora does not forward has no algorithm: the caller may fall back to cuBLAS, as
+  // PyTorch does when the heuristic finds none (cublasLtMatmul itself still says why).
+  if (!plan.ok() && plan.status().code() == err::kNotSupported) return CUBLAS_STATUS_SUCCESS;
   if (!plan.ok()) return FromPlan(plan.status());
   results[0] = cublasLtMatmulHeuristicResult_t{};
   results[0].algo.data[0] = kRemoraAlgo;
@@ -218,15 +228,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               cudaStream_t stream) {
   using namespace remora;
   using namespace remora::client_stub;
-  std::optional<cublasLtContext> h = Live().Find(handle);
-  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const uint64_t id = HandleId(handle);
+  if (id == 0) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc || !alpha || !beta)
     return CUBLAS_STATUS_INVALID_VALUE;
   const BlasLtMatmul m = MatmulOf(desc, Adesc, Bdesc, Cdesc, Ddesc);
   Result<BlasLtPlan> plan = PlanBlasLt(m);
   if (!plan.ok()) return FromPlan(plan.status());
   v1::BlasLtMatmulRequest req;
-  req.set_handle(h->id);
+  req.set_handle(id);
   req.set_stream(StreamId(stream));
   const BlasLtDesc& d = m.desc;
   req.set_compute_type(d.compute_type);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <unordered_map>
 
 #include "client_stub/no_destructor.h"
 #include "proto/status.h"
@@ -330,6 +331,36 @@ bool OnDevice(uint64_t p, uint64_t bytes) {
   std::optional<RangeTable::Range> r = St().device_ranges.Find(p);
   if (r && p - r->base <= r->size && bytes <= r->size - (p - r->base)) return true;
   return St().host.IsDeviceMappedRange(reinterpret_cast<const void*>(p), bytes);
+}
+
+namespace {
+
+struct BlasHandleIds {
+  std::mutex mu;
+  std::unordered_map<const void*, uint64_t> ids;  // guarded by mu
+};
+
+BlasHandleIds& BlasIds() {
+  static NoDestructor<BlasHandleIds> ids;
+  return *ids;
+}
+
+}  // namespace
+
+void NoteBlasHandle(const void* h, uint64_t id) {
+  BlasHandleIds& t = BlasIds();
+  std::lock_guard lock(t.mu);
+  if (id == 0)
+    t.ids.erase(h);
+  else
+    t.ids[h] = id;
+}
+
+uint64_t BlasHandleId(const void* h) {
+  BlasHandleIds& t = BlasIds();
+  std::lock_guard lock(t.mu);
+  auto it = t.ids.find(h);
+  return it == t.ids.end() ? 0 : it->second;
 }
 
 bool HostMemory::IsRegistered(const void* p) const {

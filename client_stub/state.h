@@ -253,4 +253,10 @@ cudaError_t CheckStream(cudaStream_t s);
 // library stubs check a pointer argument with.
 bool OnDevice(uint64_t p, uint64_t bytes);
 
+// The server's id of cuBLAS handle `h` while it lives (0 when it is none). NVIDIA's cuBLASLt
+// takes a cublasHandle_t as a cublasLtHandle_t (PyTorch passes its cuBLAS handle so): the
+// stub libcublas notes each handle here (`id` 0 forgets it) and the stub libcublasLt asks.
+void NoteBlasHandle(const void* h, uint64_t id);
+uint64_t BlasHandleId(const void* h);
+
 }  // namespace remora::client_stub

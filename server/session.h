@@ -318,6 +318,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Checks a routine's request against the tenant's tables and builds the
   // call; `host_result`: the call is BlasSync (its value goes in the reply).
   Result<std::shared_ptr<BlasCall>> PrepareBlas(const v1::BlasRequest& req, bool host_result);
+  // The cuBLASLt handle serving cuBLAS handle `id` where a matmul names it (NVIDIA's cuBLASLt
+  // takes a cuBLAS handle too): the handle's own, made on first use, destroyed with it.
+  Result<cublasLtContext*> BlasHandleAsLt(uint64_t id);
   // Queues a prepared call on its stream.
   Status SubmitBlas(std::shared_ptr<BlasCall> call);
   // ---- cuDNN (handlers/dnn.cc) ----

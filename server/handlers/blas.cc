@@ -33,7 +33,8 @@ constexpr uint64_t kScratch = kResultSlot * kResultSlots;
 
 struct BlasHandle {
   cublasHandle_t h = nullptr;
-  CUdeviceptr memory = 0;  // scratch, then the server's workspace
+  cublasLtHandle_t lt = nullptr;  // for matmuls naming this handle (BlasHandleAsLt)
+  CUdeviceptr memory = 0;         // scratch, then the server's workspace
   CUdeviceptr tenant_workspace = 0;
   uint64_t tenant_workspace_bytes = 0;
   uint64_t next_slot = 0;
@@ -277,12 +278,10 @@ Status Session::OnBlasCreate(const v1::Empty&, v1::HandleReply& rep) {
 Status Session::OnBlasDestroy(const v1::BlasHandleRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(req.handle()));
   blas_.Erase(req.handle());
-  ASSIGN_OR_RETURN(const BlasTable* t, env_.device->blas());
   Held held;
   held.epoch = epoch_;
-  held.destroy_when_idle.push_back([t, h = handle->h] { (void)t->cublasDestroy_v2(h); });
+  ReleaseBlas(*env_.device, *handle, held);
   held.charged = arena::AlignUp(kScratch + kBlasWorkspace, 256);
-  held.allocations[handle->memory] = held.charged;
   allocated_bytes_ -= held.charged;
   // The handle goes once the tenant's work that may use it is done.
   return GiveBackWhenDone(std::move(held), /*reply=*/true);
@@ -304,8 +303,20 @@ bool ReleaseBlas(Device& dev, const BlasHandle& handle, Held& held) {
   // The library is loaded: the handle came from it.
   if (Result<const BlasTable*> t = dev.blas(); t.ok())
     held.destroy_when_idle.push_back([t = *t, h = handle.h] { (void)t->cublasDestroy_v2(h); });
+  if (handle.lt) ReleaseBlasLt(dev, handle.lt, held);
   held.allocations[handle.memory] = arena::AlignUp(kScratch + kBlasWorkspace, 256);
   return false;
+}
+
+Result<cublasLtContext*> Session::BlasHandleAsLt(uint64_t id) {
+  ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(id));
+  if (!handle->lt) {
+    ASSIGN_OR_RETURN(const BlasLtTable* t, env_.device->blaslt());
+    if (cublasStatus_t s = t->cublasLtCreate(&handle->lt); s != CUBLAS_STATUS_SUCCESS)
+      return Error(BlasStatusToCuda(s), "cublasLtCreate for cuBLAS handle " + std::to_string(id) +
+                                            ": " + BlasLtStatusName(*t, s));
+  }
+  return handle->lt;
 }
 
 // ---- Routines ------------------------------------------------------------------

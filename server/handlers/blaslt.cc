@@ -156,7 +156,9 @@ bool ReleaseBlasLt(Device& dev, cublasLtContext* handle, Held& held) {
 
 Status Session::OnBlasLtMatmul(const v1::BlasLtMatmulRequest& req, v1::Empty&) {
   auto c = std::make_shared<LtCall>();
-  ASSIGN_OR_RETURN(c->handle, blaslt_.Get(req.handle()));
+  Result<cublasLtHandle_t> handle = blaslt_.Get(req.handle());
+  if (!handle.ok() && blas_.Get(req.handle()).ok()) handle = BlasHandleAsLt(req.handle());
+  ASSIGN_OR_RETURN(c->handle, std::move(handle));
   RETURN_IF_ERROR(streams_.Check(req.stream()));
   ASSIGN_OR_RETURN(const BlasLtTable* t, env_.device->blaslt());
   if (req.layouts_size() != 4 || req.ptrs_size() != 4)

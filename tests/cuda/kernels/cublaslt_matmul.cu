@@ -11,6 +11,7 @@
 // get the status codes NVIDIA's cuBLASLt documents; under remora run, also those only Remora
 // checks (pointers outside the tenant's memory, what it does not forward).
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -362,6 +363,11 @@ void BadCalls(const Lt& lt) {
     cublasLtMatmulDesc_t d64;
     LT_OK(cublasLtMatmulDescCreate(&d64, CUBLAS_COMPUTE_64F, CUDA_R_64F));
     EXPECT_LT(mm(lt.h, d64, l, d, d), CUBLAS_STATUS_NOT_SUPPORTED);
+    // ... for which the heuristic finds no algorithm, so a caller can fall back to cuBLAS.
+    cublasLtMatmulHeuristicResult_t none[1] = {};
+    n = -1;
+    LT_OK(cublasLtMatmulAlgoGetHeuristic(lt.h, d64, l, l, l, l, nullptr, 1, none, &n));
+    REQUIRE(n == 0);
     LT_OK(cublasLtMatmulDescDestroy(d64));
     const cublasLtEpilogue_t drelu = CUBLASLT_EPILOGUE_DRELU;
     LT_OK(
@@ -396,6 +402,18 @@ int main(int argc, char** argv) {
   lt.workspace_bytes = 1 << 20;
   CHECK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
   Matmuls(lt, rng);
+  // NVIDIA's cuBLASLt takes a cuBLAS handle as its own (PyTorch's matmuls pass theirs).
+  {
+    cublasHandle_t blas;
+    LT_OK(cublasCreate(&blas));
+    Lt cast = lt;
+    cast.h = reinterpret_cast<cublasLtHandle_t>(blas);
+    Run<float, float>(cast, Case{.epilogue = CUBLASLT_EPILOGUE_BIAS}, rng,
+                      "fp32 BIAS on a cuBLAS handle");
+    Run<__nv_bfloat16, __nv_bfloat16>(cast, Case{.epilogue = CUBLASLT_EPILOGUE_GELU_BIAS}, rng,
+                                      "bf16 GELU_BIAS on a cuBLAS handle");
+    LT_OK(cublasDestroy(blas));
+  }
   // The default stream too.
   lt.stream = nullptr;
   Run<float, float>(lt, Case{.epilogue = CUBLASLT_EPILOGUE_RELU_BIAS}, rng,
