@@ -30,6 +30,24 @@ TEST(GrpcTransport, SilentPeerDetectedByKeepalive) {
   EXPECT_EQ((*c)->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
 }
 
+// A healthy session outlives any number of keepalive periods in which nobody calls: the pings of
+// both ends are sent, answered and accepted (a server refusing pings as too frequent would end it).
+// In one process gRPC's server threads also poll the client's connection; the client polling on
+// its own while idle is checked across processes (cuda.idle_session.grpc).
+TEST(GrpcTransport, IdleSessionOutlivesKeepalivePeriods) {
+  GrpcOptions sopts;
+  sopts.keepalive = 200ms;
+  GrpcClientOptions copts;
+  copts.keepalive = 200ms;
+  Pair p = Connect(sopts, copts);
+  ASSERT_TRUE(p.server && p.client);
+  ExpectOrderedDelivery(*p.client, *p.server, 3, 5);
+  std::this_thread::sleep_for(2s);  // ten periods, nobody calling
+  EXPECT_TRUE(p.client->PeerAlive());
+  ExpectOrderedDelivery(*p.client, *p.server, 3, 7);
+  ExpectOrderedDelivery(*p.server, *p.client, 3, 9);
+}
+
 TEST(GrpcTransport, ServerChannelCloseSeenByClient) {
   Pair p = Connect();
   ASSERT_TRUE(p.server && p.client);

@@ -5,7 +5,10 @@
 // waiting at the same time sleeps on a condition variable (follower) until the
 // leader sees its completion or stops polling. With one sender and one
 // receiver, at most one thread polls and nobody ever hops threads in the
-// request/reply case.
+// request/reply case. While no caller has polled for a while (the program
+// computing, or idle), a thread of the channel's own polls instead: gRPC does
+// its I/O only while someone polls, and a connection nobody reads answers no
+// keepalive ping, so both ends would close a healthy idle session.
 #include "transport/grpc/client.h"
 
 #include <algorithm>
@@ -14,9 +17,11 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include <grpc/support/time.h>
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include "remora/v1/transport.grpc.pb.h"
@@ -49,8 +54,12 @@ class GrpcClientChannel final : public Channel {
   struct Key {};
 
  public:
-  GrpcClientChannel(Key, std::shared_ptr<grpc::Channel> channel, size_t max_body)
-      : channel_(std::move(channel)), stub_(v1::Remora::NewStub(channel_)), max_body_(max_body) {}
+  GrpcClientChannel(Key, std::shared_ptr<grpc::Channel> channel, size_t max_body,
+                    std::chrono::milliseconds idle_after)
+      : channel_(std::move(channel)),
+        stub_(v1::Remora::NewStub(channel_)),
+        max_body_(max_body),
+        idle_after_(std::max(idle_after, std::chrono::milliseconds(1))) {}
 
   static Result<std::unique_ptr<Channel>> Open(std::shared_ptr<grpc::Channel> channel,
                                                const GrpcClientOptions& opts, Deadline deadline);
@@ -83,6 +92,11 @@ class GrpcClientChannel final : public Channel {
   // does. Leaves the op pending on kTimedOut.
   Outcome Await(Op op, Deadline deadline);
   void* Tag(Op op) { return &ops_[op]; }
+  // Records the completion of `tag` (an op's, or the wake-up alarm's). REQUIRES: mu_ held.
+  void Complete(void* tag, bool ok);
+  // The idle poller's loop: polls cq_ while no caller has for idle_after_.
+  void PollWhileIdle();
+  void StopIdlePoller();
 
   grpc::CompletionQueue cq_;
   grpc::ClientContext ctx_;
@@ -101,6 +115,13 @@ class GrpcClientChannel final : public Channel {
   bool polling_ = false;
   OpState ops_[kNumOps];
 
+  const std::chrono::milliseconds idle_after_;
+  std::chrono::steady_clock::time_point last_poll_{};  // a caller's; guarded by mu_
+  bool stop_idle_ = false;                             // guarded by mu_
+  std::condition_variable idle_cv_;                    // stop_idle_ set
+  grpc::Alarm wake_;                                   // fired to end the idle poller's wait on cq_
+  std::thread idle_poller_;
+
   std::atomic<bool> broken_{false};     // an op failed: the stream is over
   std::atomic<bool> read_over_{false};  // a read failed: nothing more will arrive
   std::atomic<bool> closed_{false};
@@ -109,9 +130,52 @@ class GrpcClientChannel final : public Channel {
 Result<std::unique_ptr<Channel>> GrpcClientChannel::Open(std::shared_ptr<grpc::Channel> channel,
                                                          const GrpcClientOptions& opts,
                                                          Deadline deadline) {
-  auto ch = std::make_unique<GrpcClientChannel>(Key{}, std::move(channel), opts.max_body);
+  // A quarter of the keepalive period: pings are answered well within their timeout.
+  auto ch = std::make_unique<GrpcClientChannel>(Key{}, std::move(channel), opts.max_body,
+                                                opts.keepalive / 4);
   RETURN_IF_ERROR(ch->Start(opts.token, deadline));
+  ch->idle_poller_ = std::thread([c = ch.get()] { c->PollWhileIdle(); });
   return std::unique_ptr<Channel>(std::move(ch));
+}
+
+void GrpcClientChannel::Complete(void* tag, bool ok) {
+  if (tag == &wake_) return;
+  auto* s = static_cast<OpState*>(tag);
+  s->pending = false;
+  s->done = true;
+  s->ok = ok;
+}
+
+void GrpcClientChannel::PollWhileIdle() {
+  std::unique_lock lock(mu_);
+  while (!stop_idle_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (polling_ || now - last_poll_ < idle_after_) {
+      idle_cv_.wait_until(lock, (polling_ ? now : last_poll_) + idle_after_);
+      continue;
+    }
+    polling_ = true;
+    lock.unlock();
+    void* tag;
+    bool ok;
+    const auto got = cq_.AsyncNext(&tag, &ok, ToGpr(Deadline::In(idle_after_)));
+    lock.lock();
+    polling_ = false;
+    if (got == grpc::CompletionQueue::GOT_EVENT) Complete(tag, ok);
+    cv_.notify_all();  // a caller's op completed, or a caller waits to poll
+    if (got == grpc::CompletionQueue::SHUTDOWN) break;
+  }
+}
+
+void GrpcClientChannel::StopIdlePoller() {
+  if (!idle_poller_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_idle_ = true;
+  }
+  idle_cv_.notify_all();
+  wake_.Set(&cq_, gpr_now(GPR_CLOCK_MONOTONIC), &wake_);  // ends a wait on cq_ at once
+  idle_poller_.join();
 }
 
 // The server sends initial metadata only once the session is accepted, so a
@@ -151,6 +215,7 @@ Status GrpcClientChannel::Start(const std::string& token, Deadline deadline) {
 GrpcClientChannel::~GrpcClientChannel() {
   closed_.store(true, std::memory_order_relaxed);
   ctx_.TryCancel();
+  StopIdlePoller();
   for (Op op : {kStart, kMeta, kRead, kWrite, kFinish}) {
     bool pending;
     {
@@ -180,6 +245,7 @@ GrpcClientChannel::Outcome GrpcClientChannel::Await(Op op, Deadline deadline) {
   std::unique_lock lock(mu_);
   OpState& want = ops_[op];
   while (!want.done) {
+    last_poll_ = std::chrono::steady_clock::now();
     if (!polling_) {
       polling_ = true;
       lock.unlock();
@@ -188,12 +254,8 @@ GrpcClientChannel::Outcome GrpcClientChannel::Await(Op op, Deadline deadline) {
       auto got = cq_.AsyncNext(&tag, &ok, ToGpr(deadline));
       lock.lock();
       polling_ = false;
-      if (got == grpc::CompletionQueue::GOT_EVENT) {
-        auto* s = static_cast<OpState*>(tag);
-        s->pending = false;
-        s->done = true;
-        s->ok = ok;
-      }
+      last_poll_ = std::chrono::steady_clock::now();
+      if (got == grpc::CompletionQueue::GOT_EVENT) Complete(tag, ok);
       // Either a follower's op completed or it must take over polling.
       cv_.notify_all();
       if (got != grpc::CompletionQueue::GOT_EVENT && !want.done) return Outcome::kTimedOut;
