@@ -260,6 +260,11 @@ class Parser {
   bool IsW(std::string_view w, size_t k = 0) const {
     return Peek(k).kind == Token::kIdent && Peek(k).text == w;
   }
+  // `.reg`, or `.reg.<type>` written as one word (ptxas takes both; CUDA's half and bfloat16
+  // headers write the second in inline assembly).
+  bool IsRegDirective() const {
+    return IsW(".reg") || (Peek().kind == Token::kIdent && Peek().text.starts_with(".reg."));
+  }
   Status Err(const std::string& what) const {
     const Token& t = Peek();
     return Error(err::kInvalidPtx, "PTX module " + std::to_string(module_) + " line " +
@@ -929,12 +934,22 @@ Status Parser::ParseFunction(bool is_entry, bool is_extern, bool is_visible) {
 }
 
 Status Parser::ParseRegDecl() {
-  Next();  // .reg
   Ty ty = Ty::kNone;
-  while (Peek().kind == Token::kIdent && Peek().text[0] == '.') {
-    const ModRow* m = FindMod(Peek().text.substr(1));
+  auto type_of = [&](std::string_view word) -> Status {
+    const ModRow* m = FindMod(word);
     if (!m || m->kind != ModKind::kType) return Err("unsupported register declaration");
     ty = Ty(m->value);
+    return OkStatus();
+  };
+  // Types written onto the directive (.reg.b32), then apart from it (.reg .b32).
+  std::string_view joined = Next().text.substr(std::string_view(".reg").size());
+  while (!joined.empty()) {
+    const size_t next = joined.find('.', 1);
+    RETURN_IF_ERROR(type_of(joined.substr(1, next == std::string_view::npos ? next : next - 1)));
+    joined = next == std::string_view::npos ? std::string_view() : joined.substr(next);
+  }
+  while (Peek().kind == Token::kIdent && Peek().text[0] == '.') {
+    RETURN_IF_ERROR(type_of(Peek().text.substr(1)));
     Next();
   }
   if (ty == Ty::kNone) return Err(".reg without a type");
@@ -1001,7 +1016,7 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
       }
       continue;
     }
-    if (IsW(".reg")) {
+    if (IsRegDirective()) {
       RETURN_IF_ERROR(ParseRegDecl());
       continue;
     }

@@ -659,6 +659,37 @@ TEST(SharedLayout, ThirtyTwoBitAddressesWrap) {
   for (uint32_t t = 0; t < 31; ++t) EXPECT_EQ(out[t], (t + 1) * 7 + t) << t;
 }
 
+// `.reg.b32 t;` (type joined to the directive) declares as `.reg .b32 t;` does: ptxas takes
+// both, and CUDA's half and bfloat16 headers write the first (hexp, hsqrt, h2log, ...).
+TEST(Registers, TypeJoinedToTheDirectiveDeclares) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  {
+  .reg.b32 t;
+  .reg.pred q;
+  .reg.b16 h, g;
+  add.u32 t, %r1, 40;
+  setp.gt.u32 q, %r1, 3;
+  cvt.u16.u32 h, t;
+  add.u16 g, h, h;
+  cvt.u32.u16 %r2, g;
+  @q add.u32 %r2, %r2, 1000;
+  }
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+})";
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 32);
+  ASSERT_EQ(out.size(), 32u);
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], 2 * (t + 40) + (t > 3 ? 1000 : 0)) << t;
+}
+
 TEST(SharedLayout, MoreThan48KiBStaticIsRefused) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
