@@ -346,6 +346,10 @@ AXPY(Daxpy, double)
   }
 DOT(Sdot, float)
 DOT(Ddot, double)
+DOT(Cdotu, cuComplex)
+DOT(Zdotu, cuDoubleComplex)
+DOT(Cdotc, cuComplex)
+DOT(Zdotc, cuDoubleComplex)
 #define NORM(Name, T, R)                                                                       \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const T* x, int incx, R* result) { \
     return Forward(h, Op::k##Name, {n, incx}, {x}, {}, result);                                \
@@ -390,6 +394,8 @@ ROT(Drot, double)
   }
 GEMV(Sgemv, float)
 GEMV(Dgemv, double)
+GEMV(Cgemv, cuComplex)
+GEMV(Zgemv, cuDoubleComplex)
 #define GER(Name, T)                                                                           \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int m, int n, const T* alpha, const T* x, \
                                    int incx, const T* y, int incy, T* A, int lda) {            \
@@ -509,6 +515,8 @@ GEMM_BATCHED(DgemmBatched, double)
   }
 GEMM_STRIDED(SgemmStridedBatched, float)
 GEMM_STRIDED(DgemmStridedBatched, double)
+GEMM_STRIDED(CgemmStridedBatched, cuComplex)
+GEMM_STRIDED(ZgemmStridedBatched, cuDoubleComplex)
 
 cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                                    int m, int n, int k, const void* alpha, const void* const A[],

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <complex>
+#include <string>
 #include <vector>
 
 #include "common.h"
@@ -479,6 +480,120 @@ void Batched(cublasHandle_t h, Rng& rng) {
 }
 
 // Complex, half and mixed-precision GEMMs.
+// Complex dotu/dotc, gemv (N, T, C) and strided batched gemm, against std::complex<double>.
+template <typename T>
+void Complex(cublasHandle_t h, Rng& rng) {
+  using C = std::complex<double>;
+  constexpr bool kSingle = sizeof(T) == 8;
+  const double tol = kSingle ? 2e-4 : 1e-10;
+  auto draw = [&](size_t n) {
+    std::vector<C> v(n);
+    for (auto& x : v) x = {rng.UniformD(-1, 1), rng.UniformD(-1, 1)};
+    if (kSingle)  // values the single-precision copy holds exactly
+      for (auto& x : v) x = {double(float(x.real())), double(float(x.imag()))};
+    return v;
+  };
+  auto up = [&](const std::vector<C>& v) {
+    std::vector<T> t(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      t[i] = {decltype(t[i].x)(v[i].real()), decltype(t[i].x)(v[i].imag())};
+    T* d = nullptr;
+    CHECK(cudaMalloc(&d, t.size() * sizeof(T)));
+    CHECK(cudaMemcpy(d, t.data(), t.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto down = [&](const T* d, size_t n) {
+    std::vector<T> t(n);
+    CHECK(Fetch(t.data(), d, n * sizeof(T)));
+    std::vector<double> out;
+    for (const T& x : t) out.push_back(x.x), out.push_back(x.y);
+    return out;
+  };
+  auto flat = [](const std::vector<C>& v) {
+    std::vector<double> out;
+    for (const C& x : v) out.push_back(x.real()), out.push_back(x.imag());
+    return out;
+  };
+  const char* name = kSingle ? "C" : "Z";
+  std::string what;
+  // dotu and dotc over strided vectors, the result in host memory.
+  {
+    const int n = 37, incx = 2, incy = 3;
+    std::vector<C> x = draw(n * incx), y = draw(n * incy);
+    C u = 0, c = 0;
+    for (int i = 0; i < n; ++i)
+      u += x[i * incx] * y[i * incy], c += std::conj(x[i * incx]) * y[i * incy];
+    T *dx = up(x), *dy = up(y);
+    T ru{}, rc{};
+    if constexpr (kSingle) {
+      BLAS_OK(cublasCdotu(h, n, dx, incx, dy, incy, &ru));
+      BLAS_OK(cublasCdotc(h, n, dx, incx, dy, incy, &rc));
+    } else {
+      BLAS_OK(cublasZdotu(h, n, dx, incx, dy, incy, &ru));
+      BLAS_OK(cublasZdotc(h, n, dx, incx, dy, incy, &rc));
+    }
+    Compare((what = std::string(name) + "dotu").c_str(), std::vector<double>{ru.x, ru.y}, flat({u}),
+            tol);
+    Compare((what = std::string(name) + "dotc").c_str(), std::vector<double>{rc.x, rc.y}, flat({c}),
+            tol);
+    cudaFree(dx), cudaFree(dy);
+  }
+  // gemv: y = alpha op(A) x + beta y, A m x n with lda > m.
+  for (cublasOperation_t op : {CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C}) {
+    const int m = 19, n = 13, lda = 23, incx = 2;
+    const int xs = op == CUBLAS_OP_N ? n : m, ys = op == CUBLAS_OP_N ? m : n;
+    std::vector<C> a = draw(size_t(lda) * n), x = draw(size_t(xs) * incx), y = draw(ys);
+    const C alpha(0.75, -0.5), beta(-0.25, 1.0);
+    std::vector<C> want(ys);
+    for (int i = 0; i < ys; ++i) {
+      C acc = 0;
+      for (int l = 0; l < xs; ++l) {
+        const C e = op == CUBLAS_OP_N ? a[i + l * lda] : a[l + i * lda];
+        acc += (op == CUBLAS_OP_C ? std::conj(e) : e) * x[l * incx];
+      }
+      want[i] = alpha * acc + beta * y[i];
+    }
+    T *da = up(a), *dx = up(x), *dy = up(y);
+    const T al = {decltype(T{}.x)(alpha.real()), decltype(T{}.x)(alpha.imag())};
+    const T be = {decltype(T{}.x)(beta.real()), decltype(T{}.x)(beta.imag())};
+    if constexpr (kSingle)
+      BLAS_OK(cublasCgemv(h, op, m, n, &al, da, lda, dx, incx, &be, dy, 1));
+    else
+      BLAS_OK(cublasZgemv(h, op, m, n, &al, da, lda, dx, incx, &be, dy, 1));
+    Compare((what = std::string(name) + "gemv op " + std::to_string(op)).c_str(), down(dy, ys),
+            flat(want), tol);
+    cudaFree(da), cudaFree(dx), cudaFree(dy);
+  }
+  // Strided batched gemm, op(A) conjugate-transposed: C_i = alpha A_i^H B_i + beta C_i.
+  {
+    const int m = 9, n = 7, k = 11, batch = 3;
+    const long long sa = k * m + 5, sb = k * n + 3, sc = m * n + 1;
+    std::vector<C> a = draw(sa * batch), b = draw(sb * batch), c = draw(sc * batch);
+    const C alpha(0.5, 0.25), beta(1.0, -0.5);
+    std::vector<C> want = c;
+    for (int i = 0; i < batch; ++i)
+      for (int col = 0; col < n; ++col)
+        for (int row = 0; row < m; ++row) {
+          C acc = 0;
+          for (int l = 0; l < k; ++l)
+            acc += std::conj(a[i * sa + l + row * k]) * b[i * sb + l + col * k];
+          want[i * sc + row + col * m] = alpha * acc + beta * c[i * sc + row + col * m];
+        }
+    T *da = up(a), *db = up(b), *dc = up(c);
+    const T al = {decltype(T{}.x)(alpha.real()), decltype(T{}.x)(alpha.imag())};
+    const T be = {decltype(T{}.x)(beta.real()), decltype(T{}.x)(beta.imag())};
+    if constexpr (kSingle)
+      BLAS_OK(cublasCgemmStridedBatched(h, CUBLAS_OP_C, CUBLAS_OP_N, m, n, k, &al, da, k, sa, db, k,
+                                        sb, &be, dc, m, sc, batch));
+    else
+      BLAS_OK(cublasZgemmStridedBatched(h, CUBLAS_OP_C, CUBLAS_OP_N, m, n, k, &al, da, k, sa, db, k,
+                                        sb, &be, dc, m, sc, batch));
+    Compare((what = std::string(name) + "gemmStridedBatched").c_str(), down(dc, c.size()),
+            flat(want), tol);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+  }
+}
+
 void OtherTypes(cublasHandle_t h, Rng& rng) {
   const int m = 16, n = 12, k = 20;
   // Cgemm and Zgemm against std::complex<double>
@@ -761,6 +876,8 @@ int main(int argc, char** argv) {
   Batched<float>(h, rng);
   Batched<double>(h, rng);
   OtherTypes(h, rng);
+  Complex<cuComplex>(h, rng);
+  Complex<cuDoubleComplex>(h, rng);
   Copies(rng, s);
   HostMemoryOperands(h, rng);
   // The default stream too.
