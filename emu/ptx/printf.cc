@@ -2,7 +2,9 @@
 //
 // nvcc packs each argument at the next offset aligned to its size: int-sized conversions take
 // 4 bytes (8 with l/ll/j/z/t), floating conversions take a double, %s and %p a pointer.
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "emu/ptx/exec.h"
@@ -33,8 +35,30 @@ bool FormatPrintf(const std::string& fmt, uint64_t args, ReadMemFn read, ReadStr
       continue;
     }
     size_t start = i++;
-    while (i < fmt.size() && std::strchr("-+ #0", fmt[i])) ++i;
-    while (i < fmt.size() && (std::isdigit(uint8_t(fmt[i])) || fmt[i] == '.')) ++i;
+    // The spec rebuilt for the host's printf: flags, then width and precision, each digits or
+    // '*', which takes the next int argument (a negative width left-justifies; a negative
+    // precision is none).
+    std::string base = "%";
+    while (i < fmt.size() && std::strchr("-+ #0", fmt[i])) base.push_back(fmt[i++]);
+    auto number = [&](bool precision) {
+      if (i < fmt.size() && fmt[i] == '*') {
+        ++i;
+        int32_t v;
+        if (!fetch(4, &v)) return false;
+        if (precision && v < 0)
+          base.pop_back();  // the '.'
+        else
+          base += std::to_string(v);
+        return true;
+      }
+      while (i < fmt.size() && std::isdigit(uint8_t(fmt[i]))) base.push_back(fmt[i++]);
+      return true;
+    };
+    if (!number(false)) return false;
+    if (i < fmt.size() && fmt[i] == '.') {
+      base.push_back(fmt[i++]);
+      if (!number(true)) return false;
+    }
     int longs = 0;
     bool half = false;
     while (i < fmt.size() && std::strchr("hljztL", fmt[i])) {
@@ -48,12 +72,7 @@ bool FormatPrintf(const std::string& fmt, uint64_t args, ReadMemFn read, ReadStr
       break;
     }
     char conv = fmt[i++];
-    std::string spec = fmt.substr(start, i - start);
-    // Rebuild the spec without length modifiers, then add the host's for the value we pass.
-    std::string base;
-    for (char c : spec)
-      if (!std::strchr("hljztL", c)) base.push_back(c);
-    base.pop_back();
+    const std::string spec = fmt.substr(start, i - start);
     switch (conv) {
       case 'd':
       case 'i':

@@ -14,6 +14,7 @@ __global__ void formats(int i, float f, double d, long long ll, unsigned u) {
     printf("int %d neg %d hex %x char %c\n", i, -i, u, 'A' + i % 26);
     printf("float %.3f double %.6f sci %.2e\n", f, d, d * 1e10);
     printf("long %lld string %s padded [%5d] [%-5d]\n", ll, "remora", i, i);
+    printf("star [%*d] [%-*d] [%.*f] [%*.*e] next %d\n", 6, i, 5, i, 2, d, 12, 3, d, i + 1);
   }
 }
 
