@@ -1,4 +1,5 @@
-// emu/ptx/coop.cc - cooperative launches: every block resident, the workers taking turns.
+// emu/ptx/coop.cc - blocks all resident at once, the workers taking turns: cooperative launches,
+// and the blocks of an ordinary grid whose started blocks wait on them (dispatch.cc).
 //
 // cooperative_groups' grid.sync() has one thread per block add to a counter in the grid
 // workspace and spin until the last block's arrival flips it, so a block that waits there
@@ -31,8 +32,8 @@ struct Block {
 
 }  // namespace
 
-void RunCooperative(const LaunchCtx& L, uint64_t nblocks, unsigned workers, uint64_t* warp_n,
-                    uint64_t* thread_n) {
+void RunResident(const LaunchCtx& L, uint64_t first, uint64_t nblocks, unsigned workers,
+                 uint64_t* warp_n, uint64_t* thread_n) {
   auto blocks = std::make_unique<Block[]>(nblocks);
   std::atomic<uint64_t> ended{0};  // blocks that ran to their end; relaxed: a count only
   std::atomic<uint64_t> total_warp{0}, total_thread{0};
@@ -57,7 +58,7 @@ void RunCooperative(const LaunchCtx& L, uint64_t nblocks, unsigned workers, uint
       misses = 0;
       if (!b.started) {
         PrepareCta(L, b.cta, worker);
-        StartCta(L, b.cta, i);
+        StartCta(L, b.cta, first + i);
         b.started = true;
       }
       b.cta.worker = worker;  // %smid: the core it runs on now

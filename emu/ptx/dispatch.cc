@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -21,6 +22,12 @@ namespace remora::emu::ptx {
 namespace {
 
 constexpr auto kStuck = std::chrono::milliseconds(20);
+// No block ended for this long while a grid's own running blocks hold every core and it has
+// blocks to start: they wait on those (a GPU would have them resident), which then run beside.
+constexpr auto kStuckWithin = std::chrono::milliseconds(200);
+// At most this many threads' worth of a grid's blocks resident beside at once (a GPU's
+// residency, about): a window of blocks is taken, run, and the next taken while any are left.
+constexpr uint64_t kResidentThreads = 65536;
 // A helper idle this long ends: an idle device holds no helper threads (as no stream threads).
 constexpr auto kHelperLinger = std::chrono::milliseconds(200);
 
@@ -89,9 +96,12 @@ class Dispatcher {
       stop_ = true;
       for (Helpers& h : helpers_)
         for (auto& x : h) x->cv.notify_one();
+      watch_cv_.notify_one();
     }
     for (Helpers& h : helpers_)
       for (auto& x : h) x->thread.join();
+    if (watchdog_.joinable()) watchdog_.join();
+    for (Resident& r : residents_) r.thread.join();
   }
 
   unsigned cores() const { return cores_; }
@@ -106,6 +116,8 @@ class Dispatcher {
     });
     grids_.insert(at, &g);
     generation_.fetch_add(1, std::memory_order_release);  // running blocks' grids may be outranked
+    if (!watchdog_.joinable()) watchdog_ = std::thread([this] { Watch(); });
+    if (grids_.size() == 1) watch_cv_.notify_one();    // it sleeps while no grid runs
     if (FirstEligible() != &g || !HasCore(g)) Kick();  // else Take kicks, once this one has a CPU
     while (g.Left() || g.running > 0) {
       if (FirstEligible() == &g && HasCore(g)) {
@@ -138,6 +150,65 @@ class Dispatcher {
   }
 
  private:
+  // A thread running a grid's blocks resident (RunBeside); joined once done.
+  struct Resident {
+    std::thread thread;
+    bool done = false;  // guarded by mu_
+  };
+
+  // While grids run: every kStuck, a grid stuck within itself (StuckWithin) gets a thread that
+  // runs its blocks not yet started, all resident at once (RunResident), beside its own
+  // running blocks that wait on them.
+  void Watch() {
+    pthread_setname_np(pthread_self(), "remora-resident");
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      if (grids_.empty())
+        watch_cv_.wait(lock);
+      else
+        watch_cv_.wait_for(lock, kStuck);
+      residents_.remove_if([](Resident& r) {
+        if (r.done) r.thread.join();  // it has let go of mu_ for good
+        return r.done;
+      });
+      for (Grid* g : grids_) {
+        if (stop_ || !StuckWithin(*g)) continue;
+        g->resident = true;
+        ++g->running;  // the resident thread counts as one of its runners
+        Resident& r = residents_.emplace_back();
+        r.thread = std::thread([this, g, &r] { RunBeside(*g, r); });
+      }
+    }
+  }
+
+  // Runs `g`'s blocks not yet started, a window of them at a time, all resident at once.
+  void RunBeside(Grid& g, Resident& me) {
+    pthread_setname_np(pthread_self(), "remora-resident");
+    BecomeDeviceThread(ClassOf(g) == kRanked ? kRankedDeviceNice : kDeviceNice);
+    const LaunchCtx& L = *g.L;
+    const uint64_t window = std::max<uint64_t>(1, kResidentThreads / std::max(1u, L.nthreads));
+    for (;;) {
+      const uint64_t first = g.next.fetch_add(window, std::memory_order_relaxed);
+      if (first >= g.nblocks) break;
+      const uint64_t n = std::min(window, g.nblocks - first);
+      uint64_t wn = 0, tn = 0;
+      RunResident(L, first, n, /*workers=*/1, &wn, &tn);
+      g.warp_n.fetch_add(wn, std::memory_order_relaxed);
+      g.thread_n.fetch_add(tn, std::memory_order_relaxed);
+      last_end_ns_.store(NowNs(), std::memory_order_relaxed);
+      if (L.failed->load(std::memory_order_relaxed)) {
+        g.next.store(g.nblocks, std::memory_order_relaxed);
+        break;
+      }
+    }
+    std::lock_guard lock(mu_);
+    g.resident = false;
+    --g.running;
+    if (!g.Left() && g.running == 0) g.wake.notify_one();
+    Kick();
+    me.done = true;
+  }
+
   // A helper thread, woken by name (Kick chooses which).
   struct Helper {
     std::thread thread;
@@ -184,6 +255,14 @@ class Dispatcher {
     return g.Left() && g.running == 0 && !HasCore(g) &&
            NowNs() - last_end_ns_.load(std::memory_order_relaxed) >=
                uint64_t(std::chrono::nanoseconds(kStuck).count());
+  }
+
+  // `g`'s own blocks hold cores and wait, no block having ended for kStuckWithin, while it has
+  // blocks to start and no core for them. REQUIRES: mu_.
+  bool StuckWithin(const Grid& g) const {
+    return g.Left() && g.running > 0 && !g.resident && !HasCore(g) &&
+           NowNs() - last_end_ns_.load(std::memory_order_relaxed) >=
+               uint64_t(std::chrono::nanoseconds(kStuckWithin).count());
   }
 
   // One host CPU per block on a core, as one multiprocessor per block: the host's scheduler,
@@ -370,6 +449,9 @@ class Dispatcher {
   std::vector<Runner*> holder_;  // by HostCpus index: the runner on a core there; guarded by mu_
   Helpers helpers_[2];
   bool stop_ = false;
+  std::thread watchdog_;              // Watch(), from the first grid on
+  std::condition_variable watch_cv_;  // a grid came, or stop_
+  std::list<Resident> residents_;     // guarded by mu_
 };
 
 }  // namespace

@@ -15,7 +15,10 @@
 //    kStuck while a grid has had no core (its blocks spin on another grid's progress, say), that
 //    grid's launching thread runs its blocks beside the stuck ones (all of them if no grid of
 //    higher priority waits, else one per kStuck), so a kernel waiting on another always
-//    progresses.
+//    progresses. And when a grid's own running blocks hold every core and wait on its blocks
+//    not yet started (blocks of one grid spinning on each other, as a GPU keeps them all
+//    resident), no block having ended for kStuckWithin, a thread of the device's runs those
+//    blocks, a window at a time, all resident at once and taking turns.
 // Cooperative launches do not come here: their blocks are all resident at once (coop.cc).
 #pragma once
 
@@ -40,6 +43,7 @@ struct Grid {
   uint64_t seq = 0;               // launch order
   std::atomic<uint64_t> next{0};  // the next block to start; >= nblocks: none left
   unsigned running = 0;           // blocks started and not ended
+  bool resident = false;          // a thread runs its blocks not yet started, all resident
   std::condition_variable wake;   // its launching thread: a core, its end, or kStuck
   bool Left() const { return next.load(std::memory_order_relaxed) < nblocks; }
 };

@@ -909,7 +909,7 @@ Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& 
   if (cfg.cooperative) {
     // Not through the dispatcher: its blocks all stay resident, so none can be held back.
     uint64_t wn = 0, tn = 0;
-    RunCooperative(L, nblocks, workers, &wn, &tn);
+    RunResident(L, 0, nblocks, workers, &wn, &tn);
     if (stats) {
       stats->warp_instructions = wn;
       stats->thread_instructions = tn;

@@ -34,8 +34,8 @@ void CountInstructions(const LaunchCtx& L, Cta& cta, std::atomic<uint64_t>& warp
                        std::atomic<uint64_t>& thread_n);
 // After a launch: keeps a worker's buffers for the next one unless they are large.
 void TrimCta(Cta& cta);
-// Runs a started block of a cooperative launch until it ends or one of its warps used its
-// slice of instructions; then the worker may run another block. REQUIRES: L.cooperative.
+// Runs a started block until it ends or one of its warps used its slice of instructions; then
+// the worker may run another block (RunResident).
 CtaEnd RunCtaSlice(const LaunchCtx& L, Cta& cta);
 
 // True once LaunchConfig::cancel has turned true, after recording the launch's fault
@@ -46,10 +46,11 @@ bool Cancelled(const LaunchCtx& L);
 // returns when all have returned.
 void RunOnWorkers(unsigned n, int priority, const std::function<void(unsigned)>& fn);
 
-// Runs every block of a cooperative launch, all resident at once, over `workers` threads.
-// Faults and cancellation are recorded in L as for an ordinary launch. Adds the instructions
-// run to *warp_n and *thread_n.
-void RunCooperative(const LaunchCtx& L, uint64_t nblocks, unsigned workers, uint64_t* warp_n,
-                    uint64_t* thread_n);
+// Runs blocks [first, first + nblocks) of L's grid, all resident at once, over `workers` threads:
+// every block of a cooperative launch, or an ordinary grid's blocks that its running ones wait
+// on. Faults and cancellation are recorded in L as for an ordinary launch. Adds the
+// instructions run to *warp_n and *thread_n.
+void RunResident(const LaunchCtx& L, uint64_t first, uint64_t nblocks, unsigned workers,
+                 uint64_t* warp_n, uint64_t* thread_n);
 
 }  // namespace remora::emu::ptx

@@ -1205,6 +1205,46 @@ TEST(DeviceRuntime, AConditionalNodesDeviceCallFailsWhenReachedByName) {
 
 // Warp 0 spins on a shared flag that only warp 1 sets, after the block's barrier: on a GPU the
 // warp schedulers run warp 1 meanwhile; here warp 0 must make way after its slice.
+// Block b of one ordinary grid spins until block b + 1 has set its flag: the first blocks hold
+// every core while they wait on blocks not yet started, which a GPU keeps resident beside them.
+TEST(Scheduling, BlocksOfOneGridSpinningOnLaterBlocksAllEnd) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry chain(.param .u64 flags, .param .u32 n) {
+  .reg .b32 %r<6>; .reg .b64 %rd<6>; .reg .pred %p<3>;
+  ld.param.u64 %rd1, [flags];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  add.u32 %r3, %r2, 1;
+  setp.ge.u32 %p1, %r3, %r1;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd2, %r3, 4;
+  add.s64 %rd3, %rd1, %rd2;
+SPIN:
+  ld.volatile.global.u32 %r4, [%rd3];
+  setp.eq.u32 %p2, %r4, 0;
+  @%p2 bra SPIN;
+DONE:
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.volatile.global.u32 [%rd5], %r3;
+  ret;
+}
+)";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  const uint32_t n = 4 * DeviceCores() + 3;
+  uint32_t* flags = mem.Alloc<uint32_t>(n);
+  for (uint32_t b = 0; b < n; ++b) flags[b] = 0;
+  ASSERT_TRUE(RunKernel(
+                  *prog, "chain", {n}, {32},
+                  [&](Params& p) { p.Add(reinterpret_cast<uint64_t>(flags)).Add(n); }, &mem)
+                  .ok());
+  for (uint32_t b = 0; b < n; ++b) EXPECT_EQ(flags[b], b + 1) << b;
+}
+
 TEST(Scheduling, AWarpSpinningOnAnotherWarpOfItsBlockLetsItRun) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
