@@ -481,7 +481,10 @@ int Dp4a(Exec& x, const Inst& in) {
 
 // ---- extended precision (PTX ISA "Extended-Precision Integer Arithmetic") ----
 // add.cc/addc, sub.cc/subc, mad{.lo,.hi}.cc/madc: the same for signed and unsigned types
-// except the .hi product; carry (borrow for sub) in and out through Warp::carry, one bit per lane.
+// except the .hi product; carry in and out through Warp::carry, one bit per lane. A subtraction
+// is a + ~b + 1 (sub.cc) or a + ~b + CF (subc), its carry-out that addition's: 1 when nothing
+// was borrowed, as on a GPU (nvcc's 128-bit division reads it with addc after sub.cc).
+// Chains of sub.cc and subc compute the same under either sense of the flag.
 enum class CarryOp { kAdd, kSub, kMadLo, kMadHi };
 template <class T, CarryOp kOp, bool kCin, bool kCout>
 int Carry(Exec& x, const Inst& in) {
@@ -497,10 +500,11 @@ int Carry(Exec& x, const Inst& in) {
     UT r;
     bool co;
     if constexpr (kOp == CarryOp::kSub) {
-      UT av = UT(Get<T>(a[l])), bv = UT(Get<T>(b[l]));
-      bool b1 = __builtin_sub_overflow(av, bv, &r);
-      bool b2 = __builtin_sub_overflow(r, cin, &r);
-      co = b1 || b2;
+      const UT av = UT(Get<T>(a[l])), nb = UT(~UT(Get<T>(b[l])));
+      const UT c_in = kCin ? cin : UT(1);
+      bool c1 = __builtin_add_overflow(av, nb, &r);
+      bool c2 = __builtin_add_overflow(r, c_in, &r);
+      co = c1 || c2;
     } else {
       UT lhs;
       if constexpr (kOp == CarryOp::kAdd)

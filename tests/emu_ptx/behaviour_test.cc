@@ -659,6 +659,45 @@ TEST(SharedLayout, ThirtyTwoBitAddressesWrap) {
   for (uint32_t t = 0; t < 31; ++t) EXPECT_EQ(out[t], (t + 1) * 7 + t) << t;
 }
 
+// The carry flag after sub.cc is the carry-out of a + ~b + 1: 1 when nothing was borrowed, as a
+// GPU leaves it (nvcc's 128-bit division reads it with addc; with the flag as a borrow every
+// __int128 quotient came out wrong).
+TEST(Registers, SubtractionLeavesTheCarryOutNotTheBorrow) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.lo.u32 %r2, %r1, -1640531535;
+  xor.b32 %r3, %r1, 23130;
+  mul.lo.u32 %r3, %r3, 40503;
+  sub.cc.u32 %r4, %r2, %r3;
+  addc.u32 %r5, 0, 0;
+  subc.u32 %r6, %r2, %r3;
+  sub.u32 %r7, %r4, %r6;
+  shl.b32 %r7, %r7, 1;
+  or.b32 %r5, %r5, %r7;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r5;
+  ret;
+})";
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 64);
+  ASSERT_EQ(out.size(), 64u);
+  int borrows = 0;
+  for (uint32_t t = 0; t < 64; ++t) {
+    const uint32_t a = t * 0x9E3779B1u, b = (t ^ 23130u) * 40503u;
+    // Bit 0: the flag; above it, sub.cc's result less subc's with that flag (subc takes one
+    // more after a borrow, so multi-word subtractions chain).
+    EXPECT_EQ(out[t], uint32_t(a >= b) | (a >= b ? 0u : 2u)) << t;
+    borrows += a < b;
+  }
+  EXPECT_GT(borrows, 0);
+  EXPECT_LT(borrows, 64);
+}
+
 // `.reg.b32 t;` (type joined to the directive) declares as `.reg .b32 t;` does: ptxas takes
 // both, and CUDA's half and bfloat16 headers write the first (hexp, hsqrt, h2log, ...).
 TEST(Registers, TypeJoinedToTheDirectiveDeclares) {
