@@ -1,5 +1,5 @@
-// emu/blas/complex.cc - single and double complex routines beyond gemm (level3.cc): dotu and
-// dotc, gemv, and strided batched gemm, on OpenBLAS's complex CBLAS.
+// emu/blas/complex.cc - single and double complex routines beyond gemm (level3.cc) and gemv
+// (level2.cc): dotu and dotc, and strided batched gemm, on OpenBLAS's complex CBLAS.
 //
 // Argument checks are level1/2/3.cc's; scalars are read per the handle's pointer mode.
 #include <cuComplex.h>
@@ -29,25 +29,6 @@ cublasStatus_t Dot(cublasHandle_t h, int n, const T* x, int incx, const T* y, in
       (conjugate ? cblas_zdotc_sub : cblas_zdotu_sub)(n, x, incx, y, incy, &r);
     }
     return r;
-  });
-}
-
-template <class T>
-cublasStatus_t Gemv(cublasHandle_t h, cublasOperation_t trans, int m, int n, const T* alpha,
-                    const T* A, int lda, const T* x, int incx, const T* beta, T* y, int incy) {
-  Call call;
-  BLAS_RETURN_IF_ERROR(call.Begin(h));
-  BLAS_CHECK_ARG(ValidOp(trans) && m >= 0 && n >= 0 && ValidLd(lda, m) && incx != 0 && incy != 0);
-  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
-  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-  const Scalar<T> a = call.Read(alpha);
-  const Scalar<T> b = call.Read(beta);
-  return call.Submit([=] {
-    const T av = a.get(), bv = b.get();
-    if constexpr (kSingle<T>)
-      cblas_cgemv(CblasColMajor, ToCblas(trans), m, n, &av, A, lda, x, incx, &bv, y, incy);
-    else
-      cblas_zgemv(CblasColMajor, ToCblas(trans), m, n, &av, A, lda, x, incx, &bv, y, incy);
   });
 }
 
@@ -94,11 +75,6 @@ using namespace remora::emu::blas;  // NOLINT: entry points are global by ABI
   REMORA_BLAS_API cublasStatus_t cublas##X##dotc_v2(cublasHandle_t h, int n, const T* x, int incx, \
                                                     const T* y, int incy, T* result) {             \
     return Dot(h, n, x, incx, y, incy, result, true);                                              \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##gemv_v2(                                               \
-      cublasHandle_t h, cublasOperation_t trans, int m, int n, const T* alpha, const T* A,         \
-      int lda, const T* x, int incx, const T* beta, T* y, int incy) {                              \
-    return Gemv(h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);                            \
   }                                                                                                \
   REMORA_BLAS_API cublasStatus_t cublas##X##gemmStridedBatched(                                    \
       cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,           \

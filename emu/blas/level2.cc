@@ -1,4 +1,4 @@
-// emu/blas/level2.cc - level 2: gemv, ger, symv, trsv (float and double).
+// emu/blas/level2.cc - level 2: gemv (real and complex), ger, symv, trsv (float and double).
 //
 // Argument checks follow reference BLAS's xerbla conditions, each reported as
 // CUBLAS_STATUS_INVALID_VALUE; empty problems return without queueing work.
@@ -71,6 +71,20 @@ using namespace remora::emu::blas;  // NOLINT: entry points are global by ABI
 REMORA_BLAS_API cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t trans, int m,
                                               int n, const float* alpha, const float* A, int lda,
                                               const float* x, int incx, const float* beta, float* y,
+                                              int incy) {
+  return Gemv(h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
+}
+REMORA_BLAS_API cublasStatus_t cublasCgemv_v2(cublasHandle_t h, cublasOperation_t trans, int m,
+                                              int n, const cuComplex* alpha, const cuComplex* A,
+                                              int lda, const cuComplex* x, int incx,
+                                              const cuComplex* beta, cuComplex* y, int incy) {
+  return Gemv(h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
+}
+REMORA_BLAS_API cublasStatus_t cublasZgemv_v2(cublasHandle_t h, cublasOperation_t trans, int m,
+                                              int n, const cuDoubleComplex* alpha,
+                                              const cuDoubleComplex* A, int lda,
+                                              const cuDoubleComplex* x, int incx,
+                                              const cuDoubleComplex* beta, cuDoubleComplex* y,
                                               int incy) {
   return Gemv(h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }

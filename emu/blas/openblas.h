@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cblas.h>
+#include <cuComplex.h>
 #include <cublas_v2.h>
 
 // OpenBLAS's LAPACK (Fortran ABI; the trailing size_t is the hidden length of
@@ -70,6 +71,25 @@ struct Blas<double> {
   static constexpr auto trmm = &cblas_dtrmm;
   static constexpr auto getrf = &dgetrf_;
   static constexpr auto getrs = &dgetrs_;
+};
+
+// The complex types take their scalars by pointer; these wrappers take them by value, as the
+// real routines do, so one template serves all four types.
+template <>
+struct Blas<cuComplex> {
+  static void gemv(CBLAS_ORDER o, CBLAS_TRANSPOSE t, int m, int n, cuComplex alpha,
+                   const cuComplex* a, int lda, const cuComplex* x, int incx, cuComplex beta,
+                   cuComplex* y, int incy) {
+    cblas_cgemv(o, t, m, n, &alpha, a, lda, x, incx, &beta, y, incy);
+  }
+};
+template <>
+struct Blas<cuDoubleComplex> {
+  static void gemv(CBLAS_ORDER o, CBLAS_TRANSPOSE t, int m, int n, cuDoubleComplex alpha,
+                   const cuDoubleComplex* a, int lda, const cuDoubleComplex* x, int incx,
+                   cuDoubleComplex beta, cuDoubleComplex* y, int incy) {
+    cblas_zgemv(o, t, m, n, &alpha, a, lda, x, incx, &beta, y, incy);
+  }
 };
 
 inline CBLAS_TRANSPOSE ToCblas(cublasOperation_t op) {
