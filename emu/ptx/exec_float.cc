@@ -538,9 +538,11 @@ ExecFn select_Lg2(Inst& in) {
   return PickFUn<FLg2>(in, false);
 }
 ExecFn select_Ex2(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half_approx(in, HalfFn::kEx2);
   return PickFUn<FEx2>(in, false);
 }
 ExecFn select_Tanh(Inst& in) {
+  if (TyIsHalf(in.ty)) return select_half_approx(in, HalfFn::kTanh);
   return PickFUn<FTanh>(in, false);
 }
 ExecFn select_Testp(Inst&) {

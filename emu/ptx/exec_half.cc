@@ -1,10 +1,17 @@
-// emu/ptx/exec_half.cc - .f16/.f16x2/.bf16/.bf16x2 arithmetic (add sub mul fma neg abs min max)
-// and the packing cvt. Built with -frounding-math.
+// emu/ptx/exec_half.cc - .f16/.f16x2/.bf16/.bf16x2 arithmetic (add sub mul fma neg abs min max),
+// ex2.approx and tanh.approx on them, and the packing cvt. Built with -frounding-math.
 //
 // Each operation widens its operands to double exactly and computes the result rounded to odd
 // (round toward zero, then set the last bit if inexact): with 53 bits against the formats' 11 and
 // 8, a single final rounding to the 16-bit format (rn) then equals the exactly rounded result, as
 // the GPU computes it. add/sub/mul of .f16 are exact in double and skip the odd rounding.
+//
+// ex2.approx and tanh.approx: libm's double exp2/tanh (within a few double ulps) rounded once to
+// the 16-bit format, so the result is the exactly rounded one wherever the exact value is not
+// within ~2^-50 relative of a rounding boundary (every .f16 and .bf16 input is checked against a
+// long double reference by narrow_test.cc): 0.5 ulp, inside PTX's bounds (ex2: 2^-9.9 relative
+// for .f16, 2^-7 for .bf16; tanh: 2^-10.987 absolute for .f16, 2^-8 for .bf16). The GPU's own
+// approximations differ from it in the last bit for some inputs.
 #include <cfenv>
 #include <cmath>
 
@@ -138,6 +145,26 @@ ExecFn PickHalfOp(HalfOp op) {
   return nullptr;
 }
 
+// d = ex2(a) or tanh(a) on N packed elements; kFtz (the .bf16 ex2) flushes subnormal inputs
+// and results to a sign-preserving zero.
+template <HalfFmt F, int N, HalfFn kFn, bool kFtz>
+int HalfApprox(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  constexpr uint16_t kExp = uint16_t(((1 << F.ebits) - 1) << F.man);
+  auto flush = [](uint16_t h) { return kFtz && (h & kExp) == 0 ? uint16_t(h & 0x8000) : h; };
+  ForLanes(x.mask, [&](int l) {
+    uint64_t r = 0;
+    for (int k = 0; k < N; ++k) {
+      double v = HalfToDouble(flush(uint16_t(a[l] >> (16 * k))), F);
+      v = kFn == HalfFn::kEx2 ? std::exp2(v) : std::tanh(v);
+      r |= uint64_t(flush(DoubleToHalf(v, Rnd::kRn, F))) << (16 * k);
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+
 template <HalfFmt F>
 int CvtPack2(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
@@ -169,6 +196,33 @@ ExecFn select_half(Inst& in, HalfOp op) {
   if ((in.flags & kFlagFtz) && bf) return nullptr;
   if (bf) return x2 ? PickHalfOp<kBF16, 2>(op) : PickHalfOp<kBF16, 1>(op);
   return x2 ? PickHalfOp<kF16, 2>(op) : PickHalfOp<kF16, 1>(op);
+}
+
+ExecFn select_half_approx(Inst& in, HalfFn fn) {
+  const bool bf = in.ty == Ty::kBF16 || in.ty == Ty::kBF16x2;
+  const bool x2 = in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2;
+  const bool ftz = in.flags & kFlagFtz;
+  if (!(in.flags & kFlagApprox) || (in.flags & ~(kFlagApprox | kFlagFtz))) return nullptr;
+  if (in.rnd != Rnd::kNone) return nullptr;
+  if (fn == HalfFn::kTanh) {
+    if (ftz) return nullptr;
+    if (bf)
+      return x2 ? &HalfApprox<kBF16, 2, HalfFn::kTanh, false>
+                : &HalfApprox<kBF16, 1, HalfFn::kTanh, false>;
+    return x2 ? &HalfApprox<kF16, 2, HalfFn::kTanh, false>
+              : &HalfApprox<kF16, 1, HalfFn::kTanh, false>;
+  }
+  if (ftz != bf) return nullptr;  // ex2.approx.f16, but ex2.approx.ftz.bf16
+  if (bf)
+    return x2 ? &HalfApprox<kBF16, 2, HalfFn::kEx2, true>
+              : &HalfApprox<kBF16, 1, HalfFn::kEx2, true>;
+  return x2 ? &HalfApprox<kF16, 2, HalfFn::kEx2, false> : &HalfApprox<kF16, 1, HalfFn::kEx2, false>;
+}
+
+uint16_t HalfAddRn(uint16_t a, uint16_t b, HalfFmt f) {
+  double x = HalfToDouble(a, f), y = HalfToDouble(b, f);
+  double v = f.ebits == 5 ? x + y : RoundedToOdd([&] { return x + y; });  // .f16: exact
+  return DoubleToHalf(v, Rnd::kRn, f);
 }
 
 ExecFn select_cvt_pack2(Inst& in) {

@@ -1,5 +1,7 @@
 // emu/ptx/exec_int.cc - integer, bit, comparison, selection and move instructions.
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "emu/ptx/exec.h"
@@ -611,6 +613,44 @@ UN_FN(CnotF, CnotO)
 BIN_FN(ShlF, ShlO)
 BIN_FN(ShrF, ShrO)
 TERN_FN(SadF, SadO)
+
+// .u16x2/.s16x2: O on each 16-bit half as H (element 0 the low half); with kRelu a negative
+// half becomes 0.
+template <template <class> class O, class H, bool kRelu = false>
+struct X2O {
+  static uint16_t One(uint16_t a, uint16_t b) {
+    H r = O<H>::f(H(a), H(b));
+    if constexpr (kRelu) r = r < 0 ? H(0) : r;
+    return uint16_t(r);
+  }
+  static uint32_t f(uint32_t a, uint32_t b) {
+    return One(uint16_t(a), uint16_t(b)) | uint32_t(One(uint16_t(a >> 16), uint16_t(b >> 16)))
+                                               << 16;
+  }
+};
+// min.relu.s32 / max.relu.s32: a negative result becomes 0.
+template <template <class> class O>
+struct ReluO {
+  static int32_t f(int32_t a, int32_t b) {
+    int32_t r = O<int32_t>::f(a, b);
+    return r < 0 ? 0 : r;
+  }
+};
+// min/max of any integer type: .u16x2 and .s16x2 per half; .relu only on .s16x2 and .s32.
+template <template <class> class O, template <class> class Fn>
+ExecFn PickMinMax(const Inst& in) {
+  const bool relu = in.flags & kFlagRelu;
+  switch (in.ty) {
+    case Ty::kU16x2:
+      return relu ? nullptr : &Bin<uint32_t, X2O<O, uint16_t>>;
+    case Ty::kS16x2:
+      return relu ? &Bin<uint32_t, X2O<O, int16_t, true>> : &Bin<uint32_t, X2O<O, int16_t>>;
+    case Ty::kS32:
+      return relu ? &Bin<int32_t, ReluO<O>> : PickInt<Fn>(in.ty);
+    default:
+      return relu ? nullptr : PickInt<Fn>(in.ty);
+  }
+}
 template <class T>
 struct MulWideF {
   static int run(Exec& x, const Inst& in) { return MulWide<T>(x, in); }
@@ -739,20 +779,32 @@ inline bool Combine(Sub op, bool v, bool c) {
   }
 }
 
+// An operand of setp/set: with .ftz, an .f32 subnormal compares as a zero of its sign.
+template <class T>
+inline T CmpIn(uint64_t raw, bool ftz) {
+  T v = Get<T>(raw);
+  if constexpr (std::is_same_v<T, float>) {
+    if (ftz && std::fabs(v) < std::numeric_limits<float>::min()) v = std::copysign(0.0f, v);
+  }
+  return v;
+}
+
 template <class T, Cmp C>
 int Setp(Exec& x, const Inst& in) {
   uint64_t* p = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
+  const bool ftz = in.flags & kFlagFtz;
   if (in.na < 3 && !(in.flags & kFlagSecondDest)) {
-    ForLanesElementwise(x.mask, [&](int l) { p[l] = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l])); });
+    ForLanesElementwise(
+        x.mask, [&](int l) { p[l] = Compare<T, C>(CmpIn<T>(a[l], ftz), CmpIn<T>(b[l], ftz)); });
     return kNext;
   }
   const uint64_t* c = in.na >= 3 ? Src(x, in.a[2]) : nullptr;
   bool cneg = in.src_neg & 4;
   uint64_t* q = (in.flags & kFlagSecondDest) ? Dst(x, in.d[1]) : nullptr;
   ForLanes(x.mask, [&](int l) {
-    bool v = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l]));
+    bool v = Compare<T, C>(CmpIn<T>(a[l], ftz), CmpIn<T>(b[l], ftz));
     bool cv = c ? ((c[l] != 0) != cneg) : true;
     bool pv = c ? Combine(in.sub2, v, cv) : v;
     bool qv = c ? Combine(in.sub2, !v, cv) : !v;
@@ -802,13 +854,81 @@ int Set(Exec& x, const Inst& in) {
   const uint64_t* c = in.na >= 3 ? Src(x, in.a[2]) : nullptr;
   bool cneg = in.src_neg & 4;
   bool fdst = in.ty == Ty::kF32;
+  const bool ftz = in.flags & kFlagFtz;
   ForLanes(x.mask, [&](int l) {
-    bool v = Compare<T, C>(Get<T>(a[l]), Get<T>(b[l]));
+    bool v = Compare<T, C>(CmpIn<T>(a[l], ftz), CmpIn<T>(b[l], ftz));
     if (c) v = Combine(in.sub2, v, (c[l] != 0) != cneg);
     d[l] = fdst ? (v ? 0x3f800000u : 0u) : (v ? 0xffffffffu : 0u);
   });
   return kNext;
 }
+
+// Sources of set with a 16-bit float operand or destination: Value is what Compare takes,
+// get(raw, k, ftz) element k of a register (ftz: flush a subnormal .f16 or .f32 to zero).
+template <HalfFmt F, bool kX2>
+struct HalfSrc {
+  using Value = double;
+  static constexpr int kElems = kX2 ? 2 : 1;
+  static double get(uint64_t raw, int k, bool ftz) {
+    uint16_t h = uint16_t(raw >> (16 * k));
+    if (ftz && (h & 0x7c00) == 0) h &= 0x8000;
+    return HalfToDouble(h, F);
+  }
+};
+template <class T>
+struct PlainSrc {
+  using Value = T;
+  static constexpr int kElems = 1;
+  static T get(uint64_t raw, int, bool ftz) { return CmpIn<T>(raw, ftz); }
+};
+
+// set.CmpOp{.BoolOp}{.ftz}.dtype.stype with a 16-bit float type (PTX ISA 9.7.7.1): each element
+// of the source (two for .f16x2/.bf16x2) compared and combined with c; true is 1.0 in a
+// .f16/.bf16 destination (each half of a .f16x2/.bf16x2 one), all ones in an integer one (each
+// half of a .u32/.s32 destination of packed sources), false is 0.
+template <class S, Cmp C>
+int SetNarrow(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = in.na >= 3 ? Src(x, in.a[2]) : nullptr;
+  const bool cneg = in.src_neg & 4, ftz = in.flags & kFlagFtz;
+  uint64_t one;
+  switch (in.ty) {
+    case Ty::kF16:
+    case Ty::kF16x2:
+      one = 0x3c00;
+      break;
+    case Ty::kBF16:
+    case Ty::kBF16x2:
+      one = 0x3f80;
+      break;
+    case Ty::kU16:
+    case Ty::kS16:
+      one = 0xffff;
+      break;
+    default:  // .u32/.s32
+      one = S::kElems == 2 ? 0xffff : 0xffffffff;
+      break;
+  }
+  ForLanes(x.mask, [&](int l) {
+    uint64_t r = 0;
+    for (int k = 0; k < S::kElems; ++k) {
+      bool v = Compare<typename S::Value, C>(S::get(a[l], k, ftz), S::get(b[l], k, ftz));
+      if (c) v = Combine(in.sub2, v, (c[l] != 0) != cneg);
+      if (v) r |= one << (16 * k);
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+template <class S>
+struct SetNarrowW {
+  template <class, Cmp C>
+  struct K {
+    static int run(Exec& x, const Inst& in) { return SetNarrow<S, C>(x, in); }
+  };
+};
 
 template <template <class, Cmp> class K, class T>
 ExecFn PickCmpT(Cmp c) {
@@ -945,6 +1065,8 @@ ExecFn select_Mad_float(Inst& in);
 ExecFn select_Add(Inst& in) {
   if (in.flags & kFlagCarryOut) return PickCarry<CarryOp::kAdd, false>(in);
   if (TyIsFloat(in.ty)) return select_float_add(in);
+  if (in.ty == Ty::kU16x2 || in.ty == Ty::kS16x2)  // wraps in each half: one function for both
+    return in.flags & kFlagSat ? nullptr : &Bin<uint32_t, X2O<AddO, uint16_t>>;
   if (in.flags & kFlagSat) return in.ty == Ty::kS32 ? &Bin<int32_t, AddSatO<int32_t>> : nullptr;
   return PickInt<AddF>(in.ty);
 }
@@ -1085,10 +1207,10 @@ ExecFn select_int_neg(Inst& in) {
   return PickInt<NegF>(in.ty);
 }
 ExecFn select_int_min(Inst& in) {
-  return PickInt<MinF>(in.ty);
+  return PickMinMax<MinO, MinF>(in);
 }
 ExecFn select_int_max(Inst& in) {
-  return PickInt<MaxF>(in.ty);
+  return PickMinMax<MaxO, MaxF>(in);
 }
 
 ExecFn select_Setp(Inst& in) {
@@ -1108,7 +1230,72 @@ ExecFn select_Setp(Inst& in) {
   }
   return PickCmp<SetpW>(in.ty, in.cmp);
 }
+namespace {
+
+template <class S>
+ExecFn PickSetNarrow(Cmp c) {
+  return PickCmpT<SetNarrowW<S>::template K, typename S::Value>(c);
+}
+
+// set whose source or destination is a 16-bit float type, or whose destination is .u16/.s16.
+ExecFn SelectSetNarrow(const Inst& in) {
+  const Ty dt = in.ty, st = in.ty2;
+  const bool x2 = st == Ty::kF16x2 || st == Ty::kBF16x2;
+  const bool bf = st == Ty::kBF16 || st == Ty::kBF16x2 || dt == Ty::kBF16 || dt == Ty::kBF16x2;
+  if (dt == Ty::kF16x2 || dt == Ty::kBF16x2) {
+    if (dt != st) return nullptr;
+  } else if (x2) {
+    if (dt != Ty::kU32 && dt != Ty::kS32) return nullptr;
+  } else if (st == Ty::kF16 || st == Ty::kBF16) {
+    if (dt != Ty::kF16 && dt != Ty::kBF16 && dt != Ty::kU16 && dt != Ty::kS16 && dt != Ty::kU32 &&
+        dt != Ty::kS32)
+      return nullptr;
+  } else if (dt != Ty::kF16 && dt != Ty::kBF16) {
+    return nullptr;
+  }
+  if ((in.flags & kFlagFtz) && bf) return nullptr;  // no .ftz on the bf16 forms
+  if (in.flags & ~(kFlagFtz | kFlagSecondDest)) return nullptr;
+  if (in.cmp == Cmp::kNone || (in.flags & kFlagSecondDest)) return nullptr;
+  const bool fcmp = in.cmp >= Cmp::kEqu, ucmp = in.cmp >= Cmp::kLo && in.cmp <= Cmp::kHs;
+  if ((fcmp && !TyIsFloat(st)) || (ucmp && TyIsFloat(st))) return nullptr;
+  switch (st) {
+    case Ty::kF16:
+      return PickSetNarrow<HalfSrc<kF16, false>>(in.cmp);
+    case Ty::kF16x2:
+      return PickSetNarrow<HalfSrc<kF16, true>>(in.cmp);
+    case Ty::kBF16:
+      return PickSetNarrow<HalfSrc<kBF16, false>>(in.cmp);
+    case Ty::kBF16x2:
+      return PickSetNarrow<HalfSrc<kBF16, true>>(in.cmp);
+    case Ty::kB16:
+    case Ty::kU16:
+      return PickSetNarrow<PlainSrc<uint16_t>>(in.cmp);
+    case Ty::kS16:
+      return PickSetNarrow<PlainSrc<int16_t>>(in.cmp);
+    case Ty::kB32:
+    case Ty::kU32:
+      return PickSetNarrow<PlainSrc<uint32_t>>(in.cmp);
+    case Ty::kS32:
+      return PickSetNarrow<PlainSrc<int32_t>>(in.cmp);
+    case Ty::kB64:
+    case Ty::kU64:
+      return PickSetNarrow<PlainSrc<uint64_t>>(in.cmp);
+    case Ty::kS64:
+      return PickSetNarrow<PlainSrc<int64_t>>(in.cmp);
+    case Ty::kF32:
+      return PickSetNarrow<PlainSrc<float>>(in.cmp);
+    case Ty::kF64:
+      return PickSetNarrow<PlainSrc<double>>(in.cmp);
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 ExecFn select_Set(Inst& in) {
+  if (TyIsHalf(in.ty) || TyIsHalf(in.ty2) || in.ty == Ty::kU16 || in.ty == Ty::kS16)
+    return SelectSetNarrow(in);
   if (in.ty != Ty::kU32 && in.ty != Ty::kS32 && in.ty != Ty::kF32 && in.ty != Ty::kB32)
     return nullptr;
   return PickCmp<SetW>(in.ty2, in.cmp);

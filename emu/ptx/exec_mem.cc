@@ -17,6 +17,7 @@
 
 #include "emu/ptx/async.h"
 #include "emu/ptx/exec.h"
+#include "emu/ptx/half.h"
 
 namespace remora::emu::ptx {
 
@@ -697,7 +698,37 @@ T AtomOp(Sub op, T* p, T b, T c, bool shared_space) {
   return old;
 }
 
-template <class T, bool kRed>
+template <class T>
+struct PlainRmw {
+  static T Apply(Sub op, T* p, T b, T c, bool shared) { return AtomOp<T>(op, p, b, c, shared); }
+};
+
+// add.noftz on N packed 16-bit floats of format F (T holds them all): each element rounded to
+// nearest even, subnormals kept, the whole word replaced at once; on global memory a seq_cst
+// CAS loop, as for add.f32 (pairs with every other atomic and fence).
+template <HalfFmt F, int N, class T>
+struct HalfAddRmw {
+  static T Sum(T old, T b) {
+    uint32_t r = 0;
+    for (int k = 0; k < N; ++k)
+      r |= uint32_t(HalfAddRn(uint16_t(old >> (16 * k)), uint16_t(b >> (16 * k)), F)) << (16 * k);
+    return T(r);
+  }
+  static T Apply(Sub, T* p, T b, T, bool shared_space) {
+    if (shared_space) {  // one worker thread per CTA, as in AtomOp
+      T old = *p;
+      *p = Sum(old, b);
+      return old;
+    }
+    std::atomic_ref<T> r(*p);
+    T old = r.load();
+    while (!r.compare_exchange_weak(old, Sum(old, b))) {
+    }
+    return old;
+  }
+};
+
+template <class T, bool kRed, class Rmw = PlainRmw<T>>
 int Atom(Exec& x, const Inst& in) {
   uint64_t ub = UniformBase(x, in);
   const uint64_t* base = in.base == kNoReg ? nullptr : Src(x, in.base);
@@ -734,7 +765,7 @@ int Atom(Exec& x, const Inst& in) {
     }
     if (!p) return kFault;
     T old =
-        AtomOp<T>(in.sub, reinterpret_cast<T*>(p), Get<T>(b[l]), c ? Get<T>(c[l]) : T(0), shared);
+        Rmw::Apply(in.sub, reinterpret_cast<T*>(p), Get<T>(b[l]), c ? Get<T>(c[l]) : T(0), shared);
     if (!kRed) d[l] = Put<T>(old);
   }
   return kNext;
@@ -746,6 +777,20 @@ ExecFn PickAtom(const Inst& in) {
   bool bit = in.sub == Sub::kAnd || in.sub == Sub::kOr || in.sub == Sub::kXor ||
              in.sub == Sub::kCas || in.sub == Sub::kExch;
   if (in.vec != 1) return nullptr;
+  switch (in.ty) {  // .f16/.bf16 types take add.noftz only
+    case Ty::kF16:
+      return in.sub == Sub::kAdd ? &Atom<uint16_t, kRed, HalfAddRmw<kF16, 1, uint16_t>> : nullptr;
+    case Ty::kBF16:
+      return in.sub == Sub::kAdd ? &Atom<uint16_t, kRed, HalfAddRmw<kBF16, 1, uint16_t>> : nullptr;
+    case Ty::kF16x2:
+      return in.sub == Sub::kAdd ? &Atom<uint32_t, kRed, HalfAddRmw<kF16, 2, uint32_t>> : nullptr;
+    case Ty::kBF16x2:
+      return in.sub == Sub::kAdd ? &Atom<uint32_t, kRed, HalfAddRmw<kBF16, 2, uint32_t>> : nullptr;
+    case Ty::kB16:  // atom.cas.b16 only (red has no cas)
+      return in.sub == Sub::kCas && !kRed ? &Atom<uint16_t, kRed> : nullptr;
+    default:
+      break;
+  }
   if (fl) {
     if (in.sub != Sub::kAdd && in.sub != Sub::kExch) return nullptr;
     if (in.ty == Ty::kF32) return &Atom<float, kRed>;

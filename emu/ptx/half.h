@@ -98,4 +98,11 @@ ExecFn select_cvt_pack2(Inst& in);
 // setp.CmpOp.{f16,bf16} p[|q], a, b{, c} and the .x2 forms (p: low half, q: high half).
 ExecFn select_half_setp(Inst& in);
 
+// ex2.approx.{f16,f16x2}, ex2.approx.ftz.{bf16,bf16x2} and tanh.approx.{f16,f16x2,bf16,bf16x2}.
+enum class HalfFn : uint8_t { kEx2, kTanh };
+ExecFn select_half_approx(Inst& in, HalfFn fn);
+
+// a + b rounded to nearest even in format f, subnormals kept (atom/red.add.noftz); NaN is 0x7fff.
+uint16_t HalfAddRn(uint16_t a, uint16_t b, HalfFmt f);
+
 }  // namespace remora::emu::ptx

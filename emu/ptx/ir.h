@@ -51,7 +51,9 @@ enum class Ty : uint8_t {
   kBF16x2,
   kF32,
   kF64,
-  kTF32,  // an f32 whose low 13 mantissa bits are ignored (cvt.rna.tf32.f32, mma/wmma .tf32)
+  kTF32,   // an f32 whose low 13 mantissa bits are ignored (cvt.rna.tf32.f32, mma/wmma .tf32)
+  kU16x2,  // two 16-bit integers in a 32-bit register, element 0 in the low half (add/min/max)
+  kS16x2,
 };
 const char* TyName(Ty t);
 inline int TySize(Ty t) {
@@ -75,6 +77,8 @@ inline int TySize(Ty t) {
     case Ty::kF16x2:
     case Ty::kBF16x2:
     case Ty::kTF32:
+    case Ty::kU16x2:
+    case Ty::kS16x2:
       return 4;
     case Ty::kB64:
     case Ty::kU64:
@@ -243,7 +247,7 @@ struct Inst {
   int64_t off = 0;                                           // address/symbol immediate
   uint32_t base = kNoReg;                                    // address base register slot
   uint32_t sym = 0;                                          // global index for SymKind::kGlobal
-  uint32_t target = 0;      // branch target pc, call-site index, or cp/mbarrier AsyncForm
+  uint32_t target = 0;      // branch pc, call site, cp/mbarrier AsyncForm or video.h form
   uint32_t guard = kNoReg;  // predicate slot
   uint32_t line = 0;        // PTX source line, for errors
   uint16_t flags = 0;

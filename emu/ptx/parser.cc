@@ -13,6 +13,7 @@
 #include "emu/ptx/lexer.h"
 #include "emu/ptx/matrix.h"
 #include "emu/ptx/texture.h"
+#include "emu/ptx/video.h"
 
 namespace remora::emu::ptx {
 namespace {
@@ -79,6 +80,8 @@ constexpr ModRow kMods[] = {
     {"f32", ModKind::kType, uint8_t(Ty::kF32)},
     {"f64", ModKind::kType, uint8_t(Ty::kF64)},
     {"tf32", ModKind::kType, uint8_t(Ty::kTF32)},
+    {"u16x2", ModKind::kType, uint8_t(Ty::kU16x2)},
+    {"s16x2", ModKind::kType, uint8_t(Ty::kS16x2)},
     {"rn", ModKind::kRnd, uint8_t(Rnd::kRn)},
     {"rz", ModKind::kRnd, uint8_t(Rnd::kRz)},
     {"rm", ModKind::kRnd, uint8_t(Rnd::kRm)},
@@ -203,6 +206,7 @@ struct RawOp {
   bool has_base = false;
   bool has_coords = false;  // [handle, {coordinates}] of a texture or surface instruction: elems
   std::string sym;
+  std::string sel;  // a register's selector suffix without the dot ("b3210": video instructions)
   std::vector<RawOp> elems;
   SReg sreg = SReg::kTidX;
 };
@@ -643,6 +647,10 @@ Status Parser::ParseOperand(RawOp* op) {
   } else if (auto s = FindSReg(n)) {
     op->kind = RawOp::kSReg;
     op->sreg = *s;
+  } else if (size_t dot = n.find('.'); dot != std::string::npos && regs_.count(n.substr(0, dot))) {
+    op->kind = RawOp::kReg;  // reg.sel; Decode refuses a selector outside video instructions
+    op->reg = regs_.find(n.substr(0, dot))->second;
+    op->sel = n.substr(dot + 1);
   } else if (n[0] == '%') {
     return Err("undeclared register " + n);
   } else {
@@ -1274,6 +1282,12 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   if (in.op == Op::kMma || in.op == Op::kLdmatrix || in.op == Op::kMovmatrix || in.op == Op::kWmma)
     return DecodeMatrix(mnemonic, dot == std::string_view::npos ? "" : rest.substr(dot + 1), ops,
                         in);
+  for (const RawOp& o : ops) {
+    for (const RawOp& e : o.elems)
+      if (!e.sel.empty()) return Err("operand selector '." + e.sel + "' in a vector operand");
+    if (!o.sel.empty() && !IsVideoOp(in.op))
+      return Err("operand selector '." + o.sel + "' outside a video instruction");
+  }
   if (in.op == Op::kCp || in.op == Op::kMbarrier) return DecodeAsync(mnemonic, ops, in);
   if (in.op == Op::kTex || in.op == Op::kTld4 || in.op == Op::kTxq || in.op == Op::kSuld ||
       in.op == Op::kSust || in.op == Op::kSured || in.op == Op::kSuq)
@@ -1336,6 +1350,12 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   if (bar_red) in.flags |= kFlagPredOut;  // bar.red marker
   if (!types.empty()) in.ty = types[0];
   if (types.size() > 1) in.ty2 = types[1];
+  if (IsVideoOp(in.op)) {
+    if (types.size() != 3 || ops.size() != 4)
+      return Err("'" + mnemonic + "' takes .dtype.atype.btype and operands d, a, b, c");
+    std::string why = DecodeVideoForm(in, types[1], types[2], ops[0].sel, ops[1].sel, ops[2].sel);
+    if (!why.empty()) return Err(why + " in '" + mnemonic + "'");
+  }
   size_t n = ops.size();
   auto need = [&](size_t lo, size_t hi) { return NeedOperands(mnemonic, n, lo, hi); };
   auto dst = [&](int k) -> Status {

@@ -698,6 +698,38 @@ TEST(Registers, SubtractionLeavesTheCarryOutNotTheBorrow) {
   EXPECT_LT(borrows, 64);
 }
 
+// setp.ftz and set.ftz compare an .f32 subnormal as a zero (fast-math builds compare so).
+TEST(Registers, FtzComparesSubnormalsAsZeros) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<10>; .reg .f32 %f<2>; .reg .b64 %rd<4>; .reg .pred %p<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  add.u32 %r2, %r1, 1;
+  setp.ge.u32 %p1, %r1, 16;
+  @%p1 add.u32 %r2, %r2, 8388608;
+  mov.b32 %f1, %r2;
+  setp.ftz.gt.f32 %p1, %f1, 0f00000000;
+  setp.gt.f32 %p2, %f1, 0f00000000;
+  selp.u32 %r3, 1, 0, %p1;
+  selp.u32 %r4, 2, 0, %p2;
+  set.ftz.eq.u32.f32 %r5, %f1, 0f00000000;
+  and.b32 %r5, %r5, 4;
+  or.b32 %r3, %r3, %r4;
+  or.b32 %r3, %r3, %r5;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  ret;
+})";
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 32);
+  ASSERT_EQ(out.size(), 32u);
+  // Threads 0-15 hold subnormals (1 to 16 ulps), 16-31 normals.
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], t < 16 ? 2u | 4u : 1u | 2u) << t;
+}
+
 // `.reg.b32 t;` (type joined to the directive) declares as `.reg .b32 t;` does: ptxas takes
 // both, and CUDA's half and bfloat16 headers write the first (hexp, hsqrt, h2log, ...).
 TEST(Registers, TypeJoinedToTheDirectiveDeclares) {

@@ -1,5 +1,9 @@
 // tests/cuda/kernels/atomics.cu - float, double and 64-bit atomics: add, CAS loops, min/max, exch,
-// inc.
+// inc; and 16-bit ones: atomicAdd on __half, __half2, __nv_bfloat16, __nv_bfloat162 and
+// atomicCAS on unsigned short, in global and shared memory.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <vector>
 
 #include "common.h"
@@ -41,6 +45,102 @@ __global__ void atomics(const float* f, const double* d, const int* v, const uns
   atomicExch(&r->exch_winner, i);
   atomicInc(&r->counter, 999u);  // wraps to 0 after 999
   if (i < 20) atomicMulDouble(&r->dprod, 1.0 + d[i] / 8);
+}
+
+struct HalfResults {
+  __half h;
+  unsigned short ticket;  // atomicCAS loop: one increment per thread, wrapping
+  __half2 h2;
+  __nv_bfloat16 b;
+  unsigned short pad;
+  __nv_bfloat162 b2;
+};
+
+// Adds of -1, 0 or 1: every partial sum, in any order, is an integer below 2048 (f16, the first
+// 2048 threads) or 256 (bf16, one thread in eight of the first 1024), so exact.
+__global__ void halfAtomics(const int* v, int n, HalfResults* r, float* block_sums,
+                            unsigned* block_tickets) {
+  __shared__ __half sum;
+  __shared__ unsigned short ticket;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (threadIdx.x == 0) {
+    sum = __float2half(0.0f);
+    ticket = 0;
+  }
+  __syncthreads();
+  if (i < n) {
+    int t = v[i] % 2;
+    __half h = __int2half_rn(t);
+    if (i < 2048) {
+      atomicAdd(&r->h, h);
+      atomicAdd(&r->h2, __halves2half2(h, __hneg(h)));
+    }
+    if (i < 1024 && i % 8 == 0) atomicAdd(&r->b, __int2bfloat16_rn(t));
+    if (i < 1024 && i % 8 == 4)
+      atomicAdd(&r->b2, __halves2bfloat162(__int2bfloat16_rn(t), __int2bfloat16_rn(-t)));
+    unsigned short old = r->ticket, seen;
+    while ((seen = atomicCAS(&r->ticket, old, static_cast<unsigned short>(old + 1))) != old)
+      old = seen;
+    atomicAdd(&sum, h);
+    old = ticket;
+    while ((seen = atomicCAS(&ticket, old, static_cast<unsigned short>(old + 1))) != old)
+      old = seen;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    block_sums[blockIdx.x] = __half2float(sum);
+    block_tickets[blockIdx.x] = ticket;
+  }
+}
+
+// Runs halfAtomics over v; returns the number of mismatches.
+int CheckHalfAtomics(const std::vector<int>& v, const int* dv) {
+  const int n = static_cast<int>(v.size()), threads = 128, blocks = (n + threads - 1) / threads;
+  HalfResults init{};
+  init.ticket = 65000;
+  HalfResults* dr;
+  float* dsums;
+  unsigned* dtickets;
+  CHECK(cudaMalloc(&dr, sizeof(HalfResults)));
+  CHECK(cudaMalloc(&dsums, blocks * sizeof(float)));
+  CHECK(cudaMalloc(&dtickets, blocks * sizeof(unsigned)));
+  CHECK(cudaMemcpy(dr, &init, sizeof(HalfResults), cudaMemcpyHostToDevice));
+  halfAtomics<<<blocks, threads>>>(dv, n, dr, dsums, dtickets);
+  CHECK(cudaGetLastError());
+  HalfResults r;
+  std::vector<float> sums(blocks);
+  std::vector<unsigned> tickets(blocks);
+  CHECK(cudaMemcpy(&r, dr, sizeof(HalfResults), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(sums.data(), dsums, blocks * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(tickets.data(), dtickets, blocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  int h = 0, b = 0, b2 = 0;
+  std::vector<int> block_sum(blocks, 0), block_count(blocks, 0);
+  for (int i = 0; i < n; ++i) {
+    int t = v[i] % 2;
+    if (i < 2048) h += t;
+    if (i < 1024 && i % 8 == 0) b += t;
+    if (i < 1024 && i % 8 == 4) b2 += t;
+    block_sum[i / threads] += t;
+    ++block_count[i / threads];
+  }
+  int failures = 0;
+  auto expect = [&](bool ok, const char* what) {
+    if (!ok) std::printf("mismatch: %s\n", what);
+    failures += !ok;
+  };
+  expect(__half2float(r.h) == h, "__half atomicAdd");
+  expect(__low2float(r.h2) == h && __high2float(r.h2) == -h, "__half2 atomicAdd");
+  expect(__bfloat162float(r.b) == b, "__nv_bfloat16 atomicAdd");
+  expect(__low2float(r.b2) == b2 && __high2float(r.b2) == -b2, "__nv_bfloat162 atomicAdd");
+  expect(r.ticket == static_cast<unsigned short>(65000 + n), "unsigned short atomicCAS");
+  for (int k = 0; k < blocks; ++k) {
+    expect(sums[k] == block_sum[k], "shared __half atomicAdd");
+    expect(tickets[k] == static_cast<unsigned>(block_count[k]), "shared unsigned short atomicCAS");
+  }
+  CHECK(cudaFree(dr));
+  CHECK(cudaFree(dsums));
+  CHECK(cudaFree(dtickets));
+  return failures;
 }
 
 int main(int argc, char** argv) {
@@ -111,6 +211,7 @@ int main(int argc, char** argv) {
   expect(Near(r.dprod, ref.dprod, 1e-12), "double atomicCAS loop");
   expect(r.exch_winner >= 0 && r.exch_winner < n, "atomicExch");
   expect(r.counter == static_cast<unsigned>(n % 1000), "atomicInc wrap");
+  failures += CheckHalfAtomics(v, dv);
   CHECK(cudaFree(df));
   CHECK(cudaFree(dd));
   CHECK(cudaFree(dv));

@@ -55,3 +55,86 @@ extern "C" __global__ void bf16Convert(const float* in, __nv_bfloat16* out_bf, f
   out_f[i * 3 + 1] = __bfloat162float(__hadd(rn, h)) + __bfloat162float(__hmul(rz, h));
   out_f[i * 3 + 2] = float(__bfloat162int_rz(rn)) + __half2float(__float2half_rz(v));
 }
+
+// cuda_fp16.h / cuda_bf16.h math: their inline assembly computes in f32 (ex2/lg2.approx) and
+// corrects chosen inputs with set.eq.f16.f16 and fma.rn.f16; tanh.approx on 16-bit types.
+// 16 outputs per element of each format.
+extern "C" __global__ void halfMath(const __half* a, const __nv_bfloat16* b, __half* oh,
+                                    __nv_bfloat16* ob, short* os, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __half x = a[i], y = __habs(x);
+  __half* h = oh + i * 16;
+  h[0] = hexp(x);
+  h[1] = hexp2(x);
+  h[2] = hexp10(x);
+  h[3] = hlog(y);
+  h[4] = hlog2(y);
+  h[5] = hlog10(y);
+  h[6] = hsqrt(y);
+  h[7] = hrsqrt(y);
+  h[8] = hrcp(x);
+  h[9] = hsin(x);
+  h[10] = hcos(x);
+  h[11] = htanh_approx(x);
+  __half2 p = h2exp(__halves2half2(x, __hneg(x)));
+  h[12] = __low2half(p);
+  h[13] = __high2half(p);
+  p = h2log(__halves2half2(y, y));
+  h[14] = __high2half(p);
+  h[15] = __low2half(h2tanh_approx(__halves2half2(x, x)));
+  __nv_bfloat16 u = b[i], v = __habs(u);
+  __nv_bfloat16* g = ob + i * 16;
+  g[0] = hexp(u);
+  g[1] = hexp2(u);
+  g[2] = hexp10(u);
+  g[3] = hlog(v);
+  g[4] = hlog2(v);
+  g[5] = hlog10(v);
+  g[6] = hsqrt(v);
+  g[7] = hrsqrt(v);
+  g[8] = hrcp(u);
+  g[9] = hsin(u);
+  g[10] = hcos(u);
+  g[11] = htanh_approx(u);
+  __nv_bfloat162 q = h2exp(__halves2bfloat162(u, __hneg(u)));
+  g[12] = __low2bfloat16(q);
+  g[13] = __high2bfloat16(q);
+  g[14] = __low2bfloat16(h2log(__halves2bfloat162(v, v)));
+  g[15] = __high2bfloat16(h2exp10(__halves2bfloat162(u, u)));
+  short* s = os + i * 3;
+  s[0] = __bfloat162short_rn(u);
+  s[1] = __bfloat162short_rd(u);
+  s[2] = short(__bfloat162ushort_rn(v));
+}
+
+// atomicAdd on __half, __half2, __nv_bfloat16 and __nv_bfloat162 and atomicCAS on unsigned short
+// from every thread to one address each (global), and per block in shared memory.
+extern "C" __global__ void halfAtomics(const __half* a, const __nv_bfloat16* b, __half* acc_h,
+                                       __nv_bfloat16* acc_b, unsigned short* counter,
+                                       __half* block_h, int n) {
+  __shared__ __half sh;
+  __shared__ unsigned short sc;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (threadIdx.x == 0) {
+    sh = __float2half(0.0f);
+    sc = 0;
+  }
+  __syncthreads();
+  if (i < n) {
+    atomicAdd(acc_h, a[i]);
+    atomicAdd(reinterpret_cast<__half2*>(acc_h + 2), __halves2half2(a[i], __hneg(a[i])));
+    atomicAdd(acc_b, b[i]);
+    atomicAdd(reinterpret_cast<__nv_bfloat162*>(acc_b + 2), __halves2bfloat162(b[i], b[i]));
+    unsigned short old = *counter, seen;
+    while ((seen = atomicCAS(counter, old, (unsigned short)(old + 1))) != old) old = seen;
+    atomicAdd(&sh, a[i]);
+    old = sc;
+    while ((seen = atomicCAS(&sc, old, (unsigned short)(old + 1))) != old) old = seen;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    block_h[blockIdx.x * 2] = sh;
+    block_h[blockIdx.x * 2 + 1] = __ushort_as_half(sc);
+  }
+}
