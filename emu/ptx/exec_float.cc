@@ -119,6 +119,17 @@ template <class T>
 struct FDiv {
   static T f(T a, T b) { return a / b; }
 };
+// div.approx.f32 is a * (1 / b) with a reciprocal flushing subnormals: for 2^126 < |b| < 2^128
+// it gives a zero (NaN for an infinite a), as the CUDA guide documents for __fdividef.
+template <class T>
+struct FDivApprox {
+  static T f(T a, T b) {
+    const T m = std::fabs(b);
+    if (m > T(0x1p126) && m <= T(std::numeric_limits<float>::max()))
+      return a * std::copysign(T(0), b);
+    return a / b;
+  }
+};
 template <class T>
 struct FMin {
   static T f(T a, T b) {
@@ -135,6 +146,19 @@ struct FMax {
     if (b != b) return a;
     if (a == b) return std::signbit(a) ? b : a;
     return a < b ? b : a;
+  }
+};
+// min/max.NaN (.f32): a NaN operand gives the canonical NaN.
+template <class T>
+struct FMinNaN {
+  static T f(T a, T b) {
+    return a != a || b != b ? T(std::bit_cast<float>(0x7fffffffu)) : FMin<T>::f(a, b);
+  }
+};
+template <class T>
+struct FMaxNaN {
+  static T f(T a, T b) {
+    return a != a || b != b ? T(std::bit_cast<float>(0x7fffffffu)) : FMax<T>::f(a, b);
   }
 };
 template <class T>
@@ -487,6 +511,7 @@ ExecFn select_float_mul(Inst& in) {
 }
 
 ExecFn select_float_div(Inst& in) {
+  if ((in.flags & kFlagApprox) && in.ty == Ty::kF32) return PickFBin<FDivApprox>(in);
   return Rounded(in, PickFBin<FDiv>(in));
 }
 ExecFn select_float_abs(Inst& in) {
@@ -510,10 +535,12 @@ ExecFn select_Neg(Inst& in) {
 }
 ExecFn select_Min(Inst& in) {
   if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kMin);
+  if (in.sub == Sub::kNaN) return in.ty == Ty::kF32 ? PickFBin<FMinNaN>(in) : nullptr;
   return TyIsFloat(in.ty) ? PickFBin<FMin>(in) : select_int_min(in);
 }
 ExecFn select_Max(Inst& in) {
   if (TyIsHalf(in.ty)) return select_half(in, HalfOp::kMax);
+  if (in.sub == Sub::kNaN) return in.ty == Ty::kF32 ? PickFBin<FMaxNaN>(in) : nullptr;
   return TyIsFloat(in.ty) ? PickFBin<FMax>(in) : select_int_max(in);
 }
 ExecFn select_Copysign(Inst& in) {

@@ -40,6 +40,7 @@ inline uint16_t FlushHalf(uint16_t h) {
 
 struct Flags {
   bool ftz, sat, relu;
+  bool nan = false;  // min/max.NaN
 };
 
 // Final rounding of a (rounded-to-odd) double, with .sat/.relu/.ftz applied to the result.
@@ -72,7 +73,7 @@ inline uint16_t Elem(uint16_t a, uint16_t b, uint16_t c, Flags fl) {
     return uint16_t(a & 0x7fff);
   } else if constexpr (kOp == HalfOp::kMin || kOp == HalfOp::kMax) {
     bool an = IsNan<F>(a), bn = IsNan<F>(b);
-    if (an && bn) return 0x7fff;
+    if ((an && bn) || (fl.nan && (an || bn))) return 0x7fff;
     if (an) return b;
     if (bn) return a;
     double x = HalfToDouble(a, F), y = HalfToDouble(b, F);
@@ -108,7 +109,8 @@ int Half(Exec& x, const Inst& in) {
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = kArgs > 1 ? Src(x, in.a[1]) : a;
   const uint64_t* c = kArgs > 2 ? Src(x, in.a[2]) : a;
-  Flags fl{(in.flags & kFlagFtz) != 0, (in.flags & kFlagSat) != 0, (in.flags & kFlagRelu) != 0};
+  Flags fl{(in.flags & kFlagFtz) != 0, (in.flags & kFlagSat) != 0, (in.flags & kFlagRelu) != 0,
+           in.sub == Sub::kNaN};
   ForLanes(x.mask, [&](int l) {
     uint64_t r = 0;
     for (int k = 0; k < N; ++k) {
@@ -192,6 +194,7 @@ ExecFn select_half(Inst& in, HalfOp op) {
   if (rounds ? (in.rnd != Rnd::kNone && in.rnd != Rnd::kRn) : in.rnd != Rnd::kNone) return nullptr;
   if (op == HalfOp::kFma && in.rnd != Rnd::kRn) return nullptr;
   if ((in.flags & kFlagRelu) && op != HalfOp::kFma) return nullptr;
+  if (in.sub == Sub::kNaN && op != HalfOp::kMin && op != HalfOp::kMax) return nullptr;
   if ((in.flags & kFlagSat) && (!rounds || bf)) return nullptr;
   if ((in.flags & kFlagFtz) && bf) return nullptr;
   if (bf) return x2 ? PickHalfOp<kBF16, 2>(op) : PickHalfOp<kBF16, 1>(op);

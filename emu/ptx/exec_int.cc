@@ -481,6 +481,60 @@ int Dp4a(Exec& x, const Inst& in) {
   return kNext;
 }
 
+// dp2a.{lo,hi}: c plus the two 16-bit halves of a times two bytes of b, its low two (.lo) or
+// its high two (.hi); each element signed or not as its operand's type says.
+int Dp2a(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  const bool as = TyIsSigned(in.ty), bs = TyIsSigned(in.ty2);
+  const int first = in.sub2 == Sub::kHi ? 2 : 0;
+  ForLanes(x.mask, [&](int l) {
+    uint32_t acc = uint32_t(c[l]);
+    for (int k = 0; k < 2; ++k) {
+      const uint32_t ah = uint32_t(a[l] >> (16 * k)) & 0xffff;
+      const uint32_t bb = uint32_t(b[l] >> (8 * (first + k))) & 0xff;
+      const int32_t av = as ? int32_t(int16_t(ah)) : int32_t(ah);
+      const int32_t bv = bs ? int32_t(int8_t(bb)) : int32_t(bb);
+      acc += uint32_t(av * bv);
+    }
+    d[l] = acc;
+  });
+  return kNext;
+}
+
+// fns.b32 d, mask, base, offset: the position of the offset-th set bit of mask counted from bit
+// base, upwards for offset > 0 and downwards for offset < 0 (base itself first); with offset 0,
+// base if that bit is set. 0xffffffff when there is none (base above 31 finds none).
+int Fns(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* m = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* o = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) {
+    const uint32_t mask = uint32_t(m[l]), base = uint32_t(b[l]);
+    const int32_t offset = int32_t(uint32_t(o[l]));
+    uint32_t r = 0xffffffffu;
+    if (base < 32) {
+      if (offset == 0) {
+        if ((mask >> base) & 1) r = base;
+      } else {
+        int64_t count = offset > 0 ? int64_t(offset) - 1 : -int64_t(offset) - 1;
+        const int step = offset > 0 ? 1 : -1;
+        for (int pos = int(base); pos >= 0 && pos < 32; pos += step) {
+          if (((mask >> pos) & 1) && count-- == 0) {
+            r = uint32_t(pos);
+            break;
+          }
+        }
+      }
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+
 // ---- extended precision (PTX ISA "Extended-Precision Integer Arithmetic") ----
 // add.cc/addc, sub.cc/subc, mad{.lo,.hi}.cc/madc: the same for signed and unsigned types
 // except the .hi product; carry in and out through Warp::carry, one bit per lane. A subtraction
@@ -1197,6 +1251,15 @@ ExecFn select_Cnot(Inst& in) {
 ExecFn select_Dp4a(Inst& in) {
   bool ok = (in.ty == Ty::kU32 || in.ty == Ty::kS32) && (in.ty2 == Ty::kU32 || in.ty2 == Ty::kS32);
   return ok ? &Dp4a : nullptr;
+}
+ExecFn select_Dp2a(Inst& in) {
+  bool ok = (in.ty == Ty::kU32 || in.ty == Ty::kS32) &&
+            (in.ty2 == Ty::kU32 || in.ty2 == Ty::kS32) &&
+            (in.sub2 == Sub::kLo || in.sub2 == Sub::kHi);
+  return ok ? &Dp2a : nullptr;
+}
+ExecFn select_Fns(Inst& in) {
+  return in.ty == Ty::kB32 ? &Fns : nullptr;
 }
 
 // Integer forms of abs/neg/min/max; exec_float.cc handles the float types first.

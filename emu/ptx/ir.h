@@ -154,6 +154,7 @@ enum class Sub : uint8_t {
   kWide,
   kL,
   kR,
+  kNaN,  // min/max.NaN: a NaN operand gives the canonical NaN
 };
 
 // Instruction flags.

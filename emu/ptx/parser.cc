@@ -128,6 +128,7 @@ constexpr ModRow kMods[] = {
     {"lo", ModKind::kSub, uint8_t(Sub::kLo), Cmp::kLo},
     {"hi", ModKind::kSub, uint8_t(Sub::kHi), Cmp::kHi},
     {"wide", ModKind::kSub, uint8_t(Sub::kWide)},
+    {"NaN", ModKind::kSub, uint8_t(Sub::kNaN)},
     {"add", ModKind::kSub, uint8_t(Sub::kAdd)},
     {"inc", ModKind::kSub, uint8_t(Sub::kInc)},
     {"dec", ModKind::kSub, uint8_t(Sub::kDec)},

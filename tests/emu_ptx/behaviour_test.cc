@@ -730,6 +730,149 @@ TEST(Registers, FtzComparesSubnormalsAsZeros) {
   for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], t < 16 ? 2u | 4u : 1u | 2u) << t;
 }
 
+// fns (coalesced groups' shuffles are built on it) and dp2a, against the ISA's definitions.
+TEST(Registers, FnsAndDp2aMatchTheirDefinitions) {
+  auto ptx = [](const char* body) {
+    return std::string(R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<12>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r3, %r1, 31;
+  mul.lo.u32 %r2, %r1, -1640531535;
+  shr.u32 %r2, %r2, %r3;
+  shr.u32 %r4, %r1, 5;
+  add.s32 %r4, %r4, -4;
+  mul.lo.u32 %r5, %r1, 40503;
+  xor.b32 %r5, %r5, -559038737;
+  )") + body +
+           R"(
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  ret;
+})";
+  };
+  const uint32_t n = 288;  // offsets -4..4 over every base
+  auto in = [](uint32_t t) {
+    struct {
+      uint32_t mask, base;
+      int32_t offset;
+      uint32_t a, b;
+    } v{(t * 0x9E3779B1u) >> (t & 31), t & 31, int32_t(t >> 5) - 4, t * 0x9E3779B1u,
+        (t * 40503u) ^ 0xDEADBEEFu};
+    return v;
+  };
+  const std::vector<uint32_t> fns = RunPerThreadOut(ptx("fns.b32 %r6, %r2, %r3, %r4;"), n);
+  ASSERT_EQ(fns.size(), n);
+  for (uint32_t t = 0; t < n; ++t) {
+    const auto v = in(t);
+    uint32_t want = 0xffffffffu;
+    if (v.offset == 0) {
+      if ((v.mask >> v.base) & 1) want = v.base;
+    } else {
+      int count = std::abs(v.offset) - 1;
+      for (int pos = int(v.base); pos >= 0 && pos<32; pos += v.offset> 0 ? 1 : -1)
+        if (((v.mask >> pos) & 1) && count-- == 0) {
+          want = uint32_t(pos);
+          break;
+        }
+    }
+    EXPECT_EQ(fns[t], want) << "fns " << t;
+  }
+  for (const bool hi : {false, true}) {
+    const std::vector<uint32_t> dp = RunPerThreadOut(
+        ptx(hi ? "dp2a.hi.u32.s32 %r6, %r2, %r5, %r1;" : "dp2a.lo.s32.u32 %r6, %r2, %r5, %r1;"), n);
+    ASSERT_EQ(dp.size(), n);
+    for (uint32_t t = 0; t < n; ++t) {
+      const auto v = in(t);
+      const uint32_t a = v.mask;  // %r2
+      uint32_t want = t;
+      for (int k = 0; k < 2; ++k) {
+        const uint32_t ah = (a >> (16 * k)) & 0xffff, bb = (v.b >> (8 * ((hi ? 2 : 0) + k))) & 0xff;
+        const int32_t av = hi ? int32_t(ah) : int32_t(int16_t(ah));
+        const int32_t bv = hi ? int32_t(int8_t(bb)) : int32_t(bb);
+        want += uint32_t(av * bv);
+      }
+      EXPECT_EQ(dp[t], want) << (hi ? "dp2a.hi " : "dp2a.lo ") << t;
+    }
+  }
+}
+
+// min/max.NaN: a NaN operand gives the canonical NaN, in f32 and in each half of an f16x2.
+TEST(Registers, MinMaxNaNPropagates) {
+  const std::string ptx = R"(.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<10>; .reg .f32 %f<4>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  cvt.rn.f32.u32 %f1, %r1;
+  mov.f32 %f2, 0f40400000;
+  setp.eq.u32 %p1, %r1, 1;
+  @%p1 mov.f32 %f2, 0f7fc00001;
+  max.NaN.f32 %f3, %f1, %f2;
+  mov.b32 %r2, %f3;
+  min.f32 %f3, %f1, %f2;
+  mov.b32 %r3, %f3;
+  mov.b32 %r4, 0x7e014000;
+  mov.b32 %r5, 0x3c003c00;
+  max.NaN.f16x2 %r6, %r4, %r5;
+  min.NaN.f16x2 %r7, %r5, %r4;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 mov.b32 %r2, %r6;
+  @%p1 mov.b32 %r3, %r7;
+  xor.b32 %r2, %r2, %r3;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+})";
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 8);
+  ASSERT_EQ(out.size(), 8u);
+  // Thread 0: f16x2 max(NaN:2.0, 1.0:1.0) = 7fff:4000, min = 7fff:3c00.
+  EXPECT_EQ(out[0], 0x7fff4000u ^ 0x7fff3c00u);
+  // Thread 1: max.NaN(1, NaN) canonical, min(1, NaN) = 1.
+  EXPECT_EQ(out[1], 0x7fffffffu ^ std::bit_cast<uint32_t>(1.0f));
+  for (uint32_t t = 2; t < 8; ++t)
+    EXPECT_EQ(out[t], std::bit_cast<uint32_t>(std::max(float(t), 3.0f)) ^
+                          std::bit_cast<uint32_t>(std::min(float(t), 3.0f)))
+        << t;
+}
+
+// div.approx.f32 gives a zero for 2^126 < |b| < 2^128 (NaN for an infinite a), as __fdividef
+// is documented to; elsewhere the quotient.
+TEST(Registers, ApproximateDivisionByHugeDivisorsIsZero) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<4>; .reg .f32 %f<4>; .reg .b64 %rd<4>; .reg .pred %p<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.f32 %f1, 0f7149F2CA;
+  mov.f32 %f2, 0f7F61B1E6;
+  setp.eq.u32 %p1, %r1, 1;
+  @%p1 mov.f32 %f1, 0f7F800000;
+  setp.eq.u32 %p2, %r1, 2;
+  @%p2 mov.f32 %f2, 0f40000000;
+  div.approx.f32 %f3, %f1, %f2;
+  mov.b32 %r2, %f3;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+})";
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 3);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0], 0u);                                  // 1e30 / 3e38
+  EXPECT_TRUE(std::isnan(std::bit_cast<float>(out[1])));  // inf / 3e38
+  EXPECT_EQ(std::bit_cast<float>(out[2]), 1e30f / 2.0f);  // 1e30 / 2
+}
+
 // `.reg.b32 t;` (type joined to the directive) declares as `.reg .b32 t;` does: ptxas takes
 // both, and CUDA's half and bfloat16 headers write the first (hexp, hsqrt, h2log, ...).
 TEST(Registers, TypeJoinedToTheDirectiveDeclares) {
