@@ -32,6 +32,25 @@ std::vector<uint32_t> RunPerThreadOut(const std::string& ptx, uint32_t n) {
   return std::vector<uint32_t>(out, out + n);
 }
 
+// A kernel `k` in which thread t (%r1 = %tid.x) leaves a value in %r15, stored to out[t] (its
+// one parameter); `body` may use %r2-%r14, %f1-%f7 and %p1-%p3.
+std::string PerThread(const std::string& body) {
+  return R"(.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<16>; .reg .f32 %f<8>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+)" + body +
+         R"(
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r15;
+  ret;
+})";
+}
+
 // Warp and CTA collectives on one 64-thread block: inputs in[t], outputs out[t*2..].
 TEST(Collectives, ReduxMatchBarRedShflIdx) {
   const std::string ptx = Wrap(R"(
@@ -663,13 +682,7 @@ TEST(SharedLayout, ThirtyTwoBitAddressesWrap) {
 // GPU leaves it (nvcc's 128-bit division reads it with addc; with the flag as a borrow every
 // __int128 quotient came out wrong).
 TEST(Registers, SubtractionLeavesTheCarryOutNotTheBorrow) {
-  const std::string ptx = R"(.version 9.0
-.target sm_75
-.address_size 64
-.visible .entry k(.param .u64 out) {
-  .reg .b32 %r<8>; .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, %tid.x;
+  const std::string ptx = PerThread(R"(
   mul.lo.u32 %r2, %r1, -1640531535;
   xor.b32 %r3, %r1, 23130;
   mul.lo.u32 %r3, %r3, 40503;
@@ -679,11 +692,8 @@ TEST(Registers, SubtractionLeavesTheCarryOutNotTheBorrow) {
   sub.u32 %r7, %r4, %r6;
   shl.b32 %r7, %r7, 1;
   or.b32 %r5, %r5, %r7;
-  mul.wide.u32 %rd2, %r1, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r5;
-  ret;
-})";
+  mov.u32 %r15, %r5;
+)");
   const std::vector<uint32_t> out = RunPerThreadOut(ptx, 64);
   ASSERT_EQ(out.size(), 64u);
   int borrows = 0;
@@ -700,13 +710,7 @@ TEST(Registers, SubtractionLeavesTheCarryOutNotTheBorrow) {
 
 // setp.ftz and set.ftz compare an .f32 subnormal as a zero (fast-math builds compare so).
 TEST(Registers, FtzComparesSubnormalsAsZeros) {
-  const std::string ptx = R"(.version 9.0
-.target sm_75
-.address_size 64
-.visible .entry k(.param .u64 out) {
-  .reg .b32 %r<10>; .reg .f32 %f<2>; .reg .b64 %rd<4>; .reg .pred %p<3>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, %tid.x;
+  const std::string ptx = PerThread(R"(
   add.u32 %r2, %r1, 1;
   setp.ge.u32 %p1, %r1, 16;
   @%p1 add.u32 %r2, %r2, 8388608;
@@ -719,11 +723,8 @@ TEST(Registers, FtzComparesSubnormalsAsZeros) {
   and.b32 %r5, %r5, 4;
   or.b32 %r3, %r3, %r4;
   or.b32 %r3, %r3, %r5;
-  mul.wide.u32 %rd2, %r1, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r3;
-  ret;
-})";
+  mov.u32 %r15, %r3;
+)");
   const std::vector<uint32_t> out = RunPerThreadOut(ptx, 32);
   ASSERT_EQ(out.size(), 32u);
   // Threads 0-15 hold subnormals (1 to 16 ulps), 16-31 normals.
@@ -733,13 +734,7 @@ TEST(Registers, FtzComparesSubnormalsAsZeros) {
 // fns (coalesced groups' shuffles are built on it) and dp2a, against the ISA's definitions.
 TEST(Registers, FnsAndDp2aMatchTheirDefinitions) {
   auto ptx = [](const char* body) {
-    return std::string(R"(.version 9.0
-.target sm_75
-.address_size 64
-.visible .entry k(.param .u64 out) {
-  .reg .b32 %r<12>; .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, %tid.x;
+    return PerThread(std::string(R"(
   and.b32 %r3, %r1, 31;
   mul.lo.u32 %r2, %r1, -1640531535;
   shr.u32 %r2, %r2, %r3;
@@ -747,13 +742,7 @@ TEST(Registers, FnsAndDp2aMatchTheirDefinitions) {
   add.s32 %r4, %r4, -4;
   mul.lo.u32 %r5, %r1, 40503;
   xor.b32 %r5, %r5, -559038737;
-  )") + body +
-           R"(
-  mul.wide.u32 %rd2, %r1, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r6;
-  ret;
-})";
+  )") + body + "\n  mov.u32 %r15, %r6;");
   };
   const uint32_t n = 288;  // offsets -4..4 over every base
   auto in = [](uint32_t t) {
@@ -803,13 +792,7 @@ TEST(Registers, FnsAndDp2aMatchTheirDefinitions) {
 
 // min/max.NaN: a NaN operand gives the canonical NaN, in f32 and in each half of an f16x2.
 TEST(Registers, MinMaxNaNPropagates) {
-  const std::string ptx = R"(.version 9.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 out) {
-  .reg .b32 %r<10>; .reg .f32 %f<4>; .reg .b64 %rd<4>; .reg .pred %p<2>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, %tid.x;
+  const std::string ptx = PerThread(R"(
   cvt.rn.f32.u32 %f1, %r1;
   mov.f32 %f2, 0f40400000;
   setp.eq.u32 %p1, %r1, 1;
@@ -826,11 +809,8 @@ TEST(Registers, MinMaxNaNPropagates) {
   @%p1 mov.b32 %r2, %r6;
   @%p1 mov.b32 %r3, %r7;
   xor.b32 %r2, %r2, %r3;
-  mul.wide.u32 %rd2, %r1, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r2;
-  ret;
-})";
+  mov.u32 %r15, %r2;
+)");
   const std::vector<uint32_t> out = RunPerThreadOut(ptx, 8);
   ASSERT_EQ(out.size(), 8u);
   // Thread 0: f16x2 max(NaN:2.0, 1.0:1.0) = 7fff:4000, min = 7fff:3c00.
@@ -846,13 +826,7 @@ TEST(Registers, MinMaxNaNPropagates) {
 // div.approx.f32 gives a zero for 2^126 < |b| < 2^128 (NaN for an infinite a), as __fdividef
 // is documented to; elsewhere the quotient.
 TEST(Registers, ApproximateDivisionByHugeDivisorsIsZero) {
-  const std::string ptx = R"(.version 9.0
-.target sm_75
-.address_size 64
-.visible .entry k(.param .u64 out) {
-  .reg .b32 %r<4>; .reg .f32 %f<4>; .reg .b64 %rd<4>; .reg .pred %p<3>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, %tid.x;
+  const std::string ptx = PerThread(R"(
   mov.f32 %f1, 0f7149F2CA;
   mov.f32 %f2, 0f7F61B1E6;
   setp.eq.u32 %p1, %r1, 1;
@@ -861,11 +835,8 @@ TEST(Registers, ApproximateDivisionByHugeDivisorsIsZero) {
   @%p2 mov.f32 %f2, 0f40000000;
   div.approx.f32 %f3, %f1, %f2;
   mov.b32 %r2, %f3;
-  mul.wide.u32 %rd2, %r1, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r2;
-  ret;
-})";
+  mov.u32 %r15, %r2;
+)");
   const std::vector<uint32_t> out = RunPerThreadOut(ptx, 3);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0], 0u);                                  // 1e30 / 3e38
@@ -876,13 +847,7 @@ TEST(Registers, ApproximateDivisionByHugeDivisorsIsZero) {
 // `.reg.b32 t;` (type joined to the directive) declares as `.reg .b32 t;` does: ptxas takes
 // both, and CUDA's half and bfloat16 headers write the first (hexp, hsqrt, h2log, ...).
 TEST(Registers, TypeJoinedToTheDirectiveDeclares) {
-  const std::string ptx = R"(.version 9.0
-.target sm_75
-.address_size 64
-.visible .entry k(.param .u64 out) {
-  .reg .b32 %r<4>; .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, %tid.x;
+  const std::string ptx = PerThread(R"(
   {
   .reg.b32 t;
   .reg.pred q;
@@ -894,11 +859,8 @@ TEST(Registers, TypeJoinedToTheDirectiveDeclares) {
   cvt.u32.u16 %r2, g;
   @q add.u32 %r2, %r2, 1000;
   }
-  mul.wide.u32 %rd2, %r1, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r2;
-  ret;
-})";
+  mov.u32 %r15, %r2;
+)");
   const std::vector<uint32_t> out = RunPerThreadOut(ptx, 32);
   ASSERT_EQ(out.size(), 32u);
   for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], 2 * (t + 40) + (t > 3 ? 1000 : 0)) << t;
