@@ -117,7 +117,6 @@ class Dispatcher {
     grids_.insert(at, &g);
     generation_.fetch_add(1, std::memory_order_release);  // running blocks' grids may be outranked
     if (!watchdog_.joinable()) watchdog_ = std::thread([this] { Watch(); });
-    if (grids_.size() == 1) watch_cv_.notify_one();    // it sleeps while no grid runs
     if (FirstEligible() != &g || !HasCore(g)) Kick();  // else Take kicks, once this one has a CPU
     while (g.Left() || g.running > 0) {
       if (FirstEligible() == &g && HasCore(g)) {
@@ -163,10 +162,9 @@ class Dispatcher {
     pthread_setname_np(pthread_self(), "remora-resident");
     std::unique_lock lock(mu_);
     while (!stop_) {
-      if (grids_.empty())
-        watch_cv_.wait(lock);
-      else
-        watch_cv_.wait_for(lock, kStuck);
+      // Not woken by launches (their path stays free of it): a grid can be stuck within
+      // itself only after kStuckWithin anyway.
+      watch_cv_.wait_for(lock, grids_.empty() ? kStuckWithin : kStuck);
       residents_.remove_if([](Resident& r) {
         if (r.done) r.thread.join();  // it has let go of mu_ for good
         return r.done;
@@ -450,7 +448,7 @@ class Dispatcher {
   Helpers helpers_[2];
   bool stop_ = false;
   std::thread watchdog_;              // Watch(), from the first grid on
-  std::condition_variable watch_cv_;  // a grid came, or stop_
+  std::condition_variable watch_cv_;  // stop_
   std::list<Resident> residents_;     // guarded by mu_
 };
 
