@@ -1,10 +1,13 @@
 // emu/blas/level1.cc - level 1: axpy, dot, nrm2, scal, asum, i*amax/i*amin,
-// copy, swap, rot (float and double).
+// copy, swap, rot (float and double), and complex dotu and dotc.
 //
 // As reference BLAS: n <= 0 does nothing (a reduction yields 0); increments may
 // be negative (the vector is walked from its far end), and nrm2, asum, scal and
 // the index reductions treat incx <= 0 like n <= 0.
+#include <cuComplex.h>
+
 #include <cmath>
+#include <type_traits>
 
 #include "emu/blas/blas.h"
 #include "emu/blas/openblas.h"
@@ -22,12 +25,23 @@ cublasStatus_t Axpy(cublasHandle_t h, int n, const T* alpha, const T* x, int inc
   return call.Submit([=] { Blas<T>::axpy(n, a.get(), x, incx, y, incy); });
 }
 
+// x . y; of complex vectors with x conjugated when `conjugate` (dotc), else not (dotu).
 template <class T>
-cublasStatus_t Dot(cublasHandle_t h, int n, const T* x, int incx, const T* y, int incy, T* result) {
+cublasStatus_t Dot(cublasHandle_t h, int n, const T* x, int incx, const T* y, int incy, T* result,
+                   bool conjugate = false) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  return call.Reduce(result,
-                     [=]() -> T { return n <= 0 ? T{0} : Blas<T>::dot(n, x, incx, y, incy); });
+  return call.Reduce(result, [=]() -> T {
+    T r{};
+    if (n <= 0) return r;
+    if constexpr (std::is_same_v<T, cuComplex>)
+      (conjugate ? cblas_cdotc_sub : cblas_cdotu_sub)(n, x, incx, y, incy, &r);
+    else if constexpr (std::is_same_v<T, cuDoubleComplex>)
+      (conjugate ? cblas_zdotc_sub : cblas_zdotu_sub)(n, x, incx, y, incy, &r);
+    else
+      r = Blas<T>::dot(n, x, incx, y, incy);
+    return r;
+  });
 }
 
 template <class T>
@@ -127,6 +141,18 @@ REMORA_BLAS_API cublasStatus_t cublasDdot_v2(cublasHandle_t h, int n, const doub
                                              const double* y, int incy, double* result) {
   return Dot(h, n, x, incx, y, incy, result);
 }
+#define COMPLEX_DOTS(X, T)                                                                         \
+  REMORA_BLAS_API cublasStatus_t cublas##X##dotu_v2(cublasHandle_t h, int n, const T* x, int incx, \
+                                                    const T* y, int incy, T* result) {             \
+    return Dot(h, n, x, incx, y, incy, result, false);                                             \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##dotc_v2(cublasHandle_t h, int n, const T* x, int incx, \
+                                                    const T* y, int incy, T* result) {             \
+    return Dot(h, n, x, incx, y, incy, result, true);                                              \
+  }
+COMPLEX_DOTS(C, cuComplex)
+COMPLEX_DOTS(Z, cuDoubleComplex)
+#undef COMPLEX_DOTS
 REMORA_BLAS_API cublasStatus_t cublasSnrm2_v2(cublasHandle_t h, int n, const float* x, int incx,
                                               float* result) {
   return Nrm2(h, n, x, incx, result);

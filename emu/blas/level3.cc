@@ -1,4 +1,4 @@
-// emu/blas/level3.cc - level 3: gemm (S/D/C/Z), symm, syrk, trsm, trmm
+// emu/blas/level3.cc - level 3: gemm (S/D/C/Z; C/Z strided batched too), symm, syrk, trsm, trmm
 // (out of place, as cuBLAS v2), and the BLAS-like extensions geam and dgmm.
 #include <cuComplex.h>
 
@@ -17,33 +17,39 @@ inline int StoredRows(cublasOperation_t op, int rows, int cols) {
   return op == CUBLAS_OP_N ? rows : cols;
 }
 
+// C = alpha op(A) op(B) + beta C, or `batch` of them with the matrices sa, sb and sc elements
+// apart (strided batched gemm).
 template <class T>
 cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                     int k, const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta,
-                    T* C, int ldc) {
+                    T* C, int ldc, int batch = 1, long long sa = 0, long long sb = 0,
+                    long long sc = 0) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  BLAS_CHECK_ARG(ValidOp(ta) && ValidOp(tb) && m >= 0 && n >= 0 && k >= 0);
+  BLAS_CHECK_ARG(ValidOp(ta) && ValidOp(tb) && m >= 0 && n >= 0 && k >= 0 && batch >= 0);
   BLAS_CHECK_ARG(ValidLd(lda, StoredRows(ta, m, k)) && ValidLd(ldb, StoredRows(tb, k, n)) &&
                  ValidLd(ldc, m));
   BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
-  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   const Scalar<T> a = call.Read(alpha);
   const Scalar<T> b = call.Read(beta);
   return call.Submit([=] {
     const T av = a.get();
     const T bv = b.get();
-    if constexpr (std::is_same_v<T, cuComplex> || std::is_same_v<T, cuDoubleComplex>) {
+    for (int i = 0; i < batch; ++i) {
+      const T* ai = A + i * sa;
+      const T* bi = B + i * sb;
+      T* ci = C + i * sc;
       if constexpr (std::is_same_v<T, cuComplex>) {
-        cblas_cgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, A, lda, B, ldb, &bv, C,
-                    ldc);
+        cblas_cgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, ai, lda, bi, ldb, &bv,
+                    ci, ldc);
+      } else if constexpr (std::is_same_v<T, cuDoubleComplex>) {
+        cblas_zgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, ai, lda, bi, ldb, &bv,
+                    ci, ldc);
       } else {
-        cblas_zgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, A, lda, B, ldb, &bv, C,
-                    ldc);
+        Blas<T>::gemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, av, ai, lda, bi, ldb, bv,
+                      ci, ldc);
       }
-    } else {
-      Blas<T>::gemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, av, A, lda, B, ldb, bv, C,
-                    ldc);
     }
   });
 }
@@ -235,6 +241,20 @@ REMORA_BLAS_API cublasStatus_t cublasZgemm_v2(
     const cuDoubleComplex* alpha, const cuDoubleComplex* A, int lda, const cuDoubleComplex* B,
     int ldb, const cuDoubleComplex* beta, cuDoubleComplex* C, int ldc) {
   return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+// Complex strided batches (the real ones are gemm_ex.cc's, through its typed description).
+REMORA_BLAS_API cublasStatus_t cublasCgemmStridedBatched(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+    const cuComplex* alpha, const cuComplex* A, int lda, long long sa, const cuComplex* B, int ldb,
+    long long sb, const cuComplex* beta, cuComplex* C, int ldc, long long sc, int batch) {
+  return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, batch, sa, sb, sc);
+}
+REMORA_BLAS_API cublasStatus_t cublasZgemmStridedBatched(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+    const cuDoubleComplex* alpha, const cuDoubleComplex* A, int lda, long long sa,
+    const cuDoubleComplex* B, int ldb, long long sb, const cuDoubleComplex* beta,
+    cuDoubleComplex* C, int ldc, long long sc, int batch) {
+  return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, batch, sa, sb, sc);
 }
 REMORA_BLAS_API cublasStatus_t cublasSsymm_v2(cublasHandle_t h, cublasSideMode_t side,
                                               cublasFillMode_t uplo, int m, int n,
