@@ -36,8 +36,8 @@ struct cublasContext {
   cudaStream_t stream = nullptr;
   cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
   cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
-  // The workspace last given to the server (cublasSetWorkspace), to send only a change.
-  bool workspace_set = false;
+  // The workspace last given to the server (cublasSetWorkspace), to send only a change; none
+  // at first, as the server's handle starts.
   uint64_t workspace = 0;
   uint64_t workspace_bytes = 0;
 };
@@ -241,8 +241,7 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
     return CUBLAS_STATUS_INVALID_VALUE;
   // Frameworks set the same workspace before every routine (PyTorch does): a repeat is no news.
   const auto ws = reinterpret_cast<uint64_t>(workspace);
-  if (h->workspace_set && h->workspace == ws && h->workspace_bytes == bytes)
-    return CUBLAS_STATUS_SUCCESS;
+  if (h->workspace == ws && h->workspace_bytes == bytes) return CUBLAS_STATUS_SUCCESS;
   v1::BlasWorkspaceRequest req;
   req.set_handle(h->id);
   req.set_workspace(ws);
@@ -250,7 +249,6 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
   const cublasStatus_t s = ToStatus(Connection::Get().Call(CallId::kBlasSetWorkspace, req));
   if (s == CUBLAS_STATUS_SUCCESS)
     Live().Update(handle, [&](cublasContext& c) {
-      c.workspace_set = true;
       c.workspace = ws;
       c.workspace_bytes = bytes;
     });

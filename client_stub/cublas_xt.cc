@@ -177,9 +177,6 @@ cublasStatus_t XtGemm(cublasXtHandle_t handle, cublasOperation_t ta, cublasOpera
   const size_t mt = std::min(bd, m), nt = std::min(bd, n), kt = std::min(bd, k);
   const T one = One<T>();
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-  auto fail = [&](cudaError_t e) {
-    return status = e == cudaErrorNotSupported ? CUBLAS_STATUS_NOT_SUPPORTED : ToStatus(e);
-  };
   for (size_t j = 0; j < n && !status; j += bd) {
     const size_t nb = std::min(bd, n - j);
     for (size_t i = 0; i < m && !status; i += bd) {
@@ -187,7 +184,7 @@ cublasStatus_t XtGemm(cublasXtHandle_t handle, cublasOperation_t ta, cublasOpera
       View cv;
       if (cudaError_t e =
               Stage(c, i, j, mb, nb, c_dev, !IsZero(*beta), cbuf, mt * nt, h.stream, &cv)) {
-        fail(e);
+        status = ToStatus(e);
         break;
       }
       // At least one product, so that k = 0 still scales C by beta.
@@ -202,7 +199,7 @@ cublasStatus_t XtGemm(cublasXtHandle_t handle, cublasOperation_t ta, cublasOpera
             : Trans(tb) ? Stage(b, j, p, nb, kb, b_dev, true, bbuf, kt * nt, h.stream, &bv)
                         : Stage(b, p, j, kb, nb, b_dev, true, bbuf, kt * nt, h.stream, &bv);
         if (e2) {
-          fail(e2);
+          status = ToStatus(e2);
           break;
         }
         status =
@@ -211,7 +208,7 @@ cublasStatus_t XtGemm(cublasXtHandle_t handle, cublasOperation_t ta, cublasOpera
                  p == 0 ? beta : &one, static_cast<T*>(cv.ptr), cv.ld);
       }
       if (!status && !c_dev)
-        if (cudaError_t e = Unstage(c, i, j, mb, nb, cv, h.stream)) fail(e);
+        if (cudaError_t e = Unstage(c, i, j, mb, nb, cv, h.stream)) status = ToStatus(e);
     }
   }
   return Finish(h, status);
@@ -237,7 +234,7 @@ cublasStatus_t XtWhole(cublasXtHandle_t handle, const std::array<Matrix, N>& mat
     if (!Fits(m.rows) || !Fits(m.cols)) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (cudaError_t e = Stage(m, 0, 0, m.rows, m.cols, dev[i], read[i], bufs[i], m.rows * m.cols,
                               h.stream, &views[i]))
-      status = e == cudaErrorNotSupported ? CUBLAS_STATUS_NOT_SUPPORTED : ToStatus(e);
+      status = ToStatus(e);  // cudaErrorNotSupported: CUBLAS_STATUS_NOT_SUPPORTED
   }
   if (!status) status = routine(h.blas, views);
   for (size_t i = 0; i < N && !status; ++i)
