@@ -92,8 +92,11 @@ class GrpcClientChannel final : public Channel {
   // does. Leaves the op pending on kTimedOut.
   Outcome Await(Op op, Deadline deadline);
   void* Tag(Op op) { return &ops_[op]; }
-  // Records the completion of `tag` (an op's, or the wake-up alarm's). REQUIRES: mu_ held.
-  void Complete(void* tag, bool ok);
+  // Polls cq_ once until `deadline` as the poller (REQUIRES: `lock` holds mu_, polling_ false),
+  // records the op that completed, if any (not the wake-up alarm), and wakes the waiters: their
+  // op may be done, or one of them polls next.
+  grpc::CompletionQueue::NextStatus PollOnce(std::unique_lock<std::mutex>& lock,
+                                             gpr_timespec deadline);
   // The idle poller's loop: polls cq_ while no caller has for idle_after_.
   void PollWhileIdle();
   void StopIdlePoller();
@@ -138,12 +141,23 @@ Result<std::unique_ptr<Channel>> GrpcClientChannel::Open(std::shared_ptr<grpc::C
   return std::unique_ptr<Channel>(std::move(ch));
 }
 
-void GrpcClientChannel::Complete(void* tag, bool ok) {
-  if (tag == &wake_) return;
-  auto* s = static_cast<OpState*>(tag);
-  s->pending = false;
-  s->done = true;
-  s->ok = ok;
+grpc::CompletionQueue::NextStatus GrpcClientChannel::PollOnce(std::unique_lock<std::mutex>& lock,
+                                                              gpr_timespec deadline) {
+  polling_ = true;
+  lock.unlock();
+  void* tag;
+  bool ok;
+  const auto got = cq_.AsyncNext(&tag, &ok, deadline);
+  lock.lock();
+  polling_ = false;
+  if (got == grpc::CompletionQueue::GOT_EVENT && tag != &wake_) {
+    auto* s = static_cast<OpState*>(tag);
+    s->pending = false;
+    s->done = true;
+    s->ok = ok;
+  }
+  cv_.notify_all();
+  return got;
 }
 
 void GrpcClientChannel::PollWhileIdle() {
@@ -154,16 +168,7 @@ void GrpcClientChannel::PollWhileIdle() {
       idle_cv_.wait_until(lock, (polling_ ? now : last_poll_) + idle_after_);
       continue;
     }
-    polling_ = true;
-    lock.unlock();
-    void* tag;
-    bool ok;
-    const auto got = cq_.AsyncNext(&tag, &ok, ToGpr(Deadline::In(idle_after_)));
-    lock.lock();
-    polling_ = false;
-    if (got == grpc::CompletionQueue::GOT_EVENT) Complete(tag, ok);
-    cv_.notify_all();  // a caller's op completed, or a caller waits to poll
-    if (got == grpc::CompletionQueue::SHUTDOWN) break;
+    if (PollOnce(lock, ToGpr(Deadline::In(idle_after_))) == grpc::CompletionQueue::SHUTDOWN) break;
   }
 }
 
@@ -247,17 +252,8 @@ GrpcClientChannel::Outcome GrpcClientChannel::Await(Op op, Deadline deadline) {
   while (!want.done) {
     last_poll_ = std::chrono::steady_clock::now();
     if (!polling_) {
-      polling_ = true;
-      lock.unlock();
-      void* tag;
-      bool ok;
-      auto got = cq_.AsyncNext(&tag, &ok, ToGpr(deadline));
-      lock.lock();
-      polling_ = false;
+      const auto got = PollOnce(lock, ToGpr(deadline));
       last_poll_ = std::chrono::steady_clock::now();
-      if (got == grpc::CompletionQueue::GOT_EVENT) Complete(tag, ok);
-      // Either a follower's op completed or it must take over polling.
-      cv_.notify_all();
       if (got != grpc::CompletionQueue::GOT_EVENT && !want.done) return Outcome::kTimedOut;
     } else if (deadline.at == Deadline::Never().at) {
       cv_.wait(lock);
