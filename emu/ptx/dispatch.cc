@@ -201,9 +201,7 @@ class Dispatcher {
     }
     std::lock_guard lock(mu_);
     g.resident = false;
-    --g.running;
-    if (!g.Left() && g.running == 0) g.wake.notify_one();
-    Kick();
+    RunnerEnded(g);
     me.done = true;
   }
 
@@ -250,17 +248,17 @@ class Dispatcher {
 
   // Every core busy, none freed for kStuck, and `g` waiting with none. REQUIRES: mu_.
   bool Stuck(const Grid& g) const {
-    return g.Left() && g.running == 0 && !HasCore(g) &&
-           NowNs() - last_end_ns_.load(std::memory_order_relaxed) >=
-               uint64_t(std::chrono::nanoseconds(kStuck).count());
+    return g.Left() && g.running == 0 && !HasCore(g) && NoBlockEndedFor(kStuck);
+  }
+
+  bool NoBlockEndedFor(std::chrono::nanoseconds d) const {
+    return NowNs() - last_end_ns_.load(std::memory_order_relaxed) >= uint64_t(d.count());
   }
 
   // `g`'s own blocks hold cores and wait, no block having ended for kStuckWithin, while it has
   // blocks to start and no core for them. REQUIRES: mu_.
   bool StuckWithin(const Grid& g) const {
-    return g.Left() && g.running > 0 && !g.resident && !HasCore(g) &&
-           NowNs() - last_end_ns_.load(std::memory_order_relaxed) >=
-               uint64_t(std::chrono::nanoseconds(kStuckWithin).count());
+    return g.Left() && g.running > 0 && !g.resident && !HasCore(g) && NoBlockEndedFor(kStuckWithin);
   }
 
   // One host CPU per block on a core, as one multiprocessor per block: the host's scheduler,
@@ -324,6 +322,12 @@ class Dispatcher {
       r.slot = -1;
     }
     if (on_core) --running_[Level(g.priority)];
+    RunnerEnded(g);
+  }
+
+  // One of `g`'s runners is done: its launching thread may be too, another block may start.
+  // REQUIRES: mu_.
+  void RunnerEnded(Grid& g) {
     --g.running;
     if (!g.Left() && g.running == 0) g.wake.notify_one();
     Kick();
