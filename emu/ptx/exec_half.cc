@@ -33,11 +33,6 @@ inline double RoundedToOdd(F&& f) {
   return v;
 }
 
-// Flushes a subnormal .f16 to a sign-preserving zero (.ftz; .bf16 has no .ftz form).
-inline uint16_t FlushHalf(uint16_t h) {
-  return (h & 0x7c00) == 0 ? uint16_t(h & 0x8000) : h;
-}
-
 struct Flags {
   bool ftz, sat, relu;
   bool nan = false;  // min/max.NaN
@@ -49,7 +44,7 @@ inline uint16_t Finish(double v, Flags fl) {
   if (fl.sat) v = (v != v || v <= 0) ? 0.0 : v > 1 ? 1.0 : v;
   if (fl.relu && v == v && (v < 0 || std::signbit(v))) v = 0.0;
   uint16_t h = DoubleToHalf(v, Rnd::kRn, F);
-  if (fl.ftz) h = FlushHalf(h);
+  if (fl.ftz) h = FlushSubnormal(h, F);
   return h;
 }
 
@@ -63,9 +58,9 @@ inline bool IsNan(uint16_t h) {
 template <HalfFmt F, HalfOp kOp>
 inline uint16_t Elem(uint16_t a, uint16_t b, uint16_t c, Flags fl) {
   if (fl.ftz) {
-    a = FlushHalf(a);
-    b = FlushHalf(b);
-    c = FlushHalf(c);
+    a = FlushSubnormal(a, F);
+    b = FlushSubnormal(b, F);
+    c = FlushSubnormal(c, F);
   }
   if constexpr (kOp == HalfOp::kNeg) {
     return uint16_t(a ^ 0x8000);
@@ -153,8 +148,7 @@ template <HalfFmt F, int N, HalfFn kFn, bool kFtz>
 int HalfApprox(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
-  constexpr uint16_t kExp = uint16_t(((1 << F.ebits) - 1) << F.man);
-  auto flush = [](uint16_t h) { return kFtz && (h & kExp) == 0 ? uint16_t(h & 0x8000) : h; };
+  auto flush = [](uint16_t h) { return kFtz ? FlushSubnormal(h, F) : h; };
   ForLanes(x.mask, [&](int l) {
     uint64_t r = 0;
     for (int k = 0; k < N; ++k) {
@@ -223,9 +217,8 @@ ExecFn select_half_approx(Inst& in, HalfFn fn) {
 }
 
 uint16_t HalfAddRn(uint16_t a, uint16_t b, HalfFmt f) {
-  double x = HalfToDouble(a, f), y = HalfToDouble(b, f);
-  double v = f.ebits == 5 ? x + y : RoundedToOdd([&] { return x + y; });  // .f16: exact
-  return DoubleToHalf(v, Rnd::kRn, f);
+  return f.ebits == kF16.ebits ? Elem<kF16, HalfOp::kAdd>(a, b, 0, Flags{})
+                               : Elem<kBF16, HalfOp::kAdd>(a, b, 0, Flags{});
 }
 
 ExecFn select_cvt_pack2(Inst& in) {

@@ -462,41 +462,27 @@ int Shf(Exec& x, const Inst& in) {
   return kNext;
 }
 
-int Dp4a(Exec& x, const Inst& in) {
-  uint64_t* d = Dst(x, in.d[0]);
-  const uint64_t* a = Src(x, in.a[0]);
-  const uint64_t* b = Src(x, in.a[1]);
-  const uint64_t* c = Src(x, in.a[2]);
-  bool as = TyIsSigned(in.ty), bs = TyIsSigned(in.ty2);
-  ForLanes(x.mask, [&](int l) {
-    int32_t acc = int32_t(c[l]);
-    for (int k = 0; k < 4; ++k) {
-      uint32_t ab = uint32_t(a[l] >> (8 * k)) & 0xff, bb = uint32_t(b[l] >> (8 * k)) & 0xff;
-      int32_t av = as ? int32_t(int8_t(ab)) : int32_t(ab),
-              bv = bs ? int32_t(int8_t(bb)) : int32_t(bb);
-      acc = int32_t(uint32_t(acc) + uint32_t(av * bv));
-    }
-    d[l] = uint32_t(acc);
-  });
-  return kNext;
-}
-
-// dp2a.{lo,hi}: c plus the two 16-bit halves of a times two bytes of b, its low two (.lo) or
-// its high two (.hi); each element signed or not as its operand's type says.
-int Dp2a(Exec& x, const Inst& in) {
+// dp4a: c plus the four bytes of a times the four bytes of b; dp2a.{lo,hi}: c plus the two
+// 16-bit halves of a times two bytes of b, its low two (.lo) or high two (.hi). Each element is
+// signed or not as its operand's type says; the sum wraps.
+template <int kN>
+int DotAccumulate(Exec& x, const Inst& in) {
+  constexpr int kABits = 32 / kN;
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
   const bool as = TyIsSigned(in.ty), bs = TyIsSigned(in.ty2);
-  const int first = in.sub2 == Sub::kHi ? 2 : 0;
+  const int first = kN == 2 && in.sub2 == Sub::kHi ? 2 : 0;
+  auto extend = [](uint32_t v, int bits, bool sign) {
+    v &= (1u << bits) - 1;
+    return sign ? int32_t(v << (32 - bits)) >> (32 - bits) : int32_t(v);
+  };
   ForLanes(x.mask, [&](int l) {
     uint32_t acc = uint32_t(c[l]);
-    for (int k = 0; k < 2; ++k) {
-      const uint32_t ah = uint32_t(a[l] >> (16 * k)) & 0xffff;
-      const uint32_t bb = uint32_t(b[l] >> (8 * (first + k))) & 0xff;
-      const int32_t av = as ? int32_t(int16_t(ah)) : int32_t(ah);
-      const int32_t bv = bs ? int32_t(int8_t(bb)) : int32_t(bb);
+    for (int k = 0; k < kN; ++k) {
+      const int32_t av = extend(uint32_t(a[l] >> (kABits * k)), kABits, as);
+      const int32_t bv = extend(uint32_t(b[l] >> (8 * (first + k))), 8, bs);
       acc += uint32_t(av * bv);
     }
     d[l] = acc;
@@ -868,6 +854,17 @@ int Setp(Exec& x, const Inst& in) {
   return kNext;
 }
 
+// Sources of setp and set with a 16-bit float operand or destination: Value is what Compare takes,
+// get(raw, k, ftz) element k of a register (ftz: flush a subnormal .f16 or .f32 to zero).
+template <HalfFmt F, bool kX2>
+struct HalfSrc {
+  using Value = double;
+  static constexpr int kElems = kX2 ? 2 : 1;
+  static double get(uint64_t raw, int k, bool ftz) {
+    const uint16_t h = uint16_t(raw >> (16 * k));
+    return HalfToDouble(ftz ? FlushSubnormal(h, F) : h, F);
+  }
+};
 // setp on .f16/.bf16 (one compare; q = !p) and .f16x2/.bf16x2 (p: low half, q: high half).
 template <HalfFmt F, bool kX2, Cmp C>
 int SetpHalf(Exec& x, const Inst& in) {
@@ -878,11 +875,7 @@ int SetpHalf(Exec& x, const Inst& in) {
   bool cneg = in.src_neg & 4;
   bool ftz = in.flags & kFlagFtz;
   uint64_t* q = (in.flags & kFlagSecondDest) ? Dst(x, in.d[1]) : nullptr;
-  auto val = [&](uint64_t raw, int k) {
-    uint16_t h = uint16_t(raw >> (16 * k));
-    if (ftz && (h & 0x7c00) == 0) h &= 0x8000;
-    return HalfToDouble(h, F);
-  };
+  auto val = [&](uint64_t raw, int k) { return HalfSrc<F, kX2>::get(raw, k, ftz); };
   ForLanes(x.mask, [&](int l) {
     bool v0 = Compare<double, C>(val(a[l], 0), val(b[l], 0));
     bool v1 = kX2 ? Compare<double, C>(val(a[l], 1), val(b[l], 1)) : !v0;
@@ -917,18 +910,6 @@ int Set(Exec& x, const Inst& in) {
   return kNext;
 }
 
-// Sources of set with a 16-bit float operand or destination: Value is what Compare takes,
-// get(raw, k, ftz) element k of a register (ftz: flush a subnormal .f16 or .f32 to zero).
-template <HalfFmt F, bool kX2>
-struct HalfSrc {
-  using Value = double;
-  static constexpr int kElems = kX2 ? 2 : 1;
-  static double get(uint64_t raw, int k, bool ftz) {
-    uint16_t h = uint16_t(raw >> (16 * k));
-    if (ftz && (h & 0x7c00) == 0) h &= 0x8000;
-    return HalfToDouble(h, F);
-  }
-};
 template <class T>
 struct PlainSrc {
   using Value = T;
@@ -1250,13 +1231,13 @@ ExecFn select_Cnot(Inst& in) {
 }
 ExecFn select_Dp4a(Inst& in) {
   bool ok = (in.ty == Ty::kU32 || in.ty == Ty::kS32) && (in.ty2 == Ty::kU32 || in.ty2 == Ty::kS32);
-  return ok ? &Dp4a : nullptr;
+  return ok ? &DotAccumulate<4> : nullptr;
 }
 ExecFn select_Dp2a(Inst& in) {
   bool ok = (in.ty == Ty::kU32 || in.ty == Ty::kS32) &&
             (in.ty2 == Ty::kU32 || in.ty2 == Ty::kS32) &&
             (in.sub2 == Sub::kLo || in.sub2 == Sub::kHi);
-  return ok ? &Dp2a : nullptr;
+  return ok ? &DotAccumulate<2> : nullptr;
 }
 ExecFn select_Fns(Inst& in) {
   return in.ty == Ty::kB32 ? &Fns : nullptr;

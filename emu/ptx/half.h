@@ -35,6 +35,11 @@ inline double HalfToDouble(uint16_t h, HalfFmt f) {
     v = std::ldexp(double(man | 0x400), int(exp) - 25);
   return sign ? -v : v;
 }
+// A subnormal of format `f` flushed to a zero of its sign (.ftz), anything else as it is.
+inline uint16_t FlushSubnormal(uint16_t h, HalfFmt f) {
+  const uint16_t exp = uint16_t(((1 << f.ebits) - 1) << f.man);
+  return (h & exp) == 0 ? uint16_t(h & 0x8000) : h;
+}
 inline float HalfToFloat(uint16_t h) {
   return float(HalfToDouble(h, kF16));
 }

@@ -731,8 +731,8 @@ TEST(Registers, FtzComparesSubnormalsAsZeros) {
   for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], t < 16 ? 2u | 4u : 1u | 2u) << t;
 }
 
-// fns (coalesced groups' shuffles are built on it) and dp2a, against the ISA's definitions.
-TEST(Registers, FnsAndDp2aMatchTheirDefinitions) {
+// fns (coalesced groups' shuffles are built on it), dp2a and dp4a, against the ISA's definitions.
+TEST(Registers, FnsDp2aAndDp4aMatchTheirDefinitions) {
   auto ptx = [](const char* body) {
     return PerThread(std::string(R"(
   and.b32 %r3, %r1, 31;
@@ -787,6 +787,15 @@ TEST(Registers, FnsAndDp2aMatchTheirDefinitions) {
       }
       EXPECT_EQ(dp[t], want) << (hi ? "dp2a.hi " : "dp2a.lo ") << t;
     }
+  }
+  const std::vector<uint32_t> dp4 = RunPerThreadOut(ptx("dp4a.s32.u32 %r6, %r2, %r5, %r1;"), n);
+  ASSERT_EQ(dp4.size(), n);
+  for (uint32_t t = 0; t < n; ++t) {
+    const auto v = in(t);
+    uint32_t want = t;
+    for (int k = 0; k < 4; ++k)
+      want += uint32_t(int32_t(int8_t(v.mask >> (8 * k))) * int32_t((v.b >> (8 * k)) & 0xff));
+    EXPECT_EQ(dp4[t], want) << "dp4a " << t;
   }
 }
 
