@@ -255,6 +255,12 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
   FunctionRef fr;
   EMU_RETURN_IF_ERROR(ResolveFunction(ctx, f, &fr));
   const auto& k = *fr.fn->info;
+  if (!k.unrunnable.empty()) {
+    // Refused before it runs: failing when reached would break the context for every user.
+    std::fprintf(stderr, "remora-emu: kernel %s refused: the emulated GPU cannot run it: %s\n",
+                 k.name.c_str(), k.unrunnable.c_str());
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
   for (int i = 0; i < 3; ++i) {

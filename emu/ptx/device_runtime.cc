@@ -126,6 +126,7 @@ uint32_t CheckShape(const ProgramImpl& P, uint32_t kernel, const std::array<uint
       grid[1] > 65535 || grid[2] > 65535 || grid[0] > 0x7fffffffu)
     return cudaErrorInvalidConfiguration;
   if (uint64_t(k.static_shared_bytes) + shared > 227 * 1024) return cudaErrorInvalidConfiguration;
+  if (!k.unrunnable.empty()) return cudaErrorNotSupported;  // as the host's launch refuses it
   return cudaSuccess;
 }
 

@@ -1,4 +1,5 @@
 // emu/ptx/program.cc - Program and Load; how a fault names its instruction.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -44,6 +45,44 @@ void ApplyRelocs(const ProgramImpl& P, const uint64_t* addr) {
   }
 }
 
+// KernelInfo::unrunnable of every kernel: a walk of the code each entry reaches by direct calls
+// (an indirect call's targets are not known until it runs, so they still fault when reached).
+void FindUnrunnable(ProgramImpl& P) {
+  std::vector<uint32_t> starts;  // each defined function's code is one run (regalloc.cc)
+  for (const Function& f : P.funcs)
+    if (f.defined) starts.push_back(f.entry_pc);
+  std::sort(starts.begin(), starts.end());
+  auto end_of = [&](uint32_t entry) {
+    auto next = std::upper_bound(starts.begin(), starts.end(), entry);
+    return next == starts.end() ? uint32_t(P.code.size()) : *next;
+  };
+  for (size_t k = 0; k < P.kernels.size(); ++k) {
+    std::vector<bool> seen(P.funcs.size());
+    std::vector<uint32_t> todo{P.kernel_func[k]};
+    seen[todo[0]] = true;
+    std::string why;
+    while (!todo.empty() && why.empty()) {
+      const Function& f = P.funcs[todo.back()];
+      todo.pop_back();
+      for (uint32_t pc = f.entry_pc, e = end_of(f.entry_pc); pc < e && why.empty(); ++pc) {
+        const Inst& in = P.code[pc];
+        if (in.fn == &exec_unimplemented) {
+          why = "instruction form not implemented at " + Describe(P, in);
+        } else if (in.op == Op::kCall && !P.calls[in.target].indirect) {
+          const uint32_t c = P.calls[in.target].callee;
+          if (P.funcs[c].builtin == Builtin::kUnserved)
+            why = "call to " + P.funcs[c].name + " (device-side control of a CUDA graph)";
+          else if (P.funcs[c].defined && !seen[c]) {
+            seen[c] = true;
+            todo.push_back(c);
+          }
+        }
+      }
+    }
+    P.kernels[k].unrunnable = std::move(why);
+  }
+}
+
 }  // namespace
 
 void ApplyRelocations(const Program& program, std::span<const uint64_t> global_addresses) {
@@ -57,6 +96,7 @@ Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sou
   ProgramImpl& P = *impl;
   PackRegisters(P);
   PlanTogether(P);
+  FindUnrunnable(P);
   for (const Global& g : P.globals) {
     P.own_storage.emplace_back((g.size + 7) / 8 + 1, 0);
     if (!g.init.empty())  // a zero-length array has no initializer to copy

@@ -39,6 +39,10 @@ struct KernelInfo {
   uint32_t local_bytes;            // per-thread .local (depot) size
   uint32_t max_threads_per_block;  // from .maxntid, else 1024
   uint32_t num_regs;               // best-effort count, for cuFuncGetAttribute
+  // Why the interpreter cannot run this kernel: the first instruction form it does not
+  // implement, or the first call to a CUDA function it does not serve, that the entry reaches
+  // through direct calls ("instruction form not implemented at ..."). Empty when it can.
+  std::string unrunnable;
 };
 
 // A module-scope .global or .const variable.

@@ -89,6 +89,81 @@ TEST_F(EmuModule, EnumeratesTheModulesKernels) {
   EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
 }
 
+// A kernel that reaches, directly or through a device function, an instruction form the
+// interpreter does not implement is refused at launch with CUDA_ERROR_NOT_SUPPORTED, before it
+// runs: the context stays healthy and the module's other kernels run. (Failing when reached
+// would break the context of every tenant sharing it.)
+TEST_F(EmuModule, AKernelTheEmulatorCannotRunIsRefusedAtLaunch) {
+  const char ptx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.func (.param .b32 r) deep(.param .b32 a)
+{
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [a];
+  mad.hi.sat.s32 %r2, %r1, %r1, %r1;
+  st.param.b32 [r], %r2;
+  ret;
+}
+.func (.param .b32 r) middle(.param .b32 a)
+{
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [a];
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 r0;
+  call.uni (r0), deep, (p0);
+  ld.param.b32 %r2, [r0];
+  }
+  st.param.b32 [r], %r2;
+  ret;
+}
+.visible .entry through_calls(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  .reg .pred %p<2>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 999;
+  @%p1 bra DONE;
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 r0;
+  call.uni (r0), middle, (p0);
+  ld.param.b32 %r2, [r0];
+  }
+DONE:
+  ret;
+}
+.visible .entry plain(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 7;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  CUmodule m;
+  ASSERT_EQ(api.cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+  CUfunction bad, plain;
+  ASSERT_EQ(api.cuModuleGetFunction(&bad, m, "through_calls"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleGetFunction(&plain, m, "plain"), CUDA_SUCCESS);
+  Dev<uint32_t> out(std::vector<uint32_t>{0});
+  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(out.get());
+  void* args[] = {&p};
+  EXPECT_EQ(api.cuLaunchKernel(bad, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);  // nothing ran, nothing broke
+  ASSERT_EQ(api.cuLaunchKernel(plain, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(out.Get(), std::vector<uint32_t>{7});
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 // cudaFuncAttributes::ptxVersion is the arch the PTX was compiled for (CUB
 // chooses its tuning from it), not the device's.
 TEST_F(EmuModule, PtxVersionIsTheModulesTarget) {

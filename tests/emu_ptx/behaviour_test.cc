@@ -1386,6 +1386,10 @@ TEST(DeviceRuntime, AConditionalNodesDeviceCallFailsWhenReachedByName) {
   EXPECT_NE(s.message().find("cudaGraphSetConditional, device-side control of a CUDA graph"),
             std::string::npos)
       << s.message();
+  // What the driver reads to refuse such a launch before it runs (module_test.cc).
+  EXPECT_EQ(prog->kernels()[*prog->FindKernel("plain")].unrunnable, "");
+  EXPECT_NE(prog->kernels()[*prog->FindKernel("steer")].unrunnable.find("cudaGraphSetConditional"),
+            std::string::npos);
 }
 
 // Warp 0 spins on a shared flag that only warp 1 sets, after the block's barrier: on a GPU the

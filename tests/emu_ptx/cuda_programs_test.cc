@@ -64,6 +64,7 @@ TEST_P(CudaPrograms, LoadWithNothingRefused) {
     }
     ASSERT_TRUE(r.ok()) << name << ": " << r.status().ToString();
     for (const std::string& what : Refused(**r)) {
+      if (name == "error_paths" && what.starts_with("mad.hi.sat.s32")) continue;  // its subject
       ADD_FAILURE() << name << " (compute_" << GetParam() << "): refused " << what;
     }
   }

@@ -1,6 +1,17 @@
 // tests/cuda/kernels/error_paths.cu - the runtime's answers to common mistakes, and error strings.
 #include "common.h"
 
+// mad.hi.sat.s32: a form valid PTX that the emulated GPU does not implement.
+__global__ void mad_hi_sat(int* out, int a, int b, int c) {
+  int d;
+  asm("mad.hi.sat.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  *out = d;
+}
+
+__global__ void store(int* out, int v) {
+  *out = v;
+}
+
 int main() {
   int failures = 0;
   auto expect = [&](bool ok, const char* what) {
@@ -55,6 +66,32 @@ int main() {
   EXPECT_CUDA(cudaGetLastError(), cudaSuccess);
   EXPECT_CUDA(cudaPeekAtLastError(), cudaSuccess);
   CHECK(cudaDeviceSynchronize());  // the context is healthy
+
+  // A kernel the device cannot run. A GPU runs this one; the emulated GPU refuses it at launch
+  // with cudaErrorNotSupported (a Remora-only answer) and, as for any launch refused before it
+  // runs, the error is not sticky: the context, and everyone sharing it, goes on.
+  int* d;
+  CHECK(cudaMalloc(&d, sizeof(int)));
+  const int a = 0x7fffffff, b = 0x7fffffff, c = 0x7fffffff;
+  mad_hi_sat<<<1, 1>>>(d, a, b, c);
+  cudaError_t ran = cudaGetLastError();
+  if (ran == cudaSuccess) ran = cudaDeviceSynchronize();
+  if (ran == cudaSuccess) {
+    int got = 0;
+    CHECK(cudaMemcpy(&got, d, sizeof got, cudaMemcpyDeviceToHost));
+    const long long sum = ((static_cast<long long>(a) * b) >> 32) + c;
+    expect(got == static_cast<int>(std::min<long long>(sum, INT_MAX)), "mad.hi.sat.s32");
+  } else {
+    expect(ran == cudaErrorNotSupported, "a kernel the device cannot run: cudaErrorNotSupported");
+    (void)cudaGetLastError();
+  }
+  store<<<1, 1>>>(d, 42);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  int stored = 0;
+  CHECK(cudaMemcpy(&stored, d, sizeof stored, cudaMemcpyDeviceToHost));
+  expect(stored == 42, "the next kernel runs");
+  CHECK(cudaFree(d));
 
   struct {
     cudaError_t code;
