@@ -243,8 +243,11 @@ int32_t BlasLtSetDescAttribute(BlasLtDesc& d, int32_t attr, const void* buf, siz
     case 38:  // EMULATION_DESCRIPTOR
       return SetIgnored(d.unsupported, buf, size, 8);
     // int32 settings not forwarded: 0 (or -1 for a type) only.
+    case 25: {  // FAST_ACCUM (int8_t): leave to sum less precisely, so any value is served
+      int8_t v = 0;
+      return SetField(v, buf, size);
+    }
     case 15:  // SM_COUNT_TARGET
-    case 25:  // FAST_ACCUM
     case 31:  // A_SCALE_MODE
     case 32:  // B_SCALE_MODE
     case 33:  // C_SCALE_MODE

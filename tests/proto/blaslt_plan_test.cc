@@ -158,6 +158,11 @@ TEST(BlasLtPlan, AttributesRoundTripWithNvidiasSizes) {
   EXPECT_FALSE(d.unsupported);
   EXPECT_EQ(BlasLtSetDescAttribute(d, 17, &some_ptr, 8), 0);  // set: the matmul refuses
   EXPECT_TRUE(d.unsupported);
+  BlasLtDesc fast;
+  const int8_t on = 1;  // FAST_ACCUM is an int8_t (PyTorch's fp8 matmuls set it)
+  EXPECT_EQ(BlasLtSetDescAttribute(fast, 25, &on, sizeof on), 0);
+  EXPECT_EQ(BlasLtSetDescAttribute(fast, 25, &t, sizeof t), 7);
+  EXPECT_FALSE(fast.unsupported);
   size_t written = 0;
   EXPECT_EQ(BlasLtGetDescAttribute(d, 3, nullptr, 0, &written), 0);
   EXPECT_EQ(written, 4u);
