@@ -30,6 +30,19 @@ bool IsDeviceMappedHost(const void* p) {
   return St().host.IsDeviceMapped(p);
 }
 
+// True if `kind` names as host memory a known device allocation, or as device memory pinned
+// host memory: CUDA leaves such a copy undefined, and a GPU with unified addressing goes by the
+// pointers. So does Copy, on every transport, and never touches a device address as host memory.
+bool KindContradictsPointers(const void* dst, const void* src, cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyDefault) return false;
+  const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  auto wrong = [](const void* p, bool named_device) {
+    return named_device ? St().host.IsPinned(p) : IsDevice(p);
+  };
+  return wrong(dst, dst_dev) || wrong(src, src_dev);
+}
+
 // Waits for stream `sid` (0: the legacy stream, which waits for every blocking
 // stream) before the host touches memory its kernels may be using.
 cudaError_t SyncStream(Connection& c, uint64_t sid) {
@@ -309,7 +322,7 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   // Managed and mapped memory is host memory to the copy engine, whatever kind
   // the app named (unified addressing: the pointer says where it is).
   bool mapped_host = IsDeviceMappedHost(dst) || IsDeviceMappedHost(src);
-  if (mapped_host) kind = cudaMemcpyDefault;
+  if (mapped_host || KindContradictsPointers(dst, src, kind)) kind = cudaMemcpyDefault;
   if (kind == cudaMemcpyDefault) {
     bool d = IsDevice(dst), s = IsDevice(src);
     kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)

@@ -96,6 +96,22 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(a, pinned, n, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(portable, a, n, cudaMemcpyDeviceToHost));
   expect(std::memcmp(portable, src.data(), n) == 0, "pinned copies");
+  // A kind that contradicts the pointers (SHOC's FFT copies device <- pinned with
+  // cudaMemcpyDeviceToHost): undefined in CUDA, but unified addressing goes by the pointers and
+  // the program gets its data, on every transport; the mirror case must not crash either.
+  std::memset(pinned, 0x5a, n);
+  CHECK(cudaMemset(a, 0, n));
+  CHECK(cudaMemcpy(a, pinned, n, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(portable, a, n, cudaMemcpyDeviceToHost));
+  expect(std::all_of(portable, portable + n, [](unsigned char v) { return v == 0x5a; }),
+         "device <- pinned named DeviceToHost");
+  std::memset(pinned, 0, n);
+  const cudaError_t mirror = cudaMemcpy(pinned, a, n, cudaMemcpyHostToDevice);
+  (void)cudaGetLastError();
+  expect(mirror == cudaErrorInvalidValue ||
+             (mirror == cudaSuccess &&
+              std::all_of(pinned, pinned + n, [](unsigned char v) { return v == 0x5a; })),
+         "pinned <- device named HostToDevice: the data or cudaErrorInvalidValue");
   CHECK(cudaFreeHost(pinned));
   CHECK(cudaFreeHost(portable));
 
