@@ -15,8 +15,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "client_stub/blas_common.h"
 #include "client_stub/connection.h"
@@ -63,6 +67,15 @@ uint64_t HandleId(cublasLtHandle_t h) {
 
 cublasStatus_t FromPlan(const Status& s) {
   return static_cast<cublasStatus_t>(CudaToBlasStatus(s.code()));
+}
+
+// Says on stderr, once per line, why a matmul is not forwarded: its status alone does not name
+// the attribute or type that made it so.
+void SayNotForwarded(const std::string& line) {
+  static NoDestructor<std::mutex> mu;
+  static NoDestructor<std::set<std::string>> said;
+  std::lock_guard lock(*mu);
+  if (said->insert(line).second) std::fprintf(stderr, "remora: %s\n", line.c_str());
 }
 
 void ToWire(const BlasLtLayout& l, v1::BlasLtMatmulRequest::Layout* w) {
@@ -209,7 +222,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   Result<BlasLtPlan> plan = PlanBlasLt(MatmulOf(desc, Adesc, Bdesc, Cdesc, Ddesc));
   // A matmul Remora does not forward has no algorithm: the caller may fall back to cuBLAS, as
   // PyTorch does when the heuristic finds none (cublasLtMatmul itself still says why).
-  if (!plan.ok() && plan.status().code() == err::kNotSupported) return CUBLAS_STATUS_SUCCESS;
+  if (!plan.ok() && plan.status().code() == err::kNotSupported) {
+    SayNotForwarded("cublasLtMatmulAlgoGetHeuristic finds no algorithm, as Remora does not " +
+                    std::string("forward this matmul: ") + plan.status().message());
+    return CUBLAS_STATUS_SUCCESS;
+  }
   if (!plan.ok()) return FromPlan(plan.status());
   results[0] = cublasLtMatmulHeuristicResult_t{};
   results[0].algo.data[0] = kRemoraAlgo;
@@ -234,6 +251,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     return CUBLAS_STATUS_INVALID_VALUE;
   const BlasLtMatmul m = MatmulOf(desc, Adesc, Bdesc, Cdesc, Ddesc);
   Result<BlasLtPlan> plan = PlanBlasLt(m);
+  if (!plan.ok() && plan.status().code() == err::kNotSupported)
+    SayNotForwarded(plan.status().message() +
+                    "; Remora does not forward it: CUBLAS_STATUS_NOT_SUPPORTED");
   if (!plan.ok()) return FromPlan(plan.status());
   v1::BlasLtMatmulRequest req;
   req.set_handle(id);

@@ -58,7 +58,9 @@ Status CheckLayout(const BlasLtLayout& l, const char* name) {
                " is less than max(1, rows = " + std::to_string(l.rows) + ")");
   if (l.batch < 1) return Bad(n + " batch count " + std::to_string(l.batch) + " is below 1");
   if (l.stride < 0) return Bad(n + " batch stride " + std::to_string(l.stride) + " is negative");
-  if (l.unsupported) return Unsupported(n + " has an attribute value not forwarded");
+  if (l.unsupported >= 0)
+    return Unsupported(n + " attribute " + std::to_string(l.unsupported) +
+                       " (cublasLtMatrixLayoutAttribute_t) has a value not forwarded");
   return OkStatus();
 }
 
@@ -82,7 +84,9 @@ bool BlasLtHasBias(uint32_t epilogue) {
 
 Result<BlasLtPlan> PlanBlasLt(const BlasLtMatmul& m) {
   const BlasLtDesc& desc = m.desc;
-  if (desc.unsupported) return Unsupported("a descriptor attribute has a value not forwarded");
+  if (desc.unsupported >= 0)
+    return Unsupported("matmul descriptor attribute " + std::to_string(desc.unsupported) +
+                       " (cublasLtMatmulDescAttributes_t) has a value not forwarded");
   if (!Fp32Compute(desc.compute_type))
     return Unsupported("compute type " + std::to_string(desc.compute_type) +
                        " is not CUBLAS_COMPUTE_32F or one of its variants");
@@ -186,13 +190,13 @@ int32_t GetField(const T& field, void* buf, size_t size, size_t* written) {
 }
 // An attribute not forwarded: its default (all zero, or -1 for a type) is
 // accepted and changes nothing; another value makes the descriptor unsupported.
-int32_t SetIgnored(bool& unsupported, const void* buf, size_t size, size_t expect,
+int32_t SetIgnored(int32_t& unsupported, int32_t attr, const void* buf, size_t size, size_t expect,
                    bool minus_one_default = false) {
   if (size != expect) return kInvalid;
   int64_t v = 0;
   std::memcpy(&v, buf, size);
   if (size == 4) v = static_cast<int32_t>(v);
-  if (v != 0 && !(minus_one_default && v == -1)) unsupported = true;
+  if (v != 0 && !(minus_one_default && v == -1) && unsupported < 0) unsupported = attr;
   return kSuccess;
 }
 
@@ -212,11 +216,11 @@ int32_t BlasLtSetDescAttribute(BlasLtDesc& d, int32_t attr, const void* buf, siz
     case 4:  // TRANSB
       return SetField(d.transb, buf, size);
     case 5:  // TRANSC: only CUBLAS_OP_N
-      return SetIgnored(d.unsupported, buf, size, 4);
+      return SetIgnored(d.unsupported, attr, buf, size, 4);
     case 6: {  // FILL_MODE: only CUBLAS_FILL_MODE_FULL (2)
       int32_t v = 0;
       if (int32_t s = SetField(v, buf, size)) return s;
-      if (v != 2) d.unsupported = true;
+      if (v != 2 && d.unsupported < 0) d.unsupported = attr;
       return kSuccess;
     }
     case 7:  // EPILOGUE
@@ -241,7 +245,7 @@ int32_t BlasLtSetDescAttribute(BlasLtDesc& d, int32_t attr, const void* buf, siz
     case 24:  // EPILOGUE_AUX_AMAX_POINTER
     case 36:  // D_OUT_SCALE_POINTER
     case 38:  // EMULATION_DESCRIPTOR
-      return SetIgnored(d.unsupported, buf, size, 8);
+      return SetIgnored(d.unsupported, attr, buf, size, 8);
     // int32 settings not forwarded: 0 (or -1 for a type) only.
     case 25: {  // FAST_ACCUM (int8_t): leave to sum less precisely, so any value is served
       int8_t v = 0;
@@ -254,9 +258,9 @@ int32_t BlasLtSetDescAttribute(BlasLtDesc& d, int32_t attr, const void* buf, siz
     case 34:  // D_SCALE_MODE
     case 35:  // EPILOGUE_AUX_SCALE_MODE
     case 37:  // D_OUT_SCALE_MODE
-      return SetIgnored(d.unsupported, buf, size, 4);
+      return SetIgnored(d.unsupported, attr, buf, size, 4);
     case 22:  // EPILOGUE_AUX_DATA_TYPE
-      return SetIgnored(d.unsupported, buf, size, 4, /*minus_one_default=*/true);
+      return SetIgnored(d.unsupported, attr, buf, size, 4, /*minus_one_default=*/true);
     default:
       return kInvalid;
   }
@@ -306,9 +310,9 @@ int32_t BlasLtSetLayoutAttribute(BlasLtLayout& l, int32_t attr, const void* buf,
     case 6:  // STRIDED_BATCH_OFFSET
       return SetField(l.stride, buf, size);
     case 7:  // PLANE_OFFSET: interleaved only
-      return SetIgnored(l.unsupported, buf, size, 8);
+      return SetIgnored(l.unsupported, attr, buf, size, 8);
     case 8:  // BATCH_MODE: strided only
-      return SetIgnored(l.unsupported, buf, size, 4);
+      return SetIgnored(l.unsupported, attr, buf, size, 4);
     default:
       return kInvalid;
   }

@@ -30,9 +30,9 @@ struct BlasLtLayout {
   int32_t order = 0;   // cublasLtOrder_t; only CUBLASLT_ORDER_COL (0) is supported
   int32_t batch = 1;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT
   int64_t stride = 0;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, in elements
-  // An attribute was set to a value not forwarded (planar complex, pointer-array
-  // batches): a matmul using the layout is CUBLAS_STATUS_NOT_SUPPORTED.
-  bool unsupported = false;
+  // The first attribute set to a value not forwarded (planar complex, pointer-array
+  // batches), or -1: a matmul using the layout is CUBLAS_STATUS_NOT_SUPPORTED, naming it.
+  int32_t unsupported = -1;
 };
 
 // A matmul descriptor's attributes (cublasLtMatmulDesc_t). Plain data: the
@@ -47,9 +47,9 @@ struct BlasLtDesc {
   int32_t bias_type = -1;         // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE; -1: D's type
   int64_t bias_batch_stride = 0;  // in elements
   uint64_t bias = 0;              // CUBLASLT_MATMUL_DESC_BIAS_POINTER
-  // An attribute was set to a value the forwarding cannot express (TRANSC,
-  // FILL_MODE, scale or aux pointers, ...): the matmul is NOT_SUPPORTED.
-  bool unsupported = false;
+  // The first attribute set to a value the forwarding cannot express (TRANSC,
+  // FILL_MODE, scale or aux pointers, ...), or -1: the matmul is NOT_SUPPORTED, naming it.
+  int32_t unsupported = -1;
 };
 
 // The matrices of a matmul, in cublasLtMatmul's order.

@@ -123,7 +123,7 @@ TEST(BlasLtPlan, RefusesWhatCuBlasLtRefuses) {
   g.desc.bias_type = kBF16;
   EXPECT_EQ(code(g), err::kInvalidValue);
   g = Gemm(kF32, 4, 4, 4);
-  g.desc.unsupported = true;
+  g.desc.unsupported = 17;
   EXPECT_EQ(code(g), err::kNotSupported);
   // A reach no device holds.
   g = Gemm(kF32, 4, 4, 4);
@@ -155,14 +155,14 @@ TEST(BlasLtPlan, AttributesRoundTripWithNvidiasSizes) {
   EXPECT_EQ(BlasLtSetDescAttribute(d, 3, nullptr, 4), 7);  // no buffer
   const uint64_t null_ptr = 0, some_ptr = 0x1000;
   EXPECT_EQ(BlasLtSetDescAttribute(d, 17, &null_ptr, 8), 0);  // A_SCALE_POINTER null: default
-  EXPECT_FALSE(d.unsupported);
+  EXPECT_EQ(d.unsupported, -1);
   EXPECT_EQ(BlasLtSetDescAttribute(d, 17, &some_ptr, 8), 0);  // set: the matmul refuses
-  EXPECT_TRUE(d.unsupported);
+  EXPECT_EQ(d.unsupported, 17);                               // named in the matmul's refusal
   BlasLtDesc fast;
   const int8_t on = 1;  // FAST_ACCUM is an int8_t (PyTorch's fp8 matmuls set it)
   EXPECT_EQ(BlasLtSetDescAttribute(fast, 25, &on, sizeof on), 0);
   EXPECT_EQ(BlasLtSetDescAttribute(fast, 25, &t, sizeof t), 7);
-  EXPECT_FALSE(fast.unsupported);
+  EXPECT_EQ(fast.unsupported, -1);
   size_t written = 0;
   EXPECT_EQ(BlasLtGetDescAttribute(d, 3, nullptr, 0, &written), 0);
   EXPECT_EQ(written, 4u);
@@ -175,7 +175,7 @@ TEST(BlasLtPlan, AttributesRoundTripWithNvidiasSizes) {
   EXPECT_EQ(l.ld, 9);
   const uint32_t pointer_array = 1;
   EXPECT_EQ(BlasLtSetLayoutAttribute(l, 8, &pointer_array, 4), 0);  // BATCH_MODE
-  EXPECT_TRUE(l.unsupported);
+  EXPECT_EQ(l.unsupported, 8);
 }
 
 }  // namespace
