@@ -381,6 +381,28 @@ COPY(Dswap, double, double)
   }
 ROT(Srot, float)
 ROT(Drot, double)
+AXPY(Caxpy, cuComplex)
+AXPY(Zaxpy, cuDoubleComplex)
+SCAL(Cscal, cuComplex)
+SCAL(Zscal, cuDoubleComplex)
+COPY(Ccopy, cuComplex, const cuComplex)
+COPY(Zcopy, cuDoubleComplex, const cuDoubleComplex)
+COPY(Cswap, cuComplex, cuComplex)
+COPY(Zswap, cuDoubleComplex, cuDoubleComplex)
+NORM(Icamax, cuComplex, int)
+NORM(Izamax, cuDoubleComplex, int)
+NORM(Icamin, cuComplex, int)
+NORM(Izamin, cuDoubleComplex, int)
+NORM(Scasum, cuComplex, float)
+NORM(Dzasum, cuDoubleComplex, double)
+NORM(Scnrm2, cuComplex, float)
+NORM(Dznrm2, cuDoubleComplex, double)
+#define SCAL_REAL(Name, T, R)                                                                 \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const R* alpha, T* x, int incx) { \
+    return Forward(h, Op::k##Name, {n, incx}, {x}, {alpha});                                  \
+  }
+SCAL_REAL(Csscal, cuComplex, float)
+SCAL_REAL(Zdscal, cuDoubleComplex, double)
 
 // ---- Level 2 ---------------------------------------------------------------------------
 
@@ -417,6 +439,81 @@ SYMV(Dsymv, double)
   }
 TRSV(Strsv, float)
 TRSV(Dtrsv, double)
+TRSV(Strmv, float)
+TRSV(Dtrmv, double)
+#define TBSV(Name, T)                                                                            \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,                      \
+                                   cublasOperation_t trans, cublasDiagType_t diag, int n, int k, \
+                                   const T* A, int lda, T* x, int incx) {                        \
+    return Forward(h, Op::k##Name, {uplo, trans, diag, n, k, lda, incx}, {A, x});                \
+  }
+TBSV(Stbmv, float)
+TBSV(Dtbmv, double)
+TBSV(Stbsv, float)
+TBSV(Dtbsv, double)
+#define TPSV(Name, T)                                                                     \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
+                                   cublasOperation_t trans, cublasDiagType_t diag, int n, \
+                                   const T* AP, T* x, int incx) {                         \
+    return Forward(h, Op::k##Name, {uplo, trans, diag, n, incx}, {AP, x});                \
+  }
+TPSV(Stpmv, float)
+TPSV(Dtpmv, double)
+TPSV(Stpsv, float)
+TPSV(Dtpsv, double)
+#define GBMV(Name, T)                                                                       \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasOperation_t trans, int m, int n, \
+                                   int kl, int ku, const T* alpha, const T* A, int lda,     \
+                                   const T* x, int incx, const T* beta, T* y, int incy) {   \
+    return Forward(h, Op::k##Name, {trans, m, n, kl, ku, lda, incx, incy}, {A, x, y},       \
+                   {alpha, beta});                                                          \
+  }
+GBMV(Sgbmv, float)
+GBMV(Dgbmv, double)
+#define SBMV(Name, T)                                                                         \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, int k,     \
+                                   const T* alpha, const T* A, int lda, const T* x, int incx, \
+                                   const T* beta, T* y, int incy) {                           \
+    return Forward(h, Op::k##Name, {uplo, n, k, lda, incx, incy}, {A, x, y}, {alpha, beta});  \
+  }
+SBMV(Ssbmv, float)
+SBMV(Dsbmv, double)
+#define SPMV(Name, T)                                                                              \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+                                   const T* AP, const T* x, int incx, const T* beta, T* y,         \
+                                   int incy) {                                                     \
+    return Forward(h, Op::k##Name, {uplo, n, incx, incy}, {AP, x, y}, {alpha, beta});              \
+  }
+SPMV(Sspmv, float)
+SPMV(Dspmv, double)
+#define SYR(Name, T)                                                                               \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+                                   const T* x, int incx, T* A, int lda) {                          \
+    return Forward(h, Op::k##Name, {uplo, n, incx, lda}, {x, A}, {alpha});                         \
+  }
+SYR(Ssyr, float)
+SYR(Dsyr, double)
+#define SYR2(Name, T)                                                                              \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+                                   const T* x, int incx, const T* y, int incy, T* A, int lda) {    \
+    return Forward(h, Op::k##Name, {uplo, n, incx, incy, lda}, {x, y, A}, {alpha});                \
+  }
+SYR2(Ssyr2, float)
+SYR2(Dsyr2, double)
+#define SPR(Name, T)                                                                               \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+                                   const T* x, int incx, T* AP) {                                  \
+    return Forward(h, Op::k##Name, {uplo, n, incx}, {x, AP}, {alpha});                             \
+  }
+SPR(Sspr, float)
+SPR(Dspr, double)
+#define SPR2(Name, T)                                                                              \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+                                   const T* x, int incx, const T* y, int incy, T* AP) {            \
+    return Forward(h, Op::k##Name, {uplo, n, incx, incy}, {x, y, AP}, {alpha});                    \
+  }
+SPR2(Sspr2, float)
+SPR2(Dspr2, double)
 
 // ---- Level 3 ---------------------------------------------------------------------------
 
@@ -447,6 +544,16 @@ SYMM(Dsymm, double)
   }
 SYRK(Ssyrk, float)
 SYRK(Dsyrk, double)
+#define SYR2K(Name, Sym, T)                                                                       \
+  cublasStatus_t Sym(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n,     \
+                     int k, const T* alpha, const T* A, int lda, const T* B, int ldb,             \
+                     const T* beta, T* C, int ldc) {                                              \
+    return Forward(h, Op::k##Name, {uplo, trans, n, k, lda, ldb, ldc}, {A, B, C}, {alpha, beta}); \
+  }
+SYR2K(Ssyr2k, cublasSsyr2k_v2, float)
+SYR2K(Dsyr2k, cublasDsyr2k_v2, double)
+SYR2K(Ssyrkx, cublasSsyrkx, float)
+SYR2K(Dsyrkx, cublasDsyrkx, double)
 #define TRSM(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, \
                                    cublasOperation_t trans, cublasDiagType_t diag, int m, int n,   \

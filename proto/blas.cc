@@ -48,6 +48,18 @@ constexpr BlasShapeInfo kInfo[] = {
     {6, 3, 0, true},   // Getrs   trans n nrhs lda ldb batch | A[] pivots B[] -> host info
     {4, 4, 0, false},  // Getri   n lda ldc batch | A[] pivots C[] info
     {4, 3, 0, false},  // Matinv  n lda lda_inv batch | A[] Ainv[] info
+    {7, 2, 0, false},  // Tbsv    uplo trans diag n k lda incx | A x  (tbmv too)
+    {5, 2, 0, false},  // Tpsv    uplo trans diag n incx | AP x  (tpmv too)
+    {8, 3, 2, false},  // Gbmv    trans m n kl ku lda incx incy | A x y | alpha beta
+    {6, 3, 2, false},  // Sbmv    uplo n k lda incx incy | A x y | alpha beta
+    {4, 3, 2, false},  // Spmv    uplo n incx incy | AP x y | alpha beta
+    {4, 2, 1, false},  // Syr     uplo n incx lda | x A | alpha
+    {5, 3, 1, false},  // Syr2    uplo n incx incy lda | x y A | alpha
+    {3, 2, 1, false},  // Spr     uplo n incx | x AP | alpha
+    {4, 3, 1, false},  // Spr2    uplo n incx incy | x y AP | alpha
+    {7, 3, 2, false},  // Syr2k   uplo trans n k lda ldb ldc | A B C | alpha beta  (syrkx too)
+    {2, 1, 1, false},  // ScalReal  n incx | x | alpha, real (csscal, zdscal)
+    {2, 1, 0, true},   // NormReal  n incx | x | -> real result (scasum, scnrm2)
 };
 
 constexpr BlasOp kOps[] = {
@@ -188,6 +200,11 @@ uint64_t OpMat(Planner& p, int64_t trans, int64_t rows, int64_t cols, size_t ld,
   return trans == kOpN ? p.Mat(rows, cols, ld, name, elem) : p.Mat(cols, rows, ld, name, elem);
 }
 
+// Bytes of a packed triangular or symmetric n x n matrix: n(n+1)/2 elements.
+uint64_t Packed(Planner& p, int64_t n, uint64_t elem) {
+  return p.Bytes(static_cast<unsigned __int128>(n) * (n + 1) / 2, elem);
+}
+
 }  // namespace
 
 const BlasOp* FindBlasOp(uint32_t op) {
@@ -227,12 +244,16 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       break;
     }
     case BlasShape::kNorm:
+    case BlasShape::kNormReal:
     case BlasShape::kIndex:
-    case BlasShape::kScal: {
+    case BlasShape::kScal:
+    case BlasShape::kScalReal: {
       const int64_t n = p.Dim(0, "n");
       // BLAS returns at once for incx <= 0 in these routines (result 0).
       b[0] = a[1] > 0 ? p.Vec(n, 1, "incx", e) : 0;
       if (op.shape == BlasShape::kNorm) plan.result_bytes = e;
+      if (op.shape == BlasShape::kNormReal) plan.result_bytes = e / 2;
+      if (op.shape == BlasShape::kScalReal) plan.scalar_bytes = e / 2;
       if (op.shape == BlasShape::kIndex) plan.result_bytes = 4;
       break;
     }
@@ -267,6 +288,73 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[1] = p.Vec(n, 5, "incx", e);
       break;
     }
+    case BlasShape::kTbsv:
+    case BlasShape::kTpsv: {
+      p.Enum01(0, "uplo");
+      p.Op(1, "trans");
+      p.Enum01(2, "diag");
+      const int64_t n = p.Dim(3, "n");
+      if (op.shape == BlasShape::kTbsv) {
+        const int64_t k = p.Dim(4, "k");
+        b[0] = p.Mat(k + 1, n, 5, "lda", e);
+        b[1] = p.Vec(n, 6, "incx", e);
+      } else {
+        b[0] = Packed(p, n, e);
+        b[1] = p.Vec(n, 4, "incx", e);
+      }
+      break;
+    }
+    case BlasShape::kGbmv: {
+      const int64_t t = p.Op(0, "trans"), m = p.Dim(1, "m"), n = p.Dim(2, "n");
+      const int64_t kl = p.Dim(3, "kl"), ku = p.Dim(4, "ku");
+      b[0] = p.Mat(kl + ku + 1, n, 5, "lda", e);
+      b[1] = p.Vec(t == kOpN ? n : m, 6, "incx", e);
+      b[2] = p.Vec(t == kOpN ? m : n, 7, "incy", e);
+      break;
+    }
+    case BlasShape::kSbmv: {
+      p.Enum01(0, "uplo");
+      const int64_t n = p.Dim(1, "n"), k = p.Dim(2, "k");
+      b[0] = p.Mat(k + 1, n, 3, "lda", e);
+      b[1] = p.Vec(n, 4, "incx", e);
+      b[2] = p.Vec(n, 5, "incy", e);
+      break;
+    }
+    case BlasShape::kSpmv:
+    case BlasShape::kSpr2: {
+      p.Enum01(0, "uplo");
+      const int64_t n = p.Dim(1, "n");
+      const bool spmv = op.shape == BlasShape::kSpmv;
+      b[spmv ? 0 : 2] = Packed(p, n, e);
+      b[spmv ? 1 : 0] = p.Vec(n, 2, "incx", e);
+      b[spmv ? 2 : 1] = p.Vec(n, 3, "incy", e);
+      break;
+    }
+    case BlasShape::kSyr:
+    case BlasShape::kSpr: {
+      p.Enum01(0, "uplo");
+      const int64_t n = p.Dim(1, "n");
+      b[0] = p.Vec(n, 2, "incx", e);
+      b[1] = op.shape == BlasShape::kSyr ? p.Mat(n, n, 3, "lda", e) : Packed(p, n, e);
+      break;
+    }
+    case BlasShape::kSyr2: {
+      p.Enum01(0, "uplo");
+      const int64_t n = p.Dim(1, "n");
+      b[0] = p.Vec(n, 2, "incx", e);
+      b[1] = p.Vec(n, 3, "incy", e);
+      b[2] = p.Mat(n, n, 4, "lda", e);
+      break;
+    }
+    case BlasShape::kSyr2k: {
+      p.Enum01(0, "uplo");
+      const int64_t t = p.Op(1, "trans");
+      const int64_t n = p.Dim(2, "n"), k = p.Dim(3, "k");
+      b[0] = OpMat(p, t, n, k, 4, "lda", e);
+      b[1] = OpMat(p, t, n, k, 5, "ldb", e);
+      b[2] = p.Mat(n, n, 6, "ldc", e);
+      break;
+    }
     case BlasShape::kGemm:
     case BlasShape::kGemmBatched:
     case BlasShape::kGemmStrided:
@@ -294,7 +382,8 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       if (batched) plan.batch = p.Dim(i++, "batchCount");
       if (ex) {
         plan.scalar_bytes = p.ComputeScalar(i, ld[2] - 1);
-        if (a[i + 1] < -1 || a[i + 1] > 115) p.Fail("algo = " + std::to_string(a[i + 1]));
+        const int64_t algo = a[i + 1];  // a hint: DEFAULT (-1), ALGO0..ALGO15_TENSOR_OP, AUTOTUNE
+        if ((algo < -1 || algo > 115) && algo != 999) p.Fail("algo = " + std::to_string(algo));
       }
       b[0] = OpMat(p, ta, m, k, ld[0], "lda", es[0]);
       b[1] = OpMat(p, tb, k, n, ld[1], "ldb", es[1]);

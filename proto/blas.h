@@ -49,6 +49,18 @@ enum class BlasShape : uint8_t {
   kGetrs,
   kGetri,
   kMatinv,
+  kTbsv,
+  kTpsv,
+  kGbmv,
+  kSbmv,
+  kSpmv,
+  kSyr,
+  kSyr2,
+  kSpr,
+  kSpr2,
+  kSyr2k,
+  kScalReal,
+  kNormReal,
 };
 
 // What a shape takes, in signature order after the handle.

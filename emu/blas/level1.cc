@@ -44,20 +44,31 @@ cublasStatus_t Dot(cublasHandle_t h, int n, const T* x, int incx, const T* y, in
   });
 }
 
-template <class T>
-cublasStatus_t Nrm2(cublasHandle_t h, int n, const T* x, int incx, T* result) {
+// R: the result's type, real for complex vectors.
+template <class T, class R>
+cublasStatus_t Nrm2(cublasHandle_t h, int n, const T* x, int incx, R* result) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   return call.Reduce(result,
-                     [=]() -> T { return n <= 0 || incx <= 0 ? T{0} : Blas<T>::nrm2(n, x, incx); });
+                     [=]() -> R { return n <= 0 || incx <= 0 ? R{0} : Blas<T>::nrm2(n, x, incx); });
 }
 
-template <class T>
-cublasStatus_t Asum(cublasHandle_t h, int n, const T* x, int incx, T* result) {
+// The sum of |x_i| (of |Re| + |Im| for complex vectors, as BLAS defines it).
+template <class T, class R>
+cublasStatus_t Asum(cublasHandle_t h, int n, const T* x, int incx, R* result) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   return call.Reduce(result,
-                     [=]() -> T { return n <= 0 || incx <= 0 ? T{0} : Blas<T>::asum(n, x, incx); });
+                     [=]() -> R { return n <= 0 || incx <= 0 ? R{0} : Blas<T>::asum(n, x, incx); });
+}
+
+// |x|, or |Re| + |Im| for a complex x: what BLAS's index reductions compare.
+template <class T>
+auto Magnitude(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::abs(v);
+  else
+    return std::abs(v.x) + std::abs(v.y);
 }
 
 template <class T>
@@ -70,6 +81,17 @@ cublasStatus_t Scal(cublasHandle_t h, int n, const T* alpha, T* x, int incx) {
   return call.Submit([=] { Blas<T>::scal(n, a.get(), x, incx); });
 }
 
+// A complex vector scaled by a real alpha (csscal, zdscal).
+template <class T, class R>
+cublasStatus_t ScalReal(cublasHandle_t h, int n, const R* alpha, T* x, int incx) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (n <= 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<R> a = call.Read(alpha);
+  return call.Submit([=] { Blas<T>::scal_real(n, a.get(), x, incx); });
+}
+
 // The 1-based index of the first element of largest (`max`) or smallest
 // magnitude; 0 when n <= 0 or incx <= 0.
 template <class T>
@@ -80,9 +102,9 @@ cublasStatus_t Iamaxmin(cublasHandle_t h, int n, const T* x, int incx, int* resu
     if (n <= 0 || incx <= 0) return 0;
     if (max) return static_cast<int>(Blas<T>::iamax(n, x, incx)) + 1;
     int best = 0;
-    T best_abs = std::abs(x[0]);
+    auto best_abs = Magnitude(x[0]);
     for (int i = 1; i < n; ++i) {
-      const T v = std::abs(x[static_cast<ptrdiff_t>(i) * incx]);
+      const auto v = Magnitude(x[static_cast<ptrdiff_t>(i) * incx]);
       if (v < best_abs) {
         best_abs = v;
         best = i;
@@ -218,3 +240,44 @@ REMORA_BLAS_API cublasStatus_t cublasDrot_v2(cublasHandle_t h, int n, double* x,
                                              const double* s) {
   return Rot(h, n, x, incx, y, incy, c, s);
 }
+
+#define COMPLEX_LEVEL1(X, LX, T, R, RX, LRX)                                                       \
+  REMORA_BLAS_API cublasStatus_t cublas##X##axpy_v2(cublasHandle_t h, int n, const T* alpha,       \
+                                                    const T* x, int incx, T* y, int incy) {        \
+    return Axpy(h, n, alpha, x, incx, y, incy);                                                    \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##scal_v2(cublasHandle_t h, int n, const T* alpha, T* x, \
+                                                    int incx) {                                    \
+    return Scal(h, n, alpha, x, incx);                                                             \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##LRX##scal_v2(cublasHandle_t h, int n, const R* alpha,  \
+                                                         T* x, int incx) {                         \
+    return ScalReal(h, n, alpha, x, incx);                                                         \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##copy_v2(cublasHandle_t h, int n, const T* x, int incx, \
+                                                    T* y, int incy) {                              \
+    return Copy(h, n, x, incx, y, incy);                                                           \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##swap_v2(cublasHandle_t h, int n, T* x, int incx, T* y, \
+                                                    int incy) {                                    \
+    return Swap(h, n, x, incx, y, incy);                                                           \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublasI##LX##amax_v2(cublasHandle_t h, int n, const T* x,         \
+                                                      int incx, int* result) {                     \
+    return Iamaxmin(h, n, x, incx, result, true);                                                  \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublasI##LX##amin_v2(cublasHandle_t h, int n, const T* x,         \
+                                                      int incx, int* result) {                     \
+    return Iamaxmin(h, n, x, incx, result, false);                                                 \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##RX##LX##asum_v2(cublasHandle_t h, int n, const T* x,      \
+                                                         int incx, R* result) {                    \
+    return Asum(h, n, x, incx, result);                                                            \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##RX##LX##nrm2_v2(cublasHandle_t h, int n, const T* x,      \
+                                                         int incx, R* result) {                    \
+    return Nrm2(h, n, x, incx, result);                                                            \
+  }
+COMPLEX_LEVEL1(C, c, cuComplex, float, S, s)
+COMPLEX_LEVEL1(Z, z, cuDoubleComplex, double, D, d)
+#undef COMPLEX_LEVEL1

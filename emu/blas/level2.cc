@@ -1,4 +1,6 @@
-// emu/blas/level2.cc - level 2: gemv (real and complex), ger, symv, trsv (float and double).
+// emu/blas/level2.cc - level 2: gemv (real and complex); ger, symv, syr, syr2, their packed
+// forms, sbmv, gbmv, and the triangular products and solves trmv/trsv, tbmv/tbsv, tpmv/tpsv (float
+// and double).
 //
 // Argument checks follow reference BLAS's xerbla conditions, each reported as
 // CUBLAS_STATUS_INVALID_VALUE; empty problems return without queueing work.
@@ -50,16 +52,99 @@ cublasStatus_t Symv(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alp
   });
 }
 
-template <class T>
-cublasStatus_t Trsv(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans,
-                    cublasDiagType_t diag, int n, const T* A, int lda, T* x, int incx) {
+// Storage of a triangular matrix: full (lda), band (k diagonals beside the main one, lda >= k+1)
+// or packed (n(n+1)/2 elements).
+enum class Storage { kFull, kBand, kPacked };
+
+// x = op(A) x (trmv, tbmv, tpmv) or x = op(A)^-1 x (trsv, tbsv, tpsv).
+template <class T, Storage kStore, bool kSolve>
+cublasStatus_t Triangular(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans,
+                          cublasDiagType_t diag, int n, int k, const T* A, int lda, T* x,
+                          int incx) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  BLAS_CHECK_ARG(ValidFill(uplo) && ValidOp(trans) && ValidDiag(diag) && n >= 0 &&
-                 ValidLd(lda, n) && incx != 0);
+  BLAS_CHECK_ARG(ValidFill(uplo) && ValidOp(trans) && ValidDiag(diag) && n >= 0 && incx != 0);
+  if constexpr (kStore == Storage::kFull) BLAS_CHECK_ARG(ValidLd(lda, n));
+  if constexpr (kStore == Storage::kBand) BLAS_CHECK_ARG(k >= 0 && lda >= k + 1);
   if (n == 0) return CUBLAS_STATUS_SUCCESS;
   return call.Submit([=] {
-    Blas<T>::trsv(CblasColMajor, ToCblas(uplo), ToCblas(trans), ToCblas(diag), n, A, lda, x, incx);
+    const auto u = ToCblas(uplo);
+    const auto t = ToCblas(trans);
+    const auto d = ToCblas(diag);
+    if constexpr (kStore == Storage::kFull)
+      (kSolve ? Blas<T>::trsv : Blas<T>::trmv)(CblasColMajor, u, t, d, n, A, lda, x, incx);
+    else if constexpr (kStore == Storage::kBand)
+      (kSolve ? Blas<T>::tbsv : Blas<T>::tbmv)(CblasColMajor, u, t, d, n, k, A, lda, x, incx);
+    else
+      (kSolve ? Blas<T>::tpsv : Blas<T>::tpmv)(CblasColMajor, u, t, d, n, A, x, incx);
+  });
+}
+
+// y = alpha op(A) x + beta y for a band matrix of kl sub- and ku super-diagonals.
+template <class T>
+cublasStatus_t Gbmv(cublasHandle_t h, cublasOperation_t trans, int m, int n, int kl, int ku,
+                    const T* alpha, const T* A, int lda, const T* x, int incx, const T* beta, T* y,
+                    int incy) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidOp(trans) && m >= 0 && n >= 0 && kl >= 0 && ku >= 0 && lda >= kl + ku + 1 &&
+                 incx != 0 && incy != 0);
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    Blas<T>::gbmv(CblasColMajor, ToCblas(trans), m, n, kl, ku, a.get(), A, lda, x, incx, b.get(), y,
+                  incy);
+  });
+}
+
+// y = alpha A x + beta y for a symmetric band (sbmv, k diagonals) or packed (spmv) matrix.
+template <class T, Storage kStore>
+cublasStatus_t SymmetricMv(cublasHandle_t h, cublasFillMode_t uplo, int n, int k, const T* alpha,
+                           const T* A, int lda, const T* x, int incx, const T* beta, T* y,
+                           int incy) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && incx != 0 && incy != 0);
+  if constexpr (kStore == Storage::kBand) BLAS_CHECK_ARG(k >= 0 && lda >= k + 1);
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    if constexpr (kStore == Storage::kBand)
+      Blas<T>::sbmv(CblasColMajor, ToCblas(uplo), n, k, a.get(), A, lda, x, incx, b.get(), y, incy);
+    else
+      Blas<T>::spmv(CblasColMajor, ToCblas(uplo), n, a.get(), A, x, incx, b.get(), y, incy);
+  });
+}
+
+// A += alpha x x^T (syr, spr) or A += alpha (x y^T + y x^T) (syr2, spr2), in A's `uplo`
+// triangle, full (lda) or packed. y is null for the rank-1 forms.
+template <class T, Storage kStore>
+cublasStatus_t SymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha,
+                               const T* x, int incx, const T* y, int incy, T* A, int lda) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && incx != 0 && (y == nullptr || incy != 0));
+  if constexpr (kStore == Storage::kFull) BLAS_CHECK_ARG(ValidLd(lda, n));
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  return call.Submit([=] {
+    const auto u = ToCblas(uplo);
+    if constexpr (kStore == Storage::kFull) {
+      if (y)
+        Blas<T>::syr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
+      else
+        Blas<T>::syr(CblasColMajor, u, n, a.get(), x, incx, A, lda);
+    } else {
+      if (y)
+        Blas<T>::spr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A);
+      else
+        Blas<T>::spr(CblasColMajor, u, n, a.get(), x, incx, A);
+    }
   });
 }
 
@@ -119,10 +204,76 @@ REMORA_BLAS_API cublasStatus_t cublasDsymv_v2(cublasHandle_t h, cublasFillMode_t
 REMORA_BLAS_API cublasStatus_t cublasStrsv_v2(cublasHandle_t h, cublasFillMode_t uplo,
                                               cublasOperation_t trans, cublasDiagType_t diag, int n,
                                               const float* A, int lda, float* x, int incx) {
-  return Trsv(h, uplo, trans, diag, n, A, lda, x, incx);
+  return Triangular<float, Storage::kFull, true>(h, uplo, trans, diag, n, 0, A, lda, x, incx);
 }
 REMORA_BLAS_API cublasStatus_t cublasDtrsv_v2(cublasHandle_t h, cublasFillMode_t uplo,
                                               cublasOperation_t trans, cublasDiagType_t diag, int n,
                                               const double* A, int lda, double* x, int incx) {
-  return Trsv(h, uplo, trans, diag, n, A, lda, x, incx);
+  return Triangular<double, Storage::kFull, true>(h, uplo, trans, diag, n, 0, A, lda, x, incx);
 }
+
+#define REAL_LEVEL2(X, T)                                                                          \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trmv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
+      int n, const T* A, int lda, T* x, int incx) {                                                \
+    return Triangular<T, Storage::kFull, false>(h, uplo, trans, diag, n, 0, A, lda, x, incx);      \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tbmv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
+      int n, int k, const T* A, int lda, T* x, int incx) {                                         \
+    return Triangular<T, Storage::kBand, false>(h, uplo, trans, diag, n, k, A, lda, x, incx);      \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tbsv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
+      int n, int k, const T* A, int lda, T* x, int incx) {                                         \
+    return Triangular<T, Storage::kBand, true>(h, uplo, trans, diag, n, k, A, lda, x, incx);       \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tpmv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
+      int n, const T* AP, T* x, int incx) {                                                        \
+    return Triangular<T, Storage::kPacked, false>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);     \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tpsv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
+      int n, const T* AP, T* x, int incx) {                                                        \
+    return Triangular<T, Storage::kPacked, true>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);      \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##gbmv_v2(                                               \
+      cublasHandle_t h, cublasOperation_t trans, int m, int n, int kl, int ku, const T* alpha,     \
+      const T* A, int lda, const T* x, int incx, const T* beta, T* y, int incy) {                  \
+    return Gbmv(h, trans, m, n, kl, ku, alpha, A, lda, x, incx, beta, y, incy);                    \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##sbmv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, int k, const T* alpha, const T* A, int lda,  \
+      const T* x, int incx, const T* beta, T* y, int incy) {                                       \
+    return SymmetricMv<T, Storage::kBand>(h, uplo, n, k, alpha, A, lda, x, incx, beta, y, incy);   \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##spmv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* AP, const T* x,     \
+      int incx, const T* beta, T* y, int incy) {                                                   \
+    return SymmetricMv<T, Storage::kPacked>(h, uplo, n, 0, alpha, AP, 1, x, incx, beta, y, incy);  \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syr_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, \
+                                                   const T* alpha, const T* x, int incx, T* A,     \
+                                                   int lda) {                                      \
+    return SymmetricUpdate<T, Storage::kFull>(h, uplo, n, alpha, x, incx, nullptr, 0, A, lda);     \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syr2_v2(cublasHandle_t h, cublasFillMode_t uplo,       \
+                                                    int n, const T* alpha, const T* x, int incx,   \
+                                                    const T* y, int incy, T* A, int lda) {         \
+    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                          \
+    return SymmetricUpdate<T, Storage::kFull>(h, uplo, n, alpha, x, incx, y, incy, A, lda);        \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##spr_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, \
+                                                   const T* alpha, const T* x, int incx, T* AP) {  \
+    return SymmetricUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, nullptr, 0, AP, 1);    \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##spr2_v2(cublasHandle_t h, cublasFillMode_t uplo,       \
+                                                    int n, const T* alpha, const T* x, int incx,   \
+                                                    const T* y, int incy, T* AP) {                 \
+    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                          \
+    return SymmetricUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, y, incy, AP, 1);       \
+  }
+REAL_LEVEL2(S, float)
+REAL_LEVEL2(D, double)
+#undef REAL_LEVEL2

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "emu/blas/blas.h"
 #include "emu/blas/openblas.h"
@@ -87,6 +88,45 @@ cublasStatus_t Syrk(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t t
   return call.Submit([=] {
     Blas<T>::syrk(CblasColMajor, ToCblas(uplo), ToCblas(trans), n, k, a.get(), A, lda, b.get(), C,
                   ldc);
+  });
+}
+
+// C = alpha (op(A) op(B)^T + op(B) op(A)^T) + beta C (syr2k), or, with `syrkx`,
+// C = alpha op(A) op(B)^T + beta C; either in C's `uplo` triangle only.
+template <class T>
+cublasStatus_t Syr2k(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,
+                     const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C,
+                     int ldc, bool syrkx) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && ValidOp(trans) && n >= 0 && k >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, StoredRows(trans, n, k)) && ValidLd(ldb, StoredRows(trans, n, k)) &&
+                 ValidLd(ldc, n));
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    if (!syrkx) {
+      Blas<T>::syr2k(CblasColMajor, ToCblas(uplo), ToCblas(trans), n, k, a.get(), A, lda, B, ldb,
+                     b.get(), C, ldc);
+      return;
+    }
+    const bool no_trans = trans == CUBLAS_OP_N;
+    std::vector<T> product(static_cast<size_t>(n) * n);
+    Blas<T>::gemm(CblasColMajor, no_trans ? CblasNoTrans : CblasTrans,
+                  no_trans ? CblasTrans : CblasNoTrans, n, n, k, a.get(), A, lda, B, ldb, T{0},
+                  product.data(), n);
+    const T bv = b.get();
+    for (int j = 0; j < n; ++j) {
+      const int lo = uplo == CUBLAS_FILL_MODE_UPPER ? 0 : j;
+      const int hi = uplo == CUBLAS_FILL_MODE_UPPER ? j : n - 1;
+      for (int i = lo; i <= hi; ++i) {
+        T& c = C[i + static_cast<size_t>(j) * ldc];
+        const T p = product[i + static_cast<size_t>(j) * n];
+        c = bv == T{0} ? p : p + bv * c;  // beta 0: C is not read, as in cuBLAS
+      }
+    }
   });
 }
 
@@ -332,3 +372,18 @@ REMORA_BLAS_API cublasStatus_t cublasDdgmm(cublasHandle_t h, cublasSideMode_t mo
                                            double* C, int ldc) {
   return Dgmm(h, mode, m, n, A, lda, x, incx, C, ldc);
 }
+
+#define REAL_SYR2K(X, T)                                                                        \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syr2k_v2(                                           \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,           \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) { \
+    return Syr2k(h, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc, false);             \
+  }                                                                                             \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syrkx(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,           \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) { \
+    return Syr2k(h, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc, true);              \
+  }
+REAL_SYR2K(S, float)
+REAL_SYR2K(D, double)
+#undef REAL_SYR2K

@@ -45,6 +45,19 @@ struct Blas<float> {
   static constexpr auto syrk = &cblas_ssyrk;
   static constexpr auto trsm = &cblas_strsm;
   static constexpr auto trmm = &cblas_strmm;
+  static constexpr auto trmv = &cblas_strmv;
+  static constexpr auto tbmv = &cblas_stbmv;
+  static constexpr auto tbsv = &cblas_stbsv;
+  static constexpr auto tpmv = &cblas_stpmv;
+  static constexpr auto tpsv = &cblas_stpsv;
+  static constexpr auto gbmv = &cblas_sgbmv;
+  static constexpr auto sbmv = &cblas_ssbmv;
+  static constexpr auto spmv = &cblas_sspmv;
+  static constexpr auto syr = &cblas_ssyr;
+  static constexpr auto syr2 = &cblas_ssyr2;
+  static constexpr auto spr = &cblas_sspr;
+  static constexpr auto spr2 = &cblas_sspr2;
+  static constexpr auto syr2k = &cblas_ssyr2k;
   static constexpr auto getrf = &sgetrf_;
   static constexpr auto getrs = &sgetrs_;
 };
@@ -69,28 +82,49 @@ struct Blas<double> {
   static constexpr auto syrk = &cblas_dsyrk;
   static constexpr auto trsm = &cblas_dtrsm;
   static constexpr auto trmm = &cblas_dtrmm;
+  static constexpr auto trmv = &cblas_dtrmv;
+  static constexpr auto tbmv = &cblas_dtbmv;
+  static constexpr auto tbsv = &cblas_dtbsv;
+  static constexpr auto tpmv = &cblas_dtpmv;
+  static constexpr auto tpsv = &cblas_dtpsv;
+  static constexpr auto gbmv = &cblas_dgbmv;
+  static constexpr auto sbmv = &cblas_dsbmv;
+  static constexpr auto spmv = &cblas_dspmv;
+  static constexpr auto syr = &cblas_dsyr;
+  static constexpr auto syr2 = &cblas_dsyr2;
+  static constexpr auto spr = &cblas_dspr;
+  static constexpr auto spr2 = &cblas_dspr2;
+  static constexpr auto syr2k = &cblas_dsyr2k;
   static constexpr auto getrf = &dgetrf_;
   static constexpr auto getrs = &dgetrs_;
 };
 
 // The complex types take their scalars by pointer; these wrappers take them by value, as the
 // real routines do, so one template serves all four types.
-template <>
-struct Blas<cuComplex> {
-  static void gemv(CBLAS_ORDER o, CBLAS_TRANSPOSE t, int m, int n, cuComplex alpha,
-                   const cuComplex* a, int lda, const cuComplex* x, int incx, cuComplex beta,
-                   cuComplex* y, int incy) {
-    cblas_cgemv(o, t, m, n, &alpha, a, lda, x, incx, &beta, y, incy);
-  }
-};
-template <>
-struct Blas<cuDoubleComplex> {
-  static void gemv(CBLAS_ORDER o, CBLAS_TRANSPOSE t, int m, int n, cuDoubleComplex alpha,
-                   const cuDoubleComplex* a, int lda, const cuDoubleComplex* x, int incx,
-                   cuDoubleComplex beta, cuDoubleComplex* y, int incy) {
-    cblas_zgemv(o, t, m, n, &alpha, a, lda, x, incx, &beta, y, incy);
-  }
-};
+#define REMORA_COMPLEX_BLAS(T, R, p, rp)                                                           \
+  template <>                                                                                      \
+  struct Blas<T> {                                                                                 \
+    using Real = R;                                                                                \
+    static void gemv(CBLAS_ORDER o, CBLAS_TRANSPOSE t, int m, int n, T alpha, const T* a, int lda, \
+                     const T* x, int incx, T beta, T* y, int incy) {                               \
+      cblas_##p##gemv(o, t, m, n, &alpha, a, lda, x, incx, &beta, y, incy);                        \
+    }                                                                                              \
+    static void axpy(int n, T alpha, const T* x, int incx, T* y, int incy) {                       \
+      cblas_##p##axpy(n, &alpha, x, incx, y, incy);                                                \
+    }                                                                                              \
+    static void scal(int n, T alpha, T* x, int incx) { cblas_##p##scal(n, &alpha, x, incx); }      \
+    static void scal_real(int n, R alpha, T* x, int incx) {                                        \
+      cblas_##p##rp##scal(n, alpha, x, incx);                                                      \
+    }                                                                                              \
+    static constexpr auto copy = &cblas_##p##copy;                                                 \
+    static constexpr auto swap = &cblas_##p##swap;                                                 \
+    static constexpr auto iamax = &cblas_i##p##amax;                                               \
+    static constexpr auto asum = &cblas_##rp##p##asum;                                             \
+    static constexpr auto nrm2 = &cblas_##rp##p##nrm2;                                             \
+  };
+REMORA_COMPLEX_BLAS(cuComplex, float, c, s)
+REMORA_COMPLEX_BLAS(cuDoubleComplex, double, z, d)
+#undef REMORA_COMPLEX_BLAS
 
 inline CBLAS_TRANSPOSE ToCblas(cublasOperation_t op) {
   switch (op) {

@@ -232,6 +232,61 @@ cublasStatus_t RunMatinv(const BlasTable& t, cublasHandle_t h, const BlasCall& c
   return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), P(c, 2), I(c, 3));
 }
 
+template <auto Fn>
+cublasStatus_t RunTbsv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), P(c, 0), I(c, 5), P(c, 1),
+                 I(c, 6));
+}
+template <auto Fn>
+cublasStatus_t RunTpsv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), P(c, 0), P(c, 1), I(c, 4));
+}
+template <auto Fn>
+cublasStatus_t RunGbmv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), S(c, 0), P(c, 0), I(c, 5), P(c, 1),
+                 I(c, 6), S(c, 1), P(c, 2), I(c, 7));
+}
+template <auto Fn>
+cublasStatus_t RunSbmv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), S(c, 0), P(c, 0), I(c, 3), P(c, 1), I(c, 4), S(c, 1),
+                 P(c, 2), I(c, 5));
+}
+template <auto Fn>
+cublasStatus_t RunSpmv(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), S(c, 0), P(c, 0), P(c, 1), I(c, 2), S(c, 1), P(c, 2),
+                 I(c, 3));
+}
+template <auto Fn>
+cublasStatus_t RunSyr(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), S(c, 0), P(c, 0), I(c, 2), P(c, 1), I(c, 3));
+}
+template <auto Fn>
+cublasStatus_t RunSyr2(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), S(c, 0), P(c, 0), I(c, 2), P(c, 1), I(c, 3), P(c, 2),
+                 I(c, 4));
+}
+template <auto Fn>
+cublasStatus_t RunSpr(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), S(c, 0), P(c, 0), I(c, 2), P(c, 1));
+}
+template <auto Fn>
+cublasStatus_t RunSpr2(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), S(c, 0), P(c, 0), I(c, 2), P(c, 1), I(c, 3), P(c, 2));
+}
+template <auto Fn>
+cublasStatus_t RunSyr2k(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), S(c, 0), P(c, 0), I(c, 4), P(c, 1), I(c, 5),
+                 S(c, 1), P(c, 2), I(c, 6));
+}
+template <auto Fn>
+cublasStatus_t RunScalReal(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunScal<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunNormReal(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunNorm<Fn>(t, h, c);
+}
+
 struct Runner {
   uint32_t op;
   RunFn run;

@@ -1,0 +1,445 @@
+// tests/cuda/kernels/cublas_level2.cu - cuBLAS's band, packed, triangular and rank-update
+// routines (S and D), syr2k and syrkx, and complex level 1, on random data.
+//
+// Built as users build cuBLAS programs (nvcc ... -lcublas) and run unmodified. Each result is
+// checked against a double-precision loop on the host over the dense matrix the storage format
+// describes; a rank update must leave the other triangle (and the packed array's unused slots
+// of a band matrix) as it was, and beta 0 must not read y (NaNs there stay out of the result).
+#include <cublas_v2.h>
+
+#include <complex>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "common.h"
+
+namespace {
+
+int failures = 0;
+
+#define BLAS_OK(call)                                                                            \
+  do {                                                                                           \
+    cublasStatus_t s_ = (call);                                                                  \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                           \
+      std::printf("FAIL: %s:%d %s -> %s\n", __FILE__, __LINE__, #call, cublasGetStatusName(s_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+#define EXPECT_BLAS(call, expected)                                                 \
+  do {                                                                              \
+    cublasStatus_t s_ = (call);                                                     \
+    if (s_ != (expected)) {                                                         \
+      std::printf("FAIL: %s:%d %s -> %s, expected %s\n", __FILE__, __LINE__, #call, \
+                  cublasGetStatusName(s_), cublasGetStatusName(expected));          \
+      ++failures;                                                                   \
+    }                                                                               \
+  } while (0)
+
+template <typename T>
+double Tol() {
+  return sizeof(T) == 4 ? 2e-4 : 1e-10;
+}
+
+// Host data with a device copy.
+template <typename T>
+struct Buf {
+  std::vector<T> h;
+  T* d = nullptr;
+  Buf(size_t n, Rng& rng, double scale = 1) : h(n) {
+    for (T& v : h) v = static_cast<T>(scale * rng.UniformD(-1, 1));
+    CHECK(cudaMalloc(&d, n * sizeof(T) + 1));
+    Up();
+  }
+  ~Buf() { cudaFree(d); }
+  void Up() { CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+  std::vector<T> Down() const {
+    CHECK(cudaDeviceSynchronize());
+    std::vector<T> out(h.size());
+    CHECK(cudaMemcpy(out.data(), d, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    return out;
+  }
+};
+
+template <typename T>
+void Compare(const char* what, const std::vector<T>& got, const std::vector<double>& want,
+             double tol) {
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!Near(static_cast<double>(got[i]), want[i], tol) && bad++ < 3)
+      std::printf("  %s[%zu] = %.10g, want %.10g\n", what, i, static_cast<double>(got[i]), want[i]);
+  if (bad) {
+    std::printf("FAIL %s: %d of %zu wrong\n", what, bad, want.size());
+    ++failures;
+  }
+}
+
+template <typename T>
+std::vector<double> AsDouble(const std::vector<T>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// The dense n x n (m x n) matrix that a storage format holds; Dense(i, j) of the described
+// matrix, 0 outside the stored part. Column-major throughout.
+using Dense = std::function<double(int, int)>;
+
+// A triangular matrix in `uplo` from full storage (lda), band storage (k diagonals) or packed.
+template <typename T>
+Dense Triangle(const std::vector<T>& a, bool upper, int n, int k, int lda, char store) {
+  return [=, &a](int i, int j) -> double {
+    if (upper ? i > j : i < j) return 0;
+    if (store == 'f') return a[i + static_cast<size_t>(j) * lda];
+    if (store == 'b') {
+      if (upper ? j - i > k : i - j > k) return 0;
+      return a[(upper ? k + i - j : i - j) + static_cast<size_t>(j) * lda];
+    }
+    return upper ? a[i + static_cast<size_t>(j) * (j + 1) / 2]
+                 : a[i + static_cast<size_t>(2 * n - j - 1) * j / 2];
+  };
+}
+
+// The symmetric matrix whose `uplo` triangle a storage format holds.
+Dense Symmetric(Dense tri, bool upper) {
+  return [=](int i, int j) { return (upper ? i <= j : i >= j) ? tri(i, j) : tri(j, i); };
+}
+
+// y = alpha op(A) x + beta y (op(A) rows x cols), x and y strided.
+template <typename T>
+std::vector<double> MatVec(Dense A, bool trans, int rows, int cols, double alpha,
+                           const std::vector<T>& x, int incx, double beta, const std::vector<T>& y,
+                           int incy) {
+  std::vector<double> out = AsDouble(y);
+  for (int i = 0; i < rows; ++i) {
+    double s = 0;
+    for (int j = 0; j < cols; ++j) s += (trans ? A(j, i) : A(i, j)) * x[j * incx];
+    out[i * incy] = alpha * s + (beta == 0 ? 0 : beta * y[i * incy]);
+  }
+  return out;
+}
+
+template <typename T>
+void RealRoutines(cublasHandle_t h, Rng& rng) {
+  const double tol = Tol<T>();
+  const int n = 7, m = 9, k = 2, kl = 2, ku = 1, lda = 11, incx = 2, incy = 3;
+  const T alpha = static_cast<T>(0.75), beta = static_cast<T>(-0.5), zero = 0;
+  const bool is_float = sizeof(T) == 4;
+  auto pick = [](auto s, auto d) {
+    if constexpr (sizeof(T) == 4)
+      return s;
+    else
+      return d;
+  };
+  for (int up = 0; up < 2; ++up) {
+    const bool upper = up == 1;
+    const cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+    for (int t = 0; t < 2; ++t) {
+      const cublasOperation_t op = t ? CUBLAS_OP_T : CUBLAS_OP_N;
+      const cublasDiagType_t diag = t ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
+      // Triangular products and solves in full, band and packed storage. For the solves the
+      // diagonal dominates, so the check (op(T) x_new == x_old) is well conditioned.
+      for (char store : {'f', 'b', 'p'}) {
+        const size_t bytes = store == 'p' ? n * (n + 1) / 2 : static_cast<size_t>(lda) * n;
+        Buf<T> A(bytes, rng, 0.2);
+        for (int j = 0; j < n; ++j) {  // a dominant diagonal, wherever the format keeps it
+          const size_t at = store == 'f'   ? j + static_cast<size_t>(j) * lda
+                            : store == 'b' ? (upper ? k : 0) + static_cast<size_t>(j) * lda
+                            : upper        ? j + static_cast<size_t>(j) * (j + 1) / 2
+                                           : j + static_cast<size_t>(2 * n - j - 1) * j / 2;
+          A.h[at] = static_cast<T>(2 + rng.UniformD(0, 1));
+        }
+        A.Up();
+        Dense tri = Triangle(A.h, upper, n, k, lda, store);
+        Dense Tm = [&](int i, int j) {
+          return i == j && diag == CUBLAS_DIAG_UNIT ? 1.0 : tri(i, j);
+        };
+        for (int solve = 0; solve < 2; ++solve) {
+          Buf<T> x(n * incx, rng);
+          const std::vector<T> before = x.h;
+          cublasStatus_t s;
+          if (store == 'f')
+            s = solve ? pick(cublasStrsv, cublasDtrsv)(h, uplo, op, diag, n, A.d, lda, x.d, incx)
+                      : pick(cublasStrmv, cublasDtrmv)(h, uplo, op, diag, n, A.d, lda, x.d, incx);
+          else if (store == 'b')
+            s = solve
+                    ? pick(cublasStbsv, cublasDtbsv)(h, uplo, op, diag, n, k, A.d, lda, x.d, incx)
+                    : pick(cublasStbmv, cublasDtbmv)(h, uplo, op, diag, n, k, A.d, lda, x.d, incx);
+          else
+            s = solve ? pick(cublasStpsv, cublasDtpsv)(h, uplo, op, diag, n, A.d, x.d, incx)
+                      : pick(cublasStpmv, cublasDtpmv)(h, uplo, op, diag, n, A.d, x.d, incx);
+          BLAS_OK(s);
+          const std::vector<T> got = x.Down();
+          char what[64];
+          std::snprintf(what, sizeof what, "%s t%c%s uplo=%d trans=%d", is_float ? "S" : "D", store,
+                        solve ? "sv" : "mv", up, t);
+          if (solve)  // op(T) got == before
+            Compare(what, AsDouble(MatVec(Tm, t, n, n, 1, got, incx, 0, before, incx)),
+                    AsDouble(before), tol * 10);
+          else
+            Compare(what, got, MatVec(Tm, t, n, n, 1, before, incx, 0, before, incx), tol);
+        }
+      }
+      // gbmv: an m x n band matrix of kl sub- and ku super-diagonals; y holds NaNs for beta 0.
+      {
+        const int glda = kl + ku + 2;
+        Buf<T> A(static_cast<size_t>(glda) * n, rng);
+        const int xn = t ? m : n, yn = t ? n : m;
+        Buf<T> x(xn * incx, rng), y(yn * incy, rng);
+        Dense band = [&](int i, int j) -> double {
+          return (i - j > kl || j - i > ku) ? 0 : A.h[ku + i - j + static_cast<size_t>(j) * glda];
+        };
+        BLAS_OK(pick(cublasSgbmv, cublasDgbmv)(h, op, m, n, kl, ku, &alpha, A.d, glda, x.d, incx,
+                                               &beta, y.d, incy));
+        Compare(t ? "gbmv T" : "gbmv N", y.Down(),
+                MatVec(band, t, yn, xn, alpha, x.h, incx, beta, y.h, incy), tol);
+        std::vector<T> nans(y.h.size(), std::numeric_limits<T>::quiet_NaN());
+        y.h = nans;
+        y.Up();
+        BLAS_OK(pick(cublasSgbmv, cublasDgbmv)(h, op, m, n, kl, ku, &alpha, A.d, glda, x.d, incx,
+                                               &zero, y.d, incy));
+        std::vector<double> want = MatVec(band, t, yn, xn, alpha, x.h, incx, 0, y.h, incy);
+        std::vector<T> got = y.Down();
+        for (int i = 0; i < yn; ++i)
+          if (!Near(static_cast<double>(got[i * incy]), want[i * incy], tol)) {
+            std::printf("FAIL gbmv beta 0 read y: y[%d] = %g\n", i * incy,
+                        static_cast<double>(got[i * incy]));
+            ++failures;
+            break;
+          }
+      }
+    }
+    // Symmetric band and packed products.
+    {
+      Buf<T> B(static_cast<size_t>(lda) * n, rng), P(n * (n + 1) / 2, rng);
+      Buf<T> x(n * incx, rng), y(n * incy, rng), y2(n * incy, rng);
+      BLAS_OK(pick(cublasSsbmv, cublasDsbmv)(h, uplo, n, k, &alpha, B.d, lda, x.d, incx, &beta, y.d,
+                                             incy));
+      Compare("sbmv", y.Down(),
+              MatVec(Symmetric(Triangle(B.h, upper, n, k, lda, 'b'), upper), false, n, n, alpha,
+                     x.h, incx, beta, y.h, incy),
+              tol);
+      BLAS_OK(
+          pick(cublasSspmv, cublasDspmv)(h, uplo, n, &alpha, P.d, x.d, incx, &beta, y2.d, incy));
+      Compare("spmv", y2.Down(),
+              MatVec(Symmetric(Triangle(P.h, upper, n, 0, 0, 'p'), upper), false, n, n, alpha, x.h,
+                     incx, beta, y2.h, incy),
+              tol);
+    }
+    // Rank-1 and rank-2 updates: only the `uplo` triangle changes.
+    {
+      Buf<T> x(n * incx, rng), y(n * incy, rng);
+      Buf<T> A1(static_cast<size_t>(lda) * n, rng), A2(static_cast<size_t>(lda) * n, rng);
+      Buf<T> P1(n * (n + 1) / 2, rng), P2(n * (n + 1) / 2, rng);
+      BLAS_OK(pick(cublasSsyr, cublasDsyr)(h, uplo, n, &alpha, x.d, incx, A1.d, lda));
+      BLAS_OK(pick(cublasSsyr2, cublasDsyr2)(h, uplo, n, &alpha, x.d, incx, y.d, incy, A2.d, lda));
+      BLAS_OK(pick(cublasSspr, cublasDspr)(h, uplo, n, &alpha, x.d, incx, P1.d));
+      BLAS_OK(pick(cublasSspr2, cublasDspr2)(h, uplo, n, &alpha, x.d, incx, y.d, incy, P2.d));
+      auto update = [&](int i, int j, bool two) {
+        const double xi = x.h[i * incx], xj = x.h[j * incx];
+        return two ? alpha * (xi * static_cast<double>(y.h[j * incy]) +
+                              static_cast<double>(y.h[i * incy]) * xj)
+                   : alpha * xi * xj;
+      };
+      for (int two = 0; two < 2; ++two) {
+        const Buf<T>& A = two ? A2 : A1;
+        const Buf<T>& P = two ? P2 : P1;
+        std::vector<double> want = AsDouble(A.h), want_p = AsDouble(P.h);
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < n; ++i) {
+            if (upper ? i > j : i < j) continue;
+            want[i + static_cast<size_t>(j) * lda] += update(i, j, two);
+            const size_t at = upper ? i + static_cast<size_t>(j) * (j + 1) / 2
+                                    : i + static_cast<size_t>(2 * n - j - 1) * j / 2;
+            want_p[at] += update(i, j, two);
+          }
+        Compare(two ? "syr2" : "syr", A.Down(), want, tol);
+        Compare(two ? "spr2" : "spr", P.Down(), want_p, tol);
+      }
+    }
+    // syr2k and syrkx, both transposes.
+    for (int t = 0; t < 2; ++t) {
+      const cublasOperation_t op = t ? CUBLAS_OP_T : CUBLAS_OP_N;
+      const int kk = 5, ld = 12, ldc = 9;
+      Buf<T> A(static_cast<size_t>(ld) * (t ? n : kk), rng),
+          B(static_cast<size_t>(ld) * (t ? n : kk), rng);
+      Buf<T> C1(static_cast<size_t>(ldc) * n, rng), C2(static_cast<size_t>(ldc) * n, rng);
+      BLAS_OK(pick(cublasSsyr2k, cublasDsyr2k)(h, uplo, op, n, kk, &alpha, A.d, ld, B.d, ld, &beta,
+                                               C1.d, ldc));
+      BLAS_OK(pick(cublasSsyrkx, cublasDsyrkx)(h, uplo, op, n, kk, &alpha, A.d, ld, B.d, ld, &beta,
+                                               C2.d, ldc));
+      auto opx = [&](const std::vector<T>& X, int i, int l) -> double {
+        return t ? X[l + static_cast<size_t>(i) * ld] : X[i + static_cast<size_t>(l) * ld];
+      };
+      std::vector<double> w1 = AsDouble(C1.h), w2 = AsDouble(C2.h);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+          if (upper ? i > j : i < j) continue;
+          double ab = 0, ba = 0;
+          for (int l = 0; l < kk; ++l) {
+            ab += opx(A.h, i, l) * opx(B.h, j, l);
+            ba += opx(B.h, i, l) * opx(A.h, j, l);
+          }
+          const size_t at = i + static_cast<size_t>(j) * ldc;
+          w1[at] = alpha * (ab + ba) + beta * C1.h[at];
+          w2[at] = alpha * ab + beta * C2.h[at];
+        }
+      Compare(t ? "syr2k T" : "syr2k N", C1.Down(), w1, tol);
+      Compare(t ? "syrkx T" : "syrkx N", C2.Down(), w2, tol);
+    }
+  }
+  // NVIDIA's argument checks.
+  Buf<T> A(static_cast<size_t>(lda) * n, rng), x(n, rng);
+  EXPECT_BLAS(pick(cublasStbmv, cublasDtbmv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                             CUBLAS_DIAG_NON_UNIT, n, k, A.d, k, x.d, 1),
+              CUBLAS_STATUS_INVALID_VALUE);  // lda < k + 1
+  EXPECT_BLAS(pick(cublasSgbmv, cublasDgbmv)(h, CUBLAS_OP_N, n, n, -1, 0, &alpha, A.d, lda, x.d, 1,
+                                             &beta, x.d, 1),
+              CUBLAS_STATUS_INVALID_VALUE);  // kl < 0
+  EXPECT_BLAS(pick(cublasSspr, cublasDspr)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, x.d, 0, A.d),
+              CUBLAS_STATUS_INVALID_VALUE);  // incx 0
+}
+
+using C64 = std::complex<double>;
+
+template <typename T>
+C64 Cx(const T& v) {
+  return {v.x, v.y};
+}
+
+// Complex level 1 against std::complex<double>.
+template <typename T, typename R>
+void ComplexLevel1(cublasHandle_t h, Rng& rng) {
+  const bool single = sizeof(R) == 4;
+  const double tol = single ? 2e-5 : 1e-12;
+  const int n = 37, incx = 2, incy = 3;
+  auto fill = [&](size_t count) {
+    std::vector<T> v(count);
+    for (T& e : v) e = {static_cast<R>(rng.UniformD(-1, 1)), static_cast<R>(rng.UniformD(-1, 1))};
+    return v;
+  };
+  auto device = [](const std::vector<T>& v) {
+    T* d = nullptr;
+    CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
+    CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto host = [](const T* d, size_t count) {
+    std::vector<T> v(count);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  };
+  auto check = [&](const char* what, const std::vector<T>& got, const std::vector<C64>& want) {
+    for (size_t i = 0; i < want.size(); ++i)
+      if (std::abs(Cx(got[i]) - want[i]) > tol * (1 + std::abs(want[i]))) {
+        std::printf("FAIL %s%s[%zu] = (%g, %g), want (%g, %g)\n", single ? "C" : "Z", what, i,
+                    static_cast<double>(got[i].x), static_cast<double>(got[i].y), want[i].real(),
+                    want[i].imag());
+        ++failures;
+        return;
+      }
+  };
+  auto pick = [&](auto c, auto z) {
+    if constexpr (sizeof(R) == 4)
+      return c;
+    else
+      return z;
+  };
+  const std::vector<T> xh = fill(n * incx), yh = fill(n * incy);
+  T* x = device(xh);
+  T* y = device(yh);
+  const T alpha = {static_cast<R>(0.5), static_cast<R>(-1.25)};
+  const R ralpha = static_cast<R>(-1.5);
+
+  std::vector<C64> want(yh.size());
+  for (size_t i = 0; i < yh.size(); ++i) want[i] = Cx(yh[i]);
+  BLAS_OK(pick(cublasCaxpy, cublasZaxpy)(h, n, &alpha, x, incx, y, incy));
+  for (int i = 0; i < n; ++i) want[i * incy] += Cx(alpha) * Cx(xh[i * incx]);
+  check("axpy", host(y, yh.size()), want);
+
+  std::vector<C64> wx(xh.size());
+  for (size_t i = 0; i < xh.size(); ++i) wx[i] = Cx(xh[i]);
+  BLAS_OK(pick(cublasCscal, cublasZscal)(h, n, &alpha, x, incx));
+  for (int i = 0; i < n; ++i) wx[i * incx] *= Cx(alpha);
+  check("scal", host(x, xh.size()), wx);
+  BLAS_OK(pick(cublasCsscal, cublasZdscal)(h, n, &ralpha, x, incx));
+  for (int i = 0; i < n; ++i) wx[i * incx] *= ralpha;
+  check("sscal/dscal", host(x, xh.size()), wx);
+
+  // copy, then swap back: y gets x's elements, x gets y's.
+  std::vector<T> xs = host(x, xh.size()), ys = host(y, yh.size());
+  BLAS_OK(pick(cublasCswap, cublasZswap)(h, n, x, incx, y, incy));
+  std::vector<C64> wx2 = wx, wy2(ys.size());
+  for (size_t i = 0; i < ys.size(); ++i) wy2[i] = Cx(ys[i]);
+  for (int i = 0; i < n; ++i) std::swap(wx2[i * incx], wy2[i * incy]);
+  check("swap x", host(x, xh.size()), wx2);
+  check("swap y", host(y, yh.size()), wy2);
+  BLAS_OK(pick(cublasCcopy, cublasZcopy)(h, n, x, incx, y, incy));
+  for (int i = 0; i < n; ++i) wy2[i * incy] = wx2[i * incx];
+  check("copy", host(y, yh.size()), wy2);
+
+  // Reductions over x as it now is: |Re| + |Im| for the index and asum, the 2-norm for nrm2.
+  const std::vector<T> cur = host(x, xh.size());
+  int imax = 0, imin = 0;
+  double asum = 0, sq = 0;
+  for (int i = 0; i < n; ++i) {
+    const C64 v = Cx(cur[i * incx]);
+    const double m1 = std::abs(v.real()) + std::abs(v.imag());
+    const C64 vmax = Cx(cur[imax * incx]), vmin = Cx(cur[imin * incx]);
+    if (m1 > std::abs(vmax.real()) + std::abs(vmax.imag())) imax = i;
+    if (m1 < std::abs(vmin.real()) + std::abs(vmin.imag())) imin = i;
+    asum += m1;
+    sq += std::norm(v);
+  }
+  int got_max = 0, got_min = 0;
+  R got_asum = 0, got_nrm2 = 0;
+  BLAS_OK(pick(cublasIcamax, cublasIzamax)(h, n, x, incx, &got_max));
+  BLAS_OK(pick(cublasIcamin, cublasIzamin)(h, n, x, incx, &got_min));
+  BLAS_OK(pick(cublasScasum, cublasDzasum)(h, n, x, incx, &got_asum));
+  BLAS_OK(pick(cublasScnrm2, cublasDznrm2)(h, n, x, incx, &got_nrm2));
+  if (got_max != imax + 1 || got_min != imin + 1) {
+    std::printf("FAIL %s amax/amin = %d/%d, want %d/%d\n", single ? "C" : "Z", got_max, got_min,
+                imax + 1, imin + 1);
+    ++failures;
+  }
+  if (!Near(got_asum, asum, tol * 10) || !Near(got_nrm2, std::sqrt(sq), tol * 10)) {
+    std::printf("FAIL %s asum/nrm2 = %g/%g, want %g/%g\n", single ? "C" : "Z",
+                static_cast<double>(got_asum), static_cast<double>(got_nrm2), asum, std::sqrt(sq));
+    ++failures;
+  }
+  // The norm again, into device memory (device pointer mode).
+  R* dres = nullptr;
+  CHECK(cudaMalloc(&dres, sizeof(R)));
+  BLAS_OK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
+  BLAS_OK(pick(cublasScnrm2, cublasDznrm2)(h, n, x, incx, dres));
+  BLAS_OK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+  R back = 0;
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(&back, dres, sizeof(R), cudaMemcpyDeviceToHost));
+  if (!Near(back, std::sqrt(sq), tol * 10)) {
+    std::printf("FAIL %s nrm2 to device memory = %g\n", single ? "C" : "Z",
+                static_cast<double>(back));
+    ++failures;
+  }
+  CHECK(cudaFree(dres));
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(y));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Rng rng(Flag(argc, argv, "seed", 29));
+  cublasHandle_t h;
+  BLAS_OK(cublasCreate(&h));
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BLAS_OK(cublasSetStream(h, stream));
+  RealRoutines<float>(h, rng);
+  RealRoutines<double>(h, rng);
+  ComplexLevel1<cuComplex, float>(h, rng);
+  ComplexLevel1<cuDoubleComplex, double>(h, rng);
+  BLAS_OK(cublasDestroy(h));
+  CHECK(cudaStreamDestroy(stream));
+  return Finish(failures, "cublas_level2");
+}
