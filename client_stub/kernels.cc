@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -349,10 +351,38 @@ v1::LaunchRequest& ThreadLaunchRequest() {
   return ThreadScratch<v1::LaunchRequest, struct LaunchRequestTag>();
 }
 
+// Where kernels cannot reach the process's page-locked memory (a session without a
+// device-mapped arena: gRPC), a launch passing a pointer into it is refused with
+// cudaErrorNotSupported, named once on stderr; on a GPU with unified addressing such a kernel
+// runs, and sending it would fault the device for every tenant. Pointers sit at 8-byte aligned
+// offsets of the packed parameters, structs' included.
+cudaError_t CheckHostPointerArgs(const Kernel& k, std::string_view params) {
+  const HostMemory& host = St().host;
+  if (host.device_mapped()) return cudaSuccess;
+  for (size_t at = 0; at + 8 <= params.size(); at += 8) {
+    uint64_t v;
+    std::memcpy(&v, params.data() + at, 8);
+    if (v == 0 || !host.IsPinned(reinterpret_cast<const void*>(v))) continue;
+    static NoDestructor<std::mutex> mu;
+    static NoDestructor<std::unordered_set<std::string>> said;
+    std::lock_guard lock(*mu);
+    if (said->insert(k.name).second)
+      std::fprintf(stderr,
+                   "remora: kernel %s not launched: its parameter bytes at offset %zu point into "
+                   "page-locked host memory (cudaMallocHost, cudaHostAlloc, cudaHostRegister), "
+                   "which kernels cannot reach over this transport; it returns "
+                   "cudaErrorNotSupported\n",
+                   k.name.c_str(), at);
+    return cudaErrorNotSupported;
+  }
+  return cudaSuccess;
+}
+
 // Posts `req`, its parameters already filled in, as a launch of `k`. REQUIRES: the session is
 // up and the shape fits the device.
 cudaError_t Post(const Kernel& k, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
                  LaunchMode mode, v1::LaunchRequest& req) {
+  if (cudaError_t e = CheckHostPointerArgs(k, req.params())) return RecordError(e);
   req.set_kernel(k.handle);
   req.set_grid_x(grid.x);
   req.set_grid_y(grid.y);

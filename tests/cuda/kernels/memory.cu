@@ -8,6 +8,11 @@
 
 #include "common.h"
 
+__global__ void Square(const int* in, int* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * in[i];
+}
+
 int main(int argc, char** argv) {
   size_t n = static_cast<size_t>(Flag(argc, argv, "n", 1 << 20));
   Rng rng(Flag(argc, argv, "seed", 18));
@@ -112,6 +117,31 @@ int main(int argc, char** argv) {
              (mirror == cudaSuccess &&
               std::all_of(pinned, pinned + n, [](unsigned char v) { return v == 0x5a; })),
          "pinned <- device named HostToDevice: the data or cudaErrorInvalidValue");
+  // A kernel writing page-locked memory through its host pointer (BabelStream's dot does):
+  // unified addressing makes it device memory. Over gRPC no kernel can reach the tenant's
+  // memory, and Remora refuses the launch (cudaErrorNotSupported, not sticky) rather than run
+  // a kernel that faults.
+  {
+    const int count = 1000;
+    int* in = nullptr;
+    CHECK(cudaMalloc(&in, count * sizeof(int)));
+    std::vector<int> values(count);
+    for (int i = 0; i < count; ++i) values[i] = i - 500;
+    CHECK(cudaMemcpy(in, values.data(), count * sizeof(int), cudaMemcpyHostToDevice));
+    int* out = reinterpret_cast<int*>(portable);
+    Square<<<(count + 255) / 256, 256>>>(in, out, count);
+    const cudaError_t e = cudaGetLastError();
+    if (e == cudaErrorNotSupported) {
+      CHECK(cudaDeviceSynchronize());  // refused before it ran: nothing is broken
+    } else {
+      CHECK(e);
+      CHECK(cudaDeviceSynchronize());
+      bool ok = true;
+      for (int i = 0; i < count; ++i) ok &= out[i] == values[i] * values[i];
+      expect(ok, "a kernel writing page-locked memory through its host pointer");
+    }
+    CHECK(cudaFree(in));
+  }
   CHECK(cudaFreeHost(pinned));
   CHECK(cudaFreeHost(portable));
 
