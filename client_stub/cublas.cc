@@ -600,6 +600,45 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                  {alpha, beta});
 }
 
+cublasStatus_t cublasDotEx(cublasHandle_t h, int n, const void* x, cudaDataType xType, int incx,
+                           const void* y, cudaDataType yType, int incy, void* result,
+                           cudaDataType resultType, cudaDataType executionType) {
+  return Forward(h, Op::kDotEx, {n, xType, incx, yType, incy, resultType, executionType}, {x, y},
+                 {}, result);
+}
+cublasStatus_t cublasDotcEx(cublasHandle_t h, int n, const void* x, cudaDataType xType, int incx,
+                            const void* y, cudaDataType yType, int incy, void* result,
+                            cudaDataType resultType, cudaDataType executionType) {
+  return Forward(h, Op::kDotcEx, {n, xType, incx, yType, incy, resultType, executionType}, {x, y},
+                 {}, result);
+}
+cublasStatus_t cublasAxpyEx(cublasHandle_t h, int n, const void* alpha, cudaDataType alphaType,
+                            const void* x, cudaDataType xType, int incx, void* y,
+                            cudaDataType yType, int incy, cudaDataType executiontype) {
+  return Forward(h, Op::kAxpyEx, {n, alphaType, xType, incx, yType, incy, executiontype}, {x, y},
+                 {alpha});
+}
+cublasStatus_t cublasScalEx(cublasHandle_t h, int n, const void* alpha, cudaDataType alphaType,
+                            void* x, cudaDataType xType, int incx, cudaDataType executionType) {
+  return Forward(h, Op::kScalEx, {n, alphaType, xType, incx, executionType}, {x}, {alpha});
+}
+cublasStatus_t cublasNrm2Ex(cublasHandle_t h, int n, const void* x, cudaDataType xType, int incx,
+                            void* result, cudaDataType resultType, cudaDataType executionType) {
+  return Forward(h, Op::kNrm2Ex, {n, xType, incx, resultType, executionType}, {x}, {}, result);
+}
+cublasStatus_t cublasAsumEx(cublasHandle_t h, int n, const void* x, cudaDataType xType, int incx,
+                            void* result, cudaDataType resultType, cudaDataType executiontype) {
+  return Forward(h, Op::kAsumEx, {n, xType, incx, resultType, executiontype}, {x}, {}, result);
+}
+cublasStatus_t cublasCopyEx(cublasHandle_t h, int n, const void* x, cudaDataType xType, int incx,
+                            void* y, cudaDataType yType, int incy) {
+  return Forward(h, Op::kCopyEx, {n, xType, incx, yType, incy}, {x, y});
+}
+cublasStatus_t cublasSwapEx(cublasHandle_t h, int n, void* x, cudaDataType xType, int incx, void* y,
+                            cudaDataType yType, int incy) {
+  return Forward(h, Op::kSwapEx, {n, xType, incx, yType, incy}, {x, y});
+}
+
 #define GEMM_BATCHED(Name, T)                                                                      \
   cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, \
                               int n, int k, const T* alpha, const T* const A[], int lda,           \

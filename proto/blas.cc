@@ -2,6 +2,7 @@
 #include "proto/blas.h"
 
 #include <string>
+#include <string_view>
 
 namespace remora {
 namespace {
@@ -60,6 +61,11 @@ constexpr BlasShapeInfo kInfo[] = {
     {7, 3, 2, false},  // Syr2k   uplo trans n k lda ldb ldc | A B C | alpha beta  (syrkx too)
     {2, 1, 1, false},  // ScalReal  n incx | x | alpha, real (csscal, zdscal)
     {2, 1, 0, true},   // NormReal  n incx | x | -> real result (scasum, scnrm2)
+    {7, 2, 0, true},   // DotEx   n xType incx yType incy resultType executionType | x y | -> result
+    {7, 2, 1, false},  // AxpyEx  n alphaType xType incx yType incy executionType | x y | alpha
+    {5, 1, 1, false},  // ScalEx  n alphaType xType incx executionType | x | alpha
+    {5, 1, 0, true},   // NormEx  n xType incx resultType executionType | x | -> result
+    {5, 2, 0, false},  // CopyEx  n xType incx yType incy | x y  (swap too)
 };
 
 constexpr BlasOp kOps[] = {
@@ -198,6 +204,94 @@ class Planner {
 uint64_t OpMat(Planner& p, int64_t trans, int64_t rows, int64_t cols, size_t ld, const char* name,
                uint64_t elem) {
   return trans == kOpN ? p.Mat(rows, cols, ld, name, elem) : p.Mat(cols, rows, ld, name, elem);
+}
+
+// cudaDataType values of the level-1 Ex routines.
+constexpr int64_t kR32F = 0, kR64F = 1, kR16F = 2, kC32F = 4, kC64F = 5, kR16BF = 14;
+
+// Bytes of one element of cudaDataType t among the level-1 Ex routines' types; 0 for another.
+uint64_t L1Bytes(int64_t t) {
+  switch (t) {
+    case kR16F:
+    case kR16BF:
+      return 2;
+    case kR32F:
+      return 4;
+    case kR64F:
+    case kC32F:
+      return 8;
+    case kC64F:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+// The execution type cuBLAS pairs with vectors of type t: FP32 for 16-bit and FP32 ones,
+// else the vectors' own.
+int64_t L1Execution(int64_t t) {
+  return t == kR16F || t == kR16BF ? kR32F : t;
+}
+
+// Checks a level-1 Ex call's types (the combinations cuBLAS documents) and plans it.
+void PlanL1Ex(const BlasOp& op, Planner& p, std::span<const int64_t> a, BlasPlan& plan) {
+  auto& b = plan.bytes;
+  const int64_t n = p.Dim(0, "n");
+  auto unsupported = [&](const std::string& what) {
+    p.Unsupported("the type combination " + what + " is not one cuBLAS serves");
+  };
+  switch (op.shape) {
+    case BlasShape::kDotEx: {  // n xType incx yType incy resultType executionType
+      const int64_t t = a[1];
+      const bool complex = t == kC32F || t == kC64F;
+      if (L1Bytes(t) == 0 || a[3] != t || a[5] != t || a[6] != L1Execution(t) ||
+          (op.name == std::string_view("DotcEx") && !complex))
+        unsupported("x " + std::to_string(t) + ", y " + std::to_string(a[3]) + ", result " +
+                    std::to_string(a[5]) + ", execution " + std::to_string(a[6]));
+      b[0] = p.Vec(n, 2, "incx", L1Bytes(t));
+      b[1] = p.Vec(n, 4, "incy", L1Bytes(t));
+      plan.result_bytes = static_cast<uint32_t>(L1Bytes(t));
+      break;
+    }
+    case BlasShape::kAxpyEx: {  // n alphaType xType incx yType incy executionType
+      const int64_t t = a[2];
+      if (L1Bytes(t) == 0 || a[4] != t || a[6] != L1Execution(t) || a[1] != a[6])
+        unsupported("alpha " + std::to_string(a[1]) + ", x " + std::to_string(t) + ", y " +
+                    std::to_string(a[4]) + ", execution " + std::to_string(a[6]));
+      b[0] = p.Vec(n, 3, "incx", L1Bytes(t));
+      b[1] = p.Vec(n, 5, "incy", L1Bytes(t));
+      plan.scalar_bytes = static_cast<uint32_t>(L1Bytes(a[1]));
+      break;
+    }
+    case BlasShape::kScalEx: {  // n alphaType xType incx executionType
+      const int64_t t = a[2];
+      if (L1Bytes(t) == 0 || a[4] != L1Execution(t) || a[1] != a[4])
+        unsupported("alpha " + std::to_string(a[1]) + ", x " + std::to_string(t) + ", execution " +
+                    std::to_string(a[4]));
+      b[0] = a[3] > 0 ? p.Vec(n, 3, "incx", L1Bytes(t)) : 0;
+      plan.scalar_bytes = static_cast<uint32_t>(L1Bytes(a[1]));
+      break;
+    }
+    case BlasShape::kNormEx: {  // n xType incx resultType executionType
+      const int64_t t = a[1];
+      const int64_t real = t == kC32F ? kR32F : t == kC64F ? kR64F : t;
+      const int64_t exec = real == kR64F ? kR64F : kR32F;
+      if (L1Bytes(t) == 0 || a[3] != real || a[4] != exec)
+        unsupported("x " + std::to_string(t) + ", result " + std::to_string(a[3]) + ", execution " +
+                    std::to_string(a[4]));
+      b[0] = a[2] > 0 ? p.Vec(n, 2, "incx", L1Bytes(t)) : 0;
+      plan.result_bytes = static_cast<uint32_t>(L1Bytes(real));
+      break;
+    }
+    default: {  // kCopyEx: n xType incx yType incy
+      const int64_t t = a[1];
+      if (L1Bytes(t) == 0 || a[3] != t)
+        unsupported("x " + std::to_string(t) + ", y " + std::to_string(a[3]));
+      b[0] = p.Vec(n, 2, "incx", L1Bytes(t));
+      b[1] = p.Vec(n, 4, "incy", L1Bytes(t));
+      break;
+    }
+  }
 }
 
 // Bytes of a packed triangular or symmetric n x n matrix: n(n+1)/2 elements.
@@ -355,6 +449,13 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[2] = p.Mat(n, n, 6, "ldc", e);
       break;
     }
+    case BlasShape::kDotEx:
+    case BlasShape::kAxpyEx:
+    case BlasShape::kScalEx:
+    case BlasShape::kNormEx:
+    case BlasShape::kCopyEx:
+      PlanL1Ex(op, p, a, plan);
+      break;
     case BlasShape::kGemm:
     case BlasShape::kGemmBatched:
     case BlasShape::kGemmStrided:

@@ -61,6 +61,11 @@ enum class BlasShape : uint8_t {
   kSyr2k,
   kScalReal,
   kNormReal,
+  kDotEx,
+  kAxpyEx,
+  kScalEx,
+  kNormEx,
+  kCopyEx,
 };
 
 // What a shape takes, in signature order after the handle.

@@ -1,12 +1,20 @@
 // emu/blas/level1.cc - level 1: axpy, dot, nrm2, scal, asum, i*amax/i*amin,
-// copy, swap, rot (float and double), and complex dotu and dotc.
+// copy, swap, rot (float and double); their complex forms, dotu and dotc; and the
+// mixed-precision Ex routines (dot, dotc, axpy, scal, nrm2, asum, copy, swap).
 //
 // As reference BLAS: n <= 0 does nothing (a reduction yields 0); increments may
 // be negative (the vector is walked from its far end), and nrm2, asum, scal and
 // the index reductions treat incx <= 0 like n <= 0.
 #include <cuComplex.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
+#include <complex>
+#include <cstddef>
+#include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "emu/blas/blas.h"
@@ -281,3 +289,292 @@ REMORA_BLAS_API cublasStatus_t cublasDrot_v2(cublasHandle_t h, int n, double* x,
 COMPLEX_LEVEL1(C, c, cuComplex, float, S, s)
 COMPLEX_LEVEL1(Z, z, cuDoubleComplex, double, D, d)
 #undef COMPLEX_LEVEL1
+
+// ---- Mixed precision: the level-1 Ex routines ---------------------------------------------
+
+namespace remora::emu::blas {
+namespace {
+
+using C32 = std::complex<float>;
+using C64 = std::complex<double>;
+
+// Bytes of one element of `t` among the Ex routines' types (16F, 16BF, 32F, 64F, 32C, 64C);
+// 0 for another.
+size_t ExBytes(cudaDataType t) {
+  switch (t) {
+    case CUDA_R_16F:
+    case CUDA_R_16BF:
+      return 2;
+    case CUDA_R_32F:
+      return 4;
+    case CUDA_R_64F:
+    case CUDA_C_32F:
+      return 8;
+    case CUDA_C_64F:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+// Offset of element i of an n-vector with increment inc (a negative one walks from the far end).
+ptrdiff_t At(int i, int n, int inc) {
+  return inc >= 0 ? static_cast<ptrdiff_t>(i) * inc : static_cast<ptrdiff_t>(n - 1 - i) * -inc;
+}
+
+// Element i of a vector of type t, widened to E (float, double, C32 or C64).
+template <class E>
+E Load(cudaDataType t, const void* p, ptrdiff_t i) {
+  switch (t) {
+    case CUDA_R_16F:
+      return E(__half2float(static_cast<const __half*>(p)[i]));
+    case CUDA_R_16BF:
+      return E(__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]));
+    case CUDA_R_32F:
+      return E(static_cast<const float*>(p)[i]);
+    case CUDA_R_64F:
+      return E(static_cast<const double*>(p)[i]);
+    case CUDA_C_32F:
+      if constexpr (std::is_floating_point_v<E>)
+        return E{};  // not reached: types are checked
+      else
+        return E(static_cast<const C32*>(p)[i]);
+    default:
+      if constexpr (std::is_floating_point_v<E>)
+        return E{};
+      else
+        return E(static_cast<const C64*>(p)[i]);
+  }
+}
+
+// Stores v, rounded to nearest, as element i of a vector of type t.
+template <class E>
+void Store(cudaDataType t, void* p, ptrdiff_t i, E v) {
+  auto real = [&] {
+    if constexpr (std::is_floating_point_v<E>)
+      return static_cast<double>(v);
+    else
+      return static_cast<double>(v.real());
+  };
+  switch (t) {
+    case CUDA_R_16F:
+      static_cast<__half*>(p)[i] = __float2half(static_cast<float>(real()));
+      break;
+    case CUDA_R_16BF:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(static_cast<float>(real()));
+      break;
+    case CUDA_R_32F:
+      static_cast<float*>(p)[i] = static_cast<float>(real());
+      break;
+    case CUDA_R_64F:
+      static_cast<double*>(p)[i] = real();
+      break;
+    case CUDA_C_32F:
+      static_cast<C32*>(p)[i] = C32(v);
+      break;
+    default:
+      static_cast<C64*>(p)[i] = C64(v);
+      break;
+  }
+}
+
+// Calls f with a value of the C++ type of execution type `exec` (float, double, C32, C64).
+template <class F>
+cublasStatus_t WithExecution(cudaDataType exec, F f) {
+  switch (exec) {
+    case CUDA_R_32F:
+      return f(float{});
+    case CUDA_R_64F:
+      return f(double{});
+    case CUDA_C_32F:
+      return f(C32{});
+    case CUDA_C_64F:
+      return f(C64{});
+    default:
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+}
+
+// The type cuBLAS computes vectors of type t in: FP32 for 16-bit and FP32 ones, else their own.
+cudaDataType ExExecution(cudaDataType t) {
+  return t == CUDA_R_16F || t == CUDA_R_16BF ? CUDA_R_32F : t;
+}
+
+// Runs `compute` (returning E) on the stream and stores its value as type `rtype` at `result`:
+// when the work runs in device pointer mode, before returning (after a wait) in host mode.
+template <class E, class F>
+cublasStatus_t ReduceAs(const Call& call, cudaDataType rtype, void* result, F compute) {
+  BLAS_CHECK_ARG(result != nullptr);
+  if (call.device_mode()) return call.Submit([=] { Store(rtype, result, 0, compute()); });
+  auto cell = std::make_shared<E>();
+  BLAS_RETURN_IF_ERROR(call.Submit([cell, compute] { *cell = compute(); }));
+  BLAS_RETURN_IF_ERROR(call.Wait());
+  Store(rtype, result, 0, *cell);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t DotEx(cublasHandle_t h, int n, const void* x, cudaDataType xt, int incx,
+                     const void* y, cudaDataType yt, int incy, void* result, cudaDataType rt,
+                     cudaDataType exec, bool conjugate) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  const bool complex = xt == CUDA_C_32F || xt == CUDA_C_64F;
+  if (ExBytes(xt) == 0 || yt != xt || rt != xt || exec != ExExecution(xt) ||
+      (conjugate && !complex))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  BLAS_CHECK_ARG(incx != 0 && incy != 0);
+  return WithExecution(exec, [&](auto zero) {
+    using E = decltype(zero);
+    return ReduceAs<E>(call, rt, result, [=]() -> E {
+      E acc{};
+      for (int i = 0; i < n; ++i) {
+        E a = Load<E>(xt, x, At(i, n, incx));
+        if constexpr (!std::is_floating_point_v<E>)
+          if (conjugate) a = std::conj(a);
+        acc += a * Load<E>(yt, y, At(i, n, incy));
+      }
+      return acc;
+    });
+  });
+}
+
+cublasStatus_t AxpyEx(cublasHandle_t h, int n, const void* alpha, cudaDataType at, const void* x,
+                      cudaDataType xt, int incx, void* y, cudaDataType yt, int incy,
+                      cudaDataType exec) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  if (ExBytes(xt) == 0 || yt != xt || exec != ExExecution(xt) || at != exec)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  BLAS_CHECK_ARG(alpha != nullptr && incx != 0 && incy != 0);
+  if (n <= 0) return CUBLAS_STATUS_SUCCESS;
+  return WithExecution(exec, [&](auto zero) {
+    using E = decltype(zero);
+    const Scalar<E> a = call.Read(static_cast<const E*>(alpha));
+    return call.Submit([=] {
+      const E av = a.get();
+      for (int i = 0; i < n; ++i) {
+        const ptrdiff_t iy = At(i, n, incy);
+        Store(yt, y, iy, Load<E>(yt, y, iy) + av * Load<E>(xt, x, At(i, n, incx)));
+      }
+    });
+  });
+}
+
+cublasStatus_t ScalEx(cublasHandle_t h, int n, const void* alpha, cudaDataType at, void* x,
+                      cudaDataType xt, int incx, cudaDataType exec) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  if (ExBytes(xt) == 0 || exec != ExExecution(xt) || at != exec) return CUBLAS_STATUS_NOT_SUPPORTED;
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (n <= 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;
+  return WithExecution(exec, [&](auto zero) {
+    using E = decltype(zero);
+    const Scalar<E> a = call.Read(static_cast<const E*>(alpha));
+    return call.Submit([=] {
+      const E av = a.get();
+      for (int i = 0; i < n; ++i) {
+        const ptrdiff_t ix = static_cast<ptrdiff_t>(i) * incx;
+        Store(xt, x, ix, av * Load<E>(xt, x, ix));
+      }
+    });
+  });
+}
+
+// The 2-norm (sum of squares, scaled as BLAS's nrm2 is against overflow) or the sum of
+// |Re| + |Im| of x, computed in double and rounded to the result type.
+cublasStatus_t NormEx(cublasHandle_t h, int n, const void* x, cudaDataType xt, int incx,
+                      void* result, cudaDataType rt, cudaDataType exec, bool two_norm) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  const cudaDataType real = xt == CUDA_C_32F ? CUDA_R_32F : xt == CUDA_C_64F ? CUDA_R_64F : xt;
+  if (ExBytes(xt) == 0 || rt != real || exec != (real == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  return ReduceAs<double>(call, rt, result, [=]() -> double {
+    if (n <= 0 || incx <= 0) return 0;
+    double scale = 0, ssq = 1, sum = 0;
+    for (int i = 0; i < n; ++i) {
+      const C64 v = Load<C64>(xt, x, static_cast<ptrdiff_t>(i) * incx);
+      for (double part : {v.real(), v.imag()}) {
+        const double a = std::abs(part);
+        sum += a;
+        if (a == 0) continue;
+        if (scale < a) {
+          ssq = 1 + ssq * (scale / a) * (scale / a);
+          scale = a;
+        } else {
+          ssq += (a / scale) * (a / scale);
+        }
+      }
+    }
+    return two_norm ? scale * std::sqrt(ssq) : sum;
+  });
+}
+
+cublasStatus_t CopySwapEx(cublasHandle_t h, int n, void* x, cudaDataType xt, int incx, void* y,
+                          cudaDataType yt, int incy, bool swap) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  if (ExBytes(xt) == 0 || yt != xt) return CUBLAS_STATUS_NOT_SUPPORTED;
+  BLAS_CHECK_ARG(incx != 0 && incy != 0);
+  if (n <= 0) return CUBLAS_STATUS_SUCCESS;
+  const size_t e = ExBytes(xt);
+  return call.Submit([=] {
+    auto* xb = static_cast<std::byte*>(x);
+    auto* yb = static_cast<std::byte*>(y);
+    for (int i = 0; i < n; ++i) {
+      std::byte* xe = xb + At(i, n, incx) * static_cast<ptrdiff_t>(e);
+      std::byte* ye = yb + At(i, n, incy) * static_cast<ptrdiff_t>(e);
+      if (swap)
+        std::swap_ranges(xe, xe + e, ye);
+      else
+        std::memcpy(ye, xe, e);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace remora::emu::blas
+
+REMORA_BLAS_API cublasStatus_t cublasDotEx(cublasHandle_t h, int n, const void* x,
+                                           cudaDataType xType, int incx, const void* y,
+                                           cudaDataType yType, int incy, void* result,
+                                           cudaDataType resultType, cudaDataType executionType) {
+  return DotEx(h, n, x, xType, incx, y, yType, incy, result, resultType, executionType, false);
+}
+REMORA_BLAS_API cublasStatus_t cublasDotcEx(cublasHandle_t h, int n, const void* x,
+                                            cudaDataType xType, int incx, const void* y,
+                                            cudaDataType yType, int incy, void* result,
+                                            cudaDataType resultType, cudaDataType executionType) {
+  return DotEx(h, n, x, xType, incx, y, yType, incy, result, resultType, executionType, true);
+}
+REMORA_BLAS_API cublasStatus_t cublasAxpyEx(cublasHandle_t h, int n, const void* alpha,
+                                            cudaDataType alphaType, const void* x,
+                                            cudaDataType xType, int incx, void* y,
+                                            cudaDataType yType, int incy,
+                                            cudaDataType executiontype) {
+  return AxpyEx(h, n, alpha, alphaType, x, xType, incx, y, yType, incy, executiontype);
+}
+REMORA_BLAS_API cublasStatus_t cublasScalEx(cublasHandle_t h, int n, const void* alpha,
+                                            cudaDataType alphaType, void* x, cudaDataType xType,
+                                            int incx, cudaDataType executionType) {
+  return ScalEx(h, n, alpha, alphaType, x, xType, incx, executionType);
+}
+REMORA_BLAS_API cublasStatus_t cublasNrm2Ex(cublasHandle_t h, int n, const void* x,
+                                            cudaDataType xType, int incx, void* result,
+                                            cudaDataType resultType, cudaDataType executionType) {
+  return NormEx(h, n, x, xType, incx, result, resultType, executionType, true);
+}
+REMORA_BLAS_API cublasStatus_t cublasAsumEx(cublasHandle_t h, int n, const void* x,
+                                            cudaDataType xType, int incx, void* result,
+                                            cudaDataType resultType, cudaDataType executiontype) {
+  return NormEx(h, n, x, xType, incx, result, resultType, executiontype, false);
+}
+REMORA_BLAS_API cublasStatus_t cublasCopyEx(cublasHandle_t h, int n, const void* x,
+                                            cudaDataType xType, int incx, void* y,
+                                            cudaDataType yType, int incy) {
+  return CopySwapEx(h, n, const_cast<void*>(x), xType, incx, y, yType, incy, false);
+}
+REMORA_BLAS_API cublasStatus_t cublasSwapEx(cublasHandle_t h, int n, void* x, cudaDataType xType,
+                                            int incx, void* y, cudaDataType yType, int incy) {
+  return CopySwapEx(h, n, x, xType, incx, y, yType, incy, true);
+}

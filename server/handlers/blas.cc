@@ -287,6 +287,29 @@ cublasStatus_t RunNormReal(const BlasTable& t, cublasHandle_t h, const BlasCall&
   return RunNorm<Fn>(t, h, c);
 }
 
+template <auto Fn>
+cublasStatus_t RunDotEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), I(c, 2), P(c, 1), I(c, 3), I(c, 4), R(c), I(c, 5),
+                 I(c, 6));
+}
+template <auto Fn>
+cublasStatus_t RunAxpyEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), S(c, 0), I(c, 1), P(c, 0), I(c, 2), I(c, 3), P(c, 1), I(c, 4), I(c, 5),
+                 I(c, 6));
+}
+template <auto Fn>
+cublasStatus_t RunScalEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), S(c, 0), I(c, 1), P(c, 0), I(c, 2), I(c, 3), I(c, 4));
+}
+template <auto Fn>
+cublasStatus_t RunNormEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), I(c, 2), R(c), I(c, 3), I(c, 4));
+}
+template <auto Fn>
+cublasStatus_t RunCopyEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), I(c, 2), P(c, 1), I(c, 3), I(c, 4));
+}
+
 struct Runner {
   uint32_t op;
   RunFn run;

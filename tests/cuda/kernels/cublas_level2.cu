@@ -1,11 +1,14 @@
 // tests/cuda/kernels/cublas_level2.cu - cuBLAS's band, packed, triangular and rank-update
-// routines (S and D), syr2k and syrkx, and complex level 1, on random data.
+// routines (S and D), syr2k and syrkx, complex level 1 and the mixed-precision level-1 Ex
+// routines, on random data.
 //
 // Built as users build cuBLAS programs (nvcc ... -lcublas) and run unmodified. Each result is
 // checked against a double-precision loop on the host over the dense matrix the storage format
 // describes; a rank update must leave the other triangle (and the packed array's unused slots
 // of a band matrix) as it was, and beta 0 must not read y (NaNs there stay out of the result).
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <complex>
 #include <functional>
@@ -426,6 +429,136 @@ void ComplexLevel1(cublasHandle_t h, Rng& rng) {
   CHECK(cudaFree(y));
 }
 
+// The level-1 Ex routines on half, bfloat16 and complex vectors, with negative increments.
+void MixedPrecision(cublasHandle_t h, Rng& rng) {
+  const int n = 50, incx = 2, incy = -3;
+  std::vector<float> xf(n * incx), yf(n * -incy);
+  for (float& v : xf) v = static_cast<float>(rng.UniformD(-1, 1));
+  for (float& v : yf) v = static_cast<float>(rng.UniformD(-1, 1));
+  // Element i of a vector with increment inc, as BLAS walks a negative one (from the far end).
+  auto at = [&](int i, int inc) { return inc > 0 ? i * inc : (n - 1 - i) * -inc; };
+  auto halves = [](const std::vector<float>& v) {
+    std::vector<__half> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) o[i] = __float2half(v[i]);
+    return o;
+  };
+  auto device = [](const auto& v) {
+    void* d = nullptr;
+    CHECK(cudaMalloc(&d, v.size() * sizeof(v[0])));
+    CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice));
+    return d;
+  };
+  const std::vector<__half> xh = halves(xf), yh = halves(yf);
+  void* dx = device(xh);
+  void* dy = device(yh);
+  // dot in FP32 of the half values, rounded to half
+  float want = 0;
+  for (int i = 0; i < n; ++i) want += __half2float(xh[at(i, incx)]) * __half2float(yh[at(i, incy)]);
+  __half got;
+  BLAS_OK(
+      cublasDotEx(h, n, dx, CUDA_R_16F, incx, dy, CUDA_R_16F, incy, &got, CUDA_R_16F, CUDA_R_32F));
+  if (std::fabs(__half2float(got) - want) > 1e-2 * (1 + std::fabs(want))) {
+    std::printf("FAIL DotEx half = %g, want %g\n", __half2float(got), want);
+    ++failures;
+  }
+  // nrm2 and asum of the half x
+  double sq = 0, sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const double v = __half2float(xh[i * incx]);
+    sq += v * v;
+    sum += std::fabs(v);
+  }
+  __half nrm, asum;
+  BLAS_OK(cublasNrm2Ex(h, n, dx, CUDA_R_16F, incx, &nrm, CUDA_R_16F, CUDA_R_32F));
+  BLAS_OK(cublasAsumEx(h, n, dx, CUDA_R_16F, incx, &asum, CUDA_R_16F, CUDA_R_32F));
+  if (!Near(__half2float(nrm), std::sqrt(sq), 2e-3) || !Near(__half2float(asum), sum, 2e-3)) {
+    std::printf("FAIL Nrm2Ex/AsumEx half = %g/%g, want %g/%g\n", __half2float(nrm),
+                __half2float(asum), std::sqrt(sq), sum);
+    ++failures;
+  }
+  // y += alpha x, then x *= alpha, in half with FP32 alpha
+  const float alpha = -0.75f;
+  BLAS_OK(cublasAxpyEx(h, n, &alpha, CUDA_R_32F, dx, CUDA_R_16F, incx, dy, CUDA_R_16F, incy,
+                       CUDA_R_32F));
+  BLAS_OK(cublasScalEx(h, n, &alpha, CUDA_R_32F, dx, CUDA_R_16F, incx, CUDA_R_32F));
+  std::vector<__half> ygot(yh.size()), xgot(xh.size());
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(ygot.data(), dy, ygot.size() * 2, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(xgot.data(), dx, xgot.size() * 2, cudaMemcpyDeviceToHost));
+  int bad = 0;
+  for (int i = 0; i < n; ++i) {
+    const float y1 = __half2float(yh[at(i, incy)]) + alpha * __half2float(xh[at(i, incx)]);
+    const float x1 = alpha * __half2float(xh[i * incx]);
+    bad += std::fabs(__half2float(ygot[at(i, incy)]) - y1) > 2e-3f * (1 + std::fabs(y1));
+    bad += std::fabs(__half2float(xgot[i * incx]) - x1) > 2e-3f * (1 + std::fabs(x1));
+  }
+  for (size_t i = 0; i < yh.size(); ++i)  // the gaps between elements stay as they were
+    if (i % 3 != 0) bad += __half2float(ygot[i]) != __half2float(yh[i]);
+  if (bad) {
+    std::printf("FAIL AxpyEx/ScalEx half: %d wrong\n", bad);
+    ++failures;
+  }
+  // swap x and y, then copy (the swapped) x over y: elements follow BLAS's walk of each vector
+  auto down = [](void* d, size_t count) {
+    std::vector<__half> v(count);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(v.data(), d, count * 2, cudaMemcpyDeviceToHost));
+    return v;
+  };
+  BLAS_OK(cublasSwapEx(h, n, dx, CUDA_R_16F, incx, dy, CUDA_R_16F, incy));
+  const std::vector<__half> xs = down(dx, xh.size()), ys = down(dy, yh.size());
+  BLAS_OK(cublasCopyEx(h, n, dx, CUDA_R_16F, incx, dy, CUDA_R_16F, incy));
+  const std::vector<__half> yc2 = down(dy, yh.size());
+  bad = 0;
+  for (int i = 0; i < n; ++i) {
+    const float xi = __half2float(xgot[at(i, incx)]), yi = __half2float(ygot[at(i, incy)]);
+    bad += __half2float(xs[at(i, incx)]) != yi || __half2float(ys[at(i, incy)]) != xi;
+    bad += __half2float(yc2[at(i, incy)]) != yi;
+  }
+  if (bad) {
+    std::printf("FAIL SwapEx/CopyEx half: %d wrong\n", bad);
+    ++failures;
+  }
+  // bfloat16 dot, complex dotc, and a combination cuBLAS does not serve
+  std::vector<__nv_bfloat16> xb(n), yb(n);
+  float wantb = 0;
+  for (int i = 0; i < n; ++i) {
+    xb[i] = __float2bfloat16(xf[i]);
+    yb[i] = __float2bfloat16(yf[i]);
+    wantb += __bfloat162float(xb[i]) * __bfloat162float(yb[i]);
+  }
+  void* dxb = device(xb);
+  void* dyb = device(yb);
+  __nv_bfloat16 gotb;
+  BLAS_OK(
+      cublasDotEx(h, n, dxb, CUDA_R_16BF, 1, dyb, CUDA_R_16BF, 1, &gotb, CUDA_R_16BF, CUDA_R_32F));
+  if (std::fabs(__bfloat162float(gotb) - wantb) > 2e-2 * (1 + std::fabs(wantb))) {
+    std::printf("FAIL DotEx bf16 = %g, want %g\n", __bfloat162float(gotb), wantb);
+    ++failures;
+  }
+  std::vector<cuComplex> xc(n), yc(n);
+  std::complex<double> wantc = 0;
+  for (int i = 0; i < n; ++i) {
+    xc[i] = {xf[i], yf[i]};
+    yc[i] = {yf[i], -xf[i] * 0.5f};
+    wantc +=
+        std::conj(std::complex<double>(xc[i].x, xc[i].y)) * std::complex<double>(yc[i].x, yc[i].y);
+  }
+  void* dxc = device(xc);
+  void* dyc = device(yc);
+  cuComplex gotc;
+  BLAS_OK(
+      cublasDotcEx(h, n, dxc, CUDA_C_32F, 1, dyc, CUDA_C_32F, 1, &gotc, CUDA_C_32F, CUDA_C_32F));
+  if (std::abs(std::complex<double>(gotc.x, gotc.y) - wantc) > 1e-4 * (1 + std::abs(wantc))) {
+    std::printf("FAIL DotcEx complex = (%g, %g)\n", gotc.x, gotc.y);
+    ++failures;
+  }
+  EXPECT_BLAS(
+      cublasDotEx(h, n, dx, CUDA_R_16F, 1, dyb, CUDA_R_64F, 1, &got, CUDA_R_16F, CUDA_R_32F),
+      CUBLAS_STATUS_NOT_SUPPORTED);
+  for (void* p : {dx, dy, dxb, dyb, dxc, dyc}) CHECK(cudaFree(p));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -439,6 +572,7 @@ int main(int argc, char** argv) {
   RealRoutines<double>(h, rng);
   ComplexLevel1<cuComplex, float>(h, rng);
   ComplexLevel1<cuDoubleComplex, double>(h, rng);
+  MixedPrecision(h, rng);
   BLAS_OK(cublasDestroy(h));
   CHECK(cudaStreamDestroy(stream));
   return Finish(failures, "cublas_level2");
