@@ -536,6 +536,8 @@ GEMM(Hgemm, cublasHgemm, __half)
   }
 SYMM(Ssymm, float)
 SYMM(Dsymm, double)
+SYMM(Csymm, cuComplex)
+SYMM(Zsymm, cuDoubleComplex)
 #define SYRK(Name, T)                                                                     \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
                                    cublasOperation_t trans, int n, int k, const T* alpha, \
@@ -544,6 +546,8 @@ SYMM(Dsymm, double)
   }
 SYRK(Ssyrk, float)
 SYRK(Dsyrk, double)
+SYRK(Csyrk, cuComplex)
+SYRK(Zsyrk, cuDoubleComplex)
 #define SYR2K(Name, Sym, T)                                                                       \
   cublasStatus_t Sym(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n,     \
                      int k, const T* alpha, const T* A, int lda, const T* B, int ldb,             \
@@ -562,6 +566,8 @@ SYR2K(Dsyrkx, cublasDsyrkx, double)
   }
 TRSM(Strsm, float)
 TRSM(Dtrsm, double)
+TRSM(Ctrsm, cuComplex)
+TRSM(Ztrsm, cuDoubleComplex)
 #define TRMM(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, \
                                    cublasOperation_t trans, cublasDiagType_t diag, int m, int n,   \
@@ -572,6 +578,8 @@ TRSM(Dtrsm, double)
   }
 TRMM(Strmm, float)
 TRMM(Dtrmm, double)
+TRMM(Ctrmm, cuComplex)
+TRMM(Ztrmm, cuDoubleComplex)
 #define GEAM(Name, T)                                                                              \
   cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, \
                               int n, const T* alpha, const T* A, int lda, const T* beta,           \
@@ -599,6 +607,19 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                  {ta, tb, m, n, k, Atype, lda, Btype, ldb, Ctype, ldc, compute, algo}, {A, B, C},
                  {alpha, beta});
 }
+
+#define TRSM_BATCHED(Name, T)                                                                     \
+  cublasStatus_t cublas##Name(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo,     \
+                              cublasOperation_t trans, cublasDiagType_t diag, int m, int n,       \
+                              const T* alpha, const T* const A[], int lda, T* const B[], int ldb, \
+                              int batch) {                                                        \
+    return Forward(h, Op::k##Name, {side, uplo, trans, diag, m, n, lda, ldb, batch}, {A, B},      \
+                   {alpha});                                                                      \
+  }
+TRSM_BATCHED(StrsmBatched, float)
+TRSM_BATCHED(DtrsmBatched, double)
+TRSM_BATCHED(CtrsmBatched, cuComplex)
+TRSM_BATCHED(ZtrsmBatched, cuDoubleComplex)
 
 cublasStatus_t cublasDotEx(cublasHandle_t h, int n, const void* x, cudaDataType xType, int incx,
                            const void* y, cudaDataType yType, int incy, void* result,

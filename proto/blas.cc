@@ -66,6 +66,7 @@ constexpr BlasShapeInfo kInfo[] = {
     {5, 1, 1, false},  // ScalEx  n alphaType xType incx executionType | x | alpha
     {5, 1, 0, true},   // NormEx  n xType incx resultType executionType | x | -> result
     {5, 2, 0, false},  // CopyEx  n xType incx yType incy | x y  (swap too)
+    {9, 2, 1, false},  // TrsmBatched  side uplo trans diag m n lda ldb batch | A[] B[] | alpha
 };
 
 constexpr BlasOp kOps[] = {
@@ -507,10 +508,25 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
     }
     case BlasShape::kSyrk: {
       p.Enum01(0, "uplo");
-      const int64_t t = p.Op(1, "trans");
+      // A complex symmetric product takes N or T only.
+      const bool complex = op.name[0] == 'C' || op.name[0] == 'Z';
+      const int64_t t = p.Op(1, "trans", !complex);
       const int64_t n = p.Dim(2, "n"), k = p.Dim(3, "k");
       b[0] = OpMat(p, t, n, k, 4, "lda", e);
       b[1] = p.Mat(n, n, 5, "ldc", e);
+      break;
+    }
+    case BlasShape::kTrsmBatched: {
+      const int64_t side = p.Enum01(0, "side");
+      p.Enum01(1, "uplo");
+      p.Op(2, "trans");
+      p.Enum01(3, "diag");
+      const int64_t m = p.Dim(4, "m"), n = p.Dim(5, "n");
+      const int64_t ka = side == kRight ? n : m;
+      b[0] = p.Mat(ka, ka, 6, "lda", e);
+      b[1] = p.Mat(m, n, 7, "ldb", e);
+      plan.batch = p.Dim(8, "batchCount");
+      plan.array = {true, true};
       break;
     }
     case BlasShape::kTrsm:

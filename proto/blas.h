@@ -66,6 +66,7 @@ enum class BlasShape : uint8_t {
   kScalEx,
   kNormEx,
   kCopyEx,
+  kTrsmBatched,
 };
 
 // What a shape takes, in signature order after the handle.

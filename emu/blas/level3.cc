@@ -80,6 +80,8 @@ cublasStatus_t Syrk(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t t
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   BLAS_CHECK_ARG(ValidFill(uplo) && ValidOp(trans) && n >= 0 && k >= 0);
+  if constexpr (!std::is_floating_point_v<T>)  // a complex symmetric product: N or T only
+    BLAS_CHECK_ARG(trans != CUBLAS_OP_C);
   BLAS_CHECK_ARG(ValidLd(lda, StoredRows(trans, n, k)) && ValidLd(ldc, n));
   BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
   if (n == 0) return CUBLAS_STATUS_SUCCESS;
@@ -145,6 +147,27 @@ cublasStatus_t Trsm(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t up
   return call.Submit([=] {
     Blas<T>::trsm(CblasColMajor, ToCblas(side), ToCblas(uplo), ToCblas(trans), ToCblas(diag), m, n,
                   a.get(), A, lda, B, ldb);
+  });
+}
+
+// `batch` triangular solves, the matrices named by device arrays of pointers.
+template <class T>
+cublasStatus_t TrsmBatched(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo,
+                           cublasOperation_t trans, cublasDiagType_t diag, int m, int n,
+                           const T* alpha, const T* const A[], int lda, T* const B[], int ldb,
+                           int batch) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidSide(side) && ValidFill(uplo) && ValidOp(trans) && ValidDiag(diag) &&
+                 m >= 0 && n >= 0 && batch >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, side == CUBLAS_SIDE_LEFT ? m : n) && ValidLd(ldb, m));
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  return call.Submit([=] {
+    for (int i = 0; i < batch; ++i)
+      Blas<T>::trsm(CblasColMajor, ToCblas(side), ToCblas(uplo), ToCblas(trans), ToCblas(diag), m,
+                    n, a.get(), A[i], lda, B[i], ldb);
   });
 }
 
@@ -387,3 +410,42 @@ REMORA_BLAS_API cublasStatus_t cublasDdgmm(cublasHandle_t h, cublasSideMode_t mo
 REAL_SYR2K(S, float)
 REAL_SYR2K(D, double)
 #undef REAL_SYR2K
+
+#define COMPLEX_LEVEL3(X, T)                                                                     \
+  REMORA_BLAS_API cublasStatus_t cublas##X##symm_v2(                                             \
+      cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, int m, int n,              \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) {  \
+    return Symm(h, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc);                       \
+  }                                                                                              \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syrk_v2(                                             \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,            \
+      const T* alpha, const T* A, int lda, const T* beta, T* C, int ldc) {                       \
+    return Syrk(h, uplo, trans, n, k, alpha, A, lda, beta, C, ldc);                              \
+  }                                                                                              \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trsm_v2(                                             \
+      cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans,   \
+      cublasDiagType_t diag, int m, int n, const T* alpha, const T* A, int lda, T* B, int ldb) { \
+    return Trsm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb);                        \
+  }                                                                                              \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trmm_v2(                                             \
+      cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans,   \
+      cublasDiagType_t diag, int m, int n, const T* alpha, const T* A, int lda, const T* B,      \
+      int ldb, T* C, int ldc) {                                                                  \
+    return Trmm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);                \
+  }
+COMPLEX_LEVEL3(C, cuComplex)
+COMPLEX_LEVEL3(Z, cuDoubleComplex)
+#undef COMPLEX_LEVEL3
+
+#define TRSM_BATCHED(X, T)                                                                     \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trsmBatched(                                       \
+      cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, \
+      cublasDiagType_t diag, int m, int n, const T* alpha, const T* const A[], int lda,        \
+      T* const B[], int ldb, int batchCount) {                                                 \
+    return TrsmBatched(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, batchCount);   \
+  }
+TRSM_BATCHED(S, float)
+TRSM_BATCHED(D, double)
+TRSM_BATCHED(C, cuComplex)
+TRSM_BATCHED(Z, cuDoubleComplex)
+#undef TRSM_BATCHED

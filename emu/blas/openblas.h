@@ -116,6 +116,22 @@ struct Blas<double> {
     static void scal_real(int n, R alpha, T* x, int incx) {                                        \
       cblas_##p##rp##scal(n, alpha, x, incx);                                                      \
     }                                                                                              \
+    static void trsm(CBLAS_ORDER o, CBLAS_SIDE sd, CBLAS_UPLO u, CBLAS_TRANSPOSE t, CBLAS_DIAG d,  \
+                     int m, int n, T alpha, const T* a, int lda, T* b, int ldb) {                  \
+      cblas_##p##trsm(o, sd, u, t, d, m, n, &alpha, a, lda, b, ldb);                               \
+    }                                                                                              \
+    static void trmm(CBLAS_ORDER o, CBLAS_SIDE sd, CBLAS_UPLO u, CBLAS_TRANSPOSE t, CBLAS_DIAG d,  \
+                     int m, int n, T alpha, const T* a, int lda, T* b, int ldb) {                  \
+      cblas_##p##trmm(o, sd, u, t, d, m, n, &alpha, a, lda, b, ldb);                               \
+    }                                                                                              \
+    static void symm(CBLAS_ORDER o, CBLAS_SIDE sd, CBLAS_UPLO u, int m, int n, T alpha,            \
+                     const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) {            \
+      cblas_##p##symm(o, sd, u, m, n, &alpha, a, lda, b, ldb, &beta, c, ldc);                      \
+    }                                                                                              \
+    static void syrk(CBLAS_ORDER o, CBLAS_UPLO u, CBLAS_TRANSPOSE t, int n, int k, T alpha,        \
+                     const T* a, int lda, T beta, T* c, int ldc) {                                 \
+      cblas_##p##syrk(o, u, t, n, k, &alpha, a, lda, &beta, c, ldc);                               \
+    }                                                                                              \
     static constexpr auto copy = &cblas_##p##copy;                                                 \
     static constexpr auto swap = &cblas_##p##swap;                                                 \
     static constexpr auto iamax = &cblas_i##p##amax;                                               \

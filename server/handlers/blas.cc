@@ -310,6 +310,12 @@ cublasStatus_t RunCopyEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c
   return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), I(c, 2), P(c, 1), I(c, 3), I(c, 4));
 }
 
+template <auto Fn>
+cublasStatus_t RunTrsmBatched(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), I(c, 2), I(c, 3), I(c, 4), I(c, 5), S(c, 0), P(c, 0), I(c, 6),
+                 P(c, 1), I(c, 7), I(c, 8));
+}
+
 struct Runner {
   uint32_t op;
   RunFn run;

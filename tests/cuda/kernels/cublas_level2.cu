@@ -559,6 +559,158 @@ void MixedPrecision(cublasHandle_t h, Rng& rng) {
   for (void* p : {dx, dy, dxb, dyb, dxc, dyc}) CHECK(cudaFree(p));
 }
 
+// Complex symm, syrk, trsm, trmm, and trsmBatched in S and Z, against std::complex<double>.
+template <typename T, typename R>
+void ComplexLevel3(cublasHandle_t h, Rng& rng) {
+  const bool single = sizeof(R) == 4;
+  const double tol = single ? 1e-4 : 1e-11;
+  const int m = 5, n = 4, ld = 7;
+  auto pick = [&](auto c, auto z) {
+    if constexpr (sizeof(R) == 4)
+      return c;
+    else
+      return z;
+  };
+  auto fill = [&](size_t count, double scale = 1) {
+    std::vector<T> v(count);
+    for (T& e : v)
+      e = {static_cast<R>(scale * rng.UniformD(-1, 1)),
+           static_cast<R>(scale * rng.UniformD(-1, 1))};
+    return v;
+  };
+  auto device = [](const std::vector<T>& v) {
+    T* d = nullptr;
+    CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
+    CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto host = [](const T* d, size_t count) {
+    std::vector<T> v(count);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  };
+  auto at = [&](const std::vector<T>& v, int i, int j) {
+    return Cx(v[i + static_cast<size_t>(j) * ld]);
+  };
+  auto check = [&](const char* what, const std::vector<T>& got, const std::vector<C64>& want) {
+    for (size_t i = 0; i < want.size(); ++i)
+      if (std::abs(Cx(got[i]) - want[i]) > tol * (1 + std::abs(want[i]))) {
+        std::printf("FAIL %s%s[%zu] = (%g, %g), want (%g, %g)\n", single ? "C" : "Z", what, i,
+                    static_cast<double>(got[i].x), static_cast<double>(got[i].y), want[i].real(),
+                    want[i].imag());
+        ++failures;
+        return;
+      }
+  };
+  const T alpha = {static_cast<R>(0.5), static_cast<R>(0.25)}, beta = {static_cast<R>(-1), 0};
+  // A: an m x m triangle/symmetric source (lower stored), B and C m x n, all with ld.
+  std::vector<T> A = fill(static_cast<size_t>(ld) * m, 0.3), B = fill(static_cast<size_t>(ld) * n),
+                 C = fill(static_cast<size_t>(ld) * n);
+  for (int i = 0; i < m; ++i) A[i + static_cast<size_t>(i) * ld] = {static_cast<R>(2), 0};
+  auto sym = [&](int i, int j) { return i >= j ? at(A, i, j) : at(A, j, i); };
+  auto tri = [&](int i, int j) { return i >= j ? at(A, i, j) : C64(0); };
+  T* dA = device(A);
+  T* dB = device(B);
+  T* dC = device(C);
+  // symm, left, lower: C = alpha S B + beta C
+  BLAS_OK(pick(cublasCsymm, cublasZsymm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, m, n, &alpha,
+                                         dA, ld, dB, ld, &beta, dC, ld));
+  std::vector<C64> want(C.size());
+  for (size_t i = 0; i < C.size(); ++i) want[i] = Cx(C[i]);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      C64 s = 0;
+      for (int l = 0; l < m; ++l) s += sym(i, l) * at(B, l, j);
+      want[i + static_cast<size_t>(j) * ld] = Cx(alpha) * s + Cx(beta) * at(C, i, j);
+    }
+  check("symm", host(dC, C.size()), want);
+  // syrk, lower, T: C = alpha B^T B + beta C on n x n (only the lower triangle)
+  std::vector<T> C2 = fill(static_cast<size_t>(ld) * n);
+  T* dC2 = device(C2);
+  BLAS_OK(pick(cublasCsyrk, cublasZsyrk)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &alpha, dB,
+                                         ld, &beta, dC2, ld));
+  std::vector<C64> want2(C2.size());
+  for (size_t i = 0; i < C2.size(); ++i) want2[i] = Cx(C2[i]);
+  for (int j = 0; j < n; ++j)
+    for (int i = j; i < n; ++i) {
+      C64 s = 0;
+      for (int l = 0; l < m; ++l) s += at(B, l, i) * at(B, l, j);
+      want2[i + static_cast<size_t>(j) * ld] = Cx(alpha) * s + Cx(beta) * at(C2, i, j);
+    }
+  check("syrk", host(dC2, C2.size()), want2);
+  EXPECT_BLAS(pick(cublasCsyrk, cublasZsyrk)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m, &alpha,
+                                             dB, ld, &beta, dC2, ld),
+              CUBLAS_STATUS_INVALID_VALUE);  // a symmetric product: no conjugate transpose
+  // trmm then trsm, left, lower, conjugate transpose: X = alpha op(T) B, then op(T) Y = X / alpha
+  T* dX = device(std::vector<T>(static_cast<size_t>(ld) * n));
+  BLAS_OK(pick(cublasCtrmm, cublasZtrmm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                                         CUBLAS_DIAG_NON_UNIT, m, n, &alpha, dA, ld, dB, ld, dX,
+                                         ld));
+  std::vector<C64> wx(static_cast<size_t>(ld) * n, C64(0));
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      C64 s = 0;
+      for (int l = 0; l < m; ++l) s += std::conj(tri(l, i)) * at(B, l, j);
+      wx[i + static_cast<size_t>(j) * ld] = Cx(alpha) * s;
+    }
+  std::vector<T> X = host(dX, wx.size());
+  for (int j = 0; j < n; ++j)  // rows past m are not the product's
+    for (int i = m; i < ld; ++i)
+      wx[i + static_cast<size_t>(j) * ld] = Cx(X[i + static_cast<size_t>(j) * ld]);
+  check("trmm", X, wx);
+  const T inv = {static_cast<R>(1.6), static_cast<R>(-0.8)};  // 1 / alpha
+  BLAS_OK(pick(cublasCtrsm, cublasZtrsm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                                         CUBLAS_DIAG_NON_UNIT, m, n, &inv, dA, ld, dX, ld));
+  std::vector<C64> wb(wx.size());
+  const std::vector<T> Y = host(dX, wx.size());
+  for (size_t i = 0; i < wb.size(); ++i) wb[i] = Cx(Y[i]);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) wb[i + static_cast<size_t>(j) * ld] = at(B, i, j);
+  check("trsm", Y, wb);
+  // trsmBatched: two right-side solves, X op(T) = alpha B, checked by multiplying back
+  std::vector<T> B0 = fill(static_cast<size_t>(ld) * m), B1 = fill(static_cast<size_t>(ld) * m);
+  T* dB0 = device(B0);
+  T* dB1 = device(B1);
+  const T* As[2] = {dA, dA};
+  T* Bs[2] = {dB0, dB1};
+  T** dAs = nullptr;
+  T** dBs = nullptr;
+  CHECK(cudaMalloc(&dAs, sizeof As));
+  CHECK(cudaMalloc(&dBs, sizeof Bs));
+  CHECK(cudaMemcpy(dAs, As, sizeof As, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dBs, Bs, sizeof Bs, cudaMemcpyHostToDevice));
+  const T one = {1, 0};
+  BLAS_OK(pick(cublasCtrsmBatched, cublasZtrsmBatched)(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
+                                                       CUBLAS_OP_N, CUBLAS_DIAG_UNIT, 3, m, &one,
+                                                       dAs, ld, dBs, ld, 2));
+  for (int b = 0; b < 2; ++b) {
+    const std::vector<T>& orig = b ? B1 : B0;
+    const std::vector<T> got = host(b ? dB1 : dB0, orig.size());
+    std::vector<C64> back(orig.size());
+    for (size_t i = 0; i < back.size(); ++i) back[i] = Cx(got[i]);
+    for (int j = 0; j < m; ++j)  // (X T)(i, j) over the unit-diagonal lower triangle == B
+      for (int i = 0; i < 3; ++i) {
+        C64 s = 0;
+        for (int l = j; l < m; ++l)
+          s += Cx(got[i + static_cast<size_t>(l) * ld]) * (l == j ? C64(1) : tri(l, j));
+        back[i + static_cast<size_t>(j) * ld] = s;
+      }
+    std::vector<C64> orig_c(orig.size());
+    for (size_t i = 0; i < orig.size(); ++i) orig_c[i] = Cx(orig[i]);
+    for (size_t i = 0; i < orig_c.size(); ++i)
+      if (std::abs(back[i] - orig_c[i]) > tol * 10 * (1 + std::abs(orig_c[i]))) {
+        std::printf("FAIL %strsmBatched[%d][%zu]\n", single ? "C" : "Z", b, i);
+        ++failures;
+        break;
+      }
+  }
+  for (void* p : {static_cast<void*>(dA), static_cast<void*>(dB), static_cast<void*>(dC),
+                  static_cast<void*>(dC2), static_cast<void*>(dX), static_cast<void*>(dB0),
+                  static_cast<void*>(dB1), static_cast<void*>(dAs), static_cast<void*>(dBs)})
+    CHECK(cudaFree(p));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -573,6 +725,8 @@ int main(int argc, char** argv) {
   ComplexLevel1<cuComplex, float>(h, rng);
   ComplexLevel1<cuDoubleComplex, double>(h, rng);
   MixedPrecision(h, rng);
+  ComplexLevel3<cuComplex, float>(h, rng);
+  ComplexLevel3<cuDoubleComplex, double>(h, rng);
   BLAS_OK(cublasDestroy(h));
   CHECK(cudaStreamDestroy(stream));
   return Finish(failures, "cublas_level2");
