@@ -34,7 +34,7 @@ def start_server(bindir, transport, tmp, extra, env=None):
     """Starts remora-server on `transport`: shm, grpc, or grpcs (gRPC over TLS with
     a fresh self-signed certificate, which this process's children then trust
     through REMORA_TLS_ROOT_CERT). Returns (process, log file, address)."""
-    log = open(os.path.join(tmp, "server.log"), "w+")
+    log = open(os.path.join(tmp, "server.log"), "w+", errors="replace")
     args = [os.path.join(bindir, "remora-server"), "--device=emu"]
     scheme = transport + "://"
     if transport == "shm":
@@ -131,7 +131,9 @@ def main():
         run = [os.path.join(a.bindir, "remora"), "run", "--server", address] + a.remora_arg + ["--"]
         ok = True
         others = [run + shlex.split(line) for line in a.also]
-        procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A program may print bytes that are not UTF-8: its output is judged all the same.
+        procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  errors="replace")
                  for c in [run + prog] * a.tenants + others]
         for i, p in enumerate(procs):
             out, err, rc = collect(p, a.timeout)
