@@ -375,6 +375,7 @@ struct Global {
   uint64_t size = 0;
   uint32_t align = 1;
   bool defined = false;
+  bool managed = false;  // .attribute(.managed)
   std::vector<std::byte> init;
   struct Reloc {
     uint64_t at;      // byte offset inside this global

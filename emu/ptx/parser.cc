@@ -296,6 +296,7 @@ class Parser {
     std::string name;
     uint64_t count = 1;
     bool is_array = false, unsized = false;
+    bool managed = false;  // .attribute(.managed): a __managed__ variable
     int vec = 1;
   };
   Status ParseVarDecl(VarDecl* out);
@@ -682,6 +683,16 @@ Status Parser::ParseVarDecl(VarDecl* d) {
       if (a <= 0 || a > 65536 || (a & (a - 1)) != 0)
         return Err(".align must be a power of two up to 65536");
       d->align = uint32_t(a);
+    } else if (IsW(".attribute")) {  // .attribute(.managed), .attribute(.unified(a, b))
+      Next();
+      RETURN_IF_ERROR(Expect("("));
+      for (int depth = 1; depth > 0;) {
+        if (Peek().kind == Token::kEnd) return Err("unterminated .attribute(...)");
+        if (IsW(".managed")) d->managed = true;
+        if (IsP("(")) ++depth;
+        if (IsP(")")) --depth;
+        Next();
+      }
     } else if (IsW(".v2") || IsW(".v4")) {
       d->vec = Next().text[2] - '0';
     } else if (IsW(".ptr") || IsW(".global") || IsW(".shared") || IsW(".const") || IsW(".local")) {
@@ -836,6 +847,7 @@ Status Parser::ParseModuleVar(bool is_extern, bool is_visible) {
     g.relocs.clear();
     g.defined = true;
     g.space = d.space;
+    g.managed = d.managed;
     g.align = d.align;
     g.size = d.count * esize;
     static_bytes_ += g.size;
@@ -2174,6 +2186,7 @@ Status Parser::Link() {
     GlobalInfo gi;
     gi.name = g.name;
     gi.is_const = g.space == Space::kConst;
+    gi.managed = g.managed;
     gi.size = g.size;
     gi.align = g.align;
     gi.init = g.init;

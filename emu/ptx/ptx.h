@@ -49,6 +49,7 @@ struct KernelInfo {
 struct GlobalInfo {
   std::string name;
   bool is_const;
+  bool managed;  // a __managed__ variable (.attribute(.managed)): host code reaches it too
   uint64_t size;
   uint32_t align;
   std::vector<std::byte> init;  // exactly `size` bytes (zeros without an initialiser)

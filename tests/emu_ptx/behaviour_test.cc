@@ -105,6 +105,36 @@ TEST(Errors, UnknownInstructionIsRefusedAtLoad) {
   EXPECT_NE(r.status().message().find("frobnicate"), std::string::npos) << r.status().message();
 }
 
+// A __managed__ variable (what nvcc and libNVVM emit for it) loads: the module's kernels run,
+// and the variable is marked for the driver. Before, the module was refused as invalid PTX.
+TEST(Globals, ManagedVariablesLoadAndAreMarked) {
+  auto prog = MustLoad({R"(.version 8.0
+.target sm_80
+.address_size 64
+.global .attribute(.managed) .align 4 .u32 counter = 10;
+.global .attribute(.unified(19, 95)) .align 8 .b8 other[8];
+.visible .global .align 4 .u32 plain;
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<3>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.global.u32 %r1, [counter];
+  add.u32 %r2, %r1, 32;
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)"});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(1);
+  Status ok = RunKernel(
+      *prog, "k", {1}, {1}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(ok.ok()) << ok.ToString();
+  EXPECT_EQ(*out, 42u);
+  EXPECT_TRUE(prog->globals()[*prog->FindGlobal("counter")].managed);
+  EXPECT_FALSE(prog->globals()[*prog->FindGlobal("other")].managed);
+  EXPECT_FALSE(prog->globals()[*prog->FindGlobal("plain")].managed);
+}
+
 TEST(Errors, UnknownModifierIsRefusedAtLoad) {
   auto r = Load(std::vector<std::string>{Wrap("add.wobble.s32 %r4, %r1, %r2;")});
   ASSERT_FALSE(r.ok());
