@@ -516,6 +516,8 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[1] = p.Mat(n, n, 5, "ldc", e);
       break;
     }
+    case BlasShape::kTrsm:
+    case BlasShape::kTrmm:
     case BlasShape::kTrsmBatched: {
       const int64_t side = p.Enum01(0, "side");
       p.Enum01(1, "uplo");
@@ -525,21 +527,11 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       const int64_t ka = side == kRight ? n : m;
       b[0] = p.Mat(ka, ka, 6, "lda", e);
       b[1] = p.Mat(m, n, 7, "ldb", e);
-      plan.batch = p.Dim(8, "batchCount");
-      plan.array = {true, true};
-      break;
-    }
-    case BlasShape::kTrsm:
-    case BlasShape::kTrmm: {
-      const int64_t side = p.Enum01(0, "side");
-      p.Enum01(1, "uplo");
-      p.Op(2, "trans");
-      p.Enum01(3, "diag");
-      const int64_t m = p.Dim(4, "m"), n = p.Dim(5, "n");
-      const int64_t ka = side == kRight ? n : m;
-      b[0] = p.Mat(ka, ka, 6, "lda", e);
-      b[1] = p.Mat(m, n, 7, "ldb", e);
       if (op.shape == BlasShape::kTrmm) b[2] = p.Mat(m, n, 8, "ldc", e);
+      if (op.shape == BlasShape::kTrsmBatched) {  // ldc's place holds the batch count
+        plan.batch = p.Dim(8, "batchCount");
+        plan.array = {true, true};
+      }
       break;
     }
     case BlasShape::kGeam: {

@@ -79,25 +79,20 @@ auto Magnitude(T v) {
     return std::abs(v.x) + std::abs(v.y);
 }
 
-template <class T>
-cublasStatus_t Scal(cublasHandle_t h, int n, const T* alpha, T* x, int incx) {
+// x = alpha x; alpha of x's type, or real for a complex x (csscal, zdscal).
+template <class T, class A>
+cublasStatus_t Scal(cublasHandle_t h, int n, const A* alpha, T* x, int incx) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   BLAS_CHECK_ARG(alpha != nullptr);
   if (n <= 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;
-  const Scalar<T> a = call.Read(alpha);
-  return call.Submit([=] { Blas<T>::scal(n, a.get(), x, incx); });
-}
-
-// A complex vector scaled by a real alpha (csscal, zdscal).
-template <class T, class R>
-cublasStatus_t ScalReal(cublasHandle_t h, int n, const R* alpha, T* x, int incx) {
-  Call call;
-  BLAS_RETURN_IF_ERROR(call.Begin(h));
-  BLAS_CHECK_ARG(alpha != nullptr);
-  if (n <= 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;
-  const Scalar<R> a = call.Read(alpha);
-  return call.Submit([=] { Blas<T>::scal_real(n, a.get(), x, incx); });
+  const Scalar<A> a = call.Read(alpha);
+  return call.Submit([=] {
+    if constexpr (std::is_same_v<T, A>)
+      Blas<T>::scal(n, a.get(), x, incx);
+    else
+      Blas<T>::scal_real(n, a.get(), x, incx);
+  });
 }
 
 // The 1-based index of the first element of largest (`max`) or smallest
@@ -260,7 +255,7 @@ REMORA_BLAS_API cublasStatus_t cublasDrot_v2(cublasHandle_t h, int n, double* x,
   }                                                                                                \
   REMORA_BLAS_API cublasStatus_t cublas##X##LRX##scal_v2(cublasHandle_t h, int n, const R* alpha,  \
                                                          T* x, int incx) {                         \
-    return ScalReal(h, n, alpha, x, incx);                                                         \
+    return Scal(h, n, alpha, x, incx);                                                             \
   }                                                                                                \
   REMORA_BLAS_API cublasStatus_t cublas##X##copy_v2(cublasHandle_t h, int n, const T* x, int incx, \
                                                     T* y, int incy) {                              \

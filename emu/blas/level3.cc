@@ -319,60 +319,6 @@ REMORA_BLAS_API cublasStatus_t cublasZgemmStridedBatched(
     cuDoubleComplex* C, int ldc, long long sc, int batch) {
   return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, batch, sa, sb, sc);
 }
-REMORA_BLAS_API cublasStatus_t cublasSsymm_v2(cublasHandle_t h, cublasSideMode_t side,
-                                              cublasFillMode_t uplo, int m, int n,
-                                              const float* alpha, const float* A, int lda,
-                                              const float* B, int ldb, const float* beta, float* C,
-                                              int ldc) {
-  return Symm(h, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-REMORA_BLAS_API cublasStatus_t cublasDsymm_v2(cublasHandle_t h, cublasSideMode_t side,
-                                              cublasFillMode_t uplo, int m, int n,
-                                              const double* alpha, const double* A, int lda,
-                                              const double* B, int ldb, const double* beta,
-                                              double* C, int ldc) {
-  return Symm(h, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-REMORA_BLAS_API cublasStatus_t cublasSsyrk_v2(cublasHandle_t h, cublasFillMode_t uplo,
-                                              cublasOperation_t trans, int n, int k,
-                                              const float* alpha, const float* A, int lda,
-                                              const float* beta, float* C, int ldc) {
-  return Syrk(h, uplo, trans, n, k, alpha, A, lda, beta, C, ldc);
-}
-REMORA_BLAS_API cublasStatus_t cublasDsyrk_v2(cublasHandle_t h, cublasFillMode_t uplo,
-                                              cublasOperation_t trans, int n, int k,
-                                              const double* alpha, const double* A, int lda,
-                                              const double* beta, double* C, int ldc) {
-  return Syrk(h, uplo, trans, n, k, alpha, A, lda, beta, C, ldc);
-}
-REMORA_BLAS_API cublasStatus_t cublasStrsm_v2(cublasHandle_t h, cublasSideMode_t side,
-                                              cublasFillMode_t uplo, cublasOperation_t trans,
-                                              cublasDiagType_t diag, int m, int n,
-                                              const float* alpha, const float* A, int lda, float* B,
-                                              int ldb) {
-  return Trsm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb);
-}
-REMORA_BLAS_API cublasStatus_t cublasDtrsm_v2(cublasHandle_t h, cublasSideMode_t side,
-                                              cublasFillMode_t uplo, cublasOperation_t trans,
-                                              cublasDiagType_t diag, int m, int n,
-                                              const double* alpha, const double* A, int lda,
-                                              double* B, int ldb) {
-  return Trsm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb);
-}
-REMORA_BLAS_API cublasStatus_t cublasStrmm_v2(cublasHandle_t h, cublasSideMode_t side,
-                                              cublasFillMode_t uplo, cublasOperation_t trans,
-                                              cublasDiagType_t diag, int m, int n,
-                                              const float* alpha, const float* A, int lda,
-                                              const float* B, int ldb, float* C, int ldc) {
-  return Trmm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);
-}
-REMORA_BLAS_API cublasStatus_t cublasDtrmm_v2(cublasHandle_t h, cublasSideMode_t side,
-                                              cublasFillMode_t uplo, cublasOperation_t trans,
-                                              cublasDiagType_t diag, int m, int n,
-                                              const double* alpha, const double* A, int lda,
-                                              const double* B, int ldb, double* C, int ldc) {
-  return Trmm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);
-}
 REMORA_BLAS_API cublasStatus_t cublasSgeam(cublasHandle_t h, cublasOperation_t ta,
                                            cublasOperation_t tb, int m, int n, const float* alpha,
                                            const float* A, int lda, const float* beta,
@@ -411,7 +357,8 @@ REAL_SYR2K(S, float)
 REAL_SYR2K(D, double)
 #undef REAL_SYR2K
 
-#define COMPLEX_LEVEL3(X, T)                                                                     \
+// symm, syrk, trsm and trmm in S, D, C and Z.
+#define LEVEL3(X, T)                                                                             \
   REMORA_BLAS_API cublasStatus_t cublas##X##symm_v2(                                             \
       cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, int m, int n,              \
       const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) {  \
@@ -433,9 +380,11 @@ REAL_SYR2K(D, double)
       int ldb, T* C, int ldc) {                                                                  \
     return Trmm(h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);                \
   }
-COMPLEX_LEVEL3(C, cuComplex)
-COMPLEX_LEVEL3(Z, cuDoubleComplex)
-#undef COMPLEX_LEVEL3
+LEVEL3(S, float)
+LEVEL3(D, double)
+LEVEL3(C, cuComplex)
+LEVEL3(Z, cuDoubleComplex)
+#undef LEVEL3
 
 #define TRSM_BATCHED(X, T)                                                                     \
   REMORA_BLAS_API cublasStatus_t cublas##X##trsmBatched(                                       \

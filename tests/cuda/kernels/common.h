@@ -35,6 +35,27 @@
     }                                                                                          \
   } while (0)
 
+// A library call's status: STATUS_OK exits with FAIL unless `call` returns `ok`; EXPECT_STATUS
+// counts a mismatch in the program's `failures`. `name` turns a status into its name
+// (cublasGetStatusName, cudnnGetErrorString, ...).
+#define STATUS_OK(call, ok, name)                                                 \
+  do {                                                                            \
+    auto s_ = (call);                                                             \
+    if (s_ != (ok)) {                                                             \
+      std::printf("FAIL: %s:%d %s -> %s\n", __FILE__, __LINE__, #call, name(s_)); \
+      std::exit(1);                                                               \
+    }                                                                             \
+  } while (0)
+#define EXPECT_STATUS(call, expected, name)                                                   \
+  do {                                                                                        \
+    auto s_ = (call);                                                                         \
+    if (s_ != (expected)) {                                                                   \
+      std::printf("FAIL: %s:%d %s -> %s, expected %s\n", __FILE__, __LINE__, #call, name(s_), \
+                  name(expected));                                                            \
+      ++failures;                                                                             \
+    }                                                                                         \
+  } while (0)
+
 #define REQUIRE(cond)                                             \
   do {                                                            \
     if (!(cond)) {                                                \

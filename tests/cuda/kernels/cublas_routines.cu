@@ -22,24 +22,8 @@ namespace {
 
 int failures = 0;
 
-#define BLAS_OK(call)                                                                            \
-  do {                                                                                           \
-    cublasStatus_t s_ = (call);                                                                  \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                           \
-      std::printf("FAIL: %s:%d %s -> %s\n", __FILE__, __LINE__, #call, cublasGetStatusName(s_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
-
-#define EXPECT_BLAS(call, expected)                                                 \
-  do {                                                                              \
-    cublasStatus_t s_ = (call);                                                     \
-    if (s_ != (expected)) {                                                         \
-      std::printf("FAIL: %s:%d %s -> %s, expected %s\n", __FILE__, __LINE__, #call, \
-                  cublasGetStatusName(s_), cublasGetStatusName(expected));          \
-      ++failures;                                                                   \
-    }                                                                               \
-  } while (0)
+#define BLAS_OK(call) STATUS_OK(call, CUBLAS_STATUS_SUCCESS, cublasGetStatusName)
+#define EXPECT_BLAS(call, expected) EXPECT_STATUS(call, expected, cublasGetStatusName)
 
 // cudaMemcpy device-to-host once the routines on the handle's (non-blocking) stream are done.
 cudaError_t Fetch(void* dst, const void* src, size_t bytes) {

@@ -19,14 +19,7 @@ namespace {
 
 int failures = 0;
 
-#define XT_OK(call)                                                              \
-  do {                                                                           \
-    cublasStatus_t s_ = (call);                                                  \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
-      std::printf("FAIL: %s:%d %s -> %d\n", __FILE__, __LINE__, #call, int(s_)); \
-      std::exit(1);                                                              \
-    }                                                                            \
-  } while (0)
+#define XT_OK(call) STATUS_OK(call, CUBLAS_STATUS_SUCCESS, cublasGetStatusName)
 
 template <typename T>
 double Tol() {

@@ -24,24 +24,8 @@ namespace {
 
 int failures = 0;
 
-#define LT_OK(call)                                                                                \
-  do {                                                                                             \
-    cublasStatus_t s_ = (call);                                                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-      std::printf("FAIL: %s:%d %s -> %s\n", __FILE__, __LINE__, #call, cublasLtGetStatusName(s_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
-
-#define EXPECT_LT(call, expected)                                                   \
-  do {                                                                              \
-    cublasStatus_t s_ = (call);                                                     \
-    if (s_ != (expected)) {                                                         \
-      std::printf("FAIL: %s:%d %s -> %s, expected %s\n", __FILE__, __LINE__, #call, \
-                  cublasLtGetStatusName(s_), cublasLtGetStatusName(expected));      \
-      ++failures;                                                                   \
-    }                                                                               \
-  } while (0)
+#define LT_OK(call) STATUS_OK(call, CUBLAS_STATUS_SUCCESS, cublasLtGetStatusName)
+#define EXPECT_LT(call, expected) EXPECT_STATUS(call, expected, cublasLtGetStatusName)
 
 template <typename T>
 struct Type;

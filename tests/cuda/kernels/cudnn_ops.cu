@@ -20,24 +20,8 @@ namespace {
 int failures = 0;
 cudaStream_t stream;
 
-#define DNN_OK(call)                                                                             \
-  do {                                                                                           \
-    cudnnStatus_t s_ = (call);                                                                   \
-    if (s_ != CUDNN_STATUS_SUCCESS) {                                                            \
-      std::printf("FAIL: %s:%d %s -> %s\n", __FILE__, __LINE__, #call, cudnnGetErrorString(s_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
-
-#define EXPECT_DNN(call, expected)                                                  \
-  do {                                                                              \
-    cudnnStatus_t s_ = (call);                                                      \
-    if (s_ != (expected)) {                                                         \
-      std::printf("FAIL: %s:%d %s -> %s, expected %s\n", __FILE__, __LINE__, #call, \
-                  cudnnGetErrorString(s_), cudnnGetErrorString(expected));          \
-      ++failures;                                                                   \
-    }                                                                               \
-  } while (0)
+#define DNN_OK(call) STATUS_OK(call, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
+#define EXPECT_DNN(call, expected) EXPECT_STATUS(call, expected, cudnnGetErrorString)
 
 // A float tensor in device memory with its host copy.
 struct Tensor {
