@@ -265,8 +265,34 @@ uint32_t FirstValue(const Exec& x, uint32_t slot) {
   return uint32_t(Src(x, slot)[std::countr_zero(x.mask)]);
 }
 
+// The lanes a warp-synchronous instruction must wait for: the union of the member masks its
+// lanes pass in `slot`. Each lane may name its own group (cooperative groups' tiles smaller
+// than a warp do, all lanes executing the instruction together).
+uint32_t MemberUnion(const Exec& x, uint32_t slot) {
+  const uint64_t* m = Src(x, slot);
+  uint32_t u = 0;
+  ForLanes(x.mask, [&](int l) { u |= uint32_t(m[l]); });
+  return u;
+}
+
+// Calls f(group, lanes) once for each member mask x's lanes pass in `slot`: `lanes` are those
+// passing it, `group` the lanes of that mask taking part (the ones a vote, reduction or match of
+// those lanes is over).
+template <class F>
+void ForMemberGroups(const Exec& x, uint32_t slot, F f) {
+  const uint64_t* m = Src(x, slot);
+  uint32_t todo = x.mask;
+  while (todo) {
+    const uint32_t mask = uint32_t(m[std::countr_zero(todo)]);
+    uint32_t lanes = 0;
+    ForLanes(todo, [&](int l) { lanes |= uint32_t(uint32_t(m[l]) == mask) << l; });
+    todo &= ~lanes;
+    f(mask & x.mask, lanes);
+  }
+}
+
 int BarWarpSync(Exec& x, const Inst& in) {
-  if (!Converged(x, FirstValue(x, in.a[0]))) return kRepick;
+  if (!Converged(x, MemberUnion(x, in.a[0]))) return kRepick;
   return kNext;
 }
 
@@ -322,7 +348,7 @@ int BarSync(Exec& x, const Inst& in) {
 // by accident, as NVIDIA's reduction sample does at compute_75, needs to stay right.
 template <Sub kMode>
 int Shfl(Exec& x, const Inst& in) {
-  if (!Converged(x, FirstValue(x, in.a[3]))) return kRepick;
+  if (!Converged(x, MemberUnion(x, in.a[3]))) return kRepick;
   const uint64_t* members = Src(x, in.a[3]);  // per lane: tiles of one warp name their own
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
@@ -359,91 +385,92 @@ int Shfl(Exec& x, const Inst& in) {
 }
 
 int Vote(Exec& x, const Inst& in) {
-  uint32_t members = FirstValue(x, in.a[1]);
-  if (!Converged(x, members)) return kRepick;
+  if (!Converged(x, MemberUnion(x, in.a[1]))) return kRepick;
   const uint64_t* a = Src(x, in.a[0]);
   bool neg = in.src_neg & 1;
-  uint32_t ballot = 0;
-  ForLanes(x.mask, [&](int l) { ballot |= uint32_t((a[l] != 0) != neg) << l; });
   uint64_t* d = Dst(x, in.d[0]);
-  uint64_t v;
-  switch (in.sub) {
-    case Sub::kAll:
-      v = ballot == x.mask;
-      break;
-    case Sub::kAny:
-      v = ballot != 0;
-      break;
-    case Sub::kUni:
-      v = ballot == 0 || ballot == x.mask;
-      break;
-    default:
-      v = ballot;
-      break;
-  }
-  ForLanes(x.mask, [&](int l) { d[l] = v; });
+  ForMemberGroups(x, in.a[1], [&](uint32_t group, uint32_t lanes) {
+    uint32_t ballot = 0;
+    ForLanes(group, [&](int l) { ballot |= uint32_t((a[l] != 0) != neg) << l; });
+    uint64_t v;
+    switch (in.sub) {
+      case Sub::kAll:
+        v = ballot == group;
+        break;
+      case Sub::kAny:
+        v = ballot != 0;
+        break;
+      case Sub::kUni:
+        v = ballot == 0 || ballot == group;
+        break;
+      default:
+        v = ballot;
+        break;
+    }
+    ForLanes(lanes, [&](int l) { d[l] = v; });
+  });
   return kNext;
 }
 
 int Redux(Exec& x, const Inst& in) {
-  if (!Converged(x, FirstValue(x, in.a[1]))) return kRepick;
+  if (!Converged(x, MemberUnion(x, in.a[1]))) return kRepick;
   const uint64_t* a = Src(x, in.a[0]);
   bool sgn = in.ty == Ty::kS32;
-  uint32_t acc = 0;
-  bool first = true;
-  ForLanes(x.mask, [&](int l) {
-    uint32_t v = uint32_t(a[l]);
-    if (first) {
-      acc = v;
-      first = false;
-      return;
-    }
-    switch (in.sub) {
-      case Sub::kAdd:
-        acc += v;
-        break;
-      case Sub::kMin:
-        acc = sgn ? uint32_t(std::min(int32_t(acc), int32_t(v))) : std::min(acc, v);
-        break;
-      case Sub::kMax:
-        acc = sgn ? uint32_t(std::max(int32_t(acc), int32_t(v))) : std::max(acc, v);
-        break;
-      case Sub::kAnd:
-        acc &= v;
-        break;
-      case Sub::kOr:
-        acc |= v;
-        break;
-      default:
-        acc ^= v;
-        break;
-    }
-  });
   uint64_t* d = Dst(x, in.d[0]);
-  ForLanes(x.mask, [&](int l) { d[l] = acc; });
+  ForMemberGroups(x, in.a[1], [&](uint32_t group, uint32_t lanes) {
+    uint32_t acc = 0;
+    bool first = true;
+    ForLanes(group, [&](int l) {
+      uint32_t v = uint32_t(a[l]);
+      if (first) {
+        acc = v;
+        first = false;
+        return;
+      }
+      switch (in.sub) {
+        case Sub::kAdd:
+          acc += v;
+          break;
+        case Sub::kMin:
+          acc = sgn ? uint32_t(std::min(int32_t(acc), int32_t(v))) : std::min(acc, v);
+          break;
+        case Sub::kMax:
+          acc = sgn ? uint32_t(std::max(int32_t(acc), int32_t(v))) : std::max(acc, v);
+          break;
+        case Sub::kAnd:
+          acc &= v;
+          break;
+        case Sub::kOr:
+          acc |= v;
+          break;
+        default:
+          acc ^= v;
+          break;
+      }
+    });
+    ForLanes(lanes, [&](int l) { d[l] = acc; });
+  });
   return kNext;
 }
 
 int Match(Exec& x, const Inst& in) {
-  if (!Converged(x, FirstValue(x, in.a[1]))) return kRepick;
+  if (!Converged(x, MemberUnion(x, in.a[1]))) return kRepick;
   const uint64_t* a = Src(x, in.a[0]);
   uint64_t mask64 = TySize(in.ty) == 8 ? ~0ull : 0xffffffffull;
   uint64_t* d = Dst(x, in.d[0]);
   uint64_t* p = (in.flags & kFlagSecondDest) ? Dst(x, in.d[1]) : nullptr;
-  uint32_t same[32];
-  ForLanes(x.mask, [&](int l) {
-    uint32_t s = 0;
-    ForLanes(x.mask, [&](int k) { s |= uint32_t((a[k] & mask64) == (a[l] & mask64)) << k; });
-    same[l] = s;
-  });
-  ForLanes(x.mask, [&](int l) {
-    if (in.sub == Sub::kAll) {
-      bool all = same[l] == x.mask;
-      d[l] = all ? x.mask : 0;
-      if (p) p[l] = all;
-    } else {
-      d[l] = same[l];
-    }
+  ForMemberGroups(x, in.a[1], [&](uint32_t group, uint32_t lanes) {
+    ForLanes(lanes, [&](int l) {
+      uint32_t same = 0;
+      ForLanes(group, [&](int k) { same |= uint32_t((a[k] & mask64) == (a[l] & mask64)) << k; });
+      if (in.sub == Sub::kAll) {
+        bool all = same == group;
+        d[l] = all ? group : 0;
+        if (p) p[l] = all;
+      } else {
+        d[l] = same;
+      }
+    });
   });
   return kNext;
 }

@@ -135,6 +135,46 @@ TEST(Globals, ManagedVariablesLoadAndAreMarked) {
   EXPECT_FALSE(prog->globals()[*prog->FindGlobal("plain")].managed);
 }
 
+// All 32 lanes execute redux.sync and vote.sync together, each passing the mask of its own
+// group of 8 (cooperative groups' tiles do): each group gets its own answer, not the warp's.
+TEST(WarpCollectives, EachLanesOwnMemberMaskMakesItsGroup) {
+  auto prog = MustLoad({R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<10>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 24;
+  mov.u32 %r3, 255;
+  shl.b32 %r4, %r3, %r2;
+  redux.sync.add.u32 %r5, %r1, %r4;
+  redux.sync.max.u32 %r6, %r1, %r4;
+  and.b32 %r7, %r1, 1;
+  setp.ne.u32 %p1, %r7, 0;
+  vote.sync.ballot.b32 %r8, %p1, %r4;
+  match.any.sync.b32 %r9, %r7, %r4;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {%r5, %r6, %r8, %r9};
+  ret;
+}
+)"});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(32 * 4);
+  Status ok = RunKernel(
+      *prog, "k", {1}, {32}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(ok.ok()) << ok.ToString();
+  for (uint32_t l = 0; l < 32; ++l) {
+    const uint32_t base = l & 24;
+    EXPECT_EQ(out[l * 4], 8 * base + 28) << "lane " << l;  // sum of the group's lane ids
+    EXPECT_EQ(out[l * 4 + 1], base + 7) << "lane " << l;
+    EXPECT_EQ(out[l * 4 + 2], 0xaau << base) << "lane " << l;  // the group's odd lanes
+    EXPECT_EQ(out[l * 4 + 3], (l & 1 ? 0xaau : 0x55u) << base) << "lane " << l;
+  }
+}
+
 TEST(Errors, UnknownModifierIsRefusedAtLoad) {
   auto r = Load(std::vector<std::string>{Wrap("add.wobble.s32 %r4, %r1, %r2;")});
   ASSERT_FALSE(r.ok());
