@@ -45,42 +45,54 @@ void ApplyRelocs(const ProgramImpl& P, const uint64_t* addr) {
   }
 }
 
-// KernelInfo::unrunnable of every kernel: a walk of the code each entry reaches by direct calls
-// (an indirect call's targets are not known until it runs, so they still fault when reached).
-void FindUnrunnable(ProgramImpl& P) {
-  std::vector<uint32_t> starts;  // each defined function's code is one run (regalloc.cc)
-  for (const Function& f : P.funcs)
-    if (f.defined) starts.push_back(f.entry_pc);
-  std::sort(starts.begin(), starts.end());
-  auto end_of = [&](uint32_t entry) {
-    auto next = std::upper_bound(starts.begin(), starts.end(), entry);
-    return next == starts.end() ? uint32_t(P.code.size()) : *next;
-  };
-  for (size_t k = 0; k < P.kernels.size(); ++k) {
-    std::vector<bool> seen(P.funcs.size());
-    std::vector<uint32_t> todo{P.kernel_func[k]};
-    seen[todo[0]] = true;
+// Why the code each function reaches by direct calls cannot run (empty if it can), found once
+// per function: KernelInfo::unrunnable of every kernel. An indirect call's targets are not known
+// until it runs, so they still fault when reached; so may a function on a call cycle.
+class UnrunnableFinder {
+ public:
+  explicit UnrunnableFinder(const ProgramImpl& P)
+      : P_(P), state_(P.funcs.size(), kNew), why_(P.funcs.size()) {
+    for (const Function& f : P.funcs)
+      if (f.defined) starts_.push_back(f.entry_pc);
+    std::sort(starts_.begin(), starts_.end());
+  }
+
+  const std::string& Why(uint32_t fi) {
+    if (state_[fi] != kNew) return why_[fi];  // done, or on the current call path
+    state_[fi] = kWalking;
+    const Function& f = P_.funcs[fi];
+    auto next = std::upper_bound(starts_.begin(), starts_.end(), f.entry_pc);
+    const uint32_t end = next == starts_.end() ? uint32_t(P_.code.size()) : *next;
     std::string why;
-    while (!todo.empty() && why.empty()) {
-      const Function& f = P.funcs[todo.back()];
-      todo.pop_back();
-      for (uint32_t pc = f.entry_pc, e = end_of(f.entry_pc); pc < e && why.empty(); ++pc) {
-        const Inst& in = P.code[pc];
-        if (in.fn == &exec_unimplemented) {
-          why = "instruction form not implemented at " + Describe(P, in);
-        } else if (in.op == Op::kCall && !P.calls[in.target].indirect) {
-          const uint32_t c = P.calls[in.target].callee;
-          if (P.funcs[c].builtin == Builtin::kUnserved)
-            why = "call to " + P.funcs[c].name + " (device-side control of a CUDA graph)";
-          else if (P.funcs[c].defined && !seen[c]) {
-            seen[c] = true;
-            todo.push_back(c);
-          }
-        }
+    for (uint32_t pc = f.entry_pc; pc < end && why.empty(); ++pc) {
+      const Inst& in = P_.code[pc];
+      if (in.fn == &exec_unimplemented) {
+        why = "instruction form not implemented at " + Describe(P_, in);
+      } else if (in.op == Op::kCall && !P_.calls[in.target].indirect) {
+        const uint32_t c = P_.calls[in.target].callee;
+        if (P_.funcs[c].builtin == Builtin::kUnserved)
+          why = "call to " + P_.funcs[c].name + " (device-side control of a CUDA graph)";
+        else if (P_.funcs[c].defined)
+          why = Why(c);
       }
     }
-    P.kernels[k].unrunnable = std::move(why);
+    why_[fi] = std::move(why);
+    state_[fi] = kDone;
+    return why_[fi];
   }
+
+ private:
+  enum State : uint8_t { kNew, kWalking, kDone };
+  const ProgramImpl& P_;
+  std::vector<uint32_t> starts_;  // each defined function's code is one run (regalloc.cc)
+  std::vector<State> state_;
+  std::vector<std::string> why_;
+};
+
+void FindUnrunnable(ProgramImpl& P) {
+  UnrunnableFinder finder(P);
+  for (size_t k = 0; k < P.kernels.size(); ++k)
+    P.kernels[k].unrunnable = finder.Why(P.kernel_func[k]);
 }
 
 }  // namespace
