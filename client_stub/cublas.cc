@@ -82,6 +82,8 @@ cublasStatus_t Forward(cublasHandle_t handle, Op id, std::initializer_list<int64
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   const BlasOp* op = FindBlasOp(static_cast<uint32_t>(id));
   Result<BlasPlan> plan = PlanBlas(*op, std::span<const int64_t>(ints.begin(), ints.size()));
+  if (!plan.ok() && plan.status().code() == err::kNotSupported)
+    SayOnce(plan.status().message() + "; Remora does not forward it: CUBLAS_STATUS_NOT_SUPPORTED");
   if (!plan.ok()) return static_cast<cublasStatus_t>(CudaToBlasStatus(plan.status().code()));
   const bool device = h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
   v1::BlasRequest req;

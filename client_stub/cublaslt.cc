@@ -69,15 +69,6 @@ cublasStatus_t FromPlan(const Status& s) {
   return static_cast<cublasStatus_t>(CudaToBlasStatus(s.code()));
 }
 
-// Says on stderr, once per line, why a matmul is not forwarded: its status alone does not name
-// the attribute or type that made it so.
-void SayNotForwarded(const std::string& line) {
-  static NoDestructor<std::mutex> mu;
-  static NoDestructor<std::set<std::string>> said;
-  std::lock_guard lock(*mu);
-  if (said->insert(line).second) std::fprintf(stderr, "remora: %s\n", line.c_str());
-}
-
 void ToWire(const BlasLtLayout& l, v1::BlasLtMatmulRequest::Layout* w) {
   w->set_type(l.type);
   w->set_rows(l.rows);
@@ -223,8 +214,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   // A matmul Remora does not forward has no algorithm: the caller may fall back to cuBLAS, as
   // PyTorch does when the heuristic finds none (cublasLtMatmul itself still says why).
   if (!plan.ok() && plan.status().code() == err::kNotSupported) {
-    SayNotForwarded("cublasLtMatmulAlgoGetHeuristic finds no algorithm, as Remora does not " +
-                    std::string("forward this matmul: ") + plan.status().message());
+    SayOnce("cublasLtMatmulAlgoGetHeuristic finds no algorithm, as Remora does not " +
+            std::string("forward this matmul: ") + plan.status().message());
     return CUBLAS_STATUS_SUCCESS;
   }
   if (!plan.ok()) return FromPlan(plan.status());
@@ -252,8 +243,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   const BlasLtMatmul m = MatmulOf(desc, Adesc, Bdesc, Cdesc, Ddesc);
   Result<BlasLtPlan> plan = PlanBlasLt(m);
   if (!plan.ok() && plan.status().code() == err::kNotSupported)
-    SayNotForwarded(plan.status().message() +
-                    "; Remora does not forward it: CUBLAS_STATUS_NOT_SUPPORTED");
+    SayOnce(plan.status().message() + "; Remora does not forward it: CUBLAS_STATUS_NOT_SUPPORTED");
   if (!plan.ok()) return FromPlan(plan.status());
   v1::BlasLtMatmulRequest req;
   req.set_handle(id);

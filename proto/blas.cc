@@ -239,7 +239,7 @@ void PlanL1Ex(const BlasOp& op, Planner& p, std::span<const int64_t> a, BlasPlan
   auto& b = plan.bytes;
   const int64_t n = p.Dim(0, "n");
   auto unsupported = [&](const std::string& what) {
-    p.Unsupported("the type combination " + what + " is not one cuBLAS serves");
+    p.Unsupported("the type combination " + what + " is not one cuBLAS documents");
   };
   switch (op.shape) {
     case BlasShape::kDotEx: {  // n xType incx yType incy resultType executionType
