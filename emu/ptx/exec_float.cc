@@ -370,7 +370,9 @@ uint64_t CvtOne(const Inst& in, uint64_t raw) {
       int sh = 64 - 8 * ds;
       u = uint64_t(int64_t(u << sh) >> sh);
     }
-    return ds == 8 ? u : (u & ((1ull << (8 * ds)) - 1)) | (dk == Kind::kSigned ? 0 : 0);
+    // A register wider than the type gets the value sign-extended for a signed type, as the PTX
+    // ISA says of every destination (cvt.s16.s8 into a .b32 register reads back 0xFFFFFFxx).
+    return ds == 8 || dk == Kind::kSigned ? u : u & ((1ull << (8 * ds)) - 1);
   }
   if (sk != Kind::kFloat) {  // int -> float
     int64_t sv = ss == 1   ? int8_t(raw)

@@ -778,6 +778,25 @@ TEST(Registers, SubtractionLeavesTheCarryOutNotTheBorrow) {
   EXPECT_LT(borrows, 64);
 }
 
+// A signed cvt into a register wider than its type sign-extends to the register (PTX ISA,
+// destination operands; ZLUDA's cvt_s16_s8 test reads 0xFFFFFFC2 on NVIDIA's GPUs); an unsigned
+// one zero-extends.
+TEST(Registers, SignedConversionsSignExtendToTheRegister) {
+  const std::string ptx = PerThread(R"(
+  mul.lo.u32 %r2, %r1, 37;
+  cvt.s16.s8 %r3, %r2;
+  cvt.u16.u8 %r4, %r2;
+  and.b32 %r4, %r4, 255;
+  xor.b32 %r15, %r3, %r4;
+)");
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 64);
+  ASSERT_EQ(out.size(), 64u);
+  for (uint32_t t = 0; t < 64; ++t) {
+    const uint8_t byte = uint8_t(t * 37);
+    EXPECT_EQ(out[t], uint32_t(int32_t(int8_t(byte))) ^ byte) << t;
+  }
+}
+
 // setp.ftz and set.ftz compare an .f32 subnormal as a zero (fast-math builds compare so).
 TEST(Registers, FtzComparesSubnormalsAsZeros) {
   const std::string ptx = PerThread(R"(
