@@ -425,6 +425,10 @@ GEMV(Zgemv, cuDoubleComplex)
   }
 GER(Sger, float)
 GER(Dger, double)
+GER(Zgerc, cuDoubleComplex)
+GER(Cgerc, cuComplex)
+GER(Zgeru, cuDoubleComplex)
+GER(Cgeru, cuComplex)
 #define SYMV(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
                                    const T* A, int lda, const T* x, int incx, const T* beta, T* y, \
@@ -433,6 +437,8 @@ GER(Dger, double)
   }
 SYMV(Ssymv, float)
 SYMV(Dsymv, double)
+SYMV(Zhemv, cuDoubleComplex)
+SYMV(Chemv, cuComplex)
 #define TRSV(Name, T)                                                                     \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
                                    cublasOperation_t trans, cublasDiagType_t diag, int n, \
@@ -443,6 +449,10 @@ TRSV(Strsv, float)
 TRSV(Dtrsv, double)
 TRSV(Strmv, float)
 TRSV(Dtrmv, double)
+TRSV(Ztrsv, cuDoubleComplex)
+TRSV(Ctrsv, cuComplex)
+TRSV(Ztrmv, cuDoubleComplex)
+TRSV(Ctrmv, cuComplex)
 #define TBSV(Name, T)                                                                            \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,                      \
                                    cublasOperation_t trans, cublasDiagType_t diag, int n, int k, \
@@ -453,6 +463,10 @@ TBSV(Stbmv, float)
 TBSV(Dtbmv, double)
 TBSV(Stbsv, float)
 TBSV(Dtbsv, double)
+TBSV(Ztbsv, cuDoubleComplex)
+TBSV(Ctbsv, cuComplex)
+TBSV(Ztbmv, cuDoubleComplex)
+TBSV(Ctbmv, cuComplex)
 #define TPSV(Name, T)                                                                     \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
                                    cublasOperation_t trans, cublasDiagType_t diag, int n, \
@@ -463,6 +477,10 @@ TPSV(Stpmv, float)
 TPSV(Dtpmv, double)
 TPSV(Stpsv, float)
 TPSV(Dtpsv, double)
+TPSV(Ztpsv, cuDoubleComplex)
+TPSV(Ctpsv, cuComplex)
+TPSV(Ztpmv, cuDoubleComplex)
+TPSV(Ctpmv, cuComplex)
 #define GBMV(Name, T)                                                                       \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasOperation_t trans, int m, int n, \
                                    int kl, int ku, const T* alpha, const T* A, int lda,     \
@@ -472,6 +490,8 @@ TPSV(Dtpsv, double)
   }
 GBMV(Sgbmv, float)
 GBMV(Dgbmv, double)
+GBMV(Zgbmv, cuDoubleComplex)
+GBMV(Cgbmv, cuComplex)
 #define SBMV(Name, T)                                                                         \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, int k,     \
                                    const T* alpha, const T* A, int lda, const T* x, int incx, \
@@ -480,6 +500,8 @@ GBMV(Dgbmv, double)
   }
 SBMV(Ssbmv, float)
 SBMV(Dsbmv, double)
+SBMV(Zhbmv, cuDoubleComplex)
+SBMV(Chbmv, cuComplex)
 #define SPMV(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
                                    const T* AP, const T* x, int incx, const T* beta, T* y,         \
@@ -488,6 +510,8 @@ SBMV(Dsbmv, double)
   }
 SPMV(Sspmv, float)
 SPMV(Dspmv, double)
+SPMV(Zhpmv, cuDoubleComplex)
+SPMV(Chpmv, cuComplex)
 #define SYR(Name, T)                                                                               \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
                                    const T* x, int incx, T* A, int lda) {                          \
@@ -502,6 +526,8 @@ SYR(Dsyr, double)
   }
 SYR2(Ssyr2, float)
 SYR2(Dsyr2, double)
+SYR2(Zher2, cuDoubleComplex)
+SYR2(Cher2, cuComplex)
 #define SPR(Name, T)                                                                               \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
                                    const T* x, int incx, T* AP) {                                  \
@@ -516,6 +542,8 @@ SPR(Dspr, double)
   }
 SPR2(Sspr2, float)
 SPR2(Dspr2, double)
+SPR2(Zhpr2, cuDoubleComplex)
+SPR2(Chpr2, cuComplex)
 
 // ---- Level 3 ---------------------------------------------------------------------------
 
@@ -540,6 +568,8 @@ SYMM(Ssymm, float)
 SYMM(Dsymm, double)
 SYMM(Csymm, cuComplex)
 SYMM(Zsymm, cuDoubleComplex)
+SYMM(Zhemm, cuDoubleComplex)
+SYMM(Chemm, cuComplex)
 #define SYRK(Name, T)                                                                     \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
                                    cublasOperation_t trans, int n, int k, const T* alpha, \

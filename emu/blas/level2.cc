@@ -4,6 +4,8 @@
 //
 // Argument checks follow reference BLAS's xerbla conditions, each reported as
 // CUBLAS_STATUS_INVALID_VALUE; empty problems return without queueing work.
+#include <type_traits>
+
 #include "emu/blas/blas.h"
 #include "emu/blas/openblas.h"
 
@@ -25,16 +27,27 @@ cublasStatus_t Gemv(cublasHandle_t h, cublasOperation_t trans, int m, int n, con
   });
 }
 
+// Complex types are real or complex at compile time: the Hermitian routines are theirs.
+template <class T>
+constexpr bool kComplex = !std::is_floating_point_v<T>;
+
+// A += alpha x y^T, or alpha x y^H for a complex A with `conj` (gerc; geru without).
 template <class T>
 cublasStatus_t Ger(cublasHandle_t h, int m, int n, const T* alpha, const T* x, int incx, const T* y,
-                   int incy, T* A, int lda) {
+                   int incy, T* A, int lda, bool conj = false) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   BLAS_CHECK_ARG(m >= 0 && n >= 0 && incx != 0 && incy != 0 && ValidLd(lda, m));
   BLAS_CHECK_ARG(alpha != nullptr);
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
   const Scalar<T> a = call.Read(alpha);
-  return call.Submit([=] { Blas<T>::ger(CblasColMajor, m, n, a.get(), x, incx, y, incy, A, lda); });
+  return call.Submit([=] {
+    if constexpr (kComplex<T>)
+      (conj ? Blas<T>::gerc : Blas<T>::geru)(CblasColMajor, m, n, a.get(), x, incx, y, incy, A,
+                                             lda);
+    else
+      Blas<T>::ger(CblasColMajor, m, n, a.get(), x, incx, y, incy, A, lda);
+  });
 }
 
 template <class T>
@@ -48,7 +61,10 @@ cublasStatus_t Symv(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alp
   const Scalar<T> a = call.Read(alpha);
   const Scalar<T> b = call.Read(beta);
   return call.Submit([=] {
-    Blas<T>::symv(CblasColMajor, ToCblas(uplo), n, a.get(), A, lda, x, incx, b.get(), y, incy);
+    if constexpr (kComplex<T>)  // hemv: cuBLAS's complex symv is not served
+      Blas<T>::hemv(CblasColMajor, ToCblas(uplo), n, a.get(), A, lda, x, incx, b.get(), y, incy);
+    else
+      Blas<T>::symv(CblasColMajor, ToCblas(uplo), n, a.get(), A, lda, x, incx, b.get(), y, incy);
   });
 }
 
@@ -99,7 +115,8 @@ cublasStatus_t Gbmv(cublasHandle_t h, cublasOperation_t trans, int m, int n, int
   });
 }
 
-// y = alpha A x + beta y for a symmetric band (sbmv, k diagonals) or packed (spmv) matrix.
+// y = alpha A x + beta y for a symmetric (Hermitian for complex types: hbmv, hpmv) band
+// (sbmv, k diagonals) or packed (spmv) matrix.
 template <class T, Storage kStore>
 cublasStatus_t SymmetricMv(cublasHandle_t h, cublasFillMode_t uplo, int n, int k, const T* alpha,
                            const T* A, int lda, const T* x, int incx, const T* beta, T* y,
@@ -113,15 +130,21 @@ cublasStatus_t SymmetricMv(cublasHandle_t h, cublasFillMode_t uplo, int n, int k
   const Scalar<T> a = call.Read(alpha);
   const Scalar<T> b = call.Read(beta);
   return call.Submit([=] {
-    if constexpr (kStore == Storage::kBand)
-      Blas<T>::sbmv(CblasColMajor, ToCblas(uplo), n, k, a.get(), A, lda, x, incx, b.get(), y, incy);
+    const auto u = ToCblas(uplo);
+    if constexpr (kComplex<T> && kStore == Storage::kBand)
+      Blas<T>::hbmv(CblasColMajor, u, n, k, a.get(), A, lda, x, incx, b.get(), y, incy);
+    else if constexpr (kComplex<T>)
+      Blas<T>::hpmv(CblasColMajor, u, n, a.get(), A, x, incx, b.get(), y, incy);
+    else if constexpr (kStore == Storage::kBand)
+      Blas<T>::sbmv(CblasColMajor, u, n, k, a.get(), A, lda, x, incx, b.get(), y, incy);
     else
-      Blas<T>::spmv(CblasColMajor, ToCblas(uplo), n, a.get(), A, x, incx, b.get(), y, incy);
+      Blas<T>::spmv(CblasColMajor, u, n, a.get(), A, x, incx, b.get(), y, incy);
   });
 }
 
 // A += alpha x x^T (syr, spr) or A += alpha (x y^T + y x^T) (syr2, spr2), in A's `uplo`
-// triangle, full (lda) or packed. y is null for the rank-1 forms.
+// triangle, full (lda) or packed. y is null for the rank-1 forms. Complex types: the Hermitian
+// rank-2 updates her2 and hpr2 only.
 template <class T, Storage kStore>
 cublasStatus_t SymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha,
                                const T* x, int incx, const T* y, int incy, T* A, int lda) {
@@ -134,7 +157,11 @@ cublasStatus_t SymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, c
   const Scalar<T> a = call.Read(alpha);
   return call.Submit([=] {
     const auto u = ToCblas(uplo);
-    if constexpr (kStore == Storage::kFull) {
+    if constexpr (kComplex<T> && kStore == Storage::kFull) {
+      Blas<T>::her2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
+    } else if constexpr (kComplex<T>) {
+      Blas<T>::hpr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A);
+    } else if constexpr (kStore == Storage::kFull) {
       if (y)
         Blas<T>::syr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
       else
@@ -277,3 +304,80 @@ REMORA_BLAS_API cublasStatus_t cublasDtrsv_v2(cublasHandle_t h, cublasFillMode_t
 REAL_LEVEL2(S, float)
 REAL_LEVEL2(D, double)
 #undef REAL_LEVEL2
+
+#define COMPLEX_LEVEL2(X, T)                                                                      \
+  REMORA_BLAS_API cublasStatus_t cublas##X##geru_v2(cublasHandle_t h, int m, int n,               \
+                                                    const T* alpha, const T* x, int incx,         \
+                                                    const T* y, int incy, T* A, int lda) {        \
+    return Ger(h, m, n, alpha, x, incx, y, incy, A, lda, false);                                  \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##gerc_v2(cublasHandle_t h, int m, int n,               \
+                                                    const T* alpha, const T* x, int incx,         \
+                                                    const T* y, int incy, T* A, int lda) {        \
+    return Ger(h, m, n, alpha, x, incx, y, incy, A, lda, true);                                   \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hemv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* A, int lda,        \
+      const T* x, int incx, const T* beta, T* y, int incy) {                                      \
+    return Symv(h, uplo, n, alpha, A, lda, x, incx, beta, y, incy);                               \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hbmv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, int k, const T* alpha, const T* A, int lda, \
+      const T* x, int incx, const T* beta, T* y, int incy) {                                      \
+    return SymmetricMv<T, Storage::kBand>(h, uplo, n, k, alpha, A, lda, x, incx, beta, y, incy);  \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hpmv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* AP, const T* x,    \
+      int incx, const T* beta, T* y, int incy) {                                                  \
+    return SymmetricMv<T, Storage::kPacked>(h, uplo, n, 0, alpha, AP, 1, x, incx, beta, y, incy); \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##her2_v2(cublasHandle_t h, cublasFillMode_t uplo,      \
+                                                    int n, const T* alpha, const T* x, int incx,  \
+                                                    const T* y, int incy, T* A, int lda) {        \
+    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                         \
+    return SymmetricUpdate<T, Storage::kFull>(h, uplo, n, alpha, x, incx, y, incy, A, lda);       \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hpr2_v2(cublasHandle_t h, cublasFillMode_t uplo,      \
+                                                    int n, const T* alpha, const T* x, int incx,  \
+                                                    const T* y, int incy, T* AP) {                \
+    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                         \
+    return SymmetricUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, y, incy, AP, 1);      \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##gbmv_v2(                                              \
+      cublasHandle_t h, cublasOperation_t trans, int m, int n, int kl, int ku, const T* alpha,    \
+      const T* A, int lda, const T* x, int incx, const T* beta, T* y, int incy) {                 \
+    return Gbmv(h, trans, m, n, kl, ku, alpha, A, lda, x, incx, beta, y, incy);                   \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trmv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
+      int n, const T* A, int lda, T* x, int incx) {                                               \
+    return Triangular<T, Storage::kFull, false>(h, uplo, trans, diag, n, 0, A, lda, x, incx);     \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trsv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
+      int n, const T* A, int lda, T* x, int incx) {                                               \
+    return Triangular<T, Storage::kFull, true>(h, uplo, trans, diag, n, 0, A, lda, x, incx);      \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tbmv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
+      int n, int k, const T* A, int lda, T* x, int incx) {                                        \
+    return Triangular<T, Storage::kBand, false>(h, uplo, trans, diag, n, k, A, lda, x, incx);     \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tbsv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
+      int n, int k, const T* A, int lda, T* x, int incx) {                                        \
+    return Triangular<T, Storage::kBand, true>(h, uplo, trans, diag, n, k, A, lda, x, incx);      \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tpmv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
+      int n, const T* AP, T* x, int incx) {                                                       \
+    return Triangular<T, Storage::kPacked, false>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);    \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tpsv_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
+      int n, const T* AP, T* x, int incx) {                                                       \
+    return Triangular<T, Storage::kPacked, true>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);     \
+  }
+COMPLEX_LEVEL2(C, cuComplex)
+COMPLEX_LEVEL2(Z, cuDoubleComplex)
+#undef COMPLEX_LEVEL2

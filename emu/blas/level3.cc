@@ -55,10 +55,12 @@ cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
   });
 }
 
+// C = alpha A B + beta C (left) or alpha B A + beta C (right), A symmetric, or Hermitian with
+// `hermitian` (hemm, complex types).
 template <class T>
 cublasStatus_t Symm(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, int m, int n,
                     const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C,
-                    int ldc) {
+                    int ldc, bool hermitian = false) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   BLAS_CHECK_ARG(ValidSide(side) && ValidFill(uplo) && m >= 0 && n >= 0);
@@ -69,8 +71,11 @@ cublasStatus_t Symm(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t up
   const Scalar<T> a = call.Read(alpha);
   const Scalar<T> b = call.Read(beta);
   return call.Submit([=] {
-    Blas<T>::symm(CblasColMajor, ToCblas(side), ToCblas(uplo), m, n, a.get(), A, lda, B, ldb,
-                  b.get(), C, ldc);
+    auto product = Blas<T>::symm;
+    if constexpr (!std::is_floating_point_v<T>)
+      if (hermitian) product = Blas<T>::hemm;
+    product(CblasColMajor, ToCblas(side), ToCblas(uplo), m, n, a.get(), A, lda, B, ldb, b.get(), C,
+            ldc);
   });
 }
 
@@ -398,3 +403,13 @@ TRSM_BATCHED(D, double)
 TRSM_BATCHED(C, cuComplex)
 TRSM_BATCHED(Z, cuDoubleComplex)
 #undef TRSM_BATCHED
+
+#define HEMM(X, T)                                                                              \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hemm_v2(                                            \
+      cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, int m, int n,             \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) { \
+    return Symm(h, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc, true);                \
+  }
+HEMM(C, cuComplex)
+HEMM(Z, cuDoubleComplex)
+#undef HEMM

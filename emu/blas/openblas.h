@@ -132,6 +132,48 @@ struct Blas<double> {
                      const T* a, int lda, T beta, T* c, int ldc) {                                 \
       cblas_##p##syrk(o, u, t, n, k, &alpha, a, lda, &beta, c, ldc);                               \
     }                                                                                              \
+    static void geru(CBLAS_ORDER o, int m, int n, T alpha, const T* x, int incx, const T* y,       \
+                     int incy, T* a, int lda) {                                                    \
+      cblas_##p##geru(o, m, n, &alpha, x, incx, y, incy, a, lda);                                  \
+    }                                                                                              \
+    static void gerc(CBLAS_ORDER o, int m, int n, T alpha, const T* x, int incx, const T* y,       \
+                     int incy, T* a, int lda) {                                                    \
+      cblas_##p##gerc(o, m, n, &alpha, x, incx, y, incy, a, lda);                                  \
+    }                                                                                              \
+    static void hemv(CBLAS_ORDER o, CBLAS_UPLO u, int n, T alpha, const T* a, int lda, const T* x, \
+                     int incx, T beta, T* y, int incy) {                                           \
+      cblas_##p##hemv(o, u, n, &alpha, a, lda, x, incx, &beta, y, incy);                           \
+    }                                                                                              \
+    static void hbmv(CBLAS_ORDER o, CBLAS_UPLO u, int n, int k, T alpha, const T* a, int lda,      \
+                     const T* x, int incx, T beta, T* y, int incy) {                               \
+      cblas_##p##hbmv(o, u, n, k, &alpha, a, lda, x, incx, &beta, y, incy);                        \
+    }                                                                                              \
+    static void hpmv(CBLAS_ORDER o, CBLAS_UPLO u, int n, T alpha, const T* ap, const T* x,         \
+                     int incx, T beta, T* y, int incy) {                                           \
+      cblas_##p##hpmv(o, u, n, &alpha, ap, x, incx, &beta, y, incy);                               \
+    }                                                                                              \
+    static void her2(CBLAS_ORDER o, CBLAS_UPLO u, int n, T alpha, const T* x, int incx,            \
+                     const T* y, int incy, T* a, int lda) {                                        \
+      cblas_##p##her2(o, u, n, &alpha, x, incx, y, incy, a, lda);                                  \
+    }                                                                                              \
+    static void hpr2(CBLAS_ORDER o, CBLAS_UPLO u, int n, T alpha, const T* x, int incx,            \
+                     const T* y, int incy, T* ap) {                                                \
+      cblas_##p##hpr2(o, u, n, &alpha, x, incx, y, incy, ap);                                      \
+    }                                                                                              \
+    static void gbmv(CBLAS_ORDER o, CBLAS_TRANSPOSE t, int m, int n, int kl, int ku, T alpha,      \
+                     const T* a, int lda, const T* x, int incx, T beta, T* y, int incy) {          \
+      cblas_##p##gbmv(o, t, m, n, kl, ku, &alpha, a, lda, x, incx, &beta, y, incy);                \
+    }                                                                                              \
+    static void hemm(CBLAS_ORDER o, CBLAS_SIDE sd, CBLAS_UPLO u, int m, int n, T alpha,            \
+                     const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) {            \
+      cblas_##p##hemm(o, sd, u, m, n, &alpha, a, lda, b, ldb, &beta, c, ldc);                      \
+    }                                                                                              \
+    static constexpr auto trmv = &cblas_##p##trmv;                                                 \
+    static constexpr auto trsv = &cblas_##p##trsv;                                                 \
+    static constexpr auto tbmv = &cblas_##p##tbmv;                                                 \
+    static constexpr auto tbsv = &cblas_##p##tbsv;                                                 \
+    static constexpr auto tpmv = &cblas_##p##tpmv;                                                 \
+    static constexpr auto tpsv = &cblas_##p##tpsv;                                                 \
     static constexpr auto copy = &cblas_##p##copy;                                                 \
     static constexpr auto swap = &cblas_##p##swap;                                                 \
     static constexpr auto iamax = &cblas_i##p##amax;                                               \

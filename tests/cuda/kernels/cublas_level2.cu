@@ -1,6 +1,6 @@
 // tests/cuda/kernels/cublas_level2.cu - cuBLAS's band, packed, triangular and rank-update
-// routines (S and D), syr2k and syrkx, complex level 1 and the mixed-precision level-1 Ex
-// routines, on random data.
+// routines (S and D), syr2k and syrkx, complex and Hermitian level 1, 2 and 3, and the
+// mixed-precision level-1 Ex routines, on random data.
 //
 // Built as users build cuBLAS programs (nvcc ... -lcublas) and run unmodified. Each result is
 // checked against a double-precision loop on the host over the dense matrix the storage format
@@ -695,6 +695,228 @@ void ComplexLevel3(cublasHandle_t h, Rng& rng) {
     CHECK(cudaFree(p));
 }
 
+// Complex level 2 (geru, gerc, hemv, hbmv, hpmv, her2, hpr2, gbmv, the triangular products and
+// solves) and hemm, against std::complex<double> over the dense matrix each storage describes.
+template <typename T, typename R>
+void ComplexLevel2(cublasHandle_t h, Rng& rng) {
+  const bool single = sizeof(R) == 4;
+  const double tol = single ? 1e-4 : 1e-11;
+  const int n = 6, ld = 8, k = 1;
+  auto pick = [&](auto c, auto z) {
+    if constexpr (sizeof(R) == 4)
+      return c;
+    else
+      return z;
+  };
+  auto fill = [&](size_t count, double scale = 1) {
+    std::vector<T> v(count);
+    for (T& e : v)
+      e = {static_cast<R>(scale * rng.UniformD(-1, 1)),
+           static_cast<R>(scale * rng.UniformD(-1, 1))};
+    return v;
+  };
+  auto device = [](const std::vector<T>& v) {
+    T* d = nullptr;
+    CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
+    CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto host = [](const T* d, size_t count) {
+    std::vector<T> v(count);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  };
+  auto wide = [](const std::vector<T>& v) {
+    std::vector<C64> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) o[i] = Cx(v[i]);
+    return o;
+  };
+  auto check = [&](const char* what, const std::vector<T>& got, const std::vector<C64>& want) {
+    for (size_t i = 0; i < want.size(); ++i)
+      if (std::abs(Cx(got[i]) - want[i]) > tol * (1 + std::abs(want[i]))) {
+        std::printf("FAIL %s%s[%zu] = (%g, %g), want (%g, %g)\n", single ? "C" : "Z", what, i,
+                    static_cast<double>(got[i].x), static_cast<double>(got[i].y), want[i].real(),
+                    want[i].imag());
+        ++failures;
+        return;
+      }
+  };
+  const T alpha = {static_cast<R>(0.5), static_cast<R>(-0.75)}, beta = {static_cast<R>(0.25), 1};
+  const std::vector<T> A = fill(static_cast<size_t>(ld) * n), x = fill(n), y = fill(n);
+  T* dA = device(A);
+  T* dx = device(x);
+  // The Hermitian matrix whose lower (upper) triangle `a` holds at (i, j), via `at`.
+  auto herm = [](auto at, bool upper) {
+    return [=](int i, int j) -> C64 {
+      if (i == j) return C64(at(i, i).real(), 0);
+      return (upper ? i < j : i > j) ? at(i, j) : std::conj(at(j, i));
+    };
+  };
+  auto full = [&](int i, int j) { return Cx(A[i + static_cast<size_t>(j) * ld]); };
+  auto mv = [&](auto M, bool conj_trans, const std::vector<T>& vy) {
+    std::vector<C64> out = wide(vy);
+    for (int i = 0; i < n; ++i) {
+      C64 acc = 0;
+      for (int j = 0; j < n; ++j) acc += (conj_trans ? std::conj(M(j, i)) : M(i, j)) * Cx(x[j]);
+      out[i] = Cx(alpha) * acc + Cx(beta) * Cx(vy[i]);
+    }
+    return out;
+  };
+  {  // hemv, lower
+    T* dy = device(y);
+    BLAS_OK(pick(cublasChemv, cublasZhemv)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, dA, ld, dx, 1,
+                                           &beta, dy, 1));
+    check("hemv", host(dy, n), mv(herm(full, false), false, y));
+    CHECK(cudaFree(dy));
+  }
+  {  // hbmv, upper, one super-diagonal: band (i, j) at A[k + i - j + j * ld]
+    T* dy = device(y);
+    BLAS_OK(pick(cublasChbmv, cublasZhbmv)(h, CUBLAS_FILL_MODE_UPPER, n, k, &alpha, dA, ld, dx, 1,
+                                           &beta, dy, 1));
+    auto band = [&](int i, int j) -> C64 {
+      return j - i > k || i > j ? C64(0) : Cx(A[k + i - j + static_cast<size_t>(j) * ld]);
+    };
+    auto hb = [&](int i, int j) -> C64 {
+      if (i == j) return C64(band(i, i).real(), 0);
+      return i < j ? band(i, j) : std::conj(band(j, i));
+    };
+    check("hbmv", host(dy, n), mv(hb, false, y));
+    CHECK(cudaFree(dy));
+  }
+  {  // hpmv, upper packed: (i, j), i <= j, at AP[i + j(j+1)/2]
+    const std::vector<T> P = fill(n * (n + 1) / 2);
+    T* dP = device(P);
+    T* dy = device(y);
+    BLAS_OK(pick(cublasChpmv, cublasZhpmv)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dP, dx, 1, &beta,
+                                           dy, 1));
+    auto packed = [&](int i, int j) { return Cx(P[i + static_cast<size_t>(j) * (j + 1) / 2]); };
+    check("hpmv", host(dy, n), mv(herm(packed, true), false, y));
+    CHECK(cudaFree(dy));
+    // hpr2 on the same packed matrix: AP += alpha x y^H + conj(alpha) y x^H, diagonal real
+    T* dy2 = device(y);
+    BLAS_OK(
+        pick(cublasChpr2, cublasZhpr2)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dx, 1, dy2, 1, dP));
+    std::vector<C64> want = wide(P);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i <= j; ++i) {
+        C64& w = want[i + static_cast<size_t>(j) * (j + 1) / 2];
+        w += Cx(alpha) * Cx(x[i]) * std::conj(Cx(y[j])) +
+             std::conj(Cx(alpha)) * Cx(y[i]) * std::conj(Cx(x[j]));
+        if (i == j) w = C64(w.real(), 0);
+      }
+    check("hpr2", host(dP, P.size()), want);
+    CHECK(cudaFree(dy2));
+    CHECK(cudaFree(dP));
+  }
+  {  // her2, lower, and geru / gerc, each on a copy of A
+    T* dy = device(y);
+    T* d2 = device(A);
+    BLAS_OK(
+        pick(cublasCher2, cublasZher2)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, dx, 1, dy, 1, d2, ld));
+    std::vector<C64> want = wide(A);
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i) {
+        C64& w = want[i + static_cast<size_t>(j) * ld];
+        w += Cx(alpha) * Cx(x[i]) * std::conj(Cx(y[j])) +
+             std::conj(Cx(alpha)) * Cx(y[i]) * std::conj(Cx(x[j]));
+        if (i == j) w = C64(w.real(), 0);
+      }
+    check("her2", host(d2, A.size()), want);
+    for (int conj = 0; conj < 2; ++conj) {
+      T* d3 = device(A);
+      BLAS_OK((conj ? pick(cublasCgerc, cublasZgerc) : pick(cublasCgeru, cublasZgeru))(
+          h, n, n, &alpha, dx, 1, dy, 1, d3, ld));
+      std::vector<C64> w3 = wide(A);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i)
+          w3[i + static_cast<size_t>(j) * ld] +=
+              Cx(alpha) * Cx(x[i]) * (conj ? std::conj(Cx(y[j])) : Cx(y[j]));
+      check(conj ? "gerc" : "geru", host(d3, A.size()), w3);
+      CHECK(cudaFree(d3));
+    }
+    CHECK(cudaFree(d2));
+    CHECK(cudaFree(dy));
+  }
+  {  // gbmv, conjugate transpose, kl 1, ku 2: band (i, j) at A[ku + i - j + j * ld]
+    const int kl = 1, ku = 2;
+    T* dy = device(y);
+    BLAS_OK(pick(cublasCgbmv, cublasZgbmv)(h, CUBLAS_OP_C, n, n, kl, ku, &alpha, dA, ld, dx, 1,
+                                           &beta, dy, 1));
+    auto band = [&](int i, int j) -> C64 {
+      return i - j > kl || j - i > ku ? C64(0) : Cx(A[ku + i - j + static_cast<size_t>(j) * ld]);
+    };
+    check("gbmv C", host(dy, n), mv(band, true, y));
+    CHECK(cudaFree(dy));
+  }
+  {  // trmv (lower, conjugate transpose), then trsv undoing it; tbmv and tpmv
+    std::vector<T> D = A;
+    for (int i = 0; i < n; ++i) D[i + static_cast<size_t>(i) * ld] = {2, 0};
+    T* dD = device(D);
+    T* dv = device(x);
+    BLAS_OK(pick(cublasCtrmv, cublasZtrmv)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                                           CUBLAS_DIAG_NON_UNIT, n, dD, ld, dv, 1));
+    std::vector<C64> want(n);
+    for (int i = 0; i < n; ++i)
+      for (int j = i; j < n; ++j)  // op(T)(i, j) = conj(T(j, i)), T lower
+        want[i] += std::conj(Cx(D[j + static_cast<size_t>(i) * ld])) * Cx(x[j]);
+    check("trmv", host(dv, n), want);
+    BLAS_OK(pick(cublasCtrsv, cublasZtrsv)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                                           CUBLAS_DIAG_NON_UNIT, n, dD, ld, dv, 1));
+    check("trsv", host(dv, n), wide(x));
+    T* dw = device(x);
+    BLAS_OK(pick(cublasCtbmv, cublasZtbmv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
+                                           n, k, dD, ld, dw, 1));
+    std::vector<C64> wb(n);
+    for (int i = 0; i < n; ++i) {
+      wb[i] = Cx(x[i]);  // unit diagonal
+      if (i + 1 < n)
+        wb[i] += Cx(D[k + i - (i + 1) + static_cast<size_t>(i + 1) * ld]) * Cx(x[i + 1]);
+    }
+    check("tbmv", host(dw, n), wb);
+    BLAS_OK(pick(cublasCtbsv, cublasZtbsv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
+                                           n, k, dD, ld, dw, 1));
+    check("tbsv", host(dw, n), wide(x));
+    const std::vector<T> P = fill(n * (n + 1) / 2, 0.2);
+    T* dP = device(P);
+    T* dp = device(x);
+    BLAS_OK(pick(cublasCtpmv, cublasZtpmv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT,
+                                           n, dP, dp, 1));
+    std::vector<C64> wp(n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j <= i; ++j)  // op(T)(i, j) = T(j, i), T upper packed, unit diagonal
+        wp[i] += (i == j ? C64(1) : Cx(P[j + static_cast<size_t>(i) * (i + 1) / 2])) * Cx(x[j]);
+    check("tpmv", host(dp, n), wp);
+    BLAS_OK(pick(cublasCtpsv, cublasZtpsv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT,
+                                           n, dP, dp, 1));
+    check("tpsv", host(dp, n), wide(x));
+    for (T* p : {dD, dv, dw, dP, dp}) CHECK(cudaFree(p));
+  }
+  {  // hemm, right side, upper: C = alpha B H + beta C with B 3 x n
+    const int m = 3;
+    const std::vector<T> B = fill(static_cast<size_t>(ld) * n),
+                         C = fill(static_cast<size_t>(ld) * n);
+    T* dB = device(B);
+    T* dC = device(C);
+    BLAS_OK(pick(cublasChemm, cublasZhemm)(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, m, n,
+                                           &alpha, dA, ld, dB, ld, &beta, dC, ld));
+    auto H = herm(full, true);
+    std::vector<C64> want = wide(C);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        C64 acc = 0;
+        for (int l = 0; l < n; ++l) acc += Cx(B[i + static_cast<size_t>(l) * ld]) * H(l, j);
+        want[i + static_cast<size_t>(j) * ld] =
+            Cx(alpha) * acc + Cx(beta) * Cx(C[i + static_cast<size_t>(j) * ld]);
+      }
+    check("hemm", host(dC, C.size()), want);
+    CHECK(cudaFree(dB));
+    CHECK(cudaFree(dC));
+  }
+  CHECK(cudaFree(dA));
+  CHECK(cudaFree(dx));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -711,6 +933,8 @@ int main(int argc, char** argv) {
   MixedPrecision(h, rng);
   ComplexLevel3<cuComplex, float>(h, rng);
   ComplexLevel3<cuDoubleComplex, double>(h, rng);
+  ComplexLevel2<cuComplex, float>(h, rng);
+  ComplexLevel2<cuDoubleComplex, double>(h, rng);
   BLAS_OK(cublasDestroy(h));
   CHECK(cudaStreamDestroy(stream));
   return Finish(failures, "cublas_level2");
