@@ -871,9 +871,18 @@ Status Parser::ParseParamList(Function& f, std::vector<Function::Param>& out, bo
   uint32_t off = in_frame ? f.frame_bytes : 0;
   if (!in_frame && !f.params.empty()) off = f.params.back().offset + f.params.back().size;
   while (!IsP(")")) {
-    if (!IsW(".param") && !IsW(".reg")) return Err("expected .param");
+    // .param .f32 x, or the type joined to the directive (.param.f32 x), as ptxas takes both.
+    const std::string_view w = Peek().kind == Token::kIdent ? Peek().text : std::string_view();
+    const size_t dot = w.find('.', 1);
+    const std::string_view directive = w.substr(0, dot);
+    if (directive != ".param" && directive != ".reg") return Err("expected .param");
     Next();
     VarDecl d;
+    if (dot != std::string_view::npos) {
+      const ModRow* m = FindMod(w.substr(dot + 1));
+      if (!m || m->kind != ModKind::kType) return Err("unknown parameter type");
+      d.ty = Ty(m->value);
+    }
     RETURN_IF_ERROR(ParseVarDecl(&d));
     uint32_t size = uint32_t(d.count * std::max(1, TySize(d.ty)));
     off = AlignUp(off, d.align);

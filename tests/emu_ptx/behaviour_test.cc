@@ -175,6 +175,44 @@ TEST(WarpCollectives, EachLanesOwnMemberMaskMakesItsGroup) {
   }
 }
 
+// A parameter's type joined to its directive (.param.f32 x), as ZLUDA's call_rnd test and
+// hand-written PTX declare it: ptxas takes it, and so does the emulated GPU.
+TEST(Globals, ParameterTypesJoinedToTheDirectiveDeclare) {
+  auto prog = MustLoad({R"(.version 8.0
+.target sm_80
+.address_size 64
+.func (.param.f32 r) twice (.param.f32 x)
+{
+  .reg .f32 %f<3>;
+  ld.param.f32 %f1, [x];
+  add.rn.f32 %f2, %f1, %f1;
+  st.param.f32 [r], %f2;
+  ret;
+}
+.visible .entry k(.param .u64 out) {
+  .reg .f32 %f<3>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.f32 %f1, 0f40400000;
+  {
+  .param .f32 a;
+  st.param.f32 [a], %f1;
+  .param .f32 b;
+  call.uni (b), twice, (a);
+  ld.param.f32 %f2, [b];
+  }
+  st.global.f32 [%rd1], %f2;
+  ret;
+}
+)"});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  float* out = mem.Alloc<float>(1);
+  Status ok = RunKernel(
+      *prog, "k", {1}, {1}, [&](Params& p) { p.Add(out); }, &mem);
+  ASSERT_TRUE(ok.ok()) << ok.ToString();
+  EXPECT_EQ(*out, 6.0f);
+}
+
 TEST(Errors, UnknownModifierIsRefusedAtLoad) {
   auto r = Load(std::vector<std::string>{Wrap("add.wobble.s32 %r4, %r1, %r2;")});
   ASSERT_FALSE(r.ok());
