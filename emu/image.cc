@@ -1,6 +1,7 @@
 // emu/image.cc - decoding module images into PTX sources.
 #include "emu/image.h"
 
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -84,7 +85,14 @@ int Digits(std::string_view s) {
 
 CUresult CheckPtxHeader(const std::string& ptx) {
   std::string_view target = Directive(ptx, ".target ");
-  if (target.starts_with("sm_") && Digits(target.substr(3)) > kArch) return CUDA_ERROR_INVALID_PTX;
+  if (target.starts_with("sm_") && Digits(target.substr(3)) > kArch) {
+    // As NVIDIA's JIT refuses PTX for a newer architecture than the device's; say which.
+    std::fprintf(stderr,
+                 "remora-emu: cannot load module: its PTX targets %.*s, newer than the device's "
+                 "sm_%d\n",
+                 int(target.size()), target.data(), kArch);
+    return CUDA_ERROR_INVALID_PTX;
+  }
   std::string_view version = Directive(ptx, ".version ");
   if (!version.empty()) {
     const int major = Digits(version);
