@@ -228,48 +228,8 @@ REMORA_BLAS_API cublasStatus_t cublasDsymv_v2(cublasHandle_t h, cublasFillMode_t
                                               double* y, int incy) {
   return Symv(h, uplo, n, alpha, A, lda, x, incx, beta, y, incy);
 }
-REMORA_BLAS_API cublasStatus_t cublasStrsv_v2(cublasHandle_t h, cublasFillMode_t uplo,
-                                              cublasOperation_t trans, cublasDiagType_t diag, int n,
-                                              const float* A, int lda, float* x, int incx) {
-  return Triangular<float, Storage::kFull, true>(h, uplo, trans, diag, n, 0, A, lda, x, incx);
-}
-REMORA_BLAS_API cublasStatus_t cublasDtrsv_v2(cublasHandle_t h, cublasFillMode_t uplo,
-                                              cublasOperation_t trans, cublasDiagType_t diag, int n,
-                                              const double* A, int lda, double* x, int incx) {
-  return Triangular<double, Storage::kFull, true>(h, uplo, trans, diag, n, 0, A, lda, x, incx);
-}
 
 #define REAL_LEVEL2(X, T)                                                                          \
-  REMORA_BLAS_API cublasStatus_t cublas##X##trmv_v2(                                               \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
-      int n, const T* A, int lda, T* x, int incx) {                                                \
-    return Triangular<T, Storage::kFull, false>(h, uplo, trans, diag, n, 0, A, lda, x, incx);      \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tbmv_v2(                                               \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
-      int n, int k, const T* A, int lda, T* x, int incx) {                                         \
-    return Triangular<T, Storage::kBand, false>(h, uplo, trans, diag, n, k, A, lda, x, incx);      \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tbsv_v2(                                               \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
-      int n, int k, const T* A, int lda, T* x, int incx) {                                         \
-    return Triangular<T, Storage::kBand, true>(h, uplo, trans, diag, n, k, A, lda, x, incx);       \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tpmv_v2(                                               \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
-      int n, const T* AP, T* x, int incx) {                                                        \
-    return Triangular<T, Storage::kPacked, false>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);     \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tpsv_v2(                                               \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,     \
-      int n, const T* AP, T* x, int incx) {                                                        \
-    return Triangular<T, Storage::kPacked, true>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);      \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##gbmv_v2(                                               \
-      cublasHandle_t h, cublasOperation_t trans, int m, int n, int kl, int ku, const T* alpha,     \
-      const T* A, int lda, const T* x, int incx, const T* beta, T* y, int incy) {                  \
-    return Gbmv(h, trans, m, n, kl, ku, alpha, A, lda, x, incx, beta, y, incy);                    \
-  }                                                                                                \
   REMORA_BLAS_API cublasStatus_t cublas##X##sbmv_v2(                                               \
       cublasHandle_t h, cublasFillMode_t uplo, int n, int k, const T* alpha, const T* A, int lda,  \
       const T* x, int incx, const T* beta, T* y, int incy) {                                       \
@@ -342,42 +302,50 @@ REAL_LEVEL2(D, double)
                                                     const T* y, int incy, T* AP) {                \
     if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                         \
     return SymmetricUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, y, incy, AP, 1);      \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##gbmv_v2(                                              \
-      cublasHandle_t h, cublasOperation_t trans, int m, int n, int kl, int ku, const T* alpha,    \
-      const T* A, int lda, const T* x, int incx, const T* beta, T* y, int incy) {                 \
-    return Gbmv(h, trans, m, n, kl, ku, alpha, A, lda, x, incx, beta, y, incy);                   \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##trmv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
-      int n, const T* A, int lda, T* x, int incx) {                                               \
-    return Triangular<T, Storage::kFull, false>(h, uplo, trans, diag, n, 0, A, lda, x, incx);     \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##trsv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
-      int n, const T* A, int lda, T* x, int incx) {                                               \
-    return Triangular<T, Storage::kFull, true>(h, uplo, trans, diag, n, 0, A, lda, x, incx);      \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tbmv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
-      int n, int k, const T* A, int lda, T* x, int incx) {                                        \
-    return Triangular<T, Storage::kBand, false>(h, uplo, trans, diag, n, k, A, lda, x, incx);     \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tbsv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
-      int n, int k, const T* A, int lda, T* x, int incx) {                                        \
-    return Triangular<T, Storage::kBand, true>(h, uplo, trans, diag, n, k, A, lda, x, incx);      \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tpmv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
-      int n, const T* AP, T* x, int incx) {                                                       \
-    return Triangular<T, Storage::kPacked, false>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);    \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##tpsv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag,    \
-      int n, const T* AP, T* x, int incx) {                                                       \
-    return Triangular<T, Storage::kPacked, true>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);     \
   }
 COMPLEX_LEVEL2(C, cuComplex)
 COMPLEX_LEVEL2(Z, cuDoubleComplex)
 #undef COMPLEX_LEVEL2
+
+// The triangular products and solves and gbmv, in S, D, C and Z.
+#define TRIANGULAR_LEVEL2(X, T)                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trmv_v2(                                           \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, \
+      int n, const T* A, int lda, T* x, int incx) {                                            \
+    return Triangular<T, Storage::kFull, false>(h, uplo, trans, diag, n, 0, A, lda, x, incx);  \
+  }                                                                                            \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trsv_v2(                                           \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, \
+      int n, const T* A, int lda, T* x, int incx) {                                            \
+    return Triangular<T, Storage::kFull, true>(h, uplo, trans, diag, n, 0, A, lda, x, incx);   \
+  }                                                                                            \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tbmv_v2(                                           \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, \
+      int n, int k, const T* A, int lda, T* x, int incx) {                                     \
+    return Triangular<T, Storage::kBand, false>(h, uplo, trans, diag, n, k, A, lda, x, incx);  \
+  }                                                                                            \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tbsv_v2(                                           \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, \
+      int n, int k, const T* A, int lda, T* x, int incx) {                                     \
+    return Triangular<T, Storage::kBand, true>(h, uplo, trans, diag, n, k, A, lda, x, incx);   \
+  }                                                                                            \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tpmv_v2(                                           \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, \
+      int n, const T* AP, T* x, int incx) {                                                    \
+    return Triangular<T, Storage::kPacked, false>(h, uplo, trans, diag, n, 0, AP, 1, x, incx); \
+  }                                                                                            \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tpsv_v2(                                           \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, \
+      int n, const T* AP, T* x, int incx) {                                                    \
+    return Triangular<T, Storage::kPacked, true>(h, uplo, trans, diag, n, 0, AP, 1, x, incx);  \
+  }                                                                                            \
+  REMORA_BLAS_API cublasStatus_t cublas##X##gbmv_v2(                                           \
+      cublasHandle_t h, cublasOperation_t trans, int m, int n, int kl, int ku, const T* alpha, \
+      const T* A, int lda, const T* x, int incx, const T* beta, T* y, int incy) {              \
+    return Gbmv(h, trans, m, n, kl, ku, alpha, A, lda, x, incx, beta, y, incy);                \
+  }
+TRIANGULAR_LEVEL2(S, float)
+TRIANGULAR_LEVEL2(D, double)
+TRIANGULAR_LEVEL2(C, cuComplex)
+TRIANGULAR_LEVEL2(Z, cuDoubleComplex)
+#undef TRIANGULAR_LEVEL2

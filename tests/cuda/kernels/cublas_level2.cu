@@ -293,80 +293,101 @@ C64 Cx(const T& v) {
   return {v.x, v.y};
 }
 
-// Complex level 1 against std::complex<double>.
+// Complex vectors and matrices (T cuComplex or cuDoubleComplex, R its real type) on the host and
+// the device, and their check against std::complex<double> values within `tol`, relative.
 template <typename T, typename R>
-void ComplexLevel1(cublasHandle_t h, Rng& rng) {
-  const bool single = sizeof(R) == 4;
-  const double tol = single ? 2e-5 : 1e-12;
-  const int n = 37, incx = 2, incy = 3;
-  auto fill = [&](size_t count) {
+struct ComplexKit {
+  Rng& rng;
+  double tol;
+  const char* prefix = sizeof(R) == 4 ? "C" : "Z";
+
+  std::vector<T> Fill(size_t count, double scale = 1) {
     std::vector<T> v(count);
-    for (T& e : v) e = {static_cast<R>(rng.UniformD(-1, 1)), static_cast<R>(rng.UniformD(-1, 1))};
+    for (T& e : v)
+      e = {static_cast<R>(scale * rng.UniformD(-1, 1)),
+           static_cast<R>(scale * rng.UniformD(-1, 1))};
     return v;
-  };
-  auto device = [](const std::vector<T>& v) {
+  }
+  static T* Device(const std::vector<T>& v) {
     T* d = nullptr;
     CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
     CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
     return d;
-  };
-  auto host = [](const T* d, size_t count) {
+  }
+  static std::vector<T> Host(const T* d, size_t count) {
     std::vector<T> v(count);
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
-  };
-  auto check = [&](const char* what, const std::vector<T>& got, const std::vector<C64>& want) {
+  }
+  static std::vector<C64> Wide(const std::vector<T>& v) {
+    std::vector<C64> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) o[i] = Cx(v[i]);
+    return o;
+  }
+  void Check(const char* what, const std::vector<T>& got, const std::vector<C64>& want) const {
     for (size_t i = 0; i < want.size(); ++i)
       if (std::abs(Cx(got[i]) - want[i]) > tol * (1 + std::abs(want[i]))) {
-        std::printf("FAIL %s%s[%zu] = (%g, %g), want (%g, %g)\n", single ? "C" : "Z", what, i,
+        std::printf("FAIL %s%s[%zu] = (%g, %g), want (%g, %g)\n", prefix, what, i,
                     static_cast<double>(got[i].x), static_cast<double>(got[i].y), want[i].real(),
                     want[i].imag());
         ++failures;
         return;
       }
-  };
-  auto pick = [&](auto c, auto z) {
-    if constexpr (sizeof(R) == 4)
-      return c;
-    else
-      return z;
-  };
-  const std::vector<T> xh = fill(n * incx), yh = fill(n * incy);
-  T* x = device(xh);
-  T* y = device(yh);
+  }
+};
+
+// The single (C) or double (Z) entry point, by R.
+template <typename R, typename C, typename Z>
+auto Pick(C c, Z z) {
+  if constexpr (sizeof(R) == 4)
+    return c;
+  else
+    return z;
+}
+
+// Complex level 1 against std::complex<double>.
+template <typename T, typename R>
+void ComplexLevel1(cublasHandle_t h, Rng& rng) {
+  const bool single = sizeof(R) == 4;
+  const double tol = single ? 2e-5 : 1e-12;
+  ComplexKit<T, R> kit{rng, tol};
+  const int n = 37, incx = 2, incy = 3;
+  const std::vector<T> xh = kit.Fill(n * incx), yh = kit.Fill(n * incy);
+  T* x = kit.Device(xh);
+  T* y = kit.Device(yh);
   const T alpha = {static_cast<R>(0.5), static_cast<R>(-1.25)};
   const R ralpha = static_cast<R>(-1.5);
 
   std::vector<C64> want(yh.size());
   for (size_t i = 0; i < yh.size(); ++i) want[i] = Cx(yh[i]);
-  BLAS_OK(pick(cublasCaxpy, cublasZaxpy)(h, n, &alpha, x, incx, y, incy));
+  BLAS_OK(Pick<R>(cublasCaxpy, cublasZaxpy)(h, n, &alpha, x, incx, y, incy));
   for (int i = 0; i < n; ++i) want[i * incy] += Cx(alpha) * Cx(xh[i * incx]);
-  check("axpy", host(y, yh.size()), want);
+  kit.Check("axpy", kit.Host(y, yh.size()), want);
 
   std::vector<C64> wx(xh.size());
   for (size_t i = 0; i < xh.size(); ++i) wx[i] = Cx(xh[i]);
-  BLAS_OK(pick(cublasCscal, cublasZscal)(h, n, &alpha, x, incx));
+  BLAS_OK(Pick<R>(cublasCscal, cublasZscal)(h, n, &alpha, x, incx));
   for (int i = 0; i < n; ++i) wx[i * incx] *= Cx(alpha);
-  check("scal", host(x, xh.size()), wx);
-  BLAS_OK(pick(cublasCsscal, cublasZdscal)(h, n, &ralpha, x, incx));
+  kit.Check("scal", kit.Host(x, xh.size()), wx);
+  BLAS_OK(Pick<R>(cublasCsscal, cublasZdscal)(h, n, &ralpha, x, incx));
   for (int i = 0; i < n; ++i) wx[i * incx] *= ralpha;
-  check("sscal/dscal", host(x, xh.size()), wx);
+  kit.Check("sscal/dscal", kit.Host(x, xh.size()), wx);
 
   // copy, then swap back: y gets x's elements, x gets y's.
-  std::vector<T> xs = host(x, xh.size()), ys = host(y, yh.size());
-  BLAS_OK(pick(cublasCswap, cublasZswap)(h, n, x, incx, y, incy));
+  std::vector<T> xs = kit.Host(x, xh.size()), ys = kit.Host(y, yh.size());
+  BLAS_OK(Pick<R>(cublasCswap, cublasZswap)(h, n, x, incx, y, incy));
   std::vector<C64> wx2 = wx, wy2(ys.size());
   for (size_t i = 0; i < ys.size(); ++i) wy2[i] = Cx(ys[i]);
   for (int i = 0; i < n; ++i) std::swap(wx2[i * incx], wy2[i * incy]);
-  check("swap x", host(x, xh.size()), wx2);
-  check("swap y", host(y, yh.size()), wy2);
-  BLAS_OK(pick(cublasCcopy, cublasZcopy)(h, n, x, incx, y, incy));
+  kit.Check("swap x", kit.Host(x, xh.size()), wx2);
+  kit.Check("swap y", kit.Host(y, yh.size()), wy2);
+  BLAS_OK(Pick<R>(cublasCcopy, cublasZcopy)(h, n, x, incx, y, incy));
   for (int i = 0; i < n; ++i) wy2[i * incy] = wx2[i * incx];
-  check("copy", host(y, yh.size()), wy2);
+  kit.Check("copy", kit.Host(y, yh.size()), wy2);
 
   // Reductions over x as it now is: |Re| + |Im| for the index and asum, the 2-norm for nrm2.
-  const std::vector<T> cur = host(x, xh.size());
+  const std::vector<T> cur = kit.Host(x, xh.size());
   int imax = 0, imin = 0;
   double asum = 0, sq = 0;
   for (int i = 0; i < n; ++i) {
@@ -380,10 +401,10 @@ void ComplexLevel1(cublasHandle_t h, Rng& rng) {
   }
   int got_max = 0, got_min = 0;
   R got_asum = 0, got_nrm2 = 0;
-  BLAS_OK(pick(cublasIcamax, cublasIzamax)(h, n, x, incx, &got_max));
-  BLAS_OK(pick(cublasIcamin, cublasIzamin)(h, n, x, incx, &got_min));
-  BLAS_OK(pick(cublasScasum, cublasDzasum)(h, n, x, incx, &got_asum));
-  BLAS_OK(pick(cublasScnrm2, cublasDznrm2)(h, n, x, incx, &got_nrm2));
+  BLAS_OK(Pick<R>(cublasIcamax, cublasIzamax)(h, n, x, incx, &got_max));
+  BLAS_OK(Pick<R>(cublasIcamin, cublasIzamin)(h, n, x, incx, &got_min));
+  BLAS_OK(Pick<R>(cublasScasum, cublasDzasum)(h, n, x, incx, &got_asum));
+  BLAS_OK(Pick<R>(cublasScnrm2, cublasDznrm2)(h, n, x, incx, &got_nrm2));
   if (got_max != imax + 1 || got_min != imin + 1) {
     std::printf("FAIL %s amax/amin = %d/%d, want %d/%d\n", single ? "C" : "Z", got_max, got_min,
                 imax + 1, imin + 1);
@@ -398,7 +419,7 @@ void ComplexLevel1(cublasHandle_t h, Rng& rng) {
   R* dres = nullptr;
   CHECK(cudaMalloc(&dres, sizeof(R)));
   BLAS_OK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
-  BLAS_OK(pick(cublasScnrm2, cublasDznrm2)(h, n, x, incx, dres));
+  BLAS_OK(Pick<R>(cublasScnrm2, cublasDznrm2)(h, n, x, incx, dres));
   BLAS_OK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
   R back = 0;
   CHECK(cudaDeviceSynchronize());
@@ -548,58 +569,25 @@ template <typename T, typename R>
 void ComplexLevel3(cublasHandle_t h, Rng& rng) {
   const bool single = sizeof(R) == 4;
   const double tol = single ? 1e-4 : 1e-11;
+  ComplexKit<T, R> kit{rng, tol};
   const int m = 5, n = 4, ld = 7;
-  auto pick = [&](auto c, auto z) {
-    if constexpr (sizeof(R) == 4)
-      return c;
-    else
-      return z;
-  };
-  auto fill = [&](size_t count, double scale = 1) {
-    std::vector<T> v(count);
-    for (T& e : v)
-      e = {static_cast<R>(scale * rng.UniformD(-1, 1)),
-           static_cast<R>(scale * rng.UniformD(-1, 1))};
-    return v;
-  };
-  auto device = [](const std::vector<T>& v) {
-    T* d = nullptr;
-    CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
-    CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-  };
-  auto host = [](const T* d, size_t count) {
-    std::vector<T> v(count);
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  };
   auto at = [&](const std::vector<T>& v, int i, int j) {
     return Cx(v[i + static_cast<size_t>(j) * ld]);
   };
-  auto check = [&](const char* what, const std::vector<T>& got, const std::vector<C64>& want) {
-    for (size_t i = 0; i < want.size(); ++i)
-      if (std::abs(Cx(got[i]) - want[i]) > tol * (1 + std::abs(want[i]))) {
-        std::printf("FAIL %s%s[%zu] = (%g, %g), want (%g, %g)\n", single ? "C" : "Z", what, i,
-                    static_cast<double>(got[i].x), static_cast<double>(got[i].y), want[i].real(),
-                    want[i].imag());
-        ++failures;
-        return;
-      }
-  };
   const T alpha = {static_cast<R>(0.5), static_cast<R>(0.25)}, beta = {static_cast<R>(-1), 0};
   // A: an m x m triangle/symmetric source (lower stored), B and C m x n, all with ld.
-  std::vector<T> A = fill(static_cast<size_t>(ld) * m, 0.3), B = fill(static_cast<size_t>(ld) * n),
-                 C = fill(static_cast<size_t>(ld) * n);
+  std::vector<T> A = kit.Fill(static_cast<size_t>(ld) * m, 0.3),
+                 B = kit.Fill(static_cast<size_t>(ld) * n),
+                 C = kit.Fill(static_cast<size_t>(ld) * n);
   for (int i = 0; i < m; ++i) A[i + static_cast<size_t>(i) * ld] = {static_cast<R>(2), 0};
   auto sym = [&](int i, int j) { return i >= j ? at(A, i, j) : at(A, j, i); };
   auto tri = [&](int i, int j) { return i >= j ? at(A, i, j) : C64(0); };
-  T* dA = device(A);
-  T* dB = device(B);
-  T* dC = device(C);
+  T* dA = kit.Device(A);
+  T* dB = kit.Device(B);
+  T* dC = kit.Device(C);
   // symm, left, lower: C = alpha S B + beta C
-  BLAS_OK(pick(cublasCsymm, cublasZsymm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, m, n, &alpha,
-                                         dA, ld, dB, ld, &beta, dC, ld));
+  BLAS_OK(Pick<R>(cublasCsymm, cublasZsymm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, m, n,
+                                            &alpha, dA, ld, dB, ld, &beta, dC, ld));
   std::vector<C64> want(C.size());
   for (size_t i = 0; i < C.size(); ++i) want[i] = Cx(C[i]);
   for (int j = 0; j < n; ++j)
@@ -608,12 +596,12 @@ void ComplexLevel3(cublasHandle_t h, Rng& rng) {
       for (int l = 0; l < m; ++l) s += sym(i, l) * at(B, l, j);
       want[i + static_cast<size_t>(j) * ld] = Cx(alpha) * s + Cx(beta) * at(C, i, j);
     }
-  check("symm", host(dC, C.size()), want);
+  kit.Check("symm", kit.Host(dC, C.size()), want);
   // syrk, lower, T: C = alpha B^T B + beta C on n x n (only the lower triangle)
-  std::vector<T> C2 = fill(static_cast<size_t>(ld) * n);
-  T* dC2 = device(C2);
-  BLAS_OK(pick(cublasCsyrk, cublasZsyrk)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &alpha, dB,
-                                         ld, &beta, dC2, ld));
+  std::vector<T> C2 = kit.Fill(static_cast<size_t>(ld) * n);
+  T* dC2 = kit.Device(C2);
+  BLAS_OK(Pick<R>(cublasCsyrk, cublasZsyrk)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &alpha,
+                                            dB, ld, &beta, dC2, ld));
   std::vector<C64> want2(C2.size());
   for (size_t i = 0; i < C2.size(); ++i) want2[i] = Cx(C2[i]);
   for (int j = 0; j < n; ++j)
@@ -622,15 +610,15 @@ void ComplexLevel3(cublasHandle_t h, Rng& rng) {
       for (int l = 0; l < m; ++l) s += at(B, l, i) * at(B, l, j);
       want2[i + static_cast<size_t>(j) * ld] = Cx(alpha) * s + Cx(beta) * at(C2, i, j);
     }
-  check("syrk", host(dC2, C2.size()), want2);
-  EXPECT_BLAS(pick(cublasCsyrk, cublasZsyrk)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m, &alpha,
-                                             dB, ld, &beta, dC2, ld),
+  kit.Check("syrk", kit.Host(dC2, C2.size()), want2);
+  EXPECT_BLAS(Pick<R>(cublasCsyrk, cublasZsyrk)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m,
+                                                &alpha, dB, ld, &beta, dC2, ld),
               CUBLAS_STATUS_INVALID_VALUE);  // a symmetric product: no conjugate transpose
   // trmm then trsm, left, lower, conjugate transpose: X = alpha op(T) B, then op(T) Y = X / alpha
-  T* dX = device(std::vector<T>(static_cast<size_t>(ld) * n));
-  BLAS_OK(pick(cublasCtrmm, cublasZtrmm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
-                                         CUBLAS_DIAG_NON_UNIT, m, n, &alpha, dA, ld, dB, ld, dX,
-                                         ld));
+  T* dX = kit.Device(std::vector<T>(static_cast<size_t>(ld) * n));
+  BLAS_OK(Pick<R>(cublasCtrmm, cublasZtrmm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER,
+                                            CUBLAS_OP_C, CUBLAS_DIAG_NON_UNIT, m, n, &alpha, dA, ld,
+                                            dB, ld, dX, ld));
   std::vector<C64> wx(static_cast<size_t>(ld) * n, C64(0));
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
@@ -638,24 +626,26 @@ void ComplexLevel3(cublasHandle_t h, Rng& rng) {
       for (int l = 0; l < m; ++l) s += std::conj(tri(l, i)) * at(B, l, j);
       wx[i + static_cast<size_t>(j) * ld] = Cx(alpha) * s;
     }
-  std::vector<T> X = host(dX, wx.size());
+  std::vector<T> X = kit.Host(dX, wx.size());
   for (int j = 0; j < n; ++j)  // rows past m are not the product's
     for (int i = m; i < ld; ++i)
       wx[i + static_cast<size_t>(j) * ld] = Cx(X[i + static_cast<size_t>(j) * ld]);
-  check("trmm", X, wx);
+  kit.Check("trmm", X, wx);
   const T inv = {static_cast<R>(1.6), static_cast<R>(-0.8)};  // 1 / alpha
-  BLAS_OK(pick(cublasCtrsm, cublasZtrsm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
-                                         CUBLAS_DIAG_NON_UNIT, m, n, &inv, dA, ld, dX, ld));
+  BLAS_OK(Pick<R>(cublasCtrsm, cublasZtrsm)(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER,
+                                            CUBLAS_OP_C, CUBLAS_DIAG_NON_UNIT, m, n, &inv, dA, ld,
+                                            dX, ld));
   std::vector<C64> wb(wx.size());
-  const std::vector<T> Y = host(dX, wx.size());
+  const std::vector<T> Y = kit.Host(dX, wx.size());
   for (size_t i = 0; i < wb.size(); ++i) wb[i] = Cx(Y[i]);
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) wb[i + static_cast<size_t>(j) * ld] = at(B, i, j);
-  check("trsm", Y, wb);
+  kit.Check("trsm", Y, wb);
   // trsmBatched: two right-side solves, X op(T) = alpha B, checked by multiplying back
-  std::vector<T> B0 = fill(static_cast<size_t>(ld) * m), B1 = fill(static_cast<size_t>(ld) * m);
-  T* dB0 = device(B0);
-  T* dB1 = device(B1);
+  std::vector<T> B0 = kit.Fill(static_cast<size_t>(ld) * m),
+                 B1 = kit.Fill(static_cast<size_t>(ld) * m);
+  T* dB0 = kit.Device(B0);
+  T* dB1 = kit.Device(B1);
   const T* As[2] = {dA, dA};
   T* Bs[2] = {dB0, dB1};
   T** dAs = nullptr;
@@ -665,12 +655,12 @@ void ComplexLevel3(cublasHandle_t h, Rng& rng) {
   CHECK(cudaMemcpy(dAs, As, sizeof As, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(dBs, Bs, sizeof Bs, cudaMemcpyHostToDevice));
   const T one = {1, 0};
-  BLAS_OK(pick(cublasCtrsmBatched, cublasZtrsmBatched)(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
-                                                       CUBLAS_OP_N, CUBLAS_DIAG_UNIT, 3, m, &one,
-                                                       dAs, ld, dBs, ld, 2));
+  BLAS_OK(Pick<R>(cublasCtrsmBatched, cublasZtrsmBatched)(
+      h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT, 3, m, &one, dAs,
+      ld, dBs, ld, 2));
   for (int b = 0; b < 2; ++b) {
     const std::vector<T>& orig = b ? B1 : B0;
-    const std::vector<T> got = host(b ? dB1 : dB0, orig.size());
+    const std::vector<T> got = kit.Host(b ? dB1 : dB0, orig.size());
     std::vector<C64> back(orig.size());
     for (size_t i = 0; i < back.size(); ++i) back[i] = Cx(got[i]);
     for (int j = 0; j < m; ++j)  // (X T)(i, j) over the unit-diagonal lower triangle == B
@@ -701,51 +691,12 @@ template <typename T, typename R>
 void ComplexLevel2(cublasHandle_t h, Rng& rng) {
   const bool single = sizeof(R) == 4;
   const double tol = single ? 1e-4 : 1e-11;
+  ComplexKit<T, R> kit{rng, tol};
   const int n = 6, ld = 8, k = 1;
-  auto pick = [&](auto c, auto z) {
-    if constexpr (sizeof(R) == 4)
-      return c;
-    else
-      return z;
-  };
-  auto fill = [&](size_t count, double scale = 1) {
-    std::vector<T> v(count);
-    for (T& e : v)
-      e = {static_cast<R>(scale * rng.UniformD(-1, 1)),
-           static_cast<R>(scale * rng.UniformD(-1, 1))};
-    return v;
-  };
-  auto device = [](const std::vector<T>& v) {
-    T* d = nullptr;
-    CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
-    CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-  };
-  auto host = [](const T* d, size_t count) {
-    std::vector<T> v(count);
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  };
-  auto wide = [](const std::vector<T>& v) {
-    std::vector<C64> o(v.size());
-    for (size_t i = 0; i < v.size(); ++i) o[i] = Cx(v[i]);
-    return o;
-  };
-  auto check = [&](const char* what, const std::vector<T>& got, const std::vector<C64>& want) {
-    for (size_t i = 0; i < want.size(); ++i)
-      if (std::abs(Cx(got[i]) - want[i]) > tol * (1 + std::abs(want[i]))) {
-        std::printf("FAIL %s%s[%zu] = (%g, %g), want (%g, %g)\n", single ? "C" : "Z", what, i,
-                    static_cast<double>(got[i].x), static_cast<double>(got[i].y), want[i].real(),
-                    want[i].imag());
-        ++failures;
-        return;
-      }
-  };
   const T alpha = {static_cast<R>(0.5), static_cast<R>(-0.75)}, beta = {static_cast<R>(0.25), 1};
-  const std::vector<T> A = fill(static_cast<size_t>(ld) * n), x = fill(n), y = fill(n);
-  T* dA = device(A);
-  T* dx = device(x);
+  const std::vector<T> A = kit.Fill(static_cast<size_t>(ld) * n), x = kit.Fill(n), y = kit.Fill(n);
+  T* dA = kit.Device(A);
+  T* dx = kit.Device(x);
   // The Hermitian matrix whose lower (upper) triangle `a` holds at (i, j), via `at`.
   auto herm = [](auto at, bool upper) {
     return [=](int i, int j) -> C64 {
@@ -755,7 +706,7 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
   };
   auto full = [&](int i, int j) { return Cx(A[i + static_cast<size_t>(j) * ld]); };
   auto mv = [&](auto M, bool conj_trans, const std::vector<T>& vy) {
-    std::vector<C64> out = wide(vy);
+    std::vector<C64> out = kit.Wide(vy);
     for (int i = 0; i < n; ++i) {
       C64 acc = 0;
       for (int j = 0; j < n; ++j) acc += (conj_trans ? std::conj(M(j, i)) : M(i, j)) * Cx(x[j]);
@@ -764,16 +715,16 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
     return out;
   };
   {  // hemv, lower
-    T* dy = device(y);
-    BLAS_OK(pick(cublasChemv, cublasZhemv)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, dA, ld, dx, 1,
-                                           &beta, dy, 1));
-    check("hemv", host(dy, n), mv(herm(full, false), false, y));
+    T* dy = kit.Device(y);
+    BLAS_OK(Pick<R>(cublasChemv, cublasZhemv)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, dA, ld, dx, 1,
+                                              &beta, dy, 1));
+    kit.Check("hemv", kit.Host(dy, n), mv(herm(full, false), false, y));
     CHECK(cudaFree(dy));
   }
   {  // hbmv, upper, one super-diagonal: band (i, j) at A[k + i - j + j * ld]
-    T* dy = device(y);
-    BLAS_OK(pick(cublasChbmv, cublasZhbmv)(h, CUBLAS_FILL_MODE_UPPER, n, k, &alpha, dA, ld, dx, 1,
-                                           &beta, dy, 1));
+    T* dy = kit.Device(y);
+    BLAS_OK(Pick<R>(cublasChbmv, cublasZhbmv)(h, CUBLAS_FILL_MODE_UPPER, n, k, &alpha, dA, ld, dx,
+                                              1, &beta, dy, 1));
     auto band = [&](int i, int j) -> C64 {
       return j - i > k || i > j ? C64(0) : Cx(A[k + i - j + static_cast<size_t>(j) * ld]);
     };
@@ -781,23 +732,23 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
       if (i == j) return C64(band(i, i).real(), 0);
       return i < j ? band(i, j) : std::conj(band(j, i));
     };
-    check("hbmv", host(dy, n), mv(hb, false, y));
+    kit.Check("hbmv", kit.Host(dy, n), mv(hb, false, y));
     CHECK(cudaFree(dy));
   }
   {  // hpmv, upper packed: (i, j), i <= j, at AP[i + j(j+1)/2]
-    const std::vector<T> P = fill(n * (n + 1) / 2);
-    T* dP = device(P);
-    T* dy = device(y);
-    BLAS_OK(pick(cublasChpmv, cublasZhpmv)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dP, dx, 1, &beta,
-                                           dy, 1));
+    const std::vector<T> P = kit.Fill(n * (n + 1) / 2);
+    T* dP = kit.Device(P);
+    T* dy = kit.Device(y);
+    BLAS_OK(Pick<R>(cublasChpmv, cublasZhpmv)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dP, dx, 1,
+                                              &beta, dy, 1));
     auto packed = [&](int i, int j) { return Cx(P[i + static_cast<size_t>(j) * (j + 1) / 2]); };
-    check("hpmv", host(dy, n), mv(herm(packed, true), false, y));
+    kit.Check("hpmv", kit.Host(dy, n), mv(herm(packed, true), false, y));
     CHECK(cudaFree(dy));
     // hpr2 on the same packed matrix: AP += alpha x y^H + conj(alpha) y x^H, diagonal real
-    T* dy2 = device(y);
+    T* dy2 = kit.Device(y);
     BLAS_OK(
-        pick(cublasChpr2, cublasZhpr2)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dx, 1, dy2, 1, dP));
-    std::vector<C64> want = wide(P);
+        Pick<R>(cublasChpr2, cublasZhpr2)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dx, 1, dy2, 1, dP));
+    std::vector<C64> want = kit.Wide(P);
     for (int j = 0; j < n; ++j)
       for (int i = 0; i <= j; ++i) {
         C64& w = want[i + static_cast<size_t>(j) * (j + 1) / 2];
@@ -805,16 +756,16 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
              std::conj(Cx(alpha)) * Cx(y[i]) * std::conj(Cx(x[j]));
         if (i == j) w = C64(w.real(), 0);
       }
-    check("hpr2", host(dP, P.size()), want);
+    kit.Check("hpr2", kit.Host(dP, P.size()), want);
     CHECK(cudaFree(dy2));
     CHECK(cudaFree(dP));
   }
   {  // her2, lower, and geru / gerc, each on a copy of A
-    T* dy = device(y);
-    T* d2 = device(A);
-    BLAS_OK(
-        pick(cublasCher2, cublasZher2)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, dx, 1, dy, 1, d2, ld));
-    std::vector<C64> want = wide(A);
+    T* dy = kit.Device(y);
+    T* d2 = kit.Device(A);
+    BLAS_OK(Pick<R>(cublasCher2, cublasZher2)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, dx, 1, dy, 1,
+                                              d2, ld));
+    std::vector<C64> want = kit.Wide(A);
     for (int j = 0; j < n; ++j)
       for (int i = j; i < n; ++i) {
         C64& w = want[i + static_cast<size_t>(j) * ld];
@@ -822,17 +773,17 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
              std::conj(Cx(alpha)) * Cx(y[i]) * std::conj(Cx(x[j]));
         if (i == j) w = C64(w.real(), 0);
       }
-    check("her2", host(d2, A.size()), want);
+    kit.Check("her2", kit.Host(d2, A.size()), want);
     for (int conj = 0; conj < 2; ++conj) {
-      T* d3 = device(A);
-      BLAS_OK((conj ? pick(cublasCgerc, cublasZgerc) : pick(cublasCgeru, cublasZgeru))(
+      T* d3 = kit.Device(A);
+      BLAS_OK((conj ? Pick<R>(cublasCgerc, cublasZgerc) : Pick<R>(cublasCgeru, cublasZgeru))(
           h, n, n, &alpha, dx, 1, dy, 1, d3, ld));
-      std::vector<C64> w3 = wide(A);
+      std::vector<C64> w3 = kit.Wide(A);
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < n; ++i)
           w3[i + static_cast<size_t>(j) * ld] +=
               Cx(alpha) * Cx(x[i]) * (conj ? std::conj(Cx(y[j])) : Cx(y[j]));
-      check(conj ? "gerc" : "geru", host(d3, A.size()), w3);
+      kit.Check(conj ? "gerc" : "geru", kit.Host(d3, A.size()), w3);
       CHECK(cudaFree(d3));
     }
     CHECK(cudaFree(d2));
@@ -840,68 +791,68 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
   }
   {  // gbmv, conjugate transpose, kl 1, ku 2: band (i, j) at A[ku + i - j + j * ld]
     const int kl = 1, ku = 2;
-    T* dy = device(y);
-    BLAS_OK(pick(cublasCgbmv, cublasZgbmv)(h, CUBLAS_OP_C, n, n, kl, ku, &alpha, dA, ld, dx, 1,
-                                           &beta, dy, 1));
+    T* dy = kit.Device(y);
+    BLAS_OK(Pick<R>(cublasCgbmv, cublasZgbmv)(h, CUBLAS_OP_C, n, n, kl, ku, &alpha, dA, ld, dx, 1,
+                                              &beta, dy, 1));
     auto band = [&](int i, int j) -> C64 {
       return i - j > kl || j - i > ku ? C64(0) : Cx(A[ku + i - j + static_cast<size_t>(j) * ld]);
     };
-    check("gbmv C", host(dy, n), mv(band, true, y));
+    kit.Check("gbmv C", kit.Host(dy, n), mv(band, true, y));
     CHECK(cudaFree(dy));
   }
   {  // trmv (lower, conjugate transpose), then trsv undoing it; tbmv and tpmv
     std::vector<T> D = A;
     for (int i = 0; i < n; ++i) D[i + static_cast<size_t>(i) * ld] = {2, 0};
-    T* dD = device(D);
-    T* dv = device(x);
-    BLAS_OK(pick(cublasCtrmv, cublasZtrmv)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
-                                           CUBLAS_DIAG_NON_UNIT, n, dD, ld, dv, 1));
+    T* dD = kit.Device(D);
+    T* dv = kit.Device(x);
+    BLAS_OK(Pick<R>(cublasCtrmv, cublasZtrmv)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                                              CUBLAS_DIAG_NON_UNIT, n, dD, ld, dv, 1));
     std::vector<C64> want(n);
     for (int i = 0; i < n; ++i)
       for (int j = i; j < n; ++j)  // op(T)(i, j) = conj(T(j, i)), T lower
         want[i] += std::conj(Cx(D[j + static_cast<size_t>(i) * ld])) * Cx(x[j]);
-    check("trmv", host(dv, n), want);
-    BLAS_OK(pick(cublasCtrsv, cublasZtrsv)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
-                                           CUBLAS_DIAG_NON_UNIT, n, dD, ld, dv, 1));
-    check("trsv", host(dv, n), wide(x));
-    T* dw = device(x);
-    BLAS_OK(pick(cublasCtbmv, cublasZtbmv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
-                                           n, k, dD, ld, dw, 1));
+    kit.Check("trmv", kit.Host(dv, n), want);
+    BLAS_OK(Pick<R>(cublasCtrsv, cublasZtrsv)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                                              CUBLAS_DIAG_NON_UNIT, n, dD, ld, dv, 1));
+    kit.Check("trsv", kit.Host(dv, n), kit.Wide(x));
+    T* dw = kit.Device(x);
+    BLAS_OK(Pick<R>(cublasCtbmv, cublasZtbmv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                              CUBLAS_DIAG_UNIT, n, k, dD, ld, dw, 1));
     std::vector<C64> wb(n);
     for (int i = 0; i < n; ++i) {
       wb[i] = Cx(x[i]);  // unit diagonal
       if (i + 1 < n)
         wb[i] += Cx(D[k + i - (i + 1) + static_cast<size_t>(i + 1) * ld]) * Cx(x[i + 1]);
     }
-    check("tbmv", host(dw, n), wb);
-    BLAS_OK(pick(cublasCtbsv, cublasZtbsv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
-                                           n, k, dD, ld, dw, 1));
-    check("tbsv", host(dw, n), wide(x));
-    const std::vector<T> P = fill(n * (n + 1) / 2, 0.2);
-    T* dP = device(P);
-    T* dp = device(x);
-    BLAS_OK(pick(cublasCtpmv, cublasZtpmv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT,
-                                           n, dP, dp, 1));
+    kit.Check("tbmv", kit.Host(dw, n), wb);
+    BLAS_OK(Pick<R>(cublasCtbsv, cublasZtbsv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                              CUBLAS_DIAG_UNIT, n, k, dD, ld, dw, 1));
+    kit.Check("tbsv", kit.Host(dw, n), kit.Wide(x));
+    const std::vector<T> P = kit.Fill(n * (n + 1) / 2, 0.2);
+    T* dP = kit.Device(P);
+    T* dp = kit.Device(x);
+    BLAS_OK(Pick<R>(cublasCtpmv, cublasZtpmv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                                              CUBLAS_DIAG_UNIT, n, dP, dp, 1));
     std::vector<C64> wp(n);
     for (int i = 0; i < n; ++i)
       for (int j = 0; j <= i; ++j)  // op(T)(i, j) = T(j, i), T upper packed, unit diagonal
         wp[i] += (i == j ? C64(1) : Cx(P[j + static_cast<size_t>(i) * (i + 1) / 2])) * Cx(x[j]);
-    check("tpmv", host(dp, n), wp);
-    BLAS_OK(pick(cublasCtpsv, cublasZtpsv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT,
-                                           n, dP, dp, 1));
-    check("tpsv", host(dp, n), wide(x));
+    kit.Check("tpmv", kit.Host(dp, n), wp);
+    BLAS_OK(Pick<R>(cublasCtpsv, cublasZtpsv)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                                              CUBLAS_DIAG_UNIT, n, dP, dp, 1));
+    kit.Check("tpsv", kit.Host(dp, n), kit.Wide(x));
     for (T* p : {dD, dv, dw, dP, dp}) CHECK(cudaFree(p));
   }
   {  // hemm, right side, upper: C = alpha B H + beta C with B 3 x n
     const int m = 3;
-    const std::vector<T> B = fill(static_cast<size_t>(ld) * n),
-                         C = fill(static_cast<size_t>(ld) * n);
-    T* dB = device(B);
-    T* dC = device(C);
-    BLAS_OK(pick(cublasChemm, cublasZhemm)(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, m, n,
-                                           &alpha, dA, ld, dB, ld, &beta, dC, ld));
+    const std::vector<T> B = kit.Fill(static_cast<size_t>(ld) * n),
+                         C = kit.Fill(static_cast<size_t>(ld) * n);
+    T* dB = kit.Device(B);
+    T* dC = kit.Device(C);
+    BLAS_OK(Pick<R>(cublasChemm, cublasZhemm)(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, m, n,
+                                              &alpha, dA, ld, dB, ld, &beta, dC, ld));
     auto H = herm(full, true);
-    std::vector<C64> want = wide(C);
+    std::vector<C64> want = kit.Wide(C);
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
         C64 acc = 0;
@@ -909,7 +860,7 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
         want[i + static_cast<size_t>(j) * ld] =
             Cx(alpha) * acc + Cx(beta) * Cx(C[i + static_cast<size_t>(j) * ld]);
       }
-    check("hemm", host(dC, C.size()), want);
+    kit.Check("hemm", kit.Host(dC, C.size()), want);
     CHECK(cudaFree(dB));
     CHECK(cudaFree(dC));
   }
