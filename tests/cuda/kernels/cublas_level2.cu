@@ -15,52 +15,11 @@
 #include <limits>
 #include <vector>
 
-#include "common.h"
+#include "blas_test.h"
 
 namespace {
 
-int failures = 0;
-
-#define BLAS_OK(call) STATUS_OK(call, CUBLAS_STATUS_SUCCESS, cublasGetStatusName)
-#define EXPECT_BLAS(call, expected) EXPECT_STATUS(call, expected, cublasGetStatusName)
-
-template <typename T>
-double Tol() {
-  return sizeof(T) == 4 ? 2e-4 : 1e-10;
-}
-
-// Host data with a device copy.
-template <typename T>
-struct Buf {
-  std::vector<T> h;
-  T* d = nullptr;
-  Buf(size_t n, Rng& rng, double scale = 1) : h(n) {
-    for (T& v : h) v = static_cast<T>(scale * rng.UniformD(-1, 1));
-    CHECK(cudaMalloc(&d, n * sizeof(T) + 1));
-    Up();
-  }
-  ~Buf() { cudaFree(d); }
-  void Up() { CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice)); }
-  std::vector<T> Down() const {
-    CHECK(cudaDeviceSynchronize());
-    std::vector<T> out(h.size());
-    CHECK(cudaMemcpy(out.data(), d, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
-    return out;
-  }
-};
-
-template <typename T>
-void Compare(const char* what, const std::vector<T>& got, const std::vector<double>& want,
-             double tol) {
-  int bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!Near(static_cast<double>(got[i]), want[i], tol) && bad++ < 3)
-      std::printf("  %s[%zu] = %.10g, want %.10g\n", what, i, static_cast<double>(got[i]), want[i]);
-  if (bad) {
-    std::printf("FAIL %s: %d of %zu wrong\n", what, bad, want.size());
-    ++failures;
-  }
-}
+using namespace blas_test;
 
 template <typename T>
 std::vector<double> AsDouble(const std::vector<T>& v) {
