@@ -142,36 +142,36 @@ cublasStatus_t SymmetricMv(cublasHandle_t h, cublasFillMode_t uplo, int n, int k
   });
 }
 
-// A += alpha x x^T (syr, spr) or A += alpha (x y^T + y x^T) (syr2, spr2), in A's `uplo`
-// triangle, full (lda) or packed. y is null for the rank-1 forms. Complex types: the Hermitian
-// rank-2 updates her2 and hpr2 only.
-template <class T, Storage kStore>
+// A += alpha x x^T (syr, spr) or, with kRank2, A += alpha (x y^T + y x^T) (syr2, spr2), in A's
+// `uplo` triangle, full (lda) or packed. Complex types: the Hermitian rank-2 updates her2 and
+// hpr2 only.
+template <class T, Storage kStore, bool kRank2>
 cublasStatus_t SymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha,
                                const T* x, int incx, const T* y, int incy, T* A, int lda) {
+  static_assert(kRank2 || !kComplex<T>);
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && incx != 0 && (y == nullptr || incy != 0));
+  BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && incx != 0);
+  if constexpr (kRank2) BLAS_CHECK_ARG(y != nullptr && incy != 0);
   if constexpr (kStore == Storage::kFull) BLAS_CHECK_ARG(ValidLd(lda, n));
   BLAS_CHECK_ARG(alpha != nullptr);
   if (n == 0) return CUBLAS_STATUS_SUCCESS;
   const Scalar<T> a = call.Read(alpha);
   return call.Submit([=] {
     const auto u = ToCblas(uplo);
-    if constexpr (kComplex<T> && kStore == Storage::kFull) {
+    constexpr bool kFull = kStore == Storage::kFull;
+    if constexpr (kComplex<T> && kFull)
       Blas<T>::her2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
-    } else if constexpr (kComplex<T>) {
+    else if constexpr (kComplex<T>)
       Blas<T>::hpr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A);
-    } else if constexpr (kStore == Storage::kFull) {
-      if (y)
-        Blas<T>::syr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
-      else
-        Blas<T>::syr(CblasColMajor, u, n, a.get(), x, incx, A, lda);
-    } else {
-      if (y)
-        Blas<T>::spr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A);
-      else
-        Blas<T>::spr(CblasColMajor, u, n, a.get(), x, incx, A);
-    }
+    else if constexpr (kRank2 && kFull)
+      Blas<T>::syr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
+    else if constexpr (kRank2)
+      Blas<T>::spr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A);
+    else if constexpr (kFull)
+      Blas<T>::syr(CblasColMajor, u, n, a.get(), x, incx, A, lda);
+    else
+      Blas<T>::spr(CblasColMajor, u, n, a.get(), x, incx, A);
   });
 }
 
@@ -243,23 +243,13 @@ REMORA_BLAS_API cublasStatus_t cublasDsymv_v2(cublasHandle_t h, cublasFillMode_t
   REMORA_BLAS_API cublasStatus_t cublas##X##syr_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, \
                                                    const T* alpha, const T* x, int incx, T* A,     \
                                                    int lda) {                                      \
-    return SymmetricUpdate<T, Storage::kFull>(h, uplo, n, alpha, x, incx, nullptr, 0, A, lda);     \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##syr2_v2(cublasHandle_t h, cublasFillMode_t uplo,       \
-                                                    int n, const T* alpha, const T* x, int incx,   \
-                                                    const T* y, int incy, T* A, int lda) {         \
-    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                          \
-    return SymmetricUpdate<T, Storage::kFull>(h, uplo, n, alpha, x, incx, y, incy, A, lda);        \
+    return SymmetricUpdate<T, Storage::kFull, false>(h, uplo, n, alpha, x, incx, nullptr, 0, A,    \
+                                                     lda);                                         \
   }                                                                                                \
   REMORA_BLAS_API cublasStatus_t cublas##X##spr_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, \
                                                    const T* alpha, const T* x, int incx, T* AP) {  \
-    return SymmetricUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, nullptr, 0, AP, 1);    \
-  }                                                                                                \
-  REMORA_BLAS_API cublasStatus_t cublas##X##spr2_v2(cublasHandle_t h, cublasFillMode_t uplo,       \
-                                                    int n, const T* alpha, const T* x, int incx,   \
-                                                    const T* y, int incy, T* AP) {                 \
-    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                          \
-    return SymmetricUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, y, incy, AP, 1);       \
+    return SymmetricUpdate<T, Storage::kPacked, false>(h, uplo, n, alpha, x, incx, nullptr, 0, AP, \
+                                                       1);                                         \
   }
 REAL_LEVEL2(S, float)
 REAL_LEVEL2(D, double)
@@ -290,18 +280,6 @@ REAL_LEVEL2(D, double)
       cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* AP, const T* x,    \
       int incx, const T* beta, T* y, int incy) {                                                  \
     return SymmetricMv<T, Storage::kPacked>(h, uplo, n, 0, alpha, AP, 1, x, incx, beta, y, incy); \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##her2_v2(cublasHandle_t h, cublasFillMode_t uplo,      \
-                                                    int n, const T* alpha, const T* x, int incx,  \
-                                                    const T* y, int incy, T* A, int lda) {        \
-    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                         \
-    return SymmetricUpdate<T, Storage::kFull>(h, uplo, n, alpha, x, incx, y, incy, A, lda);       \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##hpr2_v2(cublasHandle_t h, cublasFillMode_t uplo,      \
-                                                    int n, const T* alpha, const T* x, int incx,  \
-                                                    const T* y, int incy, T* AP) {                \
-    if (y == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                                         \
-    return SymmetricUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, y, incy, AP, 1);      \
   }
 COMPLEX_LEVEL2(C, cuComplex)
 COMPLEX_LEVEL2(Z, cuDoubleComplex)
@@ -349,3 +327,21 @@ TRIANGULAR_LEVEL2(D, double)
 TRIANGULAR_LEVEL2(C, cuComplex)
 TRIANGULAR_LEVEL2(Z, cuDoubleComplex)
 #undef TRIANGULAR_LEVEL2
+
+// The rank-2 updates, full and packed: syr2 and spr2 in S and D, her2 and hpr2 in C and Z.
+#define RANK2_LEVEL2(X, T, FULL, PACKED)                                                           \
+  REMORA_BLAS_API cublasStatus_t cublas##X##FULL##_v2(cublasHandle_t h, cublasFillMode_t uplo,     \
+                                                      int n, const T* alpha, const T* x, int incx, \
+                                                      const T* y, int incy, T* A, int lda) {       \
+    return SymmetricUpdate<T, Storage::kFull, true>(h, uplo, n, alpha, x, incx, y, incy, A, lda);  \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##PACKED##_v2(cublasHandle_t h, cublasFillMode_t uplo,   \
+                                                        int n, const T* alpha, const T* x,         \
+                                                        int incx, const T* y, int incy, T* AP) {   \
+    return SymmetricUpdate<T, Storage::kPacked, true>(h, uplo, n, alpha, x, incx, y, incy, AP, 1); \
+  }
+RANK2_LEVEL2(S, float, syr2, spr2)
+RANK2_LEVEL2(D, double, syr2, spr2)
+RANK2_LEVEL2(C, cuComplex, her2, hpr2)
+RANK2_LEVEL2(Z, cuDoubleComplex, her2, hpr2)
+#undef RANK2_LEVEL2
