@@ -207,32 +207,8 @@ uint64_t OpMat(Planner& p, int64_t trans, int64_t rows, int64_t cols, size_t ld,
   return trans == kOpN ? p.Mat(rows, cols, ld, name, elem) : p.Mat(cols, rows, ld, name, elem);
 }
 
-// cudaDataType values of the level-1 Ex routines.
-constexpr int64_t kR32F = 0, kR64F = 1, kR16F = 2, kC32F = 4, kC64F = 5, kR16BF = 14;
-
-// Bytes of one element of cudaDataType t among the level-1 Ex routines' types; 0 for another.
-uint64_t L1Bytes(int64_t t) {
-  switch (t) {
-    case kR16F:
-    case kR16BF:
-      return 2;
-    case kR32F:
-      return 4;
-    case kR64F:
-    case kC32F:
-      return 8;
-    case kC64F:
-      return 16;
-    default:
-      return 0;
-  }
-}
-
-// The execution type cuBLAS pairs with vectors of type t: FP32 for 16-bit and FP32 ones,
-// else the vectors' own.
-int64_t L1Execution(int64_t t) {
-  return t == kR16F || t == kR16BF ? kR32F : t;
-}
+// The complex cudaDataType values.
+constexpr int64_t kC32F = 4, kC64F = 5;
 
 // Checks a level-1 Ex call's types (the combinations cuBLAS documents) and plans it.
 void PlanL1Ex(const BlasOp& op, Planner& p, std::span<const int64_t> a, BlasPlan& plan) {
@@ -245,51 +221,50 @@ void PlanL1Ex(const BlasOp& op, Planner& p, std::span<const int64_t> a, BlasPlan
     case BlasShape::kDotEx: {  // n xType incx yType incy resultType executionType
       const int64_t t = a[1];
       const bool complex = t == kC32F || t == kC64F;
-      if (L1Bytes(t) == 0 || a[3] != t || a[5] != t || a[6] != L1Execution(t) ||
+      if (BlasExElemBytes(t) == 0 || a[3] != t || a[5] != t || a[6] != BlasExExecution(t) ||
           (op.name == std::string_view("DotcEx") && !complex))
         unsupported("x " + std::to_string(t) + ", y " + std::to_string(a[3]) + ", result " +
                     std::to_string(a[5]) + ", execution " + std::to_string(a[6]));
-      b[0] = p.Vec(n, 2, "incx", L1Bytes(t));
-      b[1] = p.Vec(n, 4, "incy", L1Bytes(t));
-      plan.result_bytes = static_cast<uint32_t>(L1Bytes(t));
+      b[0] = p.Vec(n, 2, "incx", BlasExElemBytes(t));
+      b[1] = p.Vec(n, 4, "incy", BlasExElemBytes(t));
+      plan.result_bytes = static_cast<uint32_t>(BlasExElemBytes(t));
       break;
     }
     case BlasShape::kAxpyEx: {  // n alphaType xType incx yType incy executionType
       const int64_t t = a[2];
-      if (L1Bytes(t) == 0 || a[4] != t || a[6] != L1Execution(t) || a[1] != a[6])
+      if (BlasExElemBytes(t) == 0 || a[4] != t || a[6] != BlasExExecution(t) || a[1] != a[6])
         unsupported("alpha " + std::to_string(a[1]) + ", x " + std::to_string(t) + ", y " +
                     std::to_string(a[4]) + ", execution " + std::to_string(a[6]));
-      b[0] = p.Vec(n, 3, "incx", L1Bytes(t));
-      b[1] = p.Vec(n, 5, "incy", L1Bytes(t));
-      plan.scalar_bytes = static_cast<uint32_t>(L1Bytes(a[1]));
+      b[0] = p.Vec(n, 3, "incx", BlasExElemBytes(t));
+      b[1] = p.Vec(n, 5, "incy", BlasExElemBytes(t));
+      plan.scalar_bytes = static_cast<uint32_t>(BlasExElemBytes(a[1]));
       break;
     }
     case BlasShape::kScalEx: {  // n alphaType xType incx executionType
       const int64_t t = a[2];
-      if (L1Bytes(t) == 0 || a[4] != L1Execution(t) || a[1] != a[4])
+      if (BlasExElemBytes(t) == 0 || a[4] != BlasExExecution(t) || a[1] != a[4])
         unsupported("alpha " + std::to_string(a[1]) + ", x " + std::to_string(t) + ", execution " +
                     std::to_string(a[4]));
-      b[0] = a[3] > 0 ? p.Vec(n, 3, "incx", L1Bytes(t)) : 0;
-      plan.scalar_bytes = static_cast<uint32_t>(L1Bytes(a[1]));
+      b[0] = a[3] > 0 ? p.Vec(n, 3, "incx", BlasExElemBytes(t)) : 0;
+      plan.scalar_bytes = static_cast<uint32_t>(BlasExElemBytes(a[1]));
       break;
     }
     case BlasShape::kNormEx: {  // n xType incx resultType executionType
       const int64_t t = a[1];
-      const int64_t real = t == kC32F ? kR32F : t == kC64F ? kR64F : t;
-      const int64_t exec = real == kR64F ? kR64F : kR32F;
-      if (L1Bytes(t) == 0 || a[3] != real || a[4] != exec)
+      const int64_t real = BlasExNormResult(t);
+      if (BlasExElemBytes(t) == 0 || a[3] != real || a[4] != BlasExExecution(real))
         unsupported("x " + std::to_string(t) + ", result " + std::to_string(a[3]) + ", execution " +
                     std::to_string(a[4]));
-      b[0] = a[2] > 0 ? p.Vec(n, 2, "incx", L1Bytes(t)) : 0;
-      plan.result_bytes = static_cast<uint32_t>(L1Bytes(real));
+      b[0] = a[2] > 0 ? p.Vec(n, 2, "incx", BlasExElemBytes(t)) : 0;
+      plan.result_bytes = static_cast<uint32_t>(BlasExElemBytes(real));
       break;
     }
     default: {  // kCopyEx: n xType incx yType incy
       const int64_t t = a[1];
-      if (L1Bytes(t) == 0 || a[3] != t)
+      if (BlasExElemBytes(t) == 0 || a[3] != t)
         unsupported("x " + std::to_string(t) + ", y " + std::to_string(a[3]));
-      b[0] = p.Vec(n, 2, "incx", L1Bytes(t));
-      b[1] = p.Vec(n, 4, "incy", L1Bytes(t));
+      b[0] = p.Vec(n, 2, "incx", BlasExElemBytes(t));
+      b[1] = p.Vec(n, 4, "incy", BlasExElemBytes(t));
       break;
     }
   }

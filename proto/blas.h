@@ -119,6 +119,35 @@ bool BlasResultOnHost(const BlasOp& op, bool device_scalars);
 // kNotSupported (CUBLAS_STATUS_NOT_SUPPORTED) for a type combination.
 Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> ints);
 
+// The level-1 Ex routines' types (cudaDataType values), shared by the stub's and the server's
+// checks and the emulated library. Bytes of one element of 16F, 16BF, 32F, 64F, 32C or 64C;
+// 0 for another type.
+inline uint64_t BlasExElemBytes(int64_t t) {
+  switch (t) {
+    case 2:   // CUDA_R_16F
+    case 14:  // CUDA_R_16BF
+      return 2;
+    case 0:  // CUDA_R_32F
+      return 4;
+    case 1:  // CUDA_R_64F
+    case 4:  // CUDA_C_32F
+      return 8;
+    case 5:  // CUDA_C_64F
+      return 16;
+    default:
+      return 0;
+  }
+}
+// The execution type cuBLAS pairs with vectors of type t: FP32 for the 16-bit and FP32 ones,
+// else the vectors' own.
+inline int64_t BlasExExecution(int64_t t) {
+  return t == 2 || t == 14 ? 0 : t;
+}
+// The type of nrm2's and asum's result for vectors of type t: the real one of a complex type.
+inline int64_t BlasExNormResult(int64_t t) {
+  return t == 4 ? 0 : t == 5 ? 1 : t;
+}
+
 // cuBLAS statuses on the wire: a reply's cudaError_t code for a cuBLAS call
 // maps to the cublasStatus_t the caller gets, and back.
 int32_t BlasStatusToCuda(int32_t cublas_status);

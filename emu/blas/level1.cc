@@ -19,6 +19,7 @@
 
 #include "emu/blas/blas.h"
 #include "emu/blas/openblas.h"
+#include "proto/blas.h"
 
 namespace remora::emu::blas {
 namespace {
@@ -293,25 +294,6 @@ namespace {
 using C32 = std::complex<float>;
 using C64 = std::complex<double>;
 
-// Bytes of one element of `t` among the Ex routines' types (16F, 16BF, 32F, 64F, 32C, 64C);
-// 0 for another.
-size_t ExBytes(cudaDataType t) {
-  switch (t) {
-    case CUDA_R_16F:
-    case CUDA_R_16BF:
-      return 2;
-    case CUDA_R_32F:
-      return 4;
-    case CUDA_R_64F:
-    case CUDA_C_32F:
-      return 8;
-    case CUDA_C_64F:
-      return 16;
-    default:
-      return 0;
-  }
-}
-
 // Offset of element i of an n-vector with increment inc (a negative one walks from the far end).
 ptrdiff_t At(int i, int n, int inc) {
   return inc >= 0 ? static_cast<ptrdiff_t>(i) * inc : static_cast<ptrdiff_t>(n - 1 - i) * -inc;
@@ -390,11 +372,6 @@ cublasStatus_t WithExecution(cudaDataType exec, F f) {
   }
 }
 
-// The type cuBLAS computes vectors of type t in: FP32 for 16-bit and FP32 ones, else their own.
-cudaDataType ExExecution(cudaDataType t) {
-  return t == CUDA_R_16F || t == CUDA_R_16BF ? CUDA_R_32F : t;
-}
-
 // Runs `compute` (returning E) on the stream and stores its value as type `rtype` at `result`:
 // when the work runs in device pointer mode, before returning (after a wait) in host mode.
 template <class E, class F>
@@ -414,7 +391,7 @@ cublasStatus_t DotEx(cublasHandle_t h, int n, const void* x, cudaDataType xt, in
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   const bool complex = xt == CUDA_C_32F || xt == CUDA_C_64F;
-  if (ExBytes(xt) == 0 || yt != xt || rt != xt || exec != ExExecution(xt) ||
+  if (BlasExElemBytes(xt) == 0 || yt != xt || rt != xt || exec != BlasExExecution(xt) ||
       (conjugate && !complex))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   BLAS_CHECK_ARG(incx != 0 && incy != 0);
@@ -438,7 +415,7 @@ cublasStatus_t AxpyEx(cublasHandle_t h, int n, const void* alpha, cudaDataType a
                       cudaDataType exec) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  if (ExBytes(xt) == 0 || yt != xt || exec != ExExecution(xt) || at != exec)
+  if (BlasExElemBytes(xt) == 0 || yt != xt || exec != BlasExExecution(xt) || at != exec)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   BLAS_CHECK_ARG(alpha != nullptr && incx != 0 && incy != 0);
   if (n <= 0) return CUBLAS_STATUS_SUCCESS;
@@ -459,7 +436,8 @@ cublasStatus_t ScalEx(cublasHandle_t h, int n, const void* alpha, cudaDataType a
                       cudaDataType xt, int incx, cudaDataType exec) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  if (ExBytes(xt) == 0 || exec != ExExecution(xt) || at != exec) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (BlasExElemBytes(xt) == 0 || exec != BlasExExecution(xt) || at != exec)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   BLAS_CHECK_ARG(alpha != nullptr);
   if (n <= 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;
   return WithExecution(exec, [&](auto zero) {
@@ -481,8 +459,8 @@ cublasStatus_t NormEx(cublasHandle_t h, int n, const void* x, cudaDataType xt, i
                       void* result, cudaDataType rt, cudaDataType exec, bool two_norm) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  const cudaDataType real = xt == CUDA_C_32F ? CUDA_R_32F : xt == CUDA_C_64F ? CUDA_R_64F : xt;
-  if (ExBytes(xt) == 0 || rt != real || exec != (real == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F))
+  const cudaDataType real = static_cast<cudaDataType>(BlasExNormResult(xt));
+  if (BlasExElemBytes(xt) == 0 || rt != real || exec != BlasExExecution(real))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   return ReduceAs<double>(call, rt, result, [=]() -> double {
     if (n <= 0 || incx <= 0) return 0;
@@ -509,10 +487,10 @@ cublasStatus_t CopySwapEx(cublasHandle_t h, int n, void* x, cudaDataType xt, int
                           cudaDataType yt, int incy, bool swap) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  if (ExBytes(xt) == 0 || yt != xt) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (BlasExElemBytes(xt) == 0 || yt != xt) return CUBLAS_STATUS_NOT_SUPPORTED;
   BLAS_CHECK_ARG(incx != 0 && incy != 0);
   if (n <= 0) return CUBLAS_STATUS_SUCCESS;
-  const size_t e = ExBytes(xt);
+  const size_t e = BlasExElemBytes(xt);
   return call.Submit([=] {
     auto* xb = static_cast<std::byte*>(x);
     auto* yb = static_cast<std::byte*>(y);
