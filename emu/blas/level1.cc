@@ -41,15 +41,11 @@ cublasStatus_t Dot(cublasHandle_t h, int n, const T* x, int incx, const T* y, in
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   return call.Reduce(result, [=]() -> T {
-    T r{};
-    if (n <= 0) return r;
-    if constexpr (std::is_same_v<T, cuComplex>)
-      (conjugate ? cblas_cdotc_sub : cblas_cdotu_sub)(n, x, incx, y, incy, &r);
-    else if constexpr (std::is_same_v<T, cuDoubleComplex>)
-      (conjugate ? cblas_zdotc_sub : cblas_zdotu_sub)(n, x, incx, y, incy, &r);
+    if (n <= 0) return T{};
+    if constexpr (std::is_floating_point_v<T>)
+      return Blas<T>::dot(n, x, incx, y, incy);
     else
-      r = Blas<T>::dot(n, x, incx, y, incy);
-    return r;
+      return (conjugate ? Blas<T>::dotc : Blas<T>::dotu)(n, x, incx, y, incy);
   });
 }
 

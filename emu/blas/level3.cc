@@ -41,16 +41,8 @@ cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
       const T* ai = A + i * sa;
       const T* bi = B + i * sb;
       T* ci = C + i * sc;
-      if constexpr (std::is_same_v<T, cuComplex>) {
-        cblas_cgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, ai, lda, bi, ldb, &bv,
-                    ci, ldc);
-      } else if constexpr (std::is_same_v<T, cuDoubleComplex>) {
-        cblas_zgemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, &av, ai, lda, bi, ldb, &bv,
-                    ci, ldc);
-      } else {
-        Blas<T>::gemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, av, ai, lda, bi, ldb, bv,
-                      ci, ldc);
-      }
+      Blas<T>::gemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, av, ai, lda, bi, ldb, bv, ci,
+                    ldc);
     }
   });
 }

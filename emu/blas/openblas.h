@@ -116,6 +116,20 @@ struct Blas<double> {
     static void scal_real(int n, R alpha, T* x, int incx) {                                        \
       cblas_##p##rp##scal(n, alpha, x, incx);                                                      \
     }                                                                                              \
+    static T dotu(int n, const T* x, int incx, const T* y, int incy) {                             \
+      T r;                                                                                         \
+      cblas_##p##dotu_sub(n, x, incx, y, incy, &r);                                                \
+      return r;                                                                                    \
+    }                                                                                              \
+    static T dotc(int n, const T* x, int incx, const T* y, int incy) {                             \
+      T r;                                                                                         \
+      cblas_##p##dotc_sub(n, x, incx, y, incy, &r);                                                \
+      return r;                                                                                    \
+    }                                                                                              \
+    static void gemm(CBLAS_ORDER o, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,   \
+                     T alpha, const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) {   \
+      cblas_##p##gemm(o, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);                  \
+    }                                                                                              \
     static void trsm(CBLAS_ORDER o, CBLAS_SIDE sd, CBLAS_UPLO u, CBLAS_TRANSPOSE t, CBLAS_DIAG d,  \
                      int m, int n, T alpha, const T* a, int lda, T* b, int ldb) {                  \
       cblas_##p##trsm(o, sd, u, t, d, m, n, &alpha, a, lda, b, ldb);                               \
