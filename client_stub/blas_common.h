@@ -13,12 +13,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 
 #include "client_stub/connection.h"
-#include "client_stub/no_destructor.h"
+#include "client_stub/once.h"
 #include "client_stub/state.h"
 #include "proto/blas.h"
 
@@ -27,10 +26,7 @@ namespace remora::client_stub {
 // Says `line` on stderr, prefixed "remora: ", once per process: why a call the stub refuses
 // (a type combination or attribute it does not forward) got its status, which alone does not say.
 inline void SayOnce(const std::string& line) {
-  static NoDestructor<std::mutex> mu;
-  static NoDestructor<std::set<std::string>> said;
-  std::lock_guard lock(*mu);
-  if (said->insert(line).second) std::fprintf(stderr, "remora: %s\n", line.c_str());
+  if (Once("blas", line)) std::fprintf(stderr, "remora: %s\n", line.c_str());
 }
 
 // The cublasStatus_t for a call that failed with `e`.

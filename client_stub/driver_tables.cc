@@ -16,7 +16,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +25,7 @@
 #include "client_stub/image_module.h"
 #include "client_stub/md2.h"
 #include "client_stub/no_destructor.h"
+#include "client_stub/once.h"
 
 namespace remora::client_stub::driver {
 namespace {
@@ -298,10 +298,7 @@ void NoteNvidiaRuntime(const void* caller) {
   const char* report = std::getenv("REMORA_CHECK_REPORT");
   Dl_info info{};
   if (report == nullptr || dladdr(caller, &info) == 0 || info.dli_fname == nullptr) return;
-  static std::mutex mu;
-  static NoDestructor<std::set<std::string>> said;
-  std::lock_guard lock(mu);
-  if (!said->insert(info.dli_fname).second) return;
+  if (!Once("NVIDIA's runtime", info.dli_fname)) return;
   if (FILE* f = std::fopen(report, "a")) {
     std::fprintf(f, "%s (NVIDIA's runtime inside)\tNVIDIA's, over Remora's libcuda.so.1\n",
                  info.dli_fname);
@@ -354,10 +351,7 @@ CUresult ExportTable(const void** table, const CUuuid* id, const void* caller) {
   } else if (!optional) {
     // A library that needs a private interface of NVIDIA's driver fails in its own words
     // (cuFFT: CUFFT_INTERNAL_ERROR): say which, and why, once.
-    static std::mutex mu;
-    static NoDestructor<std::set<std::string>> said;
-    std::lock_guard lock(mu);
-    if (said->insert(uuid).second) {
+    if (Once("export table", uuid)) {
       Dl_info info{};
       const char* who = dladdr(caller, &info) && info.dli_fname ? info.dli_fname : "a library";
       std::fprintf(stderr,

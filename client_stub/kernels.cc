@@ -17,6 +17,7 @@
 #include "client_stub/graph.h"
 #include "client_stub/image_module.h"
 #include "client_stub/no_destructor.h"
+#include "client_stub/once.h"
 #include "client_stub/state.h"
 #include "client_stub/trace.h"
 #include "fatbin/fatbin.h"
@@ -363,10 +364,7 @@ cudaError_t CheckHostPointerArgs(const Kernel& k, std::string_view params) {
     uint64_t v;
     std::memcpy(&v, params.data() + at, 8);
     if (v == 0 || !host.IsPinned(reinterpret_cast<const void*>(v))) continue;
-    static NoDestructor<std::mutex> mu;
-    static NoDestructor<std::unordered_set<std::string>> said;
-    std::lock_guard lock(*mu);
-    if (said->insert(k.name).second)
+    if (Once("pinned kernel argument", k.name))
       std::fprintf(stderr,
                    "remora: kernel %s not launched: its parameter bytes at offset %zu point into "
                    "page-locked host memory (cudaMallocHost, cudaHostAlloc, cudaHostRegister), "
