@@ -362,12 +362,13 @@ NORM(Isamax, float, int)
 NORM(Idamax, double, int)
 NORM(Isamin, float, int)
 NORM(Idamin, double, int)
-#define SCAL(Name, T)                                                                         \
-  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const T* alpha, T* x, int incx) { \
+// x = alpha x, alpha of type A: x's own, or the real one of a complex x (Csscal, Zdscal).
+#define SCAL(Name, T, A)                                                                      \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const A* alpha, T* x, int incx) { \
     return Forward(h, Op::k##Name, {n, incx}, {x}, {alpha});                                  \
   }
-SCAL(Sscal, float)
-SCAL(Dscal, double)
+SCAL(Sscal, float, float)
+SCAL(Dscal, double, double)
 #define COPY(Name, T, CT)                                                                      \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, CT* x, int incx, T* y, int incy) { \
     return Forward(h, Op::k##Name, {n, incx, incy}, {x, y});                                   \
@@ -385,8 +386,8 @@ ROT(Srot, float)
 ROT(Drot, double)
 AXPY(Caxpy, cuComplex)
 AXPY(Zaxpy, cuDoubleComplex)
-SCAL(Cscal, cuComplex)
-SCAL(Zscal, cuDoubleComplex)
+SCAL(Cscal, cuComplex, cuComplex)
+SCAL(Zscal, cuDoubleComplex, cuDoubleComplex)
 COPY(Ccopy, cuComplex, const cuComplex)
 COPY(Zcopy, cuDoubleComplex, const cuDoubleComplex)
 COPY(Cswap, cuComplex, cuComplex)
@@ -399,12 +400,8 @@ NORM(Scasum, cuComplex, float)
 NORM(Dzasum, cuDoubleComplex, double)
 NORM(Scnrm2, cuComplex, float)
 NORM(Dznrm2, cuDoubleComplex, double)
-#define SCAL_REAL(Name, T, R)                                                                 \
-  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, const R* alpha, T* x, int incx) { \
-    return Forward(h, Op::k##Name, {n, incx}, {x}, {alpha});                                  \
-  }
-SCAL_REAL(Csscal, cuComplex, float)
-SCAL_REAL(Zdscal, cuDoubleComplex, double)
+SCAL(Csscal, cuComplex, float)
+SCAL(Zdscal, cuDoubleComplex, double)
 
 // ---- Level 2 ---------------------------------------------------------------------------
 
