@@ -335,6 +335,9 @@ TEST_F(EmuStream, WaitValueHoldsTheStreamUntilTheValueMeetsItsCondition) {
   CUdeviceptr v;
   ASSERT_EQ(api.cuMemAlloc(&v, 16), CUDA_SUCCESS);
   ASSERT_EQ(api.cuMemsetD8(v, 0, 16), CUDA_SUCCESS);
+  // The memset is asynchronous and neither stream waits for the legacy one: landing after
+  // the writer's first value, it would hold the waiter for ever.
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
   CUstream waiter, writer;
   ASSERT_EQ(api.cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   ASSERT_EQ(api.cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
