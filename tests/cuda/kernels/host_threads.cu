@@ -208,6 +208,7 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&result, sizeof(int)));
   CHECK(cudaMemset(flag, 0, sizeof(int)));
   CHECK(cudaMemset(result, 0, sizeof(int)));
+  CHECK(cudaDeviceSynchronize());  // sa and sb do not wait for the legacy stream's memsets
   cudaStream_t sa, sb;
   CHECK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
