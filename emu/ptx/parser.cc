@@ -306,6 +306,12 @@ class Parser {
   Status ParseParamList(Function& f, std::vector<Function::Param>& out, bool in_frame);
   Status ParseBody(Function& f, uint32_t fidx);
   Status ParseRegDecl();
+  // Maps register `name`, declared in the innermost open block, to a slot: a name an enclosing
+  // block declared gets a slot of its own, the outer one restored when the block closes (PTX
+  // scoping); a name redeclared where its earlier declaration is closed keeps its slot.
+  Result<uint32_t> DeclareReg(const std::string& name);
+  void OpenBlock();
+  void CloseBlock();
   // Records the width of register `slot` as declared (the latest declaration wins: inline
   // asm scopes reuse names).
   void NoteWidth(uint32_t slot, Ty ty) {
@@ -391,6 +397,21 @@ class Parser {
   std::vector<FrameSym> frame_syms_;
   uint64_t static_bytes_ = 0;  // defined .global/.const bytes of the whole program
   std::vector<size_t> scope_marks_;
+  // Register scoping: the depth of each name's live declaration (kClosedDepth once its block
+  // closed), what each open nested block shadowed, and slots freed by closed blocks.
+  static constexpr int kClosedDepth = 1 << 30;
+  struct Shadowed {
+    std::string name;
+    uint32_t slot;
+    int depth;
+  };
+  struct RegBlock {
+    std::vector<Shadowed> shadowed;
+    std::vector<std::string> declared;
+  };
+  std::unordered_map<std::string, int> reg_depth_;
+  std::vector<RegBlock> reg_blocks_;
+  std::vector<uint32_t> free_slots_;
   std::unordered_map<std::string, uint32_t> labels_;
   std::vector<std::pair<uint32_t, std::string>> label_fixups_;
   std::vector<std::pair<uint32_t, int>> pending_module_;
@@ -993,17 +1014,12 @@ Status Parser::ParseRegDecl() {
       if (cnt < 0 || cnt > int64_t(kMaxRegisters - cur_->nregs))
         return Err("a function declares more than 65536 registers");
       for (int64_t k = 0; k < cnt; ++k) {
-        std::string rn = n + std::to_string(k);
-        if (!regs_.count(rn)) regs_[rn] = cur_->nregs++;
-        NoteWidth(regs_[rn], ty);
+        ASSIGN_OR_RETURN(uint32_t slot, DeclareReg(n + std::to_string(k)));
+        NoteWidth(slot, ty);
       }
     } else {
-      if (!regs_.count(n)) {
-        if (cur_->nregs >= kMaxRegisters)
-          return Err("a function declares more than 65536 registers");
-        regs_[n] = cur_->nregs++;
-      }
-      NoteWidth(regs_[n], ty);
+      ASSIGN_OR_RETURN(uint32_t slot, DeclareReg(n));
+      NoteWidth(slot, ty);
     }
     if (!IsP(",")) break;
     Next();
@@ -1011,8 +1027,54 @@ Status Parser::ParseRegDecl() {
   return Expect(";");
 }
 
+Result<uint32_t> Parser::DeclareReg(const std::string& name) {
+  const int depth = int(reg_blocks_.size());
+  auto fresh = [&]() -> Result<uint32_t> {
+    if (!free_slots_.empty()) {
+      const uint32_t slot = free_slots_.back();
+      free_slots_.pop_back();
+      return slot;
+    }
+    if (cur_->nregs >= kMaxRegisters) return Err("a function declares more than 65536 registers");
+    return cur_->nregs++;
+  };
+  auto it = regs_.find(name);
+  if (it != regs_.end() && reg_depth_[name] < depth) {  // an enclosing block's: shadow it
+    reg_blocks_.back().shadowed.push_back({name, it->second, reg_depth_[name]});
+    ASSIGN_OR_RETURN(it->second, fresh());
+  } else if (it == regs_.end()) {
+    ASSIGN_OR_RETURN(uint32_t slot, fresh());
+    it = regs_.emplace(name, slot).first;
+  }
+  reg_depth_[name] = depth;
+  if (depth > 0) reg_blocks_.back().declared.push_back(name);
+  return it->second;
+}
+
+void Parser::OpenBlock() {
+  scope_marks_.push_back(frame_syms_.size());
+  reg_blocks_.emplace_back();
+}
+
+void Parser::CloseBlock() {
+  if (scope_marks_.empty()) return;
+  frame_syms_.resize(scope_marks_.back());
+  scope_marks_.pop_back();
+  RegBlock& b = reg_blocks_.back();
+  for (const std::string& name : b.declared) reg_depth_[name] = kClosedDepth;
+  for (auto s = b.shadowed.rbegin(); s != b.shadowed.rend(); ++s) {
+    free_slots_.push_back(regs_[s->name]);
+    regs_[s->name] = s->slot;
+    reg_depth_[s->name] = s->depth;
+  }
+  reg_blocks_.pop_back();
+}
+
 Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   regs_.clear();
+  reg_depth_.clear();
+  reg_blocks_.clear();
+  free_slots_.clear();
   slot_bytes_.clear();
   frame_syms_.clear();
   scope_marks_.clear();
@@ -1034,16 +1096,13 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
     if (IsP("{")) {
       Next();
       ++depth;
-      scope_marks_.push_back(frame_syms_.size());
+      OpenBlock();
       continue;
     }
     if (IsP("}")) {
       Next();
       --depth;
-      if (!scope_marks_.empty()) {
-        frame_syms_.resize(scope_marks_.back());
-        scope_marks_.pop_back();
-      }
+      CloseBlock();
       continue;
     }
     if (IsRegDirective()) {

@@ -835,6 +835,39 @@ TEST(Registers, SignedConversionsSignExtendToTheRegister) {
   }
 }
 
+// A register declared in a { } block hides an enclosing block's of the same name until the
+// block closes (PTX ISA, scope of variables; ZLUDA's `block` test reads 2 on NVIDIA's GPUs),
+// nested blocks too; a name a closed block declared is free for the next block to declare.
+TEST(Registers, ABlocksDeclarationHidesTheEnclosingRegister) {
+  const std::string ptx = PerThread(R"(
+  mul.lo.u32 %r3, %r1, 3;
+  {
+    .reg .b32 %r3;
+    mov.u32 %r3, 99;
+    {
+      .reg .b32 %r3;
+      mov.u32 %r3, 7;
+      mov.u32 %r4, %r3;
+    }
+    add.u32 %r4, %r4, %r3;
+  }
+  {
+    .reg .b32 t;
+    add.u32 t, %r1, 1;
+    add.u32 %r4, %r4, t;
+  }
+  {
+    .reg .b32 t;
+    mov.u32 t, 5;
+    add.u32 %r4, %r4, t;
+  }
+  mad.lo.u32 %r15, %r4, 1000, %r3;
+)");
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 32);
+  ASSERT_EQ(out.size(), 32u);
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], (7 + 99 + t + 1 + 5) * 1000 + 3 * t) << t;
+}
+
 // setp.ftz and set.ftz compare an .f32 subnormal as a zero (fast-math builds compare so).
 TEST(Registers, FtzComparesSubnormalsAsZeros) {
   const std::string ptx = PerThread(R"(
