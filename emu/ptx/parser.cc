@@ -304,6 +304,10 @@ class Parser {
   Status ParseInitializer(Global& g, Ty elem, uint32_t elem_size);
   Status ParseFunction(bool is_entry, bool is_extern, bool is_visible);
   Status ParseParamList(Function& f, std::vector<Function::Param>& out, bool in_frame);
+  // The next word's directive when it is `directive`, `.local` or `.param` say, alone or with
+  // its type joined (.param.f32 x), as ptxas takes both: consumes the word and sets d->ty from
+  // a joined type. False (nothing consumed) for another word; an error for a joined non-type.
+  Result<bool> TakeTypedDirective(std::string_view directive, VarDecl* d);
   Status ParseBody(Function& f, uint32_t fidx);
   Status ParseRegDecl();
   // Maps register `name`, declared in the innermost open block, to a slot: a name an enclosing
@@ -887,22 +891,29 @@ Status Parser::ParseModuleVar(bool is_extern, bool is_visible) {
   return Expect(";");
 }
 
+Result<bool> Parser::TakeTypedDirective(std::string_view directive, VarDecl* d) {
+  const std::string_view w = Peek().kind == Token::kIdent ? Peek().text : std::string_view();
+  const size_t dot = w.find('.', 1);
+  if (w.substr(0, dot) != directive) return false;
+  Next();
+  if (dot != std::string_view::npos) {
+    const ModRow* m = FindMod(w.substr(dot + 1));
+    if (!m || m->kind != ModKind::kType) return Err("unknown type in " + std::string(w));
+    d->ty = Ty(m->value);
+  }
+  return true;
+}
+
 Status Parser::ParseParamList(Function& f, std::vector<Function::Param>& out, bool in_frame) {
   RETURN_IF_ERROR(Expect("("));
   uint32_t off = in_frame ? f.frame_bytes : 0;
   if (!in_frame && !f.params.empty()) off = f.params.back().offset + f.params.back().size;
   while (!IsP(")")) {
-    // .param .f32 x, or the type joined to the directive (.param.f32 x), as ptxas takes both.
-    const std::string_view w = Peek().kind == Token::kIdent ? Peek().text : std::string_view();
-    const size_t dot = w.find('.', 1);
-    const std::string_view directive = w.substr(0, dot);
-    if (directive != ".param" && directive != ".reg") return Err("expected .param");
-    Next();
     VarDecl d;
-    if (dot != std::string_view::npos) {
-      const ModRow* m = FindMod(w.substr(dot + 1));
-      if (!m || m->kind != ModKind::kType) return Err("unknown parameter type");
-      d.ty = Ty(m->value);
+    ASSIGN_OR_RETURN(bool param, TakeTypedDirective(".param", &d));
+    if (!param) {
+      ASSIGN_OR_RETURN(bool reg, TakeTypedDirective(".reg", &d));
+      if (!reg) return Err("expected .param");
     }
     RETURN_IF_ERROR(ParseVarDecl(&d));
     uint32_t size = uint32_t(d.count * std::max(1, TySize(d.ty)));
@@ -1119,9 +1130,12 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
       RETURN_IF_ERROR(Expect(";"));
       continue;
     }
-    if (IsW(".local") || IsW(".param")) {
-      Next();
-      VarDecl d;
+    VarDecl d;
+    ASSIGN_OR_RETURN(bool frame_var, TakeTypedDirective(".local", &d));
+    if (!frame_var) {
+      ASSIGN_OR_RETURN(frame_var, TakeTypedDirective(".param", &d));
+    }
+    if (frame_var) {
       RETURN_IF_ERROR(ParseVarDecl(&d));
       uint32_t size = uint32_t(d.count * std::max(1, TySize(d.ty)));
       f.frame_bytes = AlignUp(f.frame_bytes, std::max<uint32_t>(d.align, 1));

@@ -175,8 +175,9 @@ TEST(WarpCollectives, EachLanesOwnMemberMaskMakesItsGroup) {
   }
 }
 
-// A parameter's type joined to its directive (.param.f32 x), as ZLUDA's call_rnd test and
-// hand-written PTX declare it: ptxas takes it, and so does the emulated GPU.
+// A parameter's type joined to its directive (.param.f32 x), in a parameter list (ZLUDA's
+// call_rnd test) and in a body (its call test's `.param.u64 incr_in;`), as hand-written PTX
+// declares it: ptxas takes it, and so does the emulated GPU.
 TEST(Globals, ParameterTypesJoinedToTheDirectiveDeclare) {
   auto prog = MustLoad({R"(.version 8.0
 .target sm_80
@@ -196,10 +197,13 @@ TEST(Globals, ParameterTypesJoinedToTheDirectiveDeclare) {
   {
   .param .f32 a;
   st.param.f32 [a], %f1;
-  .param .f32 b;
+  .param.f32 b;
   call.uni (b), twice, (a);
   ld.param.f32 %f2, [b];
   }
+  .local.f32 spill;
+  st.local.f32 [spill], %f2;
+  ld.local.f32 %f2, [spill];
   st.global.f32 [%rd1], %f2;
   ret;
 }
