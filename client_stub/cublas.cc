@@ -93,14 +93,15 @@ cublasStatus_t Forward(cublasHandle_t handle, Op id, std::initializer_list<int64
   req.set_device_scalars(device);
   req.set_math_mode(h->math_mode);
   req.mutable_ints()->Add(ints.begin(), ints.end());
+  size_t si = 0;
   for (const void* s : scalars) {
+    const uint32_t bytes = plan->scalar_bytes[si++];
     if (!s) return CUBLAS_STATUS_INVALID_VALUE;
     if (device) {
-      if (!OnDevice(reinterpret_cast<uint64_t>(s), plan->scalar_bytes))
-        return CUBLAS_STATUS_INVALID_VALUE;
+      if (!OnDevice(reinterpret_cast<uint64_t>(s), bytes)) return CUBLAS_STATUS_INVALID_VALUE;
       req.add_scalar_ptrs(reinterpret_cast<uint64_t>(s));
     } else {
-      req.mutable_scalars()->append(static_cast<const char*>(s), plan->scalar_bytes);
+      req.mutable_scalars()->append(static_cast<const char*>(s), bytes);
     }
   }
   const bool on_host = BlasResultOnHost(*op, device);
@@ -384,6 +385,23 @@ COPY(Dswap, double, double)
   }
 ROT(Srot, float)
 ROT(Drot, double)
+// Complex rotations: c real, s complex (Crot, Zrot) or real (Csrot, Zdrot).
+#define ROT_COMPLEX(Name, T, R, ST)                                                         \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, \
+                                   const R* c, const ST* s) {                               \
+    return Forward(h, Op::k##Name, {n, incx, incy}, {x, y}, {c, s});                        \
+  }
+ROT_COMPLEX(Crot, cuComplex, float, cuComplex)
+ROT_COMPLEX(Zrot, cuDoubleComplex, double, cuDoubleComplex)
+ROT_COMPLEX(Csrot, cuComplex, float, float)
+ROT_COMPLEX(Zdrot, cuDoubleComplex, double, double)
+#define ROTM(Name, T)                                                                       \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, \
+                                   const T* param) {                                        \
+    return Forward(h, Op::k##Name, {n, incx, incy}, {x, y}, {param});                       \
+  }
+ROTM(Srotm, float)
+ROTM(Drotm, double)
 AXPY(Caxpy, cuComplex)
 AXPY(Zaxpy, cuDoubleComplex)
 SCAL(Cscal, cuComplex, cuComplex)
@@ -436,6 +454,8 @@ SYMV(Ssymv, float)
 SYMV(Dsymv, double)
 SYMV(Zhemv, cuDoubleComplex)
 SYMV(Chemv, cuComplex)
+SYMV(Csymv, cuComplex)
+SYMV(Zsymv, cuDoubleComplex)
 #define TRSV(Name, T)                                                                     \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
                                    cublasOperation_t trans, cublasDiagType_t diag, int n, \
@@ -509,13 +529,18 @@ SPMV(Sspmv, float)
 SPMV(Dspmv, double)
 SPMV(Zhpmv, cuDoubleComplex)
 SPMV(Chpmv, cuComplex)
-#define SYR(Name, T)                                                                               \
-  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+// A += alpha x x^T, or alpha x x^H with a real alpha (S: alpha's type).
+#define SYR(Name, T, S)                                                                            \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const S* alpha, \
                                    const T* x, int incx, T* A, int lda) {                          \
     return Forward(h, Op::k##Name, {uplo, n, incx, lda}, {x, A}, {alpha});                         \
   }
-SYR(Ssyr, float)
-SYR(Dsyr, double)
+SYR(Ssyr, float, float)
+SYR(Dsyr, double, double)
+SYR(Csyr, cuComplex, cuComplex)
+SYR(Zsyr, cuDoubleComplex, cuDoubleComplex)
+SYR(Cher, cuComplex, float)
+SYR(Zher, cuDoubleComplex, double)
 #define SYR2(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
                                    const T* x, int incx, const T* y, int incy, T* A, int lda) {    \
@@ -525,13 +550,17 @@ SYR2(Ssyr2, float)
 SYR2(Dsyr2, double)
 SYR2(Zher2, cuDoubleComplex)
 SYR2(Cher2, cuComplex)
-#define SPR(Name, T)                                                                               \
-  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
+SYR2(Csyr2, cuComplex)
+SYR2(Zsyr2, cuDoubleComplex)
+#define SPR(Name, T, S)                                                                            \
+  cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const S* alpha, \
                                    const T* x, int incx, T* AP) {                                  \
     return Forward(h, Op::k##Name, {uplo, n, incx}, {x, AP}, {alpha});                             \
   }
-SPR(Sspr, float)
-SPR(Dspr, double)
+SPR(Sspr, float, float)
+SPR(Dspr, double, double)
+SPR(Chpr, cuComplex, float)
+SPR(Zhpr, cuDoubleComplex, double)
 #define SPR2(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, \
                                    const T* x, int incx, const T* y, int incy, T* AP) {            \
@@ -555,6 +584,8 @@ GEMM(Dgemm, cublasDgemm_v2, double)
 GEMM(Cgemm, cublasCgemm_v2, cuComplex)
 GEMM(Zgemm, cublasZgemm_v2, cuDoubleComplex)
 GEMM(Hgemm, cublasHgemm, __half)
+GEMM(Cgemm3m, cublasCgemm3m, cuComplex)
+GEMM(Zgemm3m, cublasZgemm3m, cuDoubleComplex)
 #define SYMM(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, \
                                    int m, int n, const T* alpha, const T* A, int lda, const T* B,  \
@@ -567,26 +598,38 @@ SYMM(Csymm, cuComplex)
 SYMM(Zsymm, cuDoubleComplex)
 SYMM(Zhemm, cuDoubleComplex)
 SYMM(Chemm, cuComplex)
-#define SYRK(Name, T)                                                                     \
+// C = alpha op(A) op(A)^T + beta C; herk's alpha and beta are real (S: their type).
+#define SYRK(Name, T, S)                                                                  \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasFillMode_t uplo,               \
-                                   cublasOperation_t trans, int n, int k, const T* alpha, \
-                                   const T* A, int lda, const T* beta, T* C, int ldc) {   \
+                                   cublasOperation_t trans, int n, int k, const S* alpha, \
+                                   const T* A, int lda, const S* beta, T* C, int ldc) {   \
     return Forward(h, Op::k##Name, {uplo, trans, n, k, lda, ldc}, {A, C}, {alpha, beta}); \
   }
-SYRK(Ssyrk, float)
-SYRK(Dsyrk, double)
-SYRK(Csyrk, cuComplex)
-SYRK(Zsyrk, cuDoubleComplex)
-#define SYR2K(Name, Sym, T)                                                                       \
+SYRK(Ssyrk, float, float)
+SYRK(Dsyrk, double, double)
+SYRK(Csyrk, cuComplex, cuComplex)
+SYRK(Zsyrk, cuDoubleComplex, cuDoubleComplex)
+SYRK(Cherk, cuComplex, float)
+SYRK(Zherk, cuDoubleComplex, double)
+// syr2k and syrkx; her2k's and herkx's beta is real (Beta: its type).
+#define SYR2K(Name, Sym, T, Beta)                                                                 \
   cublasStatus_t Sym(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n,     \
                      int k, const T* alpha, const T* A, int lda, const T* B, int ldb,             \
-                     const T* beta, T* C, int ldc) {                                              \
+                     const Beta* beta, T* C, int ldc) {                                           \
     return Forward(h, Op::k##Name, {uplo, trans, n, k, lda, ldb, ldc}, {A, B, C}, {alpha, beta}); \
   }
-SYR2K(Ssyr2k, cublasSsyr2k_v2, float)
-SYR2K(Dsyr2k, cublasDsyr2k_v2, double)
-SYR2K(Ssyrkx, cublasSsyrkx, float)
-SYR2K(Dsyrkx, cublasDsyrkx, double)
+SYR2K(Ssyr2k, cublasSsyr2k_v2, float, float)
+SYR2K(Dsyr2k, cublasDsyr2k_v2, double, double)
+SYR2K(Ssyrkx, cublasSsyrkx, float, float)
+SYR2K(Dsyrkx, cublasDsyrkx, double, double)
+SYR2K(Csyr2k, cublasCsyr2k_v2, cuComplex, cuComplex)
+SYR2K(Zsyr2k, cublasZsyr2k_v2, cuDoubleComplex, cuDoubleComplex)
+SYR2K(Csyrkx, cublasCsyrkx, cuComplex, cuComplex)
+SYR2K(Zsyrkx, cublasZsyrkx, cuDoubleComplex, cuDoubleComplex)
+SYR2K(Cher2k, cublasCher2k_v2, cuComplex, float)
+SYR2K(Zher2k, cublasZher2k_v2, cuDoubleComplex, double)
+SYR2K(Cherkx, cublasCherkx, cuComplex, float)
+SYR2K(Zherkx, cublasZherkx, cuDoubleComplex, double)
 #define TRSM(Name, T)                                                                              \
   cublasStatus_t cublas##Name##_v2(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t uplo, \
                                    cublasOperation_t trans, cublasDiagType_t diag, int m, int n,   \
@@ -617,6 +660,8 @@ TRMM(Ztrmm, cuDoubleComplex)
   }
 GEAM(Sgeam, float)
 GEAM(Dgeam, double)
+GEAM(Cgeam, cuComplex)
+GEAM(Zgeam, cuDoubleComplex)
 #define DGMM(Name, T)                                                                            \
   cublasStatus_t cublas##Name(cublasHandle_t h, cublasSideMode_t mode, int m, int n, const T* A, \
                               int lda, const T* x, int incx, T* C, int ldc) {                    \
@@ -624,6 +669,8 @@ GEAM(Dgeam, double)
   }
 DGMM(Sdgmm, float)
 DGMM(Ddgmm, double)
+DGMM(Cdgmm, cuComplex)
+DGMM(Zdgmm, cuDoubleComplex)
 
 // ---- Mixed precision and batches ------------------------------------------------------
 
@@ -699,6 +746,8 @@ cublasStatus_t cublasSwapEx(cublasHandle_t h, int n, void* x, cudaDataType xType
   }
 GEMM_BATCHED(SgemmBatched, float)
 GEMM_BATCHED(DgemmBatched, double)
+GEMM_BATCHED(CgemmBatched, cuComplex)
+GEMM_BATCHED(ZgemmBatched, cuDoubleComplex)
 #define GEMM_STRIDED(Name, T)                                                                      \
   cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, \
                               int n, int k, const T* alpha, const T* A, int lda, long long sa,     \

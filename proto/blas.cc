@@ -67,6 +67,13 @@ constexpr BlasShapeInfo kInfo[] = {
     {5, 1, 0, true},   // NormEx  n xType incx resultType executionType | x | -> result
     {5, 2, 0, false},  // CopyEx  n xType incx yType incy | x y  (swap too)
     {9, 2, 1, false},  // TrsmBatched  side uplo trans diag m n lda ldb batch | A[] B[] | alpha
+    {4, 2, 1, false},  // Her     uplo n incx lda | x A | alpha, real
+    {3, 2, 1, false},  // Hpr     uplo n incx | x AP | alpha, real
+    {6, 2, 2, false},  // Herk    uplo trans n k lda ldc | A C | alpha beta, both real
+    {7, 3, 2, false},  // Her2k   uplo trans n k lda ldb ldc | A B C | alpha, beta real (herkx)
+    {3, 2, 2, false},  // RotMixed  n incx incy | x y | c real, s complex (crot, zrot)
+    {3, 2, 2, false},  // RotReal   n incx incy | x y | c s, real (csrot, zdrot)
+    {3, 2, 1, false},  // Rotm    n incx incy | x y | param[5]
 };
 
 constexpr BlasOp kOps[] = {
@@ -237,7 +244,7 @@ void PlanL1Ex(const BlasOp& op, Planner& p, std::span<const int64_t> a, BlasPlan
                     std::to_string(a[4]) + ", execution " + std::to_string(a[6]));
       b[0] = p.Vec(n, 3, "incx", BlasExElemBytes(t));
       b[1] = p.Vec(n, 5, "incy", BlasExElemBytes(t));
-      plan.scalar_bytes = static_cast<uint32_t>(BlasExElemBytes(a[1]));
+      plan.scalar_bytes[0] = static_cast<uint32_t>(BlasExElemBytes(a[1]));
       break;
     }
     case BlasShape::kScalEx: {  // n alphaType xType incx executionType
@@ -246,7 +253,7 @@ void PlanL1Ex(const BlasOp& op, Planner& p, std::span<const int64_t> a, BlasPlan
         unsupported("alpha " + std::to_string(a[1]) + ", x " + std::to_string(t) + ", execution " +
                     std::to_string(a[4]));
       b[0] = a[3] > 0 ? p.Vec(n, 3, "incx", BlasExElemBytes(t)) : 0;
-      plan.scalar_bytes = static_cast<uint32_t>(BlasExElemBytes(a[1]));
+      plan.scalar_bytes[0] = static_cast<uint32_t>(BlasExElemBytes(a[1]));
       break;
     }
     case BlasShape::kNormEx: {  // n xType incx resultType executionType
@@ -268,6 +275,16 @@ void PlanL1Ex(const BlasOp& op, Planner& p, std::span<const int64_t> a, BlasPlan
       break;
     }
   }
+}
+
+// The trans argument (a[1]) of a rank-k update: a real one takes N, T or C; a complex
+// symmetric one (csyrk, csyr2k, csyrkx) N or T; a Hermitian one (herk, her2k, herkx) N or C.
+int64_t HermitianOp(Planner& p, const BlasOp& op) {
+  const bool complex = op.name[0] == 'C' || op.name[0] == 'Z';
+  const bool hermitian = op.shape == BlasShape::kHerk || op.shape == BlasShape::kHer2k;
+  const int64_t t = p.Op(1, "trans", !complex || hermitian);
+  if (hermitian && t == 1) p.Fail("trans = CUBLAS_OP_T is not a Hermitian product's");
+  return t;
 }
 
 // Bytes of a packed triangular or symmetric n x n matrix: n(n+1)/2 elements.
@@ -299,18 +316,25 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
   Planner p(op, a);
   BlasPlan plan;
   uint64_t e = op.elem;
-  plan.scalar_bytes = op.elem;
+  plan.scalar_bytes.fill(0);
+  for (size_t i = 0; i < info.scalars; ++i) plan.scalar_bytes[i] = op.elem;
   auto& b = plan.bytes;
   switch (op.shape) {
     case BlasShape::kAxpy:
     case BlasShape::kCopy:
     case BlasShape::kSwap:
     case BlasShape::kRot:
+    case BlasShape::kRotMixed:
+    case BlasShape::kRotReal:
+    case BlasShape::kRotm:
     case BlasShape::kDot: {
       const int64_t n = p.Dim(0, "n");
       b[0] = p.Vec(n, 1, "incx", e);
       b[1] = p.Vec(n, 2, "incy", e);
       if (op.shape == BlasShape::kDot) plan.result_bytes = e;
+      if (op.shape == BlasShape::kRotMixed) plan.scalar_bytes[0] = e / 2;
+      if (op.shape == BlasShape::kRotReal) plan.scalar_bytes = {uint32_t(e / 2), uint32_t(e / 2)};
+      if (op.shape == BlasShape::kRotm) plan.scalar_bytes[0] = 5 * e;
       break;
     }
     case BlasShape::kNorm:
@@ -323,7 +347,7 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[0] = a[1] > 0 ? p.Vec(n, 1, "incx", e) : 0;
       if (op.shape == BlasShape::kNorm) plan.result_bytes = e;
       if (op.shape == BlasShape::kNormReal) plan.result_bytes = e / 2;
-      if (op.shape == BlasShape::kScalReal) plan.scalar_bytes = e / 2;
+      if (op.shape == BlasShape::kScalReal) plan.scalar_bytes[0] = e / 2;
       if (op.shape == BlasShape::kIndex) plan.result_bytes = 4;
       break;
     }
@@ -401,11 +425,15 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       break;
     }
     case BlasShape::kSyr:
-    case BlasShape::kSpr: {
+    case BlasShape::kSpr:
+    case BlasShape::kHer:
+    case BlasShape::kHpr: {
       p.Enum01(0, "uplo");
       const int64_t n = p.Dim(1, "n");
+      const bool full = op.shape == BlasShape::kSyr || op.shape == BlasShape::kHer;
       b[0] = p.Vec(n, 2, "incx", e);
-      b[1] = op.shape == BlasShape::kSyr ? p.Mat(n, n, 3, "lda", e) : Packed(p, n, e);
+      b[1] = full ? p.Mat(n, n, 3, "lda", e) : Packed(p, n, e);
+      if (op.shape == BlasShape::kHer || op.shape == BlasShape::kHpr) plan.scalar_bytes[0] = e / 2;
       break;
     }
     case BlasShape::kSyr2: {
@@ -416,9 +444,11 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[2] = p.Mat(n, n, 4, "lda", e);
       break;
     }
-    case BlasShape::kSyr2k: {
+    case BlasShape::kSyr2k:
+    case BlasShape::kHer2k: {
       p.Enum01(0, "uplo");
-      const int64_t t = p.Op(1, "trans");
+      const int64_t t = HermitianOp(p, op);
+      if (op.shape == BlasShape::kHer2k) plan.scalar_bytes[1] = e / 2;
       const int64_t n = p.Dim(2, "n"), k = p.Dim(3, "k");
       b[0] = OpMat(p, t, n, k, 4, "lda", e);
       b[1] = OpMat(p, t, n, k, 5, "ldb", e);
@@ -458,7 +488,7 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       const bool batched = strided || arrays;
       if (batched) plan.batch = p.Dim(i++, "batchCount");
       if (ex) {
-        plan.scalar_bytes = p.ComputeScalar(i, ld[2] - 1);
+        plan.scalar_bytes[0] = plan.scalar_bytes[1] = p.ComputeScalar(i, ld[2] - 1);
         const int64_t algo = a[i + 1];  // a hint: DEFAULT (-1), ALGO0..ALGO15_TENSOR_OP, AUTOTUNE
         if ((algo < -1 || algo > 115) && algo != 999) p.Fail("algo = " + std::to_string(algo));
       }
@@ -481,14 +511,14 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[2] = p.Mat(m, n, 6, "ldc", e);
       break;
     }
-    case BlasShape::kSyrk: {
+    case BlasShape::kSyrk:
+    case BlasShape::kHerk: {
       p.Enum01(0, "uplo");
-      // A complex symmetric product takes N or T only.
-      const bool complex = op.name[0] == 'C' || op.name[0] == 'Z';
-      const int64_t t = p.Op(1, "trans", !complex);
+      const int64_t t = HermitianOp(p, op);
       const int64_t n = p.Dim(2, "n"), k = p.Dim(3, "k");
       b[0] = OpMat(p, t, n, k, 4, "lda", e);
       b[1] = p.Mat(n, n, 5, "ldc", e);
+      if (op.shape == BlasShape::kHerk) plan.scalar_bytes = {uint32_t(e / 2), uint32_t(e / 2)};
       break;
     }
     case BlasShape::kTrsm:

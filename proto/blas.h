@@ -67,6 +67,13 @@ enum class BlasShape : uint8_t {
   kNormEx,
   kCopyEx,
   kTrsmBatched,
+  kHer,
+  kHpr,
+  kHerk,
+  kHer2k,
+  kRotMixed,
+  kRotReal,
+  kRotm,
 };
 
 // What a shape takes, in signature order after the handle.
@@ -88,6 +95,7 @@ struct BlasOp {
 };
 
 inline constexpr size_t kBlasMaxPtrs = 6;
+inline constexpr size_t kBlasMaxScalars = 2;
 
 // What one call reaches, from its integers.
 struct BlasPlan {
@@ -98,9 +106,18 @@ struct BlasPlan {
   std::array<bool, kBlasMaxPtrs> array{};
   // Pointer argument i may be null (getrf's pivots: no pivoting).
   std::array<bool, kBlasMaxPtrs> nullable{};
-  uint32_t scalar_bytes = 0;  // each scalar's size
+  // Each scalar's size, in signature order: the element's, or half of a complex one for a
+  // real scalar (herk's alpha and beta, crot's c); rotm's is its 5-element parameter array.
+  std::array<uint32_t, kBlasMaxScalars> scalar_bytes{};
   uint32_t result_bytes = 0;  // the result's size (0: none)
   int64_t batch = 0;          // matrices in a batched call (0 if not batched)
+
+  // Where scalar i starts among the scalars sent by value.
+  uint32_t ScalarOffset(size_t i) const {
+    uint32_t at = 0;
+    for (size_t j = 0; j < i && j < kBlasMaxScalars; ++j) at += scalar_bytes[j];
+    return at;
+  }
 };
 
 // The row for wire number `op`, or nullptr.

@@ -17,6 +17,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -169,6 +170,11 @@ inline bool ValidDiag(cublasDiagType_t d) {
 }
 inline bool ValidSide(cublasSideMode_t s) {
   return s == CUBLAS_SIDE_LEFT || s == CUBLAS_SIDE_RIGHT;
+}
+// Offset of element i of an n-vector with increment inc (a negative one walks from the far end,
+// as in BLAS).
+inline ptrdiff_t VecOffset(int i, int n, int inc) {
+  return inc >= 0 ? static_cast<ptrdiff_t>(i) * inc : static_cast<ptrdiff_t>(n - 1 - i) * -inc;
 }
 // A leading dimension of a matrix with `rows` rows.
 inline bool ValidLd(int ld, int rows) {

@@ -1,6 +1,7 @@
 // emu/blas/level1.cc - level 1: axpy, dot, nrm2, scal, asum, i*amax/i*amin,
-// copy, swap, rot (float and double); their complex forms, dotu and dotc; and the
-// mixed-precision Ex routines (dot, dotc, axpy, scal, nrm2, asum, copy, swap).
+// copy, swap, rot, rotm (float and double); their complex forms, dotu and dotc, and the complex
+// rotations crot and csrot; and the mixed-precision Ex routines (dot, dotc, axpy, scal, nrm2,
+// asum, copy, swap).
 //
 // As reference BLAS: n <= 0 does nothing (a reduction yields 0); increments may
 // be negative (the vector is walked from its far end), and nrm2, asum, scal and
@@ -10,6 +11,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstddef>
@@ -18,6 +20,7 @@
 #include <type_traits>
 
 #include "emu/blas/blas.h"
+#include "emu/blas/complex.h"
 #include "emu/blas/openblas.h"
 #include "proto/blas.h"
 
@@ -140,6 +143,52 @@ cublasStatus_t Rot(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, cons
   const Scalar<T> cv = call.Read(c);
   const Scalar<T> sv = call.Read(s);
   return call.Submit([=] { Blas<T>::rot(n, x, incx, y, incy, cv.get(), sv.get()); });
+}
+
+// A complex rotation with a real c: x = c x + s y, y = c y - conj(s) x, for a complex s (crot;
+// no CBLAS routine) or a real one (csrot).
+template <class T, class R, class S>
+cublasStatus_t ComplexRot(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, const R* c,
+                          const S* s) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(c != nullptr && s != nullptr);
+  if (n <= 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<R> cv = call.Read(c);
+  const Scalar<S> sv = call.Read(s);
+  return call.Submit([=] {
+    if constexpr (std::is_same_v<R, S>) {
+      Blas<T>::rot_real(n, x, incx, y, incy, cv.get(), sv.get());
+    } else {
+      const T cc{cv.get(), 0};
+      const T ss = sv.get();
+      T minus_conj_s = Conj(ss);
+      minus_conj_s.x = -minus_conj_s.x;
+      minus_conj_s.y = -minus_conj_s.y;
+      for (int i = 0; i < n; ++i) {
+        T& xi = x[VecOffset(i, n, incx)];
+        T& yi = y[VecOffset(i, n, incy)];
+        const T xv = xi;
+        xi = cc * xv + ss * yi;
+        yi = cc * yi + minus_conj_s * xv;
+      }
+    }
+  });
+}
+
+// The modified Givens rotation of x and y by param[5] (flag, h11, h21, h12, h22): host
+// memory read at the call, or device memory when the work runs.
+template <class T>
+cublasStatus_t Rotm(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, const T* param) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(param != nullptr);
+  if (n <= 0) return CUBLAS_STATUS_SUCCESS;
+  std::array<T, 5> host{};
+  if (!call.device_mode()) std::copy(param, param + 5, host.begin());
+  const T* device = call.device_mode() ? param : nullptr;
+  return call.Submit(
+      [=] { Blas<T>::rotm(n, x, incx, y, incy, device != nullptr ? device : host.data()); });
 }
 
 }  // namespace
@@ -282,6 +331,24 @@ COMPLEX_LEVEL1(C, c, cuComplex, float, S, s)
 COMPLEX_LEVEL1(Z, z, cuDoubleComplex, double, D, d)
 #undef COMPLEX_LEVEL1
 
+// rotm in S and D; crot and csrot (zrot, zdrot), c real and s complex or real.
+#define ROTATIONS(X, T, RX, R, LRX)                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##RX##rotm_v2(cublasHandle_t h, int n, R* x, int incx,     \
+                                                     R* y, int incy, const R* param) {            \
+    return Rotm(h, n, x, incx, y, incy, param);                                                   \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##rot_v2(cublasHandle_t h, int n, T* x, int incx, T* y, \
+                                                   int incy, const R* c, const T* s) {            \
+    return ComplexRot(h, n, x, incx, y, incy, c, s);                                              \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##LRX##rot_v2(cublasHandle_t h, int n, T* x, int incx,  \
+                                                        T* y, int incy, const R* c, const R* s) { \
+    return ComplexRot(h, n, x, incx, y, incy, c, s);                                              \
+  }
+ROTATIONS(C, cuComplex, S, float, s)
+ROTATIONS(Z, cuDoubleComplex, D, double, d)
+#undef ROTATIONS
+
 // ---- Mixed precision: the level-1 Ex routines ---------------------------------------------
 
 namespace remora::emu::blas {
@@ -289,11 +356,6 @@ namespace {
 
 using C32 = std::complex<float>;
 using C64 = std::complex<double>;
-
-// Offset of element i of an n-vector with increment inc (a negative one walks from the far end).
-ptrdiff_t At(int i, int n, int inc) {
-  return inc >= 0 ? static_cast<ptrdiff_t>(i) * inc : static_cast<ptrdiff_t>(n - 1 - i) * -inc;
-}
 
 // Element i of a vector of type t, widened to E (float, double, C32 or C64).
 template <class E>
@@ -396,10 +458,10 @@ cublasStatus_t DotEx(cublasHandle_t h, int n, const void* x, cudaDataType xt, in
     return ReduceAs<E>(call, rt, result, [=]() -> E {
       E acc{};
       for (int i = 0; i < n; ++i) {
-        E a = Load<E>(xt, x, At(i, n, incx));
+        E a = Load<E>(xt, x, VecOffset(i, n, incx));
         if constexpr (!std::is_floating_point_v<E>)
           if (conjugate) a = std::conj(a);
-        acc += a * Load<E>(yt, y, At(i, n, incy));
+        acc += a * Load<E>(yt, y, VecOffset(i, n, incy));
       }
       return acc;
     });
@@ -421,8 +483,8 @@ cublasStatus_t AxpyEx(cublasHandle_t h, int n, const void* alpha, cudaDataType a
     return call.Submit([=] {
       const E av = a.get();
       for (int i = 0; i < n; ++i) {
-        const ptrdiff_t iy = At(i, n, incy);
-        Store(yt, y, iy, Load<E>(yt, y, iy) + av * Load<E>(xt, x, At(i, n, incx)));
+        const ptrdiff_t iy = VecOffset(i, n, incy);
+        Store(yt, y, iy, Load<E>(yt, y, iy) + av * Load<E>(xt, x, VecOffset(i, n, incx)));
       }
     });
   });
@@ -491,8 +553,8 @@ cublasStatus_t CopySwapEx(cublasHandle_t h, int n, void* x, cudaDataType xt, int
     auto* xb = static_cast<std::byte*>(x);
     auto* yb = static_cast<std::byte*>(y);
     for (int i = 0; i < n; ++i) {
-      std::byte* xe = xb + At(i, n, incx) * static_cast<ptrdiff_t>(e);
-      std::byte* ye = yb + At(i, n, incy) * static_cast<ptrdiff_t>(e);
+      std::byte* xe = xb + VecOffset(i, n, incx) * static_cast<ptrdiff_t>(e);
+      std::byte* ye = yb + VecOffset(i, n, incy) * static_cast<ptrdiff_t>(e);
       if (swap)
         std::swap_ranges(xe, xe + e, ye);
       else

@@ -1,12 +1,13 @@
-// emu/blas/level2.cc - level 2: gemv (real and complex); ger, symv, syr, syr2, their packed
-// forms, sbmv, gbmv, and the triangular products and solves trmv/trsv, tbmv/tbsv, tpmv/tpsv (float
-// and double).
+// emu/blas/level2.cc - level 2: gemv; ger (geru, gerc); symv, syr, syr2 (complex symmetric
+// too), hemv, her, her2 and their packed and band forms; gbmv; and the triangular products and
+// solves trmv/trsv, tbmv/tbsv, tpmv/tpsv.
 //
 // Argument checks follow reference BLAS's xerbla conditions, each reported as
 // CUBLAS_STATUS_INVALID_VALUE; empty problems return without queueing work.
 #include <type_traits>
 
 #include "emu/blas/blas.h"
+#include "emu/blas/complex.h"
 #include "emu/blas/openblas.h"
 
 namespace remora::emu::blas {
@@ -27,10 +28,6 @@ cublasStatus_t Gemv(cublasHandle_t h, cublasOperation_t trans, int m, int n, con
   });
 }
 
-// Complex types are real or complex at compile time: the Hermitian routines are theirs.
-template <class T>
-constexpr bool kComplex = !std::is_floating_point_v<T>;
-
 // A += alpha x y^T, or alpha x y^H for a complex A with `conj` (gerc; geru without).
 template <class T>
 cublasStatus_t Ger(cublasHandle_t h, int m, int n, const T* alpha, const T* x, int incx, const T* y,
@@ -42,7 +39,7 @@ cublasStatus_t Ger(cublasHandle_t h, int m, int n, const T* alpha, const T* x, i
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
   const Scalar<T> a = call.Read(alpha);
   return call.Submit([=] {
-    if constexpr (kComplex<T>)
+    if constexpr (kIsComplex<T>)
       (conj ? Blas<T>::gerc : Blas<T>::geru)(CblasColMajor, m, n, a.get(), x, incx, y, incy, A,
                                              lda);
     else
@@ -50,9 +47,30 @@ cublasStatus_t Ger(cublasHandle_t h, int m, int n, const T* alpha, const T* x, i
   });
 }
 
+// A(i, j) of a symmetric matrix stored in its `uplo` triangle.
+template <class T>
+T Sym(const T* A, int lda, cublasFillMode_t uplo, int i, int j) {
+  const bool stored = uplo == CUBLAS_FILL_MODE_UPPER ? i <= j : i >= j;
+  return stored ? A[i + static_cast<ptrdiff_t>(j) * lda] : A[j + static_cast<ptrdiff_t>(i) * lda];
+}
+
+// y = alpha A x + beta y for a complex symmetric (not Hermitian) A: no CBLAS routine has it.
+template <class T>
+void ComplexSymv(cublasFillMode_t uplo, int n, T alpha, const T* A, int lda, const T* x, int incx,
+                 T beta, T* y, int incy) {
+  for (int i = 0; i < n; ++i) {
+    T sum{};
+    for (int j = 0; j < n; ++j) sum += Sym(A, lda, uplo, i, j) * x[VecOffset(j, n, incx)];
+    T& yi = y[VecOffset(i, n, incy)];
+    yi = beta == T{} ? alpha * sum : alpha * sum + beta * yi;  // beta 0: y is not read
+  }
+}
+
+// y = alpha A x + beta y, A symmetric; a complex A is Hermitian (hemv) with `hermitian`.
 template <class T>
 cublasStatus_t Symv(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* A,
-                    int lda, const T* x, int incx, const T* beta, T* y, int incy) {
+                    int lda, const T* x, int incx, const T* beta, T* y, int incy,
+                    bool hermitian = false) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && ValidLd(lda, n) && incx != 0 && incy != 0);
@@ -61,10 +79,14 @@ cublasStatus_t Symv(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alp
   const Scalar<T> a = call.Read(alpha);
   const Scalar<T> b = call.Read(beta);
   return call.Submit([=] {
-    if constexpr (kComplex<T>)  // hemv: cuBLAS's complex symv is not served
-      Blas<T>::hemv(CblasColMajor, ToCblas(uplo), n, a.get(), A, lda, x, incx, b.get(), y, incy);
-    else
+    if constexpr (kIsComplex<T>) {
+      if (hermitian)
+        Blas<T>::hemv(CblasColMajor, ToCblas(uplo), n, a.get(), A, lda, x, incx, b.get(), y, incy);
+      else
+        ComplexSymv(uplo, n, a.get(), A, lda, x, incx, b.get(), y, incy);
+    } else {
       Blas<T>::symv(CblasColMajor, ToCblas(uplo), n, a.get(), A, lda, x, incx, b.get(), y, incy);
+    }
   });
 }
 
@@ -131,9 +153,9 @@ cublasStatus_t SymmetricMv(cublasHandle_t h, cublasFillMode_t uplo, int n, int k
   const Scalar<T> b = call.Read(beta);
   return call.Submit([=] {
     const auto u = ToCblas(uplo);
-    if constexpr (kComplex<T> && kStore == Storage::kBand)
+    if constexpr (kIsComplex<T> && kStore == Storage::kBand)
       Blas<T>::hbmv(CblasColMajor, u, n, k, a.get(), A, lda, x, incx, b.get(), y, incy);
-    else if constexpr (kComplex<T>)
+    else if constexpr (kIsComplex<T>)
       Blas<T>::hpmv(CblasColMajor, u, n, a.get(), A, x, incx, b.get(), y, incy);
     else if constexpr (kStore == Storage::kBand)
       Blas<T>::sbmv(CblasColMajor, u, n, k, a.get(), A, lda, x, incx, b.get(), y, incy);
@@ -148,7 +170,7 @@ cublasStatus_t SymmetricMv(cublasHandle_t h, cublasFillMode_t uplo, int n, int k
 template <class T, Storage kStore, bool kRank2>
 cublasStatus_t SymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha,
                                const T* x, int incx, const T* y, int incy, T* A, int lda) {
-  static_assert(kRank2 || !kComplex<T>);
+  static_assert(kRank2 || !kIsComplex<T>);
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && incx != 0);
@@ -160,9 +182,9 @@ cublasStatus_t SymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, c
   return call.Submit([=] {
     const auto u = ToCblas(uplo);
     constexpr bool kFull = kStore == Storage::kFull;
-    if constexpr (kComplex<T> && kFull)
+    if constexpr (kIsComplex<T> && kFull)
       Blas<T>::her2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
-    else if constexpr (kComplex<T>)
+    else if constexpr (kIsComplex<T>)
       Blas<T>::hpr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A);
     else if constexpr (kRank2 && kFull)
       Blas<T>::syr2(CblasColMajor, u, n, a.get(), x, incx, y, incy, A, lda);
@@ -172,6 +194,53 @@ cublasStatus_t SymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, c
       Blas<T>::syr(CblasColMajor, u, n, a.get(), x, incx, A, lda);
     else
       Blas<T>::spr(CblasColMajor, u, n, a.get(), x, incx, A);
+  });
+}
+
+// A += alpha x x^H (her, full; hpr, packed) with a real alpha, in A's `uplo` triangle.
+template <class T, Storage kStore, class R>
+cublasStatus_t HermitianUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n, const R* alpha,
+                               const T* x, int incx, T* A, int lda) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && incx != 0);
+  if constexpr (kStore == Storage::kFull) BLAS_CHECK_ARG(ValidLd(lda, n));
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<R> a = call.Read(alpha);
+  return call.Submit([=] {
+    if constexpr (kStore == Storage::kFull)
+      Blas<T>::her(CblasColMajor, ToCblas(uplo), n, a.get(), x, incx, A, lda);
+    else
+      Blas<T>::hpr(CblasColMajor, ToCblas(uplo), n, a.get(), x, incx, A);
+  });
+}
+
+// A += alpha x x^T (csyr) or, with `y`, alpha (x y^T + y x^T) (csyr2), A complex symmetric, in
+// its `uplo` triangle: no CBLAS routine has them.
+template <class T>
+cublasStatus_t ComplexSymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, int n,
+                                      const T* alpha, const T* x, int incx, const T* y, int incy,
+                                      T* A, int lda, bool rank2) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && incx != 0 && ValidLd(lda, n));
+  if (rank2) BLAS_CHECK_ARG(y != nullptr && incy != 0);
+  BLAS_CHECK_ARG(alpha != nullptr);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<T> a = call.Read(alpha);
+  return call.Submit([=] {
+    const T av = a.get();
+    for (int j = 0; j < n; ++j) {
+      const int lo = uplo == CUBLAS_FILL_MODE_UPPER ? 0 : j;
+      const int hi = uplo == CUBLAS_FILL_MODE_UPPER ? j : n - 1;
+      for (int i = lo; i <= hi; ++i) {
+        T term = x[VecOffset(i, n, incx)] *
+                 (rank2 ? y[VecOffset(j, n, incy)] : x[VecOffset(j, n, incx)]);
+        if (rank2) term += y[VecOffset(i, n, incy)] * x[VecOffset(j, n, incx)];
+        A[i + static_cast<ptrdiff_t>(j) * lda] += av * term;
+      }
+    }
   });
 }
 
@@ -255,34 +324,58 @@ REAL_LEVEL2(S, float)
 REAL_LEVEL2(D, double)
 #undef REAL_LEVEL2
 
-#define COMPLEX_LEVEL2(X, T)                                                                      \
-  REMORA_BLAS_API cublasStatus_t cublas##X##geru_v2(cublasHandle_t h, int m, int n,               \
-                                                    const T* alpha, const T* x, int incx,         \
-                                                    const T* y, int incy, T* A, int lda) {        \
-    return Ger(h, m, n, alpha, x, incx, y, incy, A, lda, false);                                  \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##gerc_v2(cublasHandle_t h, int m, int n,               \
-                                                    const T* alpha, const T* x, int incx,         \
-                                                    const T* y, int incy, T* A, int lda) {        \
-    return Ger(h, m, n, alpha, x, incx, y, incy, A, lda, true);                                   \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##hemv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* A, int lda,        \
-      const T* x, int incx, const T* beta, T* y, int incy) {                                      \
-    return Symv(h, uplo, n, alpha, A, lda, x, incx, beta, y, incy);                               \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##hbmv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, int n, int k, const T* alpha, const T* A, int lda, \
-      const T* x, int incx, const T* beta, T* y, int incy) {                                      \
-    return SymmetricMv<T, Storage::kBand>(h, uplo, n, k, alpha, A, lda, x, incx, beta, y, incy);  \
-  }                                                                                               \
-  REMORA_BLAS_API cublasStatus_t cublas##X##hpmv_v2(                                              \
-      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* AP, const T* x,    \
-      int incx, const T* beta, T* y, int incy) {                                                  \
-    return SymmetricMv<T, Storage::kPacked>(h, uplo, n, 0, alpha, AP, 1, x, incx, beta, y, incy); \
+#define COMPLEX_LEVEL2(X, T, R)                                                                    \
+  REMORA_BLAS_API cublasStatus_t cublas##X##geru_v2(cublasHandle_t h, int m, int n,                \
+                                                    const T* alpha, const T* x, int incx,          \
+                                                    const T* y, int incy, T* A, int lda) {         \
+    return Ger(h, m, n, alpha, x, incx, y, incy, A, lda, false);                                   \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##gerc_v2(cublasHandle_t h, int m, int n,                \
+                                                    const T* alpha, const T* x, int incx,          \
+                                                    const T* y, int incy, T* A, int lda) {         \
+    return Ger(h, m, n, alpha, x, incx, y, incy, A, lda, true);                                    \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hemv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* A, int lda,         \
+      const T* x, int incx, const T* beta, T* y, int incy) {                                       \
+    return Symv(h, uplo, n, alpha, A, lda, x, incx, beta, y, incy, true);                          \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##symv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* A, int lda,         \
+      const T* x, int incx, const T* beta, T* y, int incy) {                                       \
+    return Symv(h, uplo, n, alpha, A, lda, x, incx, beta, y, incy);                                \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syr_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, \
+                                                   const T* alpha, const T* x, int incx, T* A,     \
+                                                   int lda) {                                      \
+    return ComplexSymmetricUpdate<T>(h, uplo, n, alpha, x, incx, nullptr, 0, A, lda, false);       \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syr2_v2(cublasHandle_t h, cublasFillMode_t uplo,       \
+                                                    int n, const T* alpha, const T* x, int incx,   \
+                                                    const T* y, int incy, T* A, int lda) {         \
+    return ComplexSymmetricUpdate(h, uplo, n, alpha, x, incx, y, incy, A, lda, true);              \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##her_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, \
+                                                   const R* alpha, const T* x, int incx, T* A,     \
+                                                   int lda) {                                      \
+    return HermitianUpdate<T, Storage::kFull>(h, uplo, n, alpha, x, incx, A, lda);                 \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hpr_v2(cublasHandle_t h, cublasFillMode_t uplo, int n, \
+                                                   const R* alpha, const T* x, int incx, T* AP) {  \
+    return HermitianUpdate<T, Storage::kPacked>(h, uplo, n, alpha, x, incx, AP, 1);                \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hbmv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, int k, const T* alpha, const T* A, int lda,  \
+      const T* x, int incx, const T* beta, T* y, int incy) {                                       \
+    return SymmetricMv<T, Storage::kBand>(h, uplo, n, k, alpha, A, lda, x, incx, beta, y, incy);   \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##hpmv_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, int n, const T* alpha, const T* AP, const T* x,     \
+      int incx, const T* beta, T* y, int incy) {                                                   \
+    return SymmetricMv<T, Storage::kPacked>(h, uplo, n, 0, alpha, AP, 1, x, incx, beta, y, incy);  \
   }
-COMPLEX_LEVEL2(C, cuComplex)
-COMPLEX_LEVEL2(Z, cuDoubleComplex)
+COMPLEX_LEVEL2(C, cuComplex, float)
+COMPLEX_LEVEL2(Z, cuDoubleComplex, double)
 #undef COMPLEX_LEVEL2
 
 // The triangular products and solves and gbmv, in S, D, C and Z.

@@ -1,5 +1,6 @@
-// emu/blas/level3.cc - level 3: gemm (S/D/C/Z; C/Z strided batched too), symm, syrk, trsm, trmm
-// (out of place, as cuBLAS v2), and the BLAS-like extensions geam and dgmm.
+// emu/blas/level3.cc - level 3: gemm (S/D/C/Z; C/Z batched and strided batched too, and gemm3m),
+// symm, hemm, syrk, herk, syr2k, her2k, syrkx, herkx, trsm, trmm (out of place, as cuBLAS v2),
+// and the BLAS-like extensions geam and dgmm.
 #include <cuComplex.h>
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "emu/blas/blas.h"
+#include "emu/blas/complex.h"
 #include "emu/blas/openblas.h"
 
 namespace remora::emu::blas {
@@ -44,6 +46,29 @@ cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
       Blas<T>::gemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, av, ai, lda, bi, ldb, bv, ci,
                     ldc);
     }
+  });
+}
+
+// Gemm over `batch` matrices named by device arrays of pointers.
+template <class T>
+cublasStatus_t GemmBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                           int n, int k, const T* alpha, const T* const A[], int lda,
+                           const T* const B[], int ldb, const T* beta, T* const C[], int ldc,
+                           int batch) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidOp(ta) && ValidOp(tb) && m >= 0 && n >= 0 && k >= 0 && batch >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, StoredRows(ta, m, k)) && ValidLd(ldb, StoredRows(tb, k, n)) &&
+                 ValidLd(ldc, m));
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  BLAS_CHECK_ARG(A != nullptr && B != nullptr && C != nullptr);
+  const Scalar<T> a = call.Read(alpha);
+  const Scalar<T> b = call.Read(beta);
+  return call.Submit([=] {
+    for (int i = 0; i < batch; ++i)
+      Blas<T>::gemm(CblasColMajor, ToCblas(ta), ToCblas(tb), m, n, k, a.get(), A[i], lda, B[i], ldb,
+                    b.get(), C[i], ldc);
   });
 }
 
@@ -90,40 +115,80 @@ cublasStatus_t Syrk(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t t
   });
 }
 
-// C = alpha (op(A) op(B)^T + op(B) op(A)^T) + beta C (syr2k), or, with `syrkx`,
-// C = alpha op(A) op(B)^T + beta C; either in C's `uplo` triangle only.
+// The rank-k updates' transpose: a real one takes N, T or C; a complex symmetric one N or T; a
+// Hermitian one N or C.
 template <class T>
-cublasStatus_t Syr2k(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,
-                     const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C,
-                     int ldc, bool syrkx) {
+bool ValidRankKOp(cublasOperation_t trans, bool hermitian) {
+  if (!ValidOp(trans)) return false;
+  if (!kIsComplex<T>) return true;
+  return trans != (hermitian ? CUBLAS_OP_T : CUBLAS_OP_C);
+}
+
+// C = alpha op(A) op(A)^H + beta C in C's `uplo` triangle, alpha and beta real.
+template <class T, class R>
+cublasStatus_t Herk(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,
+                    const R* alpha, const T* A, int lda, const R* beta, T* C, int ldc) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
-  BLAS_CHECK_ARG(ValidFill(uplo) && ValidOp(trans) && n >= 0 && k >= 0);
+  BLAS_CHECK_ARG(ValidFill(uplo) && ValidRankKOp<T>(trans, true) && n >= 0 && k >= 0);
+  BLAS_CHECK_ARG(ValidLd(lda, StoredRows(trans, n, k)) && ValidLd(ldc, n));
+  BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  const Scalar<R> a = call.Read(alpha);
+  const Scalar<R> b = call.Read(beta);
+  return call.Submit([=] {
+    Blas<T>::herk(CblasColMajor, ToCblas(uplo), ToCblas(trans), n, k, a.get(), A, lda, b.get(), C,
+                  ldc);
+  });
+}
+
+// C = alpha (op(A) op(B)^T + op(B) op(A)^T) + beta C (syr2k), or, with `syrkx`,
+// C = alpha op(A) op(B)^T + beta C; either in C's `uplo` triangle only. With a real beta type
+// B (her2k, herkx), the Hermitian forms: ^H for ^T, conj(alpha) on the second product, and the
+// diagonal's imaginary parts set to zero.
+template <class T, class B = T>
+cublasStatus_t Syr2k(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,
+                     const T* alpha, const T* A, int lda, const T* Bm, int ldb, const B* beta, T* C,
+                     int ldc, bool syrkx) {
+  constexpr bool kHermitian = !std::is_same_v<T, B>;
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && ValidRankKOp<T>(trans, kHermitian) && n >= 0 && k >= 0);
   BLAS_CHECK_ARG(ValidLd(lda, StoredRows(trans, n, k)) && ValidLd(ldb, StoredRows(trans, n, k)) &&
                  ValidLd(ldc, n));
   BLAS_CHECK_ARG(alpha != nullptr && beta != nullptr);
   if (n == 0) return CUBLAS_STATUS_SUCCESS;
   const Scalar<T> a = call.Read(alpha);
-  const Scalar<T> b = call.Read(beta);
+  const Scalar<B> b = call.Read(beta);
   return call.Submit([=] {
     if (!syrkx) {
-      Blas<T>::syr2k(CblasColMajor, ToCblas(uplo), ToCblas(trans), n, k, a.get(), A, lda, B, ldb,
-                     b.get(), C, ldc);
+      if constexpr (kHermitian)
+        Blas<T>::her2k(CblasColMajor, ToCblas(uplo), ToCblas(trans), n, k, a.get(), A, lda, Bm, ldb,
+                       b.get(), C, ldc);
+      else
+        Blas<T>::syr2k(CblasColMajor, ToCblas(uplo), ToCblas(trans), n, k, a.get(), A, lda, Bm, ldb,
+                       b.get(), C, ldc);
       return;
     }
     const bool no_trans = trans == CUBLAS_OP_N;
+    const CBLAS_TRANSPOSE other = kHermitian ? CblasConjTrans : CblasTrans;
     std::vector<T> product(static_cast<size_t>(n) * n);
-    Blas<T>::gemm(CblasColMajor, no_trans ? CblasNoTrans : CblasTrans,
-                  no_trans ? CblasTrans : CblasNoTrans, n, n, k, a.get(), A, lda, B, ldb, T{0},
-                  product.data(), n);
-    const T bv = b.get();
+    Blas<T>::gemm(CblasColMajor, no_trans ? CblasNoTrans : other, no_trans ? other : CblasNoTrans,
+                  n, n, k, a.get(), A, lda, Bm, ldb, T{}, product.data(), n);
+    T bv{};
+    if constexpr (kHermitian)
+      bv.x = b.get();
+    else
+      bv = b.get();
     for (int j = 0; j < n; ++j) {
       const int lo = uplo == CUBLAS_FILL_MODE_UPPER ? 0 : j;
       const int hi = uplo == CUBLAS_FILL_MODE_UPPER ? j : n - 1;
       for (int i = lo; i <= hi; ++i) {
         T& c = C[i + static_cast<size_t>(j) * ldc];
         const T p = product[i + static_cast<size_t>(j) * n];
-        c = bv == T{0} ? p : p + bv * c;  // beta 0: C is not read, as in cuBLAS
+        c = bv == T{} ? p : p + bv * c;  // beta 0: C is not read, as in cuBLAS
+        if constexpr (kHermitian)
+          if (i == j) c.y = 0;
       }
     }
   });
@@ -204,8 +269,9 @@ cublasStatus_t Trmm(cublasHandle_t h, cublasSideMode_t side, cublasFillMode_t up
 // Element (i, j) of op(X) for a real matrix X stored with leading dimension ld.
 template <class T>
 T OpAt(const T* X, int ld, cublasOperation_t op, int i, int j) {
-  return op == CUBLAS_OP_N ? X[i + static_cast<ptrdiff_t>(j) * ld]
-                           : X[j + static_cast<ptrdiff_t>(i) * ld];
+  if (op == CUBLAS_OP_N) return X[i + static_cast<ptrdiff_t>(j) * ld];
+  const T v = X[j + static_cast<ptrdiff_t>(i) * ld];
+  return op == CUBLAS_OP_C ? Conj(v) : v;
 }
 
 // C = alpha * op(A) + beta * op(B). A zero scale leaves its matrix unread. C
@@ -232,9 +298,9 @@ cublasStatus_t Geam(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
     for (int j = 0; j < n; ++j) {
       T* c = C + static_cast<ptrdiff_t>(j) * ldc;
       for (int i = 0; i < m; ++i) {
-        T v = 0;
-        if (av != T{0}) v += av * OpAt(A, lda, ta, i, j);
-        if (bv != T{0}) v += bv * OpAt(B, ldb, tb, i, j);
+        T v{};
+        if (av != T{}) v += av * OpAt(A, lda, ta, i, j);
+        if (bv != T{}) v += bv * OpAt(B, ldb, tb, i, j);
         c[i] = v;
       }
     }
@@ -395,6 +461,58 @@ TRSM_BATCHED(D, double)
 TRSM_BATCHED(C, cuComplex)
 TRSM_BATCHED(Z, cuDoubleComplex)
 #undef TRSM_BATCHED
+
+// The complex symmetric and Hermitian rank-k updates, geam, dgmm, batches and gemm3m.
+#define COMPLEX_LEVEL3(X, T, R)                                                                    \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syr2k_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,              \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) {    \
+    return Syr2k(h, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc, false);                \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##syrkx(                                                 \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,              \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) {    \
+    return Syr2k(h, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc, true);                 \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##her2k_v2(                                              \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,              \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const R* beta, T* C, int ldc) {    \
+    return Syr2k(h, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc, false);                \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##herkx(                                                 \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,              \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const R* beta, T* C, int ldc) {    \
+    return Syr2k(h, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc, true);                 \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##herk_v2(                                               \
+      cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n, int k,              \
+      const R* alpha, const T* A, int lda, const R* beta, T* C, int ldc) {                         \
+    return Herk(h, uplo, trans, n, k, alpha, A, lda, beta, C, ldc);                                \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##geam(                                                  \
+      cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, const T* alpha,  \
+      const T* A, int lda, const T* beta, const T* B, int ldb, T* C, int ldc) {                    \
+    return Geam(h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);                             \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##dgmm(cublasHandle_t h, cublasSideMode_t mode, int m,   \
+                                                 int n, const T* A, int lda, const T* x, int incx, \
+                                                 T* C, int ldc) {                                  \
+    return Dgmm(h, mode, m, n, A, lda, x, incx, C, ldc);                                           \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##gemmBatched(                                           \
+      cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,           \
+      const T* alpha, const T* const A[], int lda, const T* const B[], int ldb, const T* beta,     \
+      T* const C[], int ldc, int batchCount) {                                                     \
+    return GemmBatched(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, batchCount);       \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##gemm3m(                                                \
+      cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,           \
+      const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) {    \
+    return Gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);                          \
+  }
+COMPLEX_LEVEL3(C, cuComplex, float)
+COMPLEX_LEVEL3(Z, cuDoubleComplex, double)
+#undef COMPLEX_LEVEL3
 
 #define HEMM(X, T)                                                                              \
   REMORA_BLAS_API cublasStatus_t cublas##X##hemm_v2(                                            \

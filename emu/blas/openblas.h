@@ -36,6 +36,7 @@ struct Blas<float> {
   static constexpr auto copy = &cblas_scopy;
   static constexpr auto swap = &cblas_sswap;
   static constexpr auto rot = &cblas_srot;
+  static constexpr auto rotm = &cblas_srotm;
   static constexpr auto gemv = &cblas_sgemv;
   static constexpr auto ger = &cblas_sger;
   static constexpr auto symv = &cblas_ssymv;
@@ -73,6 +74,7 @@ struct Blas<double> {
   static constexpr auto copy = &cblas_dcopy;
   static constexpr auto swap = &cblas_dswap;
   static constexpr auto rot = &cblas_drot;
+  static constexpr auto rotm = &cblas_drotm;
   static constexpr auto gemv = &cblas_dgemv;
   static constexpr auto ger = &cblas_dger;
   static constexpr auto symv = &cblas_dsymv;
@@ -182,6 +184,18 @@ struct Blas<double> {
                      const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) {            \
       cblas_##p##hemm(o, sd, u, m, n, &alpha, a, lda, b, ldb, &beta, c, ldc);                      \
     }                                                                                              \
+    static void syr2k(CBLAS_ORDER o, CBLAS_UPLO u, CBLAS_TRANSPOSE t, int n, int k, T alpha,       \
+                      const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) {           \
+      cblas_##p##syr2k(o, u, t, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);                      \
+    }                                                                                              \
+    static void her2k(CBLAS_ORDER o, CBLAS_UPLO u, CBLAS_TRANSPOSE t, int n, int k, T alpha,       \
+                      const T* a, int lda, const T* b, int ldb, R beta, T* c, int ldc) {           \
+      cblas_##p##her2k(o, u, t, n, k, &alpha, a, lda, b, ldb, beta, c, ldc);                       \
+    }                                                                                              \
+    static constexpr auto her = &cblas_##p##her;                                                   \
+    static constexpr auto hpr = &cblas_##p##hpr;                                                   \
+    static constexpr auto herk = &cblas_##p##herk;                                                 \
+    static constexpr auto rot_real = &cblas_##p##rp##rot;                                          \
     static constexpr auto trmv = &cblas_##p##trmv;                                                 \
     static constexpr auto trsv = &cblas_##p##trsv;                                                 \
     static constexpr auto tbmv = &cblas_##p##tbmv;                                                 \

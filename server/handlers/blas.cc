@@ -49,8 +49,11 @@ struct Session::BlasCall {
   uint32_t math_mode = 0;
   std::vector<int64_t> ints;
   std::array<uint64_t, kBlasMaxPtrs> ptrs{};  // arrays replaced by the server's copies
-  alignas(16) std::array<std::byte, 32> scalars{};
-  std::array<uint64_t, 2> scalar_ptrs{};
+  // Scalars sent by value, scalar i at i * kScalarSlot: aligned for any element type, however
+  // the wire packs them (crot's real c then complex s).
+  static constexpr size_t kScalarSlot = 48;  // rotm's 5 doubles, rounded to 16
+  alignas(16) std::array<std::byte, kBlasMaxScalars * kScalarSlot> scalars{};
+  std::array<uint64_t, kBlasMaxScalars> scalar_ptrs{};
   CUdeviceptr result = 0;         // device address for the result
   std::vector<uint64_t> arrays;   // pointer arrays' values, to copy to the device
   CUdeviceptr arrays_device = 0;  // where they go
@@ -88,7 +91,7 @@ PtrArg P(const BlasCall& c, size_t i) {
 }
 PtrArg S(const BlasCall& c, size_t i) {
   if (c.device_scalars) return {c.scalar_ptrs[i]};
-  return {reinterpret_cast<uintptr_t>(c.scalars.data() + i * c.plan.scalar_bytes)};
+  return {reinterpret_cast<uintptr_t>(c.scalars.data() + i * BlasCall::kScalarSlot)};
 }
 PtrArg R(const BlasCall& c) {
   return {c.result};
@@ -316,6 +319,37 @@ cublasStatus_t RunTrsmBatched(const BlasTable& t, cublasHandle_t h, const BlasCa
                  P(c, 1), I(c, 7), I(c, 8));
 }
 
+// The Hermitian forms take the symmetric ones' arguments, with real scalars; so do the
+// complex rotations the real one's.
+template <auto Fn>
+cublasStatus_t RunHer(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunSyr<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunHpr(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunSpr<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunHerk(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunSyrk<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunHer2k(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunSyr2k<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunRotMixed(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunRot<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunRotReal(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return RunRot<Fn>(t, h, c);
+}
+template <auto Fn>
+cublasStatus_t RunRotm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), S(c, 0));
+}
+
 struct Runner {
   uint32_t op;
   RunFn run;
@@ -430,18 +464,22 @@ Result<std::shared_ptr<Session::BlasCall>> Session::PrepareBlas(const v1::BlasRe
   c->math_mode = req.math_mode();
 
   // Scalars: their values, or device pointers to them.
-  const uint32_t sb = c->plan.scalar_bytes;
   if (req.device_scalars()) {
     if (static_cast<size_t>(req.scalar_ptrs_size()) != info.scalars)
       return Error(err::kInvalidValue, what + ": wrong number of scalar pointers");
     for (int i = 0; i < req.scalar_ptrs_size(); ++i) {
-      RETURN_IF_ERROR(CheckDeviceRange(req.scalar_ptrs(i), sb, "scalar"));
+      RETURN_IF_ERROR(CheckDeviceRange(req.scalar_ptrs(i), c->plan.scalar_bytes[i], "scalar"));
       c->scalar_ptrs[i] = req.scalar_ptrs(i);
     }
   } else {
-    if (req.scalars().size() != static_cast<size_t>(info.scalars) * sb || 2 * sb > 32)
+    if (req.scalars().size() != c->plan.ScalarOffset(info.scalars))
       return Error(err::kInvalidValue, what + ": scalars of the wrong size");
-    std::memcpy(c->scalars.data(), req.scalars().data(), req.scalars().size());
+    for (size_t i = 0; i < info.scalars; ++i) {
+      if (c->plan.scalar_bytes[i] > BlasCall::kScalarSlot)
+        return Error(err::kInvalidValue, what + ": a scalar larger than any cuBLAS takes");
+      std::memcpy(c->scalars.data() + i * BlasCall::kScalarSlot,
+                  req.scalars().data() + c->plan.ScalarOffset(i), c->plan.scalar_bytes[i]);
+    }
   }
 
   // The result: the tenant's device memory, or a scratch slot copied back.

@@ -1,6 +1,7 @@
 // tests/proto/blas_plan_test.cc - the shapes of forwarded cuBLAS routines: checks and reach.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 #include <vector>
 
@@ -34,7 +35,7 @@ TEST(BlasPlan, GemmReachFollowsTransposesAndLeadingDimensions) {
   EXPECT_EQ(p->bytes[0], ((3 - 1) * 7 + 5) * 4u);  // A: 5 x 3, lda 7
   EXPECT_EQ(p->bytes[1], ((4 - 1) * 6 + 5) * 4u);  // B: 5 x 4, ldb 6
   EXPECT_EQ(p->bytes[2], ((4 - 1) * 3 + 3) * 4u);  // C: 3 x 4, ldc 3
-  EXPECT_EQ(p->scalar_bytes, 4u);
+  EXPECT_EQ(p->scalar_bytes[0], 4u);
   // lda < rows of the stored A, a negative dimension, a bad enum.
   EXPECT_EQ(PlanBlas(Op("Sgemm"), std::vector<int64_t>{1, 0, 3, 4, 5, 4, 6, 3}).status().code(),
             err::kInvalidValue);
@@ -49,6 +50,36 @@ TEST(BlasPlan, GemmReachFollowsTransposesAndLeadingDimensions) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->bytes[0], 0u);
   EXPECT_EQ(p->bytes[2], 0u);
+}
+
+// Each scalar has its own size: Hermitian updates take real alpha and beta (her2k a complex
+// alpha and a real beta), crot a real c and a complex s, rotm a 5-element parameter array.
+TEST(BlasPlan, ScalarsAreSizedOneByOne) {
+  auto sizes = [](std::string_view name, std::vector<int64_t> ints) {
+    Result<BlasPlan> p = PlanBlas(Op(name), ints);
+    EXPECT_TRUE(p.ok()) << name << ": " << p.status().message();
+    return p.ok() ? p->scalar_bytes : std::array<uint32_t, kBlasMaxScalars>{};
+  };
+  using S = std::array<uint32_t, kBlasMaxScalars>;
+  EXPECT_EQ(sizes("Cherk", {0, 0, 4, 3, 4, 4}), (S{4, 4}));
+  EXPECT_EQ(sizes("Zher2k", {1, 2, 4, 3, 3, 3, 4}), (S{16, 8}));
+  EXPECT_EQ(sizes("Zher", {0, 4, 1, 4}), (S{8, 0}));
+  EXPECT_EQ(sizes("Csyrk", {0, 1, 4, 3, 3, 4}), (S{8, 8}));
+  EXPECT_EQ(sizes("Crot", {4, 1, 1}), (S{4, 8}));
+  EXPECT_EQ(sizes("Zdrot", {4, 1, 1}), (S{8, 8}));
+  EXPECT_EQ(sizes("Srotm", {4, 1, 1}), (S{20, 0}));
+  Result<BlasPlan> p = PlanBlas(Op("Zher2k"), std::vector<int64_t>{1, 2, 4, 3, 3, 3, 4});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->ScalarOffset(1), 16u);
+  EXPECT_EQ(p->ScalarOffset(2), 24u);
+  // A Hermitian product takes N or C, a complex symmetric one N or T, a real one any.
+  EXPECT_EQ(PlanBlas(Op("Cherk"), std::vector<int64_t>{0, 1, 4, 3, 3, 4}).status().code(),
+            err::kInvalidValue);
+  EXPECT_EQ(PlanBlas(Op("Zherkx"), std::vector<int64_t>{0, 1, 4, 3, 3, 3, 4}).status().code(),
+            err::kInvalidValue);
+  EXPECT_EQ(PlanBlas(Op("Csyr2k"), std::vector<int64_t>{0, 2, 4, 3, 3, 3, 4}).status().code(),
+            err::kInvalidValue);
+  EXPECT_TRUE(PlanBlas(Op("Dsyrk"), std::vector<int64_t>{0, 2, 4, 3, 3, 4}).ok());
 }
 
 TEST(BlasPlan, VectorsStridedBatchesAndOverflow) {
@@ -80,7 +111,7 @@ TEST(BlasPlan, ExTypesAndArrays) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->bytes[0], 16 * 2u);
   EXPECT_EQ(p->bytes[2], 16 * 4u);
-  EXPECT_EQ(p->scalar_bytes, 4u);
+  EXPECT_EQ(p->scalar_bytes[0], 4u);
   // An unforwarded type is NOT_SUPPORTED, not INVALID_VALUE.
   EXPECT_EQ(PlanBlas(Op("GemmEx"), std::vector<int64_t>{0, 0, 4, 4, 4, 8, 4, 2, 4, 0, 4, 68, -1})
                 .status()

@@ -1,6 +1,7 @@
 // tests/cuda/kernels/cublas_level2.cu - cuBLAS's band, packed, triangular and rank-update
-// routines (S and D), syr2k and syrkx, complex and Hermitian level 1, 2 and 3, and the
-// mixed-precision level-1 Ex routines, on random data.
+// routines (S and D), syr2k and syrkx, complex and Hermitian level 1, 2 and 3 (her, herk, her2k,
+// herkx with their real scalars among them), complex symmetric level 2 and 3, the rotations,
+// and the mixed-precision level-1 Ex routines, on random data.
 //
 // Built as users build cuBLAS programs (nvcc ... -lcublas) and run unmodified. Each result is
 // checked against a double-precision loop on the host over the dense matrix the storage format
@@ -827,6 +828,287 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
   CHECK(cudaFree(dx));
 }
 
+// The Hermitian updates with real scalars (her, hpr, herk, her2k, herkx), the complex symmetric
+// forms (symv, syr, syr2, syr2k, syrkx), complex geam, dgmm, gemmBatched and gemm3m, the complex
+// rotations and rotm, against std::complex<double>. Each update must leave the other triangle as
+// it was; a Hermitian update's diagonal is real.
+template <typename T, typename R>
+void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
+  const bool single = sizeof(R) == 4;
+  const double tol = single ? 1e-4 : 1e-11;
+  ComplexKit<T, R> kit{rng, tol};
+  const int n = 5, k = 3, ld = 7;
+  const T alpha = {static_cast<R>(0.5), static_cast<R>(-0.75)}, beta = {static_cast<R>(0.25), 1};
+  const R ralpha = static_cast<R>(0.75), rbeta = static_cast<R>(-0.5);
+  const size_t nn = static_cast<size_t>(ld) * n;
+  auto at = [&](const std::vector<T>& v, int i, int j) {
+    return Cx(v[i + static_cast<size_t>(j) * ld]);
+  };
+  auto stored = [](bool upper, int i, int j) { return upper ? i <= j : i >= j; };
+  // A square matrix with a real diagonal: a Hermitian update's input.
+  auto hermitian_input = [&]() {
+    std::vector<T> v = kit.Fill(nn);
+    for (int i = 0; i < n; ++i) v[i + static_cast<size_t>(i) * ld].y = 0;
+    return v;
+  };
+  const std::vector<T> x = kit.Fill(n), y = kit.Fill(n);
+  T* dx = kit.Device(x);
+  T* dy = kit.Device(y);
+  {  // her, lower: A += ralpha x x^H; hpr, upper packed, the same update
+    const std::vector<T> A = hermitian_input();
+    T* dA = kit.Device(A);
+    BLAS_OK(Pick<R>(cublasCher, cublasZher)(h, CUBLAS_FILL_MODE_LOWER, n, &ralpha, dx, 1, dA, ld));
+    std::vector<C64> want = kit.Wide(A);
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i)
+        want[i + static_cast<size_t>(j) * ld] += C64(ralpha) * Cx(x[i]) * std::conj(Cx(x[j]));
+    kit.Check("her", kit.Host(dA, A.size()), want);
+    std::vector<T> P = kit.Fill(n * (n + 1) / 2);
+    for (int j = 0; j < n; ++j) P[j + static_cast<size_t>(j) * (j + 1) / 2].y = 0;
+    T* dP = kit.Device(P);
+    BLAS_OK(Pick<R>(cublasChpr, cublasZhpr)(h, CUBLAS_FILL_MODE_UPPER, n, &ralpha, dx, 1, dP));
+    std::vector<C64> wp = kit.Wide(P);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i <= j; ++i)
+        wp[i + static_cast<size_t>(j) * (j + 1) / 2] +=
+            C64(ralpha) * Cx(x[i]) * std::conj(Cx(x[j]));
+    kit.Check("hpr", kit.Host(dP, P.size()), wp);
+    CHECK(cudaFree(dA));
+    CHECK(cudaFree(dP));
+  }
+  // The rank-k updates read n x k (N) or k x n (T, C) operands with ld.
+  const std::vector<T> A = kit.Fill(static_cast<size_t>(ld) * n), B = kit.Fill(A.size());
+  T* dA = kit.Device(A);
+  T* dB = kit.Device(B);
+  // op(X)(i, l): X itself (N), its transpose (T) or its conjugate transpose (C).
+  auto op = [&](const std::vector<T>& v, cublasOperation_t t, int i, int l) {
+    if (t == CUBLAS_OP_N) return at(v, i, l);
+    return t == CUBLAS_OP_T ? at(v, l, i) : std::conj(at(v, l, i));
+  };
+  // C(i, j) = a * sum_l op(X)(i, l) op2(Y)(l, j) over C's `uplo` triangle, + b * C(i, j); op2 is
+  // the conjugate transpose when `herm`, the transpose otherwise.
+  auto rank_k = [&](const std::vector<T>& C, bool upper, cublasOperation_t t,
+                    const std::vector<T>& X, const std::vector<T>& Y, C64 a, C64 b, bool herm) {
+    std::vector<C64> want = kit.Wide(C);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        if (!stored(upper, i, j)) continue;
+        C64 acc = 0;
+        for (int l = 0; l < k; ++l) {
+          const C64 yjl = op(Y, t, j, l);
+          acc += op(X, t, i, l) * (herm ? std::conj(yjl) : yjl);
+        }
+        want[i + static_cast<size_t>(j) * ld] = a * acc + b * at(C, i, j);
+      }
+    return want;
+  };
+  {  // herk, upper, N then C; T is not a Hermitian product's
+    for (cublasOperation_t t : {CUBLAS_OP_N, CUBLAS_OP_C}) {
+      const std::vector<T> C = hermitian_input();
+      T* dC = kit.Device(C);
+      BLAS_OK(Pick<R>(cublasCherk, cublasZherk)(h, CUBLAS_FILL_MODE_UPPER, t, n, k, &ralpha, dA, ld,
+                                                &rbeta, dC, ld));
+      kit.Check(t == CUBLAS_OP_N ? "herk N" : "herk C", kit.Host(dC, C.size()),
+                rank_k(C, true, t, A, A, C64(ralpha), C64(rbeta), true));
+      EXPECT_BLAS(Pick<R>(cublasCherk, cublasZherk)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k,
+                                                    &ralpha, dA, ld, &rbeta, dC, ld),
+                  CUBLAS_STATUS_INVALID_VALUE);
+      CHECK(cudaFree(dC));
+    }
+  }
+  {  // her2k, lower, N: C = alpha A B^H + conj(alpha) B A^H + rbeta C
+    const std::vector<T> C = hermitian_input();
+    T* dC = kit.Device(C);
+    BLAS_OK(Pick<R>(cublasCher2k, cublasZher2k)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k,
+                                                &alpha, dA, ld, dB, ld, &rbeta, dC, ld));
+    std::vector<C64> want = rank_k(C, false, CUBLAS_OP_N, A, B, Cx(alpha), C64(rbeta), true);
+    const std::vector<C64> other =
+        rank_k(C, false, CUBLAS_OP_N, B, A, std::conj(Cx(alpha)), C64(0), true);
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i) want[i + static_cast<size_t>(j) * ld] += other[i + j * ld];
+    kit.Check("her2k", kit.Host(dC, C.size()), want);
+    CHECK(cudaFree(dC));
+  }
+  {  // herkx, upper, C: C = a A^H (2A) + rbeta C with a real-valued alpha (a Hermitian result)
+    std::vector<T> A2 = A;
+    for (T& v : A2) v = {2 * v.x, 2 * v.y};
+    T* dA2 = kit.Device(A2);
+    const T a = {static_cast<R>(0.5), 0};
+    const std::vector<T> C = hermitian_input();
+    T* dC = kit.Device(C);
+    BLAS_OK(Pick<R>(cublasCherkx, cublasZherkx)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_C, n, k, &a,
+                                                dA, ld, dA2, ld, &rbeta, dC, ld));
+    kit.Check("herkx", kit.Host(dC, C.size()),
+              rank_k(C, true, CUBLAS_OP_C, A, A2, Cx(a), C64(rbeta), true));
+    CHECK(cudaFree(dA2));
+    CHECK(cudaFree(dC));
+  }
+  {  // syr2k (upper, T) and syrkx (lower, N), complex symmetric: transposes, no conjugates
+    const std::vector<T> C = kit.Fill(nn);
+    T* dC = kit.Device(C);
+    BLAS_OK(Pick<R>(cublasCsyr2k, cublasZsyr2k)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k,
+                                                &alpha, dA, ld, dB, ld, &beta, dC, ld));
+    std::vector<C64> want = rank_k(C, true, CUBLAS_OP_T, A, B, Cx(alpha), Cx(beta), false);
+    const std::vector<C64> other = rank_k(C, true, CUBLAS_OP_T, B, A, Cx(alpha), C64(0), false);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i <= j; ++i) want[i + static_cast<size_t>(j) * ld] += other[i + j * ld];
+    kit.Check("syr2k", kit.Host(dC, C.size()), want);
+    T* dC2 = kit.Device(C);
+    BLAS_OK(Pick<R>(cublasCsyrkx, cublasZsyrkx)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k,
+                                                &alpha, dA, ld, dB, ld, &beta, dC2, ld));
+    kit.Check("syrkx", kit.Host(dC2, C.size()),
+              rank_k(C, false, CUBLAS_OP_N, A, B, Cx(alpha), Cx(beta), false));
+    CHECK(cudaFree(dC));
+    CHECK(cudaFree(dC2));
+  }
+  {  // symv (upper), syr (lower), syr2 (upper): complex symmetric, no conjugates
+    const std::vector<T> S = kit.Fill(nn);
+    auto sym = [&](bool upper, int i, int j) {
+      return stored(upper, i, j) ? at(S, i, j) : at(S, j, i);
+    };
+    T* dS = kit.Device(S);
+    T* dv = kit.Device(y);
+    BLAS_OK(Pick<R>(cublasCsymv, cublasZsymv)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dS, ld, dx, 1,
+                                              &beta, dv, 1));
+    std::vector<C64> wv(n);
+    for (int i = 0; i < n; ++i) {
+      C64 acc = 0;
+      for (int j = 0; j < n; ++j) acc += sym(true, i, j) * Cx(x[j]);
+      wv[i] = Cx(alpha) * acc + Cx(beta) * Cx(y[i]);
+    }
+    kit.Check("symv", kit.Host(dv, n), wv);
+    BLAS_OK(Pick<R>(cublasCsyr, cublasZsyr)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, dx, 1, dS, ld));
+    std::vector<C64> w1 = kit.Wide(S);
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i)
+        w1[i + static_cast<size_t>(j) * ld] += Cx(alpha) * Cx(x[i]) * Cx(x[j]);
+    kit.Check("syr", kit.Host(dS, S.size()), w1);
+    T* dS2 = kit.Device(S);
+    BLAS_OK(Pick<R>(cublasCsyr2, cublasZsyr2)(h, CUBLAS_FILL_MODE_UPPER, n, &alpha, dx, 1, dy, 1,
+                                              dS2, ld));
+    std::vector<C64> w2 = kit.Wide(S);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i <= j; ++i)
+        w2[i + static_cast<size_t>(j) * ld] +=
+            Cx(alpha) * (Cx(x[i]) * Cx(y[j]) + Cx(y[i]) * Cx(x[j]));
+    kit.Check("syr2", kit.Host(dS2, S.size()), w2);
+    for (T* p : {dS, dv, dS2}) CHECK(cudaFree(p));
+  }
+  {  // geam (C, N), dgmm (left), gemm3m (N, T) and gemmBatched (C, N) on n x n matrices
+    const std::vector<T> G = kit.Fill(nn), H = kit.Fill(nn);
+    T* dG = kit.Device(G);
+    T* dH = kit.Device(H);
+    T* dO = kit.Device(std::vector<T>(nn));
+    BLAS_OK(Pick<R>(cublasCgeam, cublasZgeam)(h, CUBLAS_OP_C, CUBLAS_OP_N, n, n, &alpha, dG, ld,
+                                              &beta, dH, ld, dO, ld));
+    std::vector<C64> wg(nn, C64(0));
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i)
+        wg[i + static_cast<size_t>(j) * ld] =
+            Cx(alpha) * std::conj(at(G, j, i)) + Cx(beta) * at(H, i, j);
+    kit.Check("geam", kit.Host(dO, nn), wg);
+    BLAS_OK(Pick<R>(cublasCdgmm, cublasZdgmm)(h, CUBLAS_SIDE_LEFT, n, n, dG, ld, dx, 1, dO, ld));
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) wg[i + static_cast<size_t>(j) * ld] = Cx(x[i]) * at(G, i, j);
+    kit.Check("dgmm", kit.Host(dO, nn), wg);
+    auto gemm = [&](cublasOperation_t ta, cublasOperation_t tb, const std::vector<T>& C) {
+      std::vector<C64> w = kit.Wide(C);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+          C64 acc = 0;
+          for (int l = 0; l < n; ++l) acc += op(G, ta, i, l) * op(H, tb, l, j);
+          w[i + static_cast<size_t>(j) * ld] = Cx(alpha) * acc + Cx(beta) * at(C, i, j);
+        }
+      return w;
+    };
+    const std::vector<T> C0 = kit.Fill(nn), C1 = kit.Fill(nn);
+    T* dC0 = kit.Device(C0);
+    BLAS_OK(Pick<R>(cublasCgemm3m, cublasZgemm3m)(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &alpha, dG,
+                                                  ld, dH, ld, &beta, dC0, ld));
+    kit.Check("gemm3m", kit.Host(dC0, nn), gemm(CUBLAS_OP_N, CUBLAS_OP_T, C0));
+    T* dC1 = kit.Device(C1);
+    CHECK(cudaMemcpy(dC0, C0.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
+    const T* As[2] = {dG, dG};
+    const T* Bs[2] = {dH, dH};
+    T* Cs[2] = {dC0, dC1};
+    void** arrays = nullptr;
+    CHECK(cudaMalloc(&arrays, 6 * sizeof(void*)));
+    const void* host_arrays[6] = {As[0], As[1], Bs[0], Bs[1], Cs[0], Cs[1]};
+    CHECK(cudaMemcpy(arrays, host_arrays, sizeof host_arrays, cudaMemcpyHostToDevice));
+    BLAS_OK(Pick<R>(cublasCgemmBatched, cublasZgemmBatched)(
+        h, CUBLAS_OP_C, CUBLAS_OP_N, n, n, n, &alpha, reinterpret_cast<const T* const*>(arrays), ld,
+        reinterpret_cast<const T* const*>(arrays + 2), ld, &beta,
+        reinterpret_cast<T* const*>(arrays + 4), ld, 2));
+    kit.Check("gemmBatched[0]", kit.Host(dC0, nn), gemm(CUBLAS_OP_C, CUBLAS_OP_N, C0));
+    kit.Check("gemmBatched[1]", kit.Host(dC1, nn), gemm(CUBLAS_OP_C, CUBLAS_OP_N, C1));
+    for (void* p : {static_cast<void*>(dG), static_cast<void*>(dH), static_cast<void*>(dO),
+                    static_cast<void*>(dC0), static_cast<void*>(dC1), static_cast<void*>(arrays)})
+      CHECK(cudaFree(p));
+  }
+  {  // rot with a complex s, then with a real one: x' = c x + s y, y' = c y - conj(s) x
+    const R c = static_cast<R>(0.6);
+    const T s = {static_cast<R>(0.64), static_cast<R>(-0.48)};
+    const R rs = static_cast<R>(0.8);
+    T* rx = kit.Device(x);
+    T* ry = kit.Device(y);
+    BLAS_OK(Pick<R>(cublasCrot, cublasZrot)(h, n, rx, 1, ry, -1, &c, &s));
+    std::vector<C64> wx(n), wy(n);
+    for (int i = 0; i < n; ++i) {  // y walks from its far end (incy -1)
+      const C64 xi = Cx(x[i]), yi = Cx(y[n - 1 - i]);
+      wx[i] = C64(c) * xi + Cx(s) * yi;
+      wy[n - 1 - i] = C64(c) * yi - std::conj(Cx(s)) * xi;
+    }
+    kit.Check("rot x", kit.Host(rx, n), wx);
+    kit.Check("rot y", kit.Host(ry, n), wy);
+    BLAS_OK(Pick<R>(cublasCsrot, cublasZdrot)(h, n, rx, 1, ry, 1, &c, &rs));
+    std::vector<C64> vx(n), vy(n);
+    for (int i = 0; i < n; ++i) {
+      vx[i] = C64(c) * wx[i] + C64(rs) * wy[i];
+      vy[i] = C64(c) * wy[i] - C64(rs) * wx[i];
+    }
+    kit.Check("srot x", kit.Host(rx, n), vx);
+    kit.Check("srot y", kit.Host(ry, n), vy);
+    CHECK(cudaFree(rx));
+    CHECK(cudaFree(ry));
+  }
+  {  // rotm on real vectors, each flag: -2 (identity), -1 (full H), 0 (unit diagonal), 1
+    std::vector<R> u(n), v(n);
+    for (int i = 0; i < n; ++i) {
+      u[i] = static_cast<R>(rng.UniformD(-1, 1));
+      v[i] = static_cast<R>(rng.UniformD(-1, 1));
+    }
+    R *du = nullptr, *dv = nullptr;
+    CHECK(cudaMalloc(&du, n * sizeof(R)));
+    CHECK(cudaMalloc(&dv, n * sizeof(R)));
+    for (int flag = -2; flag <= 1; ++flag) {
+      const R p[5] = {static_cast<R>(flag), static_cast<R>(0.5), static_cast<R>(-0.25),
+                      static_cast<R>(0.75), static_cast<R>(1.5)};
+      CHECK(cudaMemcpy(du, u.data(), n * sizeof(R), cudaMemcpyHostToDevice));
+      CHECK(cudaMemcpy(dv, v.data(), n * sizeof(R), cudaMemcpyHostToDevice));
+      BLAS_OK(Pick<R>(cublasSrotm, cublasDrotm)(h, n, du, 1, dv, 1, p));
+      // H = [h11 h12; h21 h22]; flag 0 fixes h11 = h22 = 1, flag 1 fixes h12 = 1, h21 = -1.
+      double h11 = p[1], h21 = p[2], h12 = p[3], h22 = p[4];
+      if (flag == 0) h11 = h22 = 1;
+      if (flag == 1) h12 = 1, h21 = -1;
+      if (flag == -2) h11 = h22 = 1, h12 = h21 = 0;
+      std::vector<double> wu(n), wv(n);
+      for (int i = 0; i < n; ++i) {
+        wu[i] = h11 * u[i] + h12 * v[i];
+        wv[i] = h21 * u[i] + h22 * v[i];
+      }
+      std::vector<R> gu(n), gv(n);
+      CHECK(cudaDeviceSynchronize());
+      CHECK(cudaMemcpy(gu.data(), du, n * sizeof(R), cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(gv.data(), dv, n * sizeof(R), cudaMemcpyDeviceToHost));
+      Compare(single ? "Srotm x" : "Drotm x", gu, wu, Tol<R>());
+      Compare(single ? "Srotm y" : "Drotm y", gv, wv, Tol<R>());
+    }
+    CHECK(cudaFree(du));
+    CHECK(cudaFree(dv));
+  }
+  for (T* p : {dx, dy, dA, dB}) CHECK(cudaFree(p));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -845,6 +1127,8 @@ int main(int argc, char** argv) {
   ComplexLevel3<cuDoubleComplex, double>(h, rng);
   ComplexLevel2<cuComplex, float>(h, rng);
   ComplexLevel2<cuDoubleComplex, double>(h, rng);
+  HermitianAndSymmetric<cuComplex, float>(h, rng);
+  HermitianAndSymmetric<cuDoubleComplex, double>(h, rng);
   BLAS_OK(cublasDestroy(h));
   CHECK(cudaStreamDestroy(stream));
   return Finish(failures, "cublas_level2");
