@@ -21,6 +21,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -171,6 +172,7 @@ cublasStatus_t CopyMatrix(int rows, int cols, int es, const void* src, int ld_sr
 }  // namespace remora::client_stub
 
 using remora::client_stub::Forward;
+using remora::client_stub::SayOnce;
 using Op = remora::client_stub::Op;
 
 extern "C" {
@@ -402,6 +404,35 @@ ROT_COMPLEX(Zdrot, cuDoubleComplex, double, double)
   }
 ROTM(Srotm, float)
 ROTM(Drotm, double)
+
+// rotEx with one real type for c and s: the rotation of that precision (x and y real or
+// complex, computed in their own type); a half-precision or complex-s form is not forwarded.
+cublasStatus_t cublasRotEx(cublasHandle_t h, int n, void* x, cudaDataType xType, int incx, void* y,
+                           cudaDataType yType, int incy, const void* c, const void* s,
+                           cudaDataType csType, cudaDataType executiontype) {
+  const auto* cf = static_cast<const float*>(c);
+  const auto* sf = static_cast<const float*>(s);
+  const auto* cd = static_cast<const double*>(c);
+  const auto* sd = static_cast<const double*>(s);
+  if (xType == yType && xType == executiontype) {
+    if (xType == CUDA_R_32F && csType == CUDA_R_32F)
+      return cublasSrot_v2(h, n, static_cast<float*>(x), incx, static_cast<float*>(y), incy, cf,
+                           sf);
+    if (xType == CUDA_R_64F && csType == CUDA_R_64F)
+      return cublasDrot_v2(h, n, static_cast<double*>(x), incx, static_cast<double*>(y), incy, cd,
+                           sd);
+    if (xType == CUDA_C_32F && csType == CUDA_R_32F)
+      return cublasCsrot_v2(h, n, static_cast<cuComplex*>(x), incx, static_cast<cuComplex*>(y),
+                            incy, cf, sf);
+    if (xType == CUDA_C_64F && csType == CUDA_R_64F)
+      return cublasZdrot_v2(h, n, static_cast<cuDoubleComplex*>(x), incx,
+                            static_cast<cuDoubleComplex*>(y), incy, cd, sd);
+  }
+  SayOnce("cublasRotEx: x " + std::to_string(xType) + ", y " + std::to_string(yType) + ", c/s " +
+          std::to_string(csType) + ", execution " + std::to_string(executiontype) +
+          " is not forwarded: CUBLAS_STATUS_NOT_SUPPORTED");
+  return CUBLAS_STATUS_NOT_SUPPORTED;
+}
 AXPY(Caxpy, cuComplex)
 AXPY(Zaxpy, cuDoubleComplex)
 SCAL(Cscal, cuComplex, cuComplex)
@@ -611,6 +642,25 @@ SYRK(Csyrk, cuComplex, cuComplex)
 SYRK(Zsyrk, cuDoubleComplex, cuDoubleComplex)
 SYRK(Cherk, cuComplex, float)
 SYRK(Zherk, cuDoubleComplex, double)
+// The Ex forms of csyrk and cherk, and their 3m forms (the same product), on FP32 complex
+// operands are csyrk and cherk; cuBLAS's 8-bit complex inputs are not forwarded.
+#define RANKK_EX(Name, Fn, S)                                                                   \
+  cublasStatus_t cublas##Name(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, \
+                              int n, int k, const S* alpha, const void* A, cudaDataType Atype,  \
+                              int lda, const S* beta, void* C, cudaDataType Ctype, int ldc) {   \
+    if (Atype != CUDA_C_32F || Ctype != CUDA_C_32F) {                                           \
+      SayOnce("cublas" #Name ": Atype " + std::to_string(Atype) + ", Ctype " +                  \
+              std::to_string(Ctype) +                                                           \
+              " (only CUDA_C_32F's are forwarded): CUBLAS_STATUS_NOT_SUPPORTED");               \
+      return CUBLAS_STATUS_NOT_SUPPORTED;                                                       \
+    }                                                                                           \
+    return Fn(h, uplo, trans, n, k, alpha, static_cast<const cuComplex*>(A), lda, beta,         \
+              static_cast<cuComplex*>(C), ldc);                                                 \
+  }
+RANKK_EX(CsyrkEx, cublasCsyrk_v2, cuComplex)
+RANKK_EX(Csyrk3mEx, cublasCsyrk_v2, cuComplex)
+RANKK_EX(CherkEx, cublasCherk_v2, float)
+RANKK_EX(Cherk3mEx, cublasCherk_v2, float)
 // syr2k and syrkx; her2k's and herkx's beta is real (Beta: its type).
 #define SYR2K(Name, Sym, T, Beta)                                                                 \
   cublasStatus_t Sym(cublasHandle_t h, cublasFillMode_t uplo, cublasOperation_t trans, int n,     \
@@ -671,6 +721,21 @@ DGMM(Sdgmm, float)
 DGMM(Ddgmm, double)
 DGMM(Cdgmm, cuComplex)
 DGMM(Zdgmm, cuDoubleComplex)
+
+// Triangular storage: packed AP to full A's `uplo` triangle (tpttr) and back (trttp).
+#define TPTTR(X, T)                                                                            \
+  cublasStatus_t cublas##X##tpttr(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* AP, \
+                                  T* A, int lda) {                                             \
+    return Forward(h, Op::k##X##tpttr, {uplo, n, lda}, {AP, A});                               \
+  }                                                                                            \
+  cublasStatus_t cublas##X##trttp(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* A,  \
+                                  int lda, T* AP) {                                            \
+    return Forward(h, Op::k##X##trttp, {uplo, n, lda}, {A, AP});                               \
+  }
+TPTTR(S, float)
+TPTTR(D, double)
+TPTTR(C, cuComplex)
+TPTTR(Z, cuDoubleComplex)
 
 // ---- Mixed precision and batches ------------------------------------------------------
 

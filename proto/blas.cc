@@ -74,6 +74,8 @@ constexpr BlasShapeInfo kInfo[] = {
     {3, 2, 2, false},  // RotMixed  n incx incy | x y | c real, s complex (crot, zrot)
     {3, 2, 2, false},  // RotReal   n incx incy | x y | c s, real (csrot, zdrot)
     {3, 2, 1, false},  // Rotm    n incx incy | x y | param[5]
+    {3, 2, 0, false},  // Tpttr   uplo n lda | AP A  (packed to full)
+    {3, 2, 0, false},  // Trttp   uplo n lda | A AP  (full to packed)
 };
 
 constexpr BlasOp kOps[] = {
@@ -453,6 +455,15 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[0] = OpMat(p, t, n, k, 4, "lda", e);
       b[1] = OpMat(p, t, n, k, 5, "ldb", e);
       b[2] = p.Mat(n, n, 6, "ldc", e);
+      break;
+    }
+    case BlasShape::kTpttr:
+    case BlasShape::kTrttp: {
+      p.Enum01(0, "uplo");
+      const int64_t n = p.Dim(1, "n");
+      const bool to_full = op.shape == BlasShape::kTpttr;
+      b[to_full ? 0 : 1] = Packed(p, n, e);
+      b[to_full ? 1 : 0] = p.Mat(n, n, 2, "lda", e);
       break;
     }
     case BlasShape::kDotEx:

@@ -74,6 +74,8 @@ enum class BlasShape : uint8_t {
   kRotMixed,
   kRotReal,
   kRotm,
+  kTpttr,
+  kTrttp,
 };
 
 // What a shape takes, in signature order after the handle.

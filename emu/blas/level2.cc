@@ -1,6 +1,6 @@
 // emu/blas/level2.cc - level 2: gemv; ger (geru, gerc); symv, syr, syr2 (complex symmetric
 // too), hemv, her, her2 and their packed and band forms; gbmv; and the triangular products and
-// solves trmv/trsv, tbmv/tbsv, tpmv/tpsv.
+// solves trmv/trsv, tbmv/tbsv, tpmv/tpsv; and the storage conversions tpttr and trttp.
 //
 // Argument checks follow reference BLAS's xerbla conditions, each reported as
 // CUBLAS_STATUS_INVALID_VALUE; empty problems return without queueing work.
@@ -244,10 +244,46 @@ cublasStatus_t ComplexSymmetricUpdate(cublasHandle_t h, cublasFillMode_t uplo, i
   });
 }
 
+// Copies the `uplo` triangle of an n x n matrix from packed storage to full storage with leading
+// dimension lda (tpttr, `to_full`) or from full to packed (trttp). A full matrix's other triangle
+// is left as it was.
+template <class T>
+cublasStatus_t ConvertTriangle(cublasHandle_t h, cublasFillMode_t uplo, int n, const T* src, T* dst,
+                               int lda, bool to_full) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(ValidFill(uplo) && n >= 0 && ValidLd(lda, n));
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  return call.Submit([=] {
+    const bool upper = uplo == CUBLAS_FILL_MODE_UPPER;
+    ptrdiff_t packed = 0;  // the triangle, column by column
+    for (int j = 0; j < n; ++j)
+      for (int i = upper ? 0 : j; i <= (upper ? j : n - 1); ++i, ++packed) {
+        const ptrdiff_t full = i + static_cast<ptrdiff_t>(j) * lda;
+        dst[to_full ? full : packed] = src[to_full ? packed : full];
+      }
+  });
+}
+
 }  // namespace
 }  // namespace remora::emu::blas
 
 using namespace remora::emu::blas;  // NOLINT: entry points are global by ABI
+
+#define TRIANGLE_STORAGE(X, T)                                                                    \
+  REMORA_BLAS_API cublasStatus_t cublas##X##tpttr(cublasHandle_t h, cublasFillMode_t uplo, int n, \
+                                                  const T* AP, T* A, int lda) {                   \
+    return ConvertTriangle(h, uplo, n, AP, A, lda, true);                                         \
+  }                                                                                               \
+  REMORA_BLAS_API cublasStatus_t cublas##X##trttp(cublasHandle_t h, cublasFillMode_t uplo, int n, \
+                                                  const T* A, int lda, T* AP) {                   \
+    return ConvertTriangle(h, uplo, n, A, AP, lda, false);                                        \
+  }
+TRIANGLE_STORAGE(S, float)
+TRIANGLE_STORAGE(D, double)
+TRIANGLE_STORAGE(C, cuComplex)
+TRIANGLE_STORAGE(Z, cuDoubleComplex)
+#undef TRIANGLE_STORAGE
 
 REMORA_BLAS_API cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t trans, int m,
                                               int n, const float* alpha, const float* A, int lda,

@@ -350,6 +350,15 @@ cublasStatus_t RunRotm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) 
   return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), S(c, 0));
 }
 
+template <auto Fn>
+cublasStatus_t RunTpttr(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), P(c, 0), P(c, 1), I(c, 2));
+}
+template <auto Fn>
+cublasStatus_t RunTrttp(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, I(c, 0), I(c, 1), P(c, 0), I(c, 2), P(c, 1));
+}
+
 struct Runner {
   uint32_t op;
   RunFn run;

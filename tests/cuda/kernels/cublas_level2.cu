@@ -829,9 +829,10 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
 }
 
 // The Hermitian updates with real scalars (her, hpr, herk, her2k, herkx), the complex symmetric
-// forms (symv, syr, syr2, syr2k, syrkx), complex geam, dgmm, gemmBatched and gemm3m, the complex
-// rotations and rotm, against std::complex<double>. Each update must leave the other triangle as
-// it was; a Hermitian update's diagonal is real.
+// forms (symv, syr, syr2, syr2k, syrkx) and the Ex forms of csyrk and cherk, complex geam, dgmm,
+// gemmBatched and gemm3m, the complex rotations, rotEx and rotm, and the triangular storage
+// conversions trttp and tpttr, against std::complex<double>. Each update must leave the other
+// triangle as it was; a Hermitian update's diagonal is real.
 template <typename T, typename R>
 void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
   const bool single = sizeof(R) == 4;
@@ -916,6 +917,18 @@ void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
       CHECK(cudaFree(dC));
     }
   }
+  if constexpr (sizeof(R) == 4) {  // CherkEx, Cherk3mEx on FP32 complex operands: cherk's product
+    for (int three_m = 0; three_m < 2; ++three_m) {
+      const std::vector<T> C = hermitian_input();
+      T* dC = kit.Device(C);
+      BLAS_OK((three_m ? cublasCherk3mEx : cublasCherkEx)(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n,
+                                                          k, &ralpha, dA, CUDA_C_32F, ld, &rbeta,
+                                                          dC, CUDA_C_32F, ld));
+      kit.Check(three_m ? "herk3mEx" : "herkEx", kit.Host(dC, C.size()),
+                rank_k(C, false, CUBLAS_OP_C, A, A, C64(ralpha), C64(rbeta), true));
+      CHECK(cudaFree(dC));
+    }
+  }
   {  // her2k, lower, N: C = alpha A B^H + conj(alpha) B A^H + rbeta C
     const std::vector<T> C = hermitian_input();
     T* dC = kit.Device(C);
@@ -958,6 +971,16 @@ void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
                                                 &alpha, dA, ld, dB, ld, &beta, dC2, ld));
     kit.Check("syrkx", kit.Host(dC2, C.size()),
               rank_k(C, false, CUBLAS_OP_N, A, B, Cx(alpha), Cx(beta), false));
+    if constexpr (sizeof(R) == 4) {  // CsyrkEx, Csyrk3mEx: csyrk's product
+      for (int three_m = 0; three_m < 2; ++three_m) {
+        CHECK(cudaMemcpy(dC2, C.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
+        BLAS_OK((three_m ? cublasCsyrk3mEx : cublasCsyrkEx)(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                                                            n, k, &alpha, dA, CUDA_C_32F, ld, &beta,
+                                                            dC2, CUDA_C_32F, ld));
+        kit.Check(three_m ? "syrk3mEx" : "syrkEx", kit.Host(dC2, C.size()),
+                  rank_k(C, true, CUBLAS_OP_T, A, A, Cx(alpha), Cx(beta), false));
+      }
+    }
     CHECK(cudaFree(dC));
     CHECK(cudaFree(dC2));
   }
@@ -1068,8 +1091,41 @@ void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
     }
     kit.Check("srot x", kit.Host(rx, n), vx);
     kit.Check("srot y", kit.Host(ry, n), vy);
+    // rotEx with real c and s of x's precision: the same rotation once more
+    const cudaDataType xt = single ? CUDA_C_32F : CUDA_C_64F, rt = single ? CUDA_R_32F : CUDA_R_64F;
+    BLAS_OK(cublasRotEx(h, n, rx, xt, 1, ry, xt, 1, &c, &rs, rt, xt));
+    for (int i = 0; i < n; ++i) {
+      const C64 px = vx[i], py = vy[i];
+      vx[i] = C64(c) * px + C64(rs) * py;
+      vy[i] = C64(c) * py - C64(rs) * px;
+    }
+    kit.Check("rotEx x", kit.Host(rx, n), vx);
+    kit.Check("rotEx y", kit.Host(ry, n), vy);
     CHECK(cudaFree(rx));
     CHECK(cudaFree(ry));
+  }
+  {  // trttp then tpttr, each triangle: full -> packed -> a second full matrix's triangle
+    const std::vector<T> F = kit.Fill(nn), G = kit.Fill(nn);
+    T* dF = kit.Device(F);
+    T* dG = kit.Device(G);
+    T* dP = kit.Device(std::vector<T>(n * (n + 1) / 2));
+    for (bool upper : {true, false}) {
+      const cublasFillMode_t fill = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+      BLAS_OK(Pick<R>(cublasCtrttp, cublasZtrttp)(h, fill, n, dF, ld, dP));
+      std::vector<C64> wp;
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i)
+          if (stored(upper, i, j)) wp.push_back(at(F, i, j));
+      kit.Check(upper ? "trttp U" : "trttp L", kit.Host(dP, wp.size()), wp);
+      CHECK(cudaMemcpy(dG, G.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
+      BLAS_OK(Pick<R>(cublasCtpttr, cublasZtpttr)(h, fill, n, dP, dG, ld));
+      std::vector<C64> wg = kit.Wide(G);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i)
+          if (stored(upper, i, j)) wg[i + static_cast<size_t>(j) * ld] = at(F, i, j);
+      kit.Check(upper ? "tpttr U" : "tpttr L", kit.Host(dG, nn), wg);
+    }
+    for (T* p : {dF, dG, dP}) CHECK(cudaFree(p));
   }
   {  // rotm on real vectors, each flag: -2 (identity), -1 (full H), 0 (unit diagonal), 1
     std::vector<R> u(n), v(n);
