@@ -17,10 +17,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -86,7 +88,8 @@ cublasStatus_t Forward(cublasHandle_t handle, Op id, std::initializer_list<int64
   if (!plan.ok() && plan.status().code() == err::kNotSupported)
     SayOnce(plan.status().message() + "; Remora does not forward it: CUBLAS_STATUS_NOT_SUPPORTED");
   if (!plan.ok()) return static_cast<cublasStatus_t>(CudaToBlasStatus(plan.status().code()));
-  const bool device = h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
+  const bool device =
+      h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE || op->info->pointers_are_scalars;
   v1::BlasRequest req;
   req.set_op(op->op);
   req.set_handle(h->id);
@@ -168,10 +171,63 @@ cublasStatus_t CopyMatrix(int rows, int cols, int es, const void* src, int ld_sr
                 stream);
 }
 
+// One scalar argument of a routine that reads and writes its scalars in place (rotg, rotmg):
+// the caller's memory, its size, and whether the routine writes it.
+struct InPlace {
+  const void* in;
+  void* out;  // null: read only
+  size_t bytes;
+};
+
+// Forwards rotg or rotmg, whose pointers are their scalars: in device pointer mode with the
+// caller's pointers, in stream order; in host mode through a block of device memory the
+// arguments are copied into and back from on the handle's stream, returning with the results in
+// place, as cuBLAS does. A null argument is CUBLAS_STATUS_INVALID_VALUE.
+template <size_t N>
+cublasStatus_t ForwardInPlace(cublasHandle_t handle, Op id, const std::array<InPlace, N>& args) {
+  std::optional<cublasContext> h = Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  for (const InPlace& a : args)
+    if (!a.in) return CUBLAS_STATUS_INVALID_VALUE;
+  std::array<const void*, N> at;
+  auto forward = [&] {
+    if constexpr (N == 4)
+      return Forward(handle, id, {}, {at[0], at[1], at[2], at[3]});
+    else
+      return Forward(handle, id, {}, {at[0], at[1], at[2], at[3], at[4]});
+  };
+  if (h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE) {
+    for (size_t i = 0; i < N; ++i) at[i] = args[i].in;
+    return forward();
+  }
+  size_t total = 0;
+  for (const InPlace& a : args) total += (a.bytes + 15) & ~size_t{15};
+  void* memory = nullptr;
+  if (cudaMalloc(&memory, total) != cudaSuccess) return CUBLAS_STATUS_ALLOC_FAILED;
+  std::unique_ptr<void, decltype(&cudaFree)> owned(memory, &cudaFree);
+  char* const block = static_cast<char*>(memory);
+  cudaError_t e = cudaSuccess;
+  size_t off = 0;
+  for (size_t i = 0; i < N && e == cudaSuccess; ++i) {
+    at[i] = block + off;
+    e = cudaMemcpyAsync(block + off, args[i].in, args[i].bytes, cudaMemcpyHostToDevice, h->stream);
+    off += (args[i].bytes + 15) & ~size_t{15};
+  }
+  if (e != cudaSuccess) return ToStatus(e);
+  if (cublasStatus_t st = forward(); st != CUBLAS_STATUS_SUCCESS) return st;
+  for (size_t i = 0; i < N && e == cudaSuccess; ++i)
+    if (args[i].out)
+      e = cudaMemcpyAsync(args[i].out, at[i], args[i].bytes, cudaMemcpyDeviceToHost, h->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(h->stream);
+  return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : ToStatus(e);
+}
+
 }  // namespace
 }  // namespace remora::client_stub
 
 using remora::client_stub::Forward;
+using remora::client_stub::ForwardInPlace;
+using remora::client_stub::InPlace;
 using remora::client_stub::SayOnce;
 using Op = remora::client_stub::Op;
 
@@ -404,6 +460,31 @@ ROT_COMPLEX(Zdrot, cuDoubleComplex, double, double)
   }
 ROTM(Srotm, float)
 ROTM(Drotm, double)
+
+// The rotation generators, their scalars in place: a, b, c (real) and s (rotg); d1, d2, x1,
+// y1 (read only) and param[5] (rotmg).
+#define ROTG(X, T, R)                                                                    \
+  cublasStatus_t cublas##X##rotg_v2(cublasHandle_t h, T* a, T* b, R* c, T* s) {          \
+    return ForwardInPlace<4>(                                                            \
+        h, Op::k##X##rotg,                                                               \
+        {{{a, a, sizeof(T)}, {b, b, sizeof(T)}, {c, c, sizeof(R)}, {s, s, sizeof(T)}}}); \
+  }
+ROTG(S, float, float)
+ROTG(D, double, double)
+ROTG(C, cuComplex, float)
+ROTG(Z, cuDoubleComplex, double)
+#define ROTMG(X, T)                                                                      \
+  cublasStatus_t cublas##X##rotmg_v2(cublasHandle_t h, T* d1, T* d2, T* x1, const T* y1, \
+                                     T* param) {                                         \
+    return ForwardInPlace<5>(h, Op::k##X##rotmg,                                         \
+                             {{{d1, d1, sizeof(T)},                                      \
+                               {d2, d2, sizeof(T)},                                      \
+                               {x1, x1, sizeof(T)},                                      \
+                               {y1, nullptr, sizeof(T)},                                 \
+                               {param, param, 5 * sizeof(T)}}});                         \
+  }
+ROTMG(S, float)
+ROTMG(D, double)
 
 // rotEx with one real type for c and s: the rotation of that precision (x and y real or
 // complex, computed in their own type); a half-precision or complex-s form is not forwarded.

@@ -76,6 +76,8 @@ constexpr BlasShapeInfo kInfo[] = {
     {3, 2, 1, false},  // Rotm    n incx incy | x y | param[5]
     {3, 2, 0, false},  // Tpttr   uplo n lda | AP A  (packed to full)
     {3, 2, 0, false},  // Trttp   uplo n lda | A AP  (full to packed)
+    {0, 4, 0, false, true},  // Rotg    | a b c s  (c real)
+    {0, 5, 0, false, true},  // Rotmg   | d1 d2 x1 y1 param[5]
 };
 
 constexpr BlasOp kOps[] = {
@@ -457,6 +459,14 @@ Result<BlasPlan> PlanBlas(const BlasOp& op, std::span<const int64_t> a) {
       b[2] = p.Mat(n, n, 6, "ldc", e);
       break;
     }
+    case BlasShape::kRotg: {
+      const bool complex = op.name[0] == 'C' || op.name[0] == 'Z';
+      b = {e, e, complex ? e / 2 : e, e};
+      break;
+    }
+    case BlasShape::kRotmg:
+      b = {e, e, e, e, 5 * e};
+      break;
     case BlasShape::kTpttr:
     case BlasShape::kTrttp: {
       p.Enum01(0, "uplo");

@@ -76,6 +76,8 @@ enum class BlasShape : uint8_t {
   kRotm,
   kTpttr,
   kTrttp,
+  kRotg,
+  kRotmg,
 };
 
 // What a shape takes, in signature order after the handle.
@@ -86,6 +88,9 @@ struct BlasShapeInfo {
   // The routine returns one value (dot, nrm2, iamax; getrs's host info): in
   // host pointer mode the call waits and the value comes back in the reply.
   bool result;
+  // Its pointers are its scalars, read and written in place (rotg, rotmg): it runs in device
+  // pointer mode only, the stub copying host scalars through device memory.
+  bool pointers_are_scalars = false;
 };
 
 struct BlasOp {

@@ -1,7 +1,7 @@
 // emu/blas/level1.cc - level 1: axpy, dot, nrm2, scal, asum, i*amax/i*amin,
-// copy, swap, rot, rotm (float and double); their complex forms, dotu and dotc, and the complex
-// rotations crot and csrot; and the mixed-precision Ex routines (dot, dotc, axpy, scal, nrm2,
-// asum, copy, swap).
+// copy, swap, rot, rotm, rotg, rotmg (float and double); their complex forms, dotu and dotc, and
+// the complex rotations crot and csrot; and the mixed-precision Ex routines (dot, dotc, axpy, scal,
+// nrm2, asum, copy, swap).
 //
 // As reference BLAS: n <= 0 does nothing (a reduction yields 0); increments may
 // be negative (the vector is walked from its far end), and nrm2, asum, scal and
@@ -176,6 +176,18 @@ cublasStatus_t ComplexRot(cublasHandle_t h, int n, T* x, int incx, T* y, int inc
   });
 }
 
+// Runs `generate` on the generators' in-place scalars: on the stream in device pointer mode, at
+// once in host mode (the scalars are the caller's memory, written before returning).
+template <class F>
+cublasStatus_t Generate(cublasHandle_t h, bool args_present, F generate) {
+  Call call;
+  BLAS_RETURN_IF_ERROR(call.Begin(h));
+  BLAS_CHECK_ARG(args_present);
+  if (call.device_mode()) return call.Submit(generate);
+  generate();
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 // The modified Givens rotation of x and y by param[5] (flag, h11, h21, h12, h22): host
 // memory read at the call, or device memory when the work runs.
 template <class T>
@@ -330,6 +342,32 @@ REMORA_BLAS_API cublasStatus_t cublasDrot_v2(cublasHandle_t h, int n, double* x,
 COMPLEX_LEVEL1(C, c, cuComplex, float, S, s)
 COMPLEX_LEVEL1(Z, z, cuDoubleComplex, double, D, d)
 #undef COMPLEX_LEVEL1
+
+// The rotation generators rotg (S, D, C, Z) and rotmg (S, D).
+REMORA_BLAS_API cublasStatus_t cublasSrotg_v2(cublasHandle_t h, float* a, float* b, float* c,
+                                              float* s) {
+  return Generate(h, a && b && c && s, [=] { cblas_srotg(a, b, c, s); });
+}
+REMORA_BLAS_API cublasStatus_t cublasDrotg_v2(cublasHandle_t h, double* a, double* b, double* c,
+                                              double* s) {
+  return Generate(h, a && b && c && s, [=] { cblas_drotg(a, b, c, s); });
+}
+REMORA_BLAS_API cublasStatus_t cublasCrotg_v2(cublasHandle_t h, cuComplex* a, cuComplex* b,
+                                              float* c, cuComplex* s) {
+  return Generate(h, a && b && c && s, [=] { cblas_crotg(a, b, c, s); });
+}
+REMORA_BLAS_API cublasStatus_t cublasZrotg_v2(cublasHandle_t h, cuDoubleComplex* a,
+                                              cuDoubleComplex* b, double* c, cuDoubleComplex* s) {
+  return Generate(h, a && b && c && s, [=] { cblas_zrotg(a, b, c, s); });
+}
+REMORA_BLAS_API cublasStatus_t cublasSrotmg_v2(cublasHandle_t h, float* d1, float* d2, float* x1,
+                                               const float* y1, float* param) {
+  return Generate(h, d1 && d2 && x1 && y1 && param, [=] { cblas_srotmg(d1, d2, x1, *y1, param); });
+}
+REMORA_BLAS_API cublasStatus_t cublasDrotmg_v2(cublasHandle_t h, double* d1, double* d2, double* x1,
+                                               const double* y1, double* param) {
+  return Generate(h, d1 && d2 && x1 && y1 && param, [=] { cblas_drotmg(d1, d2, x1, *y1, param); });
+}
 
 // rotm in S and D; crot and csrot (zrot, zdrot), c real and s complex or real.
 #define ROTATIONS(X, T, RX, R, LRX)                                                               \

@@ -359,6 +359,15 @@ cublasStatus_t RunTrttp(const BlasTable& t, cublasHandle_t h, const BlasCall& c)
   return (t.*Fn)(h, I(c, 0), I(c, 1), P(c, 0), I(c, 2), P(c, 1));
 }
 
+template <auto Fn>
+cublasStatus_t RunRotg(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, P(c, 0), P(c, 1), P(c, 2), P(c, 3));
+}
+template <auto Fn>
+cublasStatus_t RunRotmg(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
+  return (t.*Fn)(h, P(c, 0), P(c, 1), P(c, 2), P(c, 3), P(c, 4));
+}
+
 struct Runner {
   uint32_t op;
   RunFn run;
@@ -464,6 +473,8 @@ Result<std::shared_ptr<Session::BlasCall>> Session::PrepareBlas(const v1::BlasRe
   const std::string what = "cublas" + std::string(op->name);
   if (static_cast<size_t>(req.ptrs_size()) != info.ptrs)
     return Error(err::kInvalidValue, what + " takes " + std::to_string(info.ptrs) + " pointers");
+  if (info.pointers_are_scalars && !req.device_scalars())
+    return Error(err::kInvalidValue, what + " runs in device pointer mode only");
   if (BlasResultOnHost(*op, req.device_scalars()) != host_result)
     return Error(
         err::kInvalidValue,

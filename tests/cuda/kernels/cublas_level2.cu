@@ -830,9 +830,9 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
 
 // The Hermitian updates with real scalars (her, hpr, herk, her2k, herkx), the complex symmetric
 // forms (symv, syr, syr2, syr2k, syrkx) and the Ex forms of csyrk and cherk, complex geam, dgmm,
-// gemmBatched and gemm3m, the complex rotations, rotEx and rotm, and the triangular storage
-// conversions trttp and tpttr, against std::complex<double>. Each update must leave the other
-// triangle as it was; a Hermitian update's diagonal is real.
+// gemmBatched and gemm3m, the complex rotations, rotEx, rotm, rotg and rotmg, and the triangular
+// storage conversions trttp and tpttr, against std::complex<double>. Each update must leave the
+// other triangle as it was; a Hermitian update's diagonal is real.
 template <typename T, typename R>
 void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
   const bool single = sizeof(R) == 4;
@@ -1126,6 +1126,57 @@ void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
       kit.Check(upper ? "tpttr U" : "tpttr L", kit.Host(dG, nn), wg);
     }
     for (T* p : {dF, dG, dP}) CHECK(cudaFree(p));
+  }
+  {  // rotg, complex and real, host pointer mode and device: c^2 + |s|^2 = 1 and
+     // [c s; -conj(s) c] [a; b] = [r; 0] with r written over a
+    auto near = [&](C64 got, C64 want, const char* what) {
+      if (std::abs(got - want) > tol * 10 * (1 + std::abs(want))) {
+        std::printf("FAIL %s%s: (%g, %g), want (%g, %g)\n", kit.prefix, what, got.real(),
+                    got.imag(), want.real(), want.imag());
+        ++failures;
+      }
+    };
+    const T a0 = kit.Fill(1)[0], b0 = kit.Fill(1)[0];
+    T a = a0, b = b0, s = {};
+    R c = 0;
+    BLAS_OK(Pick<R>(cublasCrotg, cublasZrotg)(h, &a, &b, &c, &s));
+    near(C64(c * c + std::norm(Cx(s))), 1, "rotg c^2 + |s|^2");
+    near(C64(c) * Cx(a0) + Cx(s) * Cx(b0), Cx(a), "rotg r");
+    near(-std::conj(Cx(s)) * Cx(a0) + C64(c) * Cx(b0), 0, "rotg 0");
+    const R ra0 = a0.x, rb0 = b0.x;
+    R ra = ra0, rb = rb0, rc = 0, rs = 0;
+    BLAS_OK(Pick<R>(cublasSrotg, cublasDrotg)(h, &ra, &rb, &rc, &rs));
+    near(C64(rc * rc + rs * rs), 1, "rotg real c^2 + s^2");
+    near(C64(rc * ra0 + rs * rb0), C64(ra), "rotg real r");
+    near(C64(-rs * ra0 + rc * rb0), 0, "rotg real 0");
+    // Device pointer mode: the same generator in stream order, on device memory
+    R* d = nullptr;
+    const R in[4] = {ra0, rb0, 0, 0};
+    CHECK(cudaMalloc(&d, sizeof in));
+    CHECK(cudaMemcpy(d, in, sizeof in, cudaMemcpyHostToDevice));
+    BLAS_OK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
+    BLAS_OK(Pick<R>(cublasSrotg, cublasDrotg)(h, d, d + 1, d + 2, d + 3));
+    BLAS_OK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    R out[4];
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+    near(C64(out[0]), C64(ra), "rotg device r");
+    near(C64(out[2]), C64(rc), "rotg device c");
+    near(C64(out[3]), C64(rs), "rotg device s");
+    CHECK(cudaFree(d));
+    // rotmg: H with H [x1; y1] = [x1'; 0], the weighted norm d1 x1^2 + d2 y1^2 kept
+    R d1 = static_cast<R>(2 + rng.UniformD(0, 1)), d2 = static_cast<R>(1 + rng.UniformD(0, 1));
+    const R x1 = static_cast<R>(rng.UniformD(0.5, 1)), y1 = static_cast<R>(rng.UniformD(-1, 1));
+    const double weight = double(d1) * x1 * x1 + double(d2) * y1 * y1;
+    R x = x1, param[5] = {};
+    BLAS_OK(Pick<R>(cublasSrotmg, cublasDrotmg)(h, &d1, &d2, &x, &y1, param));
+    double h11 = param[1], h21 = param[2], h12 = param[3], h22 = param[4];
+    if (param[0] == 0) h11 = h22 = 1;
+    if (param[0] == 1) h12 = 1, h21 = -1;
+    if (param[0] == -2) h11 = h22 = 1, h12 = h21 = 0;
+    near(C64(h11 * x1 + h12 * y1), C64(x), "rotmg x1");
+    near(C64(h21 * x1 + h22 * y1), 0, "rotmg y1");
+    near(C64(double(d1) * x * x), C64(weight), "rotmg weight");
   }
   {  // rotm on real vectors, each flag: -2 (identity), -1 (full H), 0 (unit diagonal), 1
     std::vector<R> u(n), v(n);
