@@ -9,35 +9,25 @@
 
 namespace remora::emu::blas {
 
-inline cuComplex operator+(cuComplex a, cuComplex b) {
-  return cuCaddf(a, b);
+// cuComplex and cuDoubleComplex (float2 and double2).
+template <class T>
+concept CudaComplex = std::is_same_v<T, cuComplex> || std::is_same_v<T, cuDoubleComplex>;
+
+template <CudaComplex T>
+T operator+(T a, T b) {
+  return {a.x + b.x, a.y + b.y};
 }
-inline cuComplex operator*(cuComplex a, cuComplex b) {
-  return cuCmulf(a, b);
+template <CudaComplex T>
+T operator*(T a, T b) {
+  return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
 }
-inline bool operator==(cuComplex a, cuComplex b) {
-  return a.x == b.x && a.y == b.y;
-}
-inline bool operator!=(cuComplex a, cuComplex b) {
-  return !(a == b);
-}
-inline cuComplex& operator+=(cuComplex& a, cuComplex b) {
+template <CudaComplex T>
+T& operator+=(T& a, T b) {
   return a = a + b;
 }
-inline cuDoubleComplex operator+(cuDoubleComplex a, cuDoubleComplex b) {
-  return cuCadd(a, b);
-}
-inline cuDoubleComplex operator*(cuDoubleComplex a, cuDoubleComplex b) {
-  return cuCmul(a, b);
-}
-inline bool operator==(cuDoubleComplex a, cuDoubleComplex b) {
+template <CudaComplex T>
+bool operator==(T a, T b) {
   return a.x == b.x && a.y == b.y;
-}
-inline bool operator!=(cuDoubleComplex a, cuDoubleComplex b) {
-  return !(a == b);
-}
-inline cuDoubleComplex& operator+=(cuDoubleComplex& a, cuDoubleComplex b) {
-  return a = a + b;
 }
 
 template <class T>

@@ -126,9 +126,7 @@ cublasStatus_t RunCopy(const BlasTable& t, cublasHandle_t h, const BlasCall& c) 
   return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2));
 }
 template <auto Fn>
-cublasStatus_t RunSwap(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunCopy<Fn>(t, h, c);
-}
+constexpr RunFn RunSwap = RunCopy<Fn>;
 template <auto Fn>
 cublasStatus_t RunRot(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
   return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), S(c, 0), S(c, 1));
@@ -282,13 +280,9 @@ cublasStatus_t RunSyr2k(const BlasTable& t, cublasHandle_t h, const BlasCall& c)
                  S(c, 1), P(c, 2), I(c, 6));
 }
 template <auto Fn>
-cublasStatus_t RunScalReal(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunScal<Fn>(t, h, c);
-}
+constexpr RunFn RunScalReal = RunScal<Fn>;
 template <auto Fn>
-cublasStatus_t RunNormReal(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunNorm<Fn>(t, h, c);
-}
+constexpr RunFn RunNormReal = RunNorm<Fn>;
 
 template <auto Fn>
 cublasStatus_t RunDotEx(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
@@ -322,29 +316,17 @@ cublasStatus_t RunTrsmBatched(const BlasTable& t, cublasHandle_t h, const BlasCa
 // The Hermitian forms take the symmetric ones' arguments, with real scalars; so do the
 // complex rotations the real one's.
 template <auto Fn>
-cublasStatus_t RunHer(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunSyr<Fn>(t, h, c);
-}
+constexpr RunFn RunHer = RunSyr<Fn>;
 template <auto Fn>
-cublasStatus_t RunHpr(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunSpr<Fn>(t, h, c);
-}
+constexpr RunFn RunHpr = RunSpr<Fn>;
 template <auto Fn>
-cublasStatus_t RunHerk(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunSyrk<Fn>(t, h, c);
-}
+constexpr RunFn RunHerk = RunSyrk<Fn>;
 template <auto Fn>
-cublasStatus_t RunHer2k(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunSyr2k<Fn>(t, h, c);
-}
+constexpr RunFn RunHer2k = RunSyr2k<Fn>;
 template <auto Fn>
-cublasStatus_t RunRotMixed(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunRot<Fn>(t, h, c);
-}
+constexpr RunFn RunRotMixed = RunRot<Fn>;
 template <auto Fn>
-cublasStatus_t RunRotReal(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
-  return RunRot<Fn>(t, h, c);
-}
+constexpr RunFn RunRotReal = RunRot<Fn>;
 template <auto Fn>
 cublasStatus_t RunRotm(const BlasTable& t, cublasHandle_t h, const BlasCall& c) {
   return (t.*Fn)(h, I(c, 0), P(c, 0), I(c, 1), P(c, 1), I(c, 2), S(c, 0));
@@ -373,7 +355,7 @@ struct Runner {
   RunFn run;
 };
 constexpr Runner kRunners[] = {
-#define BLAS_OP(op, Name, Shape, Elem, Fn) {op, &Run##Shape<&BlasTable::Fn>},
+#define BLAS_OP(op, Name, Shape, Elem, Fn) {op, Run##Shape<&BlasTable::Fn>},
 #include "proto/blas_ops.def"
 };
 
