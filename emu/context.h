@@ -39,6 +39,10 @@ struct Event {
 };
 
 struct LinkState {
+  // cuLinkCreate's options and the caller's values array (kept alive by the caller until
+  // cuLinkComplete, as NVIDIA's linker requires): the JIT logs cuLinkComplete writes.
+  std::vector<CUjit_option> options;
+  void** values = nullptr;
   std::vector<std::string> sources;
   std::vector<std::byte> image;  // cuLinkComplete's output, owned until destroy
   // The program cuLinkComplete parsed, held until destroy so that loading

@@ -128,11 +128,24 @@ using namespace remora::emu;  // NOLINT: entry points are global by ABI
 REMORA_EMU_API CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   EMU_CURRENT_CONTEXT(ctx);
   if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ClearJitError();
   std::vector<std::string> ptx;
   EMU_RETURN_IF_ERROR(DecodeImage(image, &ptx));
   std::shared_ptr<Module> m;
   EMU_RETURN_IF_ERROR(LoadModule(ptx, ctx->memory(), &m));
   return ctx->AddModule(std::move(m), module);
+}
+
+// cuModuleLoadData with JIT options: the error log says why PTX was refused (the emulated GPU
+// compiles nothing else, so the other options change nothing).
+REMORA_EMU_API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image,
+                                                   unsigned int numOptions, CUjit_option* options,
+                                                   void** optionValues) {
+  if (numOptions > 0 && (options == nullptr || optionValues == nullptr))
+    return CUDA_ERROR_INVALID_VALUE;
+  const CUresult r = cuModuleLoadData(module, image);
+  WriteJitLogs(numOptions, options, optionValues, r);
+  return r;
 }
 
 REMORA_EMU_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
@@ -449,7 +462,11 @@ REMORA_EMU_API CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_opti
   if (numOptions > 0 && (options == nullptr || optionValues == nullptr)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return ctx->CreateLink(stateOut);
+  EMU_RETURN_IF_ERROR(ctx->CreateLink(stateOut));
+  LinkState* link = ctx->FindLink(*stateOut);
+  link->options.assign(options, options + numOptions);
+  link->values = optionValues;
+  return CUDA_SUCCESS;
 }
 
 REMORA_EMU_API CUresult CUDAAPI cuLinkAddData(CUlinkState state, CUjitInputType type, void* data,
@@ -495,7 +512,10 @@ REMORA_EMU_API CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOu
   // The program is cached under these sources, which the image decodes to: the
   // cuModuleLoadData of it that follows does not parse again.
   std::shared_ptr<const ParsedProgram> parsed;
-  EMU_RETURN_IF_ERROR(GetProgram(link->sources, "cannot link", &parsed));
+  ClearJitError();
+  const CUresult r = GetProgram(link->sources, "cannot link", &parsed);
+  WriteJitLogs(unsigned(link->options.size()), link->options.data(), link->values, r);
+  EMU_RETURN_IF_ERROR(r);
   link->parsed = std::move(parsed);
   link->image = EncodeLinked(link->sources);
   *cubinOut = link->image.data();

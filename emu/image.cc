@@ -1,8 +1,10 @@
 // emu/image.cc - decoding module images into PTX sources.
 #include "emu/image.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 #include "emu/device.h"
@@ -87,10 +89,9 @@ CUresult CheckPtxHeader(const std::string& ptx) {
   std::string_view target = Directive(ptx, ".target ");
   if (target.starts_with("sm_") && Digits(target.substr(3)) > kArch) {
     // As NVIDIA's JIT refuses PTX for a newer architecture than the device's; say which.
-    std::fprintf(stderr,
-                 "remora-emu: cannot load module: its PTX targets %.*s, newer than the device's "
-                 "sm_%d\n",
-                 int(target.size()), target.data(), kArch);
+    SetJitError("its PTX targets " + std::string(target) + ", newer than the device's sm_" +
+                std::to_string(kArch));
+    std::fprintf(stderr, "remora-emu: cannot load module: %s\n", JitError().c_str());
     return CUDA_ERROR_INVALID_PTX;
   }
   std::string_view version = Directive(ptx, ".version ");
@@ -101,6 +102,46 @@ CUresult CheckPtxHeader(const std::string& ptx) {
     if (major > 9 || (major == 9 && minor > 0)) return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
   }
   return CUDA_SUCCESS;
+}
+
+namespace {
+thread_local std::string t_jit_error;
+
+// The log pair (buffer, size slot) among `options`: the slot holds the capacity in, the bytes
+// written out.
+void WriteLog(unsigned n, const CUjit_option* options, void** values, CUjit_option buffer_opt,
+              CUjit_option size_opt, std::string_view text) {
+  char* buffer = nullptr;
+  void** size_slot = nullptr;
+  for (unsigned i = 0; i < n; ++i) {
+    if (options[i] == buffer_opt) buffer = static_cast<char*>(values[i]);
+    if (options[i] == size_opt) size_slot = &values[i];
+  }
+  if (buffer == nullptr || size_slot == nullptr) return;
+  const auto capacity = static_cast<size_t>(reinterpret_cast<uintptr_t>(*size_slot));
+  if (capacity == 0) return;
+  const size_t written = std::min(text.size(), capacity - 1);
+  std::memcpy(buffer, text.data(), written);
+  buffer[written] = '\0';
+  *size_slot = reinterpret_cast<void*>(static_cast<uintptr_t>(written));
+}
+}  // namespace
+
+void SetJitError(std::string text) {
+  t_jit_error = std::move(text);
+}
+const std::string& JitError() {
+  return t_jit_error;
+}
+void ClearJitError() {
+  t_jit_error.clear();
+}
+
+void WriteJitLogs(unsigned n, const CUjit_option* options, void** values, CUresult result) {
+  if (n == 0 || options == nullptr || values == nullptr) return;
+  WriteLog(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
+  WriteLog(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+           result == CUDA_SUCCESS ? std::string_view() : std::string_view(JitError()));
 }
 
 int PtxTarget(const std::string& ptx) {

@@ -40,4 +40,16 @@ CUresult CheckPtxHeader(const std::string& ptx);
 // N of the `.target sm_N` directive of PTX text; 0 if it has none.
 int PtxTarget(const std::string& ptx);
 
+// Why the calling thread's latest module load or link refused its PTX (the parser's line and
+// reason, or the target it names), as NVIDIA's JIT writes it to CU_JIT_ERROR_LOG_BUFFER; also
+// said on stderr. ClearJitError forgets it before a new load.
+void SetJitError(std::string text);
+const std::string& JitError();
+void ClearJitError();
+
+// Writes JitError() (after a failure; nothing after a success) to the CU_JIT_ERROR_LOG_BUFFER
+// among `options`, NUL-terminated within CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, which then holds
+// the bytes written; the info log gets an empty string.
+void WriteJitLogs(unsigned n, const CUjit_option* options, void** values, CUresult result);
+
 }  // namespace remora::emu

@@ -133,8 +133,9 @@ class ProgramCache {
     }
     auto program = ptx::Load(sources);
     if (!program.ok()) {
-      // The driver has no JIT log here: the reason (module, line, token) goes to stderr.
-      std::fprintf(stderr, "remora-emu: %s: %s\n", what, program.status().ToString().c_str());
+      // The reason (module, line, token): the JIT error log's, and stderr's.
+      SetJitError(std::string(program.status().message()));
+      std::fprintf(stderr, "remora-emu: %s: %s\n", what, JitError().c_str());
       return ToCuResult(program.status());
     }
     auto parsed = std::make_unique<ParsedProgram>();

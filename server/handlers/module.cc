@@ -65,6 +65,27 @@ struct LinkPart {
   const std::string* bytes;
 };
 
+// The driver's JIT error log for one load or link: the options that ask for it, and the
+// failure it explains (NVIDIA's ptxas or the emulated GPU's parser: the line and the reason),
+// for the tenant's error message and its own log buffer.
+class JitLog {
+ public:
+  unsigned count() const { return 2; }
+  CUjit_option* options() { return options_; }
+  void** values() { return values_; }
+  // `st` with the log's text after its message, when the driver wrote any.
+  Status Explain(Status st) const {
+    const size_t n = strnlen(text_, sizeof text_);
+    if (st.ok() || n == 0) return st;
+    return Error(st.code(), st.message() + ": " + std::string(text_, n));
+  }
+
+ private:
+  char text_[2048] = {};
+  CUjit_option options_[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values_[2] = {text_, reinterpret_cast<void*>(sizeof text_)};
+};
+
 // Links `parts` with the device's linker and loads the result. With `left_out`, a part holding
 // no image the device can run is left out and counted there (NVIDIA's device runtime, machine
 // code only, whose calls the emulated GPU's linker serves itself): a symbol only it defined
@@ -74,7 +95,9 @@ Result<CUmodule> LinkAndLoad(Device& dev, const std::vector<LinkPart>& parts,
   const DriverTable& drv = dev.drv();
   auto Check = [&](CUresult r, const char* what) { return dev.Check(r, what); };
   CUlinkState link = nullptr;
-  RETURN_IF_ERROR(Check(drv.cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
+  JitLog log;
+  RETURN_IF_ERROR(
+      Check(drv.cuLinkCreate(log.count(), log.options(), log.values(), &link), "cuLinkCreate"));
   Status st;
   size_t skipped = 0;
   for (size_t i = 0; i < parts.size() && st.ok(); ++i) {
@@ -94,7 +117,8 @@ Result<CUmodule> LinkAndLoad(Device& dev, const std::vector<LinkPart>& parts,
   void* cubin = nullptr;
   size_t cubin_size = 0;
   CUmodule mod = nullptr;
-  if (st.ok()) st = Check(drv.cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete");
+  if (st.ok())
+    st = log.Explain(Check(drv.cuLinkComplete(link, &cubin, &cubin_size), "cuLinkComplete"));
   if (st.ok()) st = Check(drv.cuModuleLoadData(&mod, cubin), "cuModuleLoadData");
   (void)drv.cuLinkDestroy(link);
   if (!st.ok()) return st;
@@ -136,14 +160,16 @@ Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, std::string
   const bool ptx_only = drv.emulated;
   // images[0] is the whole program (v1) or, for -rdc (v2), the device-linked
   // fatbin: machine code only. A GPU of that architecture loads it as it is.
-  CUresult r = drv.cuModuleLoadData(&mod, images.images[0].data());
+  JitLog log;
+  CUresult r = drv.cuModuleLoadDataEx(&mod, images.images[0].data(), log.count(), log.options(),
+                                      log.values());
   if (r == CUDA_SUCCESS) {
     *how = (images.rdc ? "device-linked image " : "image ") +
            ChosenEntry(images.images[0], arch, ptx_only);
     return mod;
   }
   if (!images.rdc || images.images.size() < 2 || r != CUDA_ERROR_NO_BINARY_FOR_GPU)
-    return Check(r, "cuModuleLoadData");
+    return log.Explain(Check(r, "cuModuleLoadData"));
   // Otherwise link the per-translation-unit fatbins (their PTX) into one module.
   std::vector<LinkPart> parts;
   *how = "linked";

@@ -125,13 +125,15 @@ int main(int argc, char** argv) {
   REQUIRE(r != CUDA_SUCCESS);
   CU_CHECK(cuLinkDestroy(link));
 
-  // PTX that does not compile: the error log says why.
+  // PTX that does not compile: the error log says why, naming the line (as ptxas's
+  // "ptx input, line 4; error" does).
   std::memset(log, 'x', sizeof log);
   void* load_vals[] = {log, reinterpret_cast<void*>(sizeof log)};
   const char broken[] = ".version 8.0\n.target sm_75\n.address_size 64\n.entry k() { bogus; }\n";
   r = cuModuleLoadDataEx(&mod, broken, 2, opts, load_vals);
   REQUIRE(r != CUDA_SUCCESS);
   REQUIRE(std::memchr(log, '\0', sizeof log) != nullptr && log[0] != '\0');
+  REQUIRE(std::strstr(log, "line 4") != nullptr);
   std::printf("error log: %s\n", log);
 
   CU_CHECK(cuDevicePrimaryCtxRelease(dev));
