@@ -940,6 +940,8 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
   }
 GETRF(SgetrfBatched, float)
 GETRF(DgetrfBatched, double)
+GETRF(CgetrfBatched, cuComplex)
+GETRF(ZgetrfBatched, cuDoubleComplex)
 #define GETRS(Name, T)                                                                          \
   cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t trans, int n, int nrhs,       \
                               const T* const A[], int lda, const int* P, T* const B[], int ldb, \
@@ -952,6 +954,8 @@ GETRF(DgetrfBatched, double)
   }
 GETRS(SgetrsBatched, float)
 GETRS(DgetrsBatched, double)
+GETRS(CgetrsBatched, cuComplex)
+GETRS(ZgetrsBatched, cuDoubleComplex)
 #define GETRI(Name, T)                                                                            \
   cublasStatus_t cublas##Name(cublasHandle_t h, int n, const T* const A[], int lda, const int* P, \
                               T* const C[], int ldc, int* info, int batch) {                      \
@@ -959,6 +963,8 @@ GETRS(DgetrsBatched, double)
   }
 GETRI(SgetriBatched, float)
 GETRI(DgetriBatched, double)
+GETRI(CgetriBatched, cuComplex)
+GETRI(ZgetriBatched, cuDoubleComplex)
 #define MATINV(Name, T)                                                             \
   cublasStatus_t cublas##Name(cublasHandle_t h, int n, const T* const A[], int lda, \
                               T* const Ainv[], int lda_inv, int* info, int batch) { \
@@ -966,5 +972,7 @@ GETRI(DgetriBatched, double)
   }
 MATINV(SmatinvBatched, float)
 MATINV(DmatinvBatched, double)
+MATINV(CmatinvBatched, cuComplex)
+MATINV(ZmatinvBatched, cuDoubleComplex)
 
 }  // extern "C"

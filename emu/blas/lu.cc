@@ -1,5 +1,5 @@
-// emu/blas/lu.cc - batched LU factorisation, solve and inverse (float and
-// double), on OpenBLAS's LAPACK.
+// emu/blas/lu.cc - batched LU factorisation, solve and inverse (S, D, C and Z), on OpenBLAS's
+// LAPACK.
 //
 // Matrix arrays are device arrays of device pointers, read when the work runs.
 // getrf's pivots (P, n per matrix, 1-based as LAPACK's) may be NULL: the
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "emu/blas/blas.h"
+#include "emu/blas/complex.h"
 #include "emu/blas/openblas.h"
 
 namespace remora::emu::blas {
@@ -25,14 +26,14 @@ int LuNoPivot(int n, T* A, int lda) {
   auto at = [&](int i, int j) -> T& { return A[i + static_cast<ptrdiff_t>(j) * lda]; };
   for (int j = 0; j < n; ++j) {
     const T pivot = at(j, j);
-    if (pivot != T{0}) {
+    if (pivot != T{}) {
       for (int i = j + 1; i < n; ++i) at(i, j) /= pivot;
     } else if (info == 0) {
       info = j + 1;
     }
     for (int c = j + 1; c < n; ++c) {
       const T u = at(j, c);
-      if (u == T{0}) continue;
+      if (u == T{}) continue;
       for (int i = j + 1; i < n; ++i) at(i, c) -= at(i, j) * u;
     }
   }
@@ -58,7 +59,7 @@ int Getrs(char trans, int n, int nrhs, const T* A, int lda, const int* piv, T* B
 template <class T>
 int ZeroPivot(int n, const T* A, int lda) {
   for (int i = 0; i < n; ++i) {
-    if (A[i + static_cast<ptrdiff_t>(i) * lda] == T{0}) return i + 1;
+    if (A[i + static_cast<ptrdiff_t>(i) * lda] == T{}) return i + 1;
   }
   return 0;
 }
@@ -68,8 +69,8 @@ template <class T>
 void Identity(int n, T* C, int ldc) {
   for (int j = 0; j < n; ++j) {
     T* c = C + static_cast<ptrdiff_t>(j) * ldc;
-    std::fill(c, c + n, T{0});
-    c[j] = T{1};
+    std::fill(c, c + n, T{});
+    c[j] = One<T>();
   }
 }
 
@@ -118,7 +119,7 @@ cublasStatus_t Getrs(cublasHandle_t h, cublasOperation_t trans, int n, int nrhs,
   *info = bad;
   if (bad != 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (n == 0 || nrhs == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  const char t = trans == CUBLAS_OP_N ? 'N' : 'T';
+  const char t = trans == CUBLAS_OP_N ? 'N' : trans == CUBLAS_OP_T ? 'T' : 'C';
   return call.Submit([=] {
     const std::vector<int> identity = piv == nullptr ? IdentityPivots(n) : std::vector<int>();
     for (int b = 0; b < batch; ++b) {
@@ -187,44 +188,29 @@ cublasStatus_t Matinv(cublasHandle_t h, int n, const T* const A[], int lda, T* c
 
 using namespace remora::emu::blas;  // NOLINT: entry points are global by ABI
 
-REMORA_BLAS_API cublasStatus_t cublasSgetrfBatched(cublasHandle_t h, int n, float* const A[],
-                                                   int lda, int* P, int* info, int batchSize) {
-  return Getrf(h, n, A, lda, P, info, batchSize);
-}
-REMORA_BLAS_API cublasStatus_t cublasDgetrfBatched(cublasHandle_t h, int n, double* const A[],
-                                                   int lda, int* P, int* info, int batchSize) {
-  return Getrf(h, n, A, lda, P, info, batchSize);
-}
-REMORA_BLAS_API cublasStatus_t cublasSgetrsBatched(cublasHandle_t h, cublasOperation_t trans, int n,
-                                                   int nrhs, const float* const Aarray[], int lda,
-                                                   const int* devIpiv, float* const Barray[],
-                                                   int ldb, int* info, int batchSize) {
-  return Getrs(h, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb, info, batchSize);
-}
-REMORA_BLAS_API cublasStatus_t cublasDgetrsBatched(cublasHandle_t h, cublasOperation_t trans, int n,
-                                                   int nrhs, const double* const Aarray[], int lda,
-                                                   const int* devIpiv, double* const Barray[],
-                                                   int ldb, int* info, int batchSize) {
-  return Getrs(h, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb, info, batchSize);
-}
-REMORA_BLAS_API cublasStatus_t cublasSgetriBatched(cublasHandle_t h, int n, const float* const A[],
-                                                   int lda, const int* P, float* const C[], int ldc,
-                                                   int* info, int batchSize) {
-  return Getri(h, n, A, lda, P, C, ldc, info, batchSize);
-}
-REMORA_BLAS_API cublasStatus_t cublasDgetriBatched(cublasHandle_t h, int n, const double* const A[],
-                                                   int lda, const int* P, double* const C[],
-                                                   int ldc, int* info, int batchSize) {
-  return Getri(h, n, A, lda, P, C, ldc, info, batchSize);
-}
-REMORA_BLAS_API cublasStatus_t cublasSmatinvBatched(cublasHandle_t h, int n, const float* const A[],
-                                                    int lda, float* const Ainv[], int lda_inv,
-                                                    int* info, int batchSize) {
-  return Matinv(h, n, A, lda, Ainv, lda_inv, info, batchSize);
-}
-REMORA_BLAS_API cublasStatus_t cublasDmatinvBatched(cublasHandle_t h, int n,
-                                                    const double* const A[], int lda,
-                                                    double* const Ainv[], int lda_inv, int* info,
-                                                    int batchSize) {
-  return Matinv(h, n, A, lda, Ainv, lda_inv, info, batchSize);
-}
+// The entry points, in S, D, C and Z.
+#define LU(X, T)                                                                                   \
+  REMORA_BLAS_API cublasStatus_t cublas##X##getrfBatched(cublasHandle_t h, int n, T* const A[],    \
+                                                         int lda, int* P, int* info, int batch) {  \
+    return Getrf(h, n, A, lda, P, info, batch);                                                    \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##getrsBatched(                                          \
+      cublasHandle_t h, cublasOperation_t trans, int n, int nrhs, const T* const A[], int lda,     \
+      const int* piv, T* const B[], int ldb, int* info, int batch) {                               \
+    return Getrs(h, trans, n, nrhs, A, lda, piv, B, ldb, info, batch);                             \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##getriBatched(                                          \
+      cublasHandle_t h, int n, const T* const A[], int lda, const int* piv, T* const C[], int ldc, \
+      int* info, int batch) {                                                                      \
+    return Getri(h, n, A, lda, piv, C, ldc, info, batch);                                          \
+  }                                                                                                \
+  REMORA_BLAS_API cublasStatus_t cublas##X##matinvBatched(                                         \
+      cublasHandle_t h, int n, const T* const A[], int lda, T* const Ainv[], int lda_inv,          \
+      int* info, int batch) {                                                                      \
+    return Matinv(h, n, A, lda, Ainv, lda_inv, info, batch);                                       \
+  }
+LU(S, float)
+LU(D, double)
+LU(C, cuComplex)
+LU(Z, cuDoubleComplex)
+#undef LU

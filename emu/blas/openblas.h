@@ -18,6 +18,13 @@ void sgetrs_(const char* trans, const int* n, const int* nrhs, const float* a, c
              const int* ipiv, float* b, const int* ldb, int* info, size_t trans_len);
 void dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, const int* lda,
              const int* ipiv, double* b, const int* ldb, int* info, size_t trans_len);
+void cgetrf_(const int* m, const int* n, cuComplex* a, const int* lda, int* ipiv, int* info);
+void zgetrf_(const int* m, const int* n, cuDoubleComplex* a, const int* lda, int* ipiv, int* info);
+void cgetrs_(const char* trans, const int* n, const int* nrhs, const cuComplex* a, const int* lda,
+             const int* ipiv, cuComplex* b, const int* ldb, int* info, size_t trans_len);
+void zgetrs_(const char* trans, const int* n, const int* nrhs, const cuDoubleComplex* a,
+             const int* lda, const int* ipiv, cuDoubleComplex* b, const int* ldb, int* info,
+             size_t trans_len);
 }
 
 namespace remora::emu::blas {
@@ -192,6 +199,8 @@ struct Blas<double> {
                       const T* a, int lda, const T* b, int ldb, R beta, T* c, int ldc) {           \
       cblas_##p##her2k(o, u, t, n, k, &alpha, a, lda, b, ldb, beta, c, ldc);                       \
     }                                                                                              \
+    static constexpr auto getrf = &p##getrf_;                                                      \
+    static constexpr auto getrs = &p##getrs_;                                                      \
     static constexpr auto her = &cblas_##p##her;                                                   \
     static constexpr auto hpr = &cblas_##p##hpr;                                                   \
     static constexpr auto herk = &cblas_##p##herk;                                                 \

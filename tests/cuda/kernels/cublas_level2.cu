@@ -830,8 +830,9 @@ void ComplexLevel2(cublasHandle_t h, Rng& rng) {
 
 // The Hermitian updates with real scalars (her, hpr, herk, her2k, herkx), the complex symmetric
 // forms (symv, syr, syr2, syr2k, syrkx) and the Ex forms of csyrk and cherk, complex geam, dgmm,
-// gemmBatched and gemm3m, the complex rotations, rotEx, rotm, rotg and rotmg, and the triangular
-// storage conversions trttp and tpttr, against std::complex<double>. Each update must leave the
+// gemmBatched and gemm3m, the complex batched LU, solve and inverses, the complex rotations,
+// rotEx, rotm, rotg and rotmg, and the triangular storage conversions trttp and tpttr, against
+// std::complex<double>. Each update must leave the
 // other triangle as it was; a Hermitian update's diagonal is real.
 template <typename T, typename R>
 void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
@@ -1177,6 +1178,83 @@ void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
     near(C64(h11 * x1 + h12 * y1), C64(x), "rotmg x1");
     near(C64(h21 * x1 + h22 * y1), 0, "rotmg y1");
     near(C64(double(d1) * x * x), C64(weight), "rotmg weight");
+  }
+  {  // batched LU of two matrices: getrf, getrs (conjugate transpose), getri and matinv,
+     // each checked by multiplying back
+    const int m = 4, batch = 2;
+    std::vector<std::vector<T>> M(batch);
+    std::vector<T*> dM(batch), dLU(batch), dX(batch), dInv(batch), dInv2(batch);
+    const std::vector<T> rhs = kit.Fill(static_cast<size_t>(m) * 2);
+    for (int b = 0; b < batch; ++b) {
+      M[b] = kit.Fill(static_cast<size_t>(m) * m);
+      for (int i = 0; i < m; ++i) M[b][i + static_cast<size_t>(i) * m].x += 3;  // well conditioned
+      dM[b] = kit.Device(M[b]);
+      dLU[b] = kit.Device(M[b]);
+      dX[b] = kit.Device(rhs);
+      dInv[b] = kit.Device(std::vector<T>(static_cast<size_t>(m) * m));
+      dInv2[b] = kit.Device(std::vector<T>(static_cast<size_t>(m) * m));
+    }
+    auto device_array = [](const std::vector<T*>& ptrs) {
+      T** d = nullptr;
+      CHECK(cudaMalloc(&d, ptrs.size() * sizeof(T*)));
+      CHECK(cudaMemcpy(d, ptrs.data(), ptrs.size() * sizeof(T*), cudaMemcpyHostToDevice));
+      return d;
+    };
+    T** aM = device_array(dM);
+    T** aLU = device_array(dLU);
+    T** aX = device_array(dX);
+    T** aInv = device_array(dInv);
+    T** aInv2 = device_array(dInv2);
+    int *piv = nullptr, *info = nullptr;
+    CHECK(cudaMalloc(&piv, sizeof(int) * m * batch));
+    CHECK(cudaMalloc(&info, sizeof(int) * batch));
+    BLAS_OK(Pick<R>(cublasCgetrfBatched, cublasZgetrfBatched)(h, m, aLU, m, piv, info, batch));
+    int host_info = -1;
+    BLAS_OK(Pick<R>(cublasCgetrsBatched, cublasZgetrsBatched)(h, CUBLAS_OP_C, m, 2, aLU, m, piv, aX,
+                                                              m, &host_info, batch));
+    BLAS_OK(
+        Pick<R>(cublasCgetriBatched, cublasZgetriBatched)(h, m, aLU, m, piv, aInv, m, info, batch));
+    BLAS_OK(
+        Pick<R>(cublasCmatinvBatched, cublasZmatinvBatched)(h, m, aM, m, aInv2, m, info, batch));
+    std::vector<int> infos(batch, -1);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(infos.data(), info, sizeof(int) * batch, cudaMemcpyDeviceToHost));
+    if (host_info != 0 || infos[0] != 0 || infos[1] != 0) {
+      std::printf("FAIL %sgetrsBatched/matinvBatched info: %d %d %d\n", kit.prefix, host_info,
+                  infos[0], infos[1]);
+      ++failures;
+    }
+    for (int b = 0; b < batch; ++b) {
+      auto mat = [&](int i, int j) { return Cx(M[b][i + static_cast<size_t>(j) * m]); };
+      const std::vector<T> X = kit.Host(dX[b], rhs.size());
+      std::vector<C64> back(rhs.size());  // M^H X, to be rhs
+      for (int c = 0; c < 2; ++c)
+        for (int i = 0; i < m; ++i)
+          for (int l = 0; l < m; ++l)
+            back[i + static_cast<size_t>(c) * m] +=
+                std::conj(mat(l, i)) * Cx(X[l + static_cast<size_t>(c) * m]);
+      kit.Check("getrsBatched", std::vector<T>(rhs), back);
+      for (T* inv : {dInv[b], dInv2[b]}) {
+        const std::vector<T> I = kit.Host(inv, static_cast<size_t>(m) * m);
+        std::vector<T> product(I.size());
+        std::vector<C64> eye(I.size());
+        for (int j = 0; j < m; ++j) {
+          eye[j + static_cast<size_t>(j) * m] = 1;
+          for (int i = 0; i < m; ++i) {
+            C64 acc = 0;
+            for (int l = 0; l < m; ++l) acc += mat(i, l) * Cx(I[l + static_cast<size_t>(j) * m]);
+            product[i + static_cast<size_t>(j) * m] = {static_cast<R>(acc.real()),
+                                                       static_cast<R>(acc.imag())};
+          }
+        }
+        kit.Check(inv == dInv[b] ? "getriBatched" : "matinvBatched", product, eye);
+      }
+    }
+    for (int b = 0; b < batch; ++b)
+      for (T* p : {dM[b], dLU[b], dX[b], dInv[b], dInv2[b]}) CHECK(cudaFree(p));
+    for (T** p : {aM, aLU, aX, aInv, aInv2}) CHECK(cudaFree(p));
+    CHECK(cudaFree(piv));
+    CHECK(cudaFree(info));
   }
   {  // rotm on real vectors, each flag: -2 (identity), -1 (full H), 0 (unit diagonal), 1
     std::vector<R> u(n), v(n);
