@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,13 +79,13 @@ cublasStatus_t ReadArray(const void* array, int64_t n, cudaStream_t stream,
 
 // Forwards routine `op` with its integers, pointers (signature order), scalars
 // (alpha, beta, ... as the caller passed them) and result.
-cublasStatus_t Forward(cublasHandle_t handle, Op id, std::initializer_list<int64_t> ints,
+cublasStatus_t Forward(cublasHandle_t handle, Op id, std::span<const int64_t> ints,
                        std::initializer_list<const void*> ptrs,
                        std::initializer_list<const void*> scalars = {}, void* result = nullptr) {
   std::optional<cublasContext> h = Live().Find(handle);
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   const BlasOp* op = FindBlasOp(static_cast<uint32_t>(id));
-  Result<BlasPlan> plan = PlanBlas(*op, std::span<const int64_t>(ints.begin(), ints.size()));
+  Result<BlasPlan> plan = PlanBlas(*op, ints);
   if (!plan.ok() && plan.status().code() == err::kNotSupported)
     SayOnce(plan.status().message() + "; Remora does not forward it: CUBLAS_STATUS_NOT_SUPPORTED");
   if (!plan.ok()) return static_cast<cublasStatus_t>(CudaToBlasStatus(plan.status().code()));
@@ -139,6 +140,13 @@ cublasStatus_t Forward(cublasHandle_t handle, Op id, std::initializer_list<int64
   if (rep.result().size() != plan->result_bytes) return CUBLAS_STATUS_INTERNAL_ERROR;
   std::memcpy(result, rep.result().data(), rep.result().size());
   return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t Forward(cublasHandle_t handle, Op id, std::initializer_list<int64_t> ints,
+                       std::initializer_list<const void*> ptrs,
+                       std::initializer_list<const void*> scalars = {}, void* result = nullptr) {
+  return Forward(handle, id, std::span<const int64_t>(ints.begin(), ints.size()), ptrs, scalars,
+                 result);
 }
 
 // Copies a strided vector or a matrix between host and device through the runtime.
@@ -222,11 +230,44 @@ cublasStatus_t ForwardInPlace(cublasHandle_t handle, Op id, const std::array<InP
   return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : ToStatus(e);
 }
 
+// A grouped batch is its groups' batched gemms, in order: group g takes the next group_size[g]
+// pointers of each device pointer array, the g-th entry of each host array of dimensions and
+// options, and alpha and beta at index g of their arrays (host or device memory, per the
+// pointer mode; `scalar_bytes` each). Every group's arguments are checked before any is sent,
+// so a call that fails does nothing.
+template <class Ints>
+cublasStatus_t GemmGrouped(cublasHandle_t h, Op id, int group_count, const int group_size[],
+                           const void* const A[], const void* const B[], void* const C[],
+                           const void* alpha, const void* beta, size_t scalar_bytes, Ints ints) {
+  if (group_count < 0 || (group_count > 0 && group_size == nullptr))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (group_count > 0 && (!A || !B || !C || !alpha || !beta)) return CUBLAS_STATUS_INVALID_VALUE;
+  const BlasOp& op = *FindBlasOp(static_cast<uint32_t>(id));
+  for (int g = 0; g < group_count; ++g) {
+    if (group_size[g] < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    const auto args = ints(g);
+    Result<BlasPlan> plan = PlanBlas(op, args);
+    if (!plan.ok()) return static_cast<cublasStatus_t>(CudaToBlasStatus(plan.status().code()));
+  }
+  int64_t first = 0;
+  for (int g = 0; g < group_count; ++g) {
+    const auto args = ints(g);
+    const auto* a = static_cast<const char*>(alpha) + g * scalar_bytes;
+    const auto* b = static_cast<const char*>(beta) + g * scalar_bytes;
+    const cublasStatus_t st =
+        Forward(h, id, std::span<const int64_t>(args), {A + first, B + first, C + first}, {a, b});
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    first += group_size[g];
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 }  // namespace
 }  // namespace remora::client_stub
 
 using remora::client_stub::Forward;
 using remora::client_stub::ForwardInPlace;
+using remora::client_stub::GemmGrouped;
 using remora::client_stub::InPlace;
 using remora::client_stub::SayOnce;
 using Op = remora::client_stub::Op;
@@ -894,6 +935,42 @@ GEMM_BATCHED(SgemmBatched, float)
 GEMM_BATCHED(DgemmBatched, double)
 GEMM_BATCHED(CgemmBatched, cuComplex)
 GEMM_BATCHED(ZgemmBatched, cuDoubleComplex)
+
+#define GEMM_GROUPED(X, T)                                                                         \
+  cublasStatus_t cublas##X##gemmGroupedBatched(                                                    \
+      cublasHandle_t h, const cublasOperation_t ta[], const cublasOperation_t tb[], const int m[], \
+      const int n[], const int k[], const T alpha[], const T* const A[], const int lda[],          \
+      const T* const B[], const int ldb[], const T beta[], T* const C[], const int ldc[],          \
+      int group_count, const int group_size[]) {                                                   \
+    return GemmGrouped(h, Op::k##X##gemmBatched, group_count, group_size,                          \
+                       reinterpret_cast<const void* const*>(A),                                    \
+                       reinterpret_cast<const void* const*>(B), reinterpret_cast<void* const*>(C), \
+                       alpha, beta, sizeof(T), [&](int g) {                                        \
+                         return std::array<int64_t, 9>{ta[g],  tb[g],  m[g],   n[g],         k[g], \
+                                                       lda[g], ldb[g], ldc[g], group_size[g]};     \
+                       });                                                                         \
+  }
+GEMM_GROUPED(S, float)
+GEMM_GROUPED(D, double)
+
+cublasStatus_t cublasGemmGroupedBatchedEx(
+    cublasHandle_t h, const cublasOperation_t ta[], const cublasOperation_t tb[], const int m[],
+    const int n[], const int k[], const void* alpha, const void* const A[], cudaDataType Atype,
+    const int lda[], const void* const B[], cudaDataType Btype, const int ldb[], const void* beta,
+    void* const C[], cudaDataType Ctype, const int ldc[], int group_count, const int group_size[],
+    cublasComputeType_t compute) {
+  // The scalars' type is the compute type's (cublasGemmEx's scaleType).
+  size_t scalar_bytes = 4;
+  if (compute == CUBLAS_COMPUTE_16F || compute == CUBLAS_COMPUTE_16F_PEDANTIC) scalar_bytes = 2;
+  if (compute == CUBLAS_COMPUTE_64F || compute == CUBLAS_COMPUTE_64F_PEDANTIC) scalar_bytes = 8;
+  return GemmGrouped(
+      h, Op::kGemmBatchedEx, group_count, group_size, A, B, C, alpha, beta, scalar_bytes,
+      [&](int g) {
+        return std::array<int64_t, 14>{
+            ta[g], tb[g],  m[g],  n[g],   k[g],          Atype,   lda[g],
+            Btype, ldb[g], Ctype, ldc[g], group_size[g], compute, CUBLAS_GEMM_DEFAULT};
+      });
+}
 #define GEMM_STRIDED(Name, T)                                                                      \
   cublasStatus_t cublas##Name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, \
                               int n, int k, const T* alpha, const T* A, int lda, long long sa,     \

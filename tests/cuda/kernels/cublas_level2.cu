@@ -14,6 +14,7 @@
 #include <complex>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "blas_test.h"
@@ -244,6 +245,72 @@ void RealRoutines(cublasHandle_t h, Rng& rng) {
               CUBLAS_STATUS_INVALID_VALUE);  // kl < 0
   EXPECT_BLAS(pick(cublasSspr, cublasDspr)(h, CUBLAS_FILL_MODE_LOWER, n, &alpha, x.d, 0, A.d),
               CUBLAS_STATUS_INVALID_VALUE);  // incx 0
+
+  // A grouped batch: two products of one shape (N, N), one of another (T, N), each group with its
+  // own alpha and beta; for FP32, the same again through cublasGemmGroupedBatchedEx.
+  {
+    const cublasOperation_t ta[2] = {CUBLAS_OP_N, CUBLAS_OP_T}, tb[2] = {CUBLAS_OP_N, CUBLAS_OP_N};
+    const int gm[2] = {3, 2}, gn[2] = {2, 3}, gk[2] = {4, 2}, size[2] = {2, 1};
+    const int glda[2] = {3, 2}, gldb[2] = {4, 2}, gldc[2] = {3, 2};
+    const T galpha[2] = {static_cast<T>(0.5), static_cast<T>(-1)};
+    const T gbeta[2] = {static_cast<T>(2), static_cast<T>(0)};
+    std::vector<std::unique_ptr<Buf<T>>> As, Bs, Cs;
+    std::vector<T*> ptrs;  // A0 A1 A2 | B0 B1 B2 | C0 C1 C2
+    for (int i = 0; i < 3; ++i) {
+      const int g = i < 2 ? 0 : 1;
+      As.push_back(
+          std::make_unique<Buf<T>>(size_t(glda[g]) * (ta[g] == CUBLAS_OP_N ? gk[g] : gm[g]), rng));
+      Bs.push_back(std::make_unique<Buf<T>>(size_t(gldb[g]) * gn[g], rng));
+      Cs.push_back(std::make_unique<Buf<T>>(size_t(gldc[g]) * gn[g], rng));
+    }
+    for (auto* v : {&As, &Bs, &Cs})
+      for (auto& b : *v) ptrs.push_back(b->d);
+    T** arrays = nullptr;
+    CHECK(cudaMalloc(&arrays, ptrs.size() * sizeof(T*)));
+    CHECK(cudaMemcpy(arrays, ptrs.data(), ptrs.size() * sizeof(T*), cudaMemcpyHostToDevice));
+    auto check = [&](const char* what) {
+      for (int i = 0; i < 3; ++i) {
+        const int g = i < 2 ? 0 : 1;
+        const std::vector<T>& a = As[i]->h;
+        const std::vector<T>& b = Bs[i]->h;
+        std::vector<double> want(Cs[i]->h.size());
+        for (int c = 0; c < gn[g]; ++c)
+          for (int r = 0; r < gm[g]; ++r) {
+            double acc = 0;
+            for (int l = 0; l < gk[g]; ++l)
+              acc += double(ta[g] == CUBLAS_OP_N ? a[r + size_t(l) * glda[g]]
+                                                 : a[l + size_t(r) * glda[g]]) *
+                     double(b[l + size_t(c) * gldb[g]]);
+            want[r + size_t(c) * gldc[g]] =
+                double(galpha[g]) * acc +
+                double(gbeta[g]) * double(Cs[i]->h[r + size_t(c) * gldc[g]]);
+          }
+        Compare(what, Cs[i]->Down(), want, tol);
+      }
+    };
+    BLAS_OK(pick(cublasSgemmGroupedBatched, cublasDgemmGroupedBatched)(
+        h, ta, tb, gm, gn, gk, galpha, arrays, glda, arrays + 3, gldb, gbeta, arrays + 6, gldc, 2,
+        size));
+    check(is_float ? "SgemmGroupedBatched" : "DgemmGroupedBatched");
+    if constexpr (sizeof(T) == 4) {
+      for (auto& c : Cs) c->Up();
+      BLAS_OK(cublasGemmGroupedBatchedEx(h, ta, tb, gm, gn, gk, galpha,
+                                         reinterpret_cast<void* const*>(arrays), CUDA_R_32F, glda,
+                                         reinterpret_cast<void* const*>(arrays + 3), CUDA_R_32F,
+                                         gldb, gbeta, reinterpret_cast<void* const*>(arrays + 6),
+                                         CUDA_R_32F, gldc, 2, size, CUBLAS_COMPUTE_32F));
+      check("GemmGroupedBatchedEx");
+    }
+    // A group that cannot run (lda below m) fails the call before any group runs.
+    const int bad_lda[2] = {3, 1};
+    for (auto& c : Cs) c->Up();
+    EXPECT_BLAS(pick(cublasSgemmGroupedBatched, cublasDgemmGroupedBatched)(
+                    h, ta, tb, gm, gn, gk, galpha, arrays, bad_lda, arrays + 3, gldb, gbeta,
+                    arrays + 6, gldc, 2, size),
+                CUBLAS_STATUS_INVALID_VALUE);
+    Compare("grouped batch refused", Cs[0]->Down(), AsDouble(Cs[0]->h), 0);
+    CHECK(cudaFree(arrays));
+  }
 }
 
 using C64 = std::complex<double>;
