@@ -262,6 +262,31 @@ cublasStatus_t GemmGrouped(cublasHandle_t h, Op id, int group_count, const int g
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// Sets or reads a proto/blas_settings.def value of `handle` on the server, which keeps it and
+// applies it before the handle's routines.
+cublasStatus_t SetSetting(cublasHandle_t handle, uint32_t setting, int64_t value) {
+  std::optional<cublasContext> h = Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  v1::BlasSettingRequest req;
+  req.set_handle(h->id);
+  req.set_setting(setting);
+  req.set_value(value);
+  return ToStatus(Connection::Get().Call(CallId::kBlasSetting, req));
+}
+
+cublasStatus_t GetSetting(cublasHandle_t handle, uint32_t setting, int64_t* value) {
+  std::optional<cublasContext> h = Live().Find(handle);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  v1::BlasSettingRequest req;
+  req.set_handle(h->id);
+  req.set_setting(setting);
+  v1::BlasSettingReply rep;
+  const cudaError_t e = Connection::Get().Call(CallId::kBlasGetSetting, req, &rep);
+  if (e != cudaSuccess) return ToStatus(e);
+  *value = rep.value();
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 }  // namespace
 }  // namespace remora::client_stub
 
@@ -356,6 +381,20 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
     });
   return s;
 }
+
+// The settings of proto/blas_settings.def (emulation on tensor cores, the SM count target).
+#define BLAS_SETTING(id, Name, Type, Valid)                                     \
+  cublasStatus_t cublasSet##Name(cublasHandle_t h, Type value) {                \
+    return remora::client_stub::SetSetting(h, id, static_cast<int64_t>(value)); \
+  }                                                                             \
+  cublasStatus_t cublasGet##Name(cublasHandle_t h, Type* value) {               \
+    if (!value) return CUBLAS_STATUS_INVALID_VALUE;                             \
+    int64_t v = 0;                                                              \
+    const cublasStatus_t s = remora::client_stub::GetSetting(h, id, &v);        \
+    if (s == CUBLAS_STATUS_SUCCESS) *value = static_cast<Type>(v);              \
+    return s;                                                                   \
+  }
+#include "proto/blas_settings.def"
 
 cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version) {
   if (!version) return CUBLAS_STATUS_INVALID_VALUE;

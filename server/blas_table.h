@@ -34,6 +34,13 @@ using cublasGemmStridedBatchedExFn = cublasStatus_t (*)(
     cudaDataType, int, long long, const void*, cudaDataType, int, long long, const void*, void*,
     cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
 
+// The settings' entry points (proto/blas_settings.def); cublasSetEmulationStrategy is
+// overloaded for C++.
+#define BLAS_SETTING(id, Name, Type, Valid)                               \
+  using cublasSet##Name##Fn = cublasStatus_t (*)(cublasHandle_t, Type); \
+  using cublasGet##Name##Fn = cublasStatus_t (*)(cublasHandle_t, Type*);
+#include "proto/blas_settings.def"
+
 struct BlasTable {
 #define BLAS_FN(name) decltype(&::name) name = nullptr;
 #define BLAS_FN_OVERLOADED(name) name##Fn name = nullptr;

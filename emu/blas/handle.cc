@@ -4,6 +4,7 @@
 // destroyed (or never created) handle is CUBLAS_STATUS_NOT_INITIALIZED rather
 // than a use after free.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -18,6 +19,10 @@ struct cublasContext {
   cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
   void* workspace = nullptr;  // recorded only: the CPU needs none
   size_t workspace_bytes = 0;
+  // proto/blas_settings.def's values (row id - 1), recorded only: the CPU computes in the
+  // operands' own precision, and on all its cores. The special values supported by
+  // emulation start as DEFAULT (0xFFFF), the others at 0.
+  int64_t settings[8] = {0, 0xFFFF};
 };
 
 namespace remora::emu::blas {
@@ -145,6 +150,26 @@ REMORA_BLAS_API cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMa
     }
   });
 }
+
+// The settings of proto/blas_settings.def: a value cuBLAS takes is kept and read back.
+#define BLAS_SETTING(id, Name, Type, Valid)                                            \
+  static_assert(id <= 8);                                                              \
+  REMORA_BLAS_API cublasStatus_t cublasSet##Name(cublasHandle_t handle, Type value) {  \
+    return WithHandle(handle, [value](cublasContext& c) {                              \
+      const int64_t v = value;                                                         \
+      if (!(Valid)) return CUBLAS_STATUS_INVALID_VALUE;                                \
+      c.settings[id - 1] = v;                                                          \
+      return CUBLAS_STATUS_SUCCESS;                                                    \
+    });                                                                                \
+  }                                                                                    \
+  REMORA_BLAS_API cublasStatus_t cublasGet##Name(cublasHandle_t handle, Type* value) { \
+    return WithHandle(handle, [value](cublasContext& c) {                              \
+      if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;                        \
+      *value = static_cast<Type>(c.settings[id - 1]);                                  \
+      return CUBLAS_STATUS_SUCCESS;                                                    \
+    });                                                                                \
+  }
+#include "proto/blas_settings.def"
 
 REMORA_BLAS_API cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
   return WithHandle(handle, [mode](cublasContext& c) {

@@ -12,7 +12,9 @@
 // handle in device pointer mode and copied back into the reply.
 #include <cublas_v2.h>
 
+#include <array>
 #include <cstring>
+#include <optional>
 
 #include "proto/arena.h"
 #include "proto/blas.h"
@@ -31,6 +33,17 @@ constexpr uint64_t kResultSlots = 16;
 constexpr uint64_t kScratch = kResultSlot * kResultSlots;
 }  // namespace
 
+// The rows of proto/blas_settings.def, in order.
+enum class BlasSetting : uint32_t {
+#define BLAS_SETTING(id, Name, Type, Valid) k##Name = id,
+#include "proto/blas_settings.def"
+};
+constexpr size_t kBlasSettings = 0
+#define BLAS_SETTING(id, Name, Type, Valid) +1
+#include "proto/blas_settings.def"
+    ;
+using BlasSettings = std::array<int64_t, kBlasSettings>;
+
 struct BlasHandle {
   cublasHandle_t h = nullptr;
   cublasLtHandle_t lt = nullptr;  // for matmuls naming this handle (BlasHandleAsLt)
@@ -38,7 +51,48 @@ struct BlasHandle {
   CUdeviceptr tenant_workspace = 0;
   uint64_t tenant_workspace_bytes = 0;
   uint64_t next_slot = 0;
+  // proto/blas_settings.def's values (row id - 1): the library's own at creation, then the
+  // tenant's; applied before each routine once the tenant has set any.
+  BlasSettings settings{};
+  bool settings_set = false;
 };
+
+namespace {
+
+// Sets every value of `v` on `h`; the first failing setter's status.
+cublasStatus_t ApplySettings(const BlasTable& t, cublasHandle_t h, const BlasSettings& v) {
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+#define BLAS_SETTING(id, Name, Type, Valid) \
+  if (st == CUBLAS_STATUS_SUCCESS) st = t.cublasSet##Name(h, static_cast<Type>(v[id - 1]));
+#include "proto/blas_settings.def"
+  return st;
+}
+
+// The library's values on a new handle (0 where its getter fails: one it does not have).
+BlasSettings ReadSettings(const BlasTable& t, cublasHandle_t h) {
+  BlasSettings v{};
+#define BLAS_SETTING(id, Name, Type, Valid)                                       \
+  {                                                                               \
+    Type value{};                                                                 \
+    if (t.cublasGet##Name(h, &value) == CUBLAS_STATUS_SUCCESS) v[id - 1] = value; \
+  }
+#include "proto/blas_settings.def"
+  return v;
+}
+
+// Whether `v` is a value row `setting` takes (false for an unknown row).
+bool ValidSetting(uint32_t setting, int64_t v) {
+  switch (setting) {
+#define BLAS_SETTING(id, Name, Type, Valid) \
+  case id:                                  \
+    return Valid;
+#include "proto/blas_settings.def"
+    default:
+      return false;
+  }
+}
+
+}  // namespace
 
 struct Session::BlasCall {
   const BlasOp* op = nullptr;
@@ -47,6 +101,7 @@ struct Session::BlasCall {
   uint64_t stream = 0;
   bool device_scalars = false;
   uint32_t math_mode = 0;
+  std::optional<BlasSettings> settings;  // to apply first: the handle's, once set
   std::vector<int64_t> ints;
   std::array<uint64_t, kBlasMaxPtrs> ptrs{};  // arrays replaced by the server's copies
   // Scalars sent by value, scalar i at i * kScalarSlot: aligned for any element type, however
@@ -387,6 +442,7 @@ Status Session::OnBlasCreate(const v1::Empty&, v1::HandleReply& rep) {
   auto handle = std::make_shared<BlasHandle>();
   handle->h = h;
   handle->memory = *memory;
+  handle->settings = ReadSettings(*t, h);
   const uint64_t id = next_handle_++;
   blas_.Put(id, std::move(handle));
   rep.set_handle(id);
@@ -414,6 +470,24 @@ Status Session::OnBlasSetWorkspace(const v1::BlasWorkspaceRequest& req, v1::Empt
   }
   handle->tenant_workspace = req.size() ? req.workspace() : 0;
   handle->tenant_workspace_bytes = req.size();
+  return OkStatus();
+}
+
+Status Session::OnBlasSetting(const v1::BlasSettingRequest& req, v1::Empty&) {
+  ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(req.handle()));
+  if (!ValidSetting(req.setting(), req.value()))
+    return Error(err::kInvalidValue, "cuBLAS setting " + std::to_string(req.setting()) +
+                                         " does not take " + std::to_string(req.value()));
+  handle->settings[req.setting() - 1] = req.value();
+  handle->settings_set = true;
+  return OkStatus();
+}
+
+Status Session::OnBlasGetSetting(const v1::BlasSettingRequest& req, v1::BlasSettingReply& rep) {
+  ASSIGN_OR_RETURN(std::shared_ptr<BlasHandle> handle, blas_.Get(req.handle()));
+  if (req.setting() == 0 || req.setting() > kBlasSettings)
+    return Error(err::kInvalidValue, "no cuBLAS setting " + std::to_string(req.setting()));
+  rep.set_value(handle->settings[req.setting() - 1]);
   return OkStatus();
 }
 
@@ -464,6 +538,7 @@ Result<std::shared_ptr<Session::BlasCall>> Session::PrepareBlas(const v1::BlasRe
   c->stream = req.stream();
   c->device_scalars = req.device_scalars();
   c->math_mode = req.math_mode();
+  if (c->handle->settings_set) c->settings = c->handle->settings;
 
   // Scalars: their values, or device pointers to them.
   if (req.device_scalars()) {
@@ -570,6 +645,7 @@ Status Session::SubmitBlas(std::shared_ptr<BlasCall> c) {
           h, device_mode ? CUBLAS_POINTER_MODE_DEVICE : CUBLAS_POINTER_MODE_HOST);
     if (st == CUBLAS_STATUS_SUCCESS)
       st = t->cublasSetMathMode(h, static_cast<cublasMath_t>(c->math_mode));
+    if (st == CUBLAS_STATUS_SUCCESS && c->settings) st = ApplySettings(*t, h, *c->settings);
     if (st == CUBLAS_STATUS_SUCCESS) st = run(*t, h, *c);
     if (st != CUBLAS_STATUS_SUCCESS) return BlasError(*t, st, what);
     if (c->result_slot)

@@ -1361,6 +1361,55 @@ void HermitianAndSymmetric(cublasHandle_t h, Rng& rng) {
   for (T* p : {dx, dy, dA, dB}) CHECK(cudaFree(p));
 }
 
+// The handle's emulation settings and SM count target: each value set reads back, one cuBLAS
+// does not take is refused, and an SGEMM under BF16x9 emulation (eager) computes the FP32
+// product (within FP32's tolerance, as the emulation promises).
+void HandleSettings(cublasHandle_t h, Rng& rng) {
+  cublasEmulationStrategy_t strategy{};
+  BLAS_OK(cublasGetEmulationStrategy(h, &strategy));
+  if (strategy != CUBLAS_EMULATION_STRATEGY_DEFAULT) {
+    std::printf("FAIL: a new handle's emulation strategy is %d\n", static_cast<int>(strategy));
+    ++failures;
+  }
+  BLAS_OK(cublasSetEmulationStrategy(h, CUBLAS_EMULATION_STRATEGY_EAGER));
+  BLAS_OK(cublasGetEmulationStrategy(h, &strategy));
+  if (strategy != CUBLAS_EMULATION_STRATEGY_EAGER) {
+    std::printf("FAIL: the emulation strategy set reads back as %d\n", static_cast<int>(strategy));
+    ++failures;
+  }
+  EXPECT_BLAS(cublasSetEmulationStrategy(h, static_cast<cublasEmulationStrategy_t>(7)),
+              CUBLAS_STATUS_INVALID_VALUE);
+  cudaEmulationMantissaControl control{};
+  int bits = 0, target = 0;
+  BLAS_OK(cublasSetFixedPointEmulationMantissaControl(h, CUDA_EMULATION_MANTISSA_CONTROL_FIXED));
+  BLAS_OK(cublasSetFixedPointEmulationMaxMantissaBitCount(h, 40));
+  BLAS_OK(cublasSetSmCountTarget(h, 4));
+  BLAS_OK(cublasGetFixedPointEmulationMantissaControl(h, &control));
+  BLAS_OK(cublasGetFixedPointEmulationMaxMantissaBitCount(h, &bits));
+  BLAS_OK(cublasGetSmCountTarget(h, &target));
+  if (control != CUDA_EMULATION_MANTISSA_CONTROL_FIXED || bits != 40 || target != 4) {
+    std::printf("FAIL: settings read back as control %d, bits %d, SM target %d\n",
+                static_cast<int>(control), bits, target);
+    ++failures;
+  }
+  BLAS_OK(cublasSetSmCountTarget(h, 0));
+  const int n = 24;
+  Buf<float> A(n * n, rng), B(n * n, rng), C(n * n, rng);
+  const float alpha = 1.5f, beta = 0.5f;
+  BLAS_OK(cublasSetMathMode(h, CUBLAS_FP32_EMULATED_BF16X9_MATH));
+  BLAS_OK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, A.d, n, B.d, n, &beta, C.d, n));
+  std::vector<double> want(n * n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      double acc = 0;
+      for (int l = 0; l < n; ++l) acc += double(A.h[i + l * n]) * B.h[l + j * n];
+      want[i + j * n] = alpha * acc + beta * double(C.h[i + j * n]);
+    }
+  Compare("Sgemm under BF16x9 emulation", C.Down(), want, Tol<float>());
+  BLAS_OK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  BLAS_OK(cublasSetEmulationStrategy(h, CUBLAS_EMULATION_STRATEGY_DEFAULT));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1381,6 +1430,7 @@ int main(int argc, char** argv) {
   ComplexLevel2<cuDoubleComplex, double>(h, rng);
   HermitianAndSymmetric<cuComplex, float>(h, rng);
   HermitianAndSymmetric<cuDoubleComplex, double>(h, rng);
+  HandleSettings(h, rng);
   BLAS_OK(cublasDestroy(h));
   CHECK(cudaStreamDestroy(stream));
   return Finish(failures, "cublas_level2");
