@@ -20,6 +20,7 @@
 #include "client_stub/driver_internal.h"
 #include "client_stub/errors.h"
 #include "fatbin/link_image.h"
+#include "proto/jit_log.h"
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
 using remora::client_stub::DriverCallScope;
@@ -72,24 +73,6 @@ CUresult Add(CUlinkState state, CUjitInputType type, const char* data, size_t si
   return CUDA_SUCCESS;
 }
 
-// A log option pair: the buffer and its size slot (IN: capacity, OUT: bytes written).
-void WriteLog(unsigned n, const CUjit_option* options, void** values, CUjit_option buffer_opt,
-              CUjit_option size_opt, std::string_view text) {
-  char* buffer = nullptr;
-  void** size_slot = nullptr;
-  for (unsigned i = 0; i < n; ++i) {
-    if (options[i] == buffer_opt) buffer = static_cast<char*>(values[i]);
-    if (options[i] == size_opt) size_slot = &values[i];
-  }
-  if (buffer == nullptr || size_slot == nullptr) return;
-  const auto capacity = static_cast<size_t>(reinterpret_cast<uintptr_t>(*size_slot));
-  if (capacity == 0) return;
-  const size_t written = std::min(text.size(), capacity - 1);
-  std::memcpy(buffer, text.data(), written);
-  buffer[written] = '\0';
-  *size_slot = reinterpret_cast<void*>(static_cast<uintptr_t>(written));
-}
-
 }  // namespace
 
 namespace remora::client_stub::driver {
@@ -101,9 +84,11 @@ void WriteJitOutputs(unsigned n, const CUjit_option* options, void** values,
       std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (unsigned i = 0; i < n; ++i)
     if (options[i] == CU_JIT_WALL_TIME) std::memcpy(&values[i], &ms, sizeof ms);
-  WriteLog(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
-  WriteLog(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-           result == CUDA_SUCCESS ? std::string_view() : Connection::LastFailureMessage());
+  remora::WriteJitLog(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                      "");
+  remora::WriteJitLog(
+      n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+      result == CUDA_SUCCESS ? std::string_view() : Connection::LastFailureMessage());
 }
 
 }  // namespace remora::client_stub::driver

@@ -9,6 +9,7 @@
 
 #include "emu/device.h"
 #include "fatbin/fatbin.h"
+#include "proto/jit_log.h"
 
 namespace remora::emu {
 namespace {
@@ -106,25 +107,6 @@ CUresult CheckPtxHeader(const std::string& ptx) {
 
 namespace {
 thread_local std::string t_jit_error;
-
-// The log pair (buffer, size slot) among `options`: the slot holds the capacity in, the bytes
-// written out.
-void WriteLog(unsigned n, const CUjit_option* options, void** values, CUjit_option buffer_opt,
-              CUjit_option size_opt, std::string_view text) {
-  char* buffer = nullptr;
-  void** size_slot = nullptr;
-  for (unsigned i = 0; i < n; ++i) {
-    if (options[i] == buffer_opt) buffer = static_cast<char*>(values[i]);
-    if (options[i] == size_opt) size_slot = &values[i];
-  }
-  if (buffer == nullptr || size_slot == nullptr) return;
-  const auto capacity = static_cast<size_t>(reinterpret_cast<uintptr_t>(*size_slot));
-  if (capacity == 0) return;
-  const size_t written = std::min(text.size(), capacity - 1);
-  std::memcpy(buffer, text.data(), written);
-  buffer[written] = '\0';
-  *size_slot = reinterpret_cast<void*>(static_cast<uintptr_t>(written));
-}
 }  // namespace
 
 void SetJitError(std::string text) {
@@ -139,9 +121,11 @@ void ClearJitError() {
 
 void WriteJitLogs(unsigned n, const CUjit_option* options, void** values, CUresult result) {
   if (n == 0 || options == nullptr || values == nullptr) return;
-  WriteLog(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
-  WriteLog(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-           result == CUDA_SUCCESS ? std::string_view() : std::string_view(JitError()));
+  remora::WriteJitLog(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                      "");
+  remora::WriteJitLog(n, options, values, CU_JIT_ERROR_LOG_BUFFER,
+                      CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                      result == CUDA_SUCCESS ? std::string_view() : std::string_view(JitError()));
 }
 
 int PtxTarget(const std::string& ptx) {
