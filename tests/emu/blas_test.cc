@@ -1,7 +1,9 @@
 // tests/emu/blas_test.cc - emu/blas's libcublas.so.13 routine by routine, dlopened as the server
-// loads it. Every server/blas.def row is called on random data in device memory and checked
-// against a naive double-precision loop, in both pointer modes and on the legacy and a created
-// stream (BlasModes).
+// loads it. The core routines (level 1-3 in S and D, gemm's forms, the batched LU) are called on
+// random data in device memory and checked against a naive double-precision loop, in both
+// pointer modes and on the legacy and a created stream (BlasModes); the rest of server/blas.def
+// is checked end to end, through a live server, by tests/cuda/kernels/cublas_routines.cu and
+// cublas_level2.cu.
 #include "tests/emu/blas_harness.h"
 
 namespace remora::emu::test {
