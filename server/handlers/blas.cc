@@ -33,11 +33,7 @@ constexpr uint64_t kResultSlots = 16;
 constexpr uint64_t kScratch = kResultSlot * kResultSlots;
 }  // namespace
 
-// The rows of proto/blas_settings.def, in order.
-enum class BlasSetting : uint32_t {
-#define BLAS_SETTING(id, Name, Type, Valid) k##Name = id,
-#include "proto/blas_settings.def"
-};
+// The rows of proto/blas_settings.def, numbered 1 to kBlasSettings.
 constexpr size_t kBlasSettings = 0
 #define BLAS_SETTING(id, Name, Type, Valid) +1
 #include "proto/blas_settings.def"
@@ -83,8 +79,9 @@ BlasSettings ReadSettings(const BlasTable& t, cublasHandle_t h) {
 // Whether `v` is a value row `setting` takes (false for an unknown row).
 bool ValidSetting(uint32_t setting, int64_t v) {
   switch (setting) {
-#define BLAS_SETTING(id, Name, Type, Valid) \
-  case id:                                  \
+#define BLAS_SETTING(id, Name, Type, Valid)                               \
+  case id:                                                                \
+    static_assert(id >= 1 && id <= kBlasSettings, "settings are 1 to N"); \
     return Valid;
 #include "proto/blas_settings.def"
     default:
