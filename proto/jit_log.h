@@ -26,7 +26,7 @@ void WriteJitLog(unsigned n, const Option* options, void** values, Option buffer
   const auto capacity = static_cast<size_t>(reinterpret_cast<uintptr_t>(*size_slot));
   if (capacity == 0) return;
   const size_t written = std::min(text.size(), capacity - 1);
-  std::memcpy(buffer, text.data(), written);
+  if (written > 0) std::memcpy(buffer, text.data(), written);  // an empty view's data may be null
   buffer[written] = '\0';
   *size_slot = reinterpret_cast<void*>(static_cast<uintptr_t>(written));
 }
