@@ -133,23 +133,11 @@ cublasStatus_t Swap(cublasHandle_t h, int n, T* x, int incx, T* y, int incy) {
   return call.Submit([=] { Blas<T>::swap(n, x, incx, y, incy); });
 }
 
-template <class T>
-cublasStatus_t Rot(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, const T* c,
-                   const T* s) {
-  Call call;
-  BLAS_RETURN_IF_ERROR(call.Begin(h));
-  BLAS_CHECK_ARG(c != nullptr && s != nullptr);
-  if (n <= 0) return CUBLAS_STATUS_SUCCESS;
-  const Scalar<T> cv = call.Read(c);
-  const Scalar<T> sv = call.Read(s);
-  return call.Submit([=] { Blas<T>::rot(n, x, incx, y, incy, cv.get(), sv.get()); });
-}
-
-// A complex rotation with a real c: x = c x + s y, y = c y - conj(s) x, for a complex s (crot;
-// no CBLAS routine) or a real one (csrot).
+// The plane rotation x = c x + s y, y = c y - conj(s) x, c real: s real too (srot, drot, csrot,
+// zdrot) or complex (crot, zrot; no CBLAS routine).
 template <class T, class R, class S>
-cublasStatus_t ComplexRot(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, const R* c,
-                          const S* s) {
+cublasStatus_t Rot(cublasHandle_t h, int n, T* x, int incx, T* y, int incy, const R* c,
+                   const S* s) {
   Call call;
   BLAS_RETURN_IF_ERROR(call.Begin(h));
   BLAS_CHECK_ARG(c != nullptr && s != nullptr);
@@ -158,7 +146,7 @@ cublasStatus_t ComplexRot(cublasHandle_t h, int n, T* x, int incx, T* y, int inc
   const Scalar<S> sv = call.Read(s);
   return call.Submit([=] {
     if constexpr (std::is_same_v<R, S>) {
-      Blas<T>::rot_real(n, x, incx, y, incy, cv.get(), sv.get());
+      Blas<T>::rot(n, x, incx, y, incy, cv.get(), sv.get());
     } else {
       const T cc{cv.get(), 0};
       const T ss = sv.get();
@@ -377,11 +365,11 @@ REMORA_BLAS_API cublasStatus_t cublasDrotmg_v2(cublasHandle_t h, double* d1, dou
   }                                                                                               \
   REMORA_BLAS_API cublasStatus_t cublas##X##rot_v2(cublasHandle_t h, int n, T* x, int incx, T* y, \
                                                    int incy, const R* c, const T* s) {            \
-    return ComplexRot(h, n, x, incx, y, incy, c, s);                                              \
+    return Rot(h, n, x, incx, y, incy, c, s);                                                     \
   }                                                                                               \
   REMORA_BLAS_API cublasStatus_t cublas##X##LRX##rot_v2(cublasHandle_t h, int n, T* x, int incx,  \
                                                         T* y, int incy, const R* c, const R* s) { \
-    return ComplexRot(h, n, x, incx, y, incy, c, s);                                              \
+    return Rot(h, n, x, incx, y, incy, c, s);                                                     \
   }
 ROTATIONS(C, cuComplex, S, float, s)
 ROTATIONS(Z, cuDoubleComplex, D, double, d)

@@ -204,7 +204,7 @@ struct Blas<double> {
     static constexpr auto her = &cblas_##p##her;                                                   \
     static constexpr auto hpr = &cblas_##p##hpr;                                                   \
     static constexpr auto herk = &cblas_##p##herk;                                                 \
-    static constexpr auto rot_real = &cblas_##p##rp##rot;                                          \
+    static constexpr auto rot = &cblas_##p##rp##rot; /* c and s real */                            \
     static constexpr auto trmv = &cblas_##p##trmv;                                                 \
     static constexpr auto trsv = &cblas_##p##trsv;                                                 \
     static constexpr auto tbmv = &cblas_##p##tbmv;                                                 \
