@@ -211,15 +211,15 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, c
   auto& st = St();
   auto p = reinterpret_cast<uintptr_t>(ptr);
   void* self = const_cast<void*>(ptr);
-  if (st.device_ranges.Find(p)) {
-    attributes->type = cudaMemoryTypeDevice;
-    attributes->device = 0;
-    attributes->devicePointer = self;
-  } else if (st.host.IsManaged(ptr)) {
+  if (st.host.IsManaged(ptr)) {  // before device memory: a mirrored block is both
     attributes->type = cudaMemoryTypeManaged;
     attributes->device = 0;
     attributes->devicePointer = self;
     attributes->hostPointer = self;
+  } else if (st.device_ranges.Find(p)) {
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->device = 0;
+    attributes->devicePointer = self;
   } else if (st.host.IsPinned(ptr)) {
     attributes->type = cudaMemoryTypeHost;
     attributes->device = 0;

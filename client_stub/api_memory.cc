@@ -11,6 +11,7 @@
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
+#include "client_stub/mirror.h"
 #include "client_stub/state.h"
 
 using remora::CallId;
@@ -104,7 +105,8 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
 // Managed memory lives in the arena heap, which the server maps at the same
 // address and registers device-mapped: host and kernels use one pointer, and it
 // is coherent at synchronisation points (no concurrentManagedAccess). Remote
-// sessions, or an arena mapped elsewhere, cannot have it: cudaErrorNotSupported.
+// sessions, or an arena mapped elsewhere, get it mirrored (mirror.h): device
+// memory and host pages at one address, made to agree at the same points.
 cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
   if (!devPtr) return Ret(cudaErrorInvalidValue);
   *devPtr = nullptr;
@@ -112,11 +114,7 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
     return Ret(cudaErrorInvalidValue);
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return Ret(e);
-  if (!c.zero_copy())
-    return Ret(static_cast<cudaError_t>(cs::Unsupported(
-        "cudaMallocManaged",
-        "managed memory needs a local (shm) session whose arena the server maps at the same "
-        "address")));
+  if (!c.zero_copy()) return Ret(cs::Mirrors::Get().Allocate(size, devPtr));
   *devPtr = St().host.AllocateManaged(size);
   return *devPtr ? cudaSuccess : Ret(cudaErrorMemoryAllocation);
 }
@@ -346,6 +344,7 @@ cudaError_t cudaFree(void* devPtr) {
   }
   // A graph's allocation stays at its address for the graph's next launch (graph.h).
   if (remora::client_stub::ReleaseGraphAllocation(devPtr)) return cudaSuccess;
+  if (St().host.IsMirrored(devPtr)) return Ret(cs::Mirrors::Get().Free(devPtr));
   if (St().host.IsManaged(devPtr)) {
     // cudaFree synchronizes: no kernel may still be using the block.
     if (cudaError_t e = Connection::Get().Call(CallId::kDeviceSynchronize, v1::Empty()))

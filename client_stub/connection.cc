@@ -40,6 +40,8 @@ Connection& Connection::Get() {
   return *c;
 }
 
+thread_local bool Connection::t_in_observer_ = false;
+
 std::string& Connection::SendBuffer() {
   return ThreadScratch<std::string, struct SendBufferTag>();
 }
@@ -369,7 +371,19 @@ void Connection::CallbackLoop() {
         host_funcs_.erase(it);
       }
       lock.unlock();
-      if (fn) fn(static_cast<cudaError_t>(run.status));
+      if (fn) {
+        // Managed memory a host function reads or writes agrees with the device around it.
+        CallObserver* o = Observing();
+        if (o) {
+          ObserverScope scope;
+          o->BeforeHostFunc();
+        }
+        fn(static_cast<cudaError_t>(run.status));
+        if (o) {
+          ObserverScope scope;
+          o->AfterHostFunc();
+        }
+      }
       // Sent even after a sticky error: the server holds the stream until it arrives.
       v1::HostFuncDone done;
       done.set_id(run.id);

@@ -30,7 +30,9 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include "client_stub/env.h"
 #include "client_stub/trace.h"
@@ -51,6 +53,38 @@ struct ReplySpin {
 };
 inline constexpr std::chrono::nanoseconds kScheduleSpin = std::chrono::milliseconds(10);
 std::optional<ReplySpin> ReplySpinFor(unsigned flags, uint64_t auto_spin_ns);
+
+// What a call may do to device memory, as far as its request says.
+struct CallTouch {
+  CallId id;
+  std::optional<uint64_t> stream;  // the request's stream, when it names one
+  // The device bytes it writes, {0, 0} for none (a device-to-host copy); nullopt: any.
+  std::optional<std::pair<uint64_t, uint64_t>> writes;
+};
+
+template <class Req>
+CallTouch TouchOf(CallId id, const Req& req) {
+  CallTouch t{id, std::nullopt, std::nullopt};
+  if constexpr (requires { req.stream(); }) t.stream = req.stream();
+  if constexpr (std::is_same_v<Req, v1::MemcpyDtoHRequest>)
+    t.writes = std::pair<uint64_t, uint64_t>{0, 0};
+  else if constexpr (std::is_same_v<Req, v1::MemcpyHtoDRequest> ||
+                     std::is_same_v<Req, v1::MemcpyDtoDRequest> ||
+                     std::is_same_v<Req, v1::MemsetRequest>)
+    t.writes = std::pair<uint64_t, uint64_t>{req.dst(), req.size()};
+  return t;
+}
+
+// Told of every call sent and every host function run while it is installed (mirror.h).
+// Calls the observer makes itself from its hooks are not reported to it.
+class CallObserver {
+ public:
+  virtual ~CallObserver() = default;
+  virtual void Before(const CallTouch& t) = 0;
+  virtual void After(const CallTouch& t, cudaError_t e) = 0;
+  virtual void BeforeHostFunc() = 0;
+  virtual void AfterHostFunc() = 0;
+};
 
 class Connection {
  public:
@@ -73,6 +107,65 @@ class Connection {
   // Thread-safe.
   template <class Req, class Rep>
   cudaError_t Call(CallId id, const Req& req, Rep* rep) {
+    if (CallObserver* o = Observing()) [[unlikely]] {
+      const CallTouch t = TouchOf(id, req);
+      ObserverScope scope;
+      o->Before(t);
+      scope.Leave();
+      cudaError_t e = CallUnobserved(id, req, rep);
+      scope.Enter();
+      o->After(t, e);
+      return e;
+    }
+    return CallUnobserved(id, req, rep);
+  }
+  template <class Req>
+  cudaError_t Call(CallId id, const Req& req) {
+    return Call<Req, v1::Empty>(id, req, nullptr);
+  }
+
+  // Sends an ORDERED row without waiting. Errors: the session's failure code, a
+  // latched sticky error. Thread-safe.
+  template <class Req>
+  cudaError_t Post(CallId id, const Req& req) {
+    if (CallObserver* o = Observing()) [[unlikely]] {
+      const CallTouch t = TouchOf(id, req);
+      ObserverScope scope;
+      o->Before(t);
+      scope.Leave();
+      cudaError_t e = PostUnobserved(id, req);
+      scope.Enter();
+      o->After(t, e);
+      return e;
+    }
+    return PostUnobserved(id, req);
+  }
+
+  // Installs `o` (not owned; it must live for ever). nullptr removes it.
+  void SetObserver(CallObserver* o) { observer_.store(o, std::memory_order_release); }
+
+  // While one lives (and is entered), the calling thread's calls are not reported to the
+  // observer: its hooks run so, and so may the observer's own calls made outside them.
+  class ObserverScope {
+   public:
+    ObserverScope() { Enter(); }
+    ~ObserverScope() { Leave(); }
+    ObserverScope(const ObserverScope&) = delete;
+    ObserverScope& operator=(const ObserverScope&) = delete;
+    void Enter() { t_in_observer_ = true; }
+    void Leave() { t_in_observer_ = false; }
+  };
+
+ private:
+  // The observer, unless none is installed or this thread is inside one of its hooks.
+  CallObserver* Observing() const {
+    CallObserver* o = observer_.load(std::memory_order_acquire);
+    return o != nullptr && !t_in_observer_ ? o : nullptr;
+  }
+  static thread_local bool t_in_observer_;
+
+  template <class Req, class Rep>
+  cudaError_t CallUnobserved(CallId id, const Req& req, Rep* rep) {
     std::string& buf = SendBuffer();
     const uint32_t flags = Encode(req, buf);
     std::string result;
@@ -84,14 +177,7 @@ class Connection {
     return e;
   }
   template <class Req>
-  cudaError_t Call(CallId id, const Req& req) {
-    return Call<Req, v1::Empty>(id, req, nullptr);
-  }
-
-  // Sends an ORDERED row without waiting. Errors: the session's failure code, a
-  // latched sticky error. Thread-safe.
-  template <class Req>
-  cudaError_t Post(CallId id, const Req& req) {
+  cudaError_t PostUnobserved(CallId id, const Req& req) {
     std::string& buf = SendBuffer();
     const uint32_t flags = Encode(req, buf);
     cudaError_t e = PostBytes(id, flags, AsBytes(buf));
@@ -100,6 +186,7 @@ class Connection {
     return e;
   }
 
+ public:
   // `flags` is the frame's: fixed::kFixedLayout for a fixed-layout body.
   cudaError_t CallBytes(CallId id, uint32_t flags, std::span<const std::byte> body,
                         std::string* result, bool* have_result);
@@ -173,6 +260,7 @@ class Connection {
   void CallbackLoop();
 
   std::once_flag once_;
+  std::atomic<CallObserver*> observer_{nullptr};
   std::atomic<bool> up_{false};  // Connect succeeded: ch_ is set for good
   std::atomic<int> fail_{0};
   std::atomic<bool> fail_printed_{false};

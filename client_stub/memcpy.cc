@@ -310,6 +310,18 @@ cudaError_t DeviceToDevice(Connection& c, uint64_t dst, uint64_t src, size_t n, 
 
 }  // namespace
 
+cudaError_t HostToDeviceAt(uint64_t dst, const void* src, size_t n, uint64_t stream, bool async) {
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  return HostToDevice(c, dst, static_cast<const std::byte*>(src), n, stream, async);
+}
+
+cudaError_t DeviceToHostAt(void* dst, uint64_t src, size_t n, uint64_t stream) {
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  return DeviceToHost(c, static_cast<std::byte*>(dst), src, n, stream, false);
+}
+
 cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream,
                  bool async) {
   if (static_cast<unsigned>(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;

@@ -67,4 +67,11 @@ cudaError_t Fill(void* dst, int value, size_t n, cudaStream_t stream, bool async
 cudaError_t FillPattern(void* dst, size_t pitch, uint32_t value, size_t elem, size_t width,
                         size_t height, cudaStream_t stream, bool async);
 
+// Copies by address, whatever the process's tables say the pointers are (a mirrored managed
+// block's host pages share their device copy's address, mirror.h), on server stream `stream`:
+// host-to-device pieces are stream-ordered (the last one waits unless `async`), a
+// device-to-host copy waits.
+cudaError_t HostToDeviceAt(uint64_t dst, const void* src, size_t n, uint64_t stream, bool async);
+cudaError_t DeviceToHostAt(void* dst, uint64_t src, size_t n, uint64_t stream);
+
 }  // namespace remora::client_stub

@@ -35,7 +35,7 @@ cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info) {
 void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy) {
   const std::pair<cudaDeviceAttr, int> caps[] = {
       {cudaDevAttrCanMapHostMemory, zero_copy},
-      {cudaDevAttrManagedMemory, zero_copy},
+      {cudaDevAttrManagedMemory, 1},
       {cudaDevAttrConcurrentManagedAccess, 0},
       {cudaDevAttrPageableMemoryAccess, 0},
       {cudaDevAttrPageableMemoryAccessUsesHostPageTables, 0},
@@ -259,6 +259,36 @@ bool HostMemory::FreeManaged(void* p) {
   return heap_.Free(off);
 }
 
+namespace {
+template <class Map>
+bool InMap(const Map& m, uintptr_t v, auto size_of) {
+  auto it = m.upper_bound(v);
+  if (it == m.begin()) return false;
+  --it;
+  return v - it->first < size_of(it->second);
+}
+}  // namespace
+
+void HostMemory::AddMirrored(void* p, size_t bytes) {
+  std::lock_guard lock(mu_);
+  mirrored_[reinterpret_cast<uintptr_t>(p)] = bytes;
+}
+
+bool HostMemory::RemoveMirrored(void* p) {
+  std::lock_guard lock(mu_);
+  auto it = mirrored_.find(reinterpret_cast<uintptr_t>(p));
+  if (it == mirrored_.end()) return false;
+  const auto [lo, hi] = Pages(p, it->second);
+  advice_.Reset(lo, hi);
+  mirrored_.erase(it);
+  return true;
+}
+
+bool HostMemory::IsMirrored(const void* p) const {
+  std::lock_guard lock(mu_);
+  return InMap(mirrored_, reinterpret_cast<uintptr_t>(p), [](size_t n) { return n; });
+}
+
 bool HostMemory::IsManagedRange(const void* p, size_t n) const {
   return p != nullptr && IsManaged(p) && (n == 0 || IsManaged(static_cast<const char*>(p) + n - 1));
 }
@@ -282,16 +312,6 @@ std::optional<std::pair<uint64_t, uint64_t>> HostMemory::ArenaBlockLocked(const 
   return heap_.Find(static_cast<uint64_t>(b - base_));
 }
 
-namespace {
-template <class Map>
-bool InMap(const Map& m, uintptr_t v, auto size_of) {
-  auto it = m.upper_bound(v);
-  if (it == m.begin()) return false;
-  --it;
-  return v - it->first < size_of(it->second);
-}
-}  // namespace
-
 std::optional<unsigned> HostMemory::Flags(const void* p) const {
   std::lock_guard lock(mu_);
   if (auto block = ArenaBlockLocked(p)) {
@@ -310,7 +330,8 @@ std::optional<unsigned> HostMemory::Flags(const void* p) const {
 bool HostMemory::IsManaged(const void* p) const {
   std::lock_guard lock(mu_);
   auto block = ArenaBlockLocked(p);
-  return block && managed_.count(block->first) > 0;
+  if (block) return managed_.count(block->first) > 0;
+  return InMap(mirrored_, reinterpret_cast<uintptr_t>(p), [](size_t n) { return n; });
 }
 
 bool HostMemory::IsDeviceMapped(const void* p) const {

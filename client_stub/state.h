@@ -36,9 +36,10 @@ namespace remora::client_stub {
 cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info);
 
 // Rewrites the attributes that depend on the session, not the GPU: mapped host
-// memory and managed memory exist only with `zero_copy` (shm, same-address
-// arena); managed memory is never concurrently accessible (the host touches it
-// only between synchronisations) and pageable memory never device-accessible.
+// memory exists only with `zero_copy` (shm, same-address arena); managed memory
+// always (arena memory, or mirrored without it: mirror.h) and is never
+// concurrently accessible (the host touches it only between synchronisations);
+// pageable memory is never device-accessible.
 void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy);
 
 // ---- the runtime's context, as the driver API sees it ----------------------------
@@ -142,6 +143,13 @@ class HostMemory {
   bool Free(void* p);
   // Frees what AllocateManaged returned. False for any other pointer.
   bool FreeManaged(void* p);
+  // Records mirrored managed memory (mirror.h: device memory at `p` and host pages at the same
+  // address): IsManaged and the advice take it as any managed block, IsDeviceMapped does not.
+  void AddMirrored(void* p, size_t bytes);
+  // Forgets the mirrored block starting at `p` and its advice; false if none does.
+  bool RemoveMirrored(void* p);
+  // True if `p` lies in a mirrored block.
+  bool IsMirrored(const void* p) const;
   // The flags recorded for the pinned allocation containing `p`, or nullopt
   // (managed, registered, pageable or device memory).
   std::optional<unsigned> Flags(const void* p) const;
@@ -219,6 +227,7 @@ class HostMemory {
   PinFn pin_;
   std::map<uint64_t, unsigned> arena_flags_;  // pinned arena block offset -> flags
   std::set<uint64_t> managed_;                // managed arena block offsets
+  std::map<uintptr_t, size_t> mirrored_;      // mirrored managed blocks: address -> size
   ManagedAdvice advice_;                      // over managed blocks' addresses
   std::map<uintptr_t, Malloced> malloced_;
   std::map<uintptr_t, Registered> registered_;

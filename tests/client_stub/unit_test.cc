@@ -19,6 +19,7 @@
 #include "client_stub/kernels.h"
 #include "client_stub/managed_advice.h"
 #include "client_stub/memcpy.h"
+#include "client_stub/mirror.h"
 #include "client_stub/pinned_heap.h"
 #include "client_stub/state.h"
 #include "client_stub/stream_copy.h"
@@ -374,8 +375,59 @@ TEST(DeviceProp, SessionCapsFollowTheSessionKind) {
   EXPECT_EQ(p.maxThreadsPerBlock, 1024);
   ApplySessionCaps(&info, false);
   p = BuildDeviceProp(info);
-  EXPECT_EQ(p.managedMemory, 0);
+  EXPECT_EQ(p.managedMemory, 1);  // mirrored (mirror.h)
   EXPECT_EQ(p.canMapHostMemory, 0);
+  EXPECT_EQ(p.concurrentManagedAccess, 0);
+}
+
+// ---- mirrored managed memory ------------------------------------------------------
+
+// The mirror sends a piece when its hash changed: every one-bit change of a piece, at every
+// position and with any piece length, must change it.
+TEST(MirrorHash, EveryOneBitChangeChangesTheHash) {
+  std::vector<std::byte> piece(4096);
+  uint64_t seed = 42;
+  for (auto& b : piece) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    b = static_cast<std::byte>(seed >> 56);
+  }
+  for (size_t n : {size_t{1}, size_t{7}, size_t{31}, size_t{33}, size_t{4095}, size_t{4096}}) {
+    const uint64_t h = MirrorHash(piece.data(), n);
+    EXPECT_EQ(MirrorHash(piece.data(), n), h);
+    for (size_t i = 0; i < n; i += (n > 64 ? 13 : 1))
+      for (int bit = 0; bit < 8; ++bit) {
+        piece[i] ^= static_cast<std::byte>(1 << bit);
+        EXPECT_NE(MirrorHash(piece.data(), n), h) << "length " << n << " byte " << i;
+        piece[i] ^= static_cast<std::byte>(1 << bit);
+      }
+  }
+  // Zero pieces of different lengths, and two swapped words, differ too.
+  std::vector<std::byte> zero(4096);
+  EXPECT_NE(MirrorHash(zero.data(), 4096), MirrorHash(zero.data(), 4088));
+  std::vector<std::byte> swapped = piece;
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  EXPECT_NE(MirrorHash(swapped.data(), 4096), MirrorHash(piece.data(), 4096));
+}
+
+TEST(HostMemory, MirroredBlocksAreManagedButNotDeviceMapped) {
+  HostMemory m;
+  std::vector<std::byte> pages(3 * 4096);
+  m.AddMirrored(pages.data() + 100, 5000);
+  EXPECT_TRUE(m.IsMirrored(pages.data() + 100));
+  EXPECT_TRUE(m.IsMirrored(pages.data() + 5099));
+  EXPECT_FALSE(m.IsMirrored(pages.data() + 5100));
+  EXPECT_FALSE(m.IsMirrored(pages.data() + 99));
+  EXPECT_TRUE(m.IsManaged(pages.data() + 4000));
+  EXPECT_TRUE(m.IsManagedRange(pages.data() + 100, 5000));
+  EXPECT_FALSE(m.IsManagedRange(pages.data() + 100, 5001));
+  EXPECT_FALSE(m.IsDeviceMapped(pages.data() + 100));
+  EXPECT_FALSE(m.IsPinned(pages.data() + 100));
+  m.Advise(pages.data() + 100, 10, [](ManagedAdvice::Attrs& a) { a.read_mostly = true; });
+  EXPECT_TRUE(m.AdviceOver(pages.data() + 100, 10).front().read_mostly);
+  EXPECT_FALSE(m.RemoveMirrored(pages.data() + 101));
+  EXPECT_TRUE(m.RemoveMirrored(pages.data() + 100));
+  EXPECT_FALSE(m.IsManaged(pages.data() + 100));
+  EXPECT_FALSE(m.AdviceOver(pages.data() + 100, 10).front().read_mostly);  // forgotten
 }
 
 // ---- host memory ----------------------------------------------------------------

@@ -222,26 +222,39 @@ TEST_F(Wire, KnownFatBinariesAreSentOnce) {
 }
 
 // Without a device-mapped same-address arena (gRPC; or this in-process fake,
-// whose arena mapping cannot share the stub's address), mapped and managed
-// memory fail clearly and the device says so.
-TEST_F(Wire, MappedAndManagedMemoryNeedAZeroCopySession) {
+// whose arena mapping cannot share the stub's address), mapped memory fails
+// clearly and the device says so; managed memory is mirrored (mirror.h): one
+// pointer, device memory on the server and host pages at the same address.
+TEST_F(Wire, MappedMemoryNeedsAZeroCopySessionManagedIsMirrored) {
   int v = -1;
   ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrManagedMemory, 0), cudaSuccess);
-  EXPECT_EQ(v, 0);
+  EXPECT_EQ(v, 1);
   ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrCanMapHostMemory, 0), cudaSuccess);
   EXPECT_EQ(v, 0);
   ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, 0), cudaSuccess);
   EXPECT_EQ(v, 0);
   cudaDeviceProp p;
   ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
-  EXPECT_EQ(p.managedMemory, 0);
+  EXPECT_EQ(p.managedMemory, 1);
   EXPECT_EQ(p.canMapHostMemory, 0);
 
-  void* m = reinterpret_cast<void*>(1);
-  EXPECT_EQ(cudaMallocManaged(&m, 4096), cudaErrorNotSupported);
-  EXPECT_EQ(m, nullptr);
-  EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
+  void* m = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&m, 3 * 4096 + 5), cudaSuccess);
+  ASSERT_NE(m, nullptr);
+  auto* bytes = static_cast<unsigned char*>(m);
+  EXPECT_EQ(bytes[0], 0);
+  EXPECT_EQ(bytes[3 * 4096 + 4], 0);
+  bytes[3 * 4096 + 4] = 7;  // the host pages are the tenant's own, at the device address
+  cudaPointerAttributes a{};
+  ASSERT_EQ(cudaPointerGetAttributes(&a, bytes + 100), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeManaged);
+  EXPECT_EQ(a.devicePointer, bytes + 100);
+  EXPECT_EQ(a.hostPointer, bytes + 100);
+  EXPECT_EQ(cudaFree(m), cudaSuccess);
+  EXPECT_EQ(cudaFree(m), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
   EXPECT_EQ(cudaMallocManaged(&m, 0), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
   void* h = nullptr;
   EXPECT_EQ(cudaHostAlloc(&h, 4096, cudaHostAllocMapped), cudaErrorNotSupported);
   (void)cudaGetLastError();

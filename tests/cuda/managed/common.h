@@ -1,7 +1,7 @@
 // tests/cuda/managed/common.h - what the managed and zero-copy programs share.
 //
-// Over shm the feature must work; over gRPC it must fail with
-// cudaErrorNotSupported. Unsupported() decides which verdict that is.
+// Managed memory must work on every session; mapped host memory over shm, and over gRPC it
+// must fail with cudaErrorNotSupported. Unsupported() decides which verdict that is.
 #pragma once
 
 #include <cstdio>
@@ -19,7 +19,8 @@ inline bool LocalSession() {
 }
 
 // Called when the feature's allocation returned cudaErrorNotSupported: honest
-// on a remote session, a failure on a local one. Never returns.
+// on a remote session whose device does not claim the feature, else a failure.
+// Never returns.
 [[noreturn]] inline void Unsupported(const char* what, int device_attr) {
   int v = -1;
   cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(device_attr), 0);

@@ -1,0 +1,373 @@
+// client_stub/mirror.cc - mirrored managed memory (mirror.h).
+#include "client_stub/mirror.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "client_stub/memcpy.h"
+#include "client_stub/no_destructor.h"
+#include "client_stub/state.h"
+
+namespace remora::client_stub {
+namespace {
+
+constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL;
+constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4FULL;
+constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
+constexpr uint64_t kP4 = 0x85EBCA77C2B2AE63ULL;
+constexpr uint64_t kP5 = 0x27D4EB2F165667C5ULL;
+
+uint64_t Load(const std::byte* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+uint64_t Round(uint64_t acc, uint64_t word) {
+  return std::rotl(acc + word * kP2, 31) * kP1;
+}
+
+uint64_t PageBytes() {
+  static const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// Whether the call runs device work, which may read managed memory: the host's changes go
+// first.
+bool IsWork(CallId id) {
+  switch (id) {
+    case CallId::kEventRecord:
+    case CallId::kStreamWaitEvent:
+    case CallId::kLaunchHostFunc:
+    case CallId::kHostFuncDone:
+    case CallId::kGoodbye:
+    case CallId::kUnregisterModule:
+      return false;
+    case CallId::kMemcpyHtoD:
+    case CallId::kMemcpyDtoH:
+    case CallId::kMemcpyDtoD:
+    case CallId::kMemset:
+    case CallId::kBlasSync:
+    case CallId::kDnnSync:
+      return true;
+    default:
+      return ClassOf(id) == CallClass::kOrdered;
+  }
+}
+
+// What a call that succeeded has waited for: the work of its stream (the legacy stream's
+// covers every blocking stream), of the whole device, or of a stream it does not name.
+enum class Waited { kNothing, kStream, kDevice, kUnnamed };
+
+Waited WaitOf(CallId id) {
+  switch (id) {
+    case CallId::kDeviceSynchronize:
+    case CallId::kDeviceReset:
+      return Waited::kDevice;
+    case CallId::kStreamSynchronize:
+    case CallId::kStreamQuery:
+    case CallId::kMemcpyHtoD:
+    case CallId::kMemcpyDtoH:
+    case CallId::kMemcpyDtoD:
+    case CallId::kMemset:
+      return Waited::kStream;
+    case CallId::kEventSynchronize:
+    case CallId::kEventQuery:
+    case CallId::kBlasSync:
+    case CallId::kDnnSync:
+      return Waited::kUnnamed;
+    default:
+      return Waited::kNothing;
+  }
+}
+
+}  // namespace
+
+uint64_t MirrorHash(const std::byte* p, size_t n) {
+  uint64_t v0 = kP1 + kP2, v1 = kP2, v2 = 0, v3 = 0 - kP1;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {  // four independent lanes
+    v0 = Round(v0, Load(p + i));
+    v1 = Round(v1, Load(p + i + 8));
+    v2 = Round(v2, Load(p + i + 16));
+    v3 = Round(v3, Load(p + i + 24));
+  }
+  uint64_t h = std::rotl(v0, 1) + std::rotl(v1, 7) + std::rotl(v2, 12) + std::rotl(v3, 18) + n;
+  for (; i + 8 <= n; i += 8) h = std::rotl(h ^ Round(0, Load(p + i)), 27) * kP1 + kP4;
+  for (; i < n; ++i) h = std::rotl(h ^ (std::to_integer<uint64_t>(p[i]) * kP5), 11) * kP1;
+  h ^= h >> 33;
+  h *= kP2;
+  h ^= h >> 29;
+  h *= kP3;
+  h ^= h >> 32;
+  return h;
+}
+
+Mirrors& Mirrors::Get() {
+  static NoDestructor<Mirrors> m;
+  return *m;
+}
+
+uint64_t Mirrors::StreamLocked() {
+  if (stream_ != 0) return stream_;
+  v1::StreamCreateRequest req;
+  req.set_flags(cudaStreamNonBlocking);
+  v1::HandleReply rep;
+  if (Connection::Get().Call(CallId::kStreamCreate, req, &rep) == cudaSuccess)
+    stream_ = rep.handle();
+  return stream_;
+}
+
+bool Mirrors::MapLocked(uint64_t addr, size_t n) {
+  const uint64_t page = PageBytes();
+  const uint64_t lo = addr / page * page, hi = (addr + n + page - 1) / page * page;
+  std::vector<std::pair<uint64_t, uint64_t>> mapped;  // runs this call mapped
+  bool ok = true;
+  for (uint64_t at = lo; at < hi && ok;) {
+    if (page_refs_.count(at) > 0) {
+      at += page;
+      continue;
+    }
+    uint64_t end = at;
+    while (end < hi && page_refs_.count(end) == 0) end += page;
+    void* want = reinterpret_cast<void*>(at);
+    void* got = mmap(want, end - at, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == MAP_FAILED) {
+      ok = false;
+    } else if (got != want) {  // a kernel that takes the flag as a hint
+      munmap(got, end - at);
+      ok = false;
+    } else {
+      mapped.emplace_back(at, end);
+    }
+    at = end;
+  }
+  if (!ok) {
+    for (auto [a, b] : mapped) munmap(reinterpret_cast<void*>(a), b - a);
+    return false;
+  }
+  for (uint64_t at = lo; at < hi; at += page) ++page_refs_[at];
+  return true;
+}
+
+void Mirrors::UnmapLocked(uint64_t addr, size_t n) {
+  const uint64_t page = PageBytes();
+  const uint64_t lo = addr / page * page, hi = (addr + n + page - 1) / page * page;
+  for (uint64_t at = lo; at < hi; at += page) {
+    auto it = page_refs_.find(at);
+    if (it == page_refs_.end() || --it->second > 0) continue;
+    page_refs_.erase(it);
+    munmap(reinterpret_cast<void*>(at), page);
+  }
+}
+
+cudaError_t Mirrors::Allocate(size_t bytes, void** out) {
+  *out = nullptr;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  Connection::ObserverScope quiet;  // its own calls: mu_ is held
+  std::lock_guard lock(mu_);
+  const uint64_t stream = StreamLocked();
+  if (stream == 0) return cudaErrorMemoryAllocation;
+  // A device address the host already uses for something else cannot be mirrored: keep that
+  // block aside (so the next one lands elsewhere), and give them all back at the end.
+  std::vector<uint64_t> aside;
+  uint64_t addr = 0;
+  cudaError_t e = cudaSuccess;
+  for (int attempt = 0; attempt < 8 && addr == 0; ++attempt) {
+    v1::MallocRequest req;
+    req.set_size(bytes);
+    v1::MallocReply rep;
+    if ((e = c.Call(CallId::kMalloc, req, &rep)) != cudaSuccess) break;
+    if (MapLocked(rep.dptr(), bytes))
+      addr = rep.dptr();
+    else
+      aside.push_back(rep.dptr());
+  }
+  for (uint64_t a : aside) {
+    v1::FreeRequest req;
+    req.set_dptr(a);
+    (void)c.Call(CallId::kFree, req);
+  }
+  if (addr == 0) {
+    if (e == cudaSuccess) {
+      std::fprintf(stderr,
+                   "remora: cudaMallocManaged: no device address the host can map too was "
+                   "found for %zu bytes (tried %zu)\n",
+                   bytes, aside.size());
+      e = cudaErrorMemoryAllocation;
+    }
+    return e;
+  }
+  v1::MemsetRequest zero;
+  zero.set_dst(addr);
+  zero.set_size(bytes);
+  zero.set_stream(stream);
+  if ((e = c.Call(CallId::kMemset, zero)) != cudaSuccess) {
+    UnmapLocked(addr, bytes);
+    v1::FreeRequest req;
+    req.set_dptr(addr);
+    (void)c.Call(CallId::kFree, req);
+    return e;
+  }
+  auto* host = reinterpret_cast<std::byte*>(addr);
+  std::memset(host, 0, bytes);  // a page shared with a live block may hold a freed one's bytes
+  Block& b = blocks_[addr];
+  b.size = bytes;
+  b.agreed.resize((bytes + kPiece - 1) / kPiece);
+  for (size_t i = 0; i < b.agreed.size(); ++i)
+    b.agreed[i] = MirrorHash(host + i * kPiece, std::min(kPiece, bytes - i * kPiece));
+  St().device_ranges.Add(addr, bytes);
+  St().host.AddMirrored(host, bytes);
+  live_.store(true, std::memory_order_release);
+  c.SetObserver(this);
+  *out = host;
+  return cudaSuccess;
+}
+
+cudaError_t Mirrors::Free(void* p) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  {
+    std::lock_guard lock(mu_);
+    if (blocks_.count(addr) == 0) return cudaErrorInvalidValue;
+  }
+  // cudaFree waits for the device; the other blocks agree with it afterwards, as CUDA's do.
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Call(CallId::kDeviceSynchronize, v1::Empty())) return e;
+  Connection::ObserverScope quiet;
+  std::lock_guard lock(mu_);
+  auto it = blocks_.find(addr);
+  if (it == blocks_.end()) return cudaErrorInvalidValue;  // freed meanwhile by another thread
+  v1::FreeRequest req;
+  req.set_dptr(addr);
+  if (cudaError_t e = c.Call(CallId::kFree, req)) return e;
+  St().device_ranges.Remove(addr);
+  St().host.RemoveMirrored(p);
+  UnmapLocked(addr, it->second.size);
+  blocks_.erase(it);
+  live_.store(!blocks_.empty(), std::memory_order_release);
+  return cudaSuccess;
+}
+
+cudaError_t Mirrors::PushLocked() {
+  const uint64_t stream = StreamLocked();
+  if (stream == 0) return cudaErrorUnknown;
+  cudaError_t e = cudaSuccess;
+  bool sent = false;
+  for (auto& [addr, b] : blocks_) {
+    const auto* host = reinterpret_cast<const std::byte*>(addr);
+    const size_t pieces = b.agreed.size();
+    for (size_t i = 0; i < pieces && e == cudaSuccess;) {
+      size_t j = i;  // [i, j): a run of changed pieces
+      for (; j < pieces; ++j) {
+        const size_t off = j * kPiece;
+        const uint64_t h = MirrorHash(host + off, std::min(kPiece, b.size - off));
+        if (h == b.agreed[j]) break;
+        b.agreed[j] = h;
+      }
+      if (j == i) {
+        ++i;
+        continue;
+      }
+      const size_t off = i * kPiece, end = std::min(j * kPiece, b.size);
+      e = HostToDeviceAt(addr + off, host + off, end - off, stream, true);
+      if (e != cudaSuccess)  // sent again next time
+        std::fill(b.agreed.begin() + static_cast<std::ptrdiff_t>(i),
+                  b.agreed.begin() + static_cast<std::ptrdiff_t>(j), 0);
+      sent = true;
+      i = j;
+    }
+  }
+  if (sent && e == cudaSuccess) {
+    v1::StreamRequest req;
+    req.set_stream(stream);
+    e = Connection::Get().Call(CallId::kStreamSynchronize, req);
+  }
+  if (e != cudaSuccess)
+    std::fprintf(stderr, "remora: managed memory: the host's changes could not be sent (%d)\n",
+                 static_cast<int>(e));
+  return e;
+}
+
+cudaError_t Mirrors::PullLocked() {
+  const uint64_t stream = StreamLocked();
+  if (stream == 0) return cudaErrorUnknown;
+  for (auto& [addr, b] : blocks_) {
+    auto* host = reinterpret_cast<std::byte*>(addr);
+    if (cudaError_t e = DeviceToHostAt(host, addr, b.size, stream)) {
+      std::fprintf(stderr, "remora: managed memory: the device's copy could not be fetched (%d)\n",
+                   static_cast<int>(e));
+      return e;
+    }
+    for (size_t i = 0; i < b.agreed.size(); ++i)
+      b.agreed[i] = MirrorHash(host + i * kPiece, std::min(kPiece, b.size - i * kPiece));
+  }
+  return cudaSuccess;
+}
+
+void Mirrors::Before(const CallTouch& t) {
+  if (!live_.load(std::memory_order_acquire) || !IsWork(t.id)) return;
+  std::lock_guard lock(mu_);
+  if (blocks_.empty()) return;
+  (void)PushLocked();
+  if (t.writes) {
+    const auto [dst, size] = *t.writes;
+    if (size == 0) return;
+    auto it = blocks_.upper_bound(dst + size - 1);
+    if (it == blocks_.begin() || std::prev(it)->first + std::prev(it)->second.size <= dst)
+      return;  // writes no mirrored block
+  }
+  if (t.stream)
+    dirty_.insert(*t.stream);
+  else
+    dirty_any_ = true;
+}
+
+void Mirrors::After(const CallTouch& t, cudaError_t e) {
+  if (!live_.load(std::memory_order_acquire) || e != cudaSuccess) return;
+  const Waited w = WaitOf(t.id);
+  if (w == Waited::kNothing) return;
+  std::lock_guard lock(mu_);
+  if (!AnyDirtyLocked()) return;
+  if (PushLocked() != cudaSuccess || PullLocked() != cudaSuccess) return;
+  switch (w) {
+    case Waited::kDevice:
+      dirty_.clear();
+      dirty_any_ = false;
+      break;
+    case Waited::kStream: {
+      const uint64_t s = t.stream.value_or(0);
+      dirty_.erase(s);
+      if (s != 0) break;
+      std::erase_if(dirty_, [](uint64_t d) {  // the legacy stream waited for blocking streams
+        std::optional<uint64_t> info = St().streams.Find(d);
+        return !info || (*info & cudaStreamNonBlocking) == 0;
+      });
+      break;
+    }
+    case Waited::kUnnamed:
+    case Waited::kNothing:
+      break;
+  }
+}
+
+void Mirrors::BeforeHostFunc() {
+  if (!live_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(mu_);
+  if (AnyDirtyLocked() && PushLocked() == cudaSuccess) (void)PullLocked();
+}
+
+void Mirrors::AfterHostFunc() {
+  if (!live_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(mu_);
+  if (!blocks_.empty()) (void)PushLocked();
+}
+
+}  // namespace remora::client_stub

@@ -1,0 +1,90 @@
+// client_stub/mirror.h - managed memory for sessions whose kernels cannot reach the host's pages.
+//
+// Over shm the arena is device-mapped at the tenant's addresses, and managed memory is simply
+// arena memory (state.h). Over gRPC (a tenant on another machine, or an arena mapped elsewhere)
+// no memory is shared, so managed memory is mirrored: device memory on the server, charged as
+// cudaMalloc's, and host pages mapped at the very same address in the tenant, so one pointer
+// serves the host and kernels. The two copies agree at the points CUDA promises coherence on a
+// device without concurrent managed access (cudaDevAttrConcurrentManagedAccess 0):
+//   - before device work (a launch, a copy, a memset, a library call) the host's changes since
+//     they last agreed are sent: the mirror keeps a 64-bit hash of each 4 KiB piece as agreed,
+//     and sends the pieces whose hash changed (a change that keeps the hash, 2^-64 per piece,
+//     would go unseen);
+//   - after a call that waited for device work that may have written managed memory (stream,
+//     event and device synchronization, a synchronous copy, a query that found work done),
+//     the device's copy is fetched whole, and before a host function runs.
+// Copies the mirror makes go on a private non-blocking stream, so they wait for no one.
+// A stream stays "dirty" (fetched again at every wait) until a wait covers it: its own
+// synchronization, the legacy stream's for blocking streams, or the device's.
+#pragma once
+
+#include <driver_types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "client_stub/connection.h"
+
+namespace remora::client_stub {
+
+// The 64-bit hash the mirror compares pieces by (exposed for its test).
+uint64_t MirrorHash(const std::byte* p, size_t n);
+
+class Mirrors final : public CallObserver {
+ public:
+  // The process's mirrors, created on first use, never destroyed.
+  static Mirrors& Get();
+
+  // Managed memory of `bytes`: device memory, zeroed, and zeroed host pages at its address.
+  // cudaErrorMemoryAllocation when the device has no room or no address the host can map
+  // could be had (said on stderr), else the server's error.
+  cudaError_t Allocate(size_t bytes, void** out);
+  // Frees the block starting at `p` after the device is idle: cudaErrorInvalidValue if none
+  // does.
+  cudaError_t Free(void* p);
+
+  // CallObserver: see the file comment.
+  void Before(const CallTouch& t) override;
+  void After(const CallTouch& t, cudaError_t e) override;
+  void BeforeHostFunc() override;
+  void AfterHostFunc() override;
+
+ private:
+  static constexpr size_t kPiece = 4096;
+  struct Block {
+    size_t size = 0;
+    std::vector<uint64_t> agreed;  // hash of each piece as both copies last agreed
+  };
+
+  Mirrors() = default;
+  template <class T>
+  friend class NoDestructor;
+
+  // Sends the host's changed pieces and waits for them. REQUIRES: mu_ held.
+  cudaError_t PushLocked();
+  // Fetches every block's device copy into its host pages. REQUIRES: mu_ held.
+  cudaError_t PullLocked();
+  // Maps the host pages of [addr, addr + n) not yet mapped for another block; false (nothing
+  // mapped) if some page is taken by anything else. REQUIRES: mu_ held.
+  bool MapLocked(uint64_t addr, size_t n);
+  void UnmapLocked(uint64_t addr, size_t n);
+  // The private stream, created on first use (0 if it cannot be). REQUIRES: mu_ held.
+  uint64_t StreamLocked();
+  bool AnyDirtyLocked() const { return dirty_any_ || !dirty_.empty(); }
+
+  std::mutex mu_;
+  std::atomic<bool> live_{false};  // some block exists
+  std::map<uint64_t, Block> blocks_;
+  std::map<uint64_t, uint32_t> page_refs_;  // host page -> blocks on it
+  std::set<uint64_t> dirty_;                // streams with work not yet waited for
+  bool dirty_any_ = false;                  // work whose stream is not known
+  uint64_t stream_ = 0;
+};
+
+}  // namespace remora::client_stub
