@@ -11,6 +11,7 @@
 #include "client_stub/connection.h"
 #include "client_stub/errors.h"
 #include "client_stub/kernels.h"
+#include "client_stub/mirror.h"
 #include "client_stub/state.h"
 
 using remora::CallId;
@@ -211,20 +212,24 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, c
   auto& st = St();
   auto p = reinterpret_cast<uintptr_t>(ptr);
   void* self = const_cast<void*>(ptr);
-  if (st.host.IsManaged(ptr)) {  // before device memory: a mirrored block is both
+  // Managed and pinned memory before device memory: a mirrored block is both.
+  if (st.host.IsManaged(ptr)) {
     attributes->type = cudaMemoryTypeManaged;
     attributes->device = 0;
     attributes->devicePointer = self;
+    attributes->hostPointer = self;
+  } else if (st.host.IsPinned(ptr)) {
+    attributes->type = cudaMemoryTypeHost;
+    attributes->device = 0;
+    attributes->devicePointer = st.host.DeviceAlias(ptr);
+    if (attributes->devicePointer == nullptr)
+      if (uint64_t d = remora::client_stub::Mirrors::Get().DeviceOf(ptr))
+        attributes->devicePointer = reinterpret_cast<void*>(d);
     attributes->hostPointer = self;
   } else if (st.device_ranges.Find(p)) {
     attributes->type = cudaMemoryTypeDevice;
     attributes->device = 0;
     attributes->devicePointer = self;
-  } else if (st.host.IsPinned(ptr)) {
-    attributes->type = cudaMemoryTypeHost;
-    attributes->device = 0;
-    attributes->devicePointer = st.host.DeviceAlias(ptr);
-    attributes->hostPointer = self;
   } else {
     attributes->type = cudaMemoryTypeUnregistered;
     attributes->device = -2;

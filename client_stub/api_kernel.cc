@@ -65,13 +65,15 @@ void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char*, const char* 
   cs::AddVariable(fatCubinHandle, hostVar, deviceName, size, constant != 0);
 }
 
-void __cudaRegisterManagedVar(void** fatCubinHandle, void**, char*, const char* deviceName, int,
-                              size_t, int, int) {
-  cs::AddManagedVariable(fatCubinHandle, deviceName);
+void __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress, char*,
+                              const char* deviceName, int, size_t size, int, int) {
+  cs::AddManagedVariable(fatCubinHandle, hostVarPtrAddress, deviceName, size);
 }
 
-char __cudaInitModule(void**) {
-  return 1;
+// Called by the program's host code before it first touches a __managed__ variable of the
+// module (nvcc's __nv_init_managed_rt); 0 makes it ask again next time.
+char __cudaInitModule(void** fatCubinHandle) {
+  return cs::InitModule(fatCubinHandle) ? 1 : 0;
 }
 
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,

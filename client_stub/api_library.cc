@@ -87,4 +87,14 @@ cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t libra
   return cudaSuccess;
 }
 
+cudaError_t cudaLibraryGetManaged(void** dptr, size_t* bytes, cudaLibrary_t library,
+                                  const char* name) {
+  if (library == nullptr || name == nullptr) return Ret(cudaErrorInvalidValue);
+  uint64_t at = 0;
+  if (cudaError_t e = cs::ImageModuleManaged(Of(library), name, &at, bytes))
+    return Ret(e == cudaErrorInvalidSymbol ? cudaErrorSymbolNotFound : e);
+  if (dptr) *dptr = reinterpret_cast<void*>(at);
+  return cudaSuccess;
+}
+
 }  // extern "C"

@@ -36,11 +36,11 @@ cudaError_t AllocHost(void** ptr, size_t size, unsigned flags) {
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return Ret(e);
   bool mapped = flags & cudaHostAllocMapped;
-  if (mapped && !c.zero_copy())
-    return Ret(static_cast<cudaError_t>(cs::Unsupported(
-        "cudaHostAlloc(cudaHostAllocMapped)",
-        "mapped host memory needs a local (shm) session whose arena the server maps at the same "
-        "address")));
+  // Without a device-mapped arena, mapped memory is mirrored (mirror.h) at one address.
+  if (mapped && !c.zero_copy()) {
+    if (size == 0) return cudaSuccess;
+    return Ret(cs::Mirrors::Get().Allocate(size, ptr, flags));
+  }
   *ptr = St().host.Allocate(size, flags, mapped);
   return *ptr ? cudaSuccess : Ret(cudaErrorMemoryAllocation);
 }
@@ -420,6 +420,8 @@ cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost) {
 
 cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return cudaSuccess;
+  if (St().host.IsMirrored(ptr)) return Ret(cs::Mirrors::Get().Free(ptr));
+  if (cudaError_t e = cs::Mirrors::Get().Detach(ptr)) return Ret(e);
   return St().host.Free(ptr) ? cudaSuccess : Ret(cudaErrorInvalidValue);
 }
 
@@ -431,6 +433,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
 
 cudaError_t cudaHostUnregister(void* ptr) {
   if (!ptr) return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = cs::Mirrors::Get().Detach(ptr)) return Ret(e);
   return St().host.Unregister(ptr) ? cudaSuccess : Ret(cudaErrorHostMemoryNotRegistered);
 }
 
@@ -439,8 +442,10 @@ cudaError_t cudaHostUnregister(void* ptr) {
 // memory at the arena block its pages were moved onto (HostMemory::Register), another address,
 // as cudaDevAttrCanUseHostPointerForRegisteredMem 0 says. Pageable memory and pinned memory
 // outside the arena (heap exhausted) are not mapped: cudaErrorInvalidValue, as a GPU answers
-// for unmapped memory. Sessions without a device-mapped arena, and registered memory that
-// could not move, cannot be mapped at all: cudaErrorNotSupported.
+// for unmapped memory. Registered memory that could not move cannot be mapped:
+// cudaErrorNotSupported. Without a device-mapped arena (gRPC) pinned memory is mirrored
+// (mirror.h): cudaHostAllocMapped memory at its own address, any other allocation or
+// registration at another, given a device copy when this is first asked.
 cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
   if (!pDevice || !pHost || flags != 0) return Ret(cudaErrorInvalidValue);
   *pDevice = nullptr;
@@ -448,11 +453,23 @@ cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int f
   if (cudaError_t e = c.Ensure()) return Ret(e);
   cs::HostMemory& host = St().host;
   if (!host.IsPinned(pHost)) return Ret(cudaErrorInvalidValue);
-  if (!c.zero_copy())
-    return Ret(static_cast<cudaError_t>(cs::Unsupported(
-        "cudaHostGetDevicePointer",
-        "mapped host memory needs a local (shm) session whose arena the server maps at the same "
-        "address")));
+  if (!c.zero_copy()) {
+    if (host.IsMirrored(pHost)) {
+      *pDevice = pHost;
+      return cudaSuccess;
+    }
+    cs::Mirrors& mirrors = cs::Mirrors::Get();
+    uint64_t dev = mirrors.DeviceOf(pHost);
+    if (dev == 0) {
+      std::optional<std::pair<void*, size_t>> block = host.OwnBlock(pHost);
+      if (!block) return Ret(cudaErrorInvalidValue);
+      uint64_t base = 0;
+      if (cudaError_t e = mirrors.Attach(block->first, block->second, &base)) return Ret(e);
+      dev = base + (static_cast<std::byte*>(pHost) - static_cast<std::byte*>(block->first));
+    }
+    *pDevice = AsPtr(dev);
+    return cudaSuccess;
+  }
   void* alias = host.DeviceAlias(pHost);
   if (alias == nullptr && host.IsRegistered(pHost))
     return Ret(static_cast<cudaError_t>(cs::Unsupported(

@@ -125,7 +125,7 @@ void Connection::Connect() {
   // at the same address and registered it device-mapped.
   zero_copy_ = arena_ && welcome_.arena_device_address() != 0 &&
                welcome_.arena_device_address() == reinterpret_cast<uintptr_t>(arena_->base());
-  ApplySessionCaps(welcome_.mutable_device(), zero_copy_);
+  ApplySessionCaps(welcome_.mutable_device());
   State& st = St();
   st.prop = BuildDeviceProp(welcome_.device());
   if (arena_)

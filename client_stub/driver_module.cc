@@ -263,6 +263,18 @@ CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
   return GlobalOf(reinterpret_cast<DriverModule*>(library), name, dptr, bytes);
 }
 
+// What NVIDIA's runtime asks for each __managed__ variable of a module it loads, before any
+// context is current: managed memory is the process's, not a context's.
+CUresult cuLibraryGetManaged(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
+                             const char* name) {
+  DriverCallScope scope;
+  if (library == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t at = 0;
+  cudaError_t e = ImageModuleManaged(reinterpret_cast<DriverModule*>(library), name, &at, bytes);
+  if (e == cudaSuccess && dptr) *dptr = at;
+  return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
+}
+
 CUresult cuKernelGetFunction(CUfunction* fn, CUkernel kernel) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;

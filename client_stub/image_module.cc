@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "client_stub/connection.h"
 #include "client_stub/kernels.h"
+#include "client_stub/mirror.h"
 #include "fatbin/fatbin.h"
 #include "fatbin/link_image.h"
 
@@ -62,6 +64,7 @@ Result<std::vector<std::string>> ImagesOf(const void* image) {
 
 ImageModule::~ImageModule() {
   for (auto& [name, k] : kernels) ForgetKernelHandle(k.get());
+  for (uint64_t at : managed) Mirrors::Get().Release(at);
 }
 
 namespace {
@@ -225,6 +228,21 @@ cudaError_t ImageModuleGlobal(ImageModule* m, const char* name, uint64_t* dptr, 
   if (cudaError_t e = Connection::Get().Call(CallId::kModuleGetGlobal, req, &rep)) return e;
   if (dptr) *dptr = rep.dptr();
   if (bytes) *bytes = rep.size();
+  return cudaSuccess;
+}
+
+cudaError_t ImageModuleManaged(ImageModule* m, const char* name, uint64_t* dptr, size_t* bytes) {
+  uint64_t at = 0;
+  size_t n = 0;
+  if (cudaError_t e = ImageModuleGlobal(m, name, &at, &n)) return e;
+  if (cudaError_t e = Mirrors::Get().Adopt(at, n, name)) return e;
+  {
+    std::lock_guard lock(m->mu);
+    if (std::find(m->managed.begin(), m->managed.end(), at) == m->managed.end())
+      m->managed.push_back(at);
+  }
+  if (dptr) *dptr = at;
+  if (bytes) *bytes = n;
   return cudaSuccess;
 }
 

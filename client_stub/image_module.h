@@ -36,6 +36,7 @@ struct ImageModule {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // asked for so far
   std::optional<std::vector<std::string>> kernel_names;    // all, once asked for
+  std::vector<uint64_t> managed;  // its __managed__ variables mirrored so far (mirror.h)
   ~ImageModule();
 };
 
@@ -78,5 +79,9 @@ cudaError_t ImageModuleKernelNames(ImageModule* m, const std::vector<std::string
 cudaError_t RefreshImageKernel(Kernel& k);
 // Variable `name` of `m`: its device address and size. cudaErrorInvalidSymbol if none.
 cudaError_t ImageModuleGlobal(ImageModule* m, const char* name, uint64_t* dptr, size_t* bytes);
+// The same for a __managed__ variable (cuLibraryGetManaged), which the host then reaches at
+// that address: mirrored (mirror.h) until `m` is unloaded. The variable is not checked to be
+// declared managed. Errors: as ImageModuleGlobal, and Mirrors::Adopt's.
+cudaError_t ImageModuleManaged(ImageModule* m, const char* name, uint64_t* dptr, size_t* bytes);
 
 }  // namespace remora::client_stub

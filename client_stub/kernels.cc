@@ -16,6 +16,7 @@
 #include "client_stub/connection.h"
 #include "client_stub/graph.h"
 #include "client_stub/image_module.h"
+#include "client_stub/mirror.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/once.h"
 #include "client_stub/state.h"
@@ -28,7 +29,6 @@ struct Module {
   const void* wrapper = nullptr;
   std::vector<std::unique_ptr<Kernel>> kernels;
   std::vector<std::unique_ptr<Variable>> variables;
-  bool managed = false;
 
   std::mutex mu;  // registration
   bool attempted = false;
@@ -55,10 +55,7 @@ Module* ToModule(void** handle) {
   return reinterpret_cast<Module*>(handle);
 }
 
-std::atomic<bool> g_managed_printed{false};
-
 cudaError_t Register(Module& m) {
-  if (m.managed) return cudaErrorNotSupported;
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
   Result<std::vector<fatbin::Bytes>> images = fatbin::WrapperImages(m.wrapper);
@@ -95,6 +92,12 @@ cudaError_t Register(Module& m) {
       if (vi.size()) v->size = vi.size();
       St().device_ranges.Add(v->dptr, v->size);
     }
+  }
+  for (auto& v : m.variables) {
+    if (v->managed_slot == nullptr) continue;
+    if (v->dptr == 0) return cudaErrorInvalidSymbol;
+    if (cudaError_t e = Mirrors::Get().Adopt(v->dptr, v->size, v->name.c_str())) return e;
+    *v->managed_slot = reinterpret_cast<void*>(v->dptr);
   }
   return cudaSuccess;
 }
@@ -156,18 +159,24 @@ void AddVariable(void** handle, const void* host_var, const char* name, size_t s
   it->second->variables.push_back(std::move(v));
 }
 
-void AddManagedVariable(void** handle, const char* name) {
+void AddManagedVariable(void** handle, void** host_slot, const char* name, size_t size) {
+  AddVariable(handle, host_slot, name, size, false);
+  Registry& r = Reg();
+  std::unique_lock lock(r.mu);
+  if (auto it = r.variables.find(host_slot); it != r.variables.end())
+    it->second->managed_slot = host_slot;
+}
+
+bool InitModule(void** handle) {
+  Module* m = nullptr;
   {
     Registry& r = Reg();
-    std::unique_lock lock(r.mu);
+    std::shared_lock lock(r.mu);
     auto it = r.modules.find(ToModule(handle));
-    if (it != r.modules.end()) it->second->managed = true;
+    if (it == r.modules.end()) return false;
+    m = it->second.get();
   }
-  if (!g_managed_printed.exchange(true))
-    std::fprintf(stderr,
-                 "remora: __managed__ variable %s is not supported; kernels and symbols of its "
-                 "module fail with cudaErrorNotSupported\n",
-                 name ? name : "?");
+  return EnsureModule(*m) == cudaSuccess;
 }
 
 void RemoveModule(void** handle) {
@@ -190,8 +199,10 @@ void RemoveModule(void** handle) {
   }
   std::lock_guard lock(m->mu);
   if (!m->attempted || m->error != cudaSuccess) return;
-  for (const auto& v : m->variables)
+  for (const auto& v : m->variables) {
     if (v->dptr) St().device_ranges.Remove(v->dptr);
+    if (v->dptr && v->managed_slot) Mirrors::Get().Release(v->dptr);
+  }
   Connection& c = Connection::Get();
   if (c.Alive()) {
     v1::UnregisterModuleRequest req;
@@ -363,7 +374,8 @@ cudaError_t CheckHostPointerArgs(const Kernel& k, std::string_view params) {
   for (size_t at = 0; at + 8 <= params.size(); at += 8) {
     uint64_t v;
     std::memcpy(&v, params.data() + at, 8);
-    if (v == 0 || !host.IsPinned(reinterpret_cast<const void*>(v))) continue;
+    const auto* p = reinterpret_cast<const void*>(v);
+    if (v == 0 || !host.IsPinned(p) || host.DeviceAlias(p) == p) continue;  // mirrored: mapped
     if (Once("pinned kernel argument", k.name))
       std::fprintf(stderr,
                    "remora: kernel %s not launched: its parameter bytes at offset %zu point into "

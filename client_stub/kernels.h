@@ -75,7 +75,8 @@ struct Variable {
   std::string name;
   size_t size = 0;
   bool constant = false;
-  uint64_t dptr = 0;  // valid once the module is registered
+  void** managed_slot = nullptr;  // a __managed__ variable's host pointer, set on registration
+  uint64_t dptr = 0;              // valid once the module is registered
 };
 
 struct GraphOp;
@@ -100,9 +101,12 @@ size_t AvailableDynamicShared(const Kernel& k, const cudaDeviceProp& prop, int b
 void** AddModule(const void* wrapper);
 void AddFunction(void** handle, const void* host_fun, const char* name);
 void AddVariable(void** handle, const void* host_var, const char* name, size_t size, bool constant);
-// Refuses managed variables: prints once; the module's kernels and symbols then
-// fail with cudaErrorNotSupported.
-void AddManagedVariable(void** handle, const char* name);
+// A __managed__ variable: once its module is registered, its device memory is mirrored
+// (mirror.h) and `*host_slot`, through which the program's host code reaches it, points there.
+void AddManagedVariable(void** handle, void** host_slot, const char* name, size_t size);
+// __cudaInitModule: registers the module now (the program's host code is about to touch one of
+// its managed variables). False if that failed.
+bool InitModule(void** handle);
 // Forgets the module and tells the server, if it was registered and the session is up.
 void RemoveModule(void** handle);
 

@@ -10,6 +10,7 @@
 
 #include "client_stub/connection.h"
 #include "client_stub/graph.h"
+#include "client_stub/mirror.h"
 #include "client_stub/state.h"
 #include "client_stub/stream_copy.h"
 #include "proto/arena.h"
@@ -331,6 +332,16 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
     if (auto r = CaptureOp(stream, LinearCopyOp(dst, src, n, kind))) return *r;
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
+  // Page-locked memory given a device copy at another address (mirror.h) is copied on the
+  // device's side, which the host's copy is made to agree with after the copy is waited for.
+  if (uint64_t d = Mirrors::Get().DeviceOf(dst)) {
+    dst = reinterpret_cast<void*>(d);
+    kind = cudaMemcpyDefault;
+  }
+  if (uint64_t d = Mirrors::Get().DeviceOf(src)) {
+    src = reinterpret_cast<const void*>(d);
+    kind = cudaMemcpyDefault;
+  }
   // Managed and mapped memory is host memory to the copy engine, whatever kind
   // the app named (unified addressing: the pointer says where it is).
   bool mapped_host = IsDeviceMappedHost(dst) || IsDeviceMappedHost(src);

@@ -168,25 +168,19 @@ void Mirrors::UnmapLocked(uint64_t addr, size_t n) {
   }
 }
 
-cudaError_t Mirrors::Allocate(size_t bytes, void** out) {
-  *out = nullptr;
+uint64_t Mirrors::MallocLocked(size_t bytes, bool map, cudaError_t* e) {
   Connection& c = Connection::Get();
-  if (cudaError_t e = c.Ensure()) return e;
-  Connection::ObserverScope quiet;  // its own calls: mu_ is held
-  std::lock_guard lock(mu_);
-  const uint64_t stream = StreamLocked();
-  if (stream == 0) return cudaErrorMemoryAllocation;
   // A device address the host already uses for something else cannot be mirrored: keep that
   // block aside (so the next one lands elsewhere), and give them all back at the end.
   std::vector<uint64_t> aside;
   uint64_t addr = 0;
-  cudaError_t e = cudaSuccess;
+  *e = cudaSuccess;
   for (int attempt = 0; attempt < 8 && addr == 0; ++attempt) {
     v1::MallocRequest req;
     req.set_size(bytes);
     v1::MallocReply rep;
-    if ((e = c.Call(CallId::kMalloc, req, &rep)) != cudaSuccess) break;
-    if (MapLocked(rep.dptr(), bytes))
+    if ((*e = c.Call(CallId::kMalloc, req, &rep)) != cudaSuccess) break;
+    if (!map || MapLocked(rep.dptr(), bytes))
       addr = rep.dptr();
     else
       aside.push_back(rep.dptr());
@@ -196,16 +190,28 @@ cudaError_t Mirrors::Allocate(size_t bytes, void** out) {
     req.set_dptr(a);
     (void)c.Call(CallId::kFree, req);
   }
-  if (addr == 0) {
-    if (e == cudaSuccess) {
-      std::fprintf(stderr,
-                   "remora: cudaMallocManaged: no device address the host can map too was "
-                   "found for %zu bytes (tried %zu)\n",
-                   bytes, aside.size());
-      e = cudaErrorMemoryAllocation;
-    }
-    return e;
+  if (addr == 0 && *e == cudaSuccess) {
+    std::fprintf(stderr,
+                 "remora: no device address this process can map too was found for %zu bytes of "
+                 "managed or mapped memory (tried %zu)\n",
+                 bytes, aside.size());
+    *e = cudaErrorMemoryAllocation;
   }
+  return addr;
+}
+
+cudaError_t Mirrors::Allocate(size_t bytes, void** out, std::optional<unsigned> pinned_flags) {
+  *out = nullptr;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  Connection::ObserverScope quiet;  // its own calls: mu_ is held
+  std::lock_guard lock(mu_);
+  const uint64_t stream = StreamLocked();
+  if (stream == 0) return cudaErrorMemoryAllocation;
+  cudaError_t e = cudaSuccess;
+  const uint64_t addr = MallocLocked(bytes, true, &e);
+  if (addr == 0) return e;
+  auto* host = reinterpret_cast<std::byte*>(addr);
   v1::MemsetRequest zero;
   zero.set_dst(addr);
   zero.set_size(bytes);
@@ -217,42 +223,133 @@ cudaError_t Mirrors::Allocate(size_t bytes, void** out) {
     (void)c.Call(CallId::kFree, req);
     return e;
   }
-  auto* host = reinterpret_cast<std::byte*>(addr);
   std::memset(host, 0, bytes);  // a page shared with a live block may hold a freed one's bytes
-  Block& b = blocks_[addr];
-  b.size = bytes;
-  b.agreed.resize((bytes + kPiece - 1) / kPiece);
-  for (size_t i = 0; i < b.agreed.size(); ++i)
-    b.agreed[i] = MirrorHash(host + i * kPiece, std::min(kPiece, bytes - i * kPiece));
+  AddLocked(addr, Block{host, bytes, true, true, {}});
+  St().host.AddMirrored(host, bytes, pinned_flags);
   St().device_ranges.Add(addr, bytes);
-  St().host.AddMirrored(host, bytes);
-  live_.store(true, std::memory_order_release);
-  c.SetObserver(this);
   *out = host;
   return cudaSuccess;
 }
 
-cudaError_t Mirrors::Free(void* p) {
-  const auto addr = reinterpret_cast<uintptr_t>(p);
+void Mirrors::AddLocked(uint64_t addr, Block b) {
+  if (b.agreed.empty()) {
+    b.agreed.resize((b.size + kPiece - 1) / kPiece);
+    for (size_t i = 0; i < b.agreed.size(); ++i)
+      b.agreed[i] = MirrorHash(b.host + i * kPiece, std::min(kPiece, b.size - i * kPiece));
+  }
+  blocks_[addr] = std::move(b);
+  live_.store(true, std::memory_order_release);
+  Connection::Get().SetObserver(this);
+}
+
+void Mirrors::EraseLocked(std::map<uint64_t, Block>::iterator it, bool free_device) {
+  const uint64_t addr = it->first;
+  const Block& b = it->second;
+  if (free_device && b.owned) {
+    v1::FreeRequest req;
+    req.set_dptr(addr);
+    (void)Connection::Get().Call(CallId::kFree, req);
+  }
+  if (b.owned) St().device_ranges.Remove(addr);
+  if (b.mapped) {
+    St().host.RemoveMirrored(b.host);
+    UnmapLocked(addr, b.size);
+  }
+  blocks_.erase(it);
+  live_.store(!blocks_.empty(), std::memory_order_release);
+}
+
+void Mirrors::DropAllLocked() {
+  while (!blocks_.empty()) EraseLocked(blocks_.begin(), false);
+  dirty_.clear();
+  dirty_any_ = false;
+  stream_ = 0;  // the reset destroyed it too
+}
+
+cudaError_t Mirrors::Adopt(uint64_t addr, size_t bytes, const char* name) {
+  if (addr == 0 || bytes == 0) return cudaErrorInvalidValue;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  Connection::ObserverScope quiet;
+  std::lock_guard lock(mu_);
+  if (auto it = blocks_.find(addr); it != blocks_.end())
+    return it->second.size == bytes && !it->second.owned ? cudaSuccess : cudaErrorInvalidValue;
+  const uint64_t stream = StreamLocked();
+  if (stream == 0) return cudaErrorUnknown;
+  if (!MapLocked(addr, bytes)) {
+    std::fprintf(stderr,
+                 "remora: __managed__ variable %s: its device address %#llx is in use in this "
+                 "process, so the host cannot reach it there (cudaErrorNotSupported)\n",
+                 name ? name : "?", static_cast<unsigned long long>(addr));
+    return cudaErrorNotSupported;
+  }
+  auto* host = reinterpret_cast<std::byte*>(addr);
+  if (cudaError_t e = DeviceToHostAt(host, addr, bytes, stream)) {
+    UnmapLocked(addr, bytes);
+    return e;
+  }
+  AddLocked(addr, Block{host, bytes, false, true, {}});
+  St().host.AddMirrored(host, bytes);
+  return cudaSuccess;
+}
+
+void Mirrors::Release(uint64_t addr) {
+  std::lock_guard lock(mu_);
+  auto it = blocks_.find(addr);
+  if (it != blocks_.end() && !it->second.owned) EraseLocked(it, false);
+}
+
+cudaError_t Mirrors::Attach(void* host, size_t bytes, uint64_t* dev) {
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  Connection::ObserverScope quiet;
+  std::lock_guard lock(mu_);
+  cudaError_t e = cudaSuccess;
+  const uint64_t addr = MallocLocked(bytes, false, &e);
+  if (addr == 0) return e;
+  Block b{static_cast<std::byte*>(host), bytes, true, false, {}};
+  b.agreed.assign((bytes + kPiece - 1) / kPiece, 0);  // all sent before the next device work
+  AddLocked(addr, std::move(b));
+  St().device_ranges.Add(addr, bytes);
+  *dev = addr;
+  return cudaSuccess;
+}
+
+uint64_t Mirrors::DeviceOf(const void* p) {
+  if (!live_.load(std::memory_order_acquire)) return 0;
+  std::lock_guard lock(mu_);
+  const auto* at = static_cast<const std::byte*>(p);
+  for (const auto& [addr, b] : blocks_)
+    if (!b.mapped && at >= b.host && at < b.host + b.size) return addr + (at - b.host);
+  return 0;
+}
+
+cudaError_t Mirrors::Detach(void* host) {
   {
     std::lock_guard lock(mu_);
-    if (blocks_.count(addr) == 0) return cudaErrorInvalidValue;
+    if (std::none_of(blocks_.begin(), blocks_.end(), [host](const auto& kv) {
+          return !kv.second.mapped && kv.second.host == host;
+        }))
+      return cudaSuccess;
   }
-  // cudaFree waits for the device; the other blocks agree with it afterwards, as CUDA's do.
+  return Remove(host, false);
+}
+
+cudaError_t Mirrors::Free(void* p) {
+  return Remove(p, true);
+}
+
+cudaError_t Mirrors::Remove(void* host, bool mapped) {
+  // Freeing waits for the device, and the other blocks agree with it afterwards, as CUDA's do.
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Call(CallId::kDeviceSynchronize, v1::Empty())) return e;
   Connection::ObserverScope quiet;
   std::lock_guard lock(mu_);
-  auto it = blocks_.find(addr);
-  if (it == blocks_.end()) return cudaErrorInvalidValue;  // freed meanwhile by another thread
-  v1::FreeRequest req;
-  req.set_dptr(addr);
-  if (cudaError_t e = c.Call(CallId::kFree, req)) return e;
-  St().device_ranges.Remove(addr);
-  St().host.RemoveMirrored(p);
-  UnmapLocked(addr, it->second.size);
-  blocks_.erase(it);
-  live_.store(!blocks_.empty(), std::memory_order_release);
+  auto it = std::find_if(blocks_.begin(), blocks_.end(), [&](const auto& kv) {
+    return kv.second.host == host && kv.second.mapped == mapped && kv.second.owned;
+  });
+  if (it == blocks_.end()) return cudaErrorInvalidValue;  // none, or freed by another thread
+  EraseLocked(it, true);
   return cudaSuccess;
 }
 
@@ -262,7 +359,7 @@ cudaError_t Mirrors::PushLocked() {
   cudaError_t e = cudaSuccess;
   bool sent = false;
   for (auto& [addr, b] : blocks_) {
-    const auto* host = reinterpret_cast<const std::byte*>(addr);
+    const std::byte* host = b.host;
     const size_t pieces = b.agreed.size();
     for (size_t i = 0; i < pieces && e == cudaSuccess;) {
       size_t j = i;  // [i, j): a run of changed pieces
@@ -300,7 +397,7 @@ cudaError_t Mirrors::PullLocked() {
   const uint64_t stream = StreamLocked();
   if (stream == 0) return cudaErrorUnknown;
   for (auto& [addr, b] : blocks_) {
-    auto* host = reinterpret_cast<std::byte*>(addr);
+    std::byte* host = b.host;
     if (cudaError_t e = DeviceToHostAt(host, addr, b.size, stream)) {
       std::fprintf(stderr, "remora: managed memory: the device's copy could not be fetched (%d)\n",
                    static_cast<int>(e));
@@ -335,6 +432,10 @@ void Mirrors::After(const CallTouch& t, cudaError_t e) {
   const Waited w = WaitOf(t.id);
   if (w == Waited::kNothing) return;
   std::lock_guard lock(mu_);
+  if (t.id == CallId::kDeviceReset) {  // every block's device memory is gone
+    DropAllLocked();
+    return;
+  }
   if (!AnyDirtyLocked()) return;
   if (PushLocked() != cudaSuccess || PullLocked() != cudaSuccess) return;
   switch (w) {

@@ -41,13 +41,30 @@ class Mirrors final : public CallObserver {
   // The process's mirrors, created on first use, never destroyed.
   static Mirrors& Get();
 
-  // Managed memory of `bytes`: device memory, zeroed, and zeroed host pages at its address.
-  // cudaErrorMemoryAllocation when the device has no room or no address the host can map
-  // could be had (said on stderr), else the server's error.
-  cudaError_t Allocate(size_t bytes, void** out);
-  // Frees the block starting at `p` after the device is idle: cudaErrorInvalidValue if none
-  // does.
+  // Managed memory of `bytes` (with `pinned_flags`, mapped pinned memory: cudaHostAlloc's):
+  // device memory, zeroed, and zeroed host pages at its address. cudaErrorMemoryAllocation
+  // when the device has no room or no address the host can map could be had (said on
+  // stderr), else the server's error.
+  cudaError_t Allocate(size_t bytes, void** out,
+                       std::optional<unsigned> pinned_flags = std::nullopt);
+  // Frees the block Allocate returned at `p` after the device is idle: cudaErrorInvalidValue
+  // if there is none.
   cudaError_t Free(void* p);
+  // Gives the tenant's page-locked memory [host, host + bytes) a device copy at another
+  // address (cudaHostGetDevicePointer; a GPU without cudaDevAttrCanUseHostPointerForRegistered-
+  // Mem maps it so too), sent from the host before the next device work: `*dev`.
+  cudaError_t Attach(void* host, size_t bytes, uint64_t* dev);
+  // The device address of host byte `p` of an attached block, or 0.
+  uint64_t DeviceOf(const void* p);
+  // Ends the attachment of the block starting at `host` after the device is idle (fetching
+  // what the device wrote): nothing to do if there is none.
+  cudaError_t Detach(void* host);
+  // Mirrors device memory the tenant does not own, a module's __managed__ variable, from its
+  // device contents: done once per address (again is a no-op). cudaErrorNotSupported, said on
+  // stderr with `name`, when the host uses the address for something else.
+  cudaError_t Adopt(uint64_t addr, size_t bytes, const char* name);
+  // Forgets what Adopt mirrored at `addr` (its module is gone), if anything.
+  void Release(uint64_t addr);
 
   // CallObserver: see the file comment.
   void Before(const CallTouch& t) override;
@@ -58,8 +75,11 @@ class Mirrors final : public CallObserver {
  private:
   static constexpr size_t kPiece = 4096;
   struct Block {
+    std::byte* host = nullptr;  // the host copy: at the block's device address if `mapped`
     size_t size = 0;
-    std::vector<uint64_t> agreed;  // hash of each piece as both copies last agreed
+    bool owned = true;             // its device memory is the mirror's (else a variable's)
+    bool mapped = true;            // its host pages are the mirror's
+    std::vector<uint64_t> agreed;  // hash of each piece as both copies last agreed (0: not yet)
   };
 
   Mirrors() = default;
@@ -74,6 +94,20 @@ class Mirrors final : public CallObserver {
   // mapped) if some page is taken by anything else. REQUIRES: mu_ held.
   bool MapLocked(uint64_t addr, size_t n);
   void UnmapLocked(uint64_t addr, size_t n);
+  // Records block `b` at device address `addr`, which holds what the host copy holds unless
+  // `b.agreed` is set (to zeros: all to be sent). REQUIRES: mu_ held.
+  void AddLocked(uint64_t addr, Block b);
+  // A fresh device allocation of `bytes` whose address the host can map when `map` (up to 8
+  // tries, the misses given back after): its address, or 0 with the error. REQUIRES: mu_ held.
+  uint64_t MallocLocked(size_t bytes, bool map, cudaError_t* e);
+  // Gives the block at `it` back: its device memory if owned, its host pages if mapped.
+  // REQUIRES: mu_ held.
+  void EraseLocked(std::map<uint64_t, Block>::iterator it, bool free_device);
+  // Free and Detach: the owned block whose host copy starts at `host`, mapped or not.
+  cudaError_t Remove(void* host, bool mapped);
+  // Forgets every block, without touching the device (whose memory a reset freed). REQUIRES:
+  // mu_ held.
+  void DropAllLocked();
   // The private stream, created on first use (0 if it cannot be). REQUIRES: mu_ held.
   uint64_t StreamLocked();
   bool AnyDirtyLocked() const { return dirty_any_ || !dirty_.empty(); }

@@ -32,9 +32,9 @@ cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info) {
   return p;
 }
 
-void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy) {
+void ApplySessionCaps(v1::DeviceInfo* info) {
   const std::pair<cudaDeviceAttr, int> caps[] = {
-      {cudaDevAttrCanMapHostMemory, zero_copy},
+      {cudaDevAttrCanMapHostMemory, 1},
       {cudaDevAttrManagedMemory, 1},
       {cudaDevAttrConcurrentManagedAccess, 0},
       {cudaDevAttrPageableMemoryAccess, 0},
@@ -269,24 +269,49 @@ bool InMap(const Map& m, uintptr_t v, auto size_of) {
 }
 }  // namespace
 
-void HostMemory::AddMirrored(void* p, size_t bytes) {
+void HostMemory::AddMirrored(void* p, size_t bytes, std::optional<unsigned> pinned_flags) {
   std::lock_guard lock(mu_);
-  mirrored_[reinterpret_cast<uintptr_t>(p)] = bytes;
+  mirrored_[reinterpret_cast<uintptr_t>(p)] = Mirrored{bytes, pinned_flags};
 }
 
 bool HostMemory::RemoveMirrored(void* p) {
   std::lock_guard lock(mu_);
   auto it = mirrored_.find(reinterpret_cast<uintptr_t>(p));
   if (it == mirrored_.end()) return false;
-  const auto [lo, hi] = Pages(p, it->second);
+  const auto [lo, hi] = Pages(p, it->second.size);
   advice_.Reset(lo, hi);
   mirrored_.erase(it);
   return true;
 }
 
+const HostMemory::Mirrored* HostMemory::MirroredLocked(uintptr_t v) const {
+  auto it = mirrored_.upper_bound(v);
+  if (it == mirrored_.begin()) return nullptr;
+  --it;
+  return v - it->first < it->second.size ? &it->second : nullptr;
+}
+
 bool HostMemory::IsMirrored(const void* p) const {
   std::lock_guard lock(mu_);
-  return InMap(mirrored_, reinterpret_cast<uintptr_t>(p), [](size_t n) { return n; });
+  return MirroredLocked(reinterpret_cast<uintptr_t>(p)) != nullptr;
+}
+
+std::optional<std::pair<void*, size_t>> HostMemory::OwnBlock(const void* p) const {
+  std::lock_guard lock(mu_);
+  if (auto block = ArenaBlockLocked(p)) {
+    if (arena_flags_.count(block->first) == 0) return std::nullopt;  // managed, or not a block
+    return std::pair<void*, size_t>{base_ + block->first, block->second};
+  }
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  auto within = [v](const auto& m, auto size_of) -> std::optional<std::pair<void*, size_t>> {
+    auto it = m.upper_bound(v);
+    if (it == m.begin()) return std::nullopt;
+    --it;
+    if (v - it->first >= size_of(it->second)) return std::nullopt;
+    return std::pair<void*, size_t>{reinterpret_cast<void*>(it->first), size_of(it->second)};
+  };
+  if (auto b = within(malloced_, [](const Malloced& m) { return m.size; })) return b;
+  return within(registered_, [](const Registered& r) { return r.size; });
 }
 
 bool HostMemory::IsManagedRange(const void* p, size_t n) const {
@@ -320,6 +345,7 @@ std::optional<unsigned> HostMemory::Flags(const void* p) const {
     return it->second;
   }
   auto v = reinterpret_cast<uintptr_t>(p);
+  if (const Mirrored* m = MirroredLocked(v)) return m->pinned_flags;
   auto it = malloced_.upper_bound(v);
   if (it == malloced_.begin()) return std::nullopt;
   --it;
@@ -331,7 +357,8 @@ bool HostMemory::IsManaged(const void* p) const {
   std::lock_guard lock(mu_);
   auto block = ArenaBlockLocked(p);
   if (block) return managed_.count(block->first) > 0;
-  return InMap(mirrored_, reinterpret_cast<uintptr_t>(p), [](size_t n) { return n; });
+  const Mirrored* m = MirroredLocked(reinterpret_cast<uintptr_t>(p));
+  return m != nullptr && !m->pinned_flags;
 }
 
 bool HostMemory::IsDeviceMapped(const void* p) const {
@@ -512,6 +539,8 @@ bool HostMemory::Unregister(void* p) {
 void* HostMemory::DeviceAlias(const void* p) const {
   std::lock_guard lock(mu_);
   if (device_mapped_ && ArenaBlockLocked(p)) return const_cast<void*>(p);
+  if (const Mirrored* m = MirroredLocked(reinterpret_cast<uintptr_t>(p)); m && m->pinned_flags)
+    return const_cast<void*>(p);
   const auto* r = RegisteredLocked(reinterpret_cast<uintptr_t>(p));
   if (r == nullptr || r->second.block == 0) return nullptr;
   return base_ + r->second.block + (reinterpret_cast<uintptr_t>(p) - r->second.lo);
@@ -540,6 +569,8 @@ bool HostMemory::IsPinned(const void* p) const {
     if (auto block = ArenaBlockLocked(p)) return arena_flags_.count(block->first) > 0;
     auto* b = static_cast<const std::byte*>(p);
     if (base_ && b >= base_ && b < base_ + size_) return false;
+    if (const Mirrored* m = MirroredLocked(reinterpret_cast<uintptr_t>(p)))
+      return m->pinned_flags.has_value();
   }
   return Locate(p, 1).kind != Kind::kPageable;
 }

@@ -35,12 +35,11 @@ namespace remora::client_stub {
 // vector is short).
 cudaDeviceProp BuildDeviceProp(const v1::DeviceInfo& info);
 
-// Rewrites the attributes that depend on the session, not the GPU: mapped host
-// memory exists only with `zero_copy` (shm, same-address arena); managed memory
-// always (arena memory, or mirrored without it: mirror.h) and is never
-// concurrently accessible (the host touches it only between synchronisations);
-// pageable memory is never device-accessible.
-void ApplySessionCaps(v1::DeviceInfo* info, bool zero_copy);
+// Rewrites the attributes that depend on Remora, not the GPU: mapped host memory and managed
+// memory exist on every session (arena memory over shm, mirrored without it: mirror.h);
+// managed memory is never concurrently accessible (the host touches it only between
+// synchronisations) and pageable memory never device-accessible.
+void ApplySessionCaps(v1::DeviceInfo* info);
 
 // ---- the runtime's context, as the driver API sees it ----------------------------
 
@@ -143,13 +142,18 @@ class HostMemory {
   bool Free(void* p);
   // Frees what AllocateManaged returned. False for any other pointer.
   bool FreeManaged(void* p);
-  // Records mirrored managed memory (mirror.h: device memory at `p` and host pages at the same
-  // address): IsManaged and the advice take it as any managed block, IsDeviceMapped does not.
-  void AddMirrored(void* p, size_t bytes);
+  // Records mirrored memory (mirror.h: device memory at `p` and host pages at the same
+  // address): managed memory, which IsManaged and the advice take as any managed block, or
+  // with `pinned_flags` mapped pinned memory (cudaHostAllocMapped), which IsPinned, Flags and
+  // DeviceAlias (`p` itself) take as any pinned block. IsDeviceMapped takes neither.
+  void AddMirrored(void* p, size_t bytes, std::optional<unsigned> pinned_flags = std::nullopt);
   // Forgets the mirrored block starting at `p` and its advice; false if none does.
   bool RemoveMirrored(void* p);
-  // True if `p` lies in a mirrored block.
+  // True if `p` lies in a mirrored block (managed or pinned).
   bool IsMirrored(const void* p) const;
+  // The pinned allocation or registration containing `p`: {start, size}, or nullopt (managed,
+  // mirrored or pageable memory).
+  std::optional<std::pair<void*, size_t>> OwnBlock(const void* p) const;
   // The flags recorded for the pinned allocation containing `p`, or nullopt
   // (managed, registered, pageable or device memory).
   std::optional<unsigned> Flags(const void* p) const;
@@ -227,8 +231,14 @@ class HostMemory {
   PinFn pin_;
   std::map<uint64_t, unsigned> arena_flags_;  // pinned arena block offset -> flags
   std::set<uint64_t> managed_;                // managed arena block offsets
-  std::map<uintptr_t, size_t> mirrored_;      // mirrored managed blocks: address -> size
-  ManagedAdvice advice_;                      // over managed blocks' addresses
+  struct Mirrored {
+    size_t size = 0;
+    std::optional<unsigned> pinned_flags;  // mapped pinned memory; managed if none
+  };
+  // The mirrored block containing `v`, or nullptr. REQUIRES: mu_ held.
+  const Mirrored* MirroredLocked(uintptr_t v) const;
+  std::map<uintptr_t, Mirrored> mirrored_;  // by address
+  ManagedAdvice advice_;                    // over managed blocks' addresses
   std::map<uintptr_t, Malloced> malloced_;
   std::map<uintptr_t, Registered> registered_;
   std::mutex register_mu_;  // one Register or Unregister at a time (held before mu_)

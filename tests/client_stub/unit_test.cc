@@ -362,22 +362,17 @@ TEST(DeviceProp, BuiltFromAttributes) {
   EXPECT_STREQ(q.name, "");
 }
 
-TEST(DeviceProp, SessionCapsFollowTheSessionKind) {
+TEST(DeviceProp, SessionCapsAreRemoras) {
   v1::DeviceInfo info;
   info.mutable_attributes()->Resize(10, 1);  // short: caps extend it
   info.mutable_attributes()->Set(cudaDevAttrMaxThreadsPerBlock, 1024);
-  ApplySessionCaps(&info, true);
+  ApplySessionCaps(&info);
   cudaDeviceProp p = BuildDeviceProp(info);
   EXPECT_EQ(p.managedMemory, 1);
   EXPECT_EQ(p.canMapHostMemory, 1);
   EXPECT_EQ(p.concurrentManagedAccess, 0);
   EXPECT_EQ(p.pageableMemoryAccess, 0);
   EXPECT_EQ(p.maxThreadsPerBlock, 1024);
-  ApplySessionCaps(&info, false);
-  p = BuildDeviceProp(info);
-  EXPECT_EQ(p.managedMemory, 1);  // mirrored (mirror.h)
-  EXPECT_EQ(p.canMapHostMemory, 0);
-  EXPECT_EQ(p.concurrentManagedAccess, 0);
 }
 
 // ---- mirrored managed memory ------------------------------------------------------

@@ -222,21 +222,21 @@ TEST_F(Wire, KnownFatBinariesAreSentOnce) {
 }
 
 // Without a device-mapped same-address arena (gRPC; or this in-process fake,
-// whose arena mapping cannot share the stub's address), mapped memory fails
-// clearly and the device says so; managed memory is mirrored (mirror.h): one
-// pointer, device memory on the server and host pages at the same address.
-TEST_F(Wire, MappedMemoryNeedsAZeroCopySessionManagedIsMirrored) {
+// whose arena mapping cannot share the stub's address), managed and mapped memory are
+// mirrored (mirror.h): device memory on the server and host pages at the same address, or for
+// other page-locked memory a device copy at another address.
+TEST_F(Wire, ManagedAndMappedMemoryAreMirroredWithoutAZeroCopySession) {
   int v = -1;
   ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrManagedMemory, 0), cudaSuccess);
   EXPECT_EQ(v, 1);
   ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrCanMapHostMemory, 0), cudaSuccess);
-  EXPECT_EQ(v, 0);
+  EXPECT_EQ(v, 1);
   ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, 0), cudaSuccess);
   EXPECT_EQ(v, 0);
   cudaDeviceProp p;
   ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
   EXPECT_EQ(p.managedMemory, 1);
-  EXPECT_EQ(p.canMapHostMemory, 0);
+  EXPECT_EQ(p.canMapHostMemory, 1);
 
   void* m = nullptr;
   ASSERT_EQ(cudaMallocManaged(&m, 3 * 4096 + 5), cudaSuccess);
@@ -256,8 +256,17 @@ TEST_F(Wire, MappedMemoryNeedsAZeroCopySessionManagedIsMirrored) {
   EXPECT_EQ(cudaMallocManaged(&m, 0), cudaErrorInvalidValue);
   (void)cudaGetLastError();
   void* h = nullptr;
-  EXPECT_EQ(cudaHostAlloc(&h, 4096, cudaHostAllocMapped), cudaErrorNotSupported);
-  (void)cudaGetLastError();
+  ASSERT_EQ(cudaHostAlloc(&h, 4096, cudaHostAllocMapped), cudaSuccess);
+  void* hd = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(&hd, static_cast<char*>(h) + 8, 0), cudaSuccess);
+  EXPECT_EQ(hd, static_cast<char*>(h) + 8);  // one address, as under unified addressing
+  unsigned mapped_flags = 0;
+  ASSERT_EQ(cudaHostGetFlags(&mapped_flags, h), cudaSuccess);
+  EXPECT_EQ(mapped_flags, unsigned{cudaHostAllocMapped});
+  ASSERT_EQ(cudaPointerGetAttributes(&a, h), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_EQ(a.devicePointer, h);
+  ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
 
   // Flags are recorded per allocation, for any pointer inside it.
   ASSERT_EQ(cudaHostAlloc(&h, 3 * 4096, cudaHostAllocPortable | cudaHostAllocWriteCombined),
@@ -279,7 +288,13 @@ TEST_F(Wire, MappedMemoryNeedsAZeroCopySessionManagedIsMirrored) {
   ASSERT_EQ(cudaPointerGetAttributes(&attr, h), cudaSuccess);
   EXPECT_EQ(attr.type, cudaMemoryTypeHost);
   EXPECT_EQ(attr.hostPointer, h);
-  EXPECT_EQ(attr.devicePointer, nullptr);  // not device-mapped here
+  EXPECT_EQ(attr.devicePointer, nullptr);  // not asked for yet
+  void* dev_of_h = nullptr;                // a device copy elsewhere, made when asked
+  ASSERT_EQ(cudaHostGetDevicePointer(&dev_of_h, static_cast<char*>(h) + 4100, 0), cudaSuccess);
+  ASSERT_NE(dev_of_h, nullptr);
+  EXPECT_NE(dev_of_h, static_cast<char*>(h) + 4100);
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, static_cast<char*>(h) + 4100), cudaSuccess);
+  EXPECT_EQ(attr.devicePointer, dev_of_h);
   ASSERT_EQ(cudaPointerGetAttributes(&attr, d), cudaSuccess);
   EXPECT_EQ(attr.type, cudaMemoryTypeDevice);
   EXPECT_EQ(attr.hostPointer, nullptr);
