@@ -36,10 +36,14 @@ cudaError_t AllocHost(void** ptr, size_t size, unsigned flags) {
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return Ret(e);
   bool mapped = flags & cudaHostAllocMapped;
-  // Without a device-mapped arena, mapped memory is mirrored (mirror.h) at one address.
-  if (mapped && !c.zero_copy()) {
-    if (size == 0) return cudaSuccess;
-    return Ret(cs::Mirrors::Get().Allocate(size, ptr, flags));
+  // Without a device-mapped arena kernels reach page-locked memory through the mirror
+  // (mirror.h): a remote session's at addresses the device reserves, mapped memory at once.
+  if (!c.zero_copy() && size > 0) {
+    if (c.arena() == nullptr) {
+      cudaError_t e = cs::Mirrors::Get().AllocatePinned(size, flags, ptr);
+      if (e != cudaErrorNotSupported) return Ret(e);
+    }
+    if (mapped) return Ret(cs::Mirrors::Get().Allocate(size, ptr, flags));
   }
   *ptr = St().host.Allocate(size, flags, mapped);
   return *ptr ? cudaSuccess : Ret(cudaErrorMemoryAllocation);
@@ -455,6 +459,7 @@ cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int f
   if (!host.IsPinned(pHost)) return Ret(cudaErrorInvalidValue);
   if (!c.zero_copy()) {
     if (host.IsMirrored(pHost)) {
+      if (!cs::Mirrors::Get().Reach(pHost)) return Ret(cudaErrorMemoryAllocation);
       *pDevice = pHost;
       return cudaSuccess;
     }

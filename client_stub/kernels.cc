@@ -363,11 +363,13 @@ v1::LaunchRequest& ThreadLaunchRequest() {
   return ThreadScratch<v1::LaunchRequest, struct LaunchRequestTag>();
 }
 
-// Where kernels cannot reach the process's page-locked memory (a session without a
-// device-mapped arena: gRPC), a launch passing a pointer into it is refused with
-// cudaErrorNotSupported, named once on stderr; on a GPU with unified addressing such a kernel
-// runs, and sending it would fault the device for every tenant. Pointers sit at 8-byte aligned
-// offsets of the packed parameters, structs' included.
+// Where kernels cannot reach the process's page-locked memory directly (a session without a
+// device-mapped arena: gRPC), page-locked memory a launch passes a pointer into is given device
+// memory at its address and mirrored (Mirrors::Reach), as a GPU with unified addressing lets
+// such a kernel run; memory that cannot be (page-locked outside the mirror, or no device memory
+// left) makes the launch fail with cudaErrorNotSupported, named once on stderr: sent, it would
+// fault the device for every tenant. Pointers sit at 8-byte aligned offsets of the packed
+// parameters, structs' included.
 cudaError_t CheckHostPointerArgs(const Kernel& k, std::string_view params) {
   const HostMemory& host = St().host;
   if (host.device_mapped()) return cudaSuccess;
@@ -375,13 +377,13 @@ cudaError_t CheckHostPointerArgs(const Kernel& k, std::string_view params) {
     uint64_t v;
     std::memcpy(&v, params.data() + at, 8);
     const auto* p = reinterpret_cast<const void*>(v);
-    if (v == 0 || !host.IsPinned(p) || host.DeviceAlias(p) == p) continue;  // mirrored: mapped
+    if (v == 0 || !host.IsPinned(p) || Mirrors::Get().Reach(p)) continue;
     if (Once("pinned kernel argument", k.name))
       std::fprintf(stderr,
                    "remora: kernel %s not launched: its parameter bytes at offset %zu point into "
-                   "page-locked host memory (cudaMallocHost, cudaHostAlloc, cudaHostRegister), "
-                   "which kernels cannot reach over this transport; it returns "
-                   "cudaErrorNotSupported\n",
+                   "page-locked host memory kernels cannot reach over this transport (memory "
+                   "registered with cudaHostRegister: pass the address cudaHostGetDevicePointer "
+                   "gives); it returns cudaErrorNotSupported\n",
                    k.name.c_str(), at);
     return cudaErrorNotSupported;
   }

@@ -224,7 +224,7 @@ cudaError_t Mirrors::Allocate(size_t bytes, void** out, std::optional<unsigned> 
     return e;
   }
   std::memset(host, 0, bytes);  // a page shared with a live block may hold a freed one's bytes
-  AddLocked(addr, Block{host, bytes, true, true, {}});
+  AddLocked(addr, Block{.host = host, .size = bytes});
   St().host.AddMirrored(host, bytes, pinned_flags);
   St().device_ranges.Add(addr, bytes);
   *out = host;
@@ -245,12 +245,24 @@ void Mirrors::AddLocked(uint64_t addr, Block b) {
 void Mirrors::EraseLocked(std::map<uint64_t, Block>::iterator it, bool free_device) {
   const uint64_t addr = it->first;
   const Block& b = it->second;
-  if (free_device && b.owned) {
+  Connection& c = Connection::Get();
+  if (free_device && b.reserved != 0) {
+    v1::MemRangeRequest range;
+    range.set_ptr(addr);
+    range.set_size(b.reserved);
+    if (b.physical != 0) {
+      (void)c.Call(CallId::kMemUnmap, range);
+      v1::MemReleaseRequest release;
+      release.set_handle(b.physical);
+      (void)c.Call(CallId::kMemRelease, release);
+    }
+    (void)c.Call(CallId::kMemAddressFree, range);
+  } else if (free_device && b.owned) {
     v1::FreeRequest req;
     req.set_dptr(addr);
-    (void)Connection::Get().Call(CallId::kFree, req);
+    (void)c.Call(CallId::kFree, req);
   }
-  if (b.owned) St().device_ranges.Remove(addr);
+  if (b.owned && b.reachable) St().device_ranges.Remove(addr);
   if (b.mapped) {
     St().host.RemoveMirrored(b.host);
     UnmapLocked(addr, b.size);
@@ -288,7 +300,7 @@ cudaError_t Mirrors::Adopt(uint64_t addr, size_t bytes, const char* name) {
     UnmapLocked(addr, bytes);
     return e;
   }
-  AddLocked(addr, Block{host, bytes, false, true, {}});
+  AddLocked(addr, Block{.host = host, .size = bytes, .owned = false});
   St().host.AddMirrored(host, bytes);
   return cudaSuccess;
 }
@@ -299,6 +311,109 @@ void Mirrors::Release(uint64_t addr) {
   if (it != blocks_.end() && !it->second.owned) EraseLocked(it, false);
 }
 
+cudaError_t Mirrors::AllocatePinned(size_t bytes, unsigned flags, void** out) {
+  *out = nullptr;
+  Connection& c = Connection::Get();
+  if (cudaError_t e = c.Ensure()) return e;
+  const uint64_t granule = c.welcome().device().vmm_granularity();
+  if (granule == 0 || bytes == 0) return cudaErrorNotSupported;
+  const uint64_t reserved = (bytes + granule - 1) / granule * granule;
+  Connection::ObserverScope quiet;
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> aside;  // reservations the host could not map, as in MallocLocked
+  uint64_t addr = 0;
+  cudaError_t e = cudaSuccess;
+  for (int attempt = 0; attempt < 8 && addr == 0; ++attempt) {
+    v1::MemReserveRequest req;
+    req.set_size(reserved);
+    req.set_alignment(granule);
+    v1::MallocReply rep;
+    if ((e = c.Call(CallId::kMemAddressReserve, req, &rep)) != cudaSuccess) break;
+    if (MapLocked(rep.dptr(), bytes))
+      addr = rep.dptr();
+    else
+      aside.push_back(rep.dptr());
+  }
+  for (uint64_t a : aside) {
+    v1::MemRangeRequest req;
+    req.set_ptr(a);
+    req.set_size(reserved);
+    (void)c.Call(CallId::kMemAddressFree, req);
+  }
+  if (addr == 0) return e != cudaSuccess ? e : cudaErrorNotSupported;
+  auto* host = reinterpret_cast<std::byte*>(addr);
+  std::memset(host, 0, bytes);
+  Block b{.host = host, .size = bytes, .reserved = reserved, .reachable = false};
+  b.agreed.assign((bytes + kPiece - 1) / kPiece, 0);
+  AddLocked(addr, std::move(b));
+  St().host.AddMirrored(host, bytes, flags);
+  SetOnDeviceFallback([](uint64_t at, uint64_t n) {
+    return Mirrors::Get().Reach(reinterpret_cast<const void*>(at), n);
+  });
+  if ((flags & cudaHostAllocMapped) != 0) {
+    if (cudaError_t err = MakeReachableLocked(addr, blocks_[addr])) {
+      EraseLocked(blocks_.find(addr), true);
+      return err;
+    }
+  }
+  *out = host;
+  return cudaSuccess;
+}
+
+cudaError_t Mirrors::MakeReachableLocked(uint64_t addr, Block& b) {
+  Connection& c = Connection::Get();
+  v1::MemCreateRequest create;
+  create.set_size(b.reserved);
+  v1::HandleReply handle;
+  if (cudaError_t e = c.Call(CallId::kMemCreate, create, &handle)) return e;
+  v1::MemMapRequest map;
+  map.set_ptr(addr);
+  map.set_size(b.reserved);
+  map.set_handle(handle.handle());
+  v1::MemSetAccessRequest access;
+  access.set_ptr(addr);
+  access.set_size(b.reserved);
+  access.set_read_write(true);
+  cudaError_t e = c.Call(CallId::kMemMap, map);
+  if (e == cudaSuccess) e = c.Call(CallId::kMemSetAccess, access);
+  if (e != cudaSuccess) {
+    v1::MemRangeRequest range;
+    range.set_ptr(addr);
+    range.set_size(b.reserved);
+    (void)c.Call(CallId::kMemUnmap, range);
+    v1::MemReleaseRequest release;
+    release.set_handle(handle.handle());
+    (void)c.Call(CallId::kMemRelease, release);
+    return e;
+  }
+  b.physical = handle.handle();
+  b.reachable = true;
+  std::fill(b.agreed.begin(), b.agreed.end(), 0);  // all sent before the next device work
+  St().device_ranges.Add(addr, b.size);
+  return cudaSuccess;
+}
+
+bool Mirrors::Reach(const void* p, size_t bytes) {
+  if (!live_.load(std::memory_order_acquire)) return false;
+  const auto at = reinterpret_cast<uint64_t>(p);
+  Connection::ObserverScope quiet;
+  std::lock_guard lock(mu_);
+  auto it = blocks_.upper_bound(at);
+  if (it == blocks_.begin()) return false;
+  --it;
+  Block& b = it->second;
+  if (!b.mapped || at - it->first >= b.size || bytes > b.size - (at - it->first)) return false;
+  if (b.reachable) return true;
+  if (cudaError_t e = MakeReachableLocked(it->first, b)) {
+    std::fprintf(stderr,
+                 "remora: page-locked memory at %p reached from the device could not be given "
+                 "device memory (%d); its use fails\n",
+                 static_cast<void*>(b.host), static_cast<int>(e));
+    return false;
+  }
+  return true;
+}
+
 cudaError_t Mirrors::Attach(void* host, size_t bytes, uint64_t* dev) {
   Connection& c = Connection::Get();
   if (cudaError_t e = c.Ensure()) return e;
@@ -307,7 +422,7 @@ cudaError_t Mirrors::Attach(void* host, size_t bytes, uint64_t* dev) {
   cudaError_t e = cudaSuccess;
   const uint64_t addr = MallocLocked(bytes, false, &e);
   if (addr == 0) return e;
-  Block b{static_cast<std::byte*>(host), bytes, true, false, {}};
+  Block b{.host = static_cast<std::byte*>(host), .size = bytes, .mapped = false};
   b.agreed.assign((bytes + kPiece - 1) / kPiece, 0);  // all sent before the next device work
   AddLocked(addr, std::move(b));
   St().device_ranges.Add(addr, bytes);
@@ -359,6 +474,7 @@ cudaError_t Mirrors::PushLocked() {
   cudaError_t e = cudaSuccess;
   bool sent = false;
   for (auto& [addr, b] : blocks_) {
+    if (!b.reachable) continue;
     const std::byte* host = b.host;
     const size_t pieces = b.agreed.size();
     for (size_t i = 0; i < pieces && e == cudaSuccess;) {
@@ -397,6 +513,7 @@ cudaError_t Mirrors::PullLocked() {
   const uint64_t stream = StreamLocked();
   if (stream == 0) return cudaErrorUnknown;
   for (auto& [addr, b] : blocks_) {
+    if (!b.reachable) continue;
     std::byte* host = b.host;
     if (cudaError_t e = DeviceToHostAt(host, addr, b.size, stream)) {
       std::fprintf(stderr, "remora: managed memory: the device's copy could not be fetched (%d)\n",

@@ -1,18 +1,20 @@
-// client_stub/mirror.h - managed memory for sessions whose kernels cannot reach the host's pages.
+// client_stub/mirror.h - memory both the host and kernels use, where no memory is shared.
 //
-// Over shm the arena is device-mapped at the tenant's addresses, and managed memory is simply
-// arena memory (state.h). Over gRPC (a tenant on another machine, or an arena mapped elsewhere)
-// no memory is shared, so managed memory is mirrored: device memory on the server, charged as
-// cudaMalloc's, and host pages mapped at the very same address in the tenant, so one pointer
-// serves the host and kernels. The two copies agree at the points CUDA promises coherence on a
-// device without concurrent managed access (cudaDevAttrConcurrentManagedAccess 0):
+// Over shm the arena is device-mapped at the tenant's addresses, and managed and page-locked
+// memory is simply arena memory (state.h). Over gRPC (a tenant on another machine, or an arena
+// mapped elsewhere) nothing is shared, so such memory is mirrored: device memory on the server
+// and host memory in the tenant, at the same address where the host pages are the mirror's
+// (managed memory, __managed__ variables, page-locked memory the server reserved addresses
+// for), at another for the program's own pages (registered memory). The two copies agree at
+// the points CUDA promises coherence on a device without concurrent managed access
+// (cudaDevAttrConcurrentManagedAccess 0):
 //   - before device work (a launch, a copy, a memset, a library call) the host's changes since
 //     they last agreed are sent: the mirror keeps a 64-bit hash of each 4 KiB piece as agreed,
 //     and sends the pieces whose hash changed (a change that keeps the hash, 2^-64 per piece,
 //     would go unseen);
-//   - after a call that waited for device work that may have written managed memory (stream,
+//   - after a call that waited for device work that may have written the memory (stream,
 //     event and device synchronization, a synchronous copy, a query that found work done),
-//     the device's copy is fetched whole, and before a host function runs.
+//     and before a host function runs, the device's copy is fetched whole.
 // Copies the mirror makes go on a private non-blocking stream, so they wait for no one.
 // A stream stays "dirty" (fetched again at every wait) until a wait covers it: its own
 // synchronization, the legacy stream's for blocking streams, or the device's.
@@ -50,6 +52,17 @@ class Mirrors final : public CallObserver {
   // Frees the block Allocate returned at `p` after the device is idle: cudaErrorInvalidValue
   // if there is none.
   cudaError_t Free(void* p);
+  // Page-locked memory (cudaMallocHost, cudaHostAlloc) for a session without an arena: host
+  // pages at an address the device reserves too, holding no device memory until a kernel, a
+  // library or cudaHostGetDevicePointer reaches it (Reach), as a GPU with unified addressing
+  // lets them; from then on it is mirrored. With cudaHostAllocMapped in `flags` that happens
+  // at once. cudaErrorNotSupported when the device has no address reservations (the caller
+  // then allocates plain page-locked memory); else as Allocate.
+  cudaError_t AllocatePinned(size_t bytes, unsigned flags, void** out);
+  // Whether kernels reach [p, p + bytes) at its own address: it lies in one mirrored block,
+  // given device memory first if it had none. False for other memory, or when the device
+  // memory could not be had (said on stderr once).
+  bool Reach(const void* p, size_t bytes = 1);
   // Gives the tenant's page-locked memory [host, host + bytes) a device copy at another
   // address (cudaHostGetDevicePointer; a GPU without cudaDevAttrCanUseHostPointerForRegistered-
   // Mem maps it so too), sent from the host before the next device work: `*dev`.
@@ -77,9 +90,12 @@ class Mirrors final : public CallObserver {
   struct Block {
     std::byte* host = nullptr;  // the host copy: at the block's device address if `mapped`
     size_t size = 0;
-    bool owned = true;             // its device memory is the mirror's (else a variable's)
-    bool mapped = true;            // its host pages are the mirror's
-    std::vector<uint64_t> agreed;  // hash of each piece as both copies last agreed (0: not yet)
+    bool owned = true;                  // its device memory is the mirror's (else a variable's)
+    bool mapped = true;                 // its host pages are the mirror's
+    std::vector<uint64_t> agreed = {};  // each piece's hash as both copies last agreed (0: not yet)
+    uint64_t reserved = 0;              // AllocatePinned's: the device addresses reserved
+    uint64_t physical = 0;              // AllocatePinned's: the device memory mapped there, once
+    bool reachable = true;              // has device memory (AllocatePinned's only once reached)
   };
 
   Mirrors() = default;
@@ -103,6 +119,8 @@ class Mirrors final : public CallObserver {
   // Gives the block at `it` back: its device memory if owned, its host pages if mapped.
   // REQUIRES: mu_ held.
   void EraseLocked(std::map<uint64_t, Block>::iterator it, bool free_device);
+  // Gives a reserved block device memory at its address. REQUIRES: mu_ held.
+  cudaError_t MakeReachableLocked(uint64_t addr, Block& b);
   // Free and Detach: the owned block whose host copy starts at `host`, mapped or not.
   cudaError_t Remove(void* host, bool mapped);
   // Forgets every block, without touching the device (whose memory a reset freed). REQUIRES:

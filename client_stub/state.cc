@@ -375,10 +375,20 @@ bool HostMemory::IsDeviceMappedRange(const void* p, size_t n) const {
   return n <= block->second - into;
 }
 
+namespace {
+std::atomic<bool (*)(uint64_t, uint64_t)> g_on_device_fallback{nullptr};
+}  // namespace
+
+void SetOnDeviceFallback(bool (*fallback)(uint64_t p, uint64_t bytes)) {
+  g_on_device_fallback.store(fallback, std::memory_order_release);
+}
+
 bool OnDevice(uint64_t p, uint64_t bytes) {
   std::optional<RangeTable::Range> r = St().device_ranges.Find(p);
   if (r && p - r->base <= r->size && bytes <= r->size - (p - r->base)) return true;
-  return St().host.IsDeviceMappedRange(reinterpret_cast<const void*>(p), bytes);
+  if (St().host.IsDeviceMappedRange(reinterpret_cast<const void*>(p), bytes)) return true;
+  auto fallback = g_on_device_fallback.load(std::memory_order_acquire);
+  return fallback != nullptr && fallback(p, bytes);
 }
 
 namespace {

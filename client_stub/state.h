@@ -271,6 +271,9 @@ cudaError_t CheckStream(cudaStream_t s);
 // and managed memory kernels reach at its host address (a GPU's libraries take both). What the
 // library stubs check a pointer argument with.
 bool OnDevice(uint64_t p, uint64_t bytes);
+// What OnDevice asks last, for memory its tables do not hold (mirror.h: page-locked memory,
+// which reaching from the device gives device memory).
+void SetOnDeviceFallback(bool (*fallback)(uint64_t p, uint64_t bytes));
 
 // The server's id of cuBLAS handle `h` while it lives (0 when it is none). NVIDIA's cuBLASLt
 // takes a cublasHandle_t as a cublasLtHandle_t (PyTorch passes its cuBLAS handle so): the

@@ -399,14 +399,17 @@ class FakeServer {
 class Wire : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
-    std::string path = "/tmp/remora-stub-wire-" + std::to_string(getpid()) + ".sock";
-    server_ = new FakeServer(path);  // NOLINT: lives for the whole binary
+    socket_path_ = "/tmp/remora-stub-wire-" + std::to_string(getpid()) + ".sock";
+    server_ = new FakeServer(socket_path_);  // NOLINT: lives for the whole binary
     setenv("REMORA_SERVER", server_->address().c_str(), 1);
     setenv("REMORA_TOKEN", "tok-123", 1);
     setenv("REMORA_GPU_MEMORY", "512Mi", 1);
     setenv("REMORA_GPU_MEMORY_LIMIT", "1Gi", 1);
   }
+  // The server lives on (the stub's connection never closes); its socket file does not.
+  static void TearDownTestSuite() { unlink(socket_path_.c_str()); }
   static inline FakeServer* server_ = nullptr;
+  static inline std::string socket_path_;
 };
 
 inline std::vector<std::byte> Pattern(size_t n, int seed) {

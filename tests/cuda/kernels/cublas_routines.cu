@@ -756,8 +756,8 @@ void Copies(Rng& rng, cudaStream_t s) {
 
 }  // namespace
 
-// Managed memory and mapped pinned host memory are device memory to cuBLAS on a GPU with
-// unified addressing: an SGEMV over A managed, x mapped pinned and y managed, against the host.
+// Managed memory and pinned host memory are device memory to cuBLAS on a GPU with unified
+// addressing: an SGEMV over A managed, x pinned and y managed, against the host.
 void HostMemoryOperands(cublasHandle_t h, Rng& rng) {
   int managed = 0, mapped = 0;
   CHECK(cudaDeviceGetAttribute(&managed, cudaDevAttrManagedMemory, 0));
@@ -769,7 +769,7 @@ void HostMemoryOperands(cublasHandle_t h, Rng& rng) {
   const int m = 70, n = 45;
   float *a, *x, *y;
   CHECK(cudaMallocManaged(&a, sizeof(float) * m * n));
-  CHECK(cudaHostAlloc(&x, sizeof(float) * n, cudaHostAllocMapped));
+  CHECK(cudaMallocHost(&x, sizeof(float) * n));
   CHECK(cudaMallocManaged(&y, sizeof(float) * m));
   for (int i = 0; i < m * n; ++i) a[i] = rng.Uniform(-1, 1);
   for (int j = 0; j < n; ++j) x[j] = rng.Uniform(-1, 1);

@@ -9,6 +9,7 @@
 // anything (the test expects exit code 70 and the message naming the library).
 #include <cuda.h>
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -30,6 +31,20 @@ int main(int argc, char** argv) {
     if (symlink(toolkit, path.c_str()) != 0) {
       std::printf("FAIL: symlink %s\n", path.c_str());
       return 1;
+    }
+    // A child opens it, and is stopped; this process removes the link and exits as it did.
+    std::fflush(stdout);
+    const pid_t child = fork();
+    if (child < 0) {
+      std::printf("FAIL: fork\n");
+      unlink(path.c_str());
+      return 1;
+    }
+    if (child > 0) {
+      int status = 0;
+      const bool waited = waitpid(child, &status, 0) == child;
+      unlink(path.c_str());
+      return waited && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     }
   }
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

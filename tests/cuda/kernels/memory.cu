@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "common.h"
@@ -118,9 +120,7 @@ int main(int argc, char** argv) {
               std::all_of(pinned, pinned + n, [](unsigned char v) { return v == 0x5a; })),
          "pinned <- device named HostToDevice: the data or cudaErrorInvalidValue");
   // A kernel writing page-locked memory through its host pointer (BabelStream's dot does):
-  // unified addressing makes it device memory. Over gRPC no kernel can reach the tenant's
-  // memory, and Remora refuses the launch (cudaErrorNotSupported, not sticky) rather than run
-  // a kernel that faults.
+  // unified addressing makes it device memory (Remora's remote sessions mirror it).
   {
     const int count = 1000;
     int* in = nullptr;
@@ -130,16 +130,11 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(in, values.data(), count * sizeof(int), cudaMemcpyHostToDevice));
     int* out = reinterpret_cast<int*>(portable);
     Square<<<(count + 255) / 256, 256>>>(in, out, count);
-    const cudaError_t e = cudaGetLastError();
-    if (e == cudaErrorNotSupported) {
-      CHECK(cudaDeviceSynchronize());  // refused before it ran: nothing is broken
-    } else {
-      CHECK(e);
-      CHECK(cudaDeviceSynchronize());
-      bool ok = true;
-      for (int i = 0; i < count; ++i) ok &= out[i] == values[i] * values[i];
-      expect(ok, "a kernel writing page-locked memory through its host pointer");
-    }
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    bool ok = true;
+    for (int i = 0; i < count; ++i) ok &= out[i] == values[i] * values[i];
+    expect(ok, "a kernel writing page-locked memory through its host pointer");
     CHECK(cudaFree(in));
   }
   CHECK(cudaFreeHost(pinned));
@@ -153,6 +148,37 @@ int main(int argc, char** argv) {
   CHECK(cudaHostRegister(reg, reg_bytes, cudaHostRegisterDefault));
   CHECK(cudaMemcpy(reg, b, n, cudaMemcpyDeviceToHost));
   expect(std::memcmp(reg, back.data(), n) == 0, "copy into registered memory");
+  // A kernel given registered memory's host pointer: a device that can use it so (an H200
+  // can) writes it; Remora's remote sessions cannot give kernels the tenant's own pages and
+  // refuse the launch (cudaErrorNotSupported, not sticky: the tenant goes on).
+  {
+    int direct = 0;
+    CHECK(cudaDeviceGetAttribute(&direct, cudaDevAttrCanUseHostPointerForRegisteredMem, 0));
+    const char* server = std::getenv("REMORA_SERVER");
+    const bool remote = server != nullptr && std::strncmp(server, "grpc", 4) == 0;
+    const int count = static_cast<int>(reg_bytes / sizeof(int));
+    if (direct || remote) {
+      int* in = nullptr;
+      CHECK(cudaMalloc(&in, reg_bytes));
+      std::vector<int> values(count);
+      for (int i = 0; i < count; ++i) values[i] = (i % 2000) - 1000;
+      CHECK(cudaMemcpy(in, values.data(), reg_bytes, cudaMemcpyHostToDevice));
+      int* out = static_cast<int*>(reg);
+      Square<<<(count + 255) / 256, 256>>>(in, out, count);
+      const cudaError_t e = cudaGetLastError();
+      if (direct) {
+        CHECK(e);
+        CHECK(cudaDeviceSynchronize());
+        bool ok = true;
+        for (int i = 0; i < count; ++i) ok &= out[i] == values[i] * values[i];
+        expect(ok, "a kernel writing registered memory through its host pointer");
+      } else {
+        expect(e == cudaErrorNotSupported, "a remote kernel given registered memory refused");
+        CHECK(cudaDeviceSynchronize());
+      }
+      CHECK(cudaFree(in));
+    }
+  }
   CHECK(cudaHostUnregister(reg));
   munmap(reg, reg_bytes);
 
