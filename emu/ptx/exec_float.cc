@@ -574,7 +574,50 @@ ExecFn select_Tanh(Inst& in) {
   if (TyIsHalf(in.ty)) return select_half_approx(in, HalfFn::kTanh);
   return PickFUn<FTanh>(in, false);
 }
-ExecFn select_Testp(Inst&) {
+namespace {
+
+// testp: what class the float is, from its bits (kExp exponent bits, kMan mantissa bits).
+template <int kExp, int kMan>
+int Testp(Exec& x, const Inst& in) {
+  uint64_t* p = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  constexpr uint64_t kExpMax = (uint64_t{1} << kExp) - 1, kManMask = (uint64_t{1} << kMan) - 1;
+  const Sub test = in.sub;
+  ForLanes(x.mask, [&](int l) {
+    const uint64_t exp = (a[l] >> kMan) & kExpMax, man = a[l] & kManMask;
+    const bool special = exp == kExpMax, nan = special && man != 0;
+    bool r = false;
+    switch (test) {
+      case Sub::kFinite:
+        r = !special;
+        break;
+      case Sub::kInfinite:
+        r = special && man == 0;
+        break;
+      case Sub::kNumber:
+        r = !nan;
+        break;
+      case Sub::kNotANumber:
+        r = nan;
+        break;
+      case Sub::kNormal:
+        r = exp != 0 && !special;
+        break;
+      default:  // kSubnormal
+        r = exp == 0 && man != 0;
+        break;
+    }
+    p[l] = r;
+  });
+  return kNext;
+}
+
+}  // namespace
+
+ExecFn select_Testp(Inst& in) {
+  if (in.sub < Sub::kFinite || in.sub > Sub::kSubnormal) return nullptr;
+  if (in.ty == Ty::kF32) return &Testp<8, 23>;
+  if (in.ty == Ty::kF64) return &Testp<11, 52>;
   return nullptr;
 }
 

@@ -155,6 +155,13 @@ enum class Sub : uint8_t {
   kL,
   kR,
   kNaN,  // min/max.NaN: a NaN operand gives the canonical NaN
+  // testp's tests.
+  kFinite,
+  kInfinite,
+  kNumber,
+  kNotANumber,
+  kNormal,
+  kSubnormal,
 };
 
 // Instruction flags.

@@ -303,6 +303,46 @@ TEST_F(Wire, ManagedAndMappedMemoryAreMirroredWithoutAZeroCopySession) {
   ASSERT_EQ(cudaFree(d), cudaSuccess);
 }
 
+// The mirror sends only the 4 KiB pieces the host changed, before device work, and fetches the
+// device's copy only after a wait that covered work which may have written it.
+TEST_F(Wire, MirroredMemorySendsChangedPiecesAndFetchesAfterWaits) {
+  void* raw = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&raw, 10 * 4096), cudaSuccess);
+  char* m = static_cast<char*>(raw);
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto sent = [] { return server_->Count(CallId::kMemcpyHtoDAsync); };
+  auto fetched = [] { return server_->Count(CallId::kMemcpyDtoH); };
+  const size_t sent0 = sent(), fetched0 = fetched();
+  m[2 * 4096 + 7] = 1;  // pieces 2 and 9
+  m[9 * 4096] = 2;
+  ASSERT_EQ(cudaMemsetAsync(d, 0, 4096, nullptr), cudaSuccess);  // device work elsewhere
+  EXPECT_EQ(sent(), sent0 + 2);
+  auto last = server_->Last<v1::MemcpyHtoDRequest>(CallId::kMemcpyHtoDAsync);
+  EXPECT_EQ(last.dst(), reinterpret_cast<uintptr_t>(m) + 9 * 4096);
+  EXPECT_EQ(last.size(), 4096u);
+  ASSERT_EQ(cudaMemsetAsync(d, 1, 4096, nullptr), cudaSuccess);  // nothing changed since
+  EXPECT_EQ(sent(), sent0 + 2);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(fetched(), fetched0);  // the memsets wrote no mirrored memory
+
+  ASSERT_EQ(cudaMemsetAsync(m + 4096, 3, 100, nullptr), cudaSuccess);
+  EXPECT_EQ(m[4096], 0);  // not waited for yet
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_GT(fetched(), fetched0);
+  EXPECT_EQ(m[4096], 3);
+  EXPECT_EQ(m[4096 + 99], 3);
+  EXPECT_EQ(m[4096 + 100], 0);
+  EXPECT_EQ(m[2 * 4096 + 7], 1);  // what the host sent came back unchanged
+  EXPECT_EQ(m[9 * 4096], 2);
+  const size_t fetched1 = fetched();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // nothing new to wait for
+  EXPECT_EQ(fetched(), fetched1);
+  ASSERT_EQ(cudaFree(m), cudaSuccess);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
 TEST_F(Wire, SmallLocalAnswers) {
   size_t before = server_->LogSize();
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;

@@ -1,6 +1,8 @@
 // tests/emu_ptx/ops_test.cc - one row per instruction: tiny hand-written PTX, random inputs,
 // outputs checked against a CPU reference of the PTX ISA semantics.
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cfenv>
 #include <chrono>
 #include <cmath>
@@ -421,6 +423,39 @@ const Row kRows[] = {
      Gen::kBits,
      [](uint32_t a, uint32_t b, uint32_t) {
        return std::pair<uint32_t, uint32_t>{a < b ? 0u : 1u, 0u};
+     }},
+    // One bit per test: of the f32 %r1, and of the f64 whose high word is %r2 (specials give
+    // normal, zero and subnormal doubles).
+    {"testp.f32/f64",
+     "mov.b32 %f1, %r1; testp.finite.f32 %p0, %f1; testp.infinite.f32 %p1, %f1; "
+     "testp.number.f32 %p2, %f1; testp.notanumber.f32 %p3, %f1; testp.normal.f32 %p4, %f1; "
+     "testp.subnormal.f32 %p5, %f1; selp.u32 %r4, 1, 0, %p0; selp.u32 %r6, 2, 0, %p1; "
+     "or.b32 %r4, %r4, %r6; selp.u32 %r6, 4, 0, %p2; or.b32 %r4, %r4, %r6; "
+     "selp.u32 %r6, 8, 0, %p3; or.b32 %r4, %r4, %r6; selp.u32 %r6, 16, 0, %p4; "
+     "or.b32 %r4, %r4, %r6; selp.u32 %r6, 32, 0, %p5; or.b32 %r4, %r4, %r6; "
+     "mov.b64 %fd1, {%r3, %r2}; testp.finite.f64 %p0, %fd1; testp.notanumber.f64 %p1, %fd1; "
+     "testp.normal.f64 %p2, %fd1; testp.subnormal.f64 %p3, %fd1; selp.u32 %r5, 1, 0, %p0; "
+     "selp.u32 %r6, 2, 0, %p1; or.b32 %r5, %r5, %r6; selp.u32 %r6, 4, 0, %p2; "
+     "or.b32 %r5, %r5, %r6; selp.u32 %r6, 8, 0, %p3; or.b32 %r5, %r5, %r6;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       const float f = F(a);
+       const double d = std::bit_cast<double>(uint64_t(b) << 32 | c);
+       auto bits = [](auto v) {
+         const int k = std::fpclassify(v);
+         return std::array<bool, 6>{k != FP_INFINITE && k != FP_NAN,
+                                    k == FP_INFINITE,
+                                    k != FP_NAN,
+                                    k == FP_NAN,
+                                    k == FP_NORMAL,
+                                    k == FP_SUBNORMAL};
+       };
+       const auto fb = bits(f), db = bits(d);
+       uint32_t r4 = 0;
+       for (int i = 0; i < 6; ++i) r4 |= uint32_t(fb[i]) << i;
+       const uint32_t r5 =
+           uint32_t(db[0]) | uint32_t(db[3]) << 1 | uint32_t(db[4]) << 2 | uint32_t(db[5]) << 3;
+       return std::pair<uint32_t, uint32_t>{r4, r5};
      }},
 };
 
