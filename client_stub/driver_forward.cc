@@ -159,10 +159,17 @@ CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, void
 CUresult cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
-  auto range = remora::client_stub::St().device_ranges.Find(p);
-  if (!range) return CUDA_ERROR_NOT_FOUND;
-  if (base) *base = range->base;
-  if (size) *size = range->size;
+  auto& st = remora::client_stub::St();
+  if (auto range = st.device_ranges.Find(p)) {
+    if (base) *base = range->base;
+    if (size) *size = range->size;
+    return CUDA_SUCCESS;
+  }
+  // Managed memory in the arena (a mirrored block is among the device ranges above).
+  auto block = st.host.ManagedBlock(reinterpret_cast<const void*>(p));
+  if (!block) return CUDA_ERROR_NOT_FOUND;
+  if (base) *base = reinterpret_cast<CUdeviceptr>(block->first);
+  if (size) *size = block->second;
   return CUDA_SUCCESS;
 }
 

@@ -310,7 +310,14 @@ Result<Variable*> ResolveSymbol(const void* symbol) {
     Registry& r = Reg();
     std::shared_lock lock(r.mu);
     auto it = r.variables.find(symbol);
-    if (it != r.variables.end()) v = it->second;
+    if (it != r.variables.end()) {
+      v = it->second;
+    } else {
+      // A __managed__ variable is named by its address, which its host pointer holds once its
+      // module is registered (nvcc's host code reads the variable through that pointer).
+      for (const auto& [key, var] : r.variables)
+        if (var->managed_slot != nullptr && *var->managed_slot == symbol) v = var;
+    }
   }
   if (!v) return Error(cudaErrorInvalidSymbol, "not a registered variable");
   if (cudaError_t e = EnsureModule(*v->module)) return Error(e, "module registration failed");

@@ -17,22 +17,6 @@
 namespace remora::client_stub {
 namespace {
 
-constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL;
-constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4FULL;
-constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
-constexpr uint64_t kP4 = 0x85EBCA77C2B2AE63ULL;
-constexpr uint64_t kP5 = 0x27D4EB2F165667C5ULL;
-
-uint64_t Load(const std::byte* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-uint64_t Round(uint64_t acc, uint64_t word) {
-  return std::rotl(acc + word * kP2, 31) * kP1;
-}
-
 uint64_t PageBytes() {
   static const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return page;
@@ -88,26 +72,6 @@ Waited WaitOf(CallId id) {
 }
 
 }  // namespace
-
-uint64_t MirrorHash(const std::byte* p, size_t n) {
-  uint64_t v0 = kP1 + kP2, v1 = kP2, v2 = 0, v3 = 0 - kP1;
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {  // four independent lanes
-    v0 = Round(v0, Load(p + i));
-    v1 = Round(v1, Load(p + i + 8));
-    v2 = Round(v2, Load(p + i + 16));
-    v3 = Round(v3, Load(p + i + 24));
-  }
-  uint64_t h = std::rotl(v0, 1) + std::rotl(v1, 7) + std::rotl(v2, 12) + std::rotl(v3, 18) + n;
-  for (; i + 8 <= n; i += 8) h = std::rotl(h ^ Round(0, Load(p + i)), 27) * kP1 + kP4;
-  for (; i < n; ++i) h = std::rotl(h ^ (std::to_integer<uint64_t>(p[i]) * kP5), 11) * kP1;
-  h ^= h >> 33;
-  h *= kP2;
-  h ^= h >> 29;
-  h *= kP3;
-  h ^= h >> 32;
-  return h;
-}
 
 Mirrors& Mirrors::Get() {
   static NoDestructor<Mirrors> m;
@@ -233,9 +197,8 @@ cudaError_t Mirrors::Allocate(size_t bytes, void** out, std::optional<unsigned> 
 
 void Mirrors::AddLocked(uint64_t addr, Block b) {
   if (b.agreed.empty()) {
-    b.agreed.resize((b.size + kPiece - 1) / kPiece);
-    for (size_t i = 0; i < b.agreed.size(); ++i)
-      b.agreed[i] = MirrorHash(b.host + i * kPiece, std::min(kPiece, b.size - i * kPiece));
+    b.agreed.resize((b.size + mirror::kPiece - 1) / mirror::kPiece);
+    for (size_t i = 0; i < b.agreed.size(); ++i) b.agreed[i] = mirror::PieceHash(b.host, b.size, i);
   }
   blocks_[addr] = std::move(b);
   live_.store(true, std::memory_order_release);
@@ -344,7 +307,7 @@ cudaError_t Mirrors::AllocatePinned(size_t bytes, unsigned flags, void** out) {
   auto* host = reinterpret_cast<std::byte*>(addr);
   std::memset(host, 0, bytes);
   Block b{.host = host, .size = bytes, .reserved = reserved, .reachable = false};
-  b.agreed.assign((bytes + kPiece - 1) / kPiece, 0);
+  b.agreed.assign((bytes + mirror::kPiece - 1) / mirror::kPiece, 0);
   AddLocked(addr, std::move(b));
   St().host.AddMirrored(host, bytes, flags);
   SetOnDeviceFallback([](uint64_t at, uint64_t n) {
@@ -423,7 +386,8 @@ cudaError_t Mirrors::Attach(void* host, size_t bytes, uint64_t* dev) {
   const uint64_t addr = MallocLocked(bytes, false, &e);
   if (addr == 0) return e;
   Block b{.host = static_cast<std::byte*>(host), .size = bytes, .mapped = false};
-  b.agreed.assign((bytes + kPiece - 1) / kPiece, 0);  // all sent before the next device work
+  b.agreed.assign((bytes + mirror::kPiece - 1) / mirror::kPiece,
+                  0);  // all sent before the next device work
   AddLocked(addr, std::move(b));
   St().device_ranges.Add(addr, bytes);
   *dev = addr;
@@ -480,8 +444,7 @@ cudaError_t Mirrors::PushLocked() {
     for (size_t i = 0; i < pieces && e == cudaSuccess;) {
       size_t j = i;  // [i, j): a run of changed pieces
       for (; j < pieces; ++j) {
-        const size_t off = j * kPiece;
-        const uint64_t h = MirrorHash(host + off, std::min(kPiece, b.size - off));
+        const uint64_t h = mirror::PieceHash(host, b.size, j);
         if (h == b.agreed[j]) break;
         b.agreed[j] = h;
       }
@@ -489,7 +452,7 @@ cudaError_t Mirrors::PushLocked() {
         ++i;
         continue;
       }
-      const size_t off = i * kPiece, end = std::min(j * kPiece, b.size);
+      const size_t off = i * mirror::kPiece, end = std::min(j * mirror::kPiece, b.size);
       e = HostToDeviceAt(addr + off, host + off, end - off, stream, true);
       if (e != cudaSuccess)  // sent again next time
         std::fill(b.agreed.begin() + static_cast<std::ptrdiff_t>(i),
@@ -512,18 +475,57 @@ cudaError_t Mirrors::PushLocked() {
 cudaError_t Mirrors::PullLocked() {
   const uint64_t stream = StreamLocked();
   if (stream == 0) return cudaErrorUnknown;
+  Connection& c = Connection::Get();
+  const uint64_t budget = mirror::FetchBudget(c.max_body());
+  if (budget == 0) return cudaErrorUnknown;
+  v1::MirrorFetchRequest req;
+  req.set_stream(stream);
+  uint64_t asked = 0;
+  // Asks for the ranges gathered so far and writes the pieces that changed into the host copy.
+  auto fetch = [&]() -> cudaError_t {
+    if (req.ranges_size() == 0) return cudaSuccess;
+    v1::MirrorFetchReply rep;
+    if (cudaError_t e = c.Call(CallId::kMirrorFetch, req, &rep)) return e;
+    for (const v1::MirrorPiece& piece : rep.pieces()) {
+      auto it = blocks_.upper_bound(piece.addr());
+      if (it == blocks_.begin()) return cudaErrorUnknown;
+      --it;
+      Block& b = it->second;
+      const uint64_t off = piece.addr() - it->first;
+      if (off >= b.size || off % mirror::kPiece != 0 || piece.data().size() > b.size - off)
+        return cudaErrorUnknown;  // not what was asked: a protocol fault
+      std::memcpy(b.host + off, piece.data().data(), piece.data().size());
+      b.agreed[off / mirror::kPiece] = mirror::PieceHash(b.host, b.size, off / mirror::kPiece);
+    }
+    req.clear_ranges();
+    asked = 0;
+    return cudaSuccess;
+  };
+  cudaError_t e = cudaSuccess;
   for (auto& [addr, b] : blocks_) {
     if (!b.reachable) continue;
-    std::byte* host = b.host;
-    if (cudaError_t e = DeviceToHostAt(host, addr, b.size, stream)) {
-      std::fprintf(stderr, "remora: managed memory: the device's copy could not be fetched (%d)\n",
-                   static_cast<int>(e));
-      return e;
+    for (uint64_t off = 0; off < b.size && e == cudaSuccess;) {
+      // Ranges start at whole pieces of their block, as its hashes do.
+      uint64_t room = (budget - asked) / mirror::kPiece * mirror::kPiece;
+      if (room == 0) {
+        if ((e = fetch()) != cudaSuccess) break;
+        room = budget;
+      }
+      const uint64_t n = std::min<uint64_t>(b.size - off, room);
+      v1::MirrorRange* r = req.add_ranges();
+      r->set_addr(addr + off);
+      r->set_size(n);
+      const size_t first = off / mirror::kPiece;
+      for (size_t i = 0; i < mirror::Pieces(n); ++i) r->add_agreed(b.agreed[first + i]);
+      asked += n;
+      off += n;
     }
-    for (size_t i = 0; i < b.agreed.size(); ++i)
-      b.agreed[i] = MirrorHash(host + i * kPiece, std::min(kPiece, b.size - i * kPiece));
   }
-  return cudaSuccess;
+  if (e == cudaSuccess) e = fetch();
+  if (e != cudaSuccess)
+    std::fprintf(stderr, "remora: managed memory: the device's copy could not be fetched (%d)\n",
+                 static_cast<int>(e));
+  return e;
 }
 
 void Mirrors::Before(const CallTouch& t) {

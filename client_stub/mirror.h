@@ -9,12 +9,13 @@
 // the points CUDA promises coherence on a device without concurrent managed access
 // (cudaDevAttrConcurrentManagedAccess 0):
 //   - before device work (a launch, a copy, a memset, a library call) the host's changes since
-//     they last agreed are sent: the mirror keeps a 64-bit hash of each 4 KiB piece as agreed,
-//     and sends the pieces whose hash changed (a change that keeps the hash, 2^-64 per piece,
-//     would go unseen);
+//     they last agreed are sent: the mirror keeps a 64-bit hash of each 4 KiB piece as agreed
+//     (proto/mirror.h), and sends the pieces whose hash changed (a change that keeps the hash,
+//     2^-64 per piece, would go unseen);
 //   - after a call that waited for device work that may have written the memory (stream,
 //     event and device synchronization, a synchronous copy, a query that found work done),
-//     and before a host function runs, the device's copy is fetched whole.
+//     and before a host function runs, the server hashes the device's pieces the same way and
+//     sends those that changed (MirrorFetch), many blocks to a round trip.
 // Copies the mirror makes go on a private non-blocking stream, so they wait for no one.
 // A stream stays "dirty" (fetched again at every wait) until a wait covers it: its own
 // synchronization, the legacy stream's for blocking streams, or the device's.
@@ -32,11 +33,9 @@
 #include <vector>
 
 #include "client_stub/connection.h"
+#include "proto/mirror.h"
 
 namespace remora::client_stub {
-
-// The 64-bit hash the mirror compares pieces by (exposed for its test).
-uint64_t MirrorHash(const std::byte* p, size_t n);
 
 class Mirrors final : public CallObserver {
  public:
@@ -86,7 +85,6 @@ class Mirrors final : public CallObserver {
   void AfterHostFunc() override;
 
  private:
-  static constexpr size_t kPiece = 4096;
   struct Block {
     std::byte* host = nullptr;  // the host copy: at the block's device address if `mapped`
     size_t size = 0;

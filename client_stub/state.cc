@@ -353,6 +353,13 @@ std::optional<unsigned> HostMemory::Flags(const void* p) const {
   return it->second.flags;
 }
 
+std::optional<std::pair<void*, size_t>> HostMemory::ManagedBlock(const void* p) const {
+  std::lock_guard lock(mu_);
+  auto block = ArenaBlockLocked(p);
+  if (!block || managed_.count(block->first) == 0) return std::nullopt;
+  return std::pair<void*, size_t>{base_ + block->first, block->second};
+}
+
 bool HostMemory::IsManaged(const void* p) const {
   std::lock_guard lock(mu_);
   auto block = ArenaBlockLocked(p);

@@ -159,6 +159,8 @@ class HostMemory {
   std::optional<unsigned> Flags(const void* p) const;
   // True if `p` lies in a managed allocation.
   bool IsManaged(const void* p) const;
+  // The managed arena block containing `p`: {start, size}, or nullopt.
+  std::optional<std::pair<void*, size_t>> ManagedBlock(const void* p) const;
   // True if `p` and the last byte of [p, p + n) lie in managed allocations (p alone for n 0).
   bool IsManagedRange(const void* p, size_t n) const;
   // Advice or a prefetch on the managed range [p, p + n): `change` runs on the attributes of

@@ -1,11 +1,15 @@
 // server/handlers/memory.cc - cudaMalloc/Free, copies and memsets: checked, then queued.
 #include "server/session.h"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "fatbin/fatbin.h"
 #include "proto/arena.h"
 #include "proto/inline.h"
+#include "proto/mirror.h"
 #include "server/handlers/util.h"
 #include "server/log.h"
 
@@ -210,6 +214,57 @@ Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) 
   return work_->Submit(req.stream(), [dev = env_.device, dst, src, size](CUstream s) {
     return dev->Check(dev->drv().cuMemcpyDtoHAsync(dst, src, size, s), "cuMemcpyDtoHAsync");
   });
+}
+
+Status Session::OnMirrorFetch(const v1::MirrorFetchRequest& req, v1::MirrorFetchReply&) {
+  auto ranges =
+      std::make_shared<std::vector<v1::MirrorRange>>(req.ranges().begin(), req.ranges().end());
+  uint64_t total = 0;
+  const uint64_t budget = mirror::FetchBudget(channel_->max_body());
+  for (const v1::MirrorRange& r : *ranges) {
+    RETURN_IF_ERROR(CheckDeviceRange(r.addr(), r.size(), "mirrored memory"));
+    if (static_cast<uint64_t>(r.agreed_size()) != mirror::Pieces(r.size()))
+      return Error(err::kInvalidValue, "a mirrored range of " + std::to_string(r.size()) +
+                                           " bytes came with " + std::to_string(r.agreed_size()) +
+                                           " piece hashes");
+    if (r.size() > budget || total > budget - r.size())
+      return Error(err::kInvalidValue, "mirrored ranges past " + std::to_string(budget) +
+                                           " bytes exceed one reply; split them");
+    total += r.size();
+  }
+  auto bytes = std::make_shared<std::string>(total, '\0');
+  RETURN_IF_ERROR(work_->Submit(req.stream(), [dev = env_.device, bytes, ranges](CUstream s) {
+    size_t off = 0;
+    for (const v1::MirrorRange& r : *ranges) {
+      RETURN_IF_ERROR(
+          dev->Check(dev->drv().cuMemcpyDtoHAsync(bytes->data() + off, r.addr(), r.size(), s),
+                     "cuMemcpyDtoH"));
+      off += r.size();
+    }
+    return OkStatus();
+  }));
+  // Once read, the pieces whose hash moved go into the reply; then it is sent.
+  auto out = std::make_shared<v1::MirrorFetchReply>();
+  work_->WhenDone(
+      req.stream(),
+      [bytes, ranges, out, reply = Later(out)](const Status& st) {
+        if (st.ok()) {
+          const auto* data = reinterpret_cast<const std::byte*>(bytes->data());
+          for (const v1::MirrorRange& r : *ranges) {
+            for (size_t i = 0; i < mirror::Pieces(r.size()); ++i) {
+              if (mirror::PieceHash(data, r.size(), i) == r.agreed(static_cast<int>(i))) continue;
+              const size_t off = i * mirror::kPiece;
+              v1::MirrorPiece* p = out->add_pieces();
+              p->set_addr(r.addr() + off);
+              p->set_data(data + off, std::min<size_t>(mirror::kPiece, r.size() - off));
+            }
+            data += r.size();
+          }
+        }
+        reply(st);
+      },
+      Executor::Wait::kSpin);
+  return ReplyLater();
 }
 
 // MemcpyDtoD(Async) and Memset(Async): the default handler (submitted.def).

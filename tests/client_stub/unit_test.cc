@@ -387,21 +387,21 @@ TEST(MirrorHash, EveryOneBitChangeChangesTheHash) {
     b = static_cast<std::byte>(seed >> 56);
   }
   for (size_t n : {size_t{1}, size_t{7}, size_t{31}, size_t{33}, size_t{4095}, size_t{4096}}) {
-    const uint64_t h = MirrorHash(piece.data(), n);
-    EXPECT_EQ(MirrorHash(piece.data(), n), h);
+    const uint64_t h = mirror::Hash(piece.data(), n);
+    EXPECT_EQ(mirror::Hash(piece.data(), n), h);
     for (size_t i = 0; i < n; i += (n > 64 ? 13 : 1))
       for (int bit = 0; bit < 8; ++bit) {
         piece[i] ^= static_cast<std::byte>(1 << bit);
-        EXPECT_NE(MirrorHash(piece.data(), n), h) << "length " << n << " byte " << i;
+        EXPECT_NE(mirror::Hash(piece.data(), n), h) << "length " << n << " byte " << i;
         piece[i] ^= static_cast<std::byte>(1 << bit);
       }
   }
   // Zero pieces of different lengths, and two swapped words, differ too.
   std::vector<std::byte> zero(4096);
-  EXPECT_NE(MirrorHash(zero.data(), 4096), MirrorHash(zero.data(), 4088));
+  EXPECT_NE(mirror::Hash(zero.data(), 4096), mirror::Hash(zero.data(), 4088));
   std::vector<std::byte> swapped = piece;
   std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
-  EXPECT_NE(MirrorHash(swapped.data(), 4096), MirrorHash(piece.data(), 4096));
+  EXPECT_NE(mirror::Hash(swapped.data(), 4096), mirror::Hash(piece.data(), 4096));
 }
 
 TEST(HostMemory, MirroredBlocksAreManagedButNotDeviceMapped) {

@@ -19,6 +19,7 @@
 #include "proto/arena.h"
 #include "proto/calls.h"
 #include "proto/fixed.h"
+#include "proto/mirror.h"
 #include "proto/reply.h"
 #include "remora/v1/session.pb.h"
 #include "transport/fragment.h"
@@ -300,6 +301,23 @@ class FakeServer {
           std::memcpy(Arena() + req.dst_arena_offset(), src, req.size());
         else
           rep.set_data(src, req.size());
+        return Reply(f, 0, &rep);
+      }
+      case CallId::kMirrorFetch: {  // as the server: the pieces whose hash moved
+        auto req = Parse<v1::MirrorFetchRequest>(f);
+        v1::MirrorFetchReply rep;
+        for (const v1::MirrorRange& r : req.ranges()) {
+          const std::byte* src = Device(r.addr(), r.size());
+          if (!src || static_cast<size_t>(r.agreed_size()) != mirror::Pieces(r.size()))
+            return Reply(f, cudaErrorInvalidValue);
+          for (size_t i = 0; i < mirror::Pieces(r.size()); ++i) {
+            if (mirror::PieceHash(src, r.size(), i) == r.agreed(static_cast<int>(i))) continue;
+            const size_t off = i * mirror::kPiece;
+            v1::MirrorPiece* p = rep.add_pieces();
+            p->set_addr(r.addr() + off);
+            p->set_data(src + off, std::min<size_t>(mirror::kPiece, r.size() - off));
+          }
+        }
         return Reply(f, 0, &rep);
       }
       case CallId::kMemcpyDtoD:

@@ -313,7 +313,7 @@ TEST_F(Wire, MirroredMemorySendsChangedPiecesAndFetchesAfterWaits) {
   ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   auto sent = [] { return server_->Count(CallId::kMemcpyHtoDAsync); };
-  auto fetched = [] { return server_->Count(CallId::kMemcpyDtoH); };
+  auto fetched = [] { return server_->Count(CallId::kMirrorFetch); };
   const size_t sent0 = sent(), fetched0 = fetched();
   m[2 * 4096 + 7] = 1;  // pieces 2 and 9
   m[9 * 4096] = 2;
@@ -330,7 +330,9 @@ TEST_F(Wire, MirroredMemorySendsChangedPiecesAndFetchesAfterWaits) {
   ASSERT_EQ(cudaMemsetAsync(m + 4096, 3, 100, nullptr), cudaSuccess);
   EXPECT_EQ(m[4096], 0);  // not waited for yet
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_GT(fetched(), fetched0);
+  EXPECT_EQ(fetched(), fetched0 + 1);  // the block's ten pieces in one round trip
+  EXPECT_EQ(server_->Last<v1::MirrorFetchRequest>(CallId::kMirrorFetch).ranges(0).size(),
+            10u * 4096);
   EXPECT_EQ(m[4096], 3);
   EXPECT_EQ(m[4096 + 99], 3);
   EXPECT_EQ(m[4096 + 100], 0);

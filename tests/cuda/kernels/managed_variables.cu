@@ -76,5 +76,21 @@ int main(int argc, char** argv) {
     if (std::fabs(table[i] - again) > 1e-12 * std::fabs(again) && failures++ < 10)
       std::printf("second pass table[%d] = %g, expected %g\n", i, table[i], again);
   }
+  // The runtime's symbol calls take a managed variable as any other.
+  int via_symbol = 0;
+  CHECK(cudaMemcpyFromSymbol(&via_symbol, counter, sizeof via_symbol));
+  const int set_to = 4242;
+  CHECK(cudaMemcpyToSymbol(counter, &set_to, sizeof set_to));
+  CHECK(cudaDeviceSynchronize());
+  void* address = nullptr;
+  size_t size = 0;
+  CHECK(cudaGetSymbolAddress(&address, table));
+  CHECK(cudaGetSymbolSize(&size, table));
+  if (via_symbol != 15 + 4 * 64 * 3 || counter != set_to || address != &table[0] ||
+      size != sizeof table) {
+    std::printf("symbol calls: read %d, counter %d, address %p (table %p), size %zu\n", via_symbol,
+                counter, address, static_cast<void*>(&table[0]), size);
+    ++failures;
+  }
   return Finish(failures, "__managed__ variables");
 }

@@ -93,6 +93,20 @@ int main(int argc, char** argv) {
                                          cudaEnableDefault, &found));
   REQUIRE(found == cudaDriverEntryPointSymbolNotFound && fn == nullptr);
 
+  // The driver finds the runtime's allocations, managed memory among them (a public tool asks
+  // cuMemGetAddressRange for a managed buffer's size).
+  {
+    void* managed = nullptr;
+    CHECK(cudaMallocManaged(&managed, 1 << 20));
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CU_CHECK(cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(managed) + 4000));
+    REQUIRE(base == reinterpret_cast<CUdeviceptr>(managed) && size >= (1u << 20));
+    CU_CHECK(cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(dx)));
+    REQUIRE(base == reinterpret_cast<CUdeviceptr>(dx));
+    CHECK(cudaFree(managed));
+  }
+
   CU_CHECK(cuModuleUnload(mod));
   CHECK(cudaStreamDestroy(s));
   CHECK(cudaFree(dx));
