@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "client_stub/memcpy.h"
 #include "client_stub/no_destructor.h"
@@ -20,6 +21,28 @@ namespace {
 uint64_t PageBytes() {
   static const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return page;
+}
+
+// Device addresses from `take` until `fits` says the host can use one (up to 8 tries): a
+// device address this process already uses for something else cannot be mirrored, so that
+// one is kept aside (the next lands elsewhere) and all those are given back with `give` at the
+// end. The address, or 0 with `*e` the error `take` met (cudaSuccess when none would fit).
+uint64_t TakeMappable(const std::function<cudaError_t(uint64_t*)>& take,
+                      const std::function<bool(uint64_t)>& fits,
+                      const std::function<void(uint64_t)>& give, cudaError_t* e) {
+  std::vector<uint64_t> aside;
+  uint64_t addr = 0;
+  *e = cudaSuccess;
+  for (int attempt = 0; attempt < 8 && addr == 0; ++attempt) {
+    uint64_t at = 0;
+    if ((*e = take(&at)) != cudaSuccess) break;
+    if (fits(at))
+      addr = at;
+    else
+      aside.push_back(at);
+  }
+  for (uint64_t a : aside) give(a);
+  return addr;
 }
 
 // Whether the call runs device work, which may read managed memory: the host's changes go
@@ -134,31 +157,27 @@ void Mirrors::UnmapLocked(uint64_t addr, size_t n) {
 
 uint64_t Mirrors::MallocLocked(size_t bytes, bool map, cudaError_t* e) {
   Connection& c = Connection::Get();
-  // A device address the host already uses for something else cannot be mirrored: keep that
-  // block aside (so the next one lands elsewhere), and give them all back at the end.
-  std::vector<uint64_t> aside;
-  uint64_t addr = 0;
-  *e = cudaSuccess;
-  for (int attempt = 0; attempt < 8 && addr == 0; ++attempt) {
-    v1::MallocRequest req;
-    req.set_size(bytes);
-    v1::MallocReply rep;
-    if ((*e = c.Call(CallId::kMalloc, req, &rep)) != cudaSuccess) break;
-    if (!map || MapLocked(rep.dptr(), bytes))
-      addr = rep.dptr();
-    else
-      aside.push_back(rep.dptr());
-  }
-  for (uint64_t a : aside) {
-    v1::FreeRequest req;
-    req.set_dptr(a);
-    (void)c.Call(CallId::kFree, req);
-  }
+  const uint64_t addr = TakeMappable(
+      [&](uint64_t* at) {
+        v1::MallocRequest req;
+        req.set_size(bytes);
+        v1::MallocReply rep;
+        cudaError_t err = c.Call(CallId::kMalloc, req, &rep);
+        *at = rep.dptr();
+        return err;
+      },
+      [&](uint64_t at) { return !map || MapLocked(at, bytes); },
+      [&](uint64_t at) {
+        v1::FreeRequest req;
+        req.set_dptr(at);
+        (void)c.Call(CallId::kFree, req);
+      },
+      e);
   if (addr == 0 && *e == cudaSuccess) {
     std::fprintf(stderr,
                  "remora: no device address this process can map too was found for %zu bytes of "
-                 "managed or mapped memory (tried %zu)\n",
-                 bytes, aside.size());
+                 "managed or mapped memory\n",
+                 bytes);
     *e = cudaErrorMemoryAllocation;
   }
   return addr;
@@ -197,7 +216,7 @@ cudaError_t Mirrors::Allocate(size_t bytes, void** out, std::optional<unsigned> 
 
 void Mirrors::AddLocked(uint64_t addr, Block b) {
   if (b.agreed.empty()) {
-    b.agreed.resize((b.size + mirror::kPiece - 1) / mirror::kPiece);
+    b.agreed.resize(mirror::Pieces(b.size));
     for (size_t i = 0; i < b.agreed.size(); ++i) b.agreed[i] = mirror::PieceHash(b.host, b.size, i);
   }
   blocks_[addr] = std::move(b);
@@ -283,31 +302,30 @@ cudaError_t Mirrors::AllocatePinned(size_t bytes, unsigned flags, void** out) {
   const uint64_t reserved = (bytes + granule - 1) / granule * granule;
   Connection::ObserverScope quiet;
   std::lock_guard lock(mu_);
-  std::vector<uint64_t> aside;  // reservations the host could not map, as in MallocLocked
-  uint64_t addr = 0;
   cudaError_t e = cudaSuccess;
-  for (int attempt = 0; attempt < 8 && addr == 0; ++attempt) {
-    v1::MemReserveRequest req;
-    req.set_size(reserved);
-    req.set_alignment(granule);
-    v1::MallocReply rep;
-    if ((e = c.Call(CallId::kMemAddressReserve, req, &rep)) != cudaSuccess) break;
-    if (MapLocked(rep.dptr(), bytes))
-      addr = rep.dptr();
-    else
-      aside.push_back(rep.dptr());
-  }
-  for (uint64_t a : aside) {
-    v1::MemRangeRequest req;
-    req.set_ptr(a);
-    req.set_size(reserved);
-    (void)c.Call(CallId::kMemAddressFree, req);
-  }
+  const uint64_t addr = TakeMappable(
+      [&](uint64_t* at) {
+        v1::MemReserveRequest req;
+        req.set_size(reserved);
+        req.set_alignment(granule);
+        v1::MallocReply rep;
+        cudaError_t err = c.Call(CallId::kMemAddressReserve, req, &rep);
+        *at = rep.dptr();
+        return err;
+      },
+      [&](uint64_t at) { return MapLocked(at, bytes); },
+      [&](uint64_t at) {
+        v1::MemRangeRequest req;
+        req.set_ptr(at);
+        req.set_size(reserved);
+        (void)c.Call(CallId::kMemAddressFree, req);
+      },
+      &e);
   if (addr == 0) return e != cudaSuccess ? e : cudaErrorNotSupported;
   auto* host = reinterpret_cast<std::byte*>(addr);
   std::memset(host, 0, bytes);
   Block b{.host = host, .size = bytes, .reserved = reserved, .reachable = false};
-  b.agreed.assign((bytes + mirror::kPiece - 1) / mirror::kPiece, 0);
+  b.agreed.assign(mirror::Pieces(bytes), 0);
   AddLocked(addr, std::move(b));
   St().host.AddMirrored(host, bytes, flags);
   SetOnDeviceFallback([](uint64_t at, uint64_t n) {
@@ -386,7 +404,7 @@ cudaError_t Mirrors::Attach(void* host, size_t bytes, uint64_t* dev) {
   const uint64_t addr = MallocLocked(bytes, false, &e);
   if (addr == 0) return e;
   Block b{.host = static_cast<std::byte*>(host), .size = bytes, .mapped = false};
-  b.agreed.assign((bytes + mirror::kPiece - 1) / mirror::kPiece,
+  b.agreed.assign(mirror::Pieces(bytes),
                   0);  // all sent before the next device work
   AddLocked(addr, std::move(b));
   St().device_ranges.Add(addr, bytes);
@@ -486,7 +504,7 @@ cudaError_t Mirrors::PullLocked() {
     if (req.ranges_size() == 0) return cudaSuccess;
     v1::MirrorFetchReply rep;
     if (cudaError_t e = c.Call(CallId::kMirrorFetch, req, &rep)) return e;
-    for (const v1::MirrorPiece& piece : rep.pieces()) {
+    for (const v1::MirrorFetchReply::Piece& piece : rep.pieces()) {
       auto it = blocks_.upper_bound(piece.addr());
       if (it == blocks_.begin()) return cudaErrorUnknown;
       --it;
@@ -512,7 +530,7 @@ cudaError_t Mirrors::PullLocked() {
         room = budget;
       }
       const uint64_t n = std::min<uint64_t>(b.size - off, room);
-      v1::MirrorRange* r = req.add_ranges();
+      v1::MirrorFetchRequest::Range* r = req.add_ranges();
       r->set_addr(addr + off);
       r->set_size(n);
       const size_t first = off / mirror::kPiece;

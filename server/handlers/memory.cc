@@ -217,11 +217,11 @@ Status Session::OnMemcpyDtoHAsync(const v1::MemcpyDtoHRequest& req, v1::Empty&) 
 }
 
 Status Session::OnMirrorFetch(const v1::MirrorFetchRequest& req, v1::MirrorFetchReply&) {
-  auto ranges =
-      std::make_shared<std::vector<v1::MirrorRange>>(req.ranges().begin(), req.ranges().end());
+  auto ranges = std::make_shared<std::vector<v1::MirrorFetchRequest::Range>>(req.ranges().begin(),
+                                                                             req.ranges().end());
   uint64_t total = 0;
   const uint64_t budget = mirror::FetchBudget(channel_->max_body());
-  for (const v1::MirrorRange& r : *ranges) {
+  for (const v1::MirrorFetchRequest::Range& r : *ranges) {
     RETURN_IF_ERROR(CheckDeviceRange(r.addr(), r.size(), "mirrored memory"));
     if (static_cast<uint64_t>(r.agreed_size()) != mirror::Pieces(r.size()))
       return Error(err::kInvalidValue, "a mirrored range of " + std::to_string(r.size()) +
@@ -235,7 +235,7 @@ Status Session::OnMirrorFetch(const v1::MirrorFetchRequest& req, v1::MirrorFetch
   auto bytes = std::make_shared<std::string>(total, '\0');
   RETURN_IF_ERROR(work_->Submit(req.stream(), [dev = env_.device, bytes, ranges](CUstream s) {
     size_t off = 0;
-    for (const v1::MirrorRange& r : *ranges) {
+    for (const v1::MirrorFetchRequest::Range& r : *ranges) {
       RETURN_IF_ERROR(
           dev->Check(dev->drv().cuMemcpyDtoHAsync(bytes->data() + off, r.addr(), r.size(), s),
                      "cuMemcpyDtoH"));
@@ -250,11 +250,11 @@ Status Session::OnMirrorFetch(const v1::MirrorFetchRequest& req, v1::MirrorFetch
       [bytes, ranges, out, reply = Later(out)](const Status& st) {
         if (st.ok()) {
           const auto* data = reinterpret_cast<const std::byte*>(bytes->data());
-          for (const v1::MirrorRange& r : *ranges) {
+          for (const v1::MirrorFetchRequest::Range& r : *ranges) {
             for (size_t i = 0; i < mirror::Pieces(r.size()); ++i) {
               if (mirror::PieceHash(data, r.size(), i) == r.agreed(static_cast<int>(i))) continue;
               const size_t off = i * mirror::kPiece;
-              v1::MirrorPiece* p = out->add_pieces();
+              v1::MirrorFetchReply::Piece* p = out->add_pieces();
               p->set_addr(r.addr() + off);
               p->set_data(data + off, std::min<size_t>(mirror::kPiece, r.size() - off));
             }

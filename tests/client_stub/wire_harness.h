@@ -306,14 +306,14 @@ class FakeServer {
       case CallId::kMirrorFetch: {  // as the server: the pieces whose hash moved
         auto req = Parse<v1::MirrorFetchRequest>(f);
         v1::MirrorFetchReply rep;
-        for (const v1::MirrorRange& r : req.ranges()) {
+        for (const v1::MirrorFetchRequest::Range& r : req.ranges()) {
           const std::byte* src = Device(r.addr(), r.size());
           if (!src || static_cast<size_t>(r.agreed_size()) != mirror::Pieces(r.size()))
             return Reply(f, cudaErrorInvalidValue);
           for (size_t i = 0; i < mirror::Pieces(r.size()); ++i) {
             if (mirror::PieceHash(src, r.size(), i) == r.agreed(static_cast<int>(i))) continue;
             const size_t off = i * mirror::kPiece;
-            v1::MirrorPiece* p = rep.add_pieces();
+            v1::MirrorFetchReply::Piece* p = rep.add_pieces();
             p->set_addr(r.addr() + off);
             p->set_data(src + off, std::min<size_t>(mirror::kPiece, r.size() - off));
           }
