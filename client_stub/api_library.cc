@@ -16,6 +16,18 @@ cs::ImageModule* Of(cudaLibrary_t library) {
   return reinterpret_cast<cs::ImageModule*>(library);
 }
 
+// Variable `name` of `library` as `find` gives it (its device address and size); a variable it
+// lacks is cudaErrorSymbolNotFound.
+cudaError_t VariableOf(cudaError_t (*find)(cs::ImageModule*, const char*, uint64_t*, size_t*),
+                       void** dptr, size_t* bytes, cudaLibrary_t library, const char* name) {
+  if (library == nullptr || name == nullptr) return Ret(cudaErrorInvalidValue);
+  uint64_t at = 0;
+  if (cudaError_t e = find(Of(library), name, &at, bytes))
+    return Ret(e == cudaErrorInvalidSymbol ? cudaErrorSymbolNotFound : e);
+  if (dptr) *dptr = reinterpret_cast<void*>(at);
+  return cudaSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -79,22 +91,12 @@ cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t* kernels, unsigned int n,
 
 cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t library,
                                  const char* name) {
-  if (library == nullptr || name == nullptr) return Ret(cudaErrorInvalidValue);
-  uint64_t at = 0;
-  if (cudaError_t e = cs::ImageModuleGlobal(Of(library), name, &at, bytes))
-    return Ret(e == cudaErrorInvalidSymbol ? cudaErrorSymbolNotFound : e);
-  if (dptr) *dptr = reinterpret_cast<void*>(at);
-  return cudaSuccess;
+  return VariableOf(&cs::ImageModuleGlobal, dptr, bytes, library, name);
 }
 
 cudaError_t cudaLibraryGetManaged(void** dptr, size_t* bytes, cudaLibrary_t library,
                                   const char* name) {
-  if (library == nullptr || name == nullptr) return Ret(cudaErrorInvalidValue);
-  uint64_t at = 0;
-  if (cudaError_t e = cs::ImageModuleManaged(Of(library), name, &at, bytes))
-    return Ret(e == cudaErrorInvalidSymbol ? cudaErrorSymbolNotFound : e);
-  if (dptr) *dptr = reinterpret_cast<void*>(at);
-  return cudaSuccess;
+  return VariableOf(&cs::ImageModuleManaged, dptr, bytes, library, name);
 }
 
 }  // extern "C"

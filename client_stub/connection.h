@@ -107,17 +107,7 @@ class Connection {
   // Thread-safe.
   template <class Req, class Rep>
   cudaError_t Call(CallId id, const Req& req, Rep* rep) {
-    if (CallObserver* o = Observing()) [[unlikely]] {
-      const CallTouch t = TouchOf(id, req);
-      ObserverScope scope;
-      o->Before(t);
-      scope.Leave();
-      cudaError_t e = CallUnobserved(id, req, rep);
-      scope.Enter();
-      o->After(t, e);
-      return e;
-    }
-    return CallUnobserved(id, req, rep);
+    return Observed(id, req, [&] { return CallUnobserved(id, req, rep); });
   }
   template <class Req>
   cudaError_t Call(CallId id, const Req& req) {
@@ -128,17 +118,7 @@ class Connection {
   // latched sticky error. Thread-safe.
   template <class Req>
   cudaError_t Post(CallId id, const Req& req) {
-    if (CallObserver* o = Observing()) [[unlikely]] {
-      const CallTouch t = TouchOf(id, req);
-      ObserverScope scope;
-      o->Before(t);
-      scope.Leave();
-      cudaError_t e = PostUnobserved(id, req);
-      scope.Enter();
-      o->After(t, e);
-      return e;
-    }
-    return PostUnobserved(id, req);
+    return Observed(id, req, [&] { return PostUnobserved(id, req); });
   }
 
   // Installs `o` (not owned; it must live for ever). nullptr removes it.
@@ -163,6 +143,22 @@ class Connection {
     return o != nullptr && !t_in_observer_ ? o : nullptr;
   }
   static thread_local bool t_in_observer_;
+
+  // Runs `send` (the call itself), between the observer's hooks when one is watching.
+  template <class Req, class Send>
+  cudaError_t Observed(CallId id, const Req& req, Send send) {
+    CallObserver* o = Observing();
+    if (o == nullptr) [[likely]]
+      return send();
+    const CallTouch t = TouchOf(id, req);
+    ObserverScope scope;
+    o->Before(t);
+    scope.Leave();
+    const cudaError_t e = send();
+    scope.Enter();
+    o->After(t, e);
+    return e;
+  }
 
   template <class Req, class Rep>
   cudaError_t CallUnobserved(CallId id, const Req& req, Rep* rep) {

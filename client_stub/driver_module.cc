@@ -71,10 +71,13 @@ CUresult KernelsOf(DriverModule* m, Kernel** out, unsigned int n) {
   return CUDA_SUCCESS;
 }
 
-// Variable `name` of `m`: its address and size.
-CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* bytes) {
+// Variable `name` of `m`: its address and size, as `find` gives them (ImageModuleManaged for a
+// __managed__ variable, which it also mirrors).
+CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* bytes,
+                  cudaError_t (*find)(ImageModule*, const char*, uint64_t*,
+                                      size_t*) = &ImageModuleGlobal) {
   uint64_t at = 0;
-  cudaError_t e = ImageModuleGlobal(m, name, &at, bytes);
+  cudaError_t e = find(m, name, &at, bytes);
   if (e == cudaSuccess && dptr) *dptr = at;
   return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
 }
@@ -269,10 +272,7 @@ CUresult cuLibraryGetManaged(CUdeviceptr* dptr, size_t* bytes, CUlibrary library
                              const char* name) {
   DriverCallScope scope;
   if (library == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t at = 0;
-  cudaError_t e = ImageModuleManaged(reinterpret_cast<DriverModule*>(library), name, &at, bytes);
-  if (e == cudaSuccess && dptr) *dptr = at;
-  return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
+  return GlobalOf(reinterpret_cast<DriverModule*>(library), name, dptr, bytes, &ImageModuleManaged);
 }
 
 CUresult cuKernelGetFunction(CUfunction* fn, CUkernel kernel) {

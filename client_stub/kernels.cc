@@ -315,8 +315,12 @@ Result<Variable*> ResolveSymbol(const void* symbol) {
     } else {
       // A __managed__ variable is named by its address, which its host pointer holds once its
       // module is registered (nvcc's host code reads the variable through that pointer).
-      for (const auto& [key, var] : r.variables)
-        if (var->managed_slot != nullptr && *var->managed_slot == symbol) v = var;
+      for (const auto& [key, var] : r.variables) {
+        if (var->managed_slot != nullptr && *var->managed_slot == symbol) {
+          v = var;
+          break;
+        }
+      }
     }
   }
   if (!v) return Error(cudaErrorInvalidSymbol, "not a registered variable");

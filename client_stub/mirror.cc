@@ -195,21 +195,18 @@ cudaError_t Mirrors::Allocate(size_t bytes, void** out, std::optional<unsigned> 
   const uint64_t addr = MallocLocked(bytes, true, &e);
   if (addr == 0) return e;
   auto* host = reinterpret_cast<std::byte*>(addr);
-  v1::MemsetRequest zero;
-  zero.set_dst(addr);
-  zero.set_size(bytes);
-  zero.set_stream(stream);
-  if ((e = c.Call(CallId::kMemset, zero)) != cudaSuccess) {
-    UnmapLocked(addr, bytes);
-    v1::FreeRequest req;
-    req.set_dptr(addr);
-    (void)c.Call(CallId::kFree, req);
-    return e;
-  }
   std::memset(host, 0, bytes);  // a page shared with a live block may hold a freed one's bytes
   AddLocked(addr, Block{.host = host, .size = bytes});
   St().host.AddMirrored(host, bytes, pinned_flags);
   St().device_ranges.Add(addr, bytes);
+  v1::MemsetRequest zero;  // the device's copy agrees with the host's zeros
+  zero.set_dst(addr);
+  zero.set_size(bytes);
+  zero.set_stream(stream);
+  if ((e = c.Call(CallId::kMemset, zero)) != cudaSuccess) {
+    EraseLocked(blocks_.find(addr), true);
+    return e;
+  }
   *out = host;
   return cudaSuccess;
 }

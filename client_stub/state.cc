@@ -260,12 +260,14 @@ bool HostMemory::FreeManaged(void* p) {
 }
 
 namespace {
-template <class Map>
-bool InMap(const Map& m, uintptr_t v, auto size_of) {
+// The entry of `m` (keyed by start address) whose [start, start + size_of(value)) holds `v`,
+// or nullptr.
+template <class Map, class SizeOf>
+const typename Map::value_type* Containing(const Map& m, uintptr_t v, SizeOf size_of) {
   auto it = m.upper_bound(v);
-  if (it == m.begin()) return false;
+  if (it == m.begin()) return nullptr;
   --it;
-  return v - it->first < size_of(it->second);
+  return v - it->first < size_of(it->second) ? &*it : nullptr;
 }
 }  // namespace
 
@@ -285,10 +287,8 @@ bool HostMemory::RemoveMirrored(void* p) {
 }
 
 const HostMemory::Mirrored* HostMemory::MirroredLocked(uintptr_t v) const {
-  auto it = mirrored_.upper_bound(v);
-  if (it == mirrored_.begin()) return nullptr;
-  --it;
-  return v - it->first < it->second.size ? &it->second : nullptr;
+  const auto* e = Containing(mirrored_, v, [](const Mirrored& m) { return m.size; });
+  return e != nullptr ? &e->second : nullptr;
 }
 
 bool HostMemory::IsMirrored(const void* p) const {
@@ -303,15 +303,11 @@ std::optional<std::pair<void*, size_t>> HostMemory::OwnBlock(const void* p) cons
     return std::pair<void*, size_t>{base_ + block->first, block->second};
   }
   const auto v = reinterpret_cast<uintptr_t>(p);
-  auto within = [v](const auto& m, auto size_of) -> std::optional<std::pair<void*, size_t>> {
-    auto it = m.upper_bound(v);
-    if (it == m.begin()) return std::nullopt;
-    --it;
-    if (v - it->first >= size_of(it->second)) return std::nullopt;
-    return std::pair<void*, size_t>{reinterpret_cast<void*>(it->first), size_of(it->second)};
-  };
-  if (auto b = within(malloced_, [](const Malloced& m) { return m.size; })) return b;
-  return within(registered_, [](const Registered& r) { return r.size; });
+  if (const auto* m = Containing(malloced_, v, [](const Malloced& b) { return b.size; }))
+    return std::pair<void*, size_t>{reinterpret_cast<void*>(m->first), m->second.size};
+  if (const auto* r = RegisteredLocked(v))
+    return std::pair<void*, size_t>{reinterpret_cast<void*>(r->first), r->second.size};
+  return std::nullopt;
 }
 
 bool HostMemory::IsManagedRange(const void* p, size_t n) const {
@@ -346,11 +342,9 @@ std::optional<unsigned> HostMemory::Flags(const void* p) const {
   }
   auto v = reinterpret_cast<uintptr_t>(p);
   if (const Mirrored* m = MirroredLocked(v)) return m->pinned_flags;
-  auto it = malloced_.upper_bound(v);
-  if (it == malloced_.begin()) return std::nullopt;
-  --it;
-  if (v - it->first >= it->second.size) return std::nullopt;
-  return it->second.flags;
+  const auto* m = Containing(malloced_, v, [](const Malloced& b) { return b.size; });
+  if (m == nullptr) return std::nullopt;
+  return m->second.flags;
 }
 
 std::optional<std::pair<void*, size_t>> HostMemory::ManagedBlock(const void* p) const {
@@ -473,10 +467,7 @@ bool PrivateAnonymous(uintptr_t lo, uintptr_t hi) {
 
 const std::pair<const uintptr_t, HostMemory::Registered>* HostMemory::RegisteredLocked(
     uintptr_t v) const {
-  auto it = registered_.upper_bound(v);
-  if (it == registered_.begin()) return nullptr;
-  --it;
-  return v - it->first < it->second.size ? &*it : nullptr;
+  return Containing(registered_, v, [](const Registered& r) { return r.size; });
 }
 
 std::optional<uint64_t> HostMemory::MoveOntoArena(uintptr_t lo, uintptr_t hi) {
@@ -569,7 +560,7 @@ HostMemory::Where HostMemory::Locate(const void* p, size_t n) const {
   if (base_ && b >= base_ && b < base_ + size_ && n <= size_ - static_cast<uint64_t>(b - base_))
     return {Kind::kArena, static_cast<uint64_t>(b - base_)};
   auto v = reinterpret_cast<uintptr_t>(p);
-  if (InMap(malloced_, v, [](const Malloced& m) { return m.size; }))
+  if (Containing(malloced_, v, [](const Malloced& m) { return m.size; }))
     return {Kind::kPinnedMalloc, 0};
   if (const auto* r = RegisteredLocked(v)) {
     // Moved onto the arena: the block's bytes are the program's.

@@ -67,4 +67,15 @@ inline uint64_t PieceHash(const std::byte* p, size_t bytes, size_t i) {
   return Hash(p + off, bytes - off < kPiece ? bytes - off : kPiece);
 }
 
+// Calls changed(offset, length) for each piece of the `size` bytes at `data` whose hash is not
+// agreed(i), in order: what MirrorFetch replies with.
+template <class Agreed, class Changed>
+void ForChangedPieces(const std::byte* data, size_t size, Agreed agreed, Changed changed) {
+  for (size_t i = 0; i < Pieces(size); ++i) {
+    if (PieceHash(data, size, i) == agreed(i)) continue;
+    const size_t off = i * kPiece;
+    changed(off, size - off < kPiece ? size - off : kPiece);
+  }
+}
+
 }  // namespace remora::mirror

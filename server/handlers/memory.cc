@@ -1,7 +1,6 @@
 // server/handlers/memory.cc - cudaMalloc/Free, copies and memsets: checked, then queued.
 #include "server/session.h"
 
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -251,13 +250,13 @@ Status Session::OnMirrorFetch(const v1::MirrorFetchRequest& req, v1::MirrorFetch
         if (st.ok()) {
           const auto* data = reinterpret_cast<const std::byte*>(bytes->data());
           for (const v1::MirrorFetchRequest::Range& r : *ranges) {
-            for (size_t i = 0; i < mirror::Pieces(r.size()); ++i) {
-              if (mirror::PieceHash(data, r.size(), i) == r.agreed(static_cast<int>(i))) continue;
-              const size_t off = i * mirror::kPiece;
-              v1::MirrorFetchReply::Piece* p = out->add_pieces();
-              p->set_addr(r.addr() + off);
-              p->set_data(data + off, std::min<size_t>(mirror::kPiece, r.size() - off));
-            }
+            mirror::ForChangedPieces(
+                data, r.size(), [&](size_t i) { return r.agreed(static_cast<int>(i)); },
+                [&](size_t off, size_t n) {
+                  v1::MirrorFetchReply::Piece* p = out->add_pieces();
+                  p->set_addr(r.addr() + off);
+                  p->set_data(data + off, n);
+                });
             data += r.size();
           }
         }

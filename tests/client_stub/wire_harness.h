@@ -310,13 +310,13 @@ class FakeServer {
           const std::byte* src = Device(r.addr(), r.size());
           if (!src || static_cast<size_t>(r.agreed_size()) != mirror::Pieces(r.size()))
             return Reply(f, cudaErrorInvalidValue);
-          for (size_t i = 0; i < mirror::Pieces(r.size()); ++i) {
-            if (mirror::PieceHash(src, r.size(), i) == r.agreed(static_cast<int>(i))) continue;
-            const size_t off = i * mirror::kPiece;
-            v1::MirrorFetchReply::Piece* p = rep.add_pieces();
-            p->set_addr(r.addr() + off);
-            p->set_data(src + off, std::min<size_t>(mirror::kPiece, r.size() - off));
-          }
+          mirror::ForChangedPieces(
+              src, r.size(), [&](size_t i) { return r.agreed(static_cast<int>(i)); },
+              [&](size_t off, size_t n) {
+                v1::MirrorFetchReply::Piece* p = rep.add_pieces();
+                p->set_addr(r.addr() + off);
+                p->set_data(src + off, n);
+              });
         }
         return Reply(f, 0, &rep);
       }
