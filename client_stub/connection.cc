@@ -32,6 +32,15 @@ void AtExit() {
   Connection::Get().Shutdown();
 }
 
+// Writes what the tenant's kernels printed (printf, assert) to stdout, where a GPU's driver
+// writes it.
+void WriteDeviceOutput(std::string_view text) {
+  if (text.empty()) return;
+  std::fflush(stdout);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 Connection& Connection::Get() {
@@ -215,11 +224,7 @@ cudaError_t Connection::CallBytes(CallId id, uint32_t flags, std::span<const std
       [[unlikely]]
     return Lost(Error(err::kUnknown, "malformed reply"));
 
-  if (!reply.output.empty()) {
-    std::fflush(stdout);
-    std::fwrite(reply.output.data(), 1, reply.output.size(), stdout);
-    std::fflush(stdout);
-  }
+  WriteDeviceOutput(reply.output);
   auto code = static_cast<cudaError_t>(reply.code);
   if (!reply.message.empty()) FailureMessage().assign(reply.message);
   if (code == cudaSuccess && result) {
@@ -327,6 +332,7 @@ void Connection::Dispatch(Frame&& f) {
     // not come (a remote server keeps the stream open a while after this).
     v1::Evicted e;
     if (e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) {
+      WriteDeviceOutput(e.device_output());
       evicted_ = e.message().empty() ? "evicted" : e.message();
       if (e.code() > 0) evicted_code_ = static_cast<cudaError_t>(e.code());
     }

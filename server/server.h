@@ -108,6 +108,8 @@ class Server {
   // Bound gRPC port of listener i (for ":0" addresses).
   int grpc_port(size_t i) const;
   Device& device() { return *device_; }
+  // Every session not yet reaped, as of now. Thread-safe.
+  std::vector<std::shared_ptr<Session>> Sessions() const;
 
  private:
   struct Live {
@@ -127,8 +129,6 @@ class Server {
   Result<uint64_t> JoinTenant(const std::string& name, const std::shared_ptr<Session>& session,
                               const std::function<Status()>& admit);
   void LeaveTenant(const std::string& name, uint64_t id);
-  // Every session not yet reaped, as of now. Thread-safe.
-  std::vector<std::shared_ptr<Session>> Sessions() const;
   // Every admitted tenant, as `remora list` shows it (SessionEnv::list_tenants).
   v1::TenantList ListTenants();
   // Memory, GPU time and processes of every listed session `owner` holds.

@@ -61,6 +61,7 @@ bool Session::Evict(const std::string& why, int32_t code) {
   v1::Evicted e;
   e.set_code(code);
   e.set_message(why);
+  e.set_device_output(output_.Take());
   (void)Send({.call = static_cast<uint32_t>(CallId::kEvicted), .flags = 0, .seq = 0}, e);
   Stop();
   return true;

@@ -110,16 +110,21 @@ class Client {
   }
   // Reads frames until the server's Evicted arrives; its message, or "" if the
   // channel ended (or 20 s passed) without one.
-  std::string WaitEvicted() {
+  // The Evicted message, once it comes (empty if none within 20 s).
+  v1::Evicted WaitEvictedMessage() {
     transport::Frame f;
+    v1::Evicted e;
     while (ch_->Receive(f, Deadline::In(20s)).ok()) {
       if (f.header.call != static_cast<uint32_t>(CallId::kEvicted)) continue;
-      v1::Evicted e;
-      if (!e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size()))) return "";
-      EXPECT_EQ(e.code(), err::kDevicesUnavailable);
-      return e.message();
+      EXPECT_TRUE(e.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())));
+      return e;
     }
-    return "";
+    return e;
+  }
+  std::string WaitEvicted() {
+    const v1::Evicted e = WaitEvictedMessage();
+    EXPECT_EQ(e.code(), err::kDevicesUnavailable);
+    return e.message();
   }
   transport::Arena* arena() { return ch_->arena(); }
   const v1::Welcome& welcome() const { return welcome_; }

@@ -179,6 +179,27 @@ TEST_F(ServerTest, ADeviceFaultNamesTheCulpritAndNewTenantsAreServed) {
   EXPECT_GE(server_->device().epoch(), 1u);
 }
 
+// What a tenant's kernels printed and no reply carried yet goes with its eviction: an assert's
+// lines reach the program even when the eviction that follows the fault overtakes the reply of
+// the call that waited for the kernel.
+TEST_F(ServerTest, AnEvictionCarriesTheDeviceOutputNotYetSent) {
+  v1::Hello hello;
+  hello.set_program("printer");
+  auto a = Client::Connect(path_, hello);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  std::shared_ptr<server::Session> session;
+  for (const auto& s : server_->Sessions())
+    if (s->who().tenant.rfind("printer-", 0) == 0) session = s;
+  ASSERT_TRUE(session);
+  session->output().Append("file.cu:7: kernel: block: [1,0,0], thread: [5,0,0] Assertion failed\n");
+  ASSERT_TRUE(session->Evict("the GPU context was lost", err::kAssert));
+  const v1::Evicted e = a->WaitEvictedMessage();
+  EXPECT_EQ(e.code(), err::kAssert);
+  EXPECT_EQ(e.device_output(),
+            "file.cu:7: kernel: block: [1,0,0], thread: [5,0,0] Assertion failed\n");
+}
+
 // A thousand idle tenants cost no thread each (a fixed pool serves them all),
 // and once they leave, every thread and descriptor they cost is gone.
 TEST_F(ServerTest, AThousandIdleSessionsHoldNoThreadEachAndLeaveNothing) {
