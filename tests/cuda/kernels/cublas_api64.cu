@@ -70,6 +70,15 @@ struct Data {
   }
 };
 
+// A device copy of `v` (a batch's array of pointers); the caller frees it.
+template <typename P>
+P* ToDevice(const std::vector<P>& v) {
+  P* d = nullptr;
+  CHECK(cudaMalloc(&d, v.size() * sizeof(P)));
+  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(P), cudaMemcpyHostToDevice));
+  return d;
+}
+
 // Counts a failure unless got[i] is within tol of want[i] (relative, per component).
 template <typename T>
 void Check(const char* what, const std::vector<T>& got, const std::vector<Z>& want, double tol) {
@@ -168,15 +177,9 @@ void GemvBatches(cublasHandle_t h, Rng& rng, Batched batched, Strided strided, d
       xp[b] = x.d + (batch - 1 - b) * sx;
       yp[b] = y.d + (batch - 1 - b) * sy;
     }
-    const T** apd;
-    const T** xpd;
-    T** ypd;
-    CHECK(cudaMalloc(&apd, batch * sizeof(T*)));
-    CHECK(cudaMalloc(&xpd, batch * sizeof(T*)));
-    CHECK(cudaMalloc(&ypd, batch * sizeof(T*)));
-    CHECK(cudaMemcpy(apd, ap.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(xpd, xp.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(ypd, yp.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
+    const T** apd = ToDevice(ap);
+    const T** xpd = ToDevice(xp);
+    T** ypd = ToDevice(yp);
     BLAS_OK(batched(h, op, m, n, &alpha, apd, lda, xpd, incx, &beta, ypd, incy, batch));
     Check(complex ? "gemvBatched (complex)" : "gemvBatched", y.Down(), want, tol);
     EXPECT_BLAS(batched(h, op, m, n, &alpha, apd, lda, xpd, incx, &beta, ypd, incy, -1),
@@ -376,15 +379,9 @@ void HalfBatches(cublasHandle_t h, Rng& rng) {
     bp[i] = bd + i * sb;
     cp[i] = cd + i * sc;
   }
-  const __half** apd;
-  const __half** bpd;
-  __half** cpd;
-  CHECK(cudaMalloc(&apd, batch * sizeof(void*)));
-  CHECK(cudaMalloc(&bpd, batch * sizeof(void*)));
-  CHECK(cudaMalloc(&cpd, batch * sizeof(void*)));
-  CHECK(cudaMemcpy(apd, ap.data(), batch * sizeof(void*), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(bpd, bp.data(), batch * sizeof(void*), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(cpd, cp.data(), batch * sizeof(void*), cudaMemcpyHostToDevice));
+  const __half** apd = ToDevice(ap);
+  const __half** bpd = ToDevice(bp);
+  __half** cpd = ToDevice(cp);
   BLAS_OK(cublasHgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &alpha, apd, m, bpd, n, &beta,
                              cpd, m, batch));
   Check("hgemmBatched", down(), want, 2e-2);
