@@ -189,8 +189,12 @@ TEST_F(ServerTest, AnEvictionCarriesTheDeviceOutputNotYetSent) {
   ASSERT_TRUE(a);
   ASSERT_EQ(a->welcome_status(), 0);
   std::shared_ptr<server::Session> session;
-  for (const auto& s : server_->Sessions())
-    if (s->who().tenant.rfind("printer-", 0) == 0) session = s;
+  // listed() is the barrier after which a session's name may be read from another thread.
+  for (int i = 0; i < 500 && !session; ++i) {
+    for (const auto& s : server_->Sessions())
+      if (s->listed() && s->who().tenant.rfind("printer-", 0) == 0) session = s;
+    if (!session) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ASSERT_TRUE(session);
   session->output().Append("file.cu:7: kernel: block: [1,0,0], thread: [5,0,0] Assertion failed\n");
   ASSERT_TRUE(session->Evict("the GPU context was lost", err::kAssert));
