@@ -24,6 +24,10 @@ uint64_t RoundUp(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
 
+uint64_t RoundDown(uint64_t v, uint64_t a) {
+  return v / a * a;
+}
+
 }  // namespace
 
 DeviceMemory::DeviceMemory(uint64_t total) : total_(total / kAllocAlign * kAllocAlign) {
@@ -56,9 +60,9 @@ CUresult DeviceMemory::Allocate(uint64_t bytes, CUdeviceptr* out, bool pooled) {
   if (rounded > total_ - used_) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t offset = 0;
   if (!CarveLocked(rounded, kAllocPlacement, &offset)) return CUDA_ERROR_OUT_OF_MEMORY;
-  // Pages shared with a neighbour are already read-write; mprotect is idempotent.
-  const uint64_t lo = offset / PageSize() * PageSize();
-  const uint64_t hi = RoundUp(offset + rounded, PageSize());
+  // Granules shared with a neighbour are already read-write; mprotect is idempotent.
+  uint64_t lo = 0, hi = 0;
+  GranulesLocked(offset, rounded, &lo, &hi);
   if (mprotect(base_ + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) [[unlikely]] {
     ReturnLocked(offset, rounded);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -118,14 +122,29 @@ void DeviceMemory::ReturnLocked(uint64_t offset, uint64_t size) {
   Decommit(offset, size);
 }
 
-// Returns the whole pages inside the free block [offset, offset + size) to the
-// kernel and makes them inaccessible; partial pages still hold live neighbours.
+void DeviceMemory::GranulesLocked(uint64_t offset, uint64_t size, uint64_t* lo,
+                                  uint64_t* hi) const {
+  const uint64_t begin = reinterpret_cast<uint64_t>(base_);
+  *lo = std::max(RoundDown(begin + offset, kCommitGranule), begin) - begin;
+  *hi = std::min(RoundUp(begin + offset + size, kCommitGranule), begin + span_) - begin;
+}
+
+// Returns the whole pages inside the free block [offset, offset + size) to the kernel, and
+// makes the whole granules inside it inaccessible: a granule the block shares with a live
+// neighbour (a free block is coalesced, so only at its ends) stays read-write.
 void DeviceMemory::Decommit(uint64_t offset, uint64_t size) {
   const uint64_t lo = RoundUp(offset, PageSize());
-  const uint64_t hi = (offset + size) / PageSize() * PageSize();
+  const uint64_t hi = RoundDown(offset + size, PageSize());
   if (hi <= lo) return;
   madvise(base_ + lo, hi - lo, MADV_DONTNEED);
-  mprotect(base_ + lo, hi - lo, PROT_NONE);
+  // The address space's first and last granules may be partial: nothing lies beyond them.
+  const uint64_t begin = reinterpret_cast<uint64_t>(base_);
+  const uint64_t glo = offset == 0 ? 0 : RoundUp(begin + offset, kCommitGranule) - begin;
+  const uint64_t ghi =
+      offset + size == span_
+          ? span_
+          : std::max(RoundDown(begin + offset + size, kCommitGranule), begin) - begin;
+  if (ghi > glo) mprotect(base_ + glo, ghi - glo, PROT_NONE);
 }
 
 void DeviceMemory::FreeAll() {
@@ -154,8 +173,37 @@ void DeviceMemory::UnmapHost(uint64_t base) {
 }
 
 bool DeviceMemory::Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const {
-  if (LookupAllocation(addr, base, size)) return true;
+  const uint64_t begin = reinterpret_cast<uint64_t>(base_);
   std::shared_lock lock(mu_);
+  if (base_ != nullptr && addr >= begin && addr < begin + span_) {
+    const uint64_t off = addr - begin;
+    uint64_t lo = 0, hi = 0;
+    if (MappedLocked(off, &lo, &hi)) {
+      *base = begin + lo;
+      *size = hi - lo;
+      return true;
+    }
+    // The allocation at or before `off` reaching furthest: the one holding it, else the last
+    // one before it, which is the only one that can reach into its granule from below.
+    GranulesLocked(off, 1, &lo, &hi);
+    auto next = live_.upper_bound(off);
+    if (next != live_.begin()) {
+      const auto& [start, live] = *std::prev(next);
+      uint64_t alo = 0, ahi = 0;
+      GranulesLocked(start, live.rounded, &alo, &ahi);
+      if (ahi > off) {
+        *base = begin + alo;
+        *size = ahi - alo;
+        return true;
+      }
+    }
+    if (next != live_.end() && next->first < hi) {  // one starting later in its granule
+      *base = begin + lo;
+      *size = hi - lo;
+      return true;
+    }
+    return false;
+  }
   auto it = mapped_host_.upper_bound(addr);
   if (it == mapped_host_.begin()) return false;
   --it;

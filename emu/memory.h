@@ -43,6 +43,7 @@ inline constexpr uint64_t kAllocAlign = 256;                    // allocations' 
 inline constexpr uint64_t kAllocPlacement = kTextureAlignment;  // and their addresses
 inline constexpr uint64_t kVmmGranularity = 2ull << 20;         // cuMemGetAllocationGranularity
 inline constexpr uint64_t kAddressSpaceFactor = 64;
+inline constexpr uint64_t kCommitGranule = 2ull << 20;  // what a GPU maps at once
 
 class DeviceMemory final : public ptx::AddressSpace {
   struct Mapping {
@@ -105,8 +106,10 @@ class DeviceMemory final : public ptx::AddressSpace {
   // Forgets the mapped host range starting at `base`, if any. Thread-safe.
   void UnmapHost(uint64_t base);
 
-  // The live allocation or mapped host range containing `addr`: what a kernel
-  // may touch. Thread-safe (shared lock).
+  // The range a kernel may touch around `addr`: the committed granules of an allocation (a
+  // granule holding any live allocation is read-write as a GPU's mapped page is, so an access a
+  // little past an allocation's end reads or writes memory instead of faulting), an accessible
+  // mapping or a mapped host range. Thread-safe (shared lock).
   bool Lookup(uint64_t addr, uint64_t* base, uint64_t* size) const override;
   // The live allocation or accessible mapping (device memory only) containing `addr`.
   // Thread-safe.
@@ -123,6 +126,8 @@ class DeviceMemory final : public ptx::AddressSpace {
 
  private:
   void Decommit(uint64_t offset, uint64_t size);
+  // The kCommitGranule-aligned range of addresses, as offsets, covering [offset, offset + size).
+  void GranulesLocked(uint64_t offset, uint64_t size, uint64_t* lo, uint64_t* hi) const;
   // Carves `bytes` at an `align`-aligned offset from the free list; false if none fits.
   bool CarveLocked(uint64_t bytes, uint64_t align, uint64_t* offset);
   // Returns [offset, offset + size) to the free list, coalesced, and decommits it.

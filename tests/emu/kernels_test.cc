@@ -263,7 +263,8 @@ TEST_F(EmuKernels, DevicePrintfReachesTheHandlerBeforeTheStreamCompletes) {
 TEST_F(EmuKernels, IllegalAddressBreaksTheContextUntilReset) {
   CUdeviceptr good;
   ASSERT_EQ(api.cuMemAlloc(&good, 256), CUDA_SUCCESS);
-  CUdeviceptr bad = good + 4096 * 16;  // inside the device range, in no allocation
+  // Inside the device range, far from every allocation's granule.
+  CUdeviceptr bad = good + (256ull << 20);
   int v = 1;
   void* args[] = {&bad, &v};
   CUstream s;
@@ -278,6 +279,29 @@ TEST_F(EmuKernels, IllegalAddressBreaksTheContextUntilReset) {
   mod_ = nullptr;  // the reset unloaded it
   EXPECT_EQ(api.cuMemAlloc(&p, 256), CUDA_SUCCESS);
   EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+// As on a GPU, which maps device memory in 2 MiB pages shared by small allocations, a store a
+// little past a small allocation's end lands in memory instead of faulting (public programs rely
+// on it unknowingly), while memory in no live allocation's page faults, freed memory included.
+TEST_F(EmuKernels, StoresPastAnAllocationFaultOnlyOutsideItsMappedPages) {
+  CUdeviceptr small = 0, big = 0;
+  ASSERT_EQ(api.cuMemAlloc(&small, 15 * 48), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&big, 64ull << 20), CUDA_SUCCESS);
+  int v = 7;
+  CUdeviceptr past = small + 512 * 48 - 4;  // the last of 512 threads' states, 15 allocated
+  void* args[] = {&past, &v};
+  ASSERT_EQ(api.cuLaunchKernel(Fn("poke"), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  CUdeviceptr freed = big + (32ull << 20);  // the middle of a freed 64 MiB: no page left there
+  ASSERT_EQ(api.cuMemFree(big), CUDA_SUCCESS);
+  void* args2[] = {&freed, &v};
+  ASSERT_EQ(api.cuLaunchKernel(Fn("poke"), 1, 1, 1, 1, 1, 1, 0, nullptr, args2, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+  ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  mod_ = nullptr;
 }
 
 // Host memory registered with DEVICEMAP is reachable by kernels at its host
