@@ -5,7 +5,12 @@
 // Node kinds served: kernel, memcpy (linear memory and CUDA arrays), memset, host, empty,
 // child graph, event record and event wait, memory allocation and free (GraphAllocation in
 // graph.h: allocated when the node is made, kept while a graph or executable holds it).
-// Conditional nodes are refused (cudaErrorNotSupported, named on stderr by the refusal table).
+// Conditional nodes (if, if/else, while, switch) on the emulated GPU: the handle is a word of
+// device memory that kernels set (the emulated GPU's cudaGraphSetConditional stores to it); the
+// launch reads it when the node's turn comes, after the work before it, and issues the body it
+// selects. The launch therefore waits for the stream's work up to each conditional node. On a GPU
+// kernels set a handle through NVIDIA's device runtime, which only NVIDIA's graphs understand:
+// there the handle's creation is refused by name.
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -14,12 +19,14 @@
 
 #include "client_stub/api.h"
 #include "client_stub/api_graph.h"
+#include "client_stub/connection.h"
 #include "client_stub/errors.h"
 #include "client_stub/graph.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
+#include "emu/device.h"
 
 namespace cs = remora::client_stub;
 using cs::GraphOp;
@@ -56,6 +63,35 @@ GraphAllocation::~GraphAllocation() {
   }
   g_graph_bytes.fetch_sub(bytes);
   if (graph_frees || program_freed) (void)cudaFree(dptr);
+}
+
+namespace {
+
+std::mutex g_conditionals_mu;
+std::unordered_map<cudaGraphConditionalHandle, ConditionalWord*>& Conditionals() {
+  static NoDestructor<std::unordered_map<cudaGraphConditionalHandle, ConditionalWord*>> m;
+  return *m;
+}
+
+}  // namespace
+
+ConditionalWord::ConditionalWord(void* d, unsigned v, bool a) : dptr(d), dflt(v), assign(a) {
+  std::lock_guard lock(g_conditionals_mu);
+  Conditionals()[reinterpret_cast<uintptr_t>(d)] = this;
+}
+
+ConditionalWord::~ConditionalWord() {
+  {
+    std::lock_guard lock(g_conditionals_mu);
+    Conditionals().erase(reinterpret_cast<uintptr_t>(dptr));
+  }
+  (void)cudaFree(dptr);
+}
+
+std::shared_ptr<ConditionalWord> FindConditional(cudaGraphConditionalHandle handle) {
+  std::lock_guard lock(g_conditionals_mu);
+  auto it = Conditionals().find(handle);
+  return it == Conditionals().end() ? nullptr : it->second->weak_from_this().lock();
 }
 
 bool ReleaseGraphAllocation(void* dptr) {
@@ -113,9 +149,43 @@ cudaError_t MemsetNodeOp(const cudaMemsetParams* p, GraphOp* op) {
   return cudaSuccess;
 }
 
+namespace {
+
+// Issues the body a conditional step's value selects, as often as it says: the value is read once
+// the stream's work before it has run.
+cudaError_t RunConditional(const GraphOp& op, cudaStream_t s) {
+  while (true) {
+    unsigned v = 0;
+    if (cudaError_t e = cudaMemcpyAsync(&v, op.word->dptr, sizeof v, cudaMemcpyDeviceToHost, s))
+      return e;
+    if (cudaError_t e = cudaStreamSynchronize(s)) return e;
+    size_t body = op.bodies.size();  // none
+    if (op.cond == cudaGraphCondTypeSwitch)
+      body = v;
+    else if (v != 0)
+      body = 0;
+    else if (op.cond == cudaGraphCondTypeIf)
+      body = 1;  // the else branch, when it has one
+    if (body >= op.bodies.size()) return cudaSuccess;
+    if (cudaError_t e = RunSteps(*op.bodies[body], s)) return e;
+    if (op.cond != cudaGraphCondTypeWhile) return cudaSuccess;
+  }
+}
+
+}  // namespace
+
+cudaError_t RunSteps(const CUgraphExec_st& exec, cudaStream_t s) {
+  for (size_t i = 0; i < exec.steps.size(); ++i)
+    if (exec.enabled[i])
+      if (cudaError_t e = Run(exec.steps[i], s)) return e;
+  return cudaSuccess;
+}
+
 // Issues one step of a graph on `s`.
 cudaError_t Run(const GraphOp& op, cudaStream_t s) {
   switch (op.type) {
+    case cudaGraphNodeTypeConditional:
+      return RunConditional(op, s);
     case cudaGraphNodeTypeKernel:
       return cs::PostLaunch(*op.kernel, op.grid, op.block, op.params, op.shared, s, op.mode);
     case cudaGraphNodeTypeMemcpy:
@@ -405,9 +475,36 @@ cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = cs::CheckStream(stream)) return Ret(e);
-  for (size_t i = 0; i < exec->steps.size(); ++i)
-    if (exec->enabled[i])
-      if (cudaError_t e = Run(exec->steps[i], stream)) return Ret(e);
+  if (!exec->conditionals.empty()) {
+    // Its conditional nodes decide as the launch runs: nothing a capture could record.
+    if (auto r = cs::RefuseWhileCapturing(stream)) return Ret(*r);
+    for (const auto& w : exec->conditionals)
+      if (w->assign)
+        if (cudaError_t e =
+                cs::FillPattern(w->dptr, 0, w->dflt, sizeof(unsigned), 1, 1, stream, true))
+          return Ret(e);
+  }
+  return Ret(RunSteps(*exec, stream));
+}
+
+// A conditional node's handle: a word of device memory holding `value` (graph.h:
+// ConditionalWord). Only the emulated GPU's kernels set it the way this reads it.
+cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* handle, cudaGraph_t graph,
+                                             unsigned int value, unsigned int flags) {
+  if (handle == nullptr || graph == nullptr || (flags & ~unsigned{cudaGraphCondAssignDefault}))
+    return Ret(cudaErrorInvalidValue);
+  if (cudaError_t e = cs::Connection::Get().Ensure()) return Ret(e);
+  if (cs::Connection::Get().welcome().device().name() != remora::emu::kDeviceName)
+    return Ret(static_cast<cudaError_t>(
+        cs::Unsupported("cudaGraphConditionalHandleCreate",
+                        "conditional nodes on a GPU, whose kernels set them through NVIDIA's "
+                        "device runtime")));
+  void* word = nullptr;
+  if (cudaError_t e = cudaMalloc(&word, sizeof value)) return e;
+  auto w = std::make_shared<cs::ConditionalWord>(word, value, flags != 0);
+  if (cudaError_t e = cudaMemcpy(word, &value, sizeof value, cudaMemcpyHostToDevice)) return e;
+  graph->conditionals.push_back(std::move(w));
+  *handle = reinterpret_cast<uintptr_t>(word);
   return cudaSuccess;
 }
 
@@ -434,6 +531,7 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
     return Ret(cudaErrorGraphExecUpdateFailure);
   }
   exec->steps = std::move(fresh.steps);  // the steps keep their nodes: handles stay valid
+  exec->conditionals = std::move(fresh.conditionals);
   info->result = cudaGraphExecUpdateSuccess;
   return cudaSuccess;
 }

@@ -18,8 +18,10 @@ cudaError_t KernelNodeOp(const cudaKernelNodeParams* p, GraphOp* op);
 cudaError_t MemcpyNodeOp(const cudaMemcpy3DParms* p, GraphOp* op);
 // A fill of 1-, 2- or 4-byte elements.
 cudaError_t MemsetNodeOp(const cudaMemsetParams* p, GraphOp* op);
-// Issues one step of a graph on `s`.
+// Issues one step of a graph on `s`; a conditional step waits for the stream's work so far.
 cudaError_t Run(const GraphOp& op, cudaStream_t s);
+// Issues the enabled steps of `exec` on `s`, in order.
+cudaError_t RunSteps(const CUgraphExec_st& exec, cudaStream_t s);
 // AddNode for an entry point: its error is also the last error.
 cudaError_t Add(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
                 GraphOp op);

@@ -61,6 +61,29 @@ cudaError_t SetEvent(cudaGraphNode_t node, cudaGraphNodeType type, cudaEvent_t e
   return cudaSuccess;
 }
 
+// A conditional node: `p->size` empty bodies, handed out in p->phGraph_out, run as the value of
+// p->handle (made by cudaGraphConditionalHandleCreate) says.
+cudaError_t AddConditionalNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                               const cudaGraphNode_t* deps, size_t n,
+                               cudaConditionalNodeParams* p) {
+  std::shared_ptr<cs::ConditionalWord> word = cs::FindConditional(p->handle);
+  const bool sized = p->type == cudaGraphCondTypeIf      ? p->size == 1 || p->size == 2
+                     : p->type == cudaGraphCondTypeWhile ? p->size == 1
+                                                         : p->type == cudaGraphCondTypeSwitch;
+  if (!word || !sized || p->size == 0) return Ret(cudaErrorInvalidValue);
+  GraphOp op;
+  op.type = cudaGraphNodeTypeConditional;
+  op.word = std::move(word);
+  op.cond = p->type;
+  if (cudaError_t e = Add(node, graph, deps, n, std::move(op))) return e;
+  for (unsigned i = 0; i < p->size; ++i) {
+    (*node)->bodies.push_back(std::make_unique<CUgraph_st>());
+    (*node)->body_handles.push_back((*node)->bodies.back().get());
+  }
+  p->phGraph_out = (*node)->body_handles.data();
+  return cudaSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -528,7 +551,9 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
     }
     case cudaGraphNodeTypeMemFree:
       return cudaGraphAddMemFreeNode(node, graph, deps, n, p->free.dptr);
-    default:  // external semaphores, conditional nodes
+    case cudaGraphNodeTypeConditional:
+      return AddConditionalNode(node, graph, deps, n, &p->conditional);
+    default:  // external semaphores
       return Ret(cudaErrorNotSupported);
   }
 }

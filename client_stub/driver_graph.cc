@@ -219,6 +219,12 @@ GRAPH_FORWARD(cuGraphDestroy, (CUgraph g), cudaGraphDestroy(g))
 GRAPH_FORWARD(cuGraphClone, (CUgraph * clone, CUgraph g), cudaGraphClone(clone, g))
 GRAPH_FORWARD(cuGraphNodeFindInClone, (CUgraphNode * found, CUgraphNode n, CUgraph clone),
               cudaGraphNodeFindInClone(found, n, clone))
+static_assert(sizeof(CUgraphConditionalHandle) == sizeof(cudaGraphConditionalHandle));
+GRAPH_FORWARD(cuGraphConditionalHandleCreate,
+              (CUgraphConditionalHandle * handle, CUgraph g, CUcontext, unsigned int value,
+               unsigned int flags),
+              cudaGraphConditionalHandleCreate(
+                  reinterpret_cast<cudaGraphConditionalHandle*>(handle), g, value, flags))
 GRAPH_FORWARD(cuGraphAddEmptyNode,
               (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t n),
               cudaGraphAddEmptyNode(node, g, deps, n))
@@ -558,8 +564,8 @@ CUDA_MEMSET_NODE_PARAMS Memset(const CUDA_MEMSET_NODE_PARAMS_v2& p) {
   return {p.dst, p.pitch, p.value, p.elementSize, p.width, p.height};
 }
 
-// A type this cannot make, named: external semaphores, batched memory operations,
-// conditional nodes, and a child graph moved rather than cloned into its node.
+// A type this cannot make, named: external semaphores, batched memory operations, conditional
+// nodes' parameters changed, and a child graph moved rather than cloned into its node.
 CUresult RefuseNode(const char* call, CUgraphNodeType type) {
   const char* why = type == CU_GRAPH_NODE_TYPE_GRAPH          ? "a child graph moved into its node"
                     : type == CU_GRAPH_NODE_TYPE_CONDITIONAL  ? "conditional nodes"
@@ -661,10 +667,21 @@ CUresult cuGraphAddNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       r = cuGraphAddMemFreeNode(node, g, deps, direct, p->free.dptr);
       break;
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+      DriverCallScope scope;
+      if ((r = NeedInit()) != CUDA_SUCCESS) return r;
+      cudaGraphNodeParams rt{};
+      rt.type = cudaGraphNodeTypeConditional;
+      rt.conditional.handle = p->conditional.handle;
+      rt.conditional.type = static_cast<cudaGraphConditionalNodeType>(p->conditional.type);
+      rt.conditional.size = p->conditional.size;
+      r = ToCu(cudaGraphAddNode(node, g, deps, nullptr, direct, &rt));
+      if (r == CUDA_SUCCESS) p->conditional.phGraph_out = rt.conditional.phGraph_out;
+      break;
+    }
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
-    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return RefuseNode("cuGraphAddNode", p->type);
     default:
       return CUDA_ERROR_INVALID_VALUE;

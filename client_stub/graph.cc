@@ -100,11 +100,16 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& g) {
     c->cloned_from = n.get();
     c->allocation = n->allocation;
     if (n->child) c->child = CloneGraph(*n->child);
+    for (const auto& body : n->bodies) {
+      c->bodies.push_back(CloneGraph(*body));
+      c->body_handles.push_back(c->bodies.back().get());
+    }
     to[n.get()] = c.get();
     copy->nodes.push_back(std::move(c));
   }
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const CUgraphNode_st* d : g.nodes[i]->deps) copy->nodes[i]->deps.push_back(to[d]);
+  copy->conditionals = g.conditionals;
   return copy;
 }
 
@@ -123,6 +128,7 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
     RetainUserObject(o, n);
     exec->user_objects[o] += n;
   }
+  exec->conditionals.insert(exec->conditionals.end(), g.conditionals.begin(), g.conditionals.end());
   size_t done = 0;
   for (size_t i = 0; i < ready.size(); ++i) {
     const CUgraphNode_st* n = ready[i];
@@ -136,6 +142,19 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
         exec->origin.push_back(n);
       }
       for (auto& a : inner.allocations) exec->allocations.push_back(std::move(a));
+      for (auto& w : inner.conditionals) exec->conditionals.push_back(std::move(w));
+    } else if (n->op.type == cudaGraphNodeTypeConditional) {
+      // Its bodies run as executables of their own, when and as often as its value says.
+      GraphOp op = n->op;
+      for (const auto& body : n->bodies) {
+        auto inner = std::make_shared<CUgraphExec_st>();
+        if (cudaError_t e = Instantiate(*body, inner.get())) return e;
+        exec->conditionals.insert(exec->conditionals.end(), inner->conditionals.begin(),
+                                  inner->conditionals.end());
+        op.bodies.push_back(std::move(inner));
+      }
+      exec->steps.push_back(std::move(op));
+      exec->origin.push_back(n);
     } else if (n->op.type != cudaGraphNodeTypeEmpty && n->op.type != cudaGraphNodeTypeMemAlloc &&
                n->op.type != cudaGraphNodeTypeMemFree) {
       exec->steps.push_back(n->op);

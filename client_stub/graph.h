@@ -21,6 +21,23 @@ namespace remora::client_stub {
 
 struct Kernel;
 
+// A conditional node's value (cudaGraphConditionalHandleCreate): a 32-bit word of device memory,
+// whose address is the handle, set by kernels (cudaGraphSetConditional) and read when the node
+// runs. Freed when the last graph or executable holding it lets go.
+struct ConditionalWord : std::enable_shared_from_this<ConditionalWord> {
+  // Frees `dptr` at the end.
+  ConditionalWord(void* dptr, unsigned dflt, bool assign);
+  ~ConditionalWord();
+  ConditionalWord(const ConditionalWord&) = delete;
+  ConditionalWord& operator=(const ConditionalWord&) = delete;
+  void* const dptr;
+  const unsigned dflt;  // the value each launch starts with, when `assign`
+  const bool assign;    // cudaGraphCondAssignDefault
+};
+
+// The live conditional handle `handle` names; null for none.
+std::shared_ptr<ConditionalWord> FindConditional(cudaGraphConditionalHandle handle);
+
 // What one node does when its graph runs.
 struct GraphOp {
   cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
@@ -43,6 +60,10 @@ struct GraphOp {
   void* data = nullptr;
   // Event record or wait.
   cudaEvent_t event = nullptr;
+  // Conditional: its value, its kind, and (in an executable) its bodies, instantiated.
+  std::shared_ptr<ConditionalWord> word;
+  cudaGraphConditionalNodeType cond = cudaGraphCondTypeIf;
+  std::vector<std::shared_ptr<CUgraphExec_st>> bodies;
 };
 
 // The memory an allocation node made, when the node was made: its address holds for every
@@ -90,11 +111,16 @@ struct CUgraphNode_st {
   std::shared_ptr<remora::client_stub::GraphAllocation> allocation;  // an allocation node's
   std::vector<void*> arg_ptrs;  // cudaGraphKernelNodeGetParams's kernelParams, into op.params
   std::map<int, cudaLaunchAttributeValue> attrs;  // kernel node attributes set
+  // cudaGraphNodeTypeConditional: its body graphs, and the array of them handed out.
+  std::vector<std::unique_ptr<CUgraph_st>> bodies;
+  std::vector<CUgraph_st*> body_handles;
 };
 
 struct CUgraph_st {
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
   std::map<CUuserObject_st*, unsigned> user_objects;  // references this graph holds
+  // Conditional handles made for this graph; each launch of it resets those that ask.
+  std::vector<std::shared_ptr<remora::client_stub::ConditionalWord>> conditionals;
   ~CUgraph_st();
 };
 
@@ -105,6 +131,8 @@ struct CUgraphExec_st {
   std::map<CUuserObject_st*, unsigned> user_objects;  // taken from the graph at instantiation
   // Its graph's allocation nodes' memory, which outlives the graph while this does.
   std::vector<std::shared_ptr<remora::client_stub::GraphAllocation>> allocations;
+  // The graph's conditional handles (children's included), reset at each launch that asks.
+  std::vector<std::shared_ptr<remora::client_stub::ConditionalWord>> conditionals;
   ~CUgraphExec_st();
 };
 

@@ -1,5 +1,7 @@
 // emu/ptx/exec_ctl.cc - control flow, calls, barriers, warp collectives, special registers.
 #include <x86intrin.h>
+#include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -118,11 +120,31 @@ int CallBuiltin(Exec& x, const Inst& in, const CallSite& site, const Function& c
   const Builtin b = callee.builtin;
   if (b == Builtin::kMalloc || b == Builtin::kFree) return CallHeap(x, in, site, b);
   if (b == Builtin::kDeviceRuntime) return CallDeviceRuntime(x, in, site, callee.runtime_call);
+  if (b == Builtin::kSetConditional) {
+    // cudaGraphSetConditional(handle, value): the handle is the address of the node's word
+    // (client_stub/graph.h: ConditionalWord).
+    uint32_t m = x.mask;
+    while (m) {
+      const int l = std::countr_zero(m);
+      m &= m - 1;
+      const uint64_t handle = Arg(x, l, site, 0);
+      if (handle % 4 != 0)
+        return FaultAt(x, err::kMisalignedAddress, in,
+                       "cudaGraphSetConditional of a handle that is no conditional node's");
+      const auto value = static_cast<uint32_t>(Arg(x, l, site, 1));
+      uint8_t* word = ResolveAddress(x, in, l, Space::kGlobal, handle, 4);
+      if (word == nullptr) return kFault;
+      std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(word))
+          .store(value, std::memory_order_release);
+    }
+    return kNext;
+  }
   if (b == Builtin::kUnserved)
-    return FaultAt(x, err::kLaunchFailure, in,
-                   "call to " + callee.name +
-                       ", device-side control of a CUDA graph (conditional nodes), which Remora "
-                       "does not serve,");
+    return FaultAt(
+        x, err::kLaunchFailure, in,
+        "call to " + callee.name +
+            ", device-side control of a CUDA graph (a launch from the device), which Remora "
+            "does not serve,");
   std::string assert_text;  // the first failing lane's, for the fault
   uint32_t m = x.mask;
   while (m) {

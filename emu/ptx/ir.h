@@ -344,8 +344,9 @@ struct MatrixOp {
   uint32_t d[kMaxRegs], a[kMaxRegs], b[kMaxRegs], c[kMaxRegs];  // register slots
 };
 
-// kUnserved: a function of CUDA's that Remora does not serve (device-side graph control): the
-// module loads, and a thread that calls it fails its launch, naming it.
+// kSetConditional: cudaGraphSetConditional, a store to the handle's word. kUnserved: a function
+// of CUDA's that Remora does not serve (the rest of device-side graph control): the module loads,
+// and a thread that calls it fails its launch, naming it.
 enum class Builtin : uint8_t {
   kNone,
   kVprintf,
@@ -353,6 +354,7 @@ enum class Builtin : uint8_t {
   kMalloc,
   kFree,
   kDeviceRuntime,
+  kSetConditional,
   kUnserved
 };
 

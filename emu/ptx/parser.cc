@@ -2216,6 +2216,8 @@ Status Parser::Link() {
       } else if (c.callee.starts_with("__cudaCDP2"))
         return lerr(c, "call to " + c.callee +
                            ", a part of CUDA's device runtime the emulated GPU does not serve");
+      else if (c.callee == "cudaGraphSetConditional")
+        callee.builtin = Builtin::kSetConditional;
       else if (c.callee.starts_with("cudaGraph"))
         callee.builtin = Builtin::kUnserved;  // the module's other kernels still run
       else

@@ -107,7 +107,8 @@ fi
 if want programs; then
   for p in nvidia_cublas nvidia_cufft device_assert_nvrt driver_api driver_tables texture_nvrt \
            vector_add_static vector_add_nvidia_cudart hopper_nvrt cublaslt_matmul cudnn_ops \
-           graphs_nvrt vmm_nvrt cublas_routines cublas_level2 cublas_api64 cublas_legacy; do
+           graphs_nvrt graph_conditional_nvrt vmm_nvrt cublas_routines cublas_level2 cublas_api64 \
+           cublas_legacy; do
     [ -x "$R/cuda/$p" ] || { log "$p: not bundled"; continue; }
     o=$(cd "$tmp" && timeout 30 env LD_LIBRARY_PATH="$NV" "$R/cuda/$p" 2>&1); rc=$?
     echo "$o" >"$OUT/f/$p.native"; line="$p | native rc=$rc $(echo "$o" | tail -1 | cut -c1-70)"

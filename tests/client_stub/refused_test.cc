@@ -25,7 +25,7 @@ class Refused : public ::testing::Test {
 };
 
 TEST_F(Refused, ARefusedCallIsNotSupportedAndBecomesTheLastError) {
-  auto refused = Sym<cudaError_t (*)(void**, unsigned)>("cudaGraphConditionalHandleCreate");
+  auto refused = Sym<cudaError_t (*)(void**, unsigned)>("cudaGraphAddExternalSemaphoresSignalNode");
   auto last = Sym<cudaError_t (*)()>("cudaGetLastError");
   ASSERT_TRUE(refused && last);
   void* node = nullptr;
@@ -33,9 +33,9 @@ TEST_F(Refused, ARefusedCallIsNotSupportedAndBecomesTheLastError) {
   EXPECT_EQ(refused(&node, 0), cudaErrorNotSupported);
   EXPECT_EQ(refused(&node, 0), cudaErrorNotSupported);
   const std::string said = testing::internal::GetCapturedStderr();
-  EXPECT_NE(said.find("cudaGraphConditionalHandleCreate"), std::string::npos) << said;
-  EXPECT_EQ(said.find("cudaGraphConditionalHandleCreate",
-                      said.find("cudaGraphConditionalHandleCreate") + 1),
+  EXPECT_NE(said.find("cudaGraphAddExternalSemaphoresSignalNode"), std::string::npos) << said;
+  EXPECT_EQ(said.find("cudaGraphAddExternalSemaphoresSignalNode",
+                      said.find("cudaGraphAddExternalSemaphoresSignalNode") + 1),
             std::string::npos)
       << "said once per entry point: " << said;
   EXPECT_EQ(last(), cudaErrorNotSupported);

@@ -1509,50 +1509,67 @@ TEST(DeviceRuntime, AnUnservedDeviceRuntimeCallIsRefusedAtLoadByName) {
       << r.status().ToString();
 }
 
-// A kernel steering a conditional graph node (cudaGraphSetConditional) loads, so its module's
-// other kernels run; a thread that makes the call fails its launch, naming it.
-TEST(DeviceRuntime, AConditionalNodesDeviceCallFailsWhenReachedByName) {
+// A kernel steering a conditional graph node stores the value to the handle's word (the client's
+// conditional nodes read it there); a kernel launching a graph from the device loads, so its
+// module's other kernels run, and a thread that makes that call fails its launch, naming it.
+TEST(DeviceRuntime, ConditionalValuesAreStoredAndDeviceGraphLaunchesRefusedByName) {
   auto prog = MustLoad({R"(.version 9.0
 .target sm_75
 .address_size 64
 .extern .func cudaGraphSetConditional(.param .b64 p0, .param .b32 p1);
-.visible .entry plain(.param .u64 out) {
+.extern .func (.param .b32 r) cudaGraphLaunch(.param .b64 p0, .param .b64 p1);
+.visible .entry steer(.param .u64 handle, .param .u32 value) {
   .reg .b64 %rd<2>;
   .reg .b32 %r<2>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, 7;
-  st.global.u32 [%rd1], %r1;
-  ret;
-}
-.visible .entry steer(.param .u64 handle) {
-  .reg .b64 %rd<2>;
   ld.param.u64 %rd1, [handle];
+  ld.param.u32 %r1, [value];
   {
   .param .b64 a0;
   st.param.b64 [a0], %rd1;
   .param .b32 a1;
-  st.param.b32 [a1], 0;
+  st.param.b32 [a1], %r1;
   call.uni cudaGraphSetConditional, (a0, a1);
+  }
+  ret;
+}
+.visible .entry relaunch(.param .u64 exec) {
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [exec];
+  {
+  .param .b64 a0;
+  st.param.b64 [a0], %rd1;
+  .param .b64 a1;
+  st.param.b64 [a1], 0;
+  .param .b32 r0;
+  call.uni (r0), cudaGraphLaunch, (a0, a1);
+  ld.param.b32 %r1, [r0];
   }
   ret;
 }
 )"});
   ASSERT_TRUE(prog);
   TestMemory mem;
-  uint32_t* out = mem.Alloc<uint32_t>(1);
+  uint32_t* word = mem.Alloc<uint32_t>(1);
+  const uint32_t value = 0x9e3779b9u ^ static_cast<uint32_t>(reinterpret_cast<uintptr_t>(word));
   Status ok = RunKernel(
-      *prog, "plain", {1}, {1}, [&](Params& p) { p.Add(out); }, &mem);
+      *prog, "steer", {1}, {1},
+      [&](Params& p) {
+        p.Add(word);
+        p.Add(value);
+      },
+      &mem);
   ASSERT_TRUE(ok.ok()) << ok.ToString();
-  EXPECT_EQ(*out, 7u);
+  EXPECT_EQ(*word, value);
   Status s = RunKernel(
-      *prog, "steer", {1}, {1}, [&](Params& p) { p.Add(uint64_t{1}); }, &mem);
+      *prog, "relaunch", {1}, {1}, [&](Params& p) { p.Add(uint64_t{1}); }, &mem);
   EXPECT_EQ(s.code(), err::kLaunchFailure);
-  EXPECT_NE(s.message().find("cudaGraphSetConditional, device-side control of a CUDA graph"),
+  EXPECT_NE(s.message().find("cudaGraphLaunch, device-side control of a CUDA graph"),
             std::string::npos)
       << s.message();
   // What the driver reads to refuse such a launch before it runs (module_test.cc).
-  EXPECT_EQ(prog->kernels()[*prog->FindKernel("plain")].unrunnable, "");
-  EXPECT_NE(prog->kernels()[*prog->FindKernel("steer")].unrunnable.find("cudaGraphSetConditional"),
+  EXPECT_EQ(prog->kernels()[*prog->FindKernel("steer")].unrunnable, "");
+  EXPECT_NE(prog->kernels()[*prog->FindKernel("relaunch")].unrunnable.find("cudaGraphLaunch"),
             std::string::npos);
 }
 
