@@ -8,10 +8,10 @@ each got through in the same wall time:
     three times as many kernels (a FIFO order gives 1:1);
   * one tenant alone with --gpu-compute-limit 0.3, then alone without a limit:
     the capped run must get well under half as many (an idle GPU is no excuse);
-  * a tenants-file tenant with --gpu-compute-limit 0.2 running two processes at once:
-    together they must run fewer kernels than the one process capped at 0.3 above
-    (the limit caps them together, about 2/3 of that; were each given the whole of
-    it, they would run about 4/3 of it);
+  * a tenants-file tenant with --gpu-compute-limit 0.2 running two processes at once,
+    beside another tenant's one process under the same limit: together they must run
+    about as many kernels as that one (the limit caps them together; were each given
+    the whole of it, they would run twice as many);
   * a tenants-file tenant whose busy process has two idle siblings (connected, holding
     memory) beside another tenant of the same request: the busy process gets its
     tenant's whole share, about 1:1 (were the share split among the processes, 1:3).
@@ -51,31 +51,34 @@ def finish(p):
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
-def two_processes_share_a_limit(bindir, progs, tmp, capped):
-    """A configured tenant's two processes share its compute limit of 0.2; `capped` is
-    what one process capped at 0.3 ran in as long."""
-    if not capped:
-        return False
+def two_processes_share_a_limit(bindir, progs, tmp):
+    """A configured tenant's two processes share its compute limit of 0.2: together
+    they run about what another tenant's one process under the same limit runs beside
+    them (twice that if each process had the whole limit)."""
     sub = os.path.join(tmp, "tenants")
     os.mkdir(sub)
     book = os.path.join(sub, "tenants.yaml")
     with open(book, "w") as f:
-        f.write("tenants:\n  - {name: alice, token: tok-a, gpu-compute: 0.2, "
-                "gpu-compute-limit: 0.2}\n")
+        f.write("tenants:\n"
+                "  - {name: alice, token: tok-a, gpu-compute: 0.2, gpu-compute-limit: 0.2}\n"
+                "  - {name: carol, token: tok-c, gpu-compute: 0.2, gpu-compute-limit: 0.2}\n")
     proc, _, address = start_server(bindir, "shm", sub, ["--tenants", book])
-    run = ([os.path.join(bindir, "remora"), "run", "--server", address, "--token", "tok-a"],
-           [os.path.join(progs, "host_threads")])
+    run = [os.path.join(bindir, "remora"), "run", "--server", address, "--token"]
+    prog = [os.path.join(progs, "host_threads")]
     try:
-        both = [busy(run, 4, 5 + i, []) for i in range(2)]
+        both = [busy(([*run, "tok-a"], prog), 4, 5 + i, []) for i in range(2)]
+        carol = busy(([*run, "tok-c"], prog), 4, 8, [])
         got = [kernels(finish(p), f"alice's process {i + 1}") for i, p in enumerate(both)]
+        one = kernels(finish(carol), "carol")
     finally:
         stop_server(proc)
-    if not all(got):
+    if not one or not all(got):
         return False
-    total = sum(got) / capped
+    total = sum(got) / one
     print(f"share_test: two processes of a tenant limited to 0.2 ran {got[0]} + {got[1]} "
-          f"kernels, one process limited to 0.3 {capped}: {total:.2f} (about 0.67)")
-    if not 0.3 <= total <= 1.0:
+          f"kernels, another tenant's one process under the same limit {one}: {total:.2f} "
+          "(about 1; 2 if each process had the limit)")
+    if not 0.5 <= total <= 1.5:
         print("share_test: FAIL: a tenant's processes together should hold to its 0.2 limit")
         return False
     return True
@@ -153,7 +156,7 @@ def main():
                 ok = False
         finally:
             stop_server(proc)
-        ok = two_processes_share_a_limit(bindir, progs, tmp, capped) and ok
+        ok = two_processes_share_a_limit(bindir, progs, tmp) and ok
         ok = idle_siblings_leave_their_part(bindir, progs, tmp) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
