@@ -369,6 +369,24 @@ cudaError_t ShapeFits(dim3 grid, dim3 block, const LaunchMode& mode) {
   return cudaSuccess;
 }
 
+// What the kernel itself allows a launch, checked here so that the launch call fails as it
+// does on a GPU rather than a later synchronization: more threads than the kernel can run
+// (its launch bounds) or more dynamic shared memory than its limit give cudaErrorInvalidValue,
+// more registers than a block has cudaErrorLaunchOutOfResources. Unknown limits (0) pass.
+cudaError_t KernelFits(const Kernel& k, dim3 block, size_t shared_bytes) {
+  const cudaDeviceProp& p = St().prop;
+  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  if (k.max_threads_per_block > 0 && threads > static_cast<uint64_t>(k.max_threads_per_block))
+    return cudaErrorInvalidValue;
+  const bool shared_known = p.sharedMemPerBlock > 0 || k.max_dynamic_shared.load() >= 0;
+  if (shared_known && shared_bytes > static_cast<size_t>(MaxDynamicShared(k, p)))
+    return cudaErrorInvalidValue;
+  const uint64_t warps = (threads + 31) / 32;
+  if (p.regsPerBlock > 0 && uint64_t(k.num_regs) * warps * 32 > uint64_t(p.regsPerBlock))
+    return cudaErrorLaunchOutOfResources;
+  return cudaSuccess;
+}
+
 // The calling thread's launch request, reused so its parameter bytes keep their capacity.
 v1::LaunchRequest& ThreadLaunchRequest() {
   return ThreadScratch<v1::LaunchRequest, struct LaunchRequestTag>();
@@ -538,6 +556,7 @@ cudaError_t PostLaunch(const Kernel& k, dim3 grid, dim3 block, std::string_view 
   if (k.image)  // after a device reset, the kernel's module is loaded again
     if (cudaError_t e = RefreshImageKernel(const_cast<Kernel&>(k))) return RecordError(e);
   if (params.size() != k.param_bytes) return RecordError(cudaErrorInvalidValue);
+  if (cudaError_t e = KernelFits(k, block, shared_bytes)) return RecordError(e);
   if (AnyCapture())
     if (auto r = CaptureOp(stream, KernelOp(k, grid, block, params, shared_bytes, mode)))
       return RecordError(*r);
@@ -561,6 +580,7 @@ cudaError_t Launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared_
                  "the loaded module has no kernel of this name");
     return RecordError(cudaErrorInvalidDeviceFunction);
   }
+  if (cudaError_t e = KernelFits(*k, block, shared_bytes)) return RecordError(e);
   v1::LaunchRequest& req = ThreadLaunchRequest();
   if (!PackParams(*k, args, req.mutable_params())) return RecordError(cudaErrorInvalidValue);
   if (AnyCapture())

@@ -91,6 +91,22 @@ int main() {
   int stored = 0;
   CHECK(cudaMemcpy(&stored, d, sizeof stored, cudaMemcpyDeviceToHost));
   expect(stored == 42, "the next kernel runs");
+
+  // More dynamic shared memory than the kernel's limit (48 KiB until cudaFuncSetAttribute
+  // raises it) fails the launch itself; nothing is left for a later synchronization to report.
+  store<<<1, 32, 64 << 10>>>(d, 7);
+  EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidValue);
+  CHECK(cudaDeviceSynchronize());
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  if (prop.sharedMemPerBlockOptin >= (64 << 10)) {
+    CHECK(cudaFuncSetAttribute(store, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 << 10));
+    store<<<1, 32, 64 << 10>>>(d, 7);
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(&stored, d, sizeof stored, cudaMemcpyDeviceToHost));
+    expect(stored == 7, "a launch within a raised shared memory limit runs");
+  }
   CHECK(cudaFree(d));
 
   struct {
