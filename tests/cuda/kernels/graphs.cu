@@ -9,6 +9,9 @@
 //  5. a kernel node's parameters read back, a node disabled in an executable, the edges, a
 //     user object released with its graph, a capture with stream-ordered allocation, a
 //     capture into an existing graph, and a DOT picture.
+#include <unistd.h>
+
+#include <string>
 #include <vector>
 
 #include "common.h"
@@ -317,7 +320,9 @@ int main(int argc, char** argv) {
   REQUIRE(same == into);
   CHECK(cudaGraphGetNodes(into, nullptr, &count));
   REQUIRE(count == 2);
-  const char* dot = "/tmp/remora-graphs-test.dot";
+  // One file per process: the test's runs over each transport may run at once.
+  const std::string path = "/tmp/remora-graphs-test-" + std::to_string(getpid()) + ".dot";
+  const char* dot = path.c_str();
   CHECK(cudaGraphDebugDotPrint(g, dot, 0));
   FILE* f = std::fopen(dot, "r");
   char head[16] = {};
