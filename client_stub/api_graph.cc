@@ -3,15 +3,14 @@
 // one stream. Running the nodes one after another is one valid schedule of any graph.
 //
 // Node kinds served: kernel, memcpy (linear memory and CUDA arrays), memset, host, empty,
-// child graph, event record and event wait, memory allocation and free (GraphAllocation in
-// graph.h: allocated when the node is made, kept while a graph or executable holds it).
+// child graph, event record and event wait, memory allocation and free (graph_memory.h: an
+// address when the node is made, memory from the graph memory pool as launches reach it).
 // Conditional nodes (if, if/else, while, switch) on the emulated GPU: the handle is a word of
 // device memory that kernels set (the emulated GPU's cudaGraphSetConditional stores to it); the
 // launch reads it when the node's turn comes, after the work before it, and issues the body it
 // selects. The launch therefore waits for the stream's work up to each conditional node. On a GPU
 // kernels set a handle through NVIDIA's device runtime, which only NVIDIA's graphs understand:
 // there the handle's creation is refused by name.
-#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -22,6 +21,7 @@
 #include "client_stub/connection.h"
 #include "client_stub/errors.h"
 #include "client_stub/graph.h"
+#include "client_stub/graph_memory.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
 #include "client_stub/no_destructor.h"
@@ -33,37 +33,6 @@ using cs::GraphOp;
 using cs::Ret;
 
 namespace remora::client_stub {
-
-namespace {
-
-std::atomic<uint64_t> g_graph_bytes{0}, g_graph_high{0};
-std::mutex g_graph_allocs_mu;
-std::unordered_map<void*, GraphAllocation*>& GraphAllocs() {
-  static NoDestructor<std::unordered_map<void*, GraphAllocation*>> m;  // frees come during exit
-  return *m;
-}
-
-}  // namespace
-
-GraphAllocation::GraphAllocation(void* d, size_t n) : dptr(d), bytes(n) {
-  {
-    std::lock_guard lock(g_graph_allocs_mu);
-    GraphAllocs()[d] = this;
-  }
-  const uint64_t now = g_graph_bytes.fetch_add(n) + n;
-  uint64_t high = g_graph_high.load();
-  while (now > high && !g_graph_high.compare_exchange_weak(high, now)) {
-  }
-}
-
-GraphAllocation::~GraphAllocation() {
-  {
-    std::lock_guard lock(g_graph_allocs_mu);
-    GraphAllocs().erase(dptr);
-  }
-  g_graph_bytes.fetch_sub(bytes);
-  if (graph_frees || program_freed) (void)cudaFree(dptr);
-}
 
 namespace {
 
@@ -92,24 +61,6 @@ std::shared_ptr<ConditionalWord> FindConditional(cudaGraphConditionalHandle hand
   std::lock_guard lock(g_conditionals_mu);
   auto it = Conditionals().find(handle);
   return it == Conditionals().end() ? nullptr : it->second->weak_from_this().lock();
-}
-
-bool ReleaseGraphAllocation(void* dptr) {
-  std::lock_guard lock(g_graph_allocs_mu);
-  auto it = GraphAllocs().find(dptr);
-  if (it == GraphAllocs().end()) return false;
-  it->second->program_freed = true;
-  return true;
-}
-
-uint64_t GraphMemoryInUse() {
-  return g_graph_bytes.load();
-}
-uint64_t GraphMemoryHigh() {
-  return g_graph_high.load();
-}
-void ResetGraphMemoryHigh() {
-  g_graph_high.store(g_graph_bytes.load());
 }
 
 }  // namespace remora::client_stub
@@ -181,6 +132,19 @@ cudaError_t RunSteps(const CUgraphExec_st& exec, cudaStream_t s) {
   return cudaSuccess;
 }
 
+// Issues a launch of `exec` on `s`: each launch first resets the conditional handles that ask.
+cudaError_t LaunchSteps(const CUgraphExec_st& exec, cudaStream_t s) {
+  if (!exec.conditionals.empty()) {
+    // Its conditional nodes decide as the launch runs: nothing a capture could record.
+    if (auto r = cs::RefuseWhileCapturing(s)) return *r;
+    for (const auto& w : exec.conditionals)
+      if (w->assign)
+        if (cudaError_t e = cs::FillPattern(w->dptr, 0, w->dflt, sizeof(unsigned), 1, 1, s, true))
+          return e;
+  }
+  return RunSteps(exec, s);
+}
+
 // Issues one step of a graph on `s`.
 cudaError_t Run(const GraphOp& op, cudaStream_t s) {
   switch (op.type) {
@@ -232,18 +196,11 @@ cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
   return cudaSuccess;
 }
 
-// An allocation node's memory is the graph's when the graph also frees it (freed once no
-// executable made from the graph holds it either); otherwise the program frees it (cudaFree),
-// as with NVIDIA's graph memory.
+// An allocation node's address range outlives the graph while an executable made from it
+// holds it, or while a launch's allocation there is not yet freed (graph_memory.h).
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   if (graph == nullptr) return Ret(cudaErrorInvalidValue);
   std::unique_ptr<CUgraph_st> owned(graph);
-  for (auto& n : graph->nodes) {
-    if (!n->allocation) continue;
-    for (auto& f : graph->nodes)
-      if (f->op.type == cudaGraphNodeTypeMemFree && f->op.dst == n->op.dst)
-        n->allocation->graph_frees = true;
-  }
   return cudaSuccess;
 }
 
@@ -430,6 +387,8 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
     return Ret(cudaErrorNotSupported);  // device launch
   auto e = std::make_unique<CUgraphExec_st>();
   if (cudaError_t r = cs::Instantiate(*graph, e.get())) return Ret(r);
+  cs::SettleGraphMemory(e.get());
+  e->flags = flags;
   *exec = e.release();  // cudaGraphExecDestroy deletes it
   return cudaSuccess;
 }
@@ -458,7 +417,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
 
 cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t exec, unsigned long long* flags) {
   if (exec == nullptr || flags == nullptr) return Ret(cudaErrorInvalidValue);
-  *flags = 0;
+  *flags = exec->flags;
   return cudaSuccess;
 }
 
@@ -475,16 +434,15 @@ cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = cs::CheckStream(stream)) return Ret(e);
-  if (!exec->conditionals.empty()) {
-    // Its conditional nodes decide as the launch runs: nothing a capture could record.
+  if (!exec->allocations.empty() || !exec->frees.empty()) {
+    // Its memory is mapped and given back as it is launched: nothing a capture could record.
     if (auto r = cs::RefuseWhileCapturing(stream)) return Ret(*r);
-    for (const auto& w : exec->conditionals)
-      if (w->assign)
-        if (cudaError_t e =
-                cs::FillPattern(w->dptr, 0, w->dflt, sizeof(unsigned), 1, 1, stream, true))
-          return Ret(e);
+    if (cudaError_t e = cs::BeginGraphMemory(*exec, stream)) return Ret(e);
+    cudaError_t e = LaunchSteps(*exec, stream);
+    cudaError_t end = cs::EndGraphMemory(*exec, stream);
+    return Ret(e ? e : end);
   }
-  return Ret(RunSteps(*exec, stream));
+  return Ret(LaunchSteps(*exec, stream));
 }
 
 // A conditional node's handle: a word of device memory holding `value` (graph.h:

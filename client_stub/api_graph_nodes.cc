@@ -7,6 +7,7 @@
 
 #include "client_stub/api.h"
 #include "client_stub/api_graph.h"
+#include "client_stub/graph_memory.h"
 #include "client_stub/kernels.h"
 
 namespace cs = remora::client_stub;
@@ -428,26 +429,28 @@ cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t o, un
 
 // ---- Memory allocation nodes ------------------------------------------------------------
 
-// The allocation is made when the node is: its address holds for every launch. A free node
-// for it in the same graph makes the graph its owner (freed with the graph); otherwise the
-// program frees it, as NVIDIA's graph memory.
+// The node's address holds for every launch; memory is mapped there as launches reach it
+// (graph_memory.h).
 cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                      const cudaGraphNode_t* deps, size_t n,
                                      cudaMemAllocNodeParams* p) {
   if (p == nullptr || node == nullptr || graph == nullptr || p->bytesize == 0)
     return Ret(cudaErrorInvalidValue);
-  void* dptr = nullptr;
-  if (cudaError_t e = cudaMalloc(&dptr, p->bytesize)) return e;
+  if (p->poolProps.location.type == cudaMemLocationTypeDevice && p->poolProps.location.id != 0)
+    return Ret(cudaErrorInvalidDevice);
+  for (size_t i = 0; i < n; ++i)
+    if (deps == nullptr || deps[i] == nullptr || deps[i]->graph != graph)
+      return Ret(cudaErrorInvalidValue);
+  std::shared_ptr<cs::GraphRegion> region;
+  if (cudaError_t e = cs::GraphRegionFor(*graph, deps, n, p->bytesize, &region)) return Ret(e);
   GraphOp op;
   op.type = cudaGraphNodeTypeMemAlloc;
-  op.dst = dptr;
+  op.dst = reinterpret_cast<void*>(cs::RegionAddress(*region));
   op.width = p->bytesize;
-  if (cudaError_t e = Add(node, graph, deps, n, std::move(op))) {
-    (void)cudaFree(dptr);
-    return e;
-  }
-  (*node)->allocation = std::make_shared<cs::GraphAllocation>(dptr, p->bytesize);
-  p->dptr = dptr;
+  if (cudaError_t e = Add(node, graph, deps, n, std::move(op))) return e;
+  cs::NoteRegionHolder(*region, *node);
+  (*node)->allocation = std::move(region);
+  p->dptr = (*node)->op.dst;
   return cudaSuccess;
 }
 
@@ -479,11 +482,12 @@ cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void* dptr_out) 
 }
 
 cudaError_t cudaDeviceGraphMemTrim(int device) {
-  return device == 0 ? cudaSuccess : Ret(cudaErrorInvalidDevice);
+  if (device != 0) return Ret(cudaErrorInvalidDevice);
+  return Ret(cs::TrimGraphMemory());
 }
 
-// Graph allocations are ordinary ones here, no pool kept beyond them: what is reserved is what
-// is in use.
+// The pool's memory is all associated with graphs, whether an allocation uses it now or not:
+// used and reserved are the same figure here.
 cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
                                            void* value) {
   if (device != 0) return Ret(cudaErrorInvalidDevice);

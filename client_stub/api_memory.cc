@@ -9,6 +9,7 @@
 #include "client_stub/connection.h"
 #include "client_stub/errors.h"
 #include "client_stub/graph.h"
+#include "client_stub/graph_memory.h"
 #include "client_stub/kernels.h"
 #include "client_stub/memcpy.h"
 #include "client_stub/mirror.h"
@@ -346,8 +347,8 @@ cudaError_t cudaFree(void* devPtr) {
     remora::client_stub::NoteRuntimeUse();  // cudaFree(0): the idiom that sets the context up
     return cudaSuccess;
   }
-  // A graph's allocation stays at its address for the graph's next launch (graph.h).
-  if (remora::client_stub::ReleaseGraphAllocation(devPtr)) return cudaSuccess;
+  // A graph's allocation: its memory goes back to the graph memory pool (graph_memory.h).
+  if (auto r = remora::client_stub::FreeGraphAllocation(devPtr)) return Ret(*r);
   if (St().host.IsMirrored(devPtr)) return Ret(cs::Mirrors::Get().Free(devPtr));
   if (St().host.IsManaged(devPtr)) {
     // cudaFree synchronizes: no kernel may still be using the block.

@@ -21,12 +21,14 @@
 #include "client_stub/kernels.h"
 #include "client_stub/no_destructor.h"
 #include "client_stub/state.h"
+#include "client_stub/vmm.h"
 #include "remora/v1/session.pb.h"
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
 using remora::client_stub::Connection;
 using remora::client_stub::DriverCallScope;
 using remora::client_stub::St;
+namespace vmm = remora::client_stub::vmm;
 namespace v1 = remora::v1;
 using remora::CallId;
 
@@ -62,11 +64,10 @@ CUresult Refuse(const char* call, const char* why) {
   return static_cast<CUresult>(remora::client_stub::Unsupported(call, why));
 }
 
-// The server's minimum granularity once connected; 0 if the device has none.
+// The server's minimum granularity once connected; CUDA_ERROR_NOT_SUPPORTED if the device has
+// none.
 CUresult Granularity(uint64_t* out) {
-  Connection& c = Connection::Get();
-  if (cudaError_t e = c.Ensure()) return ToCu(e);
-  *out = c.welcome().device().vmm_granularity();
+  if (cudaError_t e = vmm::Granularity(out)) return ToCu(e);
   return *out ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -85,14 +86,6 @@ CUresult CheckProperties(const char* call, const CUmemAllocationProp* prop) {
   if (prop->allocFlags.compressionType != 0)
     return Refuse(call, "compressible memory is not served by Remora");
   return CUDA_SUCCESS;
-}
-
-// Applies the server's report of what is accessible around a change: ranges starting in
-// [lo, hi) go, `runs` come in.
-void ApplyAccess(const v1::AccessRuns& a) {
-  auto& ranges = St().device_ranges;
-  ranges.RemoveWithin(a.lo(), a.hi());
-  for (const v1::AccessRuns::Run& r : a.runs()) ranges.Add(r.base(), r.size());
 }
 
 }  // namespace
@@ -119,23 +112,16 @@ CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CU
   if (CUresult r = NeedContext()) return r;
   if (ptr == nullptr || flags != 0 || (alignment & (alignment - 1)) != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  v1::MemReserveRequest req;
-  req.set_size(size);
-  req.set_alignment(alignment);
-  req.set_addr(addr);
-  v1::MallocReply rep;
-  if (cudaError_t e = Connection::Get().Call(CallId::kMemAddressReserve, req, &rep)) return ToCu(e);
-  *ptr = rep.dptr();
+  uint64_t base = 0;
+  if (cudaError_t e = vmm::Reserve(size, alignment, addr, &base)) return ToCu(e);
+  *ptr = base;
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
-  v1::MemRangeRequest req;
-  req.set_ptr(ptr);
-  req.set_size(size);
-  return ToCu(Connection::Get().Call(CallId::kMemAddressFree, req));
+  return ToCu(vmm::FreeAddress(ptr, size));
 }
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
@@ -144,24 +130,20 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   if (CUresult r = NeedContext()) return r;
   if (handle == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = CheckProperties("cuMemCreate", prop)) return r;
-  v1::MemCreateRequest req;
-  req.set_size(size);
-  v1::HandleReply rep;
-  if (cudaError_t e = Connection::Get().Call(CallId::kMemCreate, req, &rep)) return ToCu(e);
+  uint64_t h = 0;
+  if (cudaError_t e = vmm::Create(size, &h)) return ToCu(e);
   Mirror& m = M();
   std::lock_guard lock(m.mu);
   m.Refresh();
-  m.allocations[rep.handle()] = {.prop = *prop, .refs = 1};
-  *handle = rep.handle();
+  m.allocations[h] = {.prop = *prop, .refs = 1};
+  *handle = h;
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
-  v1::MemReleaseRequest req;
-  req.set_handle(handle);
-  if (cudaError_t e = Connection::Get().Call(CallId::kMemRelease, req)) return ToCu(e);
+  if (cudaError_t e = vmm::Release(handle)) return ToCu(e);
   Mirror& m = M();
   std::lock_guard lock(m.mu);
   m.Refresh();
@@ -175,12 +157,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  v1::MemMapRequest req;
-  req.set_ptr(ptr);
-  req.set_size(size);
-  req.set_offset(offset);
-  req.set_handle(handle);
-  if (cudaError_t e = Connection::Get().Call(CallId::kMemMap, req)) return ToCu(e);
+  if (cudaError_t e = vmm::Map(ptr, size, offset, handle)) return ToCu(e);
   Mirror& m = M();
   std::lock_guard lock(m.mu);
   m.Refresh();
@@ -191,12 +168,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   DriverCallScope scope;
   if (CUresult r = NeedContext()) return r;
-  v1::MemRangeRequest req;
-  req.set_ptr(ptr);
-  req.set_size(size);
-  v1::AccessRuns rep;
-  if (cudaError_t e = Connection::Get().Call(CallId::kMemUnmap, req, &rep)) return ToCu(e);
-  ApplyAccess(rep);
+  if (cudaError_t e = vmm::Unmap(ptr, size)) return ToCu(e);
   Mirror& m = M();
   std::lock_guard lock(m.mu);
   m.Refresh();
@@ -219,13 +191,7 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* des
       return CUDA_ERROR_INVALID_VALUE;
     read_write = desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   }
-  v1::MemSetAccessRequest req;
-  req.set_ptr(ptr);
-  req.set_size(size);
-  req.set_read_write(read_write);
-  v1::AccessRuns rep;
-  if (cudaError_t e = Connection::Get().Call(CallId::kMemSetAccess, req, &rep)) return ToCu(e);
-  ApplyAccess(rep);
+  if (cudaError_t e = vmm::SetAccess(ptr, size, read_write)) return ToCu(e);
   return CUDA_SUCCESS;
 }
 

@@ -134,6 +134,7 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
     const CUgraphNode_st* n = ready[i];
     ++done;
     if (n->allocation) exec->allocations.push_back(n->allocation);
+    if (n->op.type == cudaGraphNodeTypeMemFree) exec->frees.push_back(n->op.dst);
     if (n->child) {
       CUgraphExec_st inner;
       if (cudaError_t e = Instantiate(*n->child, &inner)) return e;
@@ -142,6 +143,7 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
         exec->origin.push_back(n);
       }
       for (auto& a : inner.allocations) exec->allocations.push_back(std::move(a));
+      exec->frees.insert(exec->frees.end(), inner.frees.begin(), inner.frees.end());
       for (auto& w : inner.conditionals) exec->conditionals.push_back(std::move(w));
     } else if (n->op.type == cudaGraphNodeTypeConditional) {
       // Its bodies run as executables of their own, when and as often as its value says.
@@ -149,6 +151,8 @@ cudaError_t Instantiate(const CUgraph_st& g, CUgraphExec_st* exec) {
       for (const auto& body : n->bodies) {
         auto inner = std::make_shared<CUgraphExec_st>();
         if (cudaError_t e = Instantiate(*body, inner.get())) return e;
+        // NVIDIA's graphs take no memory nodes in a conditional body either.
+        if (!inner->allocations.empty() || !inner->frees.empty()) return cudaErrorInvalidValue;
         exec->conditionals.insert(exec->conditionals.end(), inner->conditionals.begin(),
                                   inner->conditionals.end());
         op.bodies.push_back(std::move(inner));

@@ -66,32 +66,8 @@ struct GraphOp {
   std::vector<std::shared_ptr<CUgraphExec_st>> bodies;
 };
 
-// The memory an allocation node made, when the node was made: its address holds for every
-// launch, as NVIDIA's graph memory keeps its virtual address. The graphs and executables
-// holding the node hold it. While they do, the program freeing it (cudaFree, cudaFreeAsync, a
-// free node of another graph) only ends this launch's use of it: the next launch allocates it
-// again, at that address. When the last holder lets go it is freed if its graph frees it (a
-// free node for it in the same graph) or the program did; otherwise the program frees it later
-// (cudaFree). Counted for cudaDeviceGetGraphMemAttribute.
-struct GraphAllocation {
-  GraphAllocation(void* dptr, size_t bytes);
-  ~GraphAllocation();
-  GraphAllocation(const GraphAllocation&) = delete;
-  GraphAllocation& operator=(const GraphAllocation&) = delete;
-  void* const dptr;
-  const size_t bytes;
-  std::atomic<bool> graph_frees{false};
-  std::atomic<bool> program_freed{false};
-};
-
-// The program frees `dptr`: true if it is a graph allocation still held (ReleaseGraphAllocation
-// then only notes it, see GraphAllocation), false if it is not one.
-bool ReleaseGraphAllocation(void* dptr);
-
-// Bytes of graph allocations alive now, and the most alive at once since ResetGraphMemoryHigh.
-uint64_t GraphMemoryInUse();
-uint64_t GraphMemoryHigh();
-void ResetGraphMemoryHigh();
+// An allocation node's address range (graph_memory.h).
+struct GraphRegion;
 
 }  // namespace remora::client_stub
 
@@ -108,7 +84,7 @@ struct CUgraphNode_st {
   std::vector<CUgraphNode_st*> deps;            // nodes of the same graph this one runs after
   std::unique_ptr<CUgraph_st> child;            // cudaGraphNodeTypeGraph: a copy of the child graph
   const CUgraphNode_st* cloned_from = nullptr;  // the node this one is a clone of
-  std::shared_ptr<remora::client_stub::GraphAllocation> allocation;  // an allocation node's
+  std::shared_ptr<remora::client_stub::GraphRegion> allocation;  // an allocation node's
   std::vector<void*> arg_ptrs;  // cudaGraphKernelNodeGetParams's kernelParams, into op.params
   std::map<int, cudaLaunchAttributeValue> attrs;  // kernel node attributes set
   // cudaGraphNodeTypeConditional: its body graphs, and the array of them handed out.
@@ -129,8 +105,13 @@ struct CUgraphExec_st {
   std::vector<const CUgraphNode_st*> origin;          // the graph's node each step came from
   std::vector<char> enabled;                          // per step (cudaGraphNodeSetEnabled)
   std::map<CUuserObject_st*, unsigned> user_objects;  // taken from the graph at instantiation
-  // Its graph's allocation nodes' memory, which outlives the graph while this does.
-  std::vector<std::shared_ptr<remora::client_stub::GraphAllocation>> allocations;
+  // Graph memory (graph_memory.h): its allocation nodes' ranges, children's included, and the
+  // addresses its free nodes free; once settled, each range once, whether the graph frees it,
+  // and the addresses of other graphs' allocations it frees.
+  std::vector<std::shared_ptr<remora::client_stub::GraphRegion>> allocations;
+  std::vector<void*> frees;
+  std::vector<char> graph_frees;  // per range
+  unsigned long long flags = 0;   // cudaGraphInstantiate's
   // The graph's conditional handles (children's included), reset at each launch that asks.
   std::vector<std::shared_ptr<remora::client_stub::ConditionalWord>> conditionals;
   ~CUgraphExec_st();

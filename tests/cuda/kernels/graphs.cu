@@ -7,8 +7,8 @@
 //     shape; a child graph node;
 //  4. a synchronous call on a capturing stream is refused and invalidates the capture;
 //  5. a kernel node's parameters read back, a node disabled in an executable, the edges, a
-//     user object released with its graph, a capture with stream-ordered allocation, a
-//     capture into an existing graph, and a DOT picture.
+//     user object released with its graph, a capture with stream-ordered allocation, graph
+//     memory pooled as a GPU pools it, a capture into an existing graph, and a DOT picture.
 #include <unistd.h>
 
 #include <string>
@@ -274,6 +274,7 @@ int main(int argc, char** argv) {
   }
   uint64_t high = 0, reset = 0;
   CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &high));
+  REQUIRE(high >= bytes);
   CHECK(cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &reset));
   for (cudaGraphExec_t e : aexec) CHECK(cudaGraphExecDestroy(e));
   // 5d'. An explicit allocation node the program frees after a launch (cudaFree, then
@@ -307,6 +308,106 @@ int main(int argc, char** argv) {
     }
     CHECK(cudaStreamSynchronize(s));
     CHECK(cudaGraphExecDestroy(e3));
+  }
+  // 5d''. Graph memory as a GPU pools it: nothing is mapped until a launch; a graph launched
+  // in the stream after another freed its allocation reuses that memory, at its own address;
+  // two allocations of one graph share an address when the second comes after the first's
+  // free; an allocation left unfreed keeps its memory, and its graph cannot be launched again
+  // until it is freed (unless instantiated to free it on launch); the pool keeps what it has
+  // until trimmed.
+  {
+    auto used = [] {
+      uint64_t v = 0;
+      CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &v));
+      return v;
+    };
+    const size_t big = size_t{32} << 20;
+    cudaMemAllocNodeParams ap{};
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location = {cudaMemLocationTypeDevice, 0};
+    ap.bytesize = big;
+    // tmp = 0; tmp += 2x; out = tmp; then free tmp if `frees`.
+    auto make = [&](bool frees, unsigned long long flags, float** tmp) {
+      cudaGraph_t gm;
+      CHECK(cudaGraphCreate(&gm, 0));
+      cudaGraphNode_t a, z, k, c, f;
+      CHECK(cudaGraphAddMemAllocNode(&a, gm, nullptr, 0, &ap));
+      *tmp = static_cast<float*>(ap.dptr);
+      cudaMemsetParams zp{};
+      zp.dst = *tmp;
+      zp.elementSize = 4;
+      zp.width = n;
+      zp.height = 1;
+      CHECK(cudaGraphAddMemsetNode(&z, gm, &a, 1, &zp));
+      void* args[] = {tmp, &dx, &two, const_cast<int*>(&n)};
+      cudaKernelNodeParams kp = AxpyParams(args, n);
+      CHECK(cudaGraphAddKernelNode(&k, gm, &z, 1, &kp));
+      CHECK(
+          cudaGraphAddMemcpyNode1D(&c, gm, &k, 1, out.data(), *tmp, bytes, cudaMemcpyDeviceToHost));
+      if (frees) CHECK(cudaGraphAddMemFreeNode(&f, gm, &c, 1, *tmp));
+      cudaGraphExec_t e;
+      CHECK(cudaGraphInstantiateWithFlags(&e, gm, flags));
+      CHECK(cudaGraphDestroy(gm));
+      return e;
+    };
+    for (int i = 0; i < n; ++i) want[i] = 2 * x2[i];
+    auto run = [&](cudaGraphExec_t e, const char* what) {
+      std::fill(out.begin(), out.end(), -1.0f);
+      CHECK(cudaGraphLaunch(e, s));
+      CHECK(cudaStreamSynchronize(s));
+      failures += Compare(out, want, what);
+    };
+    CHECK(cudaDeviceGraphMemTrim(0));
+    const uint64_t base = used();
+    float *p1, *p2, *p3, *p4;
+    cudaGraphExec_t e1 = make(true, 0, &p1), e2 = make(true, 0, &p2);
+    REQUIRE(p1 != p2 && used() == base);
+    run(e1, "pooled_first");
+    const uint64_t one = used();
+    REQUIRE(one >= base + big);
+    run(e2, "pooled_reused");
+    run(e1, "pooled_again");
+    REQUIRE(used() == one);
+    {  // alloc a; free a; alloc b after the free: b takes a's address
+      cudaGraph_t gv;
+      CHECK(cudaGraphCreate(&gv, 0));
+      cudaGraphNode_t a, fa, b, fb;
+      CHECK(cudaGraphAddMemAllocNode(&a, gv, nullptr, 0, &ap));
+      void* pa = ap.dptr;
+      CHECK(cudaGraphAddMemFreeNode(&fa, gv, &a, 1, pa));
+      CHECK(cudaGraphAddMemAllocNode(&b, gv, &fa, 1, &ap));
+      REQUIRE(ap.dptr == pa);
+      CHECK(cudaGraphAddMemFreeNode(&fb, gv, &b, 1, ap.dptr));
+      cudaGraphExec_t ev;
+      CHECK(cudaGraphInstantiate(&ev, gv, 0));
+      CHECK(cudaGraphDestroy(gv));
+      CHECK(cudaGraphLaunch(ev, s));
+      CHECK(cudaStreamSynchronize(s));
+      REQUIRE(used() == one);
+      CHECK(cudaGraphExecDestroy(ev));
+    }
+    cudaGraphExec_t e3 = make(false, 0, &p3);
+    run(e3, "unfreed");  // takes the pooled memory, and keeps it
+    REQUIRE(cudaGraphLaunch(e3, s) == cudaErrorInvalidValue);
+    REQUIRE(cudaGetLastError() == cudaErrorInvalidValue);
+    run(e1, "beside_unfreed");  // needs memory of its own now
+    const uint64_t two_chunks = used();
+    REQUIRE(two_chunks >= one + big);
+    CHECK(cudaDeviceGraphMemTrim(0));  // the unfreed allocation keeps its memory
+    REQUIRE(used() >= base + big);
+    CHECK(cudaFree(p3));
+    run(e3, "freed_by_program");
+    CHECK(cudaFree(p3));
+    cudaGraphExec_t e4 = make(false, cudaGraphInstantiateFlagAutoFreeOnLaunch, &p4);
+    unsigned long long got_flags = 0;
+    CHECK(cudaGraphExecGetFlags(e4, &got_flags));
+    REQUIRE(got_flags == cudaGraphInstantiateFlagAutoFreeOnLaunch);
+    run(e4, "auto_free_first");
+    run(e4, "auto_free_again");
+    CHECK(cudaFree(p4));
+    for (cudaGraphExec_t e : {e1, e2, e3, e4}) CHECK(cudaGraphExecDestroy(e));
+    CHECK(cudaDeviceGraphMemTrim(0));
+    REQUIRE(used() == base);
   }
   // 5e. A capture into an existing graph, after its node.
   cudaGraph_t into;
