@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/setup.sh - install what Remora needs to build and test, idempotently.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev clang-format
+pkgs=(cmake ninja-build g++ clang lld libclang-rt-14-dev clang-format
       libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libzstd-dev liblz4-dev zlib1g-dev libyaml-cpp-dev
