@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu/prepare.sh [BUILD_DIR] - on the development machine, before a GPU session's one
-# run: builds the native probes (green contexts, stream memory operations on pool memory)
-# against the CUDA toolkit's libcuda stub, and packs the build with
+# run: builds the native probes (green contexts, stream memory operations on pool memory,
+# launches past the limits) against the CUDA toolkit's libcuda stub, and packs the build with
 # ../shared/tools/gpu/bundle.sh, all into .gpu/ (git-ignored). Then, on the GPU machine
 # (device tool, carry [".gpu"]):
 #   mkdir -p /tmp/r && tar -C /tmp/r -xJf .gpu/bundle.tar.xz && bash scripts/gpu/run.sh
@@ -21,7 +21,7 @@ import sys
 d = open(sys.argv[1], 'rb').read()
 print('alignas(8) static const unsigned char chain_cubin[] = {' + ','.join(map(str, d)) + '};')
 " "$tmp/chain.cubin" >"$tmp/chain_cubin.h"
-for probe in green memop; do
+for probe in green memop launch_errors; do
   g++ -std=c++20 -O2 -Wall -I"$cuda/include" -I"$tmp" "$here/$probe.cc" -o "$out/$probe" \
     -L"$cuda/lib64/stubs" -lcuda -lpthread
 done

@@ -3,7 +3,8 @@
 # prepare.sh's bundle is unpacked at $R (default /tmp/r/gpu): Remora's own checks beside
 # ../shared/tools/gpu/check.sh. Results, one line each as they come, in $OUT/remora.txt;
 # server logs and per-program output in $OUT/remora.tgz. Sections (default all, in order):
-#   probes    native: green contexts (green), stream memory operations on pool memory (memop)
+#   probes    native: green contexts (green), stream memory operations on pool memory (memop),
+#             cuLaunchKernel past the device's limits (launch_errors)
 #   start     eight tenants started together: each one's wall time, the arena registrations
 #             that held a thread over 20 ms, each tenant's page-locked host memory
 #   launch    launch_count (200,000 empty-ish launches, one stream): rate and the launching
@@ -74,7 +75,7 @@ prio() {  # prio LABEL
 }
 
 if want probes; then
-  for p in memop green; do timeout 60 "$P/$p" >>"$OUT/remora.txt" 2>&1 || log "$p: rc=$?"; done
+  for p in memop green launch_errors; do timeout 60 "$P/$p" >>"$OUT/remora.txt" 2>&1 || log "$p: rc=$?"; done
 fi
 start_server main
 if want start; then
