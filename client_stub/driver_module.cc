@@ -82,16 +82,26 @@ CUresult GlobalOf(DriverModule* m, const char* name, CUdeviceptr* dptr, size_t* 
   return e == cudaErrorInvalidSymbol ? CUDA_ERROR_NOT_FOUND : ToCu(e);
 }
 
+// How a launch whose shape is past the device's limits fails. The driver API documents
+// CUDA_ERROR_INVALID_VALUE. NVIDIA's runtime passes its driver's codes through unchanged (every
+// code from 1 to 999 was tried under it) yet reports cudaErrorInvalidConfiguration (9) for such
+// a launch on a GPU, so the launch entry points it asks for by name (cuGetProcAddress) hand it
+// 9, a number no CUresult names.
+enum class ShapeError { kDriver, kRuntime };
+
 // A launch with `params` (one pointer per parameter) or `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER
 // and _SIZE: the parameters packed), never both.
 CUresult Launch(CUfunction fn, dim3 grid, dim3 block, unsigned int shared, CUstream s,
-                void** params, void** extra, LaunchMode mode) {
+                void** params, void** extra, LaunchMode mode, ShapeError shape) {
   if (CUresult r = NeedContext()) return r;
   if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   const auto& k = *reinterpret_cast<const Kernel*>(fn);
   std::string packed;
   if (cudaError_t e = PackLaunchArgs(k, params, extra, &packed)) return ToCu(e);
-  return ToCu(PostLaunch(k, grid, block, packed, shared, s, mode));
+  const cudaError_t e = PostLaunch(k, grid, block, packed, shared, s, mode);
+  if (e == cudaErrorInvalidConfiguration && shape == ShapeError::kRuntime)
+    return static_cast<CUresult>(e);
+  return ToCu(e);
 }
 
 // Says once, on stderr, that launch attribute `id` is not served.
@@ -104,6 +114,41 @@ CUresult RefuseAttribute(int id) {
                  "libcuda.so.1; the launch returns CUDA_ERROR_NOT_SUPPORTED\n",
                  id);
   return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// cuLaunchKernel, cuLaunchCooperativeKernel and cuLaunchKernelEx, failing a shape past the
+// device's limits as `shape` says.
+template <ShapeError shape>
+CUresult LaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                      CUstream s, void** params, void** extra) {
+  DriverCallScope scope;
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, extra, {}, shape);
+}
+
+template <ShapeError shape>
+CUresult LaunchCooperativeKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+                                 unsigned int bx, unsigned int by, unsigned int bz,
+                                 unsigned int shared, CUstream s, void** params) {
+  DriverCallScope scope;
+  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, nullptr,
+                LaunchMode{.cooperative = true}, shape);
+}
+
+// Launch attributes (launch_mode.h): cooperative and cluster dimensions are served; a priority
+// the stream already has is the launch's.
+template <ShapeError shape>
+CUresult LaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** params, void** extra) {
+  DriverCallScope scope;
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LaunchMode mode;
+  int refused = 0;
+  const auto* attrs = reinterpret_cast<const cudaLaunchAttribute*>(config->attrs);
+  if (cudaError_t e = ApplyLaunchAttributes(attrs, config->numAttrs, &mode, &refused))
+    return e == cudaErrorNotSupported ? RefuseAttribute(refused) : ToCu(e);
+  return Launch(fn, dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
+                dim3(config->blockDimX, config->blockDimY, config->blockDimZ),
+                config->sharedMemBytes, config->hStream, params, extra, mode, shape);
 }
 
 // The module (or library) a kernel was found in. Kernels the program's own runtime registered
@@ -418,32 +463,19 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction 
 CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                         CUstream s, void** params, void** extra) {
-  DriverCallScope scope;
-  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, extra, {});
+  return LaunchKernel<ShapeError::kDriver>(fn, gx, gy, gz, bx, by, bz, shared, s, params, extra);
 }
 
 CUresult cuLaunchCooperativeKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
                                    unsigned int bx, unsigned int by, unsigned int bz,
                                    unsigned int shared, CUstream s, void** params) {
-  DriverCallScope scope;
-  return Launch(fn, dim3(gx, gy, gz), dim3(bx, by, bz), shared, s, params, nullptr,
-                LaunchMode{.cooperative = true});
+  return LaunchCooperativeKernel<ShapeError::kDriver>(fn, gx, gy, gz, bx, by, bz, shared, s,
+                                                      params);
 }
 
-// Launch attributes (launch_mode.h): cooperative and cluster dimensions are served; a priority
-// the stream already has is the launch's.
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fn, void** params,
                           void** extra) {
-  DriverCallScope scope;
-  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  LaunchMode mode;
-  int refused = 0;
-  const auto* attrs = reinterpret_cast<const cudaLaunchAttribute*>(config->attrs);
-  if (cudaError_t e = ApplyLaunchAttributes(attrs, config->numAttrs, &mode, &refused))
-    return e == cudaErrorNotSupported ? RefuseAttribute(refused) : ToCu(e);
-  return Launch(fn, dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
-                dim3(config->blockDimX, config->blockDimY, config->blockDimZ),
-                config->sharedMemBytes, config->hStream, params, extra, mode);
+  return LaunchKernelEx<ShapeError::kDriver>(config, fn, params, extra);
 }
 
 CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
@@ -492,6 +524,13 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_
     for (const char* suffix : {"", "_v4", "_v3", "_v2"})
       if ((*pfn = dlsym(self, (std::string(name) + suffix).c_str())) != nullptr) break;
   }
+  // The launches NVIDIA's runtime asks for by name fail a shape as it expects (ShapeError).
+  if (*pfn == reinterpret_cast<void*>(&cuLaunchKernel))
+    *pfn = reinterpret_cast<void*>(&LaunchKernel<ShapeError::kRuntime>);
+  else if (*pfn == reinterpret_cast<void*>(&cuLaunchCooperativeKernel))
+    *pfn = reinterpret_cast<void*>(&LaunchCooperativeKernel<ShapeError::kRuntime>);
+  else if (*pfn == reinterpret_cast<void*>(&cuLaunchKernelEx))
+    *pfn = reinterpret_cast<void*>(&LaunchKernelEx<ShapeError::kRuntime>);
   if (status)
     *status = *pfn    ? CU_GET_PROC_ADDRESS_SUCCESS
               : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT

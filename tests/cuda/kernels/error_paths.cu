@@ -92,6 +92,12 @@ int main() {
   CHECK(cudaMemcpy(&stored, d, sizeof stored, cudaMemcpyDeviceToHost));
   expect(stored == 42, "the next kernel runs");
 
+  // A shape past the device's limits: more threads than a block holds, a grid too tall.
+  store<<<1, 1025>>>(d, 7);
+  EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  store<<<dim3(1, 65536), 1>>>(d, 7);
+  EXPECT_CUDA(cudaGetLastError(), cudaErrorInvalidConfiguration);
+
   // More dynamic shared memory than the kernel's limit (48 KiB until cudaFuncSetAttribute
   // raises it) fails the launch itself; nothing is left for a later synchronization to report.
   store<<<1, 32, 64 << 10>>>(d, 7);
