@@ -204,7 +204,9 @@ uint64_t RoundUp(uint64_t n, uint64_t to) {
 GraphRegion::~GraphRegion() {
   Pool& p = P();
   std::unique_lock lock(p.mu);
-  p.regions.erase(va);
+  // After a device reset a newer range may hold the address.
+  if (auto it = p.regions.find(va); it != p.regions.end() && it->second == this)
+    p.regions.erase(it);
   if (epoch != p.epoch) return;  // the device forgot it
   if (mapped) (void)Unmap(*this);
   lock.unlock();
