@@ -2,7 +2,8 @@
 //
 // The device looks like an sm_80 data-centre GPU (A100-class limits) named "Remora Emulated
 // GPU": it runs the PTX of compute_80 and below, tensor-core and asynchronous-copy
-// instructions included, so programs take the paths they take on a modern GPU.
+// instructions included, so programs take the paths they take on a modern GPU; and, for a
+// program with nothing older, compute_90's (kNewestPtx).
 // Memory size and SM count come from the environment, read once:
 //   REMORA_EMU_MEMORY  total device memory, "16G" (default), "512M", "1073741824"
 //   REMORA_EMU_SMS     multiprocessor count (default 40)
@@ -23,6 +24,10 @@ namespace remora::emu {
 inline constexpr int kComputeMajor = 8;
 inline constexpr int kComputeMinor = 0;
 inline constexpr int kArch = 80;
+// The newest PTX target the device also runs where a program has none at or below kArch (one
+// built only for sm_90, say): a GPU would refuse it; the interpreter runs compute_90's forms,
+// refusing at launch the few it lacks (clusters, the tensor memory accelerator, wgmma).
+inline constexpr int kNewestPtx = 90;
 inline constexpr int kDriverVersion = 13000;
 inline constexpr int kSharedPerBlock = 48 * 1024;
 inline constexpr int kSharedPerBlockOptin = 163 * 1024;

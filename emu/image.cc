@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -47,7 +49,7 @@ CUresult DecodeWrapper(const void* wrapper, std::vector<std::string>* ptx) {
   auto images = fatbin::WrapperImages(wrapper);
   if (!images.ok()) return FromStatus(images.status());
   for (const auto& img : *images) {
-    auto text = fatbin::SelectPtx(img, kArch);
+    auto text = fatbin::SelectPtx(img, kArch, kNewestPtx);
     if (text.ok()) {
       ptx->push_back(std::move(text).value());
     } else if (text.status().code() != err::kNoKernelImage) {
@@ -88,12 +90,26 @@ int Digits(std::string_view s) {
 
 CUresult CheckPtxHeader(const std::string& ptx) {
   std::string_view target = Directive(ptx, ".target ");
-  if (target.starts_with("sm_") && Digits(target.substr(3)) > kArch) {
+  const int arch = target.starts_with("sm_") ? Digits(target.substr(3)) : 0;
+  if (arch > kNewestPtx) {
     // As NVIDIA's JIT refuses PTX for a newer architecture than the device's; say which.
     SetJitError("its PTX targets " + std::string(target) + ", newer than the device's sm_" +
-                std::to_string(kArch));
+                std::to_string(kArch) + " and the sm_" + std::to_string(kNewestPtx) +
+                " PTX it also runs");
     std::fprintf(stderr, "remora-emu: cannot load module: %s\n", JitError().c_str());
     return CUDA_ERROR_INVALID_PTX;
+  }
+  if (arch > kArch) {
+    // A GPU refuses it; the emulated GPU runs it and refuses at launch what it lacks. Said once
+    // per target.
+    static std::mutex mu;
+    static std::set<std::string, std::less<>> told;
+    std::lock_guard lock(mu);
+    if (told.insert(std::string(target)).second)
+      std::fprintf(stderr,
+                   "remora-emu: running PTX for %.*s on the sm_%d device: a kernel reaching an "
+                   "instruction it lacks is refused at launch, naming it\n",
+                   static_cast<int>(target.size()), target.data(), kArch);
   }
   std::string_view version = Directive(ptx, ".version ");
   if (!version.empty()) {
@@ -144,7 +160,7 @@ CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>
     if (entries > fatbin::kMaxImageBytes) return CUDA_ERROR_INVALID_PTX;
     size = header_size + entries;
   }
-  auto text = fatbin::SelectPtx(fatbin::Bytes(p, size), kArch);
+  auto text = fatbin::SelectPtx(fatbin::Bytes(p, size), kArch, kNewestPtx);
   if (!text.ok()) return FromStatus(text.status());
   ptx->push_back(std::move(text).value());
   return CUDA_SUCCESS;

@@ -21,7 +21,8 @@ inline constexpr uint32_t kLinkedMagic = 0x4B4C4D52;  // "RMLK" little-endian
 
 // The PTX sources in `image` (whose size is unknown: headers bound the read).
 // Errors: CUDA_ERROR_INVALID_VALUE for null; CUDA_ERROR_NO_BINARY_FOR_GPU for a
-// fat binary without usable PTX or for an ELF cubin; CUDA_ERROR_INVALID_IMAGE
+// fat binary without PTX the device runs (the highest at or below its compute_80, else the
+// lowest up to kNewestPtx) or for an ELF cubin; CUDA_ERROR_INVALID_IMAGE
 // for a malformed linked image; CUDA_ERROR_INVALID_PTX for a malformed fatbin.
 CUresult DecodeImage(const void* image, std::vector<std::string>* ptx);
 
@@ -32,8 +33,9 @@ CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>
 // Serialises `sources` as a linked image.
 std::vector<std::byte> EncodeLinked(std::span<const std::string> sources);
 
-// Checks that PTX text targets a device the emulator models: .target sm_N with
-// N <= kArch, the device's (else CUDA_ERROR_INVALID_PTX) and .version <= 9.0 (else
+// Checks that PTX text targets what the emulator runs: .target sm_N with N <= kNewestPtx (else
+// CUDA_ERROR_INVALID_PTX; above the device's kArch it is said once per target on stderr, and an
+// instruction the device lacks is refused at launch) and .version <= 9.0 (else
 // CUDA_ERROR_UNSUPPORTED_PTX_VERSION). Text without the directives passes.
 CUresult CheckPtxHeader(const std::string& ptx);
 

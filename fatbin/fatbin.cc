@@ -257,12 +257,17 @@ std::string PtxText(Bytes decoded) {
   return std::string(reinterpret_cast<const char*>(decoded.data()), n);
 }
 
-Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch) {
+Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch, uint32_t newest) {
   ASSIGN_OR_RETURN(std::vector<Entry> entries, Parse(fatbin));
   const Entry* best = Choose(entries, device_arch, /*ptx_only=*/true);
+  if (best == nullptr) {
+    for (const Entry& e : entries)
+      if (e.kind == Kind::kPtx && e.arch <= newest && (!best || e.arch < best->arch)) best = &e;
+  }
   if (best == nullptr)
     return Error(err::kNoKernelImage,
-                 "fatbin: no PTX for compute_" + std::to_string(device_arch) + " or older");
+                 "fatbin: no PTX for compute_" + std::to_string(device_arch) +
+                     (newest > device_arch ? " to " + std::to_string(newest) : " or older"));
   ASSIGN_OR_RETURN(std::vector<std::byte> decoded, Decompress(*best));
   return PtxText(decoded);
 }

@@ -84,10 +84,12 @@ std::string PtxText(Bytes decoded);
 
 // Returns the decoded text of the PTX entry a driver would JIT for device_arch:
 // the highest arch <= device_arch (so host code reading cudaFuncAttributes::
-// ptxVersion, as CUB does, sees the arch the device code was compiled for). kNoKernelImage if there
-// is none (e.g. an sm_XX-only build or the PTX-free linked fatbin of an -rdc program); kInvalidPtx
-// if the fat binary or that payload is malformed.
-Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch);
+// ptxVersion, as CUB does, sees the arch the device code was compiled for); failing that, the
+// lowest arch above it up to `newest` (the emulated GPU runs somewhat newer PTX, refusing only
+// the instructions it lacks; 0: none above). kNoKernelImage if there is none (e.g. an sm_XX-only
+// build or the PTX-free linked fatbin of an -rdc program); kInvalidPtx if the fat binary or that
+// payload is malformed.
+Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch, uint32_t newest = 0);
 
 // Returns the fat binaries a registration wrapper (the argument of
 // __cudaRegisterFatBinary) refers to: v1 -> the one fatbin; v2 -> the linked

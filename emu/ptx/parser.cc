@@ -433,6 +433,7 @@ class Parser {
   bool cur_weak_ = false;
   std::unordered_map<uint32_t, bool> weak_funcs_, weak_globals_;
   uint32_t sink_slot_ = kNoReg;
+  uint32_t sreg_slot_ = kNoReg;  // the function's copy of a special register cvt reads
   Function* cur_ = nullptr;
 };
 
@@ -1102,6 +1103,7 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   cur_fidx_ = fidx;
   Function& f = fref;
   sink_slot_ = f.nregs++;
+  sreg_slot_ = kNoReg;
   for (auto& p : f.params)
     if (!f.is_entry) frame_syms_.push_back({p.name, p.offset, p.size});
   for (auto& p : f.rets) frame_syms_.push_back({p.name, p.offset, p.size});
@@ -1231,6 +1233,24 @@ Status Parser::ParseInstruction(Function& f, uint32_t fidx) {
     if (IsP(",")) Next();
   }
   Next();
+  if (mnemonic.starts_with("cvt.") && ops.size() == 2 && ops[1].kind == RawOp::kSReg) {
+    // PTX lets cvt read a special register; the interpreter reads them with mov alone: a mov
+    // into a slot of the function's own first, which the cvt then reads.
+    if (sreg_slot_ == kNoReg) {
+      if (f.nregs >= kMaxRegisters) return Err("a function declares more than 65536 registers");
+      sreg_slot_ = f.nregs++;
+    }
+    std::vector<RawOp> read(2);
+    read[0].kind = RawOp::kReg;
+    read[0].reg = sreg_slot_;
+    read[1] = ops[1];
+    Inst mov;
+    mov.line = in.line;
+    RETURN_IF_ERROR(Decode(f, fidx, "mov.u64", read, mov));
+    P.code.push_back(mov);
+    P.code_text.emplace_back("mov.u64");
+    ops[1] = read[0];
+  }
   RETURN_IF_ERROR(Decode(f, fidx, mnemonic, ops, in));
   P.code.push_back(in);
   P.code_text.push_back(std::move(mnemonic));

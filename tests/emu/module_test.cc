@@ -25,8 +25,20 @@ TEST_F(EmuModule, BadImagesAreRefused) {
       "ELF\x02\x01\x01";
   EXPECT_EQ(api.cuModuleLoadData(&m, elf), CUDA_ERROR_NO_BINARY_FOR_GPU);
   std::string newer = kTinyPtx;
-  newer.replace(newer.find("sm_75"), 5, "sm_86");
-  EXPECT_EQ(api.cuModuleLoadData(&m, newer.c_str()), CUDA_ERROR_INVALID_PTX);
+  newer.replace(newer.find("sm_75"), 5, "sm_90");
+  // A GPU refuses PTX for a newer architecture; the emulated GPU runs compute_90's (what it
+  // lacks is refused at launch), so programs built only for sm_90 run; not newer.
+  ASSERT_EQ(api.cuModuleLoadData(&m, newer.c_str()), CUDA_SUCCESS);
+  int ptx_version = 0;
+  CUfunction tiny;
+  ASSERT_EQ(api.cuModuleGetFunction(&tiny, m, "tiny"), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuFuncGetAttribute(&ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION, tiny),
+            CUDA_SUCCESS);
+  EXPECT_EQ(ptx_version, 90);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+  std::string newest = kTinyPtx;
+  newest.replace(newest.find("sm_75"), 5, "sm_100");
+  EXPECT_EQ(api.cuModuleLoadData(&m, newest.c_str()), CUDA_ERROR_INVALID_PTX);
   std::string future = kTinyPtx;
   future.replace(future.find("7.5"), 3, "9.9");
   EXPECT_EQ(api.cuModuleLoadData(&m, future.c_str()), CUDA_ERROR_UNSUPPORTED_PTX_VERSION);

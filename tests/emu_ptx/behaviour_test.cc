@@ -839,6 +839,24 @@ TEST(Registers, SignedConversionsSignExtendToTheRegister) {
   }
 }
 
+// cvt reads a special register as mov does (ptxas takes `cvt.s32.u16 %r, %ctaid.x`, which the
+// public sample matrixMulDynlinkJIT's PTX holds), guarded too.
+TEST(Registers, ConversionsReadSpecialRegisters) {
+  const std::string ptx = PerThread(R"(
+  cvt.s32.u16 %r2, %tid.x;
+  cvt.u64.u32 %rd2, %ntid.x;
+  cvt.u32.u64 %r3, %rd2;
+  setp.lt.u32 %p1, %r1, 32;
+  mov.u32 %r4, 0;
+  @%p1 cvt.u32.u16 %r4, %tid.x;
+  mad.lo.u32 %r15, %r3, 1000, %r2;
+  add.u32 %r15, %r15, %r4;
+)");
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 64);
+  ASSERT_EQ(out.size(), 64u);
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], 64000 + t + (t < 32 ? t : 0)) << t;
+}
+
 // A register declared in a { } block hides an enclosing block's of the same name until the
 // block closes (PTX ISA, scope of variables; ZLUDA's `block` test reads 2 on NVIDIA's GPUs),
 // nested blocks too; a name a closed block declared is free for the next block to declare.

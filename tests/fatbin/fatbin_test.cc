@@ -164,6 +164,15 @@ TEST(SelectPtx, PicksTheHighestArchNotAboveTheDevice) {
   auto too_old = SelectPtx(bytes, 70);
   ASSERT_FALSE(too_old.ok());
   EXPECT_EQ(CodeOf(too_old.status()), err::kNoKernelImage);
+  // Up to a newer arch: the lowest PTX above the device within it, and still the highest at or
+  // below the device where there is one.
+  auto newer = SelectPtx(bytes, 70, /*newest=*/90);
+  ASSERT_TRUE(newer.ok());
+  EXPECT_NE(newer->find(".target sm_75"), std::string::npos);
+  auto own = SelectPtx(bytes, 80, /*newest=*/90);
+  ASSERT_TRUE(own.ok());
+  EXPECT_NE(own->find(".target sm_75"), std::string::npos);
+  EXPECT_EQ(CodeOf(SelectPtx(bytes, 70, /*newest=*/74).status()), err::kNoKernelImage);
 }
 
 TEST(Choose, TakesCompatibleMachineCodeElsePtxAsADriverWould) {
