@@ -22,10 +22,6 @@ namespace cs = remora::client_stub;
 
 namespace {
 
-// An event's value in St().events beside its cudaEvent* flags: opened from another process's
-// handle (cudaIpcOpenEventHandle), which only the exporting process may record.
-constexpr uint64_t kImportedEvent = uint64_t{1} << 40;
-
 constexpr unsigned kEventFlags =
     cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
 
@@ -216,7 +212,7 @@ cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t hand
   req.set_handle(handle.reserved, sizeof handle.reserved);
   v1::HandleReply rep;
   if (cudaError_t e = Connection::Get().Call(CallId::kIpcOpenEventHandle, req, &rep)) return Ret(e);
-  St().events.Add(rep.handle(), kImportedEvent | cudaEventInterprocess | cudaEventDisableTiming);
+  St().events.Add(rep.handle(), cudaEventInterprocess | cudaEventDisableTiming);
   *event = reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(rep.handle()));
   return cudaSuccess;
 }
@@ -231,12 +227,6 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   // Another process may wait for an interprocess event as soon as this returns: the server
   // has the record then, as NVIDIA's driver has it when cudaEventRecord returns.
   const uint64_t flags = St().events.Find(EventId(event)).value_or(0);
-  if (flags & kImportedEvent)
-    return Ret(static_cast<cudaError_t>(
-        cs::Unsupported("cudaEventRecord",
-                        "recording an event opened from another process's handle "
-                        "(cudaIpcOpenEventHandle) is not served by Remora: only the process "
-                        "that created it records it; waiting on it works")));
   if (flags & cudaEventInterprocess)
     return Ret(Connection::Get().Call(CallId::kEventRecordIpc, req));
   return Ret(Connection::Get().Post(CallId::kEventRecord, req));

@@ -335,8 +335,10 @@ Result<IpcRegistry*> Session::Ipc() const {
 }
 
 void Session::ForgetIpc() {
-  for (auto& [id, ref] : ipc_events_)
-    if (!ref.imported) ref.state->Gone();  // nobody waits for its records any more
+  for (auto& [id, ref] : ipc_events_) {
+    if (!ref.imported) ref.state->Gone();               // nobody waits for its records any more
+    for (uint64_t n : ref.records) ref.state->Done(n);  // nor for this process's
+  }
   ipc_events_.clear();
   if (!env_.ipc) return;
   env_.ipc->RevokeAll(id_);

@@ -387,25 +387,27 @@ class Session : public std::enable_shared_from_this<Session> {
                                  }};  // 0: legacy default
   HandleTable<CUevent> events_{tables_, "event", err::kInvalidResourceHandle,
                                [](uint64_t, const CUevent& e, Held& h) {
-                                 if (e) h.events.push_back(e);  // null: opened by IPC
+                                 h.events.push_back(e);
                                  return false;
                                }};
-  // Interprocess events: this process's own (exported, with a CUevent in events_) and those it
-  // opened by IPC (a null CUevent in events_: it waits on the exporter's records).
+  // Interprocess events: this process's own (exported) and those it opened by IPC. Each has a
+  // CUevent of this session's in events_, which its records here go to; every process's
+  // waits, queries and synchronizations follow the latest record any of them made (`state`).
   struct IpcEventRef {
     std::shared_ptr<IpcEvent> state;
     bool imported = false;
+    std::vector<uint64_t> records;  // the numbers of the records this session made
   };
   std::unordered_map<uint64_t, IpcEventRef> ipc_events_;
   // The IPC event `id` is, if any.
-  const IpcEventRef* IpcEventOf(uint64_t id) const {
+  IpcEventRef* IpcEventOf(uint64_t id) {
     auto it = ipc_events_.find(id);
     return it == ipc_events_.end() ? nullptr : &it->second;
   }
-  // The state of event `id` if it was opened by IPC (another process's), else null.
-  IpcEvent* ImportedEvent(uint64_t id) const {
-    const IpcEventRef* ipc = IpcEventOf(id);
-    return ipc && ipc->imported ? ipc->state.get() : nullptr;
+  // The records every process sees of event `id` if it is an interprocess one, else null.
+  IpcEvent* IpcStateOf(uint64_t id) {
+    IpcEventRef* ipc = IpcEventOf(id);
+    return ipc ? ipc->state.get() : nullptr;
   }
   GoesWithTables ipc_gone_{tables_, [this] { ForgetIpc(); }};
   struct Kernel {

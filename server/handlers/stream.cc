@@ -54,9 +54,9 @@ Status Session::OnStreamQuery(const v1::StreamRequest& req, v1::Empty&) {
 
 Status Session::OnStreamWaitEvent(const v1::StreamWaitEventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  if (IpcEvent* other = ImportedEvent(req.event())) {
-    // Another process's record, the latest it made so far: the stream's later work waits for
-    // it to complete, without this tenant ever naming the exporter's CUevent.
+  if (IpcEvent* other = IpcStateOf(req.event())) {
+    // The latest record any process made so far: the stream's later work waits for it to
+    // complete, without this tenant ever naming another's CUevent.
     RETURN_IF_ERROR(streams_.Check(req.stream()));
     const uint64_t n = other->latest();
     if (!other->Pending(n)) return OkStatus();
@@ -130,19 +130,20 @@ Status Session::OnEventCreate(const v1::EventCreateRequest& req, v1::HandleReply
       dev().Check(dev().drv().cuEventCreate(&e, req.flags() & ~kInterprocess), "cuEventCreate"));
   uint64_t id = next_handle_++;
   events_.Put(id, e);
-  if (interprocess) ipc_events_[id] = {.state = std::make_shared<IpcEvent>(), .imported = false};
+  if (interprocess)
+    ipc_events_[id] = {.state = std::make_shared<IpcEvent>(), .imported = false, .records = {}};
   rep.set_handle(id);
   return OkStatus();
 }
 
 Status Session::OnEventRecord(const v1::EventRecordRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  const IpcEventRef* ipc = IpcEventOf(req.event());
-  if (ipc && ipc->imported)
-    return Error(err::kNotSupported, "recording an event opened by IPC is not served by Remora");
+  IpcEventRef* ipc = IpcEventOf(req.event());
   RETURN_IF_ERROR(work_->Record(req.stream(), e));
-  if (ipc) {  // the other processes' waits follow this record
+  if (ipc) {  // every process's waits follow this record, whichever process made it
     const uint64_t n = ipc->state->Recorded();
+    std::erase_if(ipc->records, [&](uint64_t m) { return !ipc->state->Pending(m); });
+    ipc->records.push_back(n);
     work_->WhenEventDone(e, [state = ipc->state, n](const Status&) { state->Done(n); });
   }
   return OkStatus();
@@ -150,8 +151,8 @@ Status Session::OnEventRecord(const v1::EventRecordRequest& req, v1::Empty&) {
 
 Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  if (IpcEvent* other = ImportedEvent(req.event())) {
-    other->WhenDone(other->latest(), [done = Later()] { done(OkStatus()); });
+  if (IpcEvent* ipc = IpcStateOf(req.event())) {
+    ipc->WhenDone(ipc->latest(), [done = Later()] { done(OkStatus()); });
     return ReplyLater();
   }
   work_->WhenEventDone(e, Later());
@@ -160,9 +161,9 @@ Status Session::OnEventSynchronize(const v1::EventRequest& req, v1::Empty&) {
 
 Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
   ASSIGN_OR_RETURN(CUevent e, events_.Get(req.event()));
-  if (IpcEvent* other = ImportedEvent(req.event()))
-    return other->Pending(other->latest())
-               ? Error(err::kNotReady, "another process's record of the event is pending")
+  if (IpcEvent* ipc = IpcStateOf(req.event()))
+    return ipc->Pending(ipc->latest())
+               ? Error(err::kNotReady, "the event's latest record is pending")
                : OkStatus();
   if (work_->AllIssued()) return dev().Check(dev().drv().cuEventQuery(e), "cuEventQuery");
   return work_->QueryEvent(e);
@@ -171,8 +172,8 @@ Status Session::OnEventQuery(const v1::EventRequest& req, v1::Empty&) {
 Status Session::OnEventElapsedTime(const v1::EventElapsedRequest& req, v1::EventElapsedReply& rep) {
   ASSIGN_OR_RETURN(CUevent a, events_.Get(req.start()));
   ASSIGN_OR_RETURN(CUevent b, events_.Get(req.end()));
-  if (!a || !b)  // opened by IPC: interprocess events keep no time
-    return Error(err::kInvalidResourceHandle, "an event opened by IPC has no timing");
+  if (IpcStateOf(req.start()) || IpcStateOf(req.end()))  // created without timing
+    return Error(err::kInvalidResourceHandle, "an interprocess event has no timing");
   RETURN_IF_ERROR(work_->QueryEvent(a));
   RETURN_IF_ERROR(work_->QueryEvent(b));
   float ms = 0;
@@ -189,7 +190,6 @@ Status Session::OnEventDestroy(const v1::EventRequest& req, v1::Empty&) {
     if (!ipc->imported && env_.ipc) env_.ipc->RevokeEvent(id_, req.event());
     ipc_events_.erase(req.event());
   }
-  if (!e) return OkStatus();
   // Queued work may still name it: it goes once this tenant's work is done.
   Held held;
   held.epoch = epoch_;
@@ -217,9 +217,13 @@ Status Session::OnIpcOpenEventHandle(const v1::IpcHandle& req, v1::HandleReply& 
   ASSIGN_OR_RETURN(IpcRegistry * registry, Ipc());
   ASSIGN_OR_RETURN(std::shared_ptr<IpcEvent> state,
                    registry->OpenEvent(req.handle(), id_, who_.owner));
+  // An event of its own to record (the others' waits follow its records through `state`).
+  CUevent e = nullptr;
+  RETURN_IF_ERROR(
+      dev().Check(dev().drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   const uint64_t id = next_handle_++;
-  events_.Put(id, nullptr);
-  ipc_events_[id] = {.state = std::move(state), .imported = true};
+  events_.Put(id, e);
+  ipc_events_[id] = {.state = std::move(state), .imported = true, .records = {}};
   rep.set_handle(id);
   return OkStatus();
 }
