@@ -487,6 +487,24 @@ cudaError_t Mirrors::PushLocked() {
   return e;
 }
 
+namespace {
+
+// The host wrote a piece the device's work wrote too, between two points they agree: the host's
+// writes are lost. CUDA leaves it undefined on a device without concurrent managed access (a
+// GPU faults the host's access); never silent here. Said once per process, with the first.
+void BothChanged(uint64_t addr) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::fprintf(stderr,
+               "remora: managed memory at 0x%llx: the host wrote it while device work that also "
+               "wrote it ran (this device reports no concurrent managed access, "
+               "cudaDevAttrConcurrentManagedAccess 0, where a GPU faults the host's access): "
+               "the device's contents are kept and the host's writes to it are lost\n",
+               static_cast<unsigned long long>(addr));
+}
+
+}  // namespace
+
 cudaError_t Mirrors::PullLocked() {
   const uint64_t stream = StreamLocked();
   if (stream == 0) return cudaErrorUnknown;
@@ -509,8 +527,11 @@ cudaError_t Mirrors::PullLocked() {
       const uint64_t off = piece.addr() - it->first;
       if (off >= b.size || off % mirror::kPiece != 0 || piece.data().size() > b.size - off)
         return cudaErrorUnknown;  // not what was asked: a protocol fault
+      const size_t at = off / mirror::kPiece;
+      if (b.agreed[at] != 0 && mirror::PieceHash(b.host, b.size, at) != b.agreed[at])
+        BothChanged(piece.addr());
       std::memcpy(b.host + off, piece.data().data(), piece.data().size());
-      b.agreed[off / mirror::kPiece] = mirror::PieceHash(b.host, b.size, off / mirror::kPiece);
+      b.agreed[at] = mirror::PieceHash(b.host, b.size, at);
     }
     req.clear_ranges();
     asked = 0;
@@ -571,7 +592,10 @@ void Mirrors::After(const CallTouch& t, cudaError_t e) {
     return;
   }
   if (!AnyDirtyLocked()) return;
-  if (PushLocked() != cudaSuccess || PullLocked() != cudaSuccess) return;
+  // The device's changes come first: a piece the host changed too since they last agreed was
+  // written by both while device work ran (said on stderr); the host's other changes stay
+  // and go before the next device work.
+  if (PullLocked() != cudaSuccess) return;
   switch (w) {
     case Waited::kDevice:
       dirty_.clear();

@@ -15,7 +15,10 @@
 //   - after a call that waited for device work that may have written the memory (stream,
 //     event and device synchronization, a synchronous copy, a query that found work done),
 //     and before a host function runs, the server hashes the device's pieces the same way and
-//     sends those that changed (MirrorFetch), many blocks to a round trip.
+//     sends those that changed (MirrorFetch), many blocks to a round trip. A piece the host
+//     changed too meanwhile (it wrote while device work ran, which such a device forbids)
+//     takes the device's contents, and stderr says the host's writes were lost.
+//     The host's other changes stay and go before the next device work.
 // Copies the mirror makes go on a private non-blocking stream, so they wait for no one.
 // A stream stays "dirty" (fetched again at every wait) until a wait covers it: its own
 // synchronization, the legacy stream's for blocking streams, or the device's.
