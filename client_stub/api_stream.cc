@@ -325,7 +325,6 @@ cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCapt
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
-  if (!pGraph) return Ret(cudaErrorInvalidValue);
   if (cudaError_t e = CheckStream(stream)) return Ret(e);
   return Ret(cs::EndCapture(stream, pGraph));
 }

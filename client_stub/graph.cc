@@ -230,14 +230,16 @@ cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode, cudaGraph_t into
 }
 
 cudaError_t EndCapture(cudaStream_t s, cudaGraph_t* graph) {
-  if (graph == nullptr) return cudaErrorInvalidValue;
-  *graph = nullptr;
+  if (graph) *graph = nullptr;
   const uint64_t id = StreamId(s);
   Registry& r = Reg();
   std::lock_guard lock(r.mu);
   auto it = r.streams.find(id);
   if (it == r.streams.end() || it->second.capture->origin != id) return cudaErrorIllegalState;
   std::shared_ptr<Capture> c = it->second.capture;
+  // A capture into the caller's graph (cudaStreamBeginCaptureToGraph) may end without asking
+  // for it back, as the public graphConditionalNodes sample does; a new graph must be taken.
+  if (graph == nullptr && c->owned) return cudaErrorInvalidValue;
   for (auto j = r.streams.begin(); j != r.streams.end();) {
     if (j->second.capture == c) {
       j = r.streams.erase(j);
@@ -248,7 +250,8 @@ cudaError_t EndCapture(cudaStream_t s, cudaGraph_t* graph) {
   }
   std::erase_if(r.events, [&](const auto& e) { return e.second.capture == c; });
   if (c->invalid) return cudaErrorStreamCaptureInvalidated;
-  *graph = c->owned ? c->owned.release() : c->graph;  // cudaGraphDestroy deletes a new one
+  if (graph)
+    *graph = c->owned ? c->owned.release() : c->graph;  // cudaGraphDestroy deletes a new one
   return cudaSuccess;
 }
 

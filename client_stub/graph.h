@@ -161,7 +161,8 @@ cudaError_t BeginCapture(cudaStream_t s, cudaStreamCaptureMode mode, cudaGraph_t
 cudaError_t UpdateCaptureDependencies(cudaStream_t s, const cudaGraphNode_t* deps, size_t n,
                                       bool set);
 // Ends the capture `s` began and hands out its graph (every stream that joined it stops
-// capturing). cudaErrorIllegalState if `s` does not capture, or did not begin it;
+// capturing); `graph` may be null for a capture into the caller's graph, not for a new one
+// (cudaErrorInvalidValue). cudaErrorIllegalState if `s` does not capture, or did not begin it;
 // cudaErrorStreamCaptureInvalidated (and no graph) if an operation invalidated it.
 cudaError_t EndCapture(cudaStream_t s, cudaGraph_t* graph);
 // What cudaStreamGetCaptureInfo reports for `s`; any out pointer may be null.

@@ -226,8 +226,9 @@ int main(int argc, char** argv) {
                                         0, cudaStreamCaptureModeRelaxed));
     Add<<<kGrid, kBlock, 0, body_stream>>>(d, n, step);
     CountDown<<<1, 1, 0, body_stream>>>(h, counter);
-    cudaGraph_t body;
-    CHECK(cudaStreamEndCapture(body_stream, &body));
+    // Into the caller's graph: nothing to hand back (the public graphConditionalNodes sample
+    // ends such a capture so).
+    CHECK(cudaStreamEndCapture(body_stream, nullptr));
     CHECK(cudaStreamEndCapture(s, &g));
     cudaGraphExec_t exec;
     CHECK(cudaGraphInstantiate(&exec, g, 0));
