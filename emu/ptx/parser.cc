@@ -276,11 +276,16 @@ class Parser {
   bool IsRegDirective() const {
     return IsW(".reg") || (Peek().kind == Token::kIdent && Peek().text.starts_with(".reg."));
   }
+  // Names the instruction being decoded (its tokens are all read by then), else the token at
+  // hand.
   Status Err(const std::string& what) const {
     const Token& t = Peek();
-    return Error(err::kInvalidPtx, "PTX module " + std::to_string(module_) + " line " +
-                                       std::to_string(t.line) + ": " + what + " (at '" +
-                                       std::string(t.text) + "')");
+    const bool decoding = decoding_ != nullptr;
+    return Error(
+        err::kInvalidPtx,
+        "PTX module " + std::to_string(module_) + " line " +
+            std::to_string(decoding ? decoding_line_ : t.line) + ": " + what +
+            (decoding ? " (in '" + *decoding_ + "')" : " (at '" + std::string(t.text) + "')"));
   }
   Status Expect(std::string_view p) {
     if (!IsP(p)) return Err("expected '" + std::string(p) + "'");
@@ -433,7 +438,9 @@ class Parser {
   bool cur_weak_ = false;
   std::unordered_map<uint32_t, bool> weak_funcs_, weak_globals_;
   uint32_t sink_slot_ = kNoReg;
-  uint32_t sreg_slot_ = kNoReg;  // the function's copy of a special register cvt reads
+  uint32_t sreg_slot_ = kNoReg;            // the function's copy of a special register cvt reads
+  const std::string* decoding_ = nullptr;  // the mnemonic of the instruction Decode is at
+  uint32_t decoding_line_ = 0;
   Function* cur_ = nullptr;
 };
 
@@ -1233,6 +1240,12 @@ Status Parser::ParseInstruction(Function& f, uint32_t fidx) {
     if (IsP(",")) Next();
   }
   Next();
+  decoding_ = &mnemonic;
+  decoding_line_ = in.line;
+  struct Done {
+    const std::string*& at;
+    ~Done() { at = nullptr; }
+  } done{decoding_};
   if (mnemonic.starts_with("cvt.") && ops.size() == 2 && ops[1].kind == RawOp::kSReg) {
     // PTX lets cvt read a special register; the interpreter reads them with mov alone: a mov
     // into a slot of the function's own first, which the cvt then reads.

@@ -217,6 +217,12 @@ TEST(Globals, ParameterTypesJoinedToTheDirectiveDeclare) {
   EXPECT_EQ(*out, 6.0f);
 }
 
+// An operand the instruction cannot take names that instruction, not the next one.
+TEST(Errors, ABadOperandNamesItsOwnInstruction) {
+  auto r = Load(std::vector<std::string>{Wrap("add.s32 %r4, %tid.x, %r2;\n  mov.u32 %r5, 1;")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("(in 'add.s32')"), std::string::npos) << r.status().message();
+}
 TEST(Errors, UnknownModifierIsRefusedAtLoad) {
   auto r = Load(std::vector<std::string>{Wrap("add.wobble.s32 %r4, %r1, %r2;")});
   ASSERT_FALSE(r.ok());
