@@ -94,6 +94,20 @@ Waited WaitOf(CallId id) {
   }
 }
 
+// The host wrote a piece the device's work wrote too, between two points they agree: the host's
+// writes are lost. CUDA leaves it undefined on a device without concurrent managed access (a
+// GPU faults the host's access); never silent here. Said once per process, with the first.
+void BothChanged(uint64_t addr) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::fprintf(stderr,
+               "remora: managed memory at 0x%llx: the host wrote it while device work that also "
+               "wrote it ran (this device reports no concurrent managed access, "
+               "cudaDevAttrConcurrentManagedAccess 0, where a GPU faults the host's access): "
+               "the device's contents are kept and the host's writes to it are lost\n",
+               static_cast<unsigned long long>(addr));
+}
+
 }  // namespace
 
 Mirrors& Mirrors::Get() {
@@ -486,24 +500,6 @@ cudaError_t Mirrors::PushLocked() {
                  static_cast<int>(e));
   return e;
 }
-
-namespace {
-
-// The host wrote a piece the device's work wrote too, between two points they agree: the host's
-// writes are lost. CUDA leaves it undefined on a device without concurrent managed access (a
-// GPU faults the host's access); never silent here. Said once per process, with the first.
-void BothChanged(uint64_t addr) {
-  static std::atomic<bool> said{false};
-  if (said.exchange(true)) return;
-  std::fprintf(stderr,
-               "remora: managed memory at 0x%llx: the host wrote it while device work that also "
-               "wrote it ran (this device reports no concurrent managed access, "
-               "cudaDevAttrConcurrentManagedAccess 0, where a GPU faults the host's access): "
-               "the device's contents are kept and the host's writes to it are lost\n",
-               static_cast<unsigned long long>(addr));
-}
-
-}  // namespace
 
 cudaError_t Mirrors::PullLocked() {
   const uint64_t stream = StreamLocked();
