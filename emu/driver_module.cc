@@ -349,9 +349,16 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
       std::fprintf(stderr, "remora-emu: kernel %s cancelled\n",
                    mod->program->kernels()[index].name.c_str());
     } else if (!s.ok()) {
+      // The faults a GPU names; anything else a kernel meets is an unspecified launch failure.
       CUresult code = ToCuResult(s);
-      if (code != CUDA_ERROR_ILLEGAL_ADDRESS && code != CUDA_ERROR_ASSERT) {
-        code = CUDA_ERROR_LAUNCH_FAILED;
+      switch (code) {
+        case CUDA_ERROR_ILLEGAL_ADDRESS:
+        case CUDA_ERROR_MISALIGNED_ADDRESS:
+        case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+        case CUDA_ERROR_ASSERT:
+          break;
+        default:
+          code = CUDA_ERROR_LAUNCH_FAILED;
       }
       ctx->Fail(code, "kernel " + mod->program->kernels()[index].name + " failed: " + s.ToString(),
                 hStream);

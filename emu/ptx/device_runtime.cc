@@ -339,12 +339,6 @@ bool Inside(const AddressSpace* memory, uint64_t addr, uint64_t n) {
   return memory->Lookup(addr, &base, &size) && addr - base <= size && n <= size - (addr - base);
 }
 
-std::string Hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 }  // namespace
 
 Status DeviceWork::Run(const LaunchConfig& parent, bool discard) {

@@ -308,6 +308,8 @@ int Fault(Exec& x, int32_t code, std::string message);
 int FaultAt(Exec& x, int32_t code, const Inst& in, const std::string& what);
 // " in block (x,y,z) thread (x,y,z)": where lane `lane` of x's warp is, for fault messages.
 std::string Where(const Exec& x, int lane);
+// "0x..." for fault messages.
+std::string Hex(uint64_t v);
 
 // Resolves the uniform part of an instruction's address or symbol value.
 inline uint64_t UniformBase(const Exec& x, const Inst& in) {

@@ -40,12 +40,6 @@ uint64_t Pack(const Mbar& m) {
          (uint64_t(m.tx) & kTxMask) << kTxShift | uint64_t(m.phase) << kPhaseShift;
 }
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 [[gnu::cold]] int MbarFault(Exec& x, const Inst& in, int l, uint32_t off, const std::string& what) {
   return FaultAt(x, err::kLaunchFailure, in,
                  "mbarrier at shared " + Hex(off) + ": " + what + Where(x, l));

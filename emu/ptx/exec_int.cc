@@ -412,6 +412,55 @@ int Bmsk(Exec& x, const Inst& in) {
   return kNext;
 }
 
+// prmt's modes: each of d's bytes n = 0..3 is byte Index(n) of {b, a}, s = c & 3 (PTX ISA
+// 9.7.8.7's table: f4e slides a window forward, b4e backward, rc8 and rc16 replicate a byte
+// or a half, ecl and ecr clamp at an edge).
+template <Sub kMode>
+int PrmtMode(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = Src(x, in.a[2]);
+  ForLanes(x.mask, [&](int l) {
+    const uint64_t t = (uint64_t(uint32_t(b[l])) << 32) | uint32_t(a[l]);
+    const uint32_t s = uint32_t(c[l]) & 3;
+    uint32_t r = 0;
+    for (uint32_t n = 0; n < 4; ++n) {
+      uint32_t i = 0;
+      if constexpr (kMode == Sub::kF4e) i = s + n;
+      if constexpr (kMode == Sub::kB4e) i = (s - n) & 7;
+      if constexpr (kMode == Sub::kRc8) i = s;
+      if constexpr (kMode == Sub::kEcl) i = std::max(n, s);
+      if constexpr (kMode == Sub::kEcr) i = std::min(n, s);
+      if constexpr (kMode == Sub::kRc16) i = (s & 1) * 2 + (n & 1);
+      r |= uint32_t((t >> (8 * i)) & 0xff) << (8 * n);
+    }
+    d[l] = r;
+  });
+  return kNext;
+}
+
+// szext: a's low b bits, zero- or sign-extended (.u32, .s32); .clamp takes b up to 32 (32 or
+// more keeps a whole), .wrap b modulo 32 (PTX ISA 9.7.1.20).
+template <bool kClamp, bool kSigned>
+int Szext(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  ForLanes(x.mask, [&](int l) {
+    const uint32_t av = uint32_t(a[l]);
+    const uint32_t n = kClamp ? std::min(uint32_t(b[l]), 32u) : uint32_t(b[l]) & 31;
+    if (n >= 32) {
+      d[l] = av;
+      return;
+    }
+    const uint32_t high = ~0u << n;  // the bits the extension fills
+    const bool sign = kSigned && n > 0 && ((av >> (n - 1)) & 1);
+    d[l] = (av & ~high) | (sign ? high : 0);
+  });
+  return kNext;
+}
+
 int Prmt(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
@@ -1196,7 +1245,32 @@ ExecFn select_Bmsk(Inst& in) {
   return in.flags & kFlagWrap ? &Bmsk<false> : nullptr;
 }
 ExecFn select_Prmt(Inst& in) {
-  return in.ty == Ty::kB32 && in.sub == Sub::kNone ? &Prmt : nullptr;
+  if (in.ty != Ty::kB32) return nullptr;
+  switch (in.sub) {
+    case Sub::kNone:
+      return &Prmt;
+    case Sub::kF4e:
+      return &PrmtMode<Sub::kF4e>;
+    case Sub::kB4e:
+      return &PrmtMode<Sub::kB4e>;
+    case Sub::kRc8:
+      return &PrmtMode<Sub::kRc8>;
+    case Sub::kEcl:
+      return &PrmtMode<Sub::kEcl>;
+    case Sub::kEcr:
+      return &PrmtMode<Sub::kEcr>;
+    case Sub::kRc16:
+      return &PrmtMode<Sub::kRc16>;
+    default:
+      return nullptr;
+  }
+}
+ExecFn select_Szext(Inst& in) {
+  if (in.ty != Ty::kU32 && in.ty != Ty::kS32) return nullptr;
+  const bool s = in.ty == Ty::kS32;
+  if (in.flags & kFlagClamp) return s ? &Szext<true, true> : &Szext<true, false>;
+  if (in.flags & kFlagWrap) return s ? &Szext<false, true> : &Szext<false, false>;
+  return nullptr;
 }
 ExecFn select_Lop3(Inst& in) {
   return in.ty == Ty::kB32 ? &Lop3 : nullptr;

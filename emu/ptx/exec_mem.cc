@@ -13,7 +13,10 @@
 #endif
 
 #include <atomic>
+#include <bit>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "emu/ptx/async.h"
 #include "emu/ptx/exec.h"
@@ -49,6 +52,24 @@ namespace {
                 (unsigned long long)addr, SpaceName(sp), size, OpName(in.op), x.cta->ctaid[0],
                 x.cta->ctaid[1], x.cta->ctaid[2], w.tid[0][lane], w.tid[1][lane], w.tid[2][lane]);
   return FaultAt(x, err::kIllegalAddress, in, buf);
+}
+
+// An access of `size` bytes (a vector's whole size) at an address that is not a multiple of it:
+// a GPU faults with cudaErrorMisalignedAddress.
+[[gnu::noinline, gnu::cold]] int MisalignedFault(Exec& x, const Inst& in, int lane, uint64_t addr,
+                                                 uint32_t size, Space sp) {
+  char buf[200];
+  const Warp& w = *x.w;
+  std::snprintf(
+      buf, sizeof buf,
+      "misaligned address 0x%llx (%s, %u bytes, %s) in block (%u,%u,%u) thread (%u,%u,%u)",
+      (unsigned long long)addr, SpaceName(sp), size, OpName(in.op), x.cta->ctaid[0],
+      x.cta->ctaid[1], x.cta->ctaid[2], w.tid[0][lane], w.tid[1][lane], w.tid[2][lane]);
+  return FaultAt(x, err::kMisalignedAddress, in, buf);
+}
+
+inline bool Misaligned(uint64_t addr, uint32_t size) {
+  return (addr & (size - 1)) != 0;
 }
 
 [[gnu::noinline]] bool GlobalSlow(Exec& x, uint64_t addr, uint32_t size) {
@@ -179,9 +200,10 @@ inline void StoreVector(uint8_t* p, const uint64_t* const (&v)[V], int l) {
   CopyVector<N * V>(p, buf);
 }
 
-// The least and greatest of 32 lanes' 64-bit values; false (no range) if one has its top bit set,
-// which no host or shared address has.
-inline bool LaneRange(const uint64_t* v, uint64_t* low, uint64_t* high) {
+// The least and greatest of 32 lanes' 64-bit values and the OR of all (its low bits say whether
+// every lane is aligned); false (no range) if one has its top bit set, which no host or shared
+// address has.
+inline bool LaneRange(const uint64_t* v, uint64_t* low, uint64_t* high, uint64_t* ored) {
 #if defined(__SSE4_2__)
   // Four independent chains: a compare-and-blend chain over all 16 pairs is latency-bound.
   const __m128i* q = reinterpret_cast<const __m128i*>(v);
@@ -206,13 +228,16 @@ inline bool LaneRange(const uint64_t* v, uint64_t* low, uint64_t* high) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(o), any[0]);
   *low = std::min(n[0], n[1]);
   *high = std::max(x[0], x[1]);
-  return ((o[0] | o[1]) >> 63) == 0;
+  *ored = o[0] | o[1];
+  return (*ored >> 63) == 0;
 #else
   uint64_t lo[4] = {~0ull, ~0ull, ~0ull, ~0ull}, hi[4] = {0, 0, 0, 0};
+  *ored = 0;
   for (int l = 0; l < 32; l += 4) {
     for (int k = 0; k < 4; ++k) {
       lo[k] = std::min(lo[k], v[l + k]);
       hi[k] = std::max(hi[k], v[l + k]);
+      *ored |= v[l + k];
     }
   }
   *low = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
@@ -221,8 +246,9 @@ inline bool LaneRange(const uint64_t* v, uint64_t* low, uint64_t* high) {
 #endif
 }
 
-// The greatest of 32 lanes' values if every one fits in 32 bits (shared offsets do); false if not.
-inline bool LaneMax32(const uint64_t* v, uint64_t* high) {
+// The greatest of 32 lanes' values and the OR of all if every one fits in 32 bits (shared offsets
+// do); false if not.
+inline bool LaneMax32(const uint64_t* v, uint64_t* high, uint64_t* ored) {
 #if defined(__SSE4_2__)
   __m128i m, o;  // the greatest of each 32-bit half and the OR of all, over four columns
 #if defined(__AVX2__)
@@ -257,16 +283,18 @@ inline bool LaneMax32(const uint64_t* v, uint64_t* high) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(md), m);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(od), o);
   *high = std::max(md[0], md[2]);
+  *ored = od[0] | od[2];
   return (od[1] | od[3]) == 0;
 #else
   uint64_t low;
-  return LaneRange(v, &low, high) && (*high >> 32) == 0;
+  return LaneRange(v, &low, high, ored) && (*high >> 32) == 0;
 #endif
 }
 
 // Fast path of a converged global, const or shared access: when the 32 lanes' bytes all lie in
-// one cached allocation (global, const) or in the block's shared memory, one check covers the
-// warp and the per-lane loop has no branches. Lane l's host address is then *bias + base[l] + ub.
+// one cached allocation (global, const) or in the block's shared memory, each lane's access
+// aligned to its size, one check covers the warp and the per-lane loop has no branches. Lane l's
+// host address is then *bias + base[l] + ub.
 template <Space S>
 inline bool WarpInBounds(Exec& x, const uint64_t* base, uint64_t ub, uint32_t bytes,
                          uintptr_t* bias) {
@@ -276,13 +304,14 @@ inline bool WarpInBounds(Exec& x, const uint64_t* base, uint64_t ub, uint32_t by
     if (!base || x.mask != 0xffffffffu) return false;
     if constexpr (S == Space::kShared) {
       // 32-bit offsets and a 32-bit uniform part: nothing wraps, the greatest decides.
-      uint64_t high;
-      if (!LaneMax32(base, &high) || (ub >> 32) != 0) return false;
+      uint64_t high, ored;
+      if (!LaneMax32(base, &high, &ored) || (ub >> 32) != 0 || Misaligned(ored | ub, bytes))
+        return false;
       *bias = reinterpret_cast<uintptr_t>(x.cta->SharedBytes());
       return high + ub + bytes <= x.cta->shared_size;
     }
-    uint64_t low, high;
-    if (!LaneRange(base, &low, &high)) return false;
+    uint64_t low, high, ored;
+    if (!LaneRange(base, &low, &high, &ored) || Misaligned(ored | ub, bytes)) return false;
     // Lanes within 4 GiB of each other whose [mn, mx) does not wrap: every lane's range is in it.
     const uint64_t mn = low + ub, mx = high + ub + bytes;
     if (high - low >= (1ull << 32) || mn >= mx) return false;
@@ -335,6 +364,7 @@ inline uint8_t* ContiguousAt(Exec& x, const uint64_t* base, uint64_t ub) {
   } else {
     if (!base || x.mask != 0xffffffffu || !LanesContiguous<N>(base)) return nullptr;
     const uint64_t lo = base[0] + ub, hi = lo + 32 * N;
+    if (Misaligned(lo, N)) return nullptr;  // every lane is, by as much: the lane loop faults
     if constexpr (S == Space::kShared) {
       // 32-bit offsets and a 32-bit uniform part: nothing wraps.
       if ((base[0] >> 32) != 0 || (ub >> 32) != 0 || hi > x.cta->shared_size) return nullptr;
@@ -462,6 +492,8 @@ int Ld(Exec& x, const Inst& in) {
     // A uniform address outside per-thread memory reads one value for every lane.
     if (!base && S != Space::kLocal && S != Space::kGeneric) {
       int l0 = std::countr_zero(x.mask);
+      if (S != Space::kParam && Misaligned(ub, N)) [[unlikely]]
+        return MisalignedFault(x, in, l0, ub, N, S);
       uint8_t* p = Resolve<S>(x, in, l0, ub, N);
       if (!p) return kFault;
       uint64_t v = LoadBytes<N, kSext>(p);
@@ -472,7 +504,10 @@ int Ld(Exec& x, const Inst& in) {
     while (m) {
       int l = std::countr_zero(m);
       m &= m - 1;
-      uint8_t* p = Resolve<S>(x, in, l, (base ? base[l] : 0) + ub, N);
+      const uint64_t addr = (base ? base[l] : 0) + ub;
+      if (S != Space::kParam && Misaligned(addr, N)) [[unlikely]]
+        return MisalignedFault(x, in, l, addr, N, S);
+      uint8_t* p = Resolve<S>(x, in, l, addr, N);
       if (!p) [[unlikely]]
         return kFault;
       d[l] = LoadBytes<N, kSext>(p);
@@ -485,6 +520,8 @@ int Ld(Exec& x, const Inst& in) {
       int l = std::countr_zero(m);
       m &= m - 1;
       uint64_t addr = (base ? base[l] : 0) + ub;
+      if (S != Space::kParam && Misaligned(addr, N * V)) [[unlikely]]
+        return MisalignedFault(x, in, l, addr, N * V, S);
       uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
       if (!p) [[unlikely]]
         return kFault;
@@ -528,6 +565,8 @@ int St(Exec& x, const Inst& in) {
     int l = std::countr_zero(m);
     m &= m - 1;
     uint64_t addr = (base ? base[l] : 0) + ub;
+    if (S != Space::kParam && Misaligned(addr, N * V)) [[unlikely]]
+      return MisalignedFault(x, in, l, addr, N * V, S);
     uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
     if (!p) [[unlikely]]
       return kFault;
@@ -627,11 +666,34 @@ ExecFn PickMem(const Inst& in, bool store) {
 }
 
 // ---- atomics ----
-// The value an atomic `op` leaves in memory that held `old` (b, c: its operands).
+// A floating-point atomic add as a GPU's: rounded to nearest even, a NaN the canonical one.
+// add.f32 on global memory flushes subnormal inputs and results to sign-preserving zero; on
+// shared memory (and add.f64 anywhere) it keeps them.
+template <class T>
+T FloatAtomSum(T old, T b, bool flush) {
+  constexpr T kTiny = std::numeric_limits<T>::min();
+  if constexpr (sizeof(T) == 4) {
+    if (flush && std::fabs(old) < kTiny) old = std::copysign(T(0), old);
+    if (flush && std::fabs(b) < kTiny) b = std::copysign(T(0), b);
+  }
+  T r = old + b;
+  if (r != r) {
+    if constexpr (sizeof(T) == 4)
+      return std::bit_cast<T>(0x7fffffffu);
+    else
+      return std::bit_cast<T>(0x7fffffffffffffffull);
+  }
+  if (sizeof(T) == 4 && flush && std::fabs(r) < kTiny) r = std::copysign(T(0), r);
+  return r;
+}
+
+// The value an atomic `op` leaves in memory that held `old` (b, c: its operands); a float's add
+// as on shared memory.
 template <class T>
 T AtomNewValue(Sub op, T old, T b, T c) {
   switch (op) {
     case Sub::kAdd:
+      if constexpr (std::is_floating_point_v<T>) return FloatAtomSum(old, b, /*flush=*/false);
       return T(old + b);
     case Sub::kMin:
       return old < b ? old : b;
@@ -676,7 +738,7 @@ T AtomOp(Sub op, T* p, T b, T c, bool shared_space) {
     case Sub::kAdd:
       if constexpr (std::is_floating_point_v<T>) {
         T old = r.load();
-        while (!r.compare_exchange_weak(old, T(old + b))) {
+        while (!r.compare_exchange_weak(old, FloatAtomSum(old, b, /*flush=*/true))) {
         }
         return old;
       } else {
@@ -740,7 +802,7 @@ int Atom(Exec& x, const Inst& in) {
     int l = std::countr_zero(m);
     m &= m - 1;
     uint64_t addr = (base ? base[l] : 0) + ub;
-    if (addr % sizeof(T)) return AddressFault(x, in, l, addr, sizeof(T), in.space);
+    if (Misaligned(addr, sizeof(T))) return MisalignedFault(x, in, l, addr, sizeof(T), in.space);
     uint8_t* p = nullptr;
     bool shared = false;
     Space sp = in.space;
@@ -897,6 +959,9 @@ ExecFn select_St(Inst& in) {
   return PickMem(in, true);
 }
 ExecFn select_Prefetch(Inst&) {
+  return &Nop;
+}
+ExecFn select_Prefetchu(Inst&) {
   return &Nop;
 }
 ExecFn select_Atom(Inst& in) {

@@ -236,8 +236,12 @@ int Ldmatrix(Exec& x, const Inst& in) {
   uint16_t rows[4][8][8];
   for (int j = 0; j < m.num; ++j) {
     for (int r = 0; r < 8; ++r) {
-      int lane = 8 * j + r;
-      uint8_t* p = ResolveAddress(x, in, lane, in.space, (base ? base[lane] : 0) + ub, 16);
+      const int lane = 8 * j + r;
+      const uint64_t addr = (base ? base[lane] : 0) + ub;
+      if (addr % 16)  // each row is one 16-byte access
+        return FaultAt(x, err::kMisalignedAddress, in,
+                       "ldmatrix row at " + Hex(addr) + ", not 16-byte aligned," + Where(x, lane));
+      uint8_t* p = ResolveAddress(x, in, lane, in.space, addr, 16);
       if (!p) return kFault;
       std::memcpy(rows[j][r], p, 16);
     }

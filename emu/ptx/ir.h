@@ -162,6 +162,13 @@ enum class Sub : uint8_t {
   kNotANumber,
   kNormal,
   kSubnormal,
+  // prmt's modes: c's two low bits pick a window, a byte or an edge of {b, a}.
+  kF4e,
+  kB4e,
+  kRc8,
+  kEcl,
+  kEcr,
+  kRc16,
 };
 
 // Instruction flags.

@@ -730,6 +730,16 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
   // barrier releases it without looking at a lane.
   const bool whole_warps = L.nthreads % 32 == 0;
   const bool lockstep = !kCoop && nwarps <= 32 && L.P->together.size() == L.P->code.size();
+  // kCoop: a block whose warps park at a barrier every few instructions never runs a warp out of
+  // its slice, so the block's slice is counted across rounds too: one that spins on another
+  // block's flag with a __syncthreads() in the loop lets that block run.
+  const auto ran = [&] {
+    uint64_t n = 0;
+    for (uint32_t wi = 0; wi < nwarps; ++wi) n += cta.warps[wi].instructions;
+    return n;
+  };
+  const uint64_t block_slice_end = kCoop ? ran() + kSliceInstructions : 0;
+  const auto block_slice_over = [&] { return kCoop && ran() >= block_slice_end; };
   for (;;) {
     // Then a round: it runs what stopped the lockstep (each warp at the same PC).
     if (lockstep && BlockConverged(L, cta, nwarps) && !Lockstep(L, cta)) return CtaEnd::kFailed;
@@ -746,6 +756,7 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
         std::fill_n(cta.warps[wi].state, 32, LaneState::kRun);
       const uint32_t id = cta.whole_bar_id;
       cta.bar_arrived[id] = cta.bar_expected[id] = cta.bar_red[id] = 0;
+      if (block_slice_over()) return CtaEnd::kYielded;
       continue;
     }
     // ready: lanes an mbarrier phase completed by a later warp resumed, or that wait on a
@@ -762,7 +773,10 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
     }
     if (live == 0) return CtaEnd::kDone;
     const bool released = bar && ReleaseBarriers(L, cta, live);
-    if (async == 0 && (released || ready)) continue;
+    if (async == 0 && (released || ready)) {
+      if (block_slice_over()) return CtaEnd::kYielded;  // the window checks for a cancel
+      continue;
+    }
     Exec x{&cta.warps[0], &cta, &L, nullptr, nullptr, 0, 0, 0, 0, 0, 0, false};
     char buf[160];
     if (async == 0) {

@@ -146,6 +146,12 @@ int Fault(Exec& x, int32_t code, std::string message) {
   return kFault;
 }
 
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 std::string Where(const Exec& x, int lane) {
   char buf[96];
   const Warp& w = *x.w;

@@ -119,6 +119,32 @@ TEST_F(EmuCoop, GridSyncInAnOrdinaryLaunchTraps) {
   mod_ = nullptr;  // unloaded by the reset
 }
 
+// Blocks that wait on another block's flag with a barrier in the loop park at that barrier
+// every few instructions, never running out a warp's slice: the block's slice still ends, so
+// the block that raises the flag runs, in a cooperative launch (every block resident) and in an
+// ordinary one of more blocks than the host has cores.
+TEST_F(EmuCoop, BlocksWaitingWithBarriersLetTheBlockTheyWaitForRun) {
+  CUdeviceptr flag = Alloc(4), done = Alloc(4);
+  for (const bool cooperative : {true, false}) {
+    for (const unsigned blocks : {4u, 24u}) {
+      ASSERT_EQ(api.cuMemsetD32(flag, 0, 1), CUDA_SUCCESS);
+      ASSERT_EQ(api.cuMemsetD32(done, 0, 1), CUDA_SUCCESS);
+      void* args[] = {&flag, &done};
+      const unsigned threads = 64;
+      ASSERT_EQ(cooperative ? api.cuLaunchCooperativeKernel(Fn("waitWithBarriers"), blocks, 1, 1,
+                                                            threads, 1, 1, 0, nullptr, args)
+                            : api.cuLaunchKernel(Fn("waitWithBarriers"), blocks, 1, 1, threads, 1,
+                                                 1, 0, nullptr, args, nullptr),
+                CUDA_SUCCESS);
+      ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+      uint32_t n = 0;
+      ASSERT_EQ(api.cuMemcpyDtoH(&n, done, 4), CUDA_SUCCESS);
+      EXPECT_EQ(n, blocks - 1) << (cooperative ? "cooperative, " : "ordinary, ") << blocks;
+    }
+  }
+  for (CUdeviceptr p : {flag, done}) EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+}
+
 // Every block of a cooperative grid that syncs forever is resident; cancelling the stream
 // stops them all and leaves the context healthy.
 TEST_F(EmuCoop, CancelStopsACooperativeGridSpinningInGridSync) {

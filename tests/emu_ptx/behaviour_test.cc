@@ -98,13 +98,6 @@ TEST(Collectives, ReduxMatchBarRedShflIdx) {
   }
 }
 
-TEST(Errors, UnknownInstructionIsRefusedAtLoad) {
-  auto r = Load(std::vector<std::string>{Wrap("frobnicate.b32 %r4, %r1;")});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), err::kInvalidPtx);
-  EXPECT_NE(r.status().message().find("frobnicate"), std::string::npos) << r.status().message();
-}
-
 // A __managed__ variable (what nvcc and libNVVM emit for it) loads: the module's kernels run,
 // and the variable is marked for the driver. Before, the module was refused as invalid PTX.
 TEST(Globals, ManagedVariablesLoadAndAreMarked) {
@@ -223,11 +216,6 @@ TEST(Errors, ABadOperandNamesItsOwnInstruction) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("(in 'add.s32')"), std::string::npos) << r.status().message();
 }
-TEST(Errors, UnknownModifierIsRefusedAtLoad) {
-  auto r = Load(std::vector<std::string>{Wrap("add.wobble.s32 %r4, %r1, %r2;")});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find(".wobble"), std::string::npos) << r.status().message();
-}
 
 TEST(Errors, UnimplementedFormFailsWhenReached) {
   // mad.hi.sat.s32 decodes (known mnemonic and modifiers) but has no exec function: loading
@@ -246,6 +234,37 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
       *prog, "k", {1}, {64}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
   EXPECT_EQ(s.code(), err::kLaunchFailure);
   EXPECT_NE(s.message().find("mad.hi.sat.s32"), std::string::npos) << s.message();
+}
+
+// A modifier the decoder does not know (cvt's .satfinite to f16x2 here) or an instruction it
+// does not know (alloca) makes a form it does not implement: the module loads, threads that never
+// reach it run, and reaching it is a launch failure naming the instruction. prefetchu, a hint,
+// runs as nothing.
+TEST(Errors, AnUnknownFormFailsOnlyWhenReached) {
+  struct Form {
+    const char* body;
+    const char* named;
+  };
+  for (const Form& form :
+       {Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.f16x2.f32 %r4, %f1, %f1;", "cvt.rn.satfinite"},
+        Form{"alloca.u64 %rd5, 16;", "alloca.u64"}}) {
+    auto prog = MustLoad({Wrap(std::string("prefetchu.L1 [%rd4]; setp.gt.u32 %p1, %r9, 40; "
+                                           "@!%p1 bra SKIP; ") +
+                               form.body + " SKIP: add.u32 %r5, %r1, %r2;")});
+    ASSERT_TRUE(prog) << form.body;
+    TestMemory mem;
+    std::vector<uint32_t> in(64 * 3, 5);
+    uint32_t* din = mem.Upload(in);
+    uint32_t* out = mem.Alloc<uint32_t>(64 * 2);
+    Status ok = RunKernel(
+        *prog, "k", {1}, {32}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+    EXPECT_TRUE(ok.ok()) << ok.ToString();
+    EXPECT_EQ(out[1], 10u);
+    Status s = RunKernel(
+        *prog, "k", {1}, {64}, [&](Params& p) { p.Add(din).Add(out); }, &mem);
+    EXPECT_EQ(s.code(), err::kLaunchFailure);
+    EXPECT_NE(s.message().find(form.named), std::string::npos) << s.message();
+  }
 }
 
 TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
@@ -331,6 +350,176 @@ TEST(Memory, SideBySideAccessesAreCheckedAtTheEdges) {
   for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], (t + 32) * 7 + 1) << t;
   s = run(33);  // one element past the end of `in` (and of sm)
   EXPECT_EQ(s.code(), err::kIllegalAddress) << s.ToString();
+}
+
+// An access whose address is not a multiple of its size (a vector's whole size) faults with
+// cudaErrorMisalignedAddress on a GPU, naming nothing else; the emulated GPU's fast paths (lanes
+// side by side, a warp in one allocation, a uniform address) and its lane loop all check it, for
+// global, shared and local memory and for atomics. Aligned, the same kernel computes.
+TEST(Memory, MisalignedAccessesFaultAsOnAGpu) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_in, .param .u64 k_out, .param .u32 k_skew, .param .u32 k_what,
+                  .param .u32 k_lane) {
+  .shared .align 16 .b8 sm[1024];
+  .local .align 16 .b8 depot[64];
+  .reg .b32 %r<16>; .reg .b64 %rd<16>; .reg .f32 %f<8>; .reg .pred %p<8>;
+  ld.param.u64 %rd1, [k_in];
+  ld.param.u64 %rd2, [k_out];
+  ld.param.u32 %r1, [k_skew];
+  ld.param.u32 %r2, [k_what];
+  ld.param.u32 %r9, [k_lane];
+  mov.u32 %r3, %tid.x;
+  // Only lane k_lane is skewed unless k_lane is 32 (every lane).
+  setp.eq.u32 %p1, %r3, %r9;
+  setp.eq.u32 %p2, %r9, 32;
+  or.pred %p1, %p1, %p2;
+  selp.u32 %r4, %r1, 0, %p1;
+  mul.wide.u32 %rd3, %r3, 16;
+  cvt.u64.u32 %rd4, %r4;
+  add.s64 %rd5, %rd3, %rd4;
+  add.s64 %rd6, %rd1, %rd5;
+  add.s64 %rd7, %rd2, %rd3;
+  setp.eq.u32 %p3, %r2, 0;
+  @%p3 bra GLOBAL;
+  setp.eq.u32 %p3, %r2, 1;
+  @%p3 bra SHARED;
+  setp.eq.u32 %p3, %r2, 2;
+  @%p3 bra LOCAL;
+  setp.eq.u32 %p3, %r2, 3;
+  @%p3 bra ATOM;
+  // 4: a uniform address (every lane the same), 8 bytes.
+  add.s64 %rd8, %rd1, %rd4;
+  ld.global.u64 %rd9, [%rd8];
+  st.global.u64 [%rd7], %rd9;
+  ret;
+GLOBAL:
+  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd6];
+  st.global.v4.f32 [%rd7], {%f1, %f2, %f3, %f4};
+  ret;
+SHARED:
+  mov.u32 %r5, sm;
+  cvt.u32.u64 %r6, %rd5;
+  add.s32 %r6, %r5, %r6;
+  st.shared.v2.u32 [%r6], {%r3, %r3};
+  ld.shared.v2.u32 {%r7, %r8}, [%r6];
+  st.global.v2.u32 [%rd7], {%r7, %r8};
+  ret;
+LOCAL:
+  mov.u64 %rd10, depot;
+  cvta.local.u64 %rd10, %rd10;
+  add.s64 %rd10, %rd10, %rd4;
+  st.u32 [%rd10], %r3;
+  ld.u32 %r7, [%rd10];
+  st.global.u32 [%rd7], %r7;
+  ret;
+ATOM:
+  atom.global.add.u32 %r7, [%rd6], 1;
+  st.global.u32 [%rd7], %r7;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* in = mem.Alloc<uint32_t>(32 * 4 + 8);
+  uint32_t* out = mem.Alloc<uint32_t>(32 * 4);
+  for (uint32_t i = 0; i < 32 * 4 + 8; ++i) in[i] = i * 3 + 1;
+  auto run = [&](uint32_t skew, uint32_t what, uint32_t lane) {
+    return RunKernel(
+        *prog, "k", {1}, {32}, [&](Params& p) { p.Add(in).Add(out).Add(skew).Add(what).Add(lane); },
+        &mem);
+  };
+  const char* names[] = {"global v4", "shared v2", "local via generic", "atomic", "uniform"};
+  // Aligned (a skew of the access's size, or none): each computes.
+  for (uint32_t what = 0; what < 5; ++what) {
+    const uint32_t size[] = {16, 8, 4, 4, 8};
+    for (uint32_t lane : {0u, 32u}) {
+      Status s = run(what == 2 || what == 4 ? size[what] : 0, what, lane);
+      ASSERT_TRUE(s.ok()) << names[what] << ": " << s.ToString();
+      if (what == 0) {
+        for (uint32_t i = 0; i < 32 * 4; ++i) ASSERT_EQ(out[i], in[i]) << i;
+      }
+    }
+  }
+  // Misaligned in one lane (the lane loop) and in every lane (the fast paths).
+  for (uint32_t what = 0; what < 5; ++what) {
+    for (uint32_t lane : {5u, 32u}) {
+      if (what == 4 && lane != 32) continue;  // a uniform address is every lane's
+      Status s = run(4 + (what == 1 || what == 4 ? 0 : 2), what, lane);
+      EXPECT_EQ(s.code(), err::kMisalignedAddress)
+          << names[what] << ", lane " << lane << ": " << s.ToString();
+      EXPECT_NE(s.message().find("misaligned address"), std::string::npos) << s.message();
+      if (lane == 5) {
+        EXPECT_NE(s.message().find("thread (5,0,0)"), std::string::npos) << s.message();
+      }
+    }
+  }
+}
+
+// atom.add.f32 and red.add.f32 on global memory flush subnormal inputs and results to
+// sign-preserving zero; on shared memory they keep them (PTX ISA, atom; NVIDIA's forums measured
+// the same). A NaN sum is the GPU's canonical 0x7fffffff either way.
+TEST(Atomics, FloatAddFlushesSubnormalsOnGlobalMemoryOnly) {
+  const std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_in, .param .u64 k_out) {
+  .shared .align 4 .b32 sm[32];
+  .reg .b32 %r<8>; .reg .b64 %rd<16>; .reg .f32 %f<8>;
+  ld.param.u64 %rd1, [k_in];
+  ld.param.u64 %rd2, [k_out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  ld.global.f32 %f2, [%rd4+128];
+  add.s64 %rd5, %rd2, %rd3;
+  st.global.f32 [%rd5], %f1;
+  atom.global.add.f32 %f3, [%rd5], %f2;
+  st.global.f32 [%rd5+384], %f3;
+  st.global.f32 [%rd5+256], %f1;
+  red.global.add.f32 [%rd5+256], %f2;
+  mov.u32 %r2, sm;
+  shl.b32 %r3, %r1, 2;
+  add.s32 %r2, %r2, %r3;
+  st.shared.f32 [%r2], %f1;
+  atom.shared.add.f32 %f4, [%r2], %f2;
+  ld.shared.f32 %f5, [%r2];
+  st.global.f32 [%rd5+128], %f5;
+  ret;
+})";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  struct Case {
+    uint32_t a, b, global, shared;
+  };
+  const Case cases[] = {
+      {0x00000100, 0x00400000, 0x00000000, 0x00400100},  // subnormals: gone on global
+      {0x00400000, 0x00400000, 0x00000000, 0x00800000},  // their normal sum too
+      {0x3f800000, 0x00000001, 0x3f800000, 0x3f800000},  // 1 + tiny rounds to 1 anyway
+      {0x80000000, 0x80000001, 0x80000000, 0x80000001},  // -0 + -tiny: the sign stays
+      {0x00800001, 0x80800000, 0x00000000, 0x00000001},  // a subnormal result
+      {0x7f800000, 0xff800000, 0x7fffffff, 0x7fffffff},  // inf - inf: the canonical NaN
+      {0x40400000, 0x3fc00000, 0x40900000, 0x40900000},  // 3 + 1.5
+  };
+  const uint32_t n = sizeof cases / sizeof cases[0];
+  TestMemory mem;
+  uint32_t* in = mem.Alloc<uint32_t>(64);
+  uint32_t* out = mem.Alloc<uint32_t>(128);
+  for (uint32_t t = 0; t < n; ++t) {
+    in[t] = cases[t].a;
+    in[32 + t] = cases[t].b;
+  }
+  Status s = RunKernel(
+      *prog, "k", {1}, {n}, [&](Params& p) { p.Add(in).Add(out); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (uint32_t t = 0; t < n; ++t) {
+    EXPECT_EQ(out[t], cases[t].global) << "atom.global, case " << t;
+    EXPECT_EQ(out[64 + t], cases[t].global) << "red.global, case " << t;
+    EXPECT_EQ(out[32 + t], cases[t].shared) << "atom.shared, case " << t;
+    EXPECT_EQ(out[96 + t], cases[t].a) << "atom.global returns what memory held, case " << t;
+  }
 }
 
 // A block whose warps are whole and converged runs them together (launch.cc, Lockstep): a scan

@@ -139,7 +139,8 @@ inline std::string Wrap(const std::string& body) {
   mov.u32 %r9, %tid.x;
   mul.wide.u32 %rd3, %r9, 12;
   add.s64 %rd4, %rd1, %rd3;
-  ld.global.v2.u32 {%r1, %r2}, [%rd4];
+  ld.global.u32 %r1, [%rd4];  // 12-byte records: a v2 load of one would be misaligned
+  ld.global.u32 %r2, [%rd4+4];
   ld.global.u32 %r3, [%rd4+8];
   mov.u32 %r4, 0;
   mov.u32 %r5, 0;

@@ -23,6 +23,15 @@ struct Row {
   Ref ref;
 };
 
+// The generic prmt with four byte selectors (no sign replication), d's byte 0 in the low nibble.
+uint32_t PrmtBySelectors(uint32_t a, uint32_t b, uint32_t selectors) {
+  const uint64_t t = (uint64_t(b) << 32) | a;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n)
+    r |= uint32_t(t >> (8 * ((selectors >> (4 * n)) & 7)) & 0xff) << (8 * n);
+  return r;
+}
+
 float F(uint32_t v) {
   return std::bit_cast<float>(v);
 }
@@ -260,6 +269,39 @@ const Row kRows[] = {
          r |= byte << (8 * n);
        }
        return One(r);
+     }},
+    // prmt's modes against the PTX ISA's table of the bytes each picks for c & 3 (a nibble per
+    // byte of d, most significant first), read as the generic form's selectors.
+    {"prmt.b32.f4e/b4e", "prmt.b32.f4e %r4, %r1, %r2, %r3; prmt.b32.b4e %r5, %r1, %r2, %r3;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       const uint32_t f4e[] = {0x3210, 0x4321, 0x5432, 0x6543};
+       const uint32_t b4e[] = {0x5670, 0x6701, 0x7012, 0x0123};
+       return std::pair{PrmtBySelectors(a, b, f4e[c & 3]), PrmtBySelectors(a, b, b4e[c & 3])};
+     }},
+    {"prmt.b32.rc8/ecl", "prmt.b32.rc8 %r4, %r1, %r2, %r3; prmt.b32.ecl %r5, %r1, %r2, %r3;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       const uint32_t rc8[] = {0x0000, 0x1111, 0x2222, 0x3333};
+       const uint32_t ecl[] = {0x3210, 0x3211, 0x3222, 0x3333};
+       return std::pair{PrmtBySelectors(a, b, rc8[c & 3]), PrmtBySelectors(a, b, ecl[c & 3])};
+     }},
+    {"prmt.b32.ecr/rc16", "prmt.b32.ecr %r4, %r1, %r2, %r3; prmt.b32.rc16 %r5, %r1, %r2, %r3;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       const uint32_t ecr[] = {0x0000, 0x1110, 0x2210, 0x3210};
+       const uint32_t rc16[] = {0x1010, 0x3232, 0x1010, 0x3232};
+       return std::pair{PrmtBySelectors(a, b, ecr[c & 3]), PrmtBySelectors(a, b, rc16[c & 3])};
+     }},
+    // szext: a's low n bits extended, n = b mod 32 (.wrap) or min(b, 32) (.clamp), b in 0..63.
+    {"szext.wrap.s32/clamp.u32",
+     "and.b32 %r6, %r3, 63; szext.wrap.s32 %r4, %r1, %r6; szext.clamp.u32 %r5, %r1, %r6;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t, uint32_t c) {
+       const uint32_t b = c & 63, w = b % 32, k = std::min(b, 32u);
+       const uint32_t s = w == 0 ? 0 : uint32_t(int32_t(a << (32 - w)) >> (32 - w));
+       const uint32_t u = k == 32 ? a : a & ((1u << k) - 1);
+       return std::pair{s, u};
      }},
     {"lop3.b32", "lop3.b32 %r4, %r1, %r2, %r3, 0xe8;", Gen::kBits,
      [](uint32_t a, uint32_t b, uint32_t c) { return One((a & b) | (a & c) | (b & c)); }},

@@ -44,6 +44,18 @@ extern "C" __global__ void stencil(unsigned* a, unsigned* b, int n, int steps) {
   }
 }
 
+// Every block but the last waits for the last to raise *flag, with a __syncthreads() in its
+// wait loop (as Barnes-Hut's sort kernel does), then counts itself in *done. A GPU runs the
+// blocks side by side; run one at a time it never ends.
+extern "C" __global__ void waitWithBarriers(volatile int* flag, unsigned* done) {
+  if (blockIdx.x == gridDim.x - 1) {
+    if (threadIdx.x == 0) *flag = 1;
+    return;
+  }
+  while (*flag == 0) __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(done, 1u);
+}
+
 // Counts its threads in *started, then synchronises the grid until *stop turns nonzero
 // (never, in the tests: they cancel it).
 extern "C" __global__ void syncForever(unsigned* started, const volatile int* stop) {
