@@ -370,20 +370,23 @@ cudaError_t ShapeFits(dim3 grid, dim3 block, const LaunchMode& mode) {
 }
 
 // What the kernel itself allows a launch, checked here so that the launch call fails as it
-// does on a GPU rather than a later synchronization: more threads than the kernel can run
-// (its launch bounds) or more dynamic shared memory than its limit give cudaErrorInvalidValue,
-// more registers than a block has cudaErrorLaunchOutOfResources. Unknown limits (0) pass.
+// does on a GPU rather than a later synchronization: more registers than a block has give
+// cudaErrorLaunchOutOfResources (checked first: the kernel's maxThreadsPerBlock counts them
+// too; a warp's are allocated 256 at a time), more threads than the kernel can run (its
+// launch bounds) or more dynamic shared memory than its limit cudaErrorInvalidValue. Unknown
+// limits (0) pass.
 cudaError_t KernelFits(const Kernel& k, dim3 block, size_t shared_bytes) {
   const cudaDeviceProp& p = St().prop;
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  const uint64_t warps = (threads + 31) / 32;
+  const uint64_t warp_registers = (uint64_t(k.num_regs) * 32 + 255) / 256 * 256;
+  if (p.regsPerBlock > 0 && warp_registers * warps > uint64_t(p.regsPerBlock))
+    return cudaErrorLaunchOutOfResources;
   if (k.max_threads_per_block > 0 && threads > static_cast<uint64_t>(k.max_threads_per_block))
     return cudaErrorInvalidValue;
   const bool shared_known = p.sharedMemPerBlock > 0 || k.max_dynamic_shared.load() >= 0;
   if (shared_known && shared_bytes > static_cast<size_t>(MaxDynamicShared(k, p)))
     return cudaErrorInvalidValue;
-  const uint64_t warps = (threads + 31) / 32;
-  if (p.regsPerBlock > 0 && uint64_t(k.num_regs) * warps * 32 > uint64_t(p.regsPerBlock))
-    return cudaErrorLaunchOutOfResources;
   return cudaSuccess;
 }
 

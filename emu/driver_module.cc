@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "emu/device.h"
@@ -29,6 +30,19 @@ CUresult ResolveFunction(Context* ctx, CUfunction f, FunctionRef* out) {
   return out->fn == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
 }
 
+// Registers a warp of `f` holds: its threads', rounded up to the unit a GPU allocates (256).
+uint64_t WarpRegisters(const Function& f) {
+  return (uint64_t{std::max<uint32_t>(f.num_regs, 1)} * 32 + 255) / 256 * 256;
+}
+
+// The most threads a block of `f` may have: its own bound (.maxntid), the device's, and the
+// warps whose registers one block may hold; a larger launch fails.
+uint32_t MaxThreads(const Function& f) {
+  const uint64_t by_registers = remora::emu::kRegistersPerBlock / WarpRegisters(f) * 32;
+  return static_cast<uint32_t>(std::min<uint64_t>(
+      {f.info->max_threads_per_block, remora::emu::kMaxThreadsPerBlock, by_registers}));
+}
+
 // The CU_FUNC_ATTRIBUTE_* values of `f`; false if `a` is not an attribute.
 bool FunctionAttribute(const Function& f, const Module& m, CUfunction_attribute a, int* out) {
   const auto& k = *f.info;
@@ -37,13 +51,11 @@ bool FunctionAttribute(const Function& f, const Module& m, CUfunction_attribute 
     int value;
   };
   const Row rows[] = {
-      {CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-       static_cast<int>(
-           std::min<uint32_t>(k.max_threads_per_block, remora::emu::kMaxThreadsPerBlock))},
+      {CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, static_cast<int>(MaxThreads(f))},
       {CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, static_cast<int>(k.static_shared_bytes)},
       {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, static_cast<int>(m.const_bytes)},
       {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, static_cast<int>(k.local_bytes)},
-      {CU_FUNC_ATTRIBUTE_NUM_REGS, static_cast<int>(k.num_regs)},
+      {CU_FUNC_ATTRIBUTE_NUM_REGS, static_cast<int>(f.num_regs)},
       // The arch the PTX was compiled for: CUB picks its tuning from it.
       {CU_FUNC_ATTRIBUTE_PTX_VERSION, m.ptx_target ? m.ptx_target : kPtxVersion},
       {CU_FUNC_ATTRIBUTE_BINARY_VERSION, kBinaryVersion},
@@ -101,14 +113,13 @@ CUresult PackParams(const remora::emu::ptx::KernelInfo& k, void** kernelParams, 
 
 // Blocks of `k` with `threads` threads and `dynamic_shared` bytes that fit on one SM at once:
 // the least of the block, thread, register and shared memory limits (NVIDIA's occupancy).
-uint64_t MaxBlocksPerSm(const remora::emu::ptx::KernelInfo& k, uint64_t threads,
-                        uint64_t dynamic_shared) {
-  if (threads > std::min<uint32_t>(k.max_threads_per_block, 1024)) return 0;
+uint64_t MaxBlocksPerSm(const Function& f, uint64_t threads, uint64_t dynamic_shared) {
+  const auto& k = *f.info;
+  if (threads > MaxThreads(f)) return 0;
   const uint64_t warps = (threads + 31) / 32;
   uint64_t blocks =
       std::min<uint64_t>(remora::emu::kBlocksPerSm, remora::emu::kThreadsPerSm / (warps * 32));
-  const uint64_t regs = std::max<uint32_t>(k.num_regs, 1) * warps * 32;
-  blocks = std::min<uint64_t>(blocks, remora::emu::kRegistersPerSm / regs);
+  blocks = std::min<uint64_t>(blocks, remora::emu::kRegistersPerSm / (WarpRegisters(f) * warps));
   // Each block also holds the shared memory the driver reserves (kReservedSmemBytes).
   const uint64_t shared =
       k.static_shared_bytes + dynamic_shared + remora::emu::ptx::kReservedSmemBytes;
@@ -130,9 +141,15 @@ REMORA_EMU_API CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* i
   if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ClearJitError();
   std::vector<std::string> ptx;
-  EMU_RETURN_IF_ERROR(DecodeImage(image, &ptx));
+  KernelRegisters registers;
+  EMU_RETURN_IF_ERROR(DecodeImage(image, &ptx, &registers));
   std::shared_ptr<Module> m;
   EMU_RETURN_IF_ERROR(LoadModule(ptx, ctx->memory(), &m));
+  if (!registers.empty()) {
+    const std::unordered_map<std::string, uint32_t> by_name(registers.begin(), registers.end());
+    for (Function& f : m->functions)
+      if (auto it = by_name.find(f.info->name); it != by_name.end()) f.num_regs = it->second;
+  }
   return ctx->AddModule(std::move(m), module);
 }
 
@@ -252,7 +269,7 @@ REMORA_EMU_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(
   if (numBlocks == nullptr || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
   FunctionRef f;
   EMU_RETURN_IF_ERROR(ResolveFunction(ctx, func, &f));
-  *numBlocks = static_cast<int>(MaxBlocksPerSm(*f.fn->info, uint64_t(blockSize), dynamicSMemSize));
+  *numBlocks = static_cast<int>(MaxBlocksPerSm(*f.fn, uint64_t(blockSize), dynamicSMemSize));
   return CUDA_SUCCESS;
 }
 
@@ -288,12 +305,12 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
   if (sharedMemBytes > static_cast<unsigned>(fr.fn->max_dynamic_shared.load())) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (uint64_t{k.num_regs} * ((threads + 31) / 32 * 32) > kRegistersPerBlock) {
-    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  if (WarpRegisters(*fr.fn) * ((threads + 31) / 32) > uint64_t{kRegistersPerBlock}) {
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;  // "too many resources requested for launch"
   }
   if (cooperative) {
     const uint64_t resident =
-        MaxBlocksPerSm(k, threads, sharedMemBytes) * uint64_t(Config().sm_count);
+        MaxBlocksPerSm(*fr.fn, threads, sharedMemBytes) * uint64_t(Config().sm_count);
     if (uint64_t{gridDimX} * gridDimY * gridDimZ > resident) {
       return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     }

@@ -45,10 +45,20 @@ CUresult FromStatus(const Status& s) {
   return s.code() == err::kNoKernelImage ? CUDA_ERROR_NO_BINARY_FOR_GPU : CUDA_ERROR_INVALID_PTX;
 }
 
-CUresult DecodeWrapper(const void* wrapper, std::vector<std::string>* ptx) {
+// Appends fatbin::KernelRegisters of `fatbin` to `out` (if any): a count it cannot read leaves
+// the PTX's estimate, as the PTX is what runs.
+void AddRegisters(fatbin::Bytes fatbin, KernelRegisters* out) {
+  if (out == nullptr) return;
+  auto regs = fatbin::KernelRegisters(fatbin, kArch);
+  if (regs.ok()) out->insert(out->end(), regs->begin(), regs->end());
+}
+
+CUresult DecodeWrapper(const void* wrapper, std::vector<std::string>* ptx,
+                       KernelRegisters* registers) {
   auto images = fatbin::WrapperImages(wrapper);
   if (!images.ok()) return FromStatus(images.status());
   for (const auto& img : *images) {
+    AddRegisters(img, registers);
     auto text = fatbin::SelectPtx(img, kArch, kNewestPtx);
     if (text.ok()) {
       ptx->push_back(std::move(text).value());
@@ -166,7 +176,7 @@ CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>
   return CUDA_SUCCESS;
 }
 
-CUresult DecodeImage(const void* image, std::vector<std::string>* ptx) {
+CUresult DecodeImage(const void* image, std::vector<std::string>* ptx, KernelRegisters* registers) {
   if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const auto* p = static_cast<const char*>(image);
   // Every binary magic is four non-zero bytes; shorter text is read as PTX.
@@ -176,8 +186,17 @@ CUresult DecodeImage(const void* image, std::vector<std::string>* ptx) {
   }
   const uint32_t magic = LoadU32(p);
   if (magic == kLinkedMagic) return DecodeLinked(p, ptx);
-  if (magic == fatbin::kFatbinMagic) return PtxFromFatbin(image, 0, ptx);
-  if (magic == fatbin::kWrapperMagic) return DecodeWrapper(image, ptx);
+  if (magic == fatbin::kFatbinMagic) {
+    const CUresult r = PtxFromFatbin(image, 0, ptx);
+    if (r == CUDA_SUCCESS && registers != nullptr) {
+      auto size = fatbin::FatbinSize(
+          fatbin::Bytes(static_cast<const std::byte*>(image), fatbin::kMaxImageBytes));
+      if (size.ok())
+        AddRegisters(fatbin::Bytes(static_cast<const std::byte*>(image), *size), registers);
+    }
+    return r;
+  }
+  if (magic == fatbin::kWrapperMagic) return DecodeWrapper(image, ptx, registers);
   if (std::memcmp(p,
                   "\x7f"
                   "ELF",

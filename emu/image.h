@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda.h>
@@ -24,7 +25,12 @@ inline constexpr uint32_t kLinkedMagic = 0x4B4C4D52;  // "RMLK" little-endian
 // fat binary without PTX the device runs (the highest at or below its compute_80, else the
 // lowest up to kNewestPtx) or for an ELF cubin; CUDA_ERROR_INVALID_IMAGE
 // for a malformed linked image; CUDA_ERROR_INVALID_PTX for a malformed fatbin.
-CUresult DecodeImage(const void* image, std::vector<std::string>* ptx);
+// With `registers`, also the registers per thread of each kernel the machine code a GPU of the
+// emulated device's compute capability would load holds (fatbin::KernelRegisters; nothing for
+// PTX, or an image without such code).
+using KernelRegisters = std::vector<std::pair<std::string, uint32_t>>;
+CUresult DecodeImage(const void* image, std::vector<std::string>* ptx,
+                     KernelRegisters* registers = nullptr);
 
 // The PTX of a fat binary of `size` bytes (0: read the size from its header).
 // Errors as DecodeImage.

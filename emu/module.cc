@@ -54,6 +54,7 @@ CUresult LoadModule(const std::vector<std::string>& ptx, DeviceMemory& memory,
     Function& f = mod->functions.emplace_back();
     f.index = i;
     f.info = &kernels[i];
+    f.num_regs = kernels[i].num_regs;
     f.max_dynamic_shared =
         std::max(0, kSharedPerBlock - static_cast<int>(kernels[i].static_shared_bytes));
   }

@@ -25,6 +25,9 @@ namespace remora::emu {
 struct Function {
   size_t index;  // into program->kernels()
   const ptx::KernelInfo* info;
+  // Registers per thread: what ptxas gave the kernel where the image carries machine code for
+  // this device (a GPU runs that, and is limited by it), else info->num_regs.
+  uint32_t num_regs = 0;
   std::atomic<int> max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
   std::atomic<int> carveout{-1};        // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
   std::atomic<int> cache_config{CU_FUNC_CACHE_PREFER_NONE};

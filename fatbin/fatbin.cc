@@ -12,6 +12,7 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <string_view>
 
 namespace remora::fatbin {
 namespace {
@@ -317,6 +318,61 @@ const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool p
     if (e.kind == Kind::kPtx && (!ptx || e.arch > ptx->arch)) ptx = &e;
   }
   return elf ? elf : ptx;
+}
+
+Result<std::vector<std::pair<std::string, uint32_t>>> ElfKernelRegisters(Bytes elf) {
+  // ELF64, little-endian: e_shoff at 0x28, e_shentsize, e_shnum and e_shstrndx at 0x3a..0x3f;
+  // a section header's sh_name at 0, sh_offset at 24, sh_size at 32, sh_info at 44.
+  constexpr size_t kElfHeader = 64, kSection = 64;
+  if (elf.size() < kElfHeader ||
+      std::memcmp(elf.data(),
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      Load<uint8_t>(elf, 4) != 2 || Load<uint8_t>(elf, 5) != 1)
+    return Malformed("cubin is not a little-endian ELF64");
+  const uint64_t shoff = Load<uint64_t>(elf, 0x28);
+  const uint16_t shentsize = Load<uint16_t>(elf, 0x3a), shnum = Load<uint16_t>(elf, 0x3c),
+                 shstrndx = Load<uint16_t>(elf, 0x3e);
+  if (shentsize < kSection || !Within(shoff, uint64_t(shnum) * shentsize, elf.size()) ||
+      shstrndx >= shnum)
+    return Malformed("cubin section headers lie outside it");
+  auto header = [&](uint32_t i) { return shoff + uint64_t(i) * shentsize; };
+  const uint64_t names = Load<uint64_t>(elf, header(shstrndx) + 24),
+                 names_size = Load<uint64_t>(elf, header(shstrndx) + 32);
+  if (!Within(names, names_size, elf.size()))
+    return Malformed("cubin section names lie outside it");
+  const std::string_view table(reinterpret_cast<const char*>(elf.data() + names), names_size);
+  constexpr std::string_view kText = ".text.";
+  std::vector<std::pair<std::string, uint32_t>> out;
+  for (uint32_t i = 0; i < shnum; ++i) {
+    const uint32_t at = Load<uint32_t>(elf, header(i));
+    if (at >= table.size()) return Malformed("cubin section name outside the name table");
+    const size_t end = table.find('\0', at);
+    if (end == std::string_view::npos) return Malformed("cubin section name is not terminated");
+    const std::string_view name = table.substr(at, end - at);
+    if (!name.starts_with(kText) || name.size() == kText.size()) continue;
+    if (const uint32_t regs = Load<uint32_t>(elf, header(i) + 44) >> 24; regs > 0)
+      out.emplace_back(std::string(name.substr(kText.size())), regs);
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, uint32_t>>> KernelRegisters(Bytes fatbin,
+                                                                      uint32_t device_arch) {
+  ASSIGN_OR_RETURN(std::vector<Entry> entries, Parse(fatbin));
+  const Entry* chosen = Choose(entries, device_arch, /*ptx_only=*/false);
+  const Entry* best = chosen != nullptr && chosen->kind == Kind::kElf ? chosen : nullptr;
+  // Else the machine code nearest the device: what its JIT allocates for the PTX is close.
+  auto distance = [&](const Entry& e) {
+    return e.arch > device_arch ? e.arch - device_arch : device_arch - e.arch;
+  };
+  if (best == nullptr)
+    for (const Entry& e : entries)
+      if (e.kind == Kind::kElf && (best == nullptr || distance(e) < distance(*best))) best = &e;
+  if (best == nullptr) return std::vector<std::pair<std::string, uint32_t>>{};
+  ASSIGN_OR_RETURN(std::vector<std::byte> decoded, Decompress(*best));
+  return ElfKernelRegisters(decoded);
 }
 
 std::string EntryName(const Entry& e) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/status.h"
@@ -104,6 +105,17 @@ Result<std::vector<Bytes>> WrapperImages(const void* wrapper);
 // device_arch. With `ptx_only` (an emulator, which runs no machine code) that
 // PTX in any case. nullptr if none fits.
 const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool ptx_only);
+
+// The registers each kernel of an ELF cubin uses per thread, as ptxas allocated them (the top
+// byte of its .text.<kernel> section's sh_info), by kernel name. kInvalidPtx if the ELF is
+// malformed; kernels without a count are left out.
+Result<std::vector<std::pair<std::string, uint32_t>>> ElfKernelRegisters(Bytes elf);
+
+// ElfKernelRegisters of the machine code a GPU of compute capability `device_arch` loads from
+// `fatbin` (Choose's ELF); where it would JIT PTX instead, of the machine code nearest its arch
+// (ptxas allocates the same PTX much alike); empty if the fat binary holds none.
+Result<std::vector<std::pair<std::string, uint32_t>>> KernelRegisters(Bytes fatbin,
+                                                                      uint32_t device_arch);
 
 // "sm_75" / "compute_75" for an entry, as nvcc's -gencode spells them.
 std::string EntryName(const Entry& e);

@@ -1418,8 +1418,20 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   std::string_view base = rest.substr(0, dot);
   const OpRow* row = FindOp(base);
   if (!row) {
-    // An instruction the decoder does not know (alloca, say): ptxas took it, so the module loads
-    // and a kernel that reaches it is refused at launch, naming it. Its operands are not read.
+    // PTX instructions the interpreter does not implement: the module loads (ptxas takes it) and
+    // a kernel that reaches one is refused at launch, naming it; its operands are not read. Any
+    // other mnemonic is not PTX, and the module is refused, as a GPU's JIT refuses it.
+    static constexpr std::string_view kUnimplemented[] = {
+        "alloca",         "applypriority", "brx",      "clusterlaunchcontrol",
+        "createpolicy",   "discard",       "elect",    "getctarank",
+        "griddepcontrol", "istypep",       "multimem", "setmaxnreg",
+        "stackrestore",   "stacksave",     "stmatrix", "tcgen05",
+        "tensormap",      "vabsdiff",      "vadd",     "vmad",
+        "vmax",           "vmin",          "vset",     "vshl",
+        "vshr",           "vsub",          "wgmma"};
+    if (std::find(std::begin(kUnimplemented), std::end(kUnimplemented), base) ==
+        std::end(kUnimplemented))
+      return Err("unknown instruction '" + std::string(base) + "'");
     in.fn = &exec_unimplemented;
     return OkStatus();
   }

@@ -98,6 +98,13 @@ TEST(Collectives, ReduxMatchBarRedShflIdx) {
   }
 }
 
+TEST(Errors, UnknownInstructionIsRefusedAtLoad) {
+  auto r = Load(std::vector<std::string>{Wrap("frobnicate.b32 %r4, %r1;")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), err::kInvalidPtx);
+  EXPECT_NE(r.status().message().find("frobnicate"), std::string::npos) << r.status().message();
+}
+
 // A __managed__ variable (what nvcc and libNVVM emit for it) loads: the module's kernels run,
 // and the variable is marked for the driver. Before, the module was refused as invalid PTX.
 TEST(Globals, ManagedVariablesLoadAndAreMarked) {
@@ -236,8 +243,8 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
   EXPECT_NE(s.message().find("mad.hi.sat.s32"), std::string::npos) << s.message();
 }
 
-// A modifier the decoder does not know (cvt's .satfinite to f16x2 here) or an instruction it
-// does not know (alloca) makes a form it does not implement: the module loads, threads that never
+// A modifier the decoder does not know (cvt's .satfinite to f16x2 here) or a PTX instruction it
+// does not implement (alloca) makes a form it does not run: the module loads, threads that never
 // reach it run, and reaching it is a launch failure naming the instruction. prefetchu, a hint,
 // runs as nothing.
 TEST(Errors, AnUnknownFormFailsOnlyWhenReached) {

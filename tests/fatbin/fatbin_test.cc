@@ -198,6 +198,45 @@ TEST(Choose, TakesCompatibleMachineCodeElsePtxAsADriverWould) {
   EXPECT_EQ(name(70, false), "none");
 }
 
+// The registers ptxas gave each kernel (saxpy.cu's two take about ten) come from the machine
+// code a device of that arch loads, else from the nearest machine code; a PTX-only build has
+// none. A cubin cut anywhere is refused or read within its bytes, never past them.
+TEST(KernelRegisters, ReadFromTheMachineCodeTheDeviceLoads) {
+  auto names = [](const std::vector<std::pair<std::string, uint32_t>>& regs) {
+    std::map<std::string, uint32_t> m(regs.begin(), regs.end());
+    return m;
+  };
+  for (const char* mode : {"sm80", "zstd"}) {
+    auto regs = KernelRegisters(Saxpy(mode), 80);
+    ASSERT_TRUE(regs.ok()) << mode << ": " << regs.status().ToString();
+    auto m = names(*regs);
+    ASSERT_EQ(m.size(), 2u) << mode;
+    for (const char* k : {"_Z5saxpyifPKfPf", "_Z8scaleSumiPKdPd"}) {
+      ASSERT_TRUE(m.count(k)) << mode << " " << k;
+      EXPECT_GE(m[k], 4u) << mode << " " << k;
+      EXPECT_LE(m[k], 32u) << mode << " " << k;
+    }
+  }
+  auto none = KernelRegisters(Saxpy("ptx2"), 80);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  auto entries = Parse(Saxpy("sm80"));
+  ASSERT_TRUE(entries.ok());
+  auto elf = Decompress((*entries)[0]);
+  ASSERT_TRUE(elf.ok());
+  for (size_t n = 0; n < elf->size(); n += std::max<size_t>(1, elf->size() / 512)) {
+    std::vector<std::byte> cut(elf->begin(), elf->begin() + n);  // its own allocation: ASan sees
+    auto r = ElfKernelRegisters(cut);
+    if (r.ok()) {
+      EXPECT_LE(r->size(), 2u) << n;
+    }
+  }
+  std::vector<std::byte> garbled = *elf;
+  Store<uint64_t>(garbled, 0x28, ~0ull);  // section headers nowhere
+  EXPECT_EQ(CodeOf(ElfKernelRegisters(garbled).status()), err::kInvalidPtx);
+}
+
 TEST(Parse, DebugBuildCarriesNameAndOptions) {
   auto bytes = Saxpy("debug");
   auto entries = Parse(bytes);

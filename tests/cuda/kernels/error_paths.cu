@@ -12,6 +12,21 @@ __global__ void store(int* out, int v) {
   *out = v;
 }
 
+// 80 values live at once, each multiplied with every later one: ptxas gives each thread about
+// 90 registers (sm_75 to sm_90), so a block of 1024 threads would need more than the 64 Ki
+// registers a block may hold.
+__global__ void manyRegisters(const float* in, float* out) {
+  float a[80];
+#pragma unroll
+  for (int i = 0; i < 80; ++i) a[i] = in[(threadIdx.x + i * 7) & 1023];
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 80; ++i)
+#pragma unroll
+    for (int j = i; j < 80; ++j) s += a[i] * a[j];
+  out[threadIdx.x] = s;
+}
+
 int main() {
   int failures = 0;
   auto expect = [&](bool ok, const char* what) {
@@ -113,6 +128,24 @@ int main() {
     CHECK(cudaMemcpy(&stored, d, sizeof stored, cudaMemcpyDeviceToHost));
     expect(stored == 7, "a launch within a raised shared memory limit runs");
   }
+
+  // A kernel's maxThreadsPerBlock counts its registers (a warp's allocated 256 at a time); a
+  // launch past it is out of resources at the launch call, and one within it runs.
+  cudaFuncAttributes fa;
+  CHECK(cudaFuncGetAttributes(&fa, manyRegisters));
+  const int warp_registers = (fa.numRegs * 32 + 255) / 256 * 256;
+  expect(fa.numRegs > 64, "80 live values take more than 64 registers");
+  expect(fa.maxThreadsPerBlock == std::min(1024, prop.regsPerBlock / warp_registers * 32),
+         "maxThreadsPerBlock is what the kernel's registers allow");
+  float* fin;
+  CHECK(cudaMalloc(&fin, 2048 * sizeof(float)));
+  CHECK(cudaMemset(fin, 0, 2048 * sizeof(float)));
+  manyRegisters<<<1, 1024>>>(fin, fin + 1024);
+  EXPECT_CUDA(cudaGetLastError(), cudaErrorLaunchOutOfResources);
+  manyRegisters<<<1, fa.maxThreadsPerBlock>>>(fin, fin + 1024);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaFree(fin));
   CHECK(cudaFree(d));
 
   struct {
