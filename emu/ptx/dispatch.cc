@@ -25,6 +25,9 @@ constexpr auto kStuck = std::chrono::milliseconds(20);
 // No block ended for this long while a grid's own running blocks hold every core and it has
 // blocks to start: they wait on those (a GPU would have them resident), which then run beside.
 constexpr auto kStuckWithin = std::chrono::milliseconds(200);
+// The same for a grid none of whose blocks ended this long while others' did: longer, as a grid
+// whose blocks are merely long is not helped by running more of them at once.
+constexpr auto kStuckAmongOthers = std::chrono::seconds(1);
 // At most this many threads' worth of a grid's blocks resident beside at once (a GPU's
 // residency, about): a window of blocks is taken, run, and the next taken while any are left.
 constexpr uint64_t kResidentThreads = 65536;
@@ -111,6 +114,7 @@ class Dispatcher {
     self.smid = cores_ - 1;
     std::unique_lock lock(mu_);
     g.seq = ++seq_;
+    g.last_end_ns.store(NowNs(), std::memory_order_relaxed);
     auto at = std::upper_bound(grids_.begin(), grids_.end(), &g, [](const Grid* a, const Grid* b) {
       return a->priority < b->priority;  // equal priorities keep launch order
     });
@@ -194,6 +198,7 @@ class Dispatcher {
       g.warp_n.fetch_add(wn, std::memory_order_relaxed);
       g.thread_n.fetch_add(tn, std::memory_order_relaxed);
       last_end_ns_.store(NowNs(), std::memory_order_relaxed);
+      g.last_end_ns.store(NowNs(), std::memory_order_relaxed);
       if (L.failed->load(std::memory_order_relaxed)) {
         g.next.store(g.nblocks, std::memory_order_relaxed);
         break;
@@ -255,10 +260,13 @@ class Dispatcher {
     return NowNs() - last_end_ns_.load(std::memory_order_relaxed) >= uint64_t(d.count());
   }
 
-  // `g`'s own blocks hold cores and wait, no block having ended for kStuckWithin, while it has
-  // blocks to start and no core for them. REQUIRES: mu_.
+  // `g`'s own blocks hold cores and wait, no block having ended for kStuckWithin (none of its own
+  // for kStuckAmongOthers), while it has blocks to start and no core for them. REQUIRES: mu_.
   bool StuckWithin(const Grid& g) const {
-    return g.Left() && g.running > 0 && !g.resident && !HasCore(g) && NoBlockEndedFor(kStuckWithin);
+    if (!g.Left() || g.running == 0 || g.resident || HasCore(g)) return false;
+    const uint64_t own = g.last_end_ns.load(std::memory_order_relaxed);
+    return NoBlockEndedFor(kStuckWithin) ||
+           NowNs() - own >= uint64_t(std::chrono::nanoseconds(kStuckAmongOthers).count());
   }
 
   // One host CPU per block on a core, as one multiprocessor per block: the host's scheduler,
@@ -434,7 +442,9 @@ class Dispatcher {
     }
     const bool ok = RunCta(L, r.cta, b);
     CountInstructions(L, r.cta, g.warp_n, g.thread_n);
-    last_end_ns_.store(NowNs(), std::memory_order_relaxed);
+    const uint64_t now = NowNs();
+    last_end_ns_.store(now, std::memory_order_relaxed);
+    g.last_end_ns.store(now, std::memory_order_relaxed);
     if (!ok) g.next.store(g.nblocks, std::memory_order_relaxed);
     return ok;
   }

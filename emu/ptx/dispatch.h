@@ -17,8 +17,10 @@
 //    higher priority waits, else one per kStuck), so a kernel waiting on another always
 //    progresses. And when a grid's own running blocks hold every core and wait on its blocks
 //    not yet started (blocks of one grid spinning on each other, as a GPU keeps them all
-//    resident), no block having ended for kStuckWithin, a thread of the device's runs those
-//    blocks, a window at a time, all resident at once and taking turns.
+//    resident), no block having ended for kStuckWithin (none of its own for kStuckAmongOthers
+//    while other grids' blocks go on ending: another tenant's busy stream must not keep a GPU's
+//    co-resident blocks apart), a thread of the device's runs those blocks, a window at a time,
+//    all resident at once and taking turns.
 // Cooperative launches do not come here: their blocks are all resident at once (coop.cc).
 #pragma once
 
@@ -40,11 +42,12 @@ struct Grid {
   std::atomic<uint64_t> warp_n{0}, thread_n{0};
 
   // The dispatcher's; the launching thread leaves them alone.
-  uint64_t seq = 0;               // launch order
-  std::atomic<uint64_t> next{0};  // the next block to start; >= nblocks: none left
-  unsigned running = 0;           // blocks started and not ended
-  bool resident = false;          // a thread runs its blocks not yet started, all resident
-  std::condition_variable wake;   // its launching thread: a core, its end, or kStuck
+  uint64_t seq = 0;                      // launch order
+  std::atomic<uint64_t> next{0};         // the next block to start; >= nblocks: none left
+  unsigned running = 0;                  // blocks started and not ended
+  bool resident = false;                 // a thread runs its blocks not yet started, all resident
+  std::atomic<uint64_t> last_end_ns{0};  // when one of its blocks last ended, or it was launched
+  std::condition_variable wake;          // its launching thread: a core, its end, or kStuck
   bool Left() const { return next.load(std::memory_order_relaxed) < nblocks; }
 };
 

@@ -1775,12 +1775,8 @@ TEST(DeviceRuntime, ConditionalValuesAreStoredAndDeviceGraphLaunchesRefusedByNam
             std::string::npos);
 }
 
-// Warp 0 spins on a shared flag that only warp 1 sets, after the block's barrier: on a GPU the
-// warp schedulers run warp 1 meanwhile; here warp 0 must make way after its slice.
-// Block b of one ordinary grid spins until block b + 1 has set its flag: the first blocks hold
-// every core while they wait on blocks not yet started, which a GPU keeps resident beside them.
-TEST(Scheduling, BlocksOfOneGridSpinningOnLaterBlocksAllEnd) {
-  const std::string ptx = R"(.version 9.0
+// Block b of an ordinary grid of n spins until block b + 1 has set its flag (flags[b] = b + 1).
+constexpr const char* kChainPtx = R"(.version 9.0
 .target sm_75
 .address_size 64
 .visible .entry chain(.param .u64 flags, .param .u32 n) {
@@ -1804,7 +1800,11 @@ DONE:
   ret;
 }
 )";
-  auto prog = MustLoad({ptx});
+
+// Block b of one ordinary grid spins until block b + 1 has set its flag: the first blocks hold
+// every core while they wait on blocks not yet started, which a GPU keeps resident beside them.
+TEST(Scheduling, BlocksOfOneGridSpinningOnLaterBlocksAllEnd) {
+  auto prog = MustLoad({kChainPtx});
   ASSERT_TRUE(prog);
   TestMemory mem;
   const uint32_t n = 4 * DeviceCores() + 3;
@@ -1814,6 +1814,47 @@ DONE:
                   *prog, "chain", {n}, {32},
                   [&](Params& p) { p.Add(reinterpret_cast<uint64_t>(flags)).Add(n); }, &mem)
                   .ok());
+  for (uint32_t b = 0; b < n; ++b) EXPECT_EQ(flags[b], b + 1) << b;
+}
+
+// The same beside another grid's stream of short kernels, whose blocks keep ending: the chain's
+// blocks still get to run resident (a GPU keeps them so whatever else it runs), while the other
+// stream is still launching.
+TEST(Scheduling, BlocksSpinningOnLaterBlocksEndBesideABusyStream) {
+  auto chain = MustLoad({kChainPtx});
+  auto busy = MustLoad({Wrap("add.u32 %r4, %r1, %r2;")});
+  ASSERT_TRUE(chain && busy);
+  TestMemory mem;
+  const uint32_t n = 4 * DeviceCores() + 3;
+  uint32_t* flags = mem.Alloc<uint32_t>(n);
+  for (uint32_t b = 0; b < n; ++b) flags[b] = 0;
+  std::vector<uint32_t> in(64 * 3, 1);
+  uint32_t* din = mem.Upload(in);
+  uint32_t* out = mem.Alloc<uint32_t>(64 * 2);
+  std::atomic<bool> chain_done{false}, gave_up{false};
+  std::atomic<uint64_t> launches{0};
+  std::thread other([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!chain_done.load()) {
+      if (std::chrono::steady_clock::now() > until) {
+        gave_up = true;  // the chain waited on this stream's end: what a GPU never does
+        return;
+      }
+      ASSERT_TRUE(
+          RunKernel(
+              *busy, "k", {2 * DeviceCores()}, {32}, [&](Params& p) { p.Add(din).Add(out); }, &mem)
+              .ok());
+      ++launches;
+    }
+  });
+  while (launches.load() == 0) std::this_thread::yield();  // the other stream runs first
+  const Status s = RunKernel(
+      *chain, "chain", {n}, {32},
+      [&](Params& p) { p.Add(reinterpret_cast<uint64_t>(flags)).Add(n); }, &mem);
+  chain_done = true;
+  other.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(gave_up.load());
   for (uint32_t b = 0; b < n; ++b) EXPECT_EQ(flags[b], b + 1) << b;
 }
 
