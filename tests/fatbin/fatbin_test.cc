@@ -221,7 +221,8 @@ TEST(KernelRegisters, ReadFromTheMachineCodeTheDeviceLoads) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
 
-  auto entries = Parse(Saxpy("sm80"));
+  const std::vector<std::byte> sm80 = Saxpy("sm80");  // the entries view it
+  auto entries = Parse(sm80);
   ASSERT_TRUE(entries.ok());
   auto elf = Decompress((*entries)[0]);
   ASSERT_TRUE(elf.ok());
