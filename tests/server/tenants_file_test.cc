@@ -1,5 +1,7 @@
 // tests/server/tenants_file_test.cc - configured tenants: open-mode caps, the tenants file (tokens,
 // quotas, accounts, reloads, eviction by name, monitors), GPU time charged by events, /metrics.
+#include <algorithm>
+
 #include "tests/server/harness.h"
 
 namespace remora {
@@ -482,9 +484,9 @@ TEST_F(EventTimingTest, AStreamWaitingForAnotherIsNotChargedTheWait) {
 TEST_F(EventTimingTest, ALimitedTenantIsNotChargedTheTimeItWasHeld) {
   constexpr uint32_t kIters = 200'000;
   constexpr int kKernels = 20;
-  // One kernel's device time, measured by a tenant nothing holds back.
-  double kernel_ns = 0;
-  {
+  // One kernel's device time, measured by a tenant nothing holds back, before and after the
+  // limited one runs: the least of the two, as a host busy with other tests slows one of them.
+  auto measure = [&](double* kernel_ns) {
     auto free = Client::Connect(path_);
     ASSERT_TRUE(free);
     ASSERT_EQ(free->welcome_status(), 0);
@@ -495,9 +497,11 @@ TEST_F(EventTimingTest, ALimitedTenantIsNotChargedTheTimeItWasHeld) {
     Spin(*free, spin, 0, 4, kIters);
     Record(*free, e1, 0);
     ASSERT_EQ(free->Call(CallId::kDeviceSynchronize, v1::Empty()), 0);
-    kernel_ns = ElapsedNs(*free, e0, e1) / 4;
-    ASSERT_GT(kernel_ns, 1e6) << "the kernels should take milliseconds";
-  }
+    *kernel_ns = ElapsedNs(*free, e0, e1) / 4;
+    ASSERT_GT(*kernel_ns, 1e6) << "the kernels should take milliseconds";
+  };
+  double kernel_ns = 0;
+  measure(&kernel_ns);
   v1::Hello h;
   h.set_program("limited");
   h.mutable_quota()->set_gpu_compute(0.2);
@@ -522,6 +526,9 @@ TEST_F(EventTimingTest, ALimitedTenantIsNotChargedTheTimeItWasHeld) {
   }
   ASSERT_EQ(a->Call(CallId::kDeviceSynchronize, v1::Empty()), 0) << a->last().message();
   const std::chrono::duration<double, std::nano> wall = std::chrono::steady_clock::now() - t0;
+  double after_ns = 0;
+  measure(&after_ns);
+  kernel_ns = std::min(kernel_ns, after_ns);
   const double device_ns = kKernels * kernel_ns;
   ASSERT_GT(wall.count(), 2 * device_ns) << "the limit should have held the tenant back";
 
