@@ -159,7 +159,8 @@ int PtxTarget(const std::string& ptx) {
   return target.starts_with("sm_") ? Digits(target.substr(3)) : 0;
 }
 
-CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx) {
+CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx,
+                       KernelRegisters* registers) {
   const auto* p = static_cast<const std::byte*>(fatbin);
   if (size == 0) {
     // Header: u32 magic, u16 version, u16 header size, u64 bytes of entries.
@@ -170,9 +171,11 @@ CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>
     if (entries > fatbin::kMaxImageBytes) return CUDA_ERROR_INVALID_PTX;
     size = header_size + entries;
   }
-  auto text = fatbin::SelectPtx(fatbin::Bytes(p, size), kArch, kNewestPtx);
+  const fatbin::Bytes bytes(p, size);
+  auto text = fatbin::SelectPtx(bytes, kArch, kNewestPtx);
   if (!text.ok()) return FromStatus(text.status());
   ptx->push_back(std::move(text).value());
+  AddRegisters(bytes, registers);
   return CUDA_SUCCESS;
 }
 
@@ -186,16 +189,7 @@ CUresult DecodeImage(const void* image, std::vector<std::string>* ptx, KernelReg
   }
   const uint32_t magic = LoadU32(p);
   if (magic == kLinkedMagic) return DecodeLinked(p, ptx);
-  if (magic == fatbin::kFatbinMagic) {
-    const CUresult r = PtxFromFatbin(image, 0, ptx);
-    if (r == CUDA_SUCCESS && registers != nullptr) {
-      auto size = fatbin::FatbinSize(
-          fatbin::Bytes(static_cast<const std::byte*>(image), fatbin::kMaxImageBytes));
-      if (size.ok())
-        AddRegisters(fatbin::Bytes(static_cast<const std::byte*>(image), *size), registers);
-    }
-    return r;
-  }
+  if (magic == fatbin::kFatbinMagic) return PtxFromFatbin(image, 0, ptx, registers);
   if (magic == fatbin::kWrapperMagic) return DecodeWrapper(image, ptx, registers);
   if (std::memcmp(p,
                   "\x7f"

@@ -32,9 +32,10 @@ using KernelRegisters = std::vector<std::pair<std::string, uint32_t>>;
 CUresult DecodeImage(const void* image, std::vector<std::string>* ptx,
                      KernelRegisters* registers = nullptr);
 
-// The PTX of a fat binary of `size` bytes (0: read the size from its header).
-// Errors as DecodeImage.
-CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx);
+// The PTX of a fat binary of `size` bytes (0: read the size from its header), and with
+// `registers` its kernels' registers as DecodeImage gives them. Errors as DecodeImage.
+CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx,
+                       KernelRegisters* registers = nullptr);
 
 // Serialises `sources` as a linked image.
 std::vector<std::byte> EncodeLinked(std::span<const std::string> sources);

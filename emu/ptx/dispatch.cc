@@ -197,8 +197,7 @@ class Dispatcher {
       RunResident(L, first, n, /*workers=*/1, &wn, &tn);
       g.warp_n.fetch_add(wn, std::memory_order_relaxed);
       g.thread_n.fetch_add(tn, std::memory_order_relaxed);
-      last_end_ns_.store(NowNs(), std::memory_order_relaxed);
-      g.last_end_ns.store(NowNs(), std::memory_order_relaxed);
+      BlocksEnded(g);
       if (L.failed->load(std::memory_order_relaxed)) {
         g.next.store(g.nblocks, std::memory_order_relaxed);
         break;
@@ -256,17 +255,25 @@ class Dispatcher {
     return g.Left() && g.running == 0 && !HasCore(g) && NoBlockEndedFor(kStuck);
   }
 
-  bool NoBlockEndedFor(std::chrono::nanoseconds d) const {
-    return NowNs() - last_end_ns_.load(std::memory_order_relaxed) >= uint64_t(d.count());
+  // Blocks of `g` ended now: the device's last end and the grid's.
+  void BlocksEnded(Grid& g) {
+    const uint64_t now = NowNs();
+    last_end_ns_.store(now, std::memory_order_relaxed);
+    g.last_end_ns.store(now, std::memory_order_relaxed);
   }
+
+  // Whether `d` has passed since the time `at` holds.
+  static bool AgoAtLeast(const std::atomic<uint64_t>& at, std::chrono::nanoseconds d) {
+    return NowNs() - at.load(std::memory_order_relaxed) >= uint64_t(d.count());
+  }
+
+  bool NoBlockEndedFor(std::chrono::nanoseconds d) const { return AgoAtLeast(last_end_ns_, d); }
 
   // `g`'s own blocks hold cores and wait, no block having ended for kStuckWithin (none of its own
   // for kStuckAmongOthers), while it has blocks to start and no core for them. REQUIRES: mu_.
   bool StuckWithin(const Grid& g) const {
     if (!g.Left() || g.running == 0 || g.resident || HasCore(g)) return false;
-    const uint64_t own = g.last_end_ns.load(std::memory_order_relaxed);
-    return NoBlockEndedFor(kStuckWithin) ||
-           NowNs() - own >= uint64_t(std::chrono::nanoseconds(kStuckAmongOthers).count());
+    return NoBlockEndedFor(kStuckWithin) || AgoAtLeast(g.last_end_ns, kStuckAmongOthers);
   }
 
   // One host CPU per block on a core, as one multiprocessor per block: the host's scheduler,
@@ -442,9 +449,7 @@ class Dispatcher {
     }
     const bool ok = RunCta(L, r.cta, b);
     CountInstructions(L, r.cta, g.warp_n, g.thread_n);
-    const uint64_t now = NowNs();
-    last_end_ns_.store(now, std::memory_order_relaxed);
-    g.last_end_ns.store(now, std::memory_order_relaxed);
+    BlocksEnded(g);
     if (!ok) g.next.store(g.nblocks, std::memory_order_relaxed);
     return ok;
   }

@@ -72,6 +72,13 @@ inline bool Misaligned(uint64_t addr, uint32_t size) {
   return (addr & (size - 1)) != 0;
 }
 
+// The same for an access to space S; kernel parameters are laid out by the compiler that reads
+// them, and are not checked.
+template <Space S>
+inline bool MisalignedIn(uint64_t addr, uint32_t size) {
+  return S != Space::kParam && Misaligned(addr, size);
+}
+
 [[gnu::noinline]] bool GlobalSlow(Exec& x, uint64_t addr, uint32_t size) {
   const LaunchCtx& L = *x.L;
   uint64_t base = 0, len = 0;
@@ -492,7 +499,7 @@ int Ld(Exec& x, const Inst& in) {
     // A uniform address outside per-thread memory reads one value for every lane.
     if (!base && S != Space::kLocal && S != Space::kGeneric) {
       int l0 = std::countr_zero(x.mask);
-      if (S != Space::kParam && Misaligned(ub, N)) [[unlikely]]
+      if (MisalignedIn<S>(ub, N)) [[unlikely]]
         return MisalignedFault(x, in, l0, ub, N, S);
       uint8_t* p = Resolve<S>(x, in, l0, ub, N);
       if (!p) return kFault;
@@ -505,7 +512,7 @@ int Ld(Exec& x, const Inst& in) {
       int l = std::countr_zero(m);
       m &= m - 1;
       const uint64_t addr = (base ? base[l] : 0) + ub;
-      if (S != Space::kParam && Misaligned(addr, N)) [[unlikely]]
+      if (MisalignedIn<S>(addr, N)) [[unlikely]]
         return MisalignedFault(x, in, l, addr, N, S);
       uint8_t* p = Resolve<S>(x, in, l, addr, N);
       if (!p) [[unlikely]]
@@ -520,7 +527,7 @@ int Ld(Exec& x, const Inst& in) {
       int l = std::countr_zero(m);
       m &= m - 1;
       uint64_t addr = (base ? base[l] : 0) + ub;
-      if (S != Space::kParam && Misaligned(addr, N * V)) [[unlikely]]
+      if (MisalignedIn<S>(addr, N * V)) [[unlikely]]
         return MisalignedFault(x, in, l, addr, N * V, S);
       uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
       if (!p) [[unlikely]]
@@ -565,7 +572,7 @@ int St(Exec& x, const Inst& in) {
     int l = std::countr_zero(m);
     m &= m - 1;
     uint64_t addr = (base ? base[l] : 0) + ub;
-    if (S != Space::kParam && Misaligned(addr, N * V)) [[unlikely]]
+    if (MisalignedIn<S>(addr, N * V)) [[unlikely]]
       return MisalignedFault(x, in, l, addr, N * V, S);
     uint8_t* p = Resolve<S>(x, in, l, addr, N * V);
     if (!p) [[unlikely]]
