@@ -121,7 +121,12 @@ cudaError_t cudaDeviceSynchronize(void) {
 
 cudaError_t cudaDeviceReset(void) {
   cudaError_t e = Connection::Get().Call(CallId::kDeviceReset, v1::Empty());
-  if (e == cudaSuccess) remora::client_stub::ForgetDeviceState();
+  if (e == cudaSuccess) {
+    remora::client_stub::ForgetDeviceState();
+    auto& st = St();
+    std::lock_guard lock(st.limits_mu);
+    st.limits = {};  // the new context's are the defaults, and the server dropped its heap
+  }
   return Ret(e);
 }
 
@@ -171,6 +176,12 @@ cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
   std::lock_guard lock(st.limits_mu);
   size_t* slot = LimitSlot(st.limits, limit);
   if (!slot) return Ret(cudaErrorUnsupportedLimit);
+  if (limit == cudaLimitStackSize || limit == cudaLimitMallocHeapSize) {
+    v1::LimitRequest req;
+    req.set_limit(limit);
+    req.set_value(value);
+    if (cudaError_t e = Connection::Get().Call(CallId::kDeviceSetLimit, req)) return Ret(e);
+  }
   *slot = value;
   return cudaSuccess;
 }

@@ -248,7 +248,8 @@ class HostMemory {
 
 // ---- the process-wide state ------------------------------------------------------
 
-// cudaDeviceSetLimit values, indexed by cudaLimit (recorded, not enforced).
+// cudaDeviceSetLimit values, indexed by cudaLimit: the stack and heap applied by the server
+// first (DeviceSetLimit), the others recorded.
 struct Limits {
   std::array<size_t, 7> value = {1024, 1 << 20, 8 << 20, 2, 2048, 64, 0};
 };

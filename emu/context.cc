@@ -1,6 +1,7 @@
 // emu/context.cc - the primary context: lifecycle, streams, events, handles.
 #include "emu/context.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "emu/device.h"
@@ -96,6 +97,11 @@ void Context::TearDown(bool deactivate) {
   memory_->FreeAll();
   heap_.Reset();
   launch_pool_.Reset();
+  {
+    std::lock_guard lock(heaps_mu_);
+    for (auto& [owner, heap] : owned_heaps_) heap->Reset();  // their memory went with FreeAll
+    owned_heaps_.clear();
+  }
   if (!deactivate) return;
   std::lock_guard lock(mu_);
   error_.store(0, std::memory_order_release);
@@ -267,6 +273,7 @@ CUresult Context::SetLimit(CUlimit limit, size_t value) {
     return CUDA_ERROR_UNSUPPORTED_LIMIT;
   if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) return heap_.SetLimit(value);
   if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) return CUDA_ERROR_INVALID_VALUE;
+  if (limit == CU_LIMIT_STACK_SIZE && value > kMaxStackBytes) return CUDA_ERROR_OUT_OF_MEMORY;
   limits_[limit].store(value, std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
@@ -276,6 +283,44 @@ CUresult Context::GetLimit(CUlimit limit, size_t* value) const {
   *value = limit == CU_LIMIT_MALLOC_HEAP_SIZE ? heap_.limit()
                                               : limits_[limit].load(std::memory_order_relaxed);
   return CUDA_SUCCESS;
+}
+
+uint32_t Context::CallStackBytes() const {
+  return static_cast<uint32_t>(std::max<uint64_t>(
+      kMinCallStackBytes, limits_[CU_LIMIT_STACK_SIZE].load(std::memory_order_relaxed)));
+}
+
+namespace {
+thread_local uint64_t t_launch_owner = 0;
+}  // namespace
+
+void Context::SetLaunchOwner(uint64_t owner) {
+  t_launch_owner = owner;
+}
+
+std::shared_ptr<Heap> Context::LaunchHeap() {
+  if (t_launch_owner == 0) return std::shared_ptr<Heap>(std::shared_ptr<Heap>(), &heap_);
+  std::lock_guard lock(heaps_mu_);
+  std::shared_ptr<Heap>& h = owned_heaps_[t_launch_owner];
+  if (!h) h = std::make_shared<Heap>(*memory_);
+  return h;
+}
+
+CUresult Context::SetOwnerHeapLimit(uint64_t owner, uint64_t bytes) {
+  if (owner == 0) return heap_.SetLimit(bytes);
+  std::lock_guard lock(heaps_mu_);
+  std::shared_ptr<Heap>& h = owned_heaps_[owner];
+  if (!h) h = std::make_shared<Heap>(*memory_);
+  return h->SetLimit(bytes);
+}
+
+void Context::ReleaseOwnerHeap(uint64_t owner) {
+  std::shared_ptr<Heap> gone;  // destroyed outside the lock
+  std::lock_guard lock(heaps_mu_);
+  auto it = owned_heaps_.find(owner);
+  if (it == owned_heaps_.end()) return;
+  gone = std::move(it->second);
+  owned_heaps_.erase(it);
 }
 
 CUresult Context::CancelStream(CUstream s) {

@@ -98,12 +98,28 @@ class Context {
   // Texture and surface objects (cleared by a reset, as every handle is).
   Textures& textures() { return textures_; }
   // cuCtxSetLimit / cuCtxGetLimit. The heap's limit is the heap's (Heap::SetLimit); the
-  // others are recorded and read back with a GPU's defaults, as the emulator has no fixed
-  // stack, FIFO or launch queue to size. Errors: CUDA_ERROR_UNSUPPORTED_LIMIT for an unknown
-  // one, and for setting a read-only one; CUDA_ERROR_INVALID_VALUE for an L2 fetch
-  // granularity above 128, and as Heap::SetLimit says.
+  // stack's sizes the call stacks of launches enqueued after it (CallStackBytes); the others
+  // are recorded and read back with a GPU's defaults, as the emulator has no fixed FIFO or
+  // launch queue to size. Errors: CUDA_ERROR_UNSUPPORTED_LIMIT for an unknown one, and for
+  // setting a read-only one; CUDA_ERROR_INVALID_VALUE for an L2 fetch granularity above 128,
+  // and as Heap::SetLimit says; CUDA_ERROR_OUT_OF_MEMORY for a stack past kMaxStackBytes.
   CUresult SetLimit(CUlimit limit, size_t value);
   CUresult GetLimit(CUlimit limit, size_t* value) const;
+  // Bytes of call stack each thread of a kernel that calls functions gets: the stack limit,
+  // and at least kMinCallStackBytes.
+  uint32_t CallStackBytes() const;
+
+  // Device-side heaps kept apart by owner: the server gives each tenant its own, so that one
+  // cannot exhaust another's and what one leaks goes with it. A launch draws on the heap of
+  // the owner its enqueuing thread named last (SetLaunchOwner; owner 0, the default, is the
+  // context's heap()); an owner's heap is made at kDefaultHeapBytes on first use.
+  static void SetLaunchOwner(uint64_t owner);
+  // The heap a launch enqueued now by this thread uses; the launch holds it while it runs.
+  std::shared_ptr<Heap> LaunchHeap();
+  // Heap::SetLimit of `owner`'s heap, made if it has none yet. Errors: Heap::SetLimit's.
+  CUresult SetOwnerHeapLimit(uint64_t owner, uint64_t bytes);
+  // Forgets `owner`'s heap: its memory goes back once no launch holds it.
+  void ReleaseOwnerHeap(uint64_t owner);
 
   // --- streams ----------------------------------------------------------------
   CUresult CreateStream(unsigned flags, int priority, CUstream* out);
@@ -190,6 +206,8 @@ class Context {
   Heap heap_{*memory_};  // after memory_: gives its block back first
   Heap launch_pool_{*memory_, kLaunchPoolBytes};
   Textures textures_{*memory_};
+  std::mutex heaps_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<Heap>> owned_heaps_;  // guarded by heaps_mu_
   // Recorded limits by CUlimit; the heap's slot is unused (heap_ holds it).
   std::atomic<size_t> limits_[CU_LIMIT_MAX] = {1024, 1 << 20, 0, 2, 2048, 64, 0, 0, 0, 0};
   Progress progress_;

@@ -282,6 +282,24 @@ REMORA_EMU_API CUresult remoraEmuCancelStream(CUstream s) {
   return ctx->CancelStream(s);
 }
 
+// Device-side heaps kept apart by owner (Context::SetLaunchOwner): the server names the
+// tenant whose launch it enqueues, sizes a tenant's heap, and forgets it when the tenant goes.
+REMORA_EMU_API CUresult remoraEmuSetLaunchHeapOwner(unsigned long long owner) {
+  Context::SetLaunchOwner(owner);
+  return CUDA_SUCCESS;
+}
+
+REMORA_EMU_API CUresult remoraEmuHeapSetLimit(unsigned long long owner, size_t bytes) {
+  EMU_CURRENT_CONTEXT(ctx);
+  return ctx->SetOwnerHeapLimit(owner, bytes);
+}
+
+REMORA_EMU_API CUresult remoraEmuHeapRelease(unsigned long long owner) {
+  EMU_CURRENT_CONTEXT(ctx);
+  ctx->ReleaseOwnerHeap(owner);
+  return CUDA_SUCCESS;
+}
+
 REMORA_EMU_API CUresult remoraEmuGetProgramCacheStats(unsigned long long* programs,
                                                       unsigned long long* parses) {
   const ProgramCacheStats s = GetProgramCacheStats();

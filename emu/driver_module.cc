@@ -327,7 +327,7 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
   w.device_time = true;
   w.run = [ctx, mod = fr.module, index = fr.fn->index, params = std::move(params), hStream,
            grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes, priority,
-           cooperative] {
+           cooperative, heap = ctx->LaunchHeap(), stack = ctx->CallStackBytes()] {
     PrintfBuffer out;
     ptx::LaunchConfig cfg;
     std::copy(grid.begin(), grid.end(), cfg.grid);
@@ -339,7 +339,8 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
     cfg.memory = &ctx->memory();
     cfg.priority = priority;
     cfg.cancel = CurrentWorkCancelled();
-    cfg.heap = &ctx->heap();
+    cfg.call_stack_bytes = stack;
+    cfg.heap = heap.get();
     cfg.launch_pool = &ctx->launch_pool();
     cfg.textures = &ctx->textures();
     cfg.printf_sink = [sink = &out](std::string_view text) {

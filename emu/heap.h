@@ -16,6 +16,11 @@
 namespace remora::emu {
 
 inline constexpr uint64_t kDefaultHeapBytes = 8ull << 20;
+// A thread's call stack, whatever its stack limit (PTX frames are smaller than a GPU's, which
+// also hold spilled and saved registers, so a GPU's default of 1 KiB is not enough here).
+inline constexpr uint64_t kMinCallStackBytes = 16ull << 10;
+// The most stack a thread may be given: a GPU's most local memory per thread.
+inline constexpr uint64_t kMaxStackBytes = 512ull << 10;
 // The parameter buffers of device-side launches waiting to run (ptx::LaunchConfig::launch_pool).
 inline constexpr uint64_t kLaunchPoolBytes = 16ull << 20;
 

@@ -11,9 +11,6 @@ namespace remora::server {
 
 // Bytes kept back from tenants for the context itself (module images, stacks, the heap).
 static constexpr uint64_t kContextReserve = 256ull << 20;
-// The heap of device-side malloc/new, one for every tenant of the context: eight times a
-// GPU's default, since one program's default would be shared by all of them.
-static constexpr uint64_t kDeviceHeap = 64ull << 20;
 
 Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   auto d = std::make_unique<Device>();
@@ -23,8 +20,7 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   RETURN_IF_ERROR(
       d->Check(t.cuDevicePrimaryCtxRetain(&d->ctx_, d->dev_), "cuDevicePrimaryCtxRetain"));
   RETURN_IF_ERROR(d->MakeCurrent());
-  if (const CUresult r = t.cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, kDeviceHeap); r != CUDA_SUCCESS)
-    Log(Level::kWarn, "device", {{"event", "heap_limit_refused"}, {"code", static_cast<int>(r)}});
+  d->ApplyLimits();
 
   char name[256] = {};
   RETURN_IF_ERROR(d->Check(t.cuDeviceGetName(name, sizeof name, d->dev_), "cuDeviceGetName"));
@@ -294,6 +290,7 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
   Status st = Check(drv_->cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
   if (st.ok()) st = Check(drv_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   if (st.ok()) st = MakeCurrent();
+  if (st.ok()) ApplyLimits();
   if (!st.ok()) lost_.store(true, std::memory_order_release);
   {
     std::lock_guard lock(pool_mu_);
@@ -321,6 +318,31 @@ Status Device::Recover(uint64_t seen, const std::string& culprit, const Status& 
        {"took_ms", ms},
        {"status", st.ok() ? std::string("ok") : st.ToString()}});
   return st;
+}
+
+void Device::ApplyLimits() {
+  const auto apply = [&](CUlimit limit, uint64_t bytes, const char* event) {
+    if (const CUresult r = drv_->cuCtxSetLimit(limit, bytes); r != CUDA_SUCCESS)
+      Log(Level::kWarn, "device",
+          {{"event", event}, {"bytes", bytes}, {"code", static_cast<int>(r)}});
+  };
+  apply(CU_LIMIT_MALLOC_HEAP_SIZE, kSharedHeapBytes, "heap_limit_refused");
+  std::lock_guard lock(stack_mu_);
+  if (stack_ != 0) apply(CU_LIMIT_STACK_SIZE, stack_, "stack_limit_refused");
+}
+
+Status Device::RaiseStack(uint64_t bytes) {
+  std::lock_guard lock(stack_mu_);
+  if (bytes <= stack_) return OkStatus();
+  size_t now = 0;
+  RETURN_IF_ERROR(Check(drv_->cuCtxGetLimit(&now, CU_LIMIT_STACK_SIZE), "cuCtxGetLimit"));
+  if (bytes > now)
+    RETURN_IF_ERROR(Check(
+        Timed("cuCtxSetLimit", [&] { return drv_->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, bytes); }),
+        "cuCtxSetLimit(CU_LIMIT_STACK_SIZE)"));
+  stack_ = bytes;
+  Log(Level::kInfo, "device", {{"event", "stack_raised"}, {"bytes", bytes}});
+  return OkStatus();
 }
 
 void Device::NoteIfSlow(const char* what, std::chrono::steady_clock::duration took) const {

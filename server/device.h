@@ -76,6 +76,16 @@ class Device {
   // Device memory tenants may share: total minus the context's own reserve.
   uint64_t usable_memory() const { return usable_; }
 
+  // Device-side malloc: true where the driver keeps a heap per tenant (the emulated GPU);
+  // elsewhere the context's one heap of shared_heap_bytes() serves every tenant.
+  bool heap_per_tenant() const { return drv_->remoraEmuHeapSetLimit != nullptr; }
+  static constexpr uint64_t shared_heap_bytes() { return kSharedHeapBytes; }
+  // Raises every thread's stack in the context to at least `bytes`, for every tenant alike
+  // (the stack is the context's): never lowers it, and a rebuilt context gets it again. On
+  // a GPU this waits for the work already on the device. Thread-safe. Errors: the driver's
+  // refusal (cudaErrorMemoryAllocation where the device cannot hold so large a stack).
+  Status RaiseStack(uint64_t bytes);
+
   // A non-blocking stream from the pool (created when the pool has none alike) whose GPU
   // priority is sched::GpuStreamPriority of the tenant's class and the priority it `asked`
   // for (none: a plain stream's): every stream of a higher class outranks a lower class's, so
@@ -187,7 +197,15 @@ class Device {
   bool lost() const { return lost_.load(std::memory_order_acquire); }
 
  private:
+  // The heap of device-side malloc/new where it is the context's, one for every tenant:
+  // eight times a GPU's default, since one program's default would be shared by all.
+  static constexpr uint64_t kSharedHeapBytes = 64ull << 20;
   void NoteIfSlow(const char* what, std::chrono::steady_clock::duration took) const;
+  // Sizes the current context's heap and stack (kSharedHeapBytes, stack_): at Open and
+  // after a rebuild, whose context starts with the driver's defaults. Logs a refusal.
+  void ApplyLimits();
+  std::mutex stack_mu_;
+  uint64_t stack_ = 0;  // the most stack a tenant asked for; 0: the driver's (stack_mu_)
   // Sets info_'s granularity and the virtual memory attributes tenants see.
   void DescribeVmm();
   std::shared_ptr<DriverTable> drv_;

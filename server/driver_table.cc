@@ -46,6 +46,10 @@ Result<std::shared_ptr<DriverTable>> Open(const std::string& path, bool emulated
   t->remoraEmuGetFaultStream =
       reinterpret_cast<FaultStreamFn>(dlsym(lib, "remoraEmuGetFaultStream"));
   t->remoraEmuCancelStream = reinterpret_cast<CancelStreamFn>(dlsym(lib, "remoraEmuCancelStream"));
+  t->remoraEmuSetLaunchHeapOwner =
+      reinterpret_cast<SetLaunchHeapOwnerFn>(dlsym(lib, "remoraEmuSetLaunchHeapOwner"));
+  t->remoraEmuHeapSetLimit = reinterpret_cast<HeapSetLimitFn>(dlsym(lib, "remoraEmuHeapSetLimit"));
+  t->remoraEmuHeapRelease = reinterpret_cast<HeapReleaseFn>(dlsym(lib, "remoraEmuHeapRelease"));
   t->remoraEmuTexObjectCreatePitched =
       reinterpret_cast<TexObjectCreatePitchedFn>(dlsym(lib, "remoraEmuTexObjectCreatePitched"));
   if (missing) Log(Level::kWarn, "driver", {{"library", path}, {"missing_rows", missing}});

@@ -28,6 +28,9 @@ using SetPrintfHandlerFn = CUresult (*)(PrintfHandler fn, void* user);
 using StreamBusyTimeFn = CUresult (*)(CUstream s, unsigned long long* ns);
 using FaultStreamFn = CUresult (*)(CUstream* s);
 using CancelStreamFn = CUresult (*)(CUstream s);
+using SetLaunchHeapOwnerFn = CUresult (*)(unsigned long long owner);
+using HeapSetLimitFn = CUresult (*)(unsigned long long owner, size_t bytes);
+using HeapReleaseFn = CUresult (*)(unsigned long long owner);
 using TexObjectCreatePitchedFn = CUresult (*)(unsigned long long* out,
                                               const CUDA_RESOURCE_DESC* res, size_t slices,
                                               size_t slice_pitch, unsigned layout,
@@ -40,6 +43,11 @@ struct DriverTable {
   StreamBusyTimeFn remoraEmuGetStreamBusyTime = nullptr;
   FaultStreamFn remoraEmuGetFaultStream = nullptr;  // the stream whose work broke the context
   CancelStreamFn remoraEmuCancelStream = nullptr;   // drop a stream's work, stop its kernel
+  // Device-side heaps kept apart by owner (emu/context.h): the heap of the launches the
+  // calling thread enqueues next, an owner's heap's size, and forgetting an owner's heap.
+  SetLaunchHeapOwnerFn remoraEmuSetLaunchHeapOwner = nullptr;
+  HeapSetLimitFn remoraEmuHeapSetLimit = nullptr;
+  HeapReleaseFn remoraEmuHeapRelease = nullptr;
   // A texture or surface over slices of pitched memory: 3-D, layered, cubemap (emu/texture.h).
   TexObjectCreatePitchedFn remoraEmuTexObjectCreatePitched = nullptr;
 

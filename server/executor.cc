@@ -361,8 +361,19 @@ Status Executor::Tenant::OrderLocked(Stream& st) {
 
 namespace {
 
-Status IssueLaunch(Device& dev, CUstream s, const Executor::LaunchArgs& a) {
+Status IssueLaunch(Device& dev, CUstream s, const Executor::LaunchArgs& a, uint64_t tenant) {
   const DriverTable& drv = dev.drv();
+  // The kernel's device-side malloc draws on its tenant's heap where the driver keeps them
+  // apart; the calling thread's other launches (the server's own) on the context's.
+  struct HeapOwner {
+    const DriverTable& drv;
+    explicit HeapOwner(const DriverTable& d, uint64_t owner) : drv(d) {
+      if (drv.remoraEmuSetLaunchHeapOwner) (void)drv.remoraEmuSetLaunchHeapOwner(owner);
+    }
+    ~HeapOwner() {
+      if (drv.remoraEmuSetLaunchHeapOwner) (void)drv.remoraEmuSetLaunchHeapOwner(0);
+    }
+  } owner(drv, tenant);
   // A cooperative launch takes one pointer per parameter, never a packed buffer.
   std::vector<void*> args;
   if (a.cooperative) {
@@ -420,7 +431,7 @@ void Executor::Tenant::IssueLocked(Stream& st) {
         s = item.issue(st.s);
         break;
       case Item::Kind::kLaunch:
-        s = IssueLaunch(ex_.dev_, st.s, item.Args());
+        s = IssueLaunch(ex_.dev_, st.s, item.Args(), id_);
         break;
       case Item::Kind::kRecord:
         if (!item.waiters.empty()) ex_.RingWhenReached(st.s);

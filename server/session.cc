@@ -351,6 +351,14 @@ Held Session::TakeAll() {
   tables_.SurrenderAll(held);
   held.charged = allocated_bytes_;
   allocated_bytes_ = 0;
+  {
+    std::lock_guard lock(heap_mu_);
+    heap_charged_ = 0;
+  }
+  // What its kernels malloc'd and never freed goes with its heap (a GPU's heap is the
+  // context's: there it stays until the context is rebuilt).
+  if (const DriverTable& drv = dev().drv(); drv.remoraEmuHeapRelease != nullptr)
+    held.destroy.push_back([&drv, id = id_] { (void)drv.remoraEmuHeapRelease(id); });
   return held;
 }
 

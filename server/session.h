@@ -293,6 +293,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // Books `charged` bytes for the tenant in the ledger, reclaiming loans within its request
   // first; `what` says what for a refusal. Errors: kMemoryAllocation past the tenant's limit.
   Status ClaimCharge(uint64_t charged, const std::string& what);
+  // cudaDeviceSetLimit(cudaLimitMallocHeapSize): where the device keeps a heap per tenant,
+  // sizes the tenant's, charged to its quota (the default heap is the context's, uncharged);
+  // elsewhere accepts what the context's shared heap holds. Errors: kInvalidValue for 0
+  // bytes, once the heap is in use, or past the shared heap; ClaimCharge's.
+  Status SetHeapLimit(uint64_t bytes);
   // ---- Virtual memory management (handlers/vmm.cc) ----
   // The most address space the tenant may hold reserved: kVmmReserveFactor times the device's
   // memory (a framework reserves a little more than the memory it sees, per pool and stream).
@@ -379,6 +384,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<uint64_t> ipc_opened_{0};
   // Bytes this session has booked in the ledger (read by Row from any thread).
   std::atomic<uint64_t> allocated_bytes_{0};
+  // Of those, the device heap it sized (heap_per_tenant devices); 0 while it has the default.
+  std::mutex heap_mu_;
+  uint64_t heap_charged_ = 0;  // guarded by heap_mu_
   HandleTable<CUstream> streams_{tables_, "stream", err::kInvalidResourceHandle,
                                  [this](uint64_t id, const CUstream&, Held&) {
                                    if (id == 0) return true;  // the session's while it lives

@@ -881,7 +881,7 @@ Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& 
   bool has_calls = false;
   for (const CallSite& c : P.calls)
     has_calls |= c.indirect || P.funcs[c.callee].builtin == Builtin::kNone;
-  uint32_t stride = f.frame_bytes + (has_calls ? 16384 : 0);
+  uint32_t stride = f.frame_bytes + (has_calls ? cfg.call_stack_bytes : 0);
   stride = (stride + 15) / 16 * 16;
 
   std::atomic<bool> failed{false};

@@ -168,6 +168,9 @@ struct LaunchConfig {
   // When set and it turns true, the launch stops: no block starts, and running warps stop
   // within a few thousand instructions each. Launch then returns kLaunchTimeout ("cancelled").
   const std::atomic<bool>* cancel = nullptr;
+  // Bytes of call stack each thread gets beside its kernel's frame when the program calls
+  // functions of its own; a call past it is kLaunchFailure ("call stack overflow").
+  uint32_t call_stack_bytes = 16 << 10;
   // Device-side malloc/free; without one a call to either is kLaunchFailure.
   DeviceHeap* heap = nullptr;
   // Parameter buffers of device-side launches (device_runtime.h) until they run; `heap` when

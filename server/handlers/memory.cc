@@ -23,6 +23,45 @@ Status Session::OnMemGetInfo(const v1::Empty&, v1::MemGetInfoReply& rep) {
   return OkStatus();
 }
 
+Status Session::OnDeviceSetLimit(const v1::LimitRequest& req, v1::Empty&) {
+  switch (req.limit()) {
+    case CU_LIMIT_STACK_SIZE:
+      return env_.device->RaiseStack(req.value());
+    case CU_LIMIT_MALLOC_HEAP_SIZE:
+      return SetHeapLimit(req.value());
+    default:
+      return Error(err::kInvalidValue, "limit " + std::to_string(req.limit()) +
+                                           " is not one the server applies (stack, heap)");
+  }
+}
+
+Status Session::SetHeapLimit(uint64_t bytes) {
+  if (bytes == 0 || bytes > (1ull << 62))
+    return Error(err::kInvalidValue, "a device heap of " + std::to_string(bytes) + " bytes");
+  if (!dev().heap_per_tenant()) {
+    if (bytes <= Device::shared_heap_bytes()) return OkStatus();
+    return Error(err::kInvalidValue,
+                 "a device heap of " + std::to_string(bytes) + " bytes: the context's heap (" +
+                     std::to_string(Device::shared_heap_bytes()) +
+                     " bytes) serves every tenant and cannot grow once a kernel has used it");
+  }
+  // The quota is charged the difference from the heap it had (the default: none).
+  std::lock_guard lock(heap_mu_);
+  const uint64_t charged = arena::AlignUp(bytes, 256), had = heap_charged_;
+  const uint64_t grow = charged > had ? charged - had : 0;
+  if (grow != 0) RETURN_IF_ERROR(ClaimCharge(grow, "a device heap of"));
+  const Status set = dev().Check(dev().drv().remoraEmuHeapSetLimit(id_, bytes),
+                                 "cudaDeviceSetLimit(cudaLimitMallocHeapSize) after device malloc");
+  if (!set.ok()) {
+    env_.ledger->Release(who_.ledger_id, grow);
+    return set;
+  }
+  if (had > charged) env_.ledger->Release(who_.ledger_id, had - charged);
+  heap_charged_ = charged;
+  allocated_bytes_ += charged - had;  // modulo 2^64: a smaller heap lowers it
+  return OkStatus();
+}
+
 Status Session::OnMalloc(const v1::MallocRequest& req, v1::MallocReply& rep) {
   if (req.size() == 0) {
     rep.set_dptr(0);

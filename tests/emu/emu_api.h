@@ -37,6 +37,9 @@ struct Api {
   CUresult (*remoraEmuGetProgramCacheStats)(unsigned long long* programs,
                                             unsigned long long* parses) = nullptr;
   CUresult (*remoraEmuCancelStream)(CUstream s) = nullptr;
+  CUresult (*remoraEmuSetLaunchHeapOwner)(unsigned long long owner) = nullptr;
+  CUresult (*remoraEmuHeapSetLimit)(unsigned long long owner, size_t bytes) = nullptr;
+  CUresult (*remoraEmuHeapRelease)(unsigned long long owner) = nullptr;
   void* handle = nullptr;
   std::string missing;  // space-separated rows that dlsym could not find
 };
@@ -60,6 +63,12 @@ inline Api Resolve(void* handle) {
       sym("remoraEmuGetProgramCacheStats"));
   api.remoraEmuCancelStream =
       reinterpret_cast<decltype(api.remoraEmuCancelStream)>(sym("remoraEmuCancelStream"));
+  api.remoraEmuSetLaunchHeapOwner = reinterpret_cast<decltype(api.remoraEmuSetLaunchHeapOwner)>(
+      sym("remoraEmuSetLaunchHeapOwner"));
+  api.remoraEmuHeapSetLimit =
+      reinterpret_cast<decltype(api.remoraEmuHeapSetLimit)>(sym("remoraEmuHeapSetLimit"));
+  api.remoraEmuHeapRelease =
+      reinterpret_cast<decltype(api.remoraEmuHeapRelease)>(sym("remoraEmuHeapRelease"));
   return api;
 }
 

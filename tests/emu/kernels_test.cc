@@ -426,6 +426,79 @@ TEST_F(EmuKernels, DeviceNewAndDeleteServeEveryThreadAndBlocksOutliveTheirKernel
   }
 }
 
+unsigned DescendHost(int depth, unsigned x) {
+  unsigned buf[256];
+  for (int i = 0; i < 256; ++i) buf[i] = x * 2654435761u + i;
+  const unsigned below = depth > 0 ? DescendHost(depth - 1, buf[x % 256] >> 3) : 0;
+  return below + buf[(x >> 5) % 256] % 1000;
+}
+
+// The stack limit sizes the call stack of the launches after it: 24 levels of 1 KiB overflow
+// the 16 KiB a thread has at least, and run once the limit is 40 KiB.
+TEST_F(EmuKernels, StackLimitSizesTheCallStack) {
+  CUdeviceptr out;
+  ASSERT_EQ(api.cuMemAlloc(&out, 4), CUDA_SUCCESS);
+  int depth = 24;
+  unsigned x = 0x2468ace1;
+  void* args[] = {&depth, &x, &out};
+  EXPECT_EQ(api.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, (512u << 10) + 1), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(api.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 40u << 10), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLaunchKernel(Fn("recurse"), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  unsigned got = 0;
+  ASSERT_EQ(api.cuMemcpyDtoH(&got, out, 4), CUDA_SUCCESS);
+  EXPECT_EQ(got, DescendHost(depth, x));
+  ASSERT_EQ(api.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLaunchKernel(Fn("recurse"), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED) << "the call stack overflows";
+  ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  mod_ = nullptr;  // unloaded by the reset
+}
+
+// Heaps kept apart by owner (the server's tenants): each launch draws on the heap its
+// enqueuing thread named; one owner's heap full leaves another's free; forgetting an owner's
+// heap gives its memory back, blocks never freed included.
+TEST_F(EmuKernels, HeapsOfOwnersAreApart) {
+  CUdeviceptr out;
+  ASSERT_EQ(api.cuMemAlloc(&out, 8), CUDA_SUCCESS);
+  size_t total = 0;
+  const auto grab = [&](unsigned long long owner, unsigned long long bytes) {
+    EXPECT_EQ(api.remoraEmuSetLaunchHeapOwner(owner), CUDA_SUCCESS);
+    void* args[] = {&bytes, &out};
+    EXPECT_EQ(api.cuLaunchKernel(Fn("heapMalloc"), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr),
+              CUDA_SUCCESS);
+    EXPECT_EQ(api.remoraEmuSetLaunchHeapOwner(0), CUDA_SUCCESS);
+    unsigned long long p = 1;
+    EXPECT_EQ(api.cuMemcpyDtoH(&p, out, 8), CUDA_SUCCESS);
+    return p;
+  };
+  ASSERT_EQ(api.remoraEmuHeapSetLimit(1, 1u << 20), CUDA_SUCCESS);
+  EXPECT_EQ(grab(1, 2u << 20), 0u) << "past owner 1's heap of 1 MiB";
+  const unsigned long long p1 = grab(1, 768u << 10);
+  EXPECT_NE(p1, 0u);
+  EXPECT_EQ(grab(1, 512u << 10), 0u) << "owner 1's heap is full";
+  const unsigned long long p2 = grab(2, 6u << 20);
+  EXPECT_NE(p2, 0u) << "owner 2 has a heap of its own, at the default 8 MiB";
+  EXPECT_TRUE(p2 + (6u << 20) <= p1 || p1 + (768u << 10) <= p2);
+  EXPECT_NE(grab(0, 6u << 20), 0u) << "the context's heap is apart from both";
+  EXPECT_EQ(api.remoraEmuHeapSetLimit(1, 2u << 20), CUDA_ERROR_INVALID_VALUE)
+      << "a heap in use keeps its size";
+  size_t free_held = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free_held, &total), CUDA_SUCCESS);
+  ASSERT_EQ(api.remoraEmuHeapRelease(1), CUDA_SUCCESS);
+  ASSERT_EQ(api.remoraEmuHeapRelease(2), CUDA_SUCCESS);
+  ASSERT_EQ(api.remoraEmuHeapRelease(3), CUDA_SUCCESS) << "one it never had: nothing to do";
+  size_t free_after = 0;
+  ASSERT_EQ(api.cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
+  EXPECT_GE(free_after, free_held + (9u << 20)) << "both owners' heaps went back";
+  EXPECT_NE(grab(1, 2u << 20), 0u) << "owner 1 starts afresh with the default heap";
+  ASSERT_EQ(api.remoraEmuHeapRelease(1), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);  // the context's heap too
+  mod_ = nullptr;
+}
+
 TEST_F(EmuKernels, LimitsReadBackWithAGpusDefaults) {
   size_t v = 0;
   ASSERT_EQ(api.cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);

@@ -574,5 +574,95 @@ TEST_F(ServerTest, AdmissionRefusesRequestsBeyondTheDevice) {
   EXPECT_EQ(c->welcome_status(), err::kInvalidValue);
 }
 
+// One thread mallocs `bytes` on the device and stores the pointer (null if the heap cannot).
+constexpr char kGrabPtx[] =
+    ".version 7.5\n.target sm_75\n.address_size 64\n"
+    ".extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);\n"
+    ".visible .entry grab(.param .u64 bytes, .param .u64 out)\n{\n"
+    ".reg .b64 %rd<5>;\n"
+    "ld.param.u64 %rd1, [bytes];\nld.param.u64 %rd2, [out];\n"
+    "{\n.param .b64 p0;\nst.param.b64 [p0], %rd1;\n.param .b64 r0;\n"
+    "call.uni (r0), malloc, (p0);\nld.param.b64 %rd3, [r0];\n}\n"
+    "cvta.to.global.u64 %rd4, %rd2;\nst.global.u64 [%rd4], %rd3;\nret;\n}\n";
+
+// Grabs `bytes` of `c`'s device heap; the pointer, 0 if malloc returned null, or ~0 if the
+// launch or read-back failed.
+uint64_t Grab(Client& c, uint64_t kernel, uint64_t out, uint64_t bytes) {
+  std::string params(16, '\0');
+  std::memcpy(params.data(), &bytes, 8);
+  std::memcpy(params.data() + 8, &out, 8);
+  c.Post(CallId::kLaunchKernel, OneThread(kernel, params));
+  v1::MemcpyDtoHRequest d;
+  d.set_src(out);
+  d.set_size(8);
+  v1::MemcpyDtoHReply back;
+  if (c.Call(CallId::kMemcpyDtoH, d, &back) != 0 || back.data().size() != 8) return ~0ull;
+  uint64_t p = 0;
+  std::memcpy(&p, back.data().data(), 8);
+  return p;
+}
+
+v1::LimitRequest HeapLimit(uint64_t bytes) {
+  v1::LimitRequest r;
+  r.set_limit(CU_LIMIT_MALLOC_HEAP_SIZE);
+  r.set_value(bytes);
+  return r;
+}
+
+// On the emulated GPU each tenant's device-side malloc draws on a heap of its own: a heap it
+// sizes is charged to its quota (refused past its limit), fixed once its kernels used it, apart
+// from every other tenant's, and given back with everything in it when the tenant goes.
+TEST_F(ServerTest, EachTenantsDeviceHeapIsItsOwnAndGoesWithIt) {
+  v1::Hello h;
+  h.mutable_quota()->set_gpu_memory_limit(48 << 20);
+  auto a = Client::Connect(path_, h);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->welcome_status(), 0);
+  EXPECT_EQ(a->Call(CallId::kDeviceSetLimit, HeapLimit(64 << 20)), err::kMemoryAllocation)
+      << "a heap past the tenant's memory limit";
+  EXPECT_EQ(a->Call(CallId::kDeviceSetLimit, HeapLimit(0)), err::kInvalidValue);
+  ASSERT_EQ(a->Call(CallId::kDeviceSetLimit, HeapLimit(24 << 20)), 0) << a->last().message();
+  ASSERT_EQ(a->Call(CallId::kDeviceSetLimit, HeapLimit(32 << 20)), 0) << a->last().message();
+  v1::MemGetInfoReply info;
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.free(), 16u << 20) << "the heap set last is charged, the one before given back";
+
+  auto b = Client::Connect(path_);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->welcome_status(), 0);
+  const uint64_t ka = LoadKernel(*a, kGrabPtx, sizeof kGrabPtx, "grab");
+  const uint64_t kb = LoadKernel(*b, kGrabPtx, sizeof kGrabPtx, "grab");
+  ASSERT_NE(ka, 0u);
+  ASSERT_NE(kb, 0u);
+  const uint64_t out_a = a->Malloc(8), out_b = b->Malloc(8);
+  // a's 30 MiB fit its 32 MiB heap; b's default heap (8 MiB) holds 6 MiB but not 9.
+  const uint64_t pa = Grab(*a, ka, out_a, 30 << 20);
+  EXPECT_NE(pa, 0u);
+  EXPECT_NE(pa, ~0ull);
+  EXPECT_EQ(Grab(*b, kb, out_b, 9 << 20), 0u);
+  const uint64_t pb = Grab(*b, kb, out_b, 6 << 20);
+  EXPECT_NE(pb, 0u);
+  EXPECT_NE(pb, ~0ull);
+  EXPECT_TRUE(pb + (6 << 20) <= pa || pa + (30 << 20) <= pb) << "the two heaps overlap";
+  EXPECT_EQ(a->Call(CallId::kDeviceSetLimit, HeapLimit(40 << 20)), err::kInvalidValue)
+      << "a heap in use keeps its size, as on a GPU";
+  ASSERT_EQ(a->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.free(), (16u << 20) - 256) << "the refused size charged nothing";
+
+  // a leaves without freeing; c, with a's quota, gets all of it back, heap and memory.
+  a.reset();
+  ASSERT_TRUE(WaitForSessions(1, 5s));
+  auto c = Client::Connect(path_, h);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->welcome_status(), 0);
+  ASSERT_EQ(c->Call(CallId::kMemGetInfo, v1::Empty(), &info), 0);
+  EXPECT_EQ(info.free(), 48u << 20);
+  ASSERT_EQ(c->Call(CallId::kDeviceSetLimit, HeapLimit(40 << 20)), 0) << c->last().message();
+  const uint64_t kc = LoadKernel(*c, kGrabPtx, sizeof kGrabPtx, "grab");
+  const uint64_t pc = Grab(*c, kc, c->Malloc(8), 38 << 20);
+  EXPECT_NE(pc, 0u);
+  EXPECT_NE(pc, ~0ull);
+}
+
 }  // namespace
 }  // namespace remora

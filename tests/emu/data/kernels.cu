@@ -71,3 +71,15 @@ extern "C" __global__ void heapMalloc(unsigned long long bytes, unsigned long lo
   *out = reinterpret_cast<unsigned long long>(malloc(bytes));
 }
 extern "C" __global__ void heapFree(unsigned long long p) { free(reinterpret_cast<void*>(p)); }
+
+// A recursion `depth` deep, each level holding a 1 KiB array across the call below it: about
+// `depth` KiB of call stack per thread.
+__device__ __noinline__ unsigned descend(int depth, unsigned x) {
+  volatile unsigned buf[256];
+  for (int i = 0; i < 256; ++i) buf[i] = x * 2654435761u + i;
+  const unsigned below = depth > 0 ? descend(depth - 1, buf[x % 256] >> 3) : 0;
+  return below + buf[(x >> 5) % 256] % 1000;
+}
+extern "C" __global__ void recurse(int depth, unsigned x, unsigned* out) {
+  *out = descend(depth, x);
+}
