@@ -44,6 +44,9 @@ Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, trans
       created_(std::chrono::steady_clock::now()) {
   who_.tenant = "session-" + std::to_string(id);
   who_.ledger_id = id;
+  // Replies go out from serving threads and the executor's, which every tenant needs: one
+  // that stops reading (its ring full) is closed rather than waited for.
+  channel_->SetSendTimeout(kReplyTimeout);
   vmm_.undo = [this](const VmmTable::Everything& e) { UndoVmm(e); };
 }
 
@@ -247,8 +250,17 @@ void Session::Finish(const FrameHeader& h, CallClass cls, Status st,
                          .output = output,
                          .result = st.ok() ? &result : nullptr};
   if (!EncodeReply(h.flags & fixed::kFixedLayout, parts, reply_, send_buf_)) return;
-  (void)channel_->Send({.call = h.call, .flags = h.flags & fixed::kFixedLayout, .seq = h.seq},
-                       std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
+  NoteSent(channel_->Send({.call = h.call, .flags = h.flags & fixed::kFixedLayout, .seq = h.seq},
+                          std::as_bytes(std::span(send_buf_.data(), send_buf_.size()))));
+}
+
+void Session::NoteSent(const Status& st) {
+  if (st.ok() || send_failed_.exchange(true)) return;
+  Log(Level::kWarn, "session",
+      {{"event", "reply_undelivered"},
+       {"session", id_},
+       {"tenant", who_.tenant},
+       {"why", st.message()}});
 }
 
 Status Session::NameCulprit(Status st) const {
@@ -280,7 +292,9 @@ Status Session::NameCulprit(Status st) const {
 Status Session::Send(const FrameHeader& h, const google::protobuf::Message& m) {
   std::lock_guard lock(send_mu_);
   if (!m.SerializeToString(&send_buf_)) return Error(err::kUnknown, "cannot serialize a reply");
-  return channel_->Send(h, std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
+  Status st = channel_->Send(h, std::as_bytes(std::span(send_buf_.data(), send_buf_.size())));
+  NoteSent(st);
+  return st;
 }
 
 Executor::Completion Session::Later(std::shared_ptr<const google::protobuf::Message> result) {

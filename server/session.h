@@ -340,6 +340,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Status Reclaim(const std::vector<sched::TenantId>& victims, const std::string& what,
                  EvictKind kind);
   Status Send(const transport::FrameHeader& h, const google::protobuf::Message& m);
+  // Logs the first frame that could not reach the tenant (gone, or it stopped reading).
+  void NoteSent(const Status& st);
+  // How long a reply may wait for room in a tenant's full ring (transport::Channel::
+  // SetSendTimeout): a tenant that reads its replies never fills it (its threads wait for
+  // theirs), so one that does has stopped reading and is closed.
+  static constexpr std::chrono::milliseconds kReplyTimeout{500};
   // The device, its driver table (dev().drv()) and its error mapping (dev().Check()).
   Device& dev() const {
     return *env_.device;
@@ -469,6 +475,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::atomic<bool> closing_{false};
   std::atomic<bool> evicted_{false};
+  std::atomic<bool> send_failed_{false};  // NoteSent logged
   const std::chrono::steady_clock::time_point created_;
   std::atomic<bool> greeted_{false};  // the first frame was answered
   transport::Frame frame_;            // reused by ServeReady

@@ -97,6 +97,12 @@ class Channel {
   // own. Thread-safe; applies from the next wait.
   virtual void SetReceiveSpin(std::chrono::nanoseconds /*spin*/, bool /*yield*/) {}
 
+  // Bounds how long one Send may wait for room while the peer reads nothing (negative, the
+  // default: as long as the peer lives). Past it the channel is closed and that Send, like
+  // every later one, fails with kDevicesUnavailable: a server thread sending a reply must not
+  // hang on a peer that stopped reading. Thread-safe; applies from the next Send.
+  virtual void SetSendTimeout(std::chrono::nanoseconds /*timeout*/) {}
+
   // ---- Event-driven serving (the server end) ----
   // Lets a fixed pool of threads serve many mostly idle channels: instead of a thread
   // parked in Receive per channel, each idle channel is armed and its wake_fd() sits in

@@ -59,6 +59,12 @@ class FragmentingChannel final : public Channel {
   int wake_fd() const override { return inner_->wake_fd(); }
   bool Arm() override { return inner_->Arm(); }
   void Disarm() override { inner_->Disarm(); }
+  void SetReceiveSpin(std::chrono::nanoseconds spin, bool yield) override {
+    inner_->SetReceiveSpin(spin, yield);
+  }
+  void SetSendTimeout(std::chrono::nanoseconds timeout) override {
+    inner_->SetSendTimeout(timeout);
+  }
 
  private:
   std::unique_ptr<Channel> inner_;

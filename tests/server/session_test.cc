@@ -664,5 +664,30 @@ TEST_F(ServerTest, EachTenantsDeviceHeapIsItsOwnAndGoesWithIt) {
   EXPECT_NE(pc, ~0ull);
 }
 
+// A tenant that sends calls and never reads the replies fills its reply ring: the thread
+// replying gives up on it after Session::kReplyTimeout and closes it, and every other tenant
+// goes on being served, during the flood and after it.
+TEST_F(ServerTest, ATenantThatStopsReadingItsRepliesIsClosedAndOthersGoOn) {
+  auto flood = Client::Connect(path_);
+  auto other = Client::Connect(path_);
+  ASSERT_TRUE(flood && other);
+  ASSERT_EQ(flood->welcome_status(), 0);
+  ASSERT_EQ(other->welcome_status(), 0);
+  std::thread sender([&] {
+    v1::StreamRequest q;  // the default stream: answered at once
+    for (int i = 0; i < 80000; ++i) flood->Post(CallId::kStreamQuery, q);  // 1 MiB of replies
+  });
+  const uint64_t p = other->Malloc(4096);
+  EXPECT_NE(p, 0u);
+  sender.join();
+  ASSERT_TRUE(WaitForSessions(1, 10s)) << "the flooding session was not closed";
+  v1::StreamRequest q;
+  EXPECT_LT(flood->Call(CallId::kStreamQuery, q), 0) << "its channel is closed";
+  EXPECT_EQ(other->Call(CallId::kStreamQuery, q), 0);
+  v1::FreeRequest f;
+  f.set_dptr(p);
+  EXPECT_EQ(other->Call(CallId::kFree, f), 0);
+}
+
 }  // namespace
 }  // namespace remora

@@ -215,6 +215,48 @@ TEST_F(ShmChannelTest, SendBlocksWhileTheRingIsFullAndKeepsOrder) {
   sender.join();
 }
 
+// With a send timeout, a sender whose peer reads nothing waits that long for room, then
+// closes the channel: that Send and every later one fail, and the peer still reads every frame
+// that got in before it learns the channel is closed. A reader that keeps up never meets it.
+TEST_F(ShmChannelTest, SendTimeoutClosesTheChannelOfAPeerThatStoppedReading) {
+  auto l = MustListen();
+  auto [server, client] = Pair(*l);
+  ASSERT_TRUE(server && client);
+  server->SetSendTimeout(100ms);
+  const Bytes body(1000, std::byte{5});
+  uint64_t sent = 0;
+  Status st;
+  const auto t0 = std::chrono::steady_clock::now();
+  while ((st = server->Send({.seq = sent}, body)).ok()) ++sent;
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(st.code(), err::kDevicesUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("read nothing"), std::string::npos) << st.message();
+  EXPECT_GE(waited, 100ms);
+  EXPECT_GT(sent, 30u) << "the ring held frames before it was full";
+  EXPECT_LT(sent, 70u) << "64 KiB of ring";
+  EXPECT_EQ(server->Send({.seq = sent}, body).code(), err::kDevicesUnavailable);
+  Frame f;
+  for (uint64_t i = 0; i < sent; ++i) {
+    ASSERT_TRUE(client->Receive(f, Deadline::In(5s)).ok()) << i;
+    EXPECT_EQ(f.header.seq, i);
+  }
+  EXPECT_EQ(client->Receive(f, Deadline::In(5s)).code(), err::kDevicesUnavailable);
+
+  // A reader that keeps up: 5 MB through the same 64 KiB ring under the same timeout.
+  auto [server2, client2] = Pair(*l);
+  ASSERT_TRUE(server2 && client2);
+  server2->SetSendTimeout(2s);
+  std::thread reader([c = client2.get()] {
+    Frame g;
+    for (uint64_t i = 0; i < 5000; ++i) {
+      ASSERT_TRUE(c->Receive(g, Deadline::In(30s)).ok());
+      ASSERT_EQ(g.header.seq, i);
+    }
+  });
+  for (uint64_t i = 0; i < 5000; ++i) ASSERT_TRUE(server2->Send({.seq = i}, body).ok()) << i;
+  reader.join();
+}
+
 // However the receiver waits (SetReceiveSpin: sleep at once, poll long, poll yielding, the
 // transport's own), every reply arrives, whether it comes at once or after the poll ran out.
 TEST_F(ShmChannelTest, EveryReceiveSpinDeliversEveryFrame) {

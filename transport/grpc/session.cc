@@ -54,9 +54,18 @@ Status SessionCore::Send(const FrameHeader& header, std::span<const std::byte> b
                                          " bytes exceeds max_body " + std::to_string(max_body_));
   std::unique_lock lock(mu_);
   if (write_in_flight_ && queued_bytes_ > max_queued_bytes_) {
-    writable_.wait(lock, [&] {
+    const auto drained = [&] {
       return gone_ || closed_ || !write_in_flight_ || queued_bytes_ <= max_queued_bytes_;
-    });
+    };
+    if (const int64_t timeout = send_timeout_ns_.load(std::memory_order_relaxed); timeout < 0) {
+      writable_.wait(lock, drained);
+    } else if (!writable_.wait_for(lock, std::chrono::nanoseconds(timeout), drained)) {
+      lock.unlock();
+      Close();
+      return Error(err::kDevicesUnavailable, "grpc: the peer read nothing for " +
+                                                 std::to_string(timeout / 1'000'000) +
+                                                 " ms while its queue was full; session closed");
+    }
   }
   if (gone_ || closed_ || finish_started_) [[unlikely]]
     return Gone();

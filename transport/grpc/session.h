@@ -58,6 +58,10 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   // close_drain has passed; until then frames still arriving are dropped.
   void Close();
   bool PeerAlive() const;
+  // Channel::SetSendTimeout: how long Send waits for the queue to drain (< 0: no bound).
+  void SetSendTimeout(std::chrono::nanoseconds timeout) {
+    send_timeout_ns_.store(timeout.count() < 0 ? -1 : timeout.count(), std::memory_order_relaxed);
+  }
   size_t max_body() const { return max_body_; }
   // Channel::wake_fd/Arm/Disarm (see the file head). The eventfd lives as long
   // as the core; -1 if it could not be created.
@@ -104,6 +108,7 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   const int wake_fd_;  // eventfd (non-blocking), closed by the destructor
   // Bumped (under mu_) whenever readable_ would wake a Receive; read unlocked by spinners.
   std::atomic<uint64_t> events_{0};
+  std::atomic<int64_t> send_timeout_ns_{-1};
 
   mutable std::mutex mu_;
   std::condition_variable readable_;   // inbox_ non-empty, or gone_/closed_
@@ -196,6 +201,7 @@ class GrpcServerChannel final : public Channel {
     return core_->Send(header, body);
   }
   Status Receive(Frame& out, Deadline deadline) override { return core_->Receive(out, deadline); }
+  void SetSendTimeout(std::chrono::nanoseconds timeout) override { core_->SetSendTimeout(timeout); }
   size_t max_body() const override { return core_->max_body(); }
   Arena* arena() override { return nullptr; }
   bool PeerAlive() const override { return core_->PeerAlive(); }

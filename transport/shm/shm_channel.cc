@@ -15,6 +15,8 @@
 #include <climits>
 #include <cstring>
 #include <new>
+#include <optional>
+#include <string>
 #include <type_traits>
 
 namespace remora::transport {
@@ -155,6 +157,7 @@ Status ShmChannel::Send(const FrameHeader& header, std::span<const std::byte> bo
   if (body.size() > max_body_) [[unlikely]]
     return BodyTooLong(body.size(), max_body_);
   const size_t length = sizeof(FrameHeader) + body.size();
+  std::optional<Deadline> full_until;  // set when the ring is first found full
   for (;;) {
     if (Stopped()) [[unlikely]]
       return Unavailable(closed_.load() ? "shm: channel closed" : "shm: peer is gone");
@@ -166,10 +169,25 @@ Status ShmChannel::Send(const FrameHeader& header, std::span<const std::byte> bo
         RingDoorbell();  // the peer's receiver is armed (asleep in epoll)
       return OkStatus();
     }
-    wait_.Wait(
-        out_.space_waiter(), [&] { return out_.HasSpace(length) || Stopped(); }, Deadline::Never(),
-        [&] { CheckPeer(); });
+    if (!full_until) {
+      const int64_t timeout = send_timeout_ns_.load(std::memory_order_relaxed);
+      full_until =
+          timeout < 0 ? Deadline::Never() : Deadline::In(std::chrono::nanoseconds(timeout));
+    }
+    if (!wait_.Wait(
+            out_.space_waiter(), [&] { return out_.HasSpace(length) || Stopped(); }, *full_until,
+            [&] { CheckPeer(); })) {
+      Close();
+      return Unavailable(("shm: the peer read nothing for " +
+                          std::to_string(send_timeout_ns_.load() / 1'000'000) +
+                          " ms while its ring was full; channel closed")
+                             .c_str());
+    }
   }
+}
+
+void ShmChannel::SetSendTimeout(std::chrono::nanoseconds timeout) {
+  send_timeout_ns_.store(timeout.count() < 0 ? -1 : timeout.count(), std::memory_order_relaxed);
 }
 
 Status ShmChannel::Receive(Frame& out, Deadline deadline) {

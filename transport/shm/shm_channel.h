@@ -65,6 +65,7 @@ class ShmChannel final : public Channel {
   void Close() override;
   std::string Describe() const override;
   void SetReceiveSpin(std::chrono::nanoseconds spin, bool yield) override;
+  void SetSendTimeout(std::chrono::nanoseconds timeout) override;
   // The Unix socket (see the file head).
   int wake_fd() const override { return sock_.get(); }
   bool Arm() override;
@@ -112,6 +113,7 @@ class ShmChannel final : public Channel {
   // SetReceiveSpin's: the spin in ns (-1: wait_'s), and whether to yield.
   std::atomic<int64_t> receive_spin_ns_{-1};
   std::atomic<bool> receive_yield_{false};
+  std::atomic<int64_t> send_timeout_ns_{-1};  // SetSendTimeout's; -1: none
   ShmArena arena_;
   PeerInfo peer_;
   size_t max_body_;
