@@ -296,7 +296,8 @@ struct WmmaMemory {
   return FaultAt(x, err::kLaunchFailure, in, buf);
 }
 
-// Resolves the address and stride every lane must give alike (.aligned); kNext or kFault.
+// Resolves the address and stride every lane must give alike (.aligned); kNext or kFault. A
+// stride below the matrix's inner dimension overlaps its rows, as a GPU addresses them.
 int WmmaResolve(Exec& x, const Inst& in, const MatrixOp& m, WmmaMemory* mem) {
   mem->t = m.ta;  // the one type word of wmma.load/store
   mem->dims = FragDims(m, m.frag);
@@ -314,8 +315,6 @@ int WmmaResolve(Exec& x, const Inst& in, const MatrixOp& m, WmmaMemory* mem) {
       return WmmaFault(x, in, "lane %lld gives another address or stride than lane 0",
                        (long long)l);
   }
-  if (mem->stride < inner)
-    return WmmaFault(x, in, "stride %lld is below the matrix's leading dimension", mem->stride);
   const uint64_t bytes =
       (uint64_t(lead - 1) * uint64_t(mem->stride) + uint64_t(inner)) * uint64_t(mem->esize);
   if (bytes > 0xffffffffu) return WmmaFault(x, in, "matrix of %lld bytes", (long long)bytes);

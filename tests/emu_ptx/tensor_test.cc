@@ -261,6 +261,30 @@ TEST_P(Tensor, WmmaEveryShapeTypeAndLayout) {
   }
 }
 
+// A stride below the matrix's width overlaps its rows, and a GPU addresses them so: with
+// stride 8, row r of a 16-wide A starts 8 elements after row r - 1 (the CUDA documentation asks
+// only that the stride be a multiple of 8 for .f16).
+TEST_P(Tensor, WmmaStrideBelowTheWidthOverlapsRows) {
+  Matrix a = Random(rng, El::kF16, 16, 16, true, 0);
+  a.ld = 8;
+  a.bytes.resize(size_t(15 * 8 + 16) * Size(El::kF16));
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c) a.value[size_t(r) * 16 + c] = Read(a.bytes.data(), a, r, c);
+  Matrix b = Random(rng, El::kF16, 16, 16, false, 8);
+  Matrix c = Random(rng, El::kF32, 16, 16, true, 8, 4);
+  Matrix d = Output(El::kF32, 16, 16, true, 8);
+  auto* dd = static_cast<uint8_t*>(Put(d));
+  Status s = RunKernel(
+      *prog, "wmma_f16_f32_m16n16k16_rc", {1}, {32},
+      [&](Params& p) {
+        p.Add(Put(a)).Add(a.ld).Add(Put(b)).Add(b.ld).Add(Put(c)).Add(c.ld).Add(1);
+        p.Add(static_cast<void*>(dd)).Add(d.ld).Add(int(d.row));
+      },
+      &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  CheckProduct(a, b, c, d, dd, "A with stride 8");
+}
+
 TEST_P(Tensor, WmmaFillElementwiseAndSharedMemory) {
   Matrix a = Random(rng, El::kF16, 16, 16, true, 0);
   Matrix b = Random(rng, El::kF16, 16, 16, false, 0);
