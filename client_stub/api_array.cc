@@ -272,12 +272,12 @@ cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
 cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,
                                           size_t spitch, size_t width, size_t height,
                                           cudaMemcpyKind kind, cudaStream_t s) {
-  return cudaMemcpy2DToArrayAsync(dst, w, h, src, spitch, width, height, kind, s);
+  return cudaMemcpy2DToArrayAsync(dst, w, h, src, spitch, width, height, kind, cs::PerThread(s));
 }
 cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void* dst, size_t dpitch, cudaArray_const_t src,
                                             size_t w, size_t h, size_t width, size_t height,
                                             cudaMemcpyKind kind, cudaStream_t s) {
-  return cudaMemcpy2DFromArrayAsync(dst, dpitch, src, w, h, width, height, kind, s);
+  return cudaMemcpy2DFromArrayAsync(dst, dpitch, src, w, h, width, height, kind, cs::PerThread(s));
 }
 cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t w, size_t h, const void* src,
                                    size_t count, cudaMemcpyKind kind) {
@@ -294,11 +294,11 @@ cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
 }
 cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,
                                         size_t count, cudaMemcpyKind kind, cudaStream_t s) {
-  return cudaMemcpyToArrayAsync(dst, w, h, src, count, kind, s);
+  return cudaMemcpyToArrayAsync(dst, w, h, src, count, kind, cs::PerThread(s));
 }
 cudaError_t cudaMemcpyFromArrayAsync_ptsz(void* dst, cudaArray_const_t src, size_t w, size_t h,
                                           size_t count, cudaMemcpyKind kind, cudaStream_t s) {
-  return cudaMemcpyFromArrayAsync(dst, src, w, h, count, kind, s);
+  return cudaMemcpyFromArrayAsync(dst, src, w, h, count, kind, cs::PerThread(s));
 }
 
 }  // extern "C"

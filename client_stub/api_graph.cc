@@ -428,7 +428,7 @@ cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) {
 }
 
 cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
-  return cudaGraphUpload(exec, stream);
+  return cudaGraphUpload(exec, cs::PerThread(stream));
 }
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
@@ -467,7 +467,7 @@ cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* handle,
 }
 
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
-  return cudaGraphLaunch(exec, stream);
+  return cudaGraphLaunch(exec, cs::PerThread(stream));
 }
 
 // The graph must have the executable's shape: the same steps, of the same kinds, in the same

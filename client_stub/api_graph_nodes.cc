@@ -324,7 +324,13 @@ cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node, 
 
 cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* exec, cudaGraph_t graph,
                                                 cudaGraphInstantiateParams* p) {
-  return cudaGraphInstantiateWithParams(exec, graph, p);
+  if (p == nullptr) return cudaGraphInstantiateWithParams(exec, graph, p);
+  cudaGraphInstantiateParams own = *p;
+  own.uploadStream = cs::PerThread(p->uploadStream);
+  const cudaError_t e = cudaGraphInstantiateWithParams(exec, graph, &own);
+  p->errNode_out = own.errNode_out;
+  p->result_out = own.result_out;
+  return e;
 }
 
 // ---- Edges --------------------------------------------------------------------------------
@@ -634,7 +640,7 @@ cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t 
                                                const cudaGraphNode_t* deps,
                                                const cudaGraphEdgeData* edges, size_t n,
                                                enum cudaStreamCaptureMode mode) {
-  return cudaStreamBeginCaptureToGraph(stream, graph, deps, edges, n, mode);
+  return cudaStreamBeginCaptureToGraph(cs::PerThread(stream), graph, deps, edges, n, mode);
 }
 
 cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* deps,
@@ -648,7 +654,7 @@ cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNo
 cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t* deps,
                                                      const cudaGraphEdgeData* edges, size_t n,
                                                      unsigned int flags) {
-  return cudaStreamUpdateCaptureDependencies(stream, deps, edges, n, flags);
+  return cudaStreamUpdateCaptureDependencies(cs::PerThread(stream), deps, edges, n, flags);
 }
 
 }  // extern "C"

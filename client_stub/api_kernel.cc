@@ -112,7 +112,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                     size_t sharedMem, cudaStream_t stream) {
-  return cs::Launch(AsKernel(kernel), gridDim, blockDim, args, sharedMem, stream);
+  return cs::Launch(AsKernel(kernel), gridDim, blockDim, args, sharedMem, cs::PerThread(stream));
 }
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
@@ -122,7 +122,7 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
 
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream);
+  return cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, cs::PerThread(stream));
 }
 
 // Launch attributes (launch_mode.h): cooperative and cluster dimensions are sent with the
@@ -144,12 +144,16 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blo
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                              void** args, size_t sharedMem, cudaStream_t stream) {
-  return cudaLaunchCooperativeKernel(func, gridDim, blockDim, args, sharedMem, stream);
+  return cudaLaunchCooperativeKernel(func, gridDim, blockDim, args, sharedMem,
+                                     cs::PerThread(stream));
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                      void** args) {
-  return cudaLaunchKernelExC(config, func, args);
+  if (!config) return Ret(cudaErrorInvalidValue);
+  cudaLaunchConfig_t own = *config;
+  own.stream = cs::PerThread(config->stream);
+  return cudaLaunchKernelExC(&own, func, args);
 }
 
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func) {

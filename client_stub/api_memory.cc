@@ -171,7 +171,7 @@ cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, struct cudaMe
 cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count,
                                       struct cudaMemLocation location, unsigned int flags,
                                       cudaStream_t stream) {
-  return cudaMemPrefetchAsync(devPtr, count, location, flags, stream);
+  return cudaMemPrefetchAsync(devPtr, count, location, flags, cs::PerThread(stream));
 }
 
 cudaError_t cudaStreamAttachMemAsync(cudaStream_t, void* devPtr, size_t length,
@@ -183,7 +183,7 @@ cudaError_t cudaStreamAttachMemAsync(cudaStream_t, void* devPtr, size_t length,
 
 cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length,
                                           unsigned int flags) {
-  return cudaStreamAttachMemAsync(stream, devPtr, length, flags);
+  return cudaStreamAttachMemAsync(cs::PerThread(stream), devPtr, length, flags);
 }
 
 // One device: a peer copy is a device-to-device copy on device 0.
@@ -228,7 +228,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch,
                                    size_t width, size_t height, enum cudaMemcpyKind kind,
                                    cudaStream_t stream) {
-  return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream);
+  return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, cs::PerThread(stream));
 }
 
 cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
@@ -246,7 +246,7 @@ cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t widt
 
 cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width,
                                    size_t height, cudaStream_t stream) {
-  return cudaMemset2DAsync(devPtr, pitch, value, width, height, stream);
+  return cudaMemset2DAsync(devPtr, pitch, value, width, height, cs::PerThread(stream));
 }
 
 // ---- 3-D: slices of 2-D over linear memory (pitched pointers); CUDA arrays are refused ----
@@ -284,7 +284,7 @@ cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms* p) {
 }
 
 cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
-  return cudaMemcpy3DAsync(p, stream);
+  return cudaMemcpy3DAsync(p, cs::PerThread(stream));
 }
 
 // One device: both sides must be device 0.
@@ -312,7 +312,7 @@ cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms* p) {
 }
 
 cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
-  return cudaMemcpy3DPeerAsync(p, stream);
+  return cudaMemcpy3DPeerAsync(p, cs::PerThread(stream));
 }
 
 cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
@@ -339,7 +339,7 @@ cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int value, struct cudaExt
 
 cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
                                    cudaStream_t stream) {
-  return cudaMemset3DAsync(p, value, extent, stream);
+  return cudaMemset3DAsync(p, value, extent, cs::PerThread(stream));
 }
 
 cudaError_t cudaFree(void* devPtr) {
@@ -503,7 +503,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaM
 
 cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                                  cudaStream_t stream) {
-  return cudaMemcpyAsync(dst, src, count, kind, stream);
+  return cudaMemcpyAsync(dst, src, count, kind, cs::PerThread(stream));
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
@@ -519,7 +519,7 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
 }
 
 cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
-  return cudaMemsetAsync(devPtr, value, count, stream);
+  return cudaMemsetAsync(devPtr, value, count, cs::PerThread(stream));
 }
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
@@ -550,7 +550,7 @@ cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t 
 cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count,
                                          size_t offset, enum cudaMemcpyKind kind,
                                          cudaStream_t stream) {
-  return ToSymbol(symbol, src, count, offset, kind, stream, true);
+  return ToSymbol(symbol, src, count, offset, kind, cs::PerThread(stream), true);
 }
 
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
@@ -561,7 +561,7 @@ cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t coun
 cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
                                            size_t offset, enum cudaMemcpyKind kind,
                                            cudaStream_t stream) {
-  return FromSymbol(dst, symbol, count, offset, kind, stream, true);
+  return FromSymbol(dst, symbol, count, offset, kind, cs::PerThread(stream), true);
 }
 
 cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {

@@ -178,7 +178,8 @@ cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
 cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
                                            cudaMemLocation* locs, size_t* idxs, size_t nlocs,
                                            unsigned long long flags, cudaStream_t stream) {
-  return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
+  return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags,
+                                   cs::PerThread(stream));
 }
 
 cudaError_t cudaMemDiscardBatchAsync(void** dptrs, size_t* sizes, size_t count, unsigned long long,
@@ -189,7 +190,7 @@ cudaError_t cudaMemDiscardBatchAsync(void** dptrs, size_t* sizes, size_t count, 
 
 cudaError_t cudaMemDiscardBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
                                           unsigned long long flags, cudaStream_t stream) {
-  return cudaMemDiscardBatchAsync(dptrs, sizes, count, flags, stream);
+  return cudaMemDiscardBatchAsync(dptrs, sizes, count, flags, cs::PerThread(stream));
 }
 
 cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
@@ -202,7 +203,8 @@ cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes
                                                      cudaMemLocation* locs, size_t* idxs,
                                                      size_t nlocs, unsigned long long flags,
                                                      cudaStream_t stream) {
-  return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags, stream);
+  return cudaMemPrefetchBatchAsync(dptrs, sizes, count, locs, idxs, nlocs, flags,
+                                   cs::PerThread(stream));
 }
 
 namespace {
@@ -308,8 +310,7 @@ cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* const* srcs
                                       cudaMemcpyAttributes* attrs, size_t* idxs, size_t nattrs,
                                       cudaStream_t stream) {
   // Built for the per-thread default stream, 0 names that stream, not the legacy one.
-  return cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, idxs, nattrs,
-                              stream == nullptr ? cudaStreamPerThread : stream);
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, idxs, nattrs, cs::PerThread(stream));
 }
 
 namespace {
@@ -383,7 +384,7 @@ cudaError_t cudaMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, unsigned 
 
 cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t n, cudaMemcpy3DBatchOp* ops,
                                         unsigned long long flags, cudaStream_t stream) {
-  return cudaMemcpy3DBatchAsync(n, ops, flags, stream == nullptr ? cudaStreamPerThread : stream);
+  return cudaMemcpy3DBatchAsync(n, ops, flags, cs::PerThread(stream));
 }
 
 // ---- Pools by location: the device's default pool ---------------------------------------

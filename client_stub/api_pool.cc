@@ -26,6 +26,7 @@ using remora::client_stub::CheckStream;
 using remora::client_stub::Ret;
 using remora::client_stub::St;
 using remora::client_stub::StreamId;
+namespace cs = remora::client_stub;
 
 namespace {
 
@@ -143,7 +144,7 @@ cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
 }
 
 cudaError_t cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
-  return Allocate(devPtr, size, hStream);
+  return Allocate(devPtr, size, cs::PerThread(hStream));
 }
 
 cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool,
@@ -154,7 +155,7 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPo
 
 cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
                                          cudaStream_t stream) {
-  return cudaMallocFromPoolAsync(ptr, size, memPool, stream);
+  return cudaMallocFromPoolAsync(ptr, size, memPool, cs::PerThread(stream));
 }
 
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
@@ -179,7 +180,7 @@ cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
 }
 
 cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
-  return cudaFreeAsync(devPtr, hStream);
+  return cudaFreeAsync(devPtr, cs::PerThread(hStream));
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
@@ -308,7 +309,7 @@ cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr,
 
 cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID attr,
                                         const cudaStreamAttrValue* value) {
-  return cudaStreamSetAttribute(hStream, attr, value);
+  return cudaStreamSetAttribute(cs::PerThread(hStream), attr, value);
 }
 
 cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr,
@@ -329,7 +330,7 @@ cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr,
 
 cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID attr,
                                         cudaStreamAttrValue* value_out) {
-  return cudaStreamGetAttribute(hStream, attr, value_out);
+  return cudaStreamGetAttribute(cs::PerThread(hStream), attr, value_out);
 }
 
 cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
@@ -346,7 +347,7 @@ cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
 }
 
 cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
-  return cudaStreamCopyAttributes(dst, src);
+  return cudaStreamCopyAttributes(cs::PerThread(dst), cs::PerThread(src));
 }
 
 cudaError_t cudaCtxResetPersistingL2Cache(void) {

@@ -1,7 +1,8 @@
 // client_stub/api_stream.cc - streams, events and host functions.
 //
-// App stream handles are the server's stream ids (state.h: StreamHandle); the
-// null, legacy and per-thread streams are stream 0. Event handles are event ids.
+// App stream handles are the server's stream ids (state.h: StreamHandle); the null and
+// legacy streams are stream 0, the per-thread stream each thread's own (PerThreadStreamId).
+// Event handles are event ids.
 #include <cstring>
 
 #include "client_stub/api.h"
@@ -115,7 +116,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
-  return cudaStreamSynchronize(stream);
+  return cudaStreamSynchronize(cs::PerThread(stream));
 }
 
 // cudaErrorNotReady is an answer, not an error: it is not recorded as last error.
@@ -126,7 +127,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
-  return cudaStreamQuery(stream);
+  return cudaStreamQuery(cs::PerThread(stream));
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
@@ -142,7 +143,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 }
 
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  return cudaStreamWaitEvent(stream, event, flags);
+  return cudaStreamWaitEvent(cs::PerThread(stream), event, flags);
 }
 
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
@@ -156,7 +157,7 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
 
 cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
                                        void* userData, unsigned int flags) {
-  return cudaStreamAddCallback(stream, callback, userData, flags);
+  return cudaStreamAddCallback(cs::PerThread(stream), callback, userData, flags);
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
@@ -173,7 +174,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userD
 }
 
 cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
-  return cudaLaunchHostFunc(stream, fn, userData);
+  return cudaLaunchHostFunc(cs::PerThread(stream), fn, userData);
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
@@ -239,7 +240,7 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
 
 cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
                                           unsigned int flags) {
-  return cudaEventRecordWithFlags(event, stream, flags);
+  return cudaEventRecordWithFlags(event, cs::PerThread(stream), flags);
 }
 
 cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags) {
@@ -248,7 +249,7 @@ cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags) {
 }
 
 cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int* flags) {
-  return cudaStreamGetFlags(hStream, flags);
+  return cudaStreamGetFlags(cs::PerThread(hStream), flags);
 }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
@@ -257,7 +258,7 @@ cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
 }
 
 cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int* priority) {
-  return cudaStreamGetPriority(hStream, priority);
+  return cudaStreamGetPriority(cs::PerThread(hStream), priority);
 }
 
 cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
@@ -268,11 +269,11 @@ cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
 }
 
 cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int* device) {
-  return cudaStreamGetDevice(hStream, device);
+  return cudaStreamGetDevice(cs::PerThread(hStream), device);
 }
 
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
-  return cudaEventRecord(event, stream);
+  return cudaEventRecord(event, cs::PerThread(stream));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -321,7 +322,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMo
 }
 
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
-  return cudaStreamBeginCapture(stream, mode);
+  return cudaStreamBeginCapture(cs::PerThread(stream), mode);
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
@@ -330,7 +331,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
 }
 
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
-  return cudaStreamEndCapture(stream, pGraph);
+  return cudaStreamEndCapture(cs::PerThread(stream), pGraph);
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
@@ -340,7 +341,7 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureSta
 }
 
 cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
-  return cudaStreamIsCapturing(stream, status);
+  return cudaStreamIsCapturing(cs::PerThread(stream), status);
 }
 
 // Edges carry no data here (every dependency is a full one).
@@ -363,8 +364,8 @@ cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
                                           const cudaGraphNode_t** dependencies_out,
                                           const cudaGraphEdgeData** edgeData_out,
                                           size_t* numDependencies_out) {
-  return cudaStreamGetCaptureInfo(stream, captureStatus_out, id_out, graph_out, dependencies_out,
-                                  edgeData_out, numDependencies_out);
+  return cudaStreamGetCaptureInfo(cs::PerThread(stream), captureStatus_out, id_out, graph_out,
+                                  dependencies_out, edgeData_out, numDependencies_out);
 }
 
 // The mode is recorded per thread; every capture here behaves as a relaxed one.
@@ -383,7 +384,7 @@ cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId) 
 }
 
 cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long* streamId) {
-  return cudaStreamGetId(hStream, streamId);
+  return cudaStreamGetId(cs::PerThread(hStream), streamId);
 }
 
 }  // extern "C"

@@ -12,6 +12,9 @@
 #include <new>
 #include <unordered_map>
 
+#include "client_stub/connection.h"
+#include "client_stub/errors.h"
+#include "client_stub/kernels.h"
 #include "client_stub/no_destructor.h"
 #include "proto/status.h"
 
@@ -115,8 +118,47 @@ constexpr uint64_t kAliasBit = uint64_t{1} << 63;
 
 uint64_t StreamId(cudaStream_t s) {
   auto v = reinterpret_cast<uintptr_t>(s);
-  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return 0;
+  if (s == nullptr || s == cudaStreamLegacy) return 0;
+  if (s == cudaStreamPerThread) return PerThreadStreamId();
   return v & ~kAliasBit;
+}
+
+namespace {
+
+// A thread's per-thread default stream; the thread's end destroys it (its work still runs).
+struct PerThreadStream {
+  uint64_t id = 0;
+  uint64_t epoch = 0;  // DeviceEpoch when made: a device reset took it with everything else
+  ~PerThreadStream() {
+    if (id == 0 || epoch != DeviceEpoch() || !St().streams.Remove(id)) return;
+    v1::StreamRequest req;
+    req.set_stream(id);
+    (void)Connection::Get().Call(CallId::kStreamDestroy, req);
+  }
+};
+thread_local PerThreadStream t_per_thread;
+
+}  // namespace
+
+uint64_t PerThreadStreamId() {
+  PerThreadStream& p = t_per_thread;
+  const uint64_t epoch = DeviceEpoch();
+  if (p.id != 0 && p.epoch == epoch) return p.id;
+  v1::StreamCreateRequest req;  // flags 0: blocking, tied to the legacy stream
+  v1::HandleReply rep;
+  if (cudaError_t e = Connection::Get().Call(CallId::kStreamCreate, req, &rep)) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true))
+      std::fprintf(stderr,
+                   "remora: a per-thread default stream could not be made (%s): this thread's "
+                   "default stream is the legacy stream\n",
+                   CudaErrorName(e));
+    return 0;
+  }
+  St().streams.Add(rep.handle());
+  p.id = rep.handle();
+  p.epoch = epoch;
+  return p.id;
 }
 
 cudaStream_t StreamHandle(uint64_t id) {

@@ -84,9 +84,21 @@ bool PutIpcToken(char (&reserved)[N], const std::string& token) {
   return true;
 }
 
-// Wire id of an app stream: nullptr, cudaStreamLegacy and cudaStreamPerThread
-// are stream 0 (per-thread default streams are treated as the legacy stream).
+// Wire id of an app stream: nullptr and cudaStreamLegacy are stream 0, the legacy default
+// stream; cudaStreamPerThread is the calling thread's own (PerThreadStreamId).
 uint64_t StreamId(cudaStream_t s);
+// The calling thread's per-thread default stream (cudaStreamPerThread, and the null stream of
+// the _ptsz entry points a program built with --default-stream per-thread calls): a blocking
+// stream of its own, made at its first use (and again after a device reset) and destroyed
+// when the thread ends, so threads' default streams run beside each other and each is still
+// ordered with the legacy stream, as on a GPU. 0 (the legacy stream: stricter, never looser)
+// where it cannot be made, which stderr says once.
+uint64_t PerThreadStreamId();
+// `s`, or the per-thread default stream where `s` is the null stream: what a _ptsz entry
+// point means by its stream.
+inline cudaStream_t PerThread(cudaStream_t s) {
+  return s == nullptr ? cudaStreamPerThread : s;
+}
 // The handle the app sees for server stream `id`: the id itself, except that ids
 // 1 and 2 (cudaStreamLegacy/PerThread) get bit 63 set to stay distinct.
 cudaStream_t StreamHandle(uint64_t id);

@@ -306,7 +306,8 @@ TEST_F(Wire, StreamsAndEvents) {
   ASSERT_EQ(cudaStreamWaitEvent(cudaStreamPerThread, e1, 0), cudaSuccess);
   ASSERT_EQ(cudaEventSynchronize(e1), cudaSuccess);  // the server has read the posted frames
   auto wait = server_->Last<v1::StreamWaitEventRequest>(CallId::kStreamWaitEvent);
-  EXPECT_EQ(wait.stream(), 0u);
+  EXPECT_NE(wait.stream(), 0u) << "cudaStreamPerThread is this thread's own, not the legacy";
+  EXPECT_EQ(wait.stream(), StreamId(cudaStreamPerThread));
   EXPECT_EQ(wait.event(), reinterpret_cast<uintptr_t>(e1));
   float ms = 0;
   ASSERT_EQ(cudaEventElapsedTime(&ms, e0, e1), cudaSuccess);
