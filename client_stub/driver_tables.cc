@@ -356,7 +356,8 @@ CUresult ExportTable(const void** table, const CUuuid* id, const void* caller) {
       const char* who = dladdr(caller, &info) && info.dli_fname ? info.dli_fname : "a library";
       std::fprintf(stderr,
                    "remora: %s asked for a private interface of NVIDIA's driver (export table "
-                   "%s) that Remora's libcuda.so.1 does not serve; that library may fail%s\n",
+                   "%s) that Remora's libcuda.so.1 does not serve: what it needs that for is not "
+                   "supported and fails (cuFFT: every plan)%s\n",
                    who, uuid, RemoteLibsHint(who));
     }
   }
