@@ -253,20 +253,22 @@ cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wd, size_t hd, cudaAr
   return CopyThrough(dst, wd, hd, src, ws, hs, count, kind);
 }
 
-// The per-thread default stream twins: the legacy stream's (array.h's copies are synchronous
-// or stream-ordered alike).
+// The per-thread default stream twins: the null stream is the calling thread's own.
 cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t w, size_t h, const void* src,
                                      size_t spitch, size_t width, size_t height,
                                      cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpy2DToArray(dst, w, h, src, spitch, width, height, kind);
 }
 cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src, size_t w,
                                        size_t h, size_t width, size_t height, cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpy2DFromArray(dst, dpitch, src, w, h, width, height, kind);
 }
 cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
                                           cudaArray_const_t src, size_t ws, size_t hs, size_t width,
                                           size_t height, cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpy2DArrayToArray(dst, wd, hd, src, ws, hs, width, height, kind);
 }
 cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,
@@ -281,15 +283,18 @@ cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void* dst, size_t dpitch, cudaArray_
 }
 cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t w, size_t h, const void* src,
                                    size_t count, cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpyToArray(dst, w, h, src, count, kind);
 }
 cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t w, size_t h,
                                      size_t count, cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpyFromArray(dst, src, w, h, count, kind);
 }
 cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wd, size_t hd,
                                         cudaArray_const_t src, size_t ws, size_t hs, size_t count,
                                         cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpyArrayToArray(dst, wd, hd, src, ws, hs, count, kind);
 }
 cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t w, size_t h, const void* src,

@@ -216,6 +216,7 @@ cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitc
 
 cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
 }
 
@@ -236,6 +237,7 @@ cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, si
 }
 
 cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  cs::NullIsPerThread scope;
   return cudaMemset2D(devPtr, pitch, value, width, height);
 }
 
@@ -280,6 +282,7 @@ cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
 }
 
 cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms* p) {
+  cs::NullIsPerThread scope;
   return cudaMemcpy3D(p);
 }
 
@@ -308,6 +311,7 @@ cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms* p) {
 }
 
 cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms* p) {
+  cs::NullIsPerThread scope;
   return cudaMemcpy3DPeer(p);
 }
 
@@ -334,6 +338,7 @@ cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent e
 }
 
 cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
+  cs::NullIsPerThread scope;
   return cudaMemset3D(p, value, extent);
 }
 
@@ -493,6 +498,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
 }
 
 cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return cudaMemcpy(dst, src, count, kind);
 }
 
@@ -511,6 +517,7 @@ cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
 }
 
 cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
+  cs::NullIsPerThread scope;
   return cudaMemset(devPtr, value, count);
 }
 
@@ -529,6 +536,7 @@ cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count
 
 cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count,
                                     size_t offset, enum cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return ToSymbol(symbol, src, count, offset, kind, nullptr, false);
 }
 
@@ -539,6 +547,7 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
 
 cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset,
                                       enum cudaMemcpyKind kind) {
+  cs::NullIsPerThread scope;
   return FromSymbol(dst, symbol, count, offset, kind, nullptr, false);
 }
 

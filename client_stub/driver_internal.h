@@ -22,6 +22,19 @@ CUresult NeedContext();
 // NeedInit, and `dev` one of the devices (CUDA_ERROR_INVALID_DEVICE).
 CUresult NeedDevice(CUdevice dev);
 
+// The per-thread default stream twin of entry point F (its _ptsz or _ptds export,
+// driver_per_thread.cc): F, with the null stream standing for the calling thread's
+// per-thread default stream.
+template <auto F>
+struct PerThreadTwin;
+template <typename R, typename... A, R (*F)(A...)>
+struct PerThreadTwin<F> {
+  static R Call(A... a) {
+    NullIsPerThread scope;
+    return F(a...);
+  }
+};
+
 // The process's one context: the session every thread's context stands for.
 CUcontext TheContext();
 

@@ -489,9 +489,9 @@ CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
 // whose arguments differ (driver_legacy.cc). A name older than every ABI it has is
 // VERSION_NOT_SUFFICIENT; a name the table lacks is looked up as it is, then with the newest
 // suffix exported. A name the driver does not have is CUDA_SUCCESS with no function, as NVIDIA's
-// driver answers. Per-thread default stream requests get the legacy-stream entry point: a stream
-// of 0 then synchronizes more, never less.
-CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t,
+// driver answers. A per-thread default stream request gets the entry point's _ptsz or _ptds twin
+// where it has one (driver_per_thread.cc), as NVIDIA's driver hands them out.
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
                           CUdriverProcAddressQueryResult* status) {
   DriverCallScope scope;
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -518,19 +518,35 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_
     known = true;
     if (a.since <= version && (abi == nullptr || a.since > abi->since)) abi = &a;
   }
+  std::string found;
   if (abi != nullptr) {
+    found = abi->symbol;
     *pfn = dlsym(self, abi->symbol);
   } else if (!known) {
     for (const char* suffix : {"", "_v4", "_v3", "_v2"})
-      if ((*pfn = dlsym(self, (std::string(name) + suffix).c_str())) != nullptr) break;
+      if ((*pfn = dlsym(self, (found = std::string(name) + suffix).c_str())) != nullptr) break;
   }
+  if (*pfn != nullptr && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+    for (const char* twin : {"_ptsz", "_ptds"})
+      if (void* p = dlsym(self, (found + twin).c_str())) {
+        *pfn = p;
+        break;
+      }
   // The launches NVIDIA's runtime asks for by name fail a shape as it expects (ShapeError).
-  if (*pfn == reinterpret_cast<void*>(&cuLaunchKernel))
+  const auto is = [&](auto f) { return *pfn == reinterpret_cast<void*>(f); };
+  if (is(&cuLaunchKernel))
     *pfn = reinterpret_cast<void*>(&LaunchKernel<ShapeError::kRuntime>);
-  else if (*pfn == reinterpret_cast<void*>(&cuLaunchCooperativeKernel))
+  else if (is(&cuLaunchCooperativeKernel))
     *pfn = reinterpret_cast<void*>(&LaunchCooperativeKernel<ShapeError::kRuntime>);
-  else if (*pfn == reinterpret_cast<void*>(&cuLaunchKernelEx))
+  else if (is(&cuLaunchKernelEx))
     *pfn = reinterpret_cast<void*>(&LaunchKernelEx<ShapeError::kRuntime>);
+  else if (is(&PerThreadTwin<&cuLaunchKernel>::Call))
+    *pfn = reinterpret_cast<void*>(&PerThreadTwin<&LaunchKernel<ShapeError::kRuntime>>::Call);
+  else if (is(&PerThreadTwin<&cuLaunchCooperativeKernel>::Call))
+    *pfn = reinterpret_cast<void*>(
+        &PerThreadTwin<&LaunchCooperativeKernel<ShapeError::kRuntime>>::Call);
+  else if (is(&PerThreadTwin<&cuLaunchKernelEx>::Call))
+    *pfn = reinterpret_cast<void*>(&PerThreadTwin<&LaunchKernelEx<ShapeError::kRuntime>>::Call);
   if (status)
     *status = *pfn    ? CU_GET_PROC_ADDRESS_SUCCESS
               : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT

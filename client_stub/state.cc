@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 #include <unordered_map>
+#include <utility>
 
 #include "client_stub/connection.h"
 #include "client_stub/errors.h"
@@ -116,9 +117,19 @@ namespace {
 constexpr uint64_t kAliasBit = uint64_t{1} << 63;
 }
 
+namespace {
+thread_local bool t_null_is_per_thread = false;
+}  // namespace
+
+NullIsPerThread::NullIsPerThread() : was_(std::exchange(t_null_is_per_thread, true)) {}
+NullIsPerThread::~NullIsPerThread() {
+  t_null_is_per_thread = was_;
+}
+
 uint64_t StreamId(cudaStream_t s) {
   auto v = reinterpret_cast<uintptr_t>(s);
-  if (s == nullptr || s == cudaStreamLegacy) return 0;
+  if (s == nullptr) return t_null_is_per_thread ? PerThreadStreamId() : 0;
+  if (s == cudaStreamLegacy) return 0;
   if (s == cudaStreamPerThread) return PerThreadStreamId();
   return v & ~kAliasBit;
 }

@@ -94,6 +94,19 @@ uint64_t StreamId(cudaStream_t s);
 // ordered with the legacy stream, as on a GPU. 0 (the legacy stream: stricter, never looser)
 // where it cannot be made, which stderr says once.
 uint64_t PerThreadStreamId();
+// While one lives on a thread, the null stream is that thread's per-thread default stream, as
+// in the calls of a _ptsz or _ptds entry point (those with no stream argument included: a
+// synchronous copy runs in the per-thread stream). Nests.
+class NullIsPerThread {
+ public:
+  NullIsPerThread();
+  ~NullIsPerThread();
+  NullIsPerThread(const NullIsPerThread&) = delete;
+  NullIsPerThread& operator=(const NullIsPerThread&) = delete;
+
+ private:
+  bool was_;
+};
 // `s`, or the per-thread default stream where `s` is the null stream: what a _ptsz entry
 // point means by its stream.
 inline cudaStream_t PerThread(cudaStream_t s) {

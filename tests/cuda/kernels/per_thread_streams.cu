@@ -9,8 +9,11 @@
 //   - a thread's default stream stays ordered with the legacy stream: a kernel on
 //     cudaStreamLegacy sees what a slow kernel enqueued before it on the per-thread stream
 //     wrote, and a later per-thread kernel sees what the legacy one wrote;
+//   - built for per-thread default streams, a synchronous copy is one thread's: it waits for
+//     its own thread's default stream, not another's kernel that waits for it;
 //   - eight threads each copy in, transform and copy out random data on their own default
-//     stream, exit, and their results match the host's.
+//     stream (half of them reading back with a synchronous cudaMemcpy), exit, and their
+//     results match the host's.
 // Flags: -seed <n>.
 #include <thread>
 #include <vector>
@@ -46,6 +49,10 @@ __global__ void SlowWrite(int* out, int value, unsigned long long ns) {
   while (GlobalNs() < until) {
   }
   *out = value;
+}
+
+__global__ void Raise(volatile int* flag) {
+  *flag = 1;
 }
 
 __global__ void CopyPlus(const int* in, int* out, int add) {
@@ -118,6 +125,35 @@ int main(int argc, char** argv) {
     ++failures;
   }
 
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+  // A synchronous copy of one thread does not wait for another thread's default stream: the
+  // second thread's kernel waits for the flag the first raises after its copy.
+  CHECK(cudaMemset(flags, 0, 2 * sizeof(int)));
+  CHECK(cudaMemset(seen, 0, 2 * sizeof(int)));
+  CHECK(cudaDeviceSynchronize());
+  {
+    std::thread waiter([=] {
+      LaunchOwn(Meet, 1, 1, static_cast<volatile int*>(flags), 0, 1, seen);
+      CHECK(cudaGetLastError());
+      CHECK(cudaStreamSynchronize(kOwn));
+    });
+    std::thread copier([=] {
+      int one = 1;
+      CHECK(cudaMemcpy(c, &one, sizeof one, cudaMemcpyHostToDevice));  // its own stream's
+      LaunchOwn(Raise, 1, 1, static_cast<volatile int*>(flags + 1));
+      CHECK(cudaGetLastError());
+      CHECK(cudaStreamSynchronize(kOwn));
+    });
+    waiter.join();
+    copier.join();
+  }
+  CHECK(cudaMemcpy(both, seen, sizeof(int), cudaMemcpyDeviceToHost));
+  if (!both[0]) {
+    std::printf("a synchronous copy waited for another thread's default stream\n");
+    ++failures;
+  }
+#endif
+
   // Eight threads, each on its own default stream, then gone.
   constexpr int kThreads = 8, kN = 1 << 14;
   std::vector<std::vector<float>> in(kThreads, std::vector<float>(kN)), out(kThreads);
@@ -137,9 +173,13 @@ int main(int argc, char** argv) {
         CHECK(cudaMemcpyAsync(x, in[t].data(), kN * sizeof(float), cudaMemcpyHostToDevice, kOwn));
         LaunchOwn(Transform, 16, 128, static_cast<const float*>(x), y, kN, scale[t]);
         CHECK(cudaGetLastError());
-        CHECK(
-            cudaMemcpyAsync(out[t].data(), y, kN * sizeof(float), cudaMemcpyDeviceToHost, kOwn));
-        CHECK(cudaStreamSynchronize(kOwn));
+        if (t % 2) {
+          CHECK(cudaMemcpy(out[t].data(), y, kN * sizeof(float), cudaMemcpyDeviceToHost));
+        } else {
+          CHECK(
+              cudaMemcpyAsync(out[t].data(), y, kN * sizeof(float), cudaMemcpyDeviceToHost, kOwn));
+          CHECK(cudaStreamSynchronize(kOwn));
+        }
         CHECK(cudaFree(x));
         CHECK(cudaFree(y));
       });
