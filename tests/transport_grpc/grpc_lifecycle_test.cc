@@ -1,5 +1,7 @@
 // tests/transport_grpc/grpc_lifecycle_test.cc - gRPC sessions that end or stall: keepalive against
 // a silent peer, closes and shutdowns seen by the other side, tokens and TLS, body limits.
+#include <optional>
+
 #include "tests/transport_grpc/grpc_harness.h"
 
 namespace remora::transport {
@@ -28,6 +30,37 @@ TEST(GrpcTransport, SilentPeerDetectedByKeepalive) {
   Frame f;
   EXPECT_EQ((*s)->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
   EXPECT_EQ((*c)->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
+}
+
+// With a send timeout, a server whose peer stopped reading (the connection frozen: nothing
+// acknowledged, no FIN, no RST) waits that long once its queue is full, then closes the session:
+// that Send and every later one fail, well before keepalive would notice.
+TEST(GrpcTransport, SendTimeoutClosesASessionWhosePeerStoppedReading) {
+  GrpcOptions sopts;
+  sopts.max_queued_bytes = 1 << 20;
+  auto l = MustListen(sopts);
+  ASSERT_TRUE(l);
+  std::optional<FreezableRelay> relay;
+  relay.emplace(l->port());
+  ASSERT_NE(relay->port(), 0);
+  auto c = GrpcConnect("127.0.0.1:" + std::to_string(relay->port()), {}, Deadline::In(5s));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  PeerInfo peer;
+  auto s = l->Accept(peer, Deadline::In(5s));
+  ASSERT_TRUE(s.ok());
+  ExpectOrderedDelivery(**s, **c, 3, 13);
+  relay->Freeze();
+  (*s)->SetSendTimeout(300ms);
+  const std::vector<std::byte> body(256 << 10, std::byte{3});
+  Status st;
+  int sent = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (sent < 4000 && (st = (*s)->Send({.seq = uint64_t(sent)}, body)).ok()) ++sent;
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);
+  EXPECT_EQ(st.code(), err::kDevicesUnavailable) << "after " << sent << " frames";
+  EXPECT_NE(st.message().find("read nothing"), std::string::npos) << st.message();
+  EXPECT_EQ((*s)->Send({.seq = 1}, {}).code(), err::kDevicesUnavailable);
+  relay.reset();  // the connection drops: the client's channel need not wait for the frozen one
 }
 
 // A healthy session outlives any number of keepalive periods in which nobody calls: the pings of
