@@ -121,11 +121,23 @@ const char* Soname(const struct link_map* map) {
   return has && strtab ? strtab + soname : "";
 }
 
+// NVIDIA's libraries whose kernels are machine code for GPUs, with little or no PTX.
+bool CarriesMachineCode(const char* b) {
+  static const char* const kPrefixes[] = {"libcublas",   "libcudnn",    "libcufft", "libcurand",
+                                          "libcusparse", "libcusolver", "libnccl",  "libnvblas"};
+  for (const char* p : kPrefixes)
+    if (Starts(b, p)) return true;
+  return false;
+}
+
 // What serves a library the process opened, for the report.
 const char* ServedBy(const char* path) {
   if (InStubDir(path)) return "Remora";
   const char* b = Base(path);
   if (Ours(b)) return "UNCONFINED";  // never reached: la_objopen stops the process first
+  if (CarriesMachineCode(b))
+    return "NVIDIA's, over Remora's libcuda.so.1 (its kernels are machine code: a GPU runs "
+           "them, the emulated GPU refuses them by name)";
   return "NVIDIA's, over Remora's libcuda.so.1";
 }
 
