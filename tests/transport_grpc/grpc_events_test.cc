@@ -82,18 +82,11 @@ TEST(GrpcEvents, DestroyedClientWakesAnArmedServer) {
 // The client's connection drops without a word from its gRPC (as when its process
 // dies): the TCP relay between them is torn down.
 TEST(GrpcEvents, DroppedConnectionWakesAnArmedServer) {
-  auto l = MustListen();
-  ASSERT_TRUE(l);
-  auto relay = std::make_unique<FreezableRelay>(l->port());
-  ASSERT_NE(relay->port(), 0);
-  auto c = GrpcConnect("127.0.0.1:" + std::to_string(relay->port()), {}, Deadline::In(5s));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  PeerInfo peer;
-  auto s = l->Accept(peer, Deadline::In(5s));
-  ASSERT_TRUE(s.ok());
-  Channel& server = **s;
+  Pair p = Connect({}, {}, /*relayed=*/true);
+  ASSERT_TRUE(p.server && p.client);
+  Channel& server = *p.server;
   ASSERT_TRUE(server.Arm());
-  relay.reset();
+  p.relay.reset();
   ASSERT_TRUE(Readable(server.wake_fd(), kWakeTimeoutMs));
   server.Disarm();
   Frame f;

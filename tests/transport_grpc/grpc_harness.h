@@ -42,56 +42,6 @@ inline std::string Target(const GrpcListener& l) {
   return "127.0.0.1:" + std::to_string(l.port());
 }
 
-// A connected client/server channel pair.
-struct Pair {
-  std::unique_ptr<GrpcListener> listener;
-  std::unique_ptr<Channel> client;
-  std::unique_ptr<Channel> server;
-  PeerInfo peer;
-};
-
-inline Pair Connect(GrpcOptions sopts = {}, GrpcClientOptions copts = {}) {
-  Pair p;
-  p.listener = MustListen(std::move(sopts));
-  if (!p.listener) return p;
-  auto c = GrpcConnect(Target(*p.listener), std::move(copts), Deadline::In(5s));
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  if (!c.ok()) return p;
-  p.client = std::move(c).value();
-  auto s = p.listener->Accept(p.peer, Deadline::In(5s));
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  if (s.ok()) p.server = std::move(s).value();
-  return p;
-}
-
-// Sends `n` random frames from `from` to `to` and checks each arrives intact, in order.
-inline void ExpectOrderedDelivery(Channel& from, Channel& to, int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<std::byte>> sent;
-  for (int i = 0; i < n; ++i) sent.push_back(RandomBody(rng, rng() % 70'000));
-  auto sender = std::async(std::launch::async, [&] {
-    for (int i = 0; i < n; ++i) {
-      Status s = from.Send({.call = static_cast<uint32_t>(i % 300),
-                            .flags = seed,
-                            .seq = static_cast<uint64_t>(i) << 32},
-                           sent[i]);
-      if (!s.ok()) return s;
-    }
-    return OkStatus();
-  });
-  Frame f;
-  for (int i = 0; i < n; ++i) {
-    Status s = to.Receive(f, Deadline::In(10s));
-    ASSERT_TRUE(s.ok()) << s.ToString() << " at frame " << i;
-    EXPECT_EQ(f.header.call, static_cast<uint32_t>(i % 300));
-    EXPECT_EQ(f.header.flags, seed);
-    EXPECT_EQ(f.header.seq, static_cast<uint64_t>(i) << 32);
-    ASSERT_EQ(f.body, sent[i]) << "frame " << i;
-  }
-  Status s = sender.get();
-  EXPECT_TRUE(s.ok()) << s.ToString();
-}
-
 // A TCP relay for one connection that can go silent without closing anything,
 // like a peer whose host vanished from the network.
 class FreezableRelay {
@@ -154,5 +104,62 @@ class FreezableRelay {
   std::atomic<bool> stop_{false}, frozen_{false};
   std::thread thread_;
 };
+
+// A connected client/server channel pair; `relay` set when the client connects through one.
+struct Pair {
+  std::unique_ptr<GrpcListener> listener;
+  std::unique_ptr<FreezableRelay> relay;
+  std::unique_ptr<Channel> client;
+  std::unique_ptr<Channel> server;
+  PeerInfo peer;
+};
+
+inline Pair Connect(GrpcOptions sopts = {}, GrpcClientOptions copts = {}, bool relayed = false) {
+  Pair p;
+  p.listener = MustListen(std::move(sopts));
+  if (!p.listener) return p;
+  std::string target = Target(*p.listener);
+  if (relayed) {
+    p.relay = std::make_unique<FreezableRelay>(p.listener->port());
+    EXPECT_NE(p.relay->port(), 0);
+    target = "127.0.0.1:" + std::to_string(p.relay->port());
+  }
+  auto c = GrpcConnect(target, std::move(copts), Deadline::In(5s));
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return p;
+  p.client = std::move(c).value();
+  auto s = p.listener->Accept(p.peer, Deadline::In(5s));
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  if (s.ok()) p.server = std::move(s).value();
+  return p;
+}
+
+// Sends `n` random frames from `from` to `to` and checks each arrives intact, in order.
+inline void ExpectOrderedDelivery(Channel& from, Channel& to, int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<std::byte>> sent;
+  for (int i = 0; i < n; ++i) sent.push_back(RandomBody(rng, rng() % 70'000));
+  auto sender = std::async(std::launch::async, [&] {
+    for (int i = 0; i < n; ++i) {
+      Status s = from.Send({.call = static_cast<uint32_t>(i % 300),
+                            .flags = seed,
+                            .seq = static_cast<uint64_t>(i) << 32},
+                           sent[i]);
+      if (!s.ok()) return s;
+    }
+    return OkStatus();
+  });
+  Frame f;
+  for (int i = 0; i < n; ++i) {
+    Status s = to.Receive(f, Deadline::In(10s));
+    ASSERT_TRUE(s.ok()) << s.ToString() << " at frame " << i;
+    EXPECT_EQ(f.header.call, static_cast<uint32_t>(i % 300));
+    EXPECT_EQ(f.header.flags, seed);
+    EXPECT_EQ(f.header.seq, static_cast<uint64_t>(i) << 32);
+    ASSERT_EQ(f.body, sent[i]) << "frame " << i;
+  }
+  Status s = sender.get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
 
 }  // namespace remora::transport::grpc_test

@@ -1,7 +1,5 @@
 // tests/transport_grpc/grpc_lifecycle_test.cc - gRPC sessions that end or stall: keepalive against
 // a silent peer, closes and shutdowns seen by the other side, tokens and TLS, body limits.
-#include <optional>
-
 #include "tests/transport_grpc/grpc_harness.h"
 
 namespace remora::transport {
@@ -14,22 +12,15 @@ using namespace std::chrono_literals;
 TEST(GrpcTransport, SilentPeerDetectedByKeepalive) {
   GrpcOptions sopts;
   sopts.keepalive = 200ms;
-  auto l = MustListen(sopts);
-  ASSERT_TRUE(l);
-  FreezableRelay relay(l->port());
-  ASSERT_NE(relay.port(), 0);
   GrpcClientOptions copts;
   copts.keepalive = 200ms;
-  auto c = GrpcConnect("127.0.0.1:" + std::to_string(relay.port()), copts, Deadline::In(5s));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  PeerInfo peer;
-  auto s = l->Accept(peer, Deadline::In(5s));
-  ASSERT_TRUE(s.ok());
-  ExpectOrderedDelivery(**c, **s, 5, 11);
-  relay.Freeze();
+  Pair p = Connect(sopts, copts, /*relayed=*/true);
+  ASSERT_TRUE(p.server && p.client);
+  ExpectOrderedDelivery(*p.client, *p.server, 5, 11);
+  p.relay->Freeze();
   Frame f;
-  EXPECT_EQ((*s)->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
-  EXPECT_EQ((*c)->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
+  EXPECT_EQ(p.server->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
+  EXPECT_EQ(p.client->Receive(f, Deadline::In(20s)).code(), err::kDevicesUnavailable);
 }
 
 // With a send timeout, a server whose peer stopped reading (the connection frozen: nothing
@@ -38,29 +29,21 @@ TEST(GrpcTransport, SilentPeerDetectedByKeepalive) {
 TEST(GrpcTransport, SendTimeoutClosesASessionWhosePeerStoppedReading) {
   GrpcOptions sopts;
   sopts.max_queued_bytes = 1 << 20;
-  auto l = MustListen(sopts);
-  ASSERT_TRUE(l);
-  std::optional<FreezableRelay> relay;
-  relay.emplace(l->port());
-  ASSERT_NE(relay->port(), 0);
-  auto c = GrpcConnect("127.0.0.1:" + std::to_string(relay->port()), {}, Deadline::In(5s));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  PeerInfo peer;
-  auto s = l->Accept(peer, Deadline::In(5s));
-  ASSERT_TRUE(s.ok());
-  ExpectOrderedDelivery(**s, **c, 3, 13);
-  relay->Freeze();
-  (*s)->SetSendTimeout(300ms);
+  Pair p = Connect(sopts, {}, /*relayed=*/true);
+  ASSERT_TRUE(p.server && p.client);
+  ExpectOrderedDelivery(*p.server, *p.client, 3, 13);
+  p.relay->Freeze();
+  p.server->SetSendTimeout(300ms);
   const std::vector<std::byte> body(256 << 10, std::byte{3});
   Status st;
   int sent = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  while (sent < 4000 && (st = (*s)->Send({.seq = uint64_t(sent)}, body)).ok()) ++sent;
+  while (sent < 4000 && (st = p.server->Send({.seq = uint64_t(sent)}, body)).ok()) ++sent;
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);
   EXPECT_EQ(st.code(), err::kDevicesUnavailable) << "after " << sent << " frames";
   EXPECT_NE(st.message().find("read nothing"), std::string::npos) << st.message();
-  EXPECT_EQ((*s)->Send({.seq = 1}, {}).code(), err::kDevicesUnavailable);
-  relay.reset();  // the connection drops: the client's channel need not wait for the frozen one
+  EXPECT_EQ(p.server->Send({.seq = 1}, {}).code(), err::kDevicesUnavailable);
+  p.relay.reset();  // the connection drops: the client's channel need not wait for the frozen one
 }
 
 // A healthy session outlives any number of keepalive periods in which nobody calls: the pings of
