@@ -141,9 +141,11 @@ struct PerThreadStream {
   uint64_t id = 0;
   uint64_t epoch = 0;  // DeviceEpoch when made: a device reset took it with everything else
   ~PerThreadStream() {
-    if (id == 0 || epoch != DeviceEpoch() || !St().streams.Remove(id)) return;
+    // Zeroed first: a thread-local destroyed after this one that still calls makes another.
+    const uint64_t gone = std::exchange(id, 0);
+    if (gone == 0 || epoch != DeviceEpoch() || !St().streams.Remove(gone)) return;
     v1::StreamRequest req;
-    req.set_stream(id);
+    req.set_stream(gone);
     (void)Connection::Get().Call(CallId::kStreamDestroy, req);
   }
 };
