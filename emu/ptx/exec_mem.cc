@@ -971,6 +971,24 @@ ExecFn select_Prefetch(Inst&) {
 ExecFn select_Prefetchu(Inst&) {
   return &Nop;
 }
+// A cache policy is opaque to the program: one value serves every request.
+constexpr uint64_t kCachePolicy = 0x10000000ull;
+int CreatePolicy(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = kCachePolicy; });
+  return kNext;
+}
+ExecFn select_Createpolicy(Inst&) {
+  return &CreatePolicy;
+}
+// discard leaves the lines' contents undefined, of which their old contents are one; an
+// eviction priority orders nothing here.
+ExecFn select_Discard(Inst&) {
+  return &Nop;
+}
+ExecFn select_Applypriority(Inst&) {
+  return &Nop;
+}
 ExecFn select_Atom(Inst& in) {
   return PickAtom<false>(in);
 }

@@ -198,6 +198,14 @@ constexpr ModRow kMods[] = {
     {"L2::64B", ModKind::kIgnore, 0},
     {"L2::128B", ModKind::kIgnore, 0},
     {"L2::256B", ModKind::kIgnore, 0},
+    // Cache policies (createpolicy, ld/st/atom/red .L2::cache_hint, prefetch): hints only.
+    {"L2::cache_hint", ModKind::kIgnore, 0},
+    {"L2::evict_last", ModKind::kIgnore, 0},
+    {"L2::evict_first", ModKind::kIgnore, 0},
+    {"L2::evict_normal", ModKind::kIgnore, 0},
+    {"L2::evict_unchanged", ModKind::kIgnore, 0},
+    {"fractional", ModKind::kIgnore, 0},
+    {"range", ModKind::kIgnore, 0},
     {"L2", ModKind::kIgnore, 0},
     {"L1", ModKind::kIgnore, 0},
 };
@@ -1422,8 +1430,8 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
     // a kernel that reaches one is refused at launch, naming it; its operands are not read. Any
     // other mnemonic is not PTX, and the module is refused, as a GPU's JIT refuses it.
     static constexpr std::string_view kUnimplemented[] = {
-        "alloca",         "applypriority", "brx",      "clusterlaunchcontrol",
-        "createpolicy",   "discard",       "elect",    "getctarank",
+        "alloca",         "brx",           "clusterlaunchcontrol", "elect",
+        "getctarank",
         "griddepcontrol", "istypep",       "multimem", "setmaxnreg",
         "stackrestore",   "stacksave",     "stmatrix", "tcgen05",
         "tensormap",      "vabsdiff",      "vadd",     "vmad",
@@ -1459,10 +1467,13 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   // A modifier the decoder does not know makes a form it does not implement: ptxas took it, so
   // the module loads and a kernel that reaches the instruction fails, naming it.
   bool unknown_modifier = false;
+  bool cache_hint = false;  // .L2::cache_hint: a last operand, the cache policy
   while (!rest.empty()) {
     size_t d = rest.find('.');
     std::string_view w = rest.substr(0, d);
     rest = d == std::string_view::npos ? std::string_view() : rest.substr(d + 1);
+    cache_hint |= w == "L2::cache_hint";
+    if (in.op == Op::kCreatepolicy && w == "cvt") continue;  // createpolicy.cvt.L2.b64
     const ModRow* m = FindMod(w);
     if (!m) {
       unknown_modifier = true;
@@ -1611,6 +1622,11 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
       break;
     }
     case Shape::Mem: {
+      if (cache_hint) {  // the policy a cache would keep the line by: read by no one here
+        if (n == 0 || (ops[n - 1].kind != RawOp::kReg && ops[n - 1].kind != RawOp::kImm))
+          return Err("'" + mnemonic + "' takes a cache policy last");
+        --n;
+      }
       bool is_st = in.op == Op::kSt || in.op == Op::kRed;
       bool is_prefetch = in.op == Op::kPrefetch || in.op == Op::kPrefetchu;
       if (is_prefetch) {
@@ -1682,6 +1698,15 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
         case Op::kNanosleep:
         case Op::kPmevent:
           RETURN_IF_ERROR(need(1, 1));
+          break;
+        case Op::kCreatepolicy:  // d, then a fraction; [a], sizes; or (.cvt) a policy
+          RETURN_IF_ERROR(need(2, 4));
+          RETURN_IF_ERROR(dst(0));
+          break;
+        case Op::kDiscard:
+        case Op::kApplypriority:
+          RETURN_IF_ERROR(need(2, 2));
+          RETURN_IF_ERROR(DecodeAddress(ops[0], in));
           break;
         case Op::kBar:
         case Op::kBarrier:

@@ -41,6 +41,9 @@ bool OperandsInFields(Op op) {
     case Op::kMatch:
     case Op::kNanosleep:
     case Op::kPmevent:
+    case Op::kCreatepolicy:
+    case Op::kDiscard:
+    case Op::kApplypriority:
       return true;
     default:  // calls, matrix, async copies, mbarriers, textures, surfaces
       return false;

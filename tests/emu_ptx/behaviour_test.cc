@@ -256,6 +256,41 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
   }
 }
 
+// L2 cache policies and eviction hints (libcu++'s annotated_ptr, CUTLASS) run as the plain
+// accesses they qualify: createpolicy's forms make a policy, ld/st/atom/red take it as a last
+// operand, prefetch, discard and applypriority leave memory as it was.
+TEST(CacheHints, PoliciesAndHintedAccessesRunAsPlainOnes) {
+  const std::string ptx = R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [k_out];
+  discard.global.L2 [%rd1], 128;
+  applypriority.global.L2::evict_normal [%rd1], 128;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  createpolicy.fractional.L2::evict_last.L2::evict_unchanged.b64 %rd4, 1.0;
+  createpolicy.range.L2::evict_last.L2::evict_unchanged.b64 %rd5, [%rd1], 256, 512;
+  createpolicy.cvt.L2.b64 %rd6, %rd4;
+  mul.lo.s32 %r2, %r1, 7;
+  st.global.L2::cache_hint.u32 [%rd3], %r2, %rd4;
+  prefetch.global.L2::evict_last [%rd3];
+  ld.global.L2::cache_hint.u32 %r3, [%rd3], %rd5;
+  atom.global.add.L2::cache_hint.u32 %r4, [%rd3], 1, %rd6;
+  red.global.add.L2::cache_hint.u32 [%rd3], 2, %rd4;
+  ld.global.u32 %r5, [%rd3];
+  add.s32 %r6, %r3, %r4;
+  add.s32 %r6, %r6, %r5;
+  st.global.u32 [%rd3], %r6;
+  ret;
+})";
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 64);
+  ASSERT_EQ(out.size(), 64u);
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], 21 * t + 3) << t;
+}
+
 TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
