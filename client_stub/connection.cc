@@ -353,6 +353,7 @@ uint64_t Connection::AddHostFunc(std::function<void(cudaError_t)> fn) {
   std::lock_guard lock(mu_);
   uint64_t id = next_host_func_++;
   host_funcs_.emplace(id, std::move(fn));
+  host_funcs_outstanding_.fetch_add(1, std::memory_order_acq_rel);
   if (!callback_thread_.joinable() && !shut_down_)
     callback_thread_ = std::thread([this] { CallbackLoop(); });
   return id;
@@ -360,7 +361,7 @@ uint64_t Connection::AddHostFunc(std::function<void(cudaError_t)> fn) {
 
 void Connection::DropHostFunc(uint64_t id) {
   std::lock_guard lock(mu_);
-  host_funcs_.erase(id);
+  if (host_funcs_.erase(id) != 0) host_funcs_outstanding_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 // Runs host functions in arrival order; while some are outstanding and no
@@ -372,9 +373,11 @@ void Connection::CallbackLoop() {
       HostRun run = runs_.front();
       runs_.pop_front();
       std::function<void(cudaError_t)> fn;
+      bool ours = false;
       if (auto it = host_funcs_.find(run.id); it != host_funcs_.end()) {
         fn = std::move(it->second);
         host_funcs_.erase(it);
+        ours = true;
       }
       lock.unlock();
       if (fn) {
@@ -396,6 +399,7 @@ void Connection::CallbackLoop() {
       std::string body = done.SerializeAsString();
       (void)Send(CallId::kHostFuncDone, 0, next_seq_.fetch_add(1, std::memory_order_relaxed),
                  AsBytes(body));
+      if (ours) host_funcs_outstanding_.fetch_sub(1, std::memory_order_acq_rel);
       lock.lock();
       continue;
     }

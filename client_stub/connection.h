@@ -197,6 +197,11 @@ class Connection {
   uint64_t AddHostFunc(std::function<void(cudaError_t)> fn);
   // Forgets a host function whose request could not be sent.
   void DropHostFunc(uint64_t id);
+  // True while a host function is queued, waits for its stream or runs (until its
+  // HostFuncDone is sent). Lock-free.
+  bool HostFuncsOutstanding() const {
+    return host_funcs_outstanding_.load(std::memory_order_acquire) != 0;
+  }
 
   // Valid after Ensure() returned cudaSuccess.
   const v1::Welcome& welcome() const { return welcome_; }
@@ -278,6 +283,7 @@ class Connection {
   // ready_.size(), written under mu_ (before the role is released); read without
   // it by TryClaimReceiver.
   std::atomic<size_t> handed_{0};
+  std::atomic<uint32_t> host_funcs_outstanding_{0};  // HostFuncsOutstanding
 
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;

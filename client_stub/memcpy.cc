@@ -136,6 +136,11 @@ cudaError_t HostToDevice(Connection& c, uint64_t dst, const std::byte* src, size
     req.mutable_src()->set_arena_offset(where.arena_offset);
     return SendHtoD(c, req, !async);
   }
+  // Below, the bytes are taken now (into a staging slot, or inline over gRPC). A GPU reads
+  // page-locked memory when the stream reaches the copy: where a host function still to run
+  // may write it first (cudaLaunchHostFunc, a graph's host node), the stream is waited for.
+  if (async && c.HostFuncsOutstanding() && St().host.IsPinned(src))
+    if (cudaError_t e = SyncStream(c, stream)) return e;
   if (c.arena()) {
     Staging s = Staging::Of(c);
     if (s.usable()) {

@@ -101,10 +101,12 @@ void BothChanged(uint64_t addr) {
   static std::atomic<bool> said{false};
   if (said.exchange(true)) return;
   std::fprintf(stderr,
-               "remora: managed memory at 0x%llx: the host wrote it while device work that also "
-               "wrote it ran (this device reports no concurrent managed access, "
-               "cudaDevAttrConcurrentManagedAccess 0, where a GPU faults the host's access): "
-               "the device's contents are kept and the host's writes to it are lost\n",
+               "remora: managed or mapped page-locked memory at 0x%llx: the host wrote it while "
+               "device work that also wrote it ran (this device reports no concurrent managed "
+               "access, cudaDevAttrConcurrentManagedAccess 0, where a GPU faults the host's "
+               "access to managed memory): the device's contents are kept and the host's writes "
+               "to it are lost; over a remote session the host and a running kernel see each "
+               "other's writes to such memory only at synchronizing calls, not while it runs\n",
                static_cast<unsigned long long>(addr));
 }
 
