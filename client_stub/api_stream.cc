@@ -101,6 +101,9 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int fla
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  // The per-thread default stream is the thread's while it lives, as the legacy one is the
+  // process's: neither is the program's to destroy.
+  if (stream == cudaStreamPerThread) return Ret(cudaErrorInvalidResourceHandle);
   uint64_t id = StreamId(stream);
   if (id == 0 || !St().streams.Contains(id)) return Ret(cudaErrorInvalidResourceHandle);
   v1::StreamRequest req;

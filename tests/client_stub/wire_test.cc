@@ -308,6 +308,7 @@ TEST_F(Wire, StreamsAndEvents) {
   auto wait = server_->Last<v1::StreamWaitEventRequest>(CallId::kStreamWaitEvent);
   EXPECT_NE(wait.stream(), 0u) << "cudaStreamPerThread is this thread's own, not the legacy";
   EXPECT_EQ(wait.stream(), StreamId(cudaStreamPerThread));
+  EXPECT_EQ(cudaStreamDestroy(cudaStreamPerThread), cudaErrorInvalidResourceHandle);
   EXPECT_EQ(wait.event(), reinterpret_cast<uintptr_t>(e1));
   float ms = 0;
   ASSERT_EQ(cudaEventElapsedTime(&ms, e0, e1), cudaSuccess);
