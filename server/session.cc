@@ -45,8 +45,9 @@ Session::Session(uint64_t id, std::unique_ptr<transport::Channel> channel, trans
   who_.tenant = "session-" + std::to_string(id);
   who_.ledger_id = id;
   // Replies go out from serving threads and the executor's, which every tenant needs: one
-  // that stops reading (its ring full) is closed rather than waited for.
-  channel_->SetSendTimeout(kReplyTimeout);
+  // that stops reading (its ring full) is closed rather than waited for. A remote tenant's
+  // queue fills when its link is slow too: it gets longer to move.
+  channel_->SetSendTimeout(channel_->arena() ? kReplyTimeout : kRemoteReplyTimeout);
   vmm_.undo = [this](const VmmTable::Everything& e) { UndoVmm(e); };
 }
 

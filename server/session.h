@@ -346,6 +346,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // SetSendTimeout): a tenant that reads its replies never fills it (its threads wait for
   // theirs), so one that does has stopped reading and is closed.
   static constexpr std::chrono::milliseconds kReplyTimeout{500};
+  // The same for a remote (gRPC) tenant, whose 64 MiB send queue (transport::GrpcOptions)
+  // fills only when its process stopped reading or its link is slow: no write done for this
+  // long.
+  static constexpr std::chrono::seconds kRemoteReplyTimeout{10};
   // The device, its driver table (dev().drv()) and its error mapping (dev().Check()).
   Device& dev() const {
     return *env_.device;

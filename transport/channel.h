@@ -98,9 +98,10 @@ class Channel {
   virtual void SetReceiveSpin(std::chrono::nanoseconds /*spin*/, bool /*yield*/) {}
 
   // Bounds how long one Send may wait for room while the peer reads nothing (negative, the
-  // default: as long as the peer lives). Past it the channel is closed and that Send, like
-  // every later one, fails with kDevicesUnavailable: a server thread sending a reply must not
-  // hang on a peer that stopped reading. Thread-safe; applies from the next Send.
+  // default: as long as the peer lives); a peer that reads, however slowly, starts it again.
+  // Past it the channel is closed and that Send, like every later one, fails with
+  // kDevicesUnavailable: a server thread sending a reply must not hang on a peer that stopped
+  // reading. Thread-safe; applies from the next Send.
   virtual void SetSendTimeout(std::chrono::nanoseconds /*timeout*/) {}
 
   // ---- Event-driven serving (the server end) ----

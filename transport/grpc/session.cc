@@ -59,12 +59,20 @@ Status SessionCore::Send(const FrameHeader& header, std::span<const std::byte> b
     };
     if (const int64_t timeout = send_timeout_ns_.load(std::memory_order_relaxed); timeout < 0) {
       writable_.wait(lock, drained);
-    } else if (!writable_.wait_for(lock, std::chrono::nanoseconds(timeout), drained)) {
-      lock.unlock();
-      Close();
-      return Error(err::kDevicesUnavailable, "grpc: the peer read nothing for " +
-                                                 std::to_string(timeout / 1'000'000) +
-                                                 " ms while its queue was full; session closed");
+    } else {
+      // The timeout runs while nothing moves: each write that completes (a slow link's
+      // progress) starts it again.
+      while (!drained()) {
+        const size_t at = queued_bytes_;
+        if (!writable_.wait_for(lock, std::chrono::nanoseconds(timeout),
+                                [&] { return drained() || queued_bytes_ < at; })) {
+          lock.unlock();
+          Close();
+          return Error(err::kDevicesUnavailable,
+                       "grpc: the peer read nothing for " + std::to_string(timeout / 1'000'000) +
+                           " ms while its queue was full; session closed");
+        }
+      }
     }
   }
   if (gone_ || closed_ || finish_started_) [[unlikely]]
