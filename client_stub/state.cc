@@ -115,10 +115,7 @@ cudaError_t StickyError() {
 
 namespace {
 constexpr uint64_t kAliasBit = uint64_t{1} << 63;
-}
-
-namespace {
-thread_local bool t_null_is_per_thread = false;
+thread_local bool t_null_is_per_thread = false;  // NullIsPerThread
 }  // namespace
 
 NullIsPerThread::NullIsPerThread() : was_(std::exchange(t_null_is_per_thread, true)) {}

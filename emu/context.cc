@@ -298,20 +298,22 @@ void Context::SetLaunchOwner(uint64_t owner) {
   t_launch_owner = owner;
 }
 
+std::shared_ptr<Heap>& Context::OwnerHeapLocked(uint64_t owner) {
+  std::shared_ptr<Heap>& h = owned_heaps_[owner];
+  if (!h) h = std::make_shared<Heap>(*memory_);
+  return h;
+}
+
 std::shared_ptr<Heap> Context::LaunchHeap() {
   if (t_launch_owner == 0) return std::shared_ptr<Heap>(std::shared_ptr<Heap>(), &heap_);
   std::lock_guard lock(heaps_mu_);
-  std::shared_ptr<Heap>& h = owned_heaps_[t_launch_owner];
-  if (!h) h = std::make_shared<Heap>(*memory_);
-  return h;
+  return OwnerHeapLocked(t_launch_owner);
 }
 
 CUresult Context::SetOwnerHeapLimit(uint64_t owner, uint64_t bytes) {
   if (owner == 0) return heap_.SetLimit(bytes);
   std::lock_guard lock(heaps_mu_);
-  std::shared_ptr<Heap>& h = owned_heaps_[owner];
-  if (!h) h = std::make_shared<Heap>(*memory_);
-  return h->SetLimit(bytes);
+  return OwnerHeapLocked(owner)->SetLimit(bytes);
 }
 
 void Context::ReleaseOwnerHeap(uint64_t owner) {

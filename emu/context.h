@@ -208,6 +208,8 @@ class Context {
   Textures textures_{*memory_};
   std::mutex heaps_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Heap>> owned_heaps_;  // guarded by heaps_mu_
+  // `owner`'s heap, made at kDefaultHeapBytes if it has none. REQUIRES: heaps_mu_ held.
+  std::shared_ptr<Heap>& OwnerHeapLocked(uint64_t owner);
   // Recorded limits by CUlimit; the heap's slot is unused (heap_ holds it).
   std::atomic<size_t> limits_[CU_LIMIT_MAX] = {1024, 1 << 20, 0, 2, 2048, 64, 0, 0, 0, 0};
   Progress progress_;

@@ -1779,7 +1779,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
       break;
   }
   SelectFn sel = FindSelect(in.op);
-  in.fn = sel && !unknown_modifier ? sel(in) : nullptr;
+  in.fn = sel ? sel(in) : nullptr;
   if (in.rnd == Rnd::kRna && in.op != Op::kCvt) in.fn = nullptr;  // .rna is cvt's alone
   if (!in.fn) in.fn = &exec_unimplemented;
   return OkStatus();
