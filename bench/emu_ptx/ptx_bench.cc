@@ -200,6 +200,76 @@ void BM_VectorAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_VectorAdd)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Warps apart (kernels/parted.cu): 2^16 threads in blocks of 256, each walking the Collatz
+// sequence of its seed (up to 2^20) and binary-searching a shared table, checked against the
+// same loops on the CPU. The block's warps part at once and run interleaved by instruction, as
+// a GPU issues them. Counters as BM_ConvergedAlu's.
+void BM_PartedWarps(benchmark::State& state) {
+  unsigned workers = unsigned(state.range(0));
+  std::ifstream f(REMORA_PARTED_PTX);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto prog = Load(std::vector<std::string>{text});
+  if (!prog.ok()) return state.SkipWithError(prog.status().ToString().c_str());
+  const uint32_t n = 1u << 16, table_n = 256;
+  VectorMemory mem;
+  mem.bufs.emplace_back(n);        // seeds
+  mem.bufs.emplace_back(table_n);  // sorted table
+  mem.bufs.emplace_back(n);        // out
+  auto* seeds = reinterpret_cast<uint32_t*>(mem.bufs[0].data());
+  auto* table = reinterpret_cast<uint32_t*>(mem.bufs[1].data());
+  uint32_t seed = 7;
+  for (uint32_t i = 0; i < n; ++i) seeds[i] = 1 + ((seed = seed * 1664525u + 1013904223u) >> 12);
+  for (uint32_t i = 0; i < table_n; ++i) table[i] = i * 2;
+  const auto& k = (*prog)->kernels()[0];
+  std::vector<std::byte> params(k.param_bytes);
+  for (int i = 0; i < 3; ++i) Put(params, k.params[i].offset, mem.bufs[i].data());
+  Put(params, k.params[3].offset, n);
+  LaunchConfig cfg;
+  cfg.grid[0] = n / 256;
+  cfg.block[0] = 256;
+  cfg.params = params;
+  cfg.memory = &mem;
+  cfg.workers = workers;
+  std::vector<uint32_t> want(n);
+  double native_s = 1e9;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t x = seeds[i];
+      uint32_t steps = 0;
+      for (; x > 1; ++steps) x = (x & 1) ? 3 * x + 1 : x >> 1;
+      uint32_t lo = 0, hi = table_n;
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (table[mid] < steps)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      want[i] = steps << 16 | lo;
+    }
+    benchmark::DoNotOptimize(want.data());
+    native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - t0));
+  }
+  uint64_t thread_instr = 0;
+  double emu_s = 0;
+  for (auto _ : state) {
+    LaunchStats st;
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = LaunchWithStats(**prog, 0, cfg, &st);
+    emu_s += Seconds(std::chrono::steady_clock::now() - t0);
+    if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
+    thread_instr += st.thread_instructions;
+  }
+  if (std::memcmp(mem.bufs[2].data(), want.data(), n * 4) != 0)
+    return state.SkipWithError("interpreter result differs from native");
+  double per_iter = emu_s / double(state.iterations());
+  state.counters["thread_instructions_per_second"] = double(thread_instr) / emu_s;
+  state.counters["per_core"] = double(thread_instr) / emu_s / workers;
+  state.counters["ratio"] = per_iter / native_s;
+}
+BENCHMARK(BM_PartedWarps)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // The prefix-sum sample's shape (kernels/scan.cu): one scan_shared launch over 2^20 elements in
 // arrays of state.range(0), 256 threads of 4 elements per block, checked against a CPU scan.
 // Counters: elements_per_second, ratio = interpreter time / native exclusive scan, and

@@ -105,7 +105,7 @@ inline constexpr uint64_t kWindowSize = 0x0000000100000000ull;
 
 // kWaitMbar: parked in mbarrier.try_wait until the phase completes (exec_async.cc);
 // kYield: a failed mbarrier.test_wait, runnable again once the CTA's other warps have run.
-// Those two stay last: RunWarp tests `>= kWaitMbar`.
+// Those two stay last: PickGroup tests `>= kWaitMbar`.
 enum class LaneState : uint8_t { kRun, kWaitColl, kWaitBar, kExited, kInvalid, kWaitMbar, kYield };
 
 struct Frame {
@@ -253,7 +253,7 @@ struct Cta {
   uint32_t whole_bar_warps = 0;
   uint32_t whole_bar_id = 0;
   uint32_t mbar_completions = 0;  // mbarrier phases completed (RunCta's progress check)
-  uint32_t slice_yields = 0;      // warps that ran out of their slice (RunWarp)
+  uint32_t slice_yields = 0;      // warps that ran out of their slice (launch.cc)
   uint32_t idle_rounds = 0;       // rounds in a row in which only mbarrier waits timed out
   uint32_t worker = 0;
   // While the warps run together: which register slots of their frame every warp holds alike
@@ -284,7 +284,7 @@ struct LaunchCtx {
   bool own_globals;  // globals live in the Program's own storage (no driver addresses)
   bool has_calls;    // the program calls non-builtin functions (lanes may have call stacks)
   bool cooperative;  // blocks take turns: warps yield after a slice of instructions
-  bool poll;         // cooperative, or cfg->cancel is set: RunWarp looks up every 4096
+  bool poll;         // cooperative, or cfg->cancel is set: look up every 4096 instructions
   std::atomic<bool>* failed;
   Status* fault;  // first fault, guarded by fault_mu
   std::mutex* fault_mu;

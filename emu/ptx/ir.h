@@ -279,6 +279,9 @@ struct Inst {
   uint8_t vec = 1;      // .v2/.v4 element count
   uint8_t src_neg = 0;  // bit i: source a[i] is a negated predicate
   uint8_t sreg = 0;     // SReg for mov from a special register
+  // Reads or writes memory the block's other warps see (global, shared or generic addresses):
+  // a warp's turn ends after it while the block's warps run apart (launch.cc's PlanTogether).
+  bool visible = false;
 };
 
 // The register slots `in` reads as operands (its sources and address base; not constants, not

@@ -1,17 +1,18 @@
 // emu/ptx/launch.cc - Launch: a grid to the device's block dispatcher (dispatch.h), or a
 // cooperative one over workers of its own (coop.cc); warps over converged groups.
 //
-// Scheduling: a core runs whole CTAs, one at a time. Within a CTA each warp runs until
-// all its lanes are parked at a CTA barrier or exited; then barriers whose arrivals are complete
-// release. Within a warp, the group to run is the set of lanes sharing the deepest frame and the
-// lowest PC (lanes that diverged rejoin when their PCs meet); a group runs decoded instructions
-// back to back until it branches apart, reaches another group's PC, or parks. A block whose
-// threads are all at one PC in one frame (at its start, after a barrier they all reached) first
-// runs its warps together, an instruction across every warp at a time (Lockstep), until one
-// needs them apart: barriers every thread reaches together then cost nothing, and what reads
-// only values every warp holds alike runs once, on warp 0 (AlikeSlots). How each instruction is
-// taken then is worked out once per program (PlanTogether), with the function that runs the
-// commonest forms over all the warps in one call (exec.h's RunWarps).
+// Scheduling: a core runs whole CTAs, one at a time. Within a CTA the warps run in turns, paced
+// by the instructions each has issued (RunWarpsInTurns), until all their lanes are parked at a
+// CTA barrier or exited; then barriers whose arrivals are complete release. Within a warp, the
+// group to run is the set of lanes sharing the deepest frame and the lowest PC (lanes that diverged
+// rejoin when their PCs meet); a group runs decoded instructions back to back until it branches
+// apart, reaches another group's PC, or parks. A block whose threads are all at one PC in one frame
+// (at its start, after a barrier they all reached) first runs its warps together, an instruction
+// across every warp at a time (Lockstep), until one needs them apart: barriers every thread reaches
+// together then cost nothing, and what reads only values every warp holds alike runs once, on warp
+// 0 (AlikeSlots). How each instruction is taken then is worked out once per program (PlanTogether),
+// with the function that runs the commonest forms over all the warps in one call (exec.h's
+// RunWarps).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -129,121 +130,210 @@ class WorkerPool {
   const int nice_;
 };
 
-// Instructions a warp runs before the other warps of its block get their turn (and, in a
-// cooperative launch, before its block makes way for another).
+// Instructions a warp runs before it parks as kYield until its block's next round (and, in a
+// cooperative launch, before its block makes way for another): a warp spinning on another
+// warp's progress (a block-scope barrier made of shared-memory atomics, as libcu++ builds
+// cuda::barrier before sm_80) or on another block's lets that one run.
 constexpr uint64_t kSliceInstructions = 4096;
 
-// Runs the warp until every lane is parked or exited, or it has run kSliceInstructions; false
-// after a fault. A group whose slice is over parks as kYield at its next instruction, so that a
-// warp spinning on another warp's progress (a block-scope barrier made of shared-memory atomics,
-// as libcu++ builds cuda::barrier before sm_80) lets that warp run, as a GPU's warp schedulers
-// do; kCoop (a cooperative launch): and its block lets another block run.
-template <bool kCoop>
-bool RunWarp(const LaunchCtx& L, Cta& cta, Warp& w) {
-  const ProgramImpl& P = *L.P;
-  const Inst* code = P.code.data();
-  const uint64_t slice_end = w.instructions + kSliceInstructions;
-  for (;;) {
-    // Lanes that can run, as masks; collectives' waiters only run when no lane can (force).
-    const uint32_t run = LanesEq(w.state, LaneState::kRun);
-    const uint32_t coll = LanesEq(w.state, LaneState::kWaitColl);
-    const uint32_t mbar = LanesAtLeast(w.state, LaneState::kWaitMbar);
-    uint32_t cand = run ? run : coll;
-    // A collective does not go ahead without lanes of the warp that wait on an mbarrier:
-    // they run again once RunCta resumes them.
-    if (cand == 0 || (run == 0 && mbar != 0)) return true;
-    // Groups that keep repicking (never 4096 instructions in a row) still yield.
-    if (run != 0 && w.instructions >= slice_end) [[unlikely]] {
-      ForLanes(run, [&](int l) { w.state[l] = LaneState::kYield; });
-      ++cta.slice_yields;
-      return true;
-    }
-    bool force = run == 0;
-    // The group: the candidates' deepest frame, lowest PC there. Converged warps (every
-    // candidate at one PC and frame) take it without a walk over the lanes.
-    // Without calls every lane's frame is the kernel's: no frame to compare.
-    int best = std::countr_zero(cand);
-    uint32_t same_rb = L.has_calls ? LanesEq(w.rbase, w.rbase[best]) : ~0u;
-    uint32_t same_pc = LanesEq(w.pc, w.pc[best]);
-    if ((cand & ~(same_rb & same_pc)) != 0) {
-      ForLanes(cand & (cand - 1), [&](int l) {
-        if (w.rbase[l] > w.rbase[best] || (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
-          best = l;
-      });
-      same_rb = L.has_calls ? LanesEq(w.rbase, w.rbase[best]) : ~0u;
-      same_pc = LanesEq(w.pc, w.pc[best]);
-    }
-    const uint32_t pc = w.pc[best], rb = w.rbase[best];
-    const uint32_t in_frame = (run | coll) & same_rb;
-    const uint32_t group = in_frame & same_pc;
-    uint32_t stop = 0xffffffffu;
-    ForLanes(in_frame & ~group, [&](int l) {
-      if (w.pc[l] > pc && w.pc[l] < stop) stop = w.pc[l];
-    });
-    ForLanes(group & coll, [&](int l) { w.state[l] = LaneState::kRun; });
-    Exec x{&w,
-           &cta,
-           &L,
-           w.regs.data() + size_t(rb) * 32,
-           P.consts.data(),
-           group,
-           group,
-           pc,
-           stop,
-           rb,
-           w.lbase[best],
-           force};
-    uint64_t warp_n = 0, thread_n = 0;
-    const uint32_t group_n = uint32_t(std::popcount(group));  // popcount is a libgcc call here
-    for (;;) {
-      const Inst& in = code[x.pc];
-      uint32_t m = x.group;
-      if (in.guard != kNoReg) {
-        const uint32_t gm = LanesNonZero(x.R + size_t(in.guard) * 32);
-        m = (in.flags & kFlagGuardNeg) ? (m & ~gm) : (m & gm);
-      }
-      ++warp_n;
-      if ((warp_n & 0xfff) == 0) [[unlikely]] {
-        if (L.poll && Cancelled(L)) {
-          ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
-          w.instructions += warp_n;
-          w.thread_instructions += thread_n;
-          return false;
-        }
-        // The slice is over: the group resumes at this instruction, not yet run.
-        --warp_n;
-        ForLanes(x.group, [&](int l) {
-          w.pc[l] = x.pc;
-          w.state[l] = LaneState::kYield;
-        });
-        ++cta.slice_yields;
-        break;
-      }
-      if (m == 0) {
-        ++x.pc;
-      } else {
-        x.mask = m;
-        thread_n += m == group ? group_n : uint32_t(std::popcount(m));
-        int r = in.fn(x, in);
-        if (r == kNext) [[likely]] {
-          ++x.pc;
-        } else if (r == kRepick) {
-          break;
-        } else if (r == kFault) [[unlikely]] {
-          w.instructions += warp_n;
-          w.thread_instructions += thread_n;
-          return false;
-        }
-      }
-      x.force = false;
-      if (x.pc >= x.stop_pc) [[unlikely]] {
-        ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
-        break;
-      }
-    }
-    w.instructions += warp_n;
-    w.thread_instructions += thread_n;
+// While a block's warps run apart (after Lockstep), each keeps a clock: the instructions it has
+// issued since they parted. Instructions that touch only a lane's own registers run whenever
+// their warp runs; one that touches memory the block's other warps see (Inst::visible) runs only
+// when its warp's clock is the least of the block's running warps (the lowest warp among
+// equals). Warps then meet each other in memory in the order a GPU issuing one instruction of
+// each warp in turn would give them, and keep the same pace, so code whose warps race on
+// shared memory between two barriers (a flag read by all and reset by one, a tile refilled by
+// the warps that finish first) comes out as on a GPU; yet a warp runs on between its memory
+// accesses without a switch. (Turns of one instruction each cost the interpreter 55% on code
+// whose warps part, emu_ptx_bench's BM_PartedWarps; these nothing measurable.)
+
+// A warp's running group: the lanes of one frame at one PC (exec.h's Exec), kept between turns.
+struct Turn {
+  Exec x;
+  uint32_t group_n = 0;    // lanes in x.group
+  uint64_t clock = 0;      // instructions issued since the round began
+  uint64_t slice_end = 0;  // the warp's instruction count at which it parks as kYield
+  bool running = false;    // x holds a group part-way through
+};
+
+// Picks the warp's next group into t: the candidates' deepest frame, lowest PC there, running
+// until it meets another group of its frame. False if no lane can run (every one parked or
+// exited), or the warp's slice is over (its runnable lanes then park as kYield).
+[[gnu::always_inline]] inline bool PickGroup(const LaunchCtx& L, Cta& cta, Warp& w, Turn& t) {
+  // Lanes that can run, as masks; collectives' waiters only run when no lane can (force).
+  const uint32_t run = LanesEq(w.state, LaneState::kRun);
+  const uint32_t coll = LanesEq(w.state, LaneState::kWaitColl);
+  const uint32_t mbar = LanesAtLeast(w.state, LaneState::kWaitMbar);
+  const uint32_t cand = run ? run : coll;
+  // A collective does not go ahead without lanes of the warp that wait on an mbarrier:
+  // they run again once RunRounds resumes them.
+  if (cand == 0 || (run == 0 && mbar != 0)) return false;
+  // Groups that keep repicking (never a slice of instructions in a row) still yield.
+  if (run != 0 && w.instructions >= t.slice_end) [[unlikely]] {
+    ForLanes(run, [&](int l) { w.state[l] = LaneState::kYield; });
+    ++cta.slice_yields;
+    return false;
   }
+  // Converged warps (every candidate at one PC and frame) take it without a walk over the
+  // lanes. Without calls every lane's frame is the kernel's: no frame to compare.
+  int best = std::countr_zero(cand);
+  uint32_t same_rb = L.has_calls ? LanesEq(w.rbase, w.rbase[best]) : ~0u;
+  uint32_t same_pc = LanesEq(w.pc, w.pc[best]);
+  if ((cand & ~(same_rb & same_pc)) != 0) {
+    ForLanes(cand & (cand - 1), [&](int l) {
+      if (w.rbase[l] > w.rbase[best] || (w.rbase[l] == w.rbase[best] && w.pc[l] < w.pc[best]))
+        best = l;
+    });
+    same_rb = L.has_calls ? LanesEq(w.rbase, w.rbase[best]) : ~0u;
+    same_pc = LanesEq(w.pc, w.pc[best]);
+  }
+  const uint32_t pc = w.pc[best], rb = w.rbase[best];
+  const uint32_t in_frame = (run | coll) & same_rb;
+  const uint32_t group = in_frame & same_pc;
+  uint32_t stop = 0xffffffffu;
+  ForLanes(in_frame & ~group, [&](int l) {
+    if (w.pc[l] > pc && w.pc[l] < stop) stop = w.pc[l];
+  });
+  ForLanes(group & coll, [&](int l) { w.state[l] = LaneState::kRun; });
+  t.x = Exec{&w,
+             &cta,
+             &L,
+             w.regs.data() + size_t(rb) * 32,
+             L.P->consts.data(),
+             group,
+             group,
+             pc,
+             stop,
+             rb,
+             w.lbase[best],
+             run == 0};
+  t.group_n = uint32_t(std::popcount(group));  // popcount is a libgcc call here
+  t.running = true;
+  return true;
+}
+
+// How RunGroup returned.
+enum class GroupEnd : uint8_t {
+  kParted,  // the group ended: it parked, branched apart, or met another; its lanes' PCs are set
+  kBudget,  // t.x.pc is its next instruction, not yet run: past its budget, or a visible one
+            // its clock may not run yet
+  kFault,   // a fault was recorded
+};
+
+// Runs t's group from t.x.pc, decoded instructions back to back: at most `budget`, and a
+// visible one (Inst::visible) only while the warp's clock is at most `visible_until`.
+[[gnu::always_inline]] inline GroupEnd RunGroup(const LaunchCtx& L, Turn& t, uint64_t budget,
+                                                uint64_t visible_until) {
+  const Inst* code = L.P->code.data();
+  Exec x = t.x;  // a local: the compiler keeps what the calls cannot reach in registers
+  Warp& w = *x.w;
+  const uint32_t group_n = t.group_n;
+  const uint64_t clock = t.clock;
+  uint64_t warp_n = 0, thread_n = 0;
+  GroupEnd end = GroupEnd::kParted;
+  for (;;) {
+    const Inst& in = code[x.pc];
+    if (warp_n == budget || (in.visible && clock + warp_n > visible_until)) [[unlikely]] {
+      end = GroupEnd::kBudget;
+      break;
+    }
+    uint32_t m = x.group;
+    if (in.guard != kNoReg) {
+      const uint32_t gm = LanesNonZero(x.R + size_t(in.guard) * 32);
+      m = (in.flags & kFlagGuardNeg) ? (m & ~gm) : (m & gm);
+    }
+    ++warp_n;
+    if (m == 0) {
+      ++x.pc;
+    } else {
+      x.mask = m;
+      thread_n += m == x.group ? group_n : uint32_t(std::popcount(m));
+      const int r = in.fn(x, in);
+      if (r == kNext) [[likely]] {
+        ++x.pc;
+      } else if (r == kRepick) {
+        break;
+      } else if (r == kFault) [[unlikely]] {
+        end = GroupEnd::kFault;
+        break;
+      }
+    }
+    x.force = false;
+    if (x.pc >= x.stop_pc) [[unlikely]] {
+      ForLanes(x.group, [&](int l) { w.pc[l] = x.pc; });
+      break;
+    }
+  }
+  w.instructions += warp_n;
+  w.thread_instructions += thread_n;
+  t.clock += warp_n;
+  t.x = x;
+  if (end != GroupEnd::kBudget) t.running = false;
+  return end;
+}
+
+// Leaves t's group where it stopped: its lanes' PCs at t.x.pc, as `state`.
+void Suspend(Turn& t, LaneState state) {
+  Warp& w = *t.x.w;
+  ForLanes(t.x.group, [&](int l) {
+    w.pc[l] = t.x.pc;
+    w.state[l] = state;
+  });
+  t.running = false;
+}
+
+// Runs the block's warps, each in turns by its clock (Turn), until every lane is parked or
+// exited, or its warp used its slice. Within a warp, a group runs until it parks, branches
+// apart or meets another group; then the next is picked. False after a fault or a cancel
+// (recorded in L).
+bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
+  Turn turns[32];
+  uint32_t live = nwarps == 32 ? ~0u : (1u << nwarps) - 1;  // warps that may have a group
+  for (uint32_t wi = 0; wi < nwarps; ++wi)
+    turns[wi].slice_end = cta.warps[wi].instructions + kSliceInstructions;
+  uint64_t ran = 0, next_poll = 4096;
+  while (live) {
+    // The warp with the least clock, the lowest among equals, runs; its visible instructions
+    // may go up to the clock of the next (one less if that warp is a lower one).
+    uint32_t wi = uint32_t(std::countr_zero(live));
+    for (uint32_t m = live & (live - 1); m; m &= m - 1) {
+      const uint32_t v = uint32_t(std::countr_zero(m));
+      if (turns[v].clock < turns[wi].clock) wi = v;
+    }
+    uint64_t until = ~uint64_t(0);
+    for (uint32_t m = live & ~(1u << wi); m; m &= m - 1) {
+      const uint32_t v = uint32_t(std::countr_zero(m));
+      until = std::min(until, v > wi ? turns[v].clock : turns[v].clock - 1);
+    }
+    Warp& w = cta.warps[wi];
+    Turn& t = turns[wi];
+    for (;;) {
+      if (!t.running && !PickGroup(L, cta, w, t)) {
+        live &= ~(1u << wi);
+        break;
+      }
+      if (w.instructions >= t.slice_end) {  // the slice ran out inside the group
+        Suspend(t, LaneState::kYield);
+        ++cta.slice_yields;
+        live &= ~(1u << wi);
+        break;
+      }
+      const uint64_t before = w.instructions;
+      const GroupEnd end = RunGroup(L, t, t.slice_end - before, until);
+      if (end == GroupEnd::kFault) return false;
+      ran += w.instructions - before;
+      if (end == GroupEnd::kBudget) break;  // another warp's turn
+    }
+    if (L.poll && ran >= next_poll) [[unlikely]] {
+      next_poll = ran + 4096;
+      if (Cancelled(L)) {
+        for (uint32_t v = 0; v < nwarps; ++v)
+          if (turns[v].running) Suspend(turns[v], LaneState::kRun);
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 // Releases every barrier whose arrivals are complete; false if none could be.
@@ -475,10 +565,39 @@ bool SameInEveryWarp(const Inst& in) {
 
 }  // namespace
 
+// True if `in` reads or writes memory that other warps of the block can see: shared or global
+// memory, directly or through a generic address. Local, parameter and constant memory are a
+// lane's own or read-only; textures and surfaces are read as of the launch, except stores.
+namespace {
+
+bool VisibleToOtherWarps(const Inst& in) {
+  switch (in.op) {
+    case Op::kLd:
+    case Op::kLdu:
+    case Op::kSt:
+      return in.space == Space::kGeneric || in.space == Space::kGlobal ||
+             in.space == Space::kShared;
+    case Op::kAtom:
+    case Op::kRed:
+    case Op::kCp:
+    case Op::kMbarrier:
+    case Op::kWmma:
+    case Op::kLdmatrix:
+    case Op::kSust:
+    case Op::kSured:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 void PlanTogether(ProgramImpl& P) {
   P.together.assign(P.code.size(), Together{});
   for (size_t pc = 0; pc < P.code.size(); ++pc) {
-    const Inst& in = P.code[pc];
+    Inst& in = P.code[pc];
+    in.visible = VisibleToOtherWarps(in);
     Together& t = P.together[pc];
     t.kind = KindOf(P, in, t);
     t.once = SameInEveryWarp(in);
@@ -746,8 +865,7 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
     const uint32_t completions = cta.mbar_completions;
     const uint32_t yields = cta.slice_yields;
     cta.whole_bar_warps = 0;
-    for (uint32_t wi = 0; wi < nwarps; ++wi)
-      if (!RunWarp<kCoop>(L, cta, cta.warps[wi])) return CtaEnd::kFailed;
+    if (!RunWarpsInTurns(L, cta, nwarps)) return CtaEnd::kFailed;
     if (whole_warps && cta.whole_bar_warps == nwarps && cta.whole_bar_id < 16 &&
         cta.bar_arrived[cta.whole_bar_id] == L.nthreads) {
       // Each warp ran this round and parked whole at barrier whole_bar_id, its PCs past it, and

@@ -1900,6 +1900,118 @@ TEST(Scheduling, BlocksSpinningOnLaterBlocksEndBesideABusyStream) {
   for (uint32_t b = 0; b < n; ++b) EXPECT_EQ(flags[b], b + 1) << b;
 }
 
+// Once a block's warps run apart they keep one pace, as a GPU's schedulers issuing from each warp
+// in turn keep them: the emulated GPU orders their accesses to memory the others see by how many
+// instructions each warp has issued. CUDA promises no such order (these kernels race); it is the
+// order a GPU nearly always gives, and programs tuned on one (Parboil's bfs and tpacf) rely on it.
+
+// Every warp reads a shared flag after the barrier and thread 0 sets it just after its own read,
+// with no barrier between: on a GPU the other warps' reads come first. Warp-at-a-time running
+// gave warps 1-7 the later value every time.
+TEST(Scheduling, WarpsApartReadASharedFlagBeforeOneWarpsLaterStore) {
+  const std::string ptx = R"(.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry flag(.param .u64 flag_out, .param .u64 flag_tick) {
+  .shared .align 4 .u32 x;
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [flag_out];
+  ld.param.u64 %rd2, [flag_tick];
+  mov.u32 %r1, %tid.x;
+  setp.ne.s32 %p1, %r1, 0;
+  @%p1 bra ZEROED;
+  st.shared.u32 [x], 0;
+ZEROED:
+  bar.sync 0;
+  and.b32 %r4, %r1, 31;
+  setp.ne.s32 %p2, %r4, 0;
+  @%p2 bra TICKED;
+  atom.global.add.u32 %r5, [%rd2], 1;
+TICKED:
+  ld.shared.u32 %r2, [x];
+  @%p1 bra STORE;
+  st.shared.u32 [x], 1;
+STORE:
+  mul.wide.u32 %rd5, %r1, 4;
+  add.s64 %rd6, %rd1, %rd5;
+  st.global.u32 [%rd6], %r2;
+  ret;
+}
+)";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(256);
+  uint32_t* tick = mem.Alloc<uint32_t>(1);
+  for (uint32_t t = 0; t < 256; ++t) out[t] = 7;
+  tick[0] = 0;
+  ASSERT_TRUE(RunKernel(
+                  *prog, "flag", {1}, {256}, [&](Params& p) { p.Add(out).Add(tick); }, &mem)
+                  .ok());
+  EXPECT_EQ(tick[0], 8u);
+  for (uint32_t t = 0; t < 256; ++t) EXPECT_EQ(out[t], 0u) << "thread " << t;
+}
+
+// Lane 0 of each of 8 warps counts its iterations into shared memory and reads the next warp's
+// count: how far apart they drift. Warp-at-a-time running let warp 0 finish its 1,000 before
+// warp 1 began (or run 4,096 instructions ahead).
+TEST(Scheduling, WarpsApartKeepOnePace) {
+  const std::string ptx = R"(.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry pace(.param .u64 pace_out, .param .u32 pace_n) {
+  .shared .align 4 .u32 progress[8];
+  .reg .pred %p<4>; .reg .b32 %r<16>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pace_out];
+  ld.param.u32 %r9, [pace_n];
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  and.b32 %r3, %r1, 31;
+  add.u32 %r4, %r2, 1;
+  and.b32 %r4, %r4, 7;
+  mov.u32 %r5, progress;
+  shl.b32 %r6, %r2, 2;
+  add.u32 %r6, %r5, %r6;
+  shl.b32 %r7, %r4, 2;
+  add.u32 %r7, %r5, %r7;
+  setp.ne.u32 %p1, %r3, 0;
+  @%p1 bra CLEARED;
+  st.shared.u32 [%r6], 0;
+CLEARED:
+  bar.sync 0;
+  mov.u32 %r8, 0;
+  mov.u32 %r10, 0;
+LOOP:
+  @%p1 bra NEXT;
+  add.u32 %r11, %r8, 1;
+  st.volatile.shared.u32 [%r6], %r11;
+  ld.volatile.shared.u32 %r12, [%r7];
+  sub.s32 %r13, %r11, %r12;
+  abs.s32 %r13, %r13;
+  max.u32 %r10, %r10, %r13;
+NEXT:
+  add.u32 %r8, %r8, 1;
+  setp.lt.u32 %p2, %r8, %r9;
+  @%p2 bra LOOP;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r10;
+DONE:
+  ret;
+}
+)";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(8);
+  for (uint32_t w = 0; w < 8; ++w) out[w] = 12345;
+  ASSERT_TRUE(RunKernel(
+                  *prog, "pace", {1}, {256}, [&](Params& p) { p.Add(out).Add(1000u); }, &mem)
+                  .ok());
+  for (uint32_t w = 0; w < 8; ++w) EXPECT_LE(out[w], 1u) << "warp " << w;
+}
+
 TEST(Scheduling, AWarpSpinningOnAnotherWarpOfItsBlockLetsItRun) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
