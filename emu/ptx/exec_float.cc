@@ -641,11 +641,15 @@ int CvtRnaTf32(Exec& x, const Inst& in) {
 ExecFn select_Cvt(Inst& in) {
   if (in.ty == Ty::kNone || in.ty2 == Ty::kNone) return nullptr;
   if (in.ty == Ty::kTF32) {  // only cvt.rna.tf32.f32 (no .satfinite, .rn, .rz forms yet)
-    bool plain = !(in.flags & (kFlagSat | kFlagFtz | kFlagRelu));
+    bool plain = !(in.flags & (kFlagSat | kFlagFtz | kFlagRelu)) && in.sub == Sub::kNone;
     return plain && in.ty2 == Ty::kF32 && in.rnd == Rnd::kRna ? &CvtRnaTf32 : nullptr;
   }
+  if (in.ty == Ty::kE4m3x2 || in.ty == Ty::kE5m2x2 || in.ty2 == Ty::kE4m3x2 ||
+      in.ty2 == Ty::kE5m2x2)
+    return select_cvt_fp8(in);
   if (in.ty2 == Ty::kTF32 || in.rnd == Rnd::kRna) return nullptr;
   if (in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2) return select_cvt_pack2(in);
+  if (in.sub == Sub::kSatfinite) return nullptr;  // only the packed forms above take it
   if (in.ty2 == Ty::kF16x2 || in.ty2 == Ty::kBF16x2 || in.ty == Ty::kPred || in.ty2 == Ty::kPred)
     return nullptr;
   if ((in.flags & kFlagRelu) && in.ty != Ty::kF16 && in.ty != Ty::kBF16) return nullptr;

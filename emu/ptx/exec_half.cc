@@ -168,16 +168,126 @@ int CvtPack2(Exec& x, const Inst& in) {
   const uint64_t* b = Src(x, in.a[1]);
   Rnd r = in.rnd;
   bool relu = in.flags & kFlagRelu;
+  const bool satfinite = in.sub == Sub::kSatfinite;
+  const uint16_t inf = uint16_t(((1u << F.ebits) - 1) << F.man);
   auto one = [&](uint64_t raw) {
     double v = double(Get<float>(raw));
     if (relu && v == v && std::signbit(v)) v = 0.0;
-    return uint64_t(DoubleToHalf(v, r, F));
+    uint16_t h = DoubleToHalf(v, r, F);
+    // .satfinite: an infinity (from one or from overflow) becomes the largest finite value.
+    if (satfinite && (h & 0x7fffu) == inf) h = uint16_t(h - 1);
+    return uint64_t(h);
   };
   ForLanes(x.mask, [&](int l) { d[l] = (one(a[l]) << 16) | one(b[l]); });
   return kNext;
 }
 
+// The 8-bit floats of cvt's .e4m3x2 and .e5m2x2: stored mantissa and exponent bits, and the
+// largest finite encoding. E4M3 has no infinity (0x7f is its NaN); E5M2 is IEEE-like.
+struct Fp8Fmt {
+  int man;
+  int ebits;
+  uint8_t max_finite;
+};
+constexpr Fp8Fmt kE4m3{3, 4, 0x7e};
+constexpr Fp8Fmt kE5m2{2, 5, 0x7b};
+
+// An f32 (its bits) to format F, rounded to nearest even, as .satfinite: a magnitude beyond the
+// largest finite value (infinity included) becomes that value, keeping its sign; a NaN becomes
+// 0x7f; a zero, or an underflow to zero, keeps its sign. relu: a negative number becomes +0.
+template <Fp8Fmt F>
+uint8_t FloatToFp8(uint32_t u, bool relu) {
+  const uint32_t sign = (u >> 31) << 7, mag = u & 0x7fffffffu;
+  if (mag > 0x7f800000u) return 0x7f;
+  if (relu && sign) return 0;
+  if (mag == 0x7f800000u) return uint8_t(sign | F.max_finite);
+  const int bias = (1 << (F.ebits - 1)) - 1;
+  const int exp = int(mag >> 23);  // 0: zero or an f32 subnormal, far below F's range
+  if (exp == 0) return uint8_t(sign);
+  const uint32_t full = (mag & 0x7fffffu) | 0x800000u;  // 24 significant bits
+  // Bits of `full` dropped: 23 - man for a normal result, more below F's least normal exponent.
+  const int e = exp - 127 + bias;  // F's biased exponent, if the result is normal
+  const int shift = 23 - F.man + (e < 1 ? 1 - e : 0);
+  if (shift > 25) return uint8_t(sign);  // below half the least subnormal
+  uint32_t q = full >> shift;
+  const uint32_t rem = full & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) ++q;  // a carry moves into the exponent field
+  // Normal: the exponent above the implicit bit; subnormal: q is the encoding itself.
+  const uint32_t code = e < 1 ? q : (uint32_t(e) << F.man) + q - (1u << F.man);
+  return uint8_t(sign | std::min<uint32_t>(code, F.max_finite));
+}
+
+// Format F's value (exactly) as an f16; a NaN is the canonical 0x7fff. relu: a negative
+// number becomes +0.
+template <Fp8Fmt F>
+uint16_t Fp8ToHalf(uint8_t v, bool relu) {
+  const uint32_t sign = v >> 7, mag = v & 0x7fu;
+  const bool nan = F.ebits == 4 ? mag == 0x7f : mag > 0x7c;
+  if (nan) return 0x7fff;
+  if (relu && sign) return 0;
+  if (F.ebits == 5) return uint16_t(v) << 8;  // E5M2 is the top byte of an f16
+  const int bias = 7, exp = int(mag >> F.man), man = int(mag & ((1u << F.man) - 1));
+  const double value = exp == 0 ? std::ldexp(double(man), 1 - bias - F.man)
+                                : std::ldexp(double(man | (1 << F.man)), exp - bias - F.man);
+  return uint16_t(DoubleToHalf(sign ? -value : value, Rnd::kRn, kF16));
+}
+
+// cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b: a to the high byte, b to the low byte.
+template <Fp8Fmt F>
+int CvtFp8x2F32(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const bool relu = in.flags & kFlagRelu;
+  ForLanes(x.mask, [&](int l) {
+    d[l] = uint64_t(FloatToFp8<F>(uint32_t(a[l]), relu)) << 8 | FloatToFp8<F>(uint32_t(b[l]), relu);
+  });
+  return kNext;
+}
+
+// cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a: each half of a to its byte.
+template <Fp8Fmt F>
+int CvtFp8x2F16x2(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const bool relu = in.flags & kFlagRelu;
+  auto one = [&](uint64_t h) {
+    return FloatToFp8<F>(std::bit_cast<uint32_t>(HalfToFloat(uint16_t(h))), relu);
+  };
+  ForLanes(x.mask, [&](int l) { d[l] = uint64_t(one(a[l] >> 16 & 0xffff)) << 8 | one(a[l]); });
+  return kNext;
+}
+
+// cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a: each byte of a to its half.
+template <Fp8Fmt F>
+int CvtF16x2Fp8x2(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const bool relu = in.flags & kFlagRelu;
+  ForLanes(x.mask, [&](int l) {
+    d[l] =
+        uint64_t(Fp8ToHalf<F>(uint8_t(a[l] >> 8), relu)) << 16 | Fp8ToHalf<F>(uint8_t(a[l]), relu);
+  });
+  return kNext;
+}
+
 }  // namespace
+
+ExecFn select_cvt_fp8(Inst& in) {
+  const bool to = in.ty == Ty::kE4m3x2 || in.ty == Ty::kE5m2x2;
+  const Ty f8 = to ? in.ty : in.ty2;
+  if (in.rnd != Rnd::kRn || (in.flags & ~kFlagRelu)) return nullptr;
+  if (to) {
+    if (in.sub != Sub::kSatfinite) return nullptr;  // PTX names it: there is no other form
+    if (in.ty2 == Ty::kF32 && in.na == 2)
+      return f8 == Ty::kE4m3x2 ? &CvtFp8x2F32<kE4m3> : &CvtFp8x2F32<kE5m2>;
+    if (in.ty2 == Ty::kF16x2 && in.na == 1)
+      return f8 == Ty::kE4m3x2 ? &CvtFp8x2F16x2<kE4m3> : &CvtFp8x2F16x2<kE5m2>;
+    return nullptr;
+  }
+  if (in.ty != Ty::kF16x2 || in.sub != Sub::kNone || in.na != 1) return nullptr;
+  return f8 == Ty::kE4m3x2 ? &CvtF16x2Fp8x2<kE4m3> : &CvtF16x2Fp8x2<kE5m2>;
+}
 
 ExecFn select_half(Inst& in, HalfOp op) {
   bool bf = in.ty == Ty::kBF16 || in.ty == Ty::kBF16x2;
@@ -224,6 +334,7 @@ uint16_t HalfAddRn(uint16_t a, uint16_t b, HalfFmt f) {
 ExecFn select_cvt_pack2(Inst& in) {
   if (in.ty2 != Ty::kF32 || in.na != 2) return nullptr;
   if (in.rnd != Rnd::kRn && in.rnd != Rnd::kRz) return nullptr;
+  if (in.sub != Sub::kNone && in.sub != Sub::kSatfinite) return nullptr;
   if (in.flags & (kFlagSat | kFlagFtz)) return nullptr;
   return in.ty == Ty::kBF16x2 ? &CvtPack2<kBF16> : &CvtPack2<kF16>;
 }

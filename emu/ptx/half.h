@@ -100,6 +100,9 @@ enum class HalfOp : uint8_t { kAdd, kSub, kMul, kFma, kNeg, kAbs, kMin, kMax };
 ExecFn select_half(Inst& in, HalfOp op);
 // cvt{.rnd}{.relu}.f16x2.f32 / .bf16x2.f32 d, a, b: a to the high half, b to the low half.
 ExecFn select_cvt_pack2(Inst& in);
+// cvt to and from the 8-bit floats: cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2} and
+// cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} (element 0 in the low byte or half).
+ExecFn select_cvt_fp8(Inst& in);
 // setp.CmpOp.{f16,bf16} p[|q], a, b{, c} and the .x2 forms (p: low half, q: high half).
 ExecFn select_half_setp(Inst& in);
 

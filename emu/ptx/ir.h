@@ -54,6 +54,8 @@ enum class Ty : uint8_t {
   kTF32,   // an f32 whose low 13 mantissa bits are ignored (cvt.rna.tf32.f32, mma/wmma .tf32)
   kU16x2,  // two 16-bit integers in a 32-bit register, element 0 in the low half (add/min/max)
   kS16x2,
+  kE4m3x2,  // two 8-bit floats in a .b16 register, element 0 in the low byte (cvt only)
+  kE5m2x2,
 };
 const char* TyName(Ty t);
 inline int TySize(Ty t) {
@@ -69,6 +71,8 @@ inline int TySize(Ty t) {
     case Ty::kS16:
     case Ty::kF16:
     case Ty::kBF16:
+    case Ty::kE4m3x2:
+    case Ty::kE5m2x2:
       return 2;
     case Ty::kB32:
     case Ty::kU32:
@@ -154,7 +158,8 @@ enum class Sub : uint8_t {
   kWide,
   kL,
   kR,
-  kNaN,  // min/max.NaN: a NaN operand gives the canonical NaN
+  kNaN,        // min/max.NaN: a NaN operand gives the canonical NaN
+  kSatfinite,  // cvt.satfinite: beyond the largest finite value, that value (NaN stays NaN)
   // testp's tests.
   kFinite,
   kInfinite,

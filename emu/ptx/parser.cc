@@ -82,6 +82,9 @@ constexpr ModRow kMods[] = {
     {"tf32", ModKind::kType, uint8_t(Ty::kTF32)},
     {"u16x2", ModKind::kType, uint8_t(Ty::kU16x2)},
     {"s16x2", ModKind::kType, uint8_t(Ty::kS16x2)},
+    {"e4m3x2", ModKind::kType, uint8_t(Ty::kE4m3x2)},
+    {"e5m2x2", ModKind::kType, uint8_t(Ty::kE5m2x2)},
+    {"satfinite", ModKind::kSub, uint8_t(Sub::kSatfinite)},
     {"rn", ModKind::kRnd, uint8_t(Rnd::kRn)},
     {"rz", ModKind::kRnd, uint8_t(Rnd::kRz)},
     {"rm", ModKind::kRnd, uint8_t(Rnd::kRm)},
@@ -1579,7 +1582,9 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
                    : row->shape == Shape::DAB  ? 3
                    : row->shape == Shape::DABC ? 4
                                                : 5;
-      if (in.op == Op::kCvt && (in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2))
+      if (in.op == Op::kCvt && in.ty2 == Ty::kF32 &&
+          (in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2 || in.ty == Ty::kE4m3x2 ||
+           in.ty == Ty::kE5m2x2))
         cnt = 3;  // cvt.rn.f16x2.f32 d, a, b packs two conversions
       RETURN_IF_ERROR(need(cnt, cnt));
       if (in.op == Op::kMov) {
@@ -1781,6 +1786,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   SelectFn sel = FindSelect(in.op);
   in.fn = sel ? sel(in) : nullptr;
   if (in.rnd == Rnd::kRna && in.op != Op::kCvt) in.fn = nullptr;  // .rna is cvt's alone
+  if (in.sub == Sub::kSatfinite && in.op != Op::kCvt) in.fn = nullptr;
   if (!in.fn) in.fn = &exec_unimplemented;
   return OkStatus();
 }

@@ -120,10 +120,10 @@ Result<std::shared_ptr<const Program>> Load(std::span<const std::string> ptx_sou
 }
 
 const char* TyName(Ty t) {
-  static const char* kNames[] = {"",        ".pred", ".b8",  ".b16",  ".b32",   ".b64",
-                                 ".b128",   ".u8",   ".u16", ".u32",  ".u64",   ".s8",
-                                 ".s16",    ".s32",  ".s64", ".f16",  ".f16x2", ".bf16",
-                                 ".bf16x2", ".f32",  ".f64", ".tf32", ".u16x2", ".s16x2"};
+  static const char* kNames[] = {"",      ".pred",  ".b8",    ".b16",    ".b32",    ".b64", ".b128",
+                                 ".u8",   ".u16",   ".u32",   ".u64",    ".s8",     ".s16", ".s32",
+                                 ".s64",  ".f16",   ".f16x2", ".bf16",   ".bf16x2", ".f32", ".f64",
+                                 ".tf32", ".u16x2", ".s16x2", ".e4m3x2", ".e5m2x2"};
   return kNames[size_t(t)];
 }
 

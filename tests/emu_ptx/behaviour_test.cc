@@ -226,9 +226,9 @@ TEST(Errors, ABadOperandNamesItsOwnInstruction) {
 
 // A form the interpreter does not run loads: threads that never reach it run, and reaching it is
 // a launch failure naming the instruction. mad.hi.sat.s32 decodes (known mnemonic and modifiers)
-// but has no exec function; cvt's .satfinite to f16x2 is a modifier the decoder does not know;
-// alloca is PTX it does not implement, and so are fp8 conversions, packing conversions and
-// brx.idx with its target list. prefetchu, a hint, runs as nothing.
+// but has no exec function, and so has cvt's .satfinite to tf32; alloca is PTX it does not
+// implement, and so are 4-bit float conversions, packing conversions and brx.idx with its
+// target list. prefetchu, a hint, runs as nothing.
 TEST(Errors, UnimplementedFormFailsWhenReached) {
   struct Form {
     const char* body;
@@ -236,11 +236,11 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
   };
   for (const Form& form :
        {Form{"mad.hi.sat.s32 %r4, %r1, %r1, %r1;", "mad.hi.sat.s32"},
-        Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.f16x2.f32 %r4, %f1, %f1;", "cvt.rn.satfinite"},
+        Form{"mov.b32 %f1, %r1; cvt.rna.satfinite.tf32.f32 %r4, %f1;", "cvt.rna.satfinite"},
         Form{"alloca.u64 %rd5, 16;", "alloca.u64"},
         // Unknown modifiers with operands shaped otherwise than the known forms'.
-        Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.e4m3x2.f32 %h1, %f1, %f1;",
-             "cvt.rn.satfinite.e4m3x2.f32"},
+        Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.e2m1x2.f32 %h1, %f1, %f1;",
+             "cvt.rn.satfinite.e2m1x2.f32"},
         Form{"cvt.pack.sat.s8.s32.b32 %r4, %r1, %r1, %r1;", "cvt.pack.sat.s8.s32.b32"},
         // A branch through a target list.
         Form{"TS: .branchtargets SKIP, TS2; brx.idx %r1, TS; TS2:", "brx.idx"}}) {

@@ -9,6 +9,8 @@
 #include <functional>
 #include <thread>
 
+#include <cuda_fp8.h>
+
 #include "tests/emu_ptx/harness.h"
 
 namespace remora::emu::ptx::testing {
@@ -445,6 +447,42 @@ const Row kRows[] = {
          return (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
        };
        return std::pair<uint32_t, uint32_t>{(h(a) << 16) | h(b), (bf(a) << 16) | bf(b)};
+     }},
+    {"cvt.rn.satfinite.f16x2.f32 / cvt.rz.satfinite.bf16x2.f32",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; cvt.rn.satfinite.f16x2.f32 %r4, %f1, %f2; "
+     "cvt.rz.satfinite.bf16x2.f32 %r5, %f1, %f2;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       auto h = [](uint32_t f) {  // an infinity becomes the largest finite value of its sign
+         _Float16 v = _Float16(F(f));
+         if (v != v) return 0x7fffu;
+         const uint32_t u = std::bit_cast<uint16_t>(v);
+         return (u & 0x7fffu) == 0x7c00u ? u - 1 : u;
+       };
+       auto bf = [](uint32_t u) {  // toward zero on the float's bits
+         if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;
+         const uint32_t r = u >> 16;
+         return (r & 0x7fffu) == 0x7f80u ? r - 1 : r;
+       };
+       return std::pair<uint32_t, uint32_t>{(h(a) << 16) | h(b), (bf(a) << 16) | bf(b)};
+     }},
+    {"cvt.rn.satfinite.relu.e4m3x2.f32 / cvt.rn.relu.f16x2.e5m2x2",
+     "mov.b32 %f1, %r1; mov.b32 %f2, %r2; cvt.rn.satfinite.relu.e4m3x2.f32 %h1, %f1, %f2; "
+     "cvt.u32.u16 %r4, %h1; cvt.rn.satfinite.e5m2x2.f32 %h2, %f1, %f2; "
+     "cvt.rn.relu.f16x2.e5m2x2 %r5, %h2;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       // cuda_fp8.h's conversions, then .relu: a negative result is +0, a NaN stays NaN.
+       auto e4 = [](uint32_t u) -> uint32_t {
+         if (F(u) != F(u)) return 0x7f;
+         return (u >> 31) ? 0 : __nv_cvt_float_to_fp8(F(u), __NV_SATFINITE, __NV_E4M3);
+       };
+       auto back = [](uint32_t u) -> uint32_t {
+         const uint8_t q = __nv_cvt_float_to_fp8(F(u), __NV_SATFINITE, __NV_E5M2);
+         const uint16_t h = __nv_cvt_fp8_to_halfraw(q, __NV_E5M2).x;
+         return h != 0x7fff && (h >> 15) ? 0 : h;
+       };
+       return std::pair<uint32_t, uint32_t>{(e4(a) << 8) | e4(b), (back(a) << 16) | back(b)};
      }},
     {"cvt int widths",
      "cvt.s64.s32 %rd7, %r1; cvt.u16.u32 %h1, %r2; cvt.s32.s16 %r6, %h1; cvt.sat.s8.s32 %r7, %r3; "

@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include <cuda_fp8.h>
+
 #include "tests/emu_ptx/harness.h"
 
 namespace remora::emu::ptx::testing {
@@ -574,6 +576,63 @@ TEST_P(Half, Bfloat16Conversions) {
     ASSERT_EQ(of[i * 3 + 0], BfF(rn)) << v;
     ASSERT_EQ(of[i * 3 + 1], BfF(sum) + BfF(prod)) << v;
     ASSERT_EQ(of[i * 3 + 2], float(int(BfF(rn))) + HalfRz(v)) << v;
+  }
+}
+
+// 8-bit floats to and from f32 and f16 pairs, checked bit for bit against cuda_fp8.h's own host
+// code: every f16 pattern, and f32s of every exponent the formats reach, their rounding ties,
+// overflow thresholds, infinities and NaNs. compute_75 runs the header's software conversions,
+// compute_90 the cvt forms the GPU has for them.
+TEST_P(Half, Fp8ConversionsMatchCudasOwn) {
+  auto prog = Get(GetParam());
+  const int n = 32768;  // pairs
+  std::vector<float> in(2 * n);
+  std::uniform_int_distribution<uint32_t> bits;
+  std::uniform_int_distribution<int> exp(-28, 20);
+  for (auto& v : in) {
+    const uint32_t b = bits(rng);
+    // A random significand at a random exponent; one in eight cut to few bits (ties).
+    float m = std::bit_cast<float>(0x3f800000u | (b & 0x7fffffu));
+    if (b % 8 == 0) m = std::bit_cast<float>(0x3f800000u | (b & 0x700000u) | 0x80000u);
+    v = std::ldexp(m, exp(rng)) * ((b >> 31) ? -1.0f : 1.0f);
+  }
+  const float special[] = {0.0f,      -0.0f,    INFINITY,    -INFINITY,  NAN,         -NAN,
+                           448.0f,    464.0f,   464.5f,      480.0f,     -470.0f,     57344.0f,
+                           61440.0f,  61441.0f, -1e30f,      0x1p-10f,   0x1.01p-10f, 0x1p-9f,
+                           0x1.8p-9f, 0x1p-17f, 0x1.01p-17f, 0x1.8p-16f, 0x1p-149f,   0x1p-6f,
+                           0x1.fp-7f, 3.4e38f};
+  for (size_t k = 0; k < std::size(special); ++k) in[k] = special[k];
+  std::vector<uint16_t> halves(2 * n);
+  for (int k = 0; k < 2 * n; ++k) halves[k] = uint16_t(k);  // every f16 pattern
+  auto* din = mem.Upload(in);
+  auto* dh = mem.Upload(halves);
+  auto* o8 = mem.Alloc<uint16_t>(n * 4);
+  auto* oh = mem.Alloc<uint32_t>(n * 4);
+  Status s = RunKernel(
+      *prog, "fp8Convert", {(n + 127) / 128}, {128},
+      [&](Params& p) { p.Add(din).Add(dh).Add(o8).Add(oh).Add(n); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  int bad = 0;
+  for (int i = 0; i < n && bad < 10; ++i) {
+    const float2 f{in[2 * i], in[2 * i + 1]};
+    __half2_raw h;
+    h.x = halves[2 * i];
+    h.y = halves[2 * i + 1];
+    const uint16_t want[4] = {__nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E4M3),
+                              __nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E5M2),
+                              __nv_cvt_halfraw2_to_fp8x2(h, __NV_SATFINITE, __NV_E4M3),
+                              __nv_cvt_halfraw2_to_fp8x2(h, __NV_SATFINITE, __NV_E5M2)};
+    for (int k = 0; k < 4; ++k) {
+      const __half2_raw back = __nv_cvt_fp8x2_to_halfraw2(want[k], k % 2 ? __NV_E5M2 : __NV_E4M3);
+      const uint32_t want_h = uint32_t(back.y) << 16 | back.x;
+      if (o8[i * 4 + k] != want[k] || oh[i * 4 + k] != want_h) {
+        ADD_FAILURE() << "pair " << i << " form " << k << ": inputs " << f.x << ", " << f.y
+                      << " (halves 0x" << std::hex << h.x << ", 0x" << h.y << "): got 0x"
+                      << o8[i * 4 + k] << " -> 0x" << oh[i * 4 + k] << ", want 0x" << want[k]
+                      << " -> 0x" << want_h;
+        ++bad;
+      }
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 // tests/emu_ptx/kernels/fp16.cu - __half / half2 arithmetic (cuda_fp16.h) and __nv_bfloat16
-// conversions and arithmetic (cuda_bf16.h).
+// conversions and arithmetic (cuda_bf16.h), and 8-bit float conversions (cuda_fp8.h: the
+// arithmetic's own code before sm_89, cvt's .e4m3x2 and .e5m2x2 forms from sm_89).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 extern "C" __global__ void halfArith(const __half* a, const __half* b, const __half* c, __half* out,
                                      int n) {
@@ -137,4 +139,19 @@ extern "C" __global__ void halfAtomics(const __half* a, const __nv_bfloat16* b, 
     block_h[blockIdx.x * 2] = sh;
     block_h[blockIdx.x * 2 + 1] = __ushort_as_half(sc);
   }
+}
+
+// Pair i of `in` and of `hin` to E4M3 and E5M2 pairs (out8[4i..4i+3]) and each of those back to
+// a half pair (outh[8i..8i+7]).
+extern "C" __global__ void fp8Convert(const float2* in, const __half2_raw* hin,
+                                      __nv_fp8x2_storage_t* out8, __half2_raw* outh, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __nv_fp8x2_storage_t* o = out8 + i * 4;
+  o[0] = __nv_cvt_float2_to_fp8x2(in[i], __NV_SATFINITE, __NV_E4M3);
+  o[1] = __nv_cvt_float2_to_fp8x2(in[i], __NV_SATFINITE, __NV_E5M2);
+  o[2] = __nv_cvt_halfraw2_to_fp8x2(hin[i], __NV_SATFINITE, __NV_E4M3);
+  o[3] = __nv_cvt_halfraw2_to_fp8x2(hin[i], __NV_SATFINITE, __NV_E5M2);
+  for (int k = 0; k < 4; ++k)
+    outh[i * 4 + k] = __nv_cvt_fp8x2_to_halfraw2(o[k], k % 2 ? __NV_E5M2 : __NV_E4M3);
 }
