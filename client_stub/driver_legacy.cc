@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "client_stub/driver_internal.h"
+#include "client_stub/driver_legacy.h"
 #include "client_stub/kernels.h"
 
 using namespace remora::client_stub::driver;  // NOLINT: the exported C entry points below
@@ -18,9 +19,6 @@ using namespace remora::client_stub::driver;  // NOLINT: the exported C entry po
 // cuda.h names the current ABI by each of these names; below they are the older ones.
 #undef cuCtxCreate
 #undef cuMemAdvise
-#undef cuMemPrefetchAsync
-#undef cuStreamBeginCapture
-#undef cuStreamGetCaptureInfo
 #undef cuGraphAddKernelNode
 #undef cuGraphKernelNodeGetParams
 #undef cuGraphKernelNodeSetParams
@@ -32,7 +30,6 @@ using namespace remora::client_stub::driver;  // NOLINT: the exported C entry po
 #undef cuGraphGetEdges
 #undef cuGraphNodeGetDependencies
 #undef cuGraphNodeGetDependentNodes
-#undef cuStreamUpdateCaptureDependencies
 #undef cuMemcpyBatchAsync
 #undef cuMemcpy3DBatchAsync
 #undef cuGraphAddNode

@@ -7,22 +7,7 @@
 // Each export is an indirect function whose resolver hands out the template's instance for its
 // twin, so the table names a pair and nothing spells the twin's arguments again.
 #include "client_stub/driver_internal.h"
-
-// cuda.h names the current ABI by these names; the twins stand for the older ones, which
-// driver_legacy.cc defines.
-#undef cuMemPrefetchAsync
-#undef cuStreamBeginCapture
-#undef cuStreamGetCaptureInfo
-#undef cuStreamUpdateCaptureDependencies
-extern "C" {
-CUresult cuMemPrefetchAsync(CUdeviceptr ptr, size_t count, CUdevice dev, CUstream s);
-CUresult cuStreamBeginCapture(CUstream s);
-CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id);
-CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id,
-                                   CUgraph* graph, const CUgraphNode** deps, size_t* n);
-CUresult cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, size_t n,
-                                           unsigned int flags);
-}
+#include "client_stub/driver_legacy.h"  // the older ABIs some twins stand for
 
 namespace remora::client_stub::driver {
 namespace {
