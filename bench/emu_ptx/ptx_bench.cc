@@ -200,10 +200,10 @@ void BM_VectorAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_VectorAdd)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Warps apart (kernels/parted.cu): 2^16 threads in blocks of 256, each walking the Collatz
-// sequence of its seed (up to 2^20) and binary-searching a shared table, checked against the
-// same loops on the CPU. The block's warps part at once and run interleaved by instruction, as
-// a GPU issues them. Counters as BM_ConvergedAlu's.
+// Warps apart (kernels/parted.cu): 2^16 threads in blocks of state.range(1), each walking the
+// Collatz sequence of its seed (up to 2^20), binary-searching a shared table and walking it,
+// checked against the same loops on the CPU. The block's warps part at once and run paced by
+// their instruction clocks, as a GPU issues them (launch.cc). Counters as BM_ConvergedAlu's.
 void BM_PartedWarps(benchmark::State& state) {
   unsigned workers = unsigned(state.range(0));
   std::ifstream f(REMORA_PARTED_PTX);
@@ -225,8 +225,9 @@ void BM_PartedWarps(benchmark::State& state) {
   for (int i = 0; i < 3; ++i) Put(params, k.params[i].offset, mem.bufs[i].data());
   Put(params, k.params[3].offset, n);
   LaunchConfig cfg;
-  cfg.grid[0] = n / 256;
-  cfg.block[0] = 256;
+  const uint32_t block = uint32_t(state.range(1));
+  cfg.grid[0] = n / block;
+  cfg.block[0] = block;
   cfg.params = params;
   cfg.memory = &mem;
   cfg.workers = workers;
@@ -246,7 +247,9 @@ void BM_PartedWarps(benchmark::State& state) {
         else
           hi = mid;
       }
-      want[i] = steps << 16 | lo;
+      uint32_t acc = lo;
+      for (uint32_t k = 0; k < (steps & 63); ++k) acc += table[(acc + k) % table_n];
+      want[i] = steps << 16 | (acc & 0xffff);
     }
     benchmark::DoNotOptimize(want.data());
     native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - t0));
@@ -268,7 +271,12 @@ void BM_PartedWarps(benchmark::State& state) {
   state.counters["per_core"] = double(thread_instr) / emu_s / workers;
   state.counters["ratio"] = per_iter / native_s;
 }
-BENCHMARK(BM_PartedWarps)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PartedWarps)
+    ->Args({1, 256})
+    ->Args({2, 256})
+    ->Args({1, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The prefix-sum sample's shape (kernels/scan.cu): one scan_shared launch over 2^20 elements in
 // arrays of state.range(0), 256 threads of 4 elements per block, checked against a CPU scan.

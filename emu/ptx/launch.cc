@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -145,7 +146,7 @@ constexpr uint64_t kSliceInstructions = 4096;
 // shared memory between two barriers (a flag read by all and reset by one, a tile refilled by
 // the warps that finish first) comes out as on a GPU; yet a warp runs on between its memory
 // accesses without a switch. (Turns of one instruction each cost the interpreter 55% on code
-// whose warps part, emu_ptx_bench's BM_PartedWarps; these nothing measurable.)
+// whose warps part, emu_ptx_bench's BM_PartedWarps; these 1-2% more host instructions.)
 
 // A warp's running group: the lanes of one frame at one PC (exec.h's Exec), kept between turns.
 struct Turn {
@@ -288,34 +289,34 @@ void Suspend(Turn& t, LaneState state) {
 // (recorded in L).
 bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
   Turn turns[32];
-  uint32_t live = nwarps == 32 ? ~0u : (1u << nwarps) - 1;  // warps that may have a group
-  for (uint32_t wi = 0; wi < nwarps; ++wi)
+  // The warps that may have a group, by clock and then warp: the first runs, and its visible
+  // instructions may go up to the clock of the second (one less if that is a lower warp). Only
+  // the running warp's clock moves, so after its turn it moves back in the order, mostly to
+  // the end: a turn costs the same whatever the block's size.
+  uint8_t order[32];
+  uint32_t n = nwarps;
+  for (uint32_t wi = 0; wi < nwarps; ++wi) {
     turns[wi].slice_end = cta.warps[wi].instructions + kSliceInstructions;
+    order[wi] = uint8_t(wi);
+  }
+  const auto key = [&](uint32_t wi) { return turns[wi].clock << 5 | wi; };
   uint64_t ran = 0, next_poll = 4096;
-  while (live) {
-    // The warp with the least clock, the lowest among equals, runs; its visible instructions
-    // may go up to the clock of the next (one less if that warp is a lower one).
-    uint32_t wi = uint32_t(std::countr_zero(live));
-    for (uint32_t m = live & (live - 1); m; m &= m - 1) {
-      const uint32_t v = uint32_t(std::countr_zero(m));
-      if (turns[v].clock < turns[wi].clock) wi = v;
-    }
+  while (n > 0) {
+    const uint32_t wi = order[0];
     uint64_t until = ~uint64_t(0);
-    for (uint32_t m = live & ~(1u << wi); m; m &= m - 1) {
-      const uint32_t v = uint32_t(std::countr_zero(m));
-      until = std::min(until, v > wi ? turns[v].clock : turns[v].clock - 1);
-    }
+    if (n > 1) until = order[1] > wi ? turns[order[1]].clock : turns[order[1]].clock - 1;
     Warp& w = cta.warps[wi];
     Turn& t = turns[wi];
+    bool done = false;  // no lane of the warp can run this round
     for (;;) {
       if (!t.running && !PickGroup(L, cta, w, t)) {
-        live &= ~(1u << wi);
+        done = true;
         break;
       }
       if (w.instructions >= t.slice_end) {  // the slice ran out inside the group
         Suspend(t, LaneState::kYield);
         ++cta.slice_yields;
-        live &= ~(1u << wi);
+        done = true;
         break;
       }
       const uint64_t before = w.instructions;
@@ -323,6 +324,14 @@ bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
       if (end == GroupEnd::kFault) return false;
       ran += w.instructions - before;
       if (end == GroupEnd::kBudget) break;  // another warp's turn
+    }
+    if (done) {
+      std::memmove(order, order + 1, --n);
+    } else {
+      uint32_t at = n;  // where the warp goes back: past every warp of a lower key
+      while (at > 1 && key(order[at - 1]) > key(wi)) --at;
+      std::memmove(order, order + 1, at - 1);
+      order[at - 1] = uint8_t(wi);
     }
     if (L.poll && ran >= next_poll) [[unlikely]] {
       next_poll = ran + 4096;
