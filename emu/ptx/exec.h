@@ -111,6 +111,7 @@ enum class LaneState : uint8_t { kRun, kWaitColl, kWaitBar, kExited, kInvalid, k
 struct Frame {
   uint32_t ret_pc, rbase, lbase, site;
   uint32_t callee = 0;  // the function called (read by ret of an indirect call)
+  uint32_t dyn = 0;     // the caller's Warp::dyn, back at the return (frees the callee's allocas)
 };
 
 struct LaunchCtx;
@@ -124,6 +125,9 @@ struct Warp {
   uint32_t rbase[32];   // register frame base, in slots
   uint32_t lbase[32];   // local frame base, in bytes
   uint32_t bar_id[32];  // kWaitBar: the barrier; kWaitMbar: shared offset << 1 | awaited parity
+  // Where the lane's allocas begin: they take its local memory down from the top, call frames
+  // go up from 0 (a kernel with allocas; LaunchCtx::local_stride otherwise).
+  uint32_t dyn[32];
   LaneState state[32];
   uint32_t tid[3][32];
   std::vector<std::vector<Frame>> stack;  // per lane call stack
@@ -283,6 +287,7 @@ struct LaunchCtx {
   uint32_t kernel_index;
   bool own_globals;  // globals live in the Program's own storage (no driver addresses)
   bool has_calls;    // the program calls non-builtin functions (lanes may have call stacks)
+  bool has_alloca;   // the program allocates on lanes' stacks (Warp::dyn)
   bool cooperative;  // blocks take turns: warps yield after a slice of instructions
   bool poll;         // cooperative, or cfg->cancel is set: look up every 4096 instructions
   std::atomic<bool>* failed;

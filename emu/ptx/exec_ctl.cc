@@ -62,12 +62,68 @@ int Ret(Exec& x, const Inst&) {
     w.pc[l] = f.ret_pc;
     w.rbase[l] = f.rbase;
     w.lbase[l] = f.lbase;
+    if (x.L->has_alloca) w.dyn[l] = f.dyn;
   });
   return kRepick;
 }
 
 int Trap(Exec& x, const Inst& in) {
   return FaultAt(x, err::kLaunchFailure, in, "trap executed");
+}
+
+// The value of a stack instruction's operand at lane l: 32 or 64 bits by its type.
+uint64_t StackValue(const Inst& in, const uint64_t* a, int l) {
+  return in.ty == Ty::kU32 ? uint32_t(a[l]) : a[l];
+}
+
+// alloca.{u32,u64} d, size{, align}: each lane takes `size` bytes below its earlier allocas,
+// aligned (in.off), and gets their local address. Reaching down into the frame of the function
+// running (its bytes in in.target) is a stack overflow: the launch fails, as a GPU's.
+int Alloca(Exec& x, const Inst& in) {
+  Warp& w = *x.w;
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t align = uint64_t(in.off), floor = uint64_t(x.lbase) + in.target;
+  int r = kNext;
+  ForLanes(x.mask, [&](int l) {
+    if (r != kNext) return;
+    const uint64_t size = StackValue(in, a, l);
+    if (size > w.dyn[l] || ((w.dyn[l] - size) & ~(align - 1)) < floor) {
+      r = FaultAt(x, err::kLaunchFailure, in,
+                  "stack overflow: an alloca of " + std::to_string(size) + " bytes" + Where(x, l));
+      return;
+    }
+    w.dyn[l] = uint32_t((w.dyn[l] - size) & ~(align - 1));
+    d[l] = w.dyn[l];
+  });
+  return r;
+}
+
+// stacksave.{u32,u64} d: where the lane's allocas begin, for stackrestore.
+int Stacksave(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  ForLanes(x.mask, [&](int l) { d[l] = x.w->dyn[l]; });
+  return kNext;
+}
+
+// stackrestore.{u32,u64} a: frees the lane's allocas below a (a stacksave's value). One that
+// is not within the running function's stack (below its frame, or past the top) faults.
+int Stackrestore(Exec& x, const Inst& in) {
+  Warp& w = *x.w;
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t floor = uint64_t(x.lbase) + in.target;
+  int r = kNext;
+  ForLanes(x.mask, [&](int l) {
+    if (r != kNext) return;
+    const uint64_t to = StackValue(in, a, l);
+    if (to < floor || to > x.cta->local_stride) {
+      r = FaultAt(x, err::kLaunchFailure, in,
+                  "stackrestore to " + Hex(to) + ", outside the stack" + Where(x, l));
+      return;
+    }
+    w.dyn[l] = uint32_t(to);
+  });
+  return r;
 }
 
 struct PrintfReader {
@@ -216,7 +272,7 @@ int CallIndirect(Exec& x, const Inst& in, const CallSite& site) {
                   "indirect call to " + f.name + ", whose parameters differ from the prototype");
       return;
     }
-    if (lb + f.frame_bytes > x.cta->local_stride) {
+    if (lb + f.frame_bytes > x.w->dyn[l]) {
       r = FaultAt(x, err::kLaunchFailure, in, "call stack overflow calling " + f.name);
       return;
     }
@@ -228,7 +284,7 @@ int CallIndirect(Exec& x, const Inst& in, const CallSite& site) {
   SkipUnmasked(x);
   ForLanes(x.mask, [&](int l) {
     const Function& f = P.funcs[callee[l]];
-    w.stack[l].push_back({x.pc + 1, x.rbase, x.lbase, in.target, callee[l]});
+    w.stack[l].push_back({x.pc + 1, x.rbase, x.lbase, in.target, callee[l], w.dyn[l]});
     for (size_t k = 0; k < site.args.size(); ++k)
       std::memcpy(FramePtr(x, l, lb + f.params[k].offset),
                   FramePtr(x, l, x.lbase + site.args[k].from), site.args[k].size);
@@ -249,13 +305,15 @@ int Call(Exec& x, const Inst& in) {
   // in.d[0] / in.d[1]: the caller's register slots and frame bytes (set when its body ended).
   uint32_t rb = x.rbase + in.d[0];
   uint32_t lb = x.lbase + in.d[1];
-  if (lb + callee.frame_bytes > x.cta->local_stride)
+  uint32_t top = x.cta->local_stride;  // below every lane's allocas
+  if (x.L->has_alloca) ForLanes(x.mask, [&](int l) { top = std::min(top, w.dyn[l]); });
+  if (lb + callee.frame_bytes > top)
     return FaultAt(x, err::kLaunchFailure, in, "call stack overflow calling " + callee.name);
   size_t need = size_t(rb + callee.nregs) * 32;
   if (w.regs.size() < need) w.regs.resize(need * 2);
   SkipUnmasked(x);
   ForLanes(x.mask, [&](int l) {
-    w.stack[l].push_back({x.pc + 1, x.rbase, x.lbase, in.target});
+    w.stack[l].push_back({x.pc + 1, x.rbase, x.lbase, in.target, 0, w.dyn[l]});
     for (const CallSite::Copy& c : site.args)
       std::memcpy(FramePtr(x, l, lb + c.to), FramePtr(x, l, x.lbase + c.from), c.size);
     w.pc[l] = callee.entry_pc;
@@ -675,6 +733,15 @@ ExecFn select_Trap(Inst&) {
 }
 ExecFn select_Call(Inst&) {
   return &Call;
+}
+ExecFn select_Alloca(Inst& in) {
+  return in.ty == Ty::kU32 || in.ty == Ty::kU64 ? &Alloca : nullptr;
+}
+ExecFn select_Stacksave(Inst& in) {
+  return in.ty == Ty::kU32 || in.ty == Ty::kU64 ? &Stacksave : nullptr;
+}
+ExecFn select_Stackrestore(Inst& in) {
+  return in.ty == Ty::kU32 || in.ty == Ty::kU64 ? &Stackrestore : nullptr;
 }
 ExecFn select_Bar(Inst& in) {
   if (in.sub2 == Sub::kUni) return &BarWarpSync;

@@ -428,6 +428,7 @@ class ProgramImpl {
   uint32_t dyn_shared_align = 16;
   uint32_t func_tag = 0;  // this program's part of its functions' addresses (FuncAddress)
   bool uses_device_runtime = false;  // calls CUDA's device runtime (device_runtime.h)
+  bool uses_alloca = false;          // allocates on a lane's stack (alloca, exec_ctl.cc)
   // Default storage for globals when a launch supplies no addresses (tests, tools).
   std::vector<std::vector<uint64_t>> own_storage;
   std::vector<uint64_t> own_addresses;

@@ -485,6 +485,7 @@ void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
       std::fill_n(w.lbase, 32, 0u);
       for (auto& st : w.stack) st.clear();
     }
+    std::fill_n(w.dyn, 32, L.local_stride);  // no allocas yet: call frames may reach the top
   }
   std::fill(std::begin(cta.bar_arrived), std::end(cta.bar_arrived), 0u);
   std::fill(std::begin(cta.bar_expected), std::end(cta.bar_expected), 0u);
@@ -1008,7 +1009,7 @@ Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& 
   bool has_calls = false;
   for (const CallSite& c : P.calls)
     has_calls |= c.indirect || P.funcs[c.callee].builtin == Builtin::kNone;
-  uint32_t stride = f.frame_bytes + (has_calls ? cfg.call_stack_bytes : 0);
+  uint32_t stride = f.frame_bytes + (has_calls || P.uses_alloca ? cfg.call_stack_bytes : 0);
   stride = (stride + 15) / 16 * 16;
 
   std::atomic<bool> failed{false};
@@ -1045,6 +1046,7 @@ Status LaunchAtDepth(const Program& program, size_t kernel, const LaunchConfig& 
   if (P.uses_device_runtime) device_work.emplace(program, depth);
   L.device_work = device_work ? &*device_work : nullptr;
   L.has_calls = has_calls;
+  L.has_alloca = P.uses_alloca;
   L.cooperative = cfg.cooperative;
   L.poll = cfg.cooperative || cfg.cancel != nullptr;
   if (cfg.cooperative) {

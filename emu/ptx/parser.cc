@@ -1212,6 +1212,9 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   }
   f.frame_bytes = AlignUp(f.frame_bytes, 16);
   for (size_t pc = f.entry_pc; pc < P.code.size(); ++pc) {
+    // An alloca must not reach down into its function's frame.
+    if (P.code[pc].op == Op::kAlloca || P.code[pc].op == Op::kStackrestore)
+      P.code[pc].target = f.frame_bytes;
     if (P.code[pc].op != Op::kCall) continue;
     P.code[pc].d[0] = f.nregs;
     P.code[pc].d[1] = f.frame_bytes;
@@ -1440,15 +1443,27 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
     // PTX instructions the interpreter does not implement: the module loads (ptxas takes it) and
     // a kernel that reaches one is refused at launch, naming it; its operands are not read. Any
     // other mnemonic is not PTX, and the module is refused, as a GPU's JIT refuses it.
-    static constexpr std::string_view kUnimplemented[] = {
-        "alloca",       "brx",        "clusterlaunchcontrol",
-        "elect",        "getctarank", "griddepcontrol",
-        "istypep",      "multimem",   "setmaxnreg",
-        "stackrestore", "stacksave",  "stmatrix",
-        "tcgen05",      "tensormap",  "vabsdiff",
-        "vadd",         "vmad",       "vmax",
-        "vmin",         "vset",       "vshl",
-        "vshr",         "vsub",       "wgmma"};
+    static constexpr std::string_view kUnimplemented[] = {"brx",
+                                                          "clusterlaunchcontrol",
+                                                          "elect",
+                                                          "getctarank",
+                                                          "griddepcontrol",
+                                                          "istypep",
+                                                          "multimem",
+                                                          "setmaxnreg",
+                                                          "stmatrix",
+                                                          "tcgen05",
+                                                          "tensormap",
+                                                          "vabsdiff",
+                                                          "vadd",
+                                                          "vmad",
+                                                          "vmax",
+                                                          "vmin",
+                                                          "vset",
+                                                          "vshl",
+                                                          "vshr",
+                                                          "vsub",
+                                                          "wgmma"};
     if (std::find(std::begin(kUnimplemented), std::end(kUnimplemented), base) ==
         std::end(kUnimplemented))
       return Err("unknown instruction '" + std::string(base) + "'");
@@ -1719,6 +1734,23 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
         case Op::kNanosleep:
         case Op::kPmevent:
           RETURN_IF_ERROR(need(1, 1));
+          break;
+        case Op::kAlloca:  // alloca.type ptr, size{, immAlign}: in.off the alignment
+          RETURN_IF_ERROR(need(2, 3));
+          RETURN_IF_ERROR(dst(0));
+          RETURN_IF_ERROR(src(1, 0, in.ty));
+          in.off = 8;
+          if (n == 3) {
+            if (ops[2].kind != RawOp::kImm || ops[2].imm <= 0 || (ops[2].imm & (ops[2].imm - 1)) ||
+                ops[2].imm > (int64_t(1) << 23))
+              return Err("alloca's alignment must be a power of 2 up to 2^23");
+            in.off = std::max<int64_t>(ops[2].imm, 8);
+          }
+          P.uses_alloca = true;
+          break;
+        case Op::kStackrestore:
+          RETURN_IF_ERROR(need(1, 1));
+          RETURN_IF_ERROR(src(0, 0, in.ty));
           break;
         case Op::kCreatepolicy:  // d, then a fraction; [a], sizes; or (.cvt) a policy
           RETURN_IF_ERROR(need(2, 4));

@@ -218,6 +218,65 @@ TEST(Globals, ParameterTypesJoinedToTheDirectiveDeclare) {
 }
 
 // An operand the instruction cannot take names that instruction, not the next one.
+// stacksave and stackrestore (LLVM's lowering of a variable-length array in a loop): each turn
+// of the loop gets the same stack back; a lane's 32-bit forms agree with its 64-bit ones; a
+// restore outside the stack fails the launch.
+TEST(Stack, SaveAndRestoreGiveEachTurnTheSameStack) {
+  const std::string ptx = R"(.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_out, .param .u32 k_bad) {
+  .reg .pred %p<3>; .reg .b32 %r<10>; .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [k_out];
+  ld.param.u32 %r9, [k_bad];
+  mov.u32 %r1, %tid.x;
+  stacksave.u64 %rd2;
+  stacksave.u32 %r2;
+  mov.u32 %r3, 0;
+LOOP:
+  stacksave.u64 %rd3;
+  add.u32 %r4, %r1, 8;
+  cvt.u64.u32 %rd4, %r4;
+  alloca.u64 %rd5, %rd4, 16;
+  st.local.u32 [%rd5], %r3;
+  ld.local.u32 %r5, [%rd5];
+  stackrestore.u64 %rd3;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p1, %r3, 4;
+  @%p1 bra LOOP;
+  stacksave.u64 %rd6;
+  setp.ne.u32 %p2, %r9, 0;
+  @%p2 stackrestore.u64 %rd1;
+  sub.u64 %rd7, %rd2, %rd5;
+  sub.u64 %rd8, %rd2, %rd6;
+  cvt.u64.u32 %rd9, %r2;
+  sub.u64 %rd9, %rd2, %rd9;
+  mul.wide.u32 %rd10, %r1, 24;
+  add.s64 %rd11, %rd1, %rd10;
+  st.global.u64 [%rd11], %rd7;
+  st.global.u64 [%rd11+8], %rd8;
+  st.global.u64 [%rd11+16], %rd9;
+  ret;
+}
+)";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint64_t* out = mem.Alloc<uint64_t>(32 * 3);
+  ASSERT_TRUE(RunKernel(
+                  *prog, "k", {1}, {32}, [&](Params& p) { p.Add(out).Add(0u); }, &mem)
+                  .ok());
+  for (uint32_t t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[t * 3], (t + 8 + 15) / 16 * 16) << t;  // the last turn's alloca, aligned
+    EXPECT_EQ(out[t * 3 + 1], 0u) << t;                  // every turn's stack given back
+    EXPECT_EQ(out[t * 3 + 2], 0u) << t;
+  }
+  const Status s = RunKernel(
+      *prog, "k", {1}, {32}, [&](Params& p) { p.Add(out).Add(1u); }, &mem);
+  EXPECT_EQ(s.code(), err::kLaunchFailure);
+  EXPECT_NE(s.message().find("outside the stack"), std::string::npos) << s.message();
+}
+
 TEST(Errors, ABadOperandNamesItsOwnInstruction) {
   auto r = Load(std::vector<std::string>{Wrap("add.s32 %r4, %tid.x, %r2;\n  mov.u32 %r5, 1;")});
   ASSERT_FALSE(r.ok());
@@ -226,7 +285,7 @@ TEST(Errors, ABadOperandNamesItsOwnInstruction) {
 
 // A form the interpreter does not run loads: threads that never reach it run, and reaching it is
 // a launch failure naming the instruction. mad.hi.sat.s32 decodes (known mnemonic and modifiers)
-// but has no exec function, and so has cvt's .satfinite to tf32; alloca is PTX it does not
+// but has no exec function, and so has cvt's .satfinite to tf32; setmaxnreg is PTX it does not
 // implement, and so are 4-bit float conversions, packing conversions and brx.idx with its
 // target list. prefetchu, a hint, runs as nothing.
 TEST(Errors, UnimplementedFormFailsWhenReached) {
@@ -237,7 +296,7 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
   for (const Form& form :
        {Form{"mad.hi.sat.s32 %r4, %r1, %r1, %r1;", "mad.hi.sat.s32"},
         Form{"mov.b32 %f1, %r1; cvt.rna.satfinite.tf32.f32 %r4, %f1;", "cvt.rna.satfinite"},
-        Form{"alloca.u64 %rd5, 16;", "alloca.u64"},
+        Form{"setmaxnreg.inc.sync.aligned.u32 64;", "setmaxnreg"},
         // Unknown modifiers with operands shaped otherwise than the known forms'.
         Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.e2m1x2.f32 %h1, %f1, %f1;",
              "cvt.rn.satfinite.e2m1x2.f32"},

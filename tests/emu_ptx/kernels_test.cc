@@ -456,6 +456,32 @@ TEST_F(Kernels, RecursiveDeviceFunction) {
   for (int t = 0; t < 64; ++t) ASSERT_EQ(out[t], fib(in[t]) + in[t] * (in[t] + 1) / 2) << t;
 }
 
+// Device-side alloca: sizes that differ between the lanes of a warp, allocations that live on
+// across a loop, and a callee allocating below its caller's (freed at its return), checked
+// against the host. One that does not fit the stack is a launch failure (a GPU's would be
+// undefined), saying so.
+TEST_F(Kernels, AllocaTakesEachLanesStackAndOverflowFails) {
+  auto prog = Get("misc");
+  const int threads = 64;
+  std::vector<int> n(threads);
+  for (auto& v : n) v = 1 + int(rng() % 40);
+  int* dn = mem.Upload(n);
+  int* out = mem.Alloc<int>(threads);
+  Status s = RunKernel(
+      *prog, "stackAlloc", {1}, {threads}, [&](Params& p) { p.Add(dn).Add(out).Add(0); }, &mem);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (int t = 0; t < threads; ++t) {
+    int total = 0;
+    for (int round = 0; round < 3; ++round)
+      for (int i = 0; i < n[t] + round; ++i) total += (t + i * (round + 1)) * (t + i * (round + 1));
+    ASSERT_EQ(out[t], total + t) << t;
+  }
+  s = RunKernel(
+      *prog, "stackAlloc", {1}, {threads}, [&](Params& p) { p.Add(dn).Add(out).Add(1); }, &mem);
+  EXPECT_EQ(s.code(), err::kLaunchFailure);
+  EXPECT_NE(s.message().find("stack overflow"), std::string::npos) << s.message();
+}
+
 TEST_F(Kernels, PrintfGoesToSink) {
   auto prog = Get("misc");
   std::vector<std::string> lines;

@@ -41,3 +41,27 @@ extern "C" __global__ void dynShared(const float* in, float* out) {
   __syncthreads();
   out[blockIdx.x * blockDim.x + t] = s[blockDim.x - 1 - t] * 2.0f;
 }
+
+// alloca: each thread takes n[t] ints of its own stack (a size per lane), in a loop, and a
+// callee takes more below them while they live; `big` asks for more than the stack holds.
+__device__ __noinline__ int sumSquares(const int* v, int n) {
+  int* sq = static_cast<int*>(alloca(n * sizeof(int)));
+  for (int i = 0; i < n; ++i) sq[i] = v[i] * v[i];
+  int s = 0;
+  for (int i = n - 1; i >= 0; --i) s += sq[i];
+  return s;
+}
+
+extern "C" __global__ void stackAlloc(const int* n, int* out, int big) {
+  const int t = threadIdx.x;
+  int total = 0;
+  int* first = nullptr;
+  for (int round = 0; round < 3; ++round) {
+    const int k = n[t] + round + (big ? 1 << 28 : 0);
+    int* v = static_cast<int*>(alloca(k * sizeof(int)));
+    if (round == 0) first = v;
+    for (int i = 0; i < k; ++i) v[i] = t + i * (round + 1);
+    total += sumSquares(v, k);
+  }
+  out[t] = total + first[0];
+}
