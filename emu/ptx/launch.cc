@@ -313,11 +313,15 @@ bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
         done = true;
         break;
       }
-      if (w.instructions >= t.slice_end) {  // the slice ran out inside the group
+      if (w.instructions >= t.slice_end) {
+        // The group ran the warp's slice: it waits for the next round, and the warp's other
+        // lanes get a slice of their own now, as a GPU lets a warp's diverged threads each
+        // progress (lanes spinning on a lock another lane of theirs holds). Each such turn
+        // parks lanes, so a round ends.
         Suspend(t, LaneState::kYield);
         ++cta.slice_yields;
-        done = true;
-        break;
+        t.slice_end = w.instructions + kSliceInstructions;
+        continue;
       }
       const uint64_t before = w.instructions;
       const GroupEnd end = RunGroup(L, t, t.slice_end - before, until);

@@ -209,6 +209,29 @@ TEST_F(Kernels, BlockScanWithDynamicShared) {
   }
 }
 
+// A spin lock every lane takes: the lanes of a warp that lose spin until the one that holds it
+// goes on, in shared memory (block 0) and global (block 1), blocks of one and of three warps.
+TEST_F(Kernels, LanesSpinningOnALockAnotherLaneHoldsAllGetIt) {
+  auto prog = Get("warp");
+  for (int threads : {32, 96}) {
+    std::vector<int> in(threads);
+    for (auto& v : in) v = int(rng() % 1000);
+    int* din = mem.Upload(in);
+    int* out = mem.Alloc<int>(2);
+    int* locks = mem.Alloc<int>(2);
+    locks[0] = locks[1] = 0;
+    const int iters = 3;
+    Status s = RunKernel(
+        *prog, "laneLock", {2}, {uint32_t(threads)},
+        [&](Params& p) { p.Add(din).Add(out).Add(locks).Add(iters); }, &mem);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    int want = 0;
+    for (int t = 0; t < threads; ++t) want += iters * in[t] + iters * (iters - 1) / 2;
+    EXPECT_EQ(out[0], want) << threads << " threads, shared lock";
+    EXPECT_EQ(out[1], want) << threads << " threads, global lock";
+  }
+}
+
 TEST_F(Kernels, ShufflesAndVotes) {
   auto prog = Get("warp");
   const int threads = 128;

@@ -52,3 +52,23 @@ extern "C" __global__ void divergentBallot(const int* in, int* out) {
   }
   out[t] = r;
 }
+
+// Every thread takes a lock in shared memory (or global, `lock`'s target) in turn, adding its
+// value to a sum under it: lanes of one warp spin while another lane of theirs holds the lock,
+// which a GPU's independent thread scheduling (sm_70 on) lets progress.
+extern "C" __global__ void laneLock(const int* in, int* out, int* global_lock, int iters) {
+  __shared__ int shared_lock, sum;
+  if (threadIdx.x == 0) shared_lock = sum = 0;
+  __syncthreads();
+  int* lock = blockIdx.x == 0 ? &shared_lock : global_lock + blockIdx.x;
+  for (int i = 0; i < iters; ++i) {
+    while (atomicCAS(lock, 0, 1) != 0) {
+    }
+    volatile int* s = &sum;
+    *s = *s + in[threadIdx.x] + i;
+    __threadfence();
+    atomicExch(lock, 0);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
+}
