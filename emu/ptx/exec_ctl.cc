@@ -71,6 +71,24 @@ int Trap(Exec& x, const Inst& in) {
   return FaultAt(x, err::kLaunchFailure, in, "trap executed");
 }
 
+// brx.idx{.uni} index, tlist: each lane goes to entry `index` of the list (in.target indexes
+// ProgramImpl::branch_tables); an index past the list's end faults, naming it.
+int Brx(Exec& x, const Inst& in) {
+  const std::vector<uint32_t>& table = x.L->P->branch_tables[in.target];
+  const uint64_t* a = Src(x, in.a[0]);
+  int r = kNext;
+  ForLanes(x.mask, [&](int l) {
+    if (r == kNext && uint32_t(a[l]) >= table.size())
+      r = FaultAt(x, err::kLaunchFailure, in,
+                  "brx.idx to entry " + std::to_string(uint32_t(a[l])) + " of a " +
+                      std::to_string(table.size()) + "-entry list" + Where(x, l));
+  });
+  if (r != kNext) return r;
+  Warp& w = *x.w;
+  ForLanes(x.group, [&](int l) { w.pc[l] = (x.mask >> l & 1) ? table[uint32_t(a[l])] : x.pc + 1; });
+  return kRepick;
+}
+
 // The value of a stack instruction's operand at lane l: 32 or 64 bits by its type.
 uint64_t StackValue(const Inst& in, const uint64_t* a, int l) {
   return in.ty == Ty::kU32 ? uint32_t(a[l]) : a[l];
@@ -733,6 +751,9 @@ ExecFn select_Trap(Inst&) {
 }
 ExecFn select_Call(Inst&) {
   return &Call;
+}
+ExecFn select_Brx(Inst& in) {
+  return in.sub == Sub::kIdx ? &Brx : nullptr;
 }
 ExecFn select_Alloca(Inst& in) {
   return in.ty == Ty::kU32 || in.ty == Ty::kU64 ? &Alloca : nullptr;

@@ -419,7 +419,9 @@ class ProgramImpl {
   std::vector<Function> funcs;
   std::vector<CallSite> calls;
   std::vector<MatrixOp> matrix;  // operands of the warp-level matrix instructions
-  std::vector<Global> globals;   // .global and .const only
+  // brx.idx's target lists (.branchtargets), as pcs; an instruction's in.target indexes it.
+  std::vector<std::vector<uint32_t>> branch_tables;
+  std::vector<Global> globals;  // .global and .const only
   std::vector<KernelInfo> kernels;
   std::vector<GlobalInfo> global_info;
   std::vector<uint32_t> kernel_func;  // kernel index -> function index

@@ -445,6 +445,9 @@ class Parser {
   std::vector<RegBlock> reg_blocks_;
   std::vector<uint32_t> free_slots_;
   std::unordered_map<std::string, uint32_t> labels_;
+  // The function's .branchtargets lists by name, and the brx.idx instructions naming one.
+  std::unordered_map<std::string, std::vector<std::string>> branch_lists_;
+  std::vector<std::pair<uint32_t, std::string>> brx_fixups_;
   std::vector<std::pair<uint32_t, std::string>> label_fixups_;
   std::vector<std::pair<uint32_t, int>> pending_module_;
   std::unordered_map<std::string, Function> protos_;  // the function's .callprototype labels
@@ -1122,6 +1125,8 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   scope_marks_.clear();
   labels_.clear();
   label_fixups_.clear();
+  branch_lists_.clear();
+  brx_fixups_.clear();
   protos_.clear();
   cur_ = &fref;
   cur_fidx_ = fidx;
@@ -1191,10 +1196,20 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
     }
     if (t.kind == Token::kIdent && IsP(":", 1) &&
         (IsW(".branchtargets", 2) || IsW(".calltargets", 2))) {
-      // A target list: brx.idx's (which the interpreter does not implement: a kernel reaching
-      // it is refused) or an indirect call's (which names a .callprototype instead, below).
-      while (Peek().kind != Token::kEnd && !IsP(";")) Next();
+      // A target list: brx.idx's labels, kept by name; or an indirect call's, which the call
+      // does not need (it names a .callprototype, below).
+      const std::string name(t.text);
+      const bool branch = IsW(".branchtargets", 2);
+      Next();
+      Next();
+      Next();
+      std::vector<std::string> targets;
+      while (Peek().kind != Token::kEnd && !IsP(";")) {
+        if (Peek().kind == Token::kIdent) targets.emplace_back(Peek().text);
+        Next();
+      }
       RETURN_IF_ERROR(Expect(";"));
+      if (branch) branch_lists_[name] = std::move(targets);
       continue;
     }
     if (t.kind == Token::kIdent && IsP(":", 1)) {
@@ -1209,6 +1224,19 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
     auto it = labels_.find(name);
     if (it == labels_.end()) return Err("unknown label " + name + " in " + f.name);
     P.code[pc].target = it->second;
+  }
+  for (auto& [pc, name] : brx_fixups_) {
+    auto list = branch_lists_.find(name);
+    if (list == branch_lists_.end())
+      return Err("brx.idx names " + name + ", not a .branchtargets list of " + f.name);
+    std::vector<uint32_t> pcs;
+    for (const std::string& label : list->second) {
+      auto it = labels_.find(label);
+      if (it == labels_.end()) return Err("unknown label " + label + " in " + name);
+      pcs.push_back(it->second);
+    }
+    P.code[pc].target = uint32_t(P.branch_tables.size());
+    P.branch_tables.push_back(std::move(pcs));
   }
   f.frame_bytes = AlignUp(f.frame_bytes, 16);
   for (size_t pc = f.entry_pc; pc < P.code.size(); ++pc) {
@@ -1443,8 +1471,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
     // PTX instructions the interpreter does not implement: the module loads (ptxas takes it) and
     // a kernel that reaches one is refused at launch, naming it; its operands are not read. Any
     // other mnemonic is not PTX, and the module is refused, as a GPU's JIT refuses it.
-    static constexpr std::string_view kUnimplemented[] = {"brx",
-                                                          "clusterlaunchcontrol",
+    static constexpr std::string_view kUnimplemented[] = {"clusterlaunchcontrol",
                                                           "elect",
                                                           "getctarank",
                                                           "griddepcontrol",
@@ -1539,7 +1566,8 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
         } else if (Sub(m->value) == Sub::kLo || Sub(m->value) == Sub::kHi ||
                    Sub(m->value) == Sub::kWide) {
           in.sub2 = Sub(m->value);
-        } else if (Sub(m->value) == Sub::kUni && (in.op == Op::kBra || in.op == Op::kCall)) {
+        } else if (Sub(m->value) == Sub::kUni &&
+                   (in.op == Op::kBra || in.op == Op::kCall || in.op == Op::kBrx)) {
           in.flags |= kFlagUni;
         } else {
           in.sub = Sub(m->value);
@@ -1751,6 +1779,12 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
         case Op::kStackrestore:
           RETURN_IF_ERROR(need(1, 1));
           RETURN_IF_ERROR(src(0, 0, in.ty));
+          break;
+        case Op::kBrx:  // brx.idx index, tlist: the list's pcs once the function has ended
+          RETURN_IF_ERROR(need(2, 2));
+          RETURN_IF_ERROR(src(0, 0, Ty::kU32));
+          if (ops[1].kind != RawOp::kSym) return Err("brx.idx needs a .branchtargets list");
+          brx_fixups_.push_back({uint32_t(P.code.size()), ops[1].sym});
           break;
         case Op::kCreatepolicy:  // d, then a fraction; [a], sizes; or (.cvt) a policy
           RETURN_IF_ERROR(need(2, 4));

@@ -41,6 +41,8 @@ bool OperandsInFields(Op op) {
     case Op::kMatch:
     case Op::kNanosleep:
     case Op::kPmevent:
+    case Op::kAlloca:
+    case Op::kStackrestore:
     case Op::kCreatepolicy:
     case Op::kDiscard:
     case Op::kApplypriority:

@@ -277,6 +277,57 @@ LOOP:
   EXPECT_NE(s.message().find("outside the stack"), std::string::npos) << s.message();
 }
 
+// brx.idx through a .branchtargets list (LLVM's jump tables): each lane takes the entry its
+// index names, lanes of one warp apart and back together after; an index past the list's end
+// fails the launch, naming the instruction.
+TEST(Branches, BrxIdxTakesEachLanesEntry) {
+  const std::string ptx = R"(.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_out, .param .u32 k_cases) {
+  .reg .pred %p<3>; .reg .b32 %r<10>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [k_out];
+  ld.param.u32 %r9, [k_cases];
+  mov.u32 %r1, %tid.x;
+  rem.u32 %r2, %r1, %r9;
+  mov.u32 %r3, 7;
+  TABLE: .branchtargets CASE0, CASE1, CASE2, CASE3;
+  brx.idx %r2, TABLE;
+CASE2:
+  mul.lo.u32 %r3, %r1, 3;
+  bra.uni JOIN;
+CASE0:
+  add.u32 %r3, %r1, 100;
+  bra.uni JOIN;
+CASE3:
+  xor.b32 %r3, %r1, 0x55;
+CASE1:
+  add.u32 %r3, %r3, 1000;
+JOIN:
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  ret;
+}
+)";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(64);
+  ASSERT_TRUE(RunKernel(
+                  *prog, "k", {1}, {64}, [&](Params& p) { p.Add(out).Add(4u); }, &mem)
+                  .ok());
+  for (uint32_t t = 0; t < 64; ++t) {
+    const uint32_t want[4] = {t + 100, 7 + 1000, t * 3, (t ^ 0x55) + 1000};
+    EXPECT_EQ(out[t], want[t % 4]) << t;
+  }
+  const Status s = RunKernel(
+      *prog, "k", {1}, {64}, [&](Params& p) { p.Add(out).Add(5u); }, &mem);
+  EXPECT_EQ(s.code(), err::kLaunchFailure);
+  EXPECT_NE(s.message().find("brx.idx to entry 4 of a 4-entry list"), std::string::npos)
+      << s.message();
+}
+
 TEST(Errors, ABadOperandNamesItsOwnInstruction) {
   auto r = Load(std::vector<std::string>{Wrap("add.s32 %r4, %tid.x, %r2;\n  mov.u32 %r5, 1;")});
   ASSERT_FALSE(r.ok());
@@ -286,8 +337,8 @@ TEST(Errors, ABadOperandNamesItsOwnInstruction) {
 // A form the interpreter does not run loads: threads that never reach it run, and reaching it is
 // a launch failure naming the instruction. mad.hi.sat.s32 decodes (known mnemonic and modifiers)
 // but has no exec function, and so has cvt's .satfinite to tf32; setmaxnreg is PTX it does not
-// implement, and so are 4-bit float conversions, packing conversions and brx.idx with its
-// target list. prefetchu, a hint, runs as nothing.
+// implement, and so are 4-bit float conversions, packing conversions and elect. prefetchu, a
+// hint, runs as nothing.
 TEST(Errors, UnimplementedFormFailsWhenReached) {
   struct Form {
     const char* body;
@@ -301,8 +352,7 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
         Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.e2m1x2.f32 %h1, %f1, %f1;",
              "cvt.rn.satfinite.e2m1x2.f32"},
         Form{"cvt.pack.sat.s8.s32.b32 %r4, %r1, %r1, %r1;", "cvt.pack.sat.s8.s32.b32"},
-        // A branch through a target list.
-        Form{"TS: .branchtargets SKIP, TS2; brx.idx %r1, TS; TS2:", "brx.idx"}}) {
+        Form{"elect.sync %r4|%p2, 0xffffffff;", "elect.sync"}}) {
     auto prog = MustLoad({Wrap(std::string("prefetchu.L1 [%rd4]; setp.gt.u32 %p1, %r9, 40; "
                                            "@!%p1 bra SKIP; ") +
                                form.body + " SKIP: add.u32 %r5, %r1, %r2;")});
