@@ -259,6 +259,10 @@ using ExecFn = int (*)(Exec& x, const Inst& in);
 using WarpsFn = int (*)(Exec* xs, uint32_t n, const Inst& in, uint32_t* at);
 enum ExecResult : int { kNext = 0, kJumped = 1, kRepick = 2, kFault = 3 };
 
+// What an instruction does to memory the block's other warps see (Inst::visible); the values
+// index launch.cc's limits.
+enum class Visible : uint8_t { kNo, kReads, kWrites };
+
 struct Inst {
   ExecFn fn = nullptr;
   ExecFn inner = nullptr;  // the wrapped function of a rounding-mode wrapper
@@ -284,9 +288,9 @@ struct Inst {
   uint8_t vec = 1;      // .v2/.v4 element count
   uint8_t src_neg = 0;  // bit i: source a[i] is a negated predicate
   uint8_t sreg = 0;     // SReg for mov from a special register
-  // Reads or writes memory the block's other warps see (global, shared or generic addresses):
-  // a warp's turn ends after it while the block's warps run apart (launch.cc's PlanTogether).
-  bool visible = false;
+  // Whether it reads or writes memory the block's other warps see (global, shared or generic
+  // addresses): while the block's warps run apart, that paces its warp (launch.cc).
+  Visible visible = Visible::kNo;
 };
 
 // The register slots `in` reads as operands (its sources and address base; not constants, not

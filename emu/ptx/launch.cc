@@ -136,25 +136,35 @@ class WorkerPool {
 // warp's progress (a block-scope barrier made of shared-memory atomics, as libcu++ builds
 // cuda::barrier before sm_80) or on another block's lets that one run.
 constexpr uint64_t kSliceInstructions = 4096;
+// Instructions the rest of a warp runs when a group of its lanes used the slice: enough for a
+// lane holding a lock its siblings spin on to reach the release, little enough that lanes which
+// only diverged for a moment do not run far ahead of the others (Parboil's tpacf reads a tile
+// its own warp's lanes refill once past the loop).
+constexpr uint64_t kSiblingInstructions = 64;
 
 // While a block's warps run apart (after Lockstep), each keeps a clock: the instructions it has
 // issued since they parted. Instructions that touch only a lane's own registers run whenever
-// their warp runs; one that touches memory the block's other warps see (Inst::visible) runs only
+// their warp runs; one that writes memory the block's other warps see (Inst::visible) runs only
 // when its warp's clock is the least of the block's running warps (the lowest warp among
-// equals). Warps then meet each other in memory in the order a GPU issuing one instruction of
-// each warp in turn would give them, and keep the same pace, so code whose warps race on
+// equals), and one that reads it within kReadAhead instructions of that. A write then meets the
+// other warps' accesses in the order a GPU issuing one instruction of each warp in turn would
+// give them, and a read all the writes issued well before it, so code whose warps race on
 // shared memory between two barriers (a flag read by all and reset by one, a tile refilled by
-// the warps that finish first) comes out as on a GPU; yet a warp runs on between its memory
-// accesses without a switch. (Turns of one instruction each cost the interpreter 55% on code
-// whose warps part, emu_ptx_bench's BM_PartedWarps; these 1-2% more host instructions.)
+// the warps that finish first, a value written early and read much later) comes out as on a
+// GPU; yet a warp runs on between its writes, a few dozen reads at a time, without a switch.
+// (Turns of one instruction each cost the interpreter 55% on code whose warps part, emu_ptx_
+// bench's BM_PartedWarps; pacing reads as exactly as writes, 17% on curand_init's reads of its
+// tables, which reading ahead brings to 2%.)
+constexpr uint64_t kReadAhead = 64;
 
 // A warp's running group: the lanes of one frame at one PC (exec.h's Exec), kept between turns.
 struct Turn {
   Exec x;
-  uint32_t group_n = 0;    // lanes in x.group
-  uint64_t clock = 0;      // instructions issued since the round began
-  uint64_t slice_end = 0;  // the warp's instruction count at which it parks as kYield
-  bool running = false;    // x holds a group part-way through
+  uint32_t group_n = 0;      // lanes in x.group
+  uint64_t clock = 0;        // instructions issued since the round began
+  uint64_t group_start = 0;  // the warp's instruction count when x's group was picked
+  uint64_t slice_end = 0;    // the warp's instruction count at which it parks as kYield
+  bool running = false;      // x holds a group part-way through
 };
 
 // Picks the warp's next group into t: the candidates' deepest frame, lowest PC there, running
@@ -209,6 +219,7 @@ struct Turn {
              w.lbase[best],
              run == 0};
   t.group_n = uint32_t(std::popcount(group));  // popcount is a libgcc call here
+  t.group_start = w.instructions;
   t.running = true;
   return true;
 }
@@ -221,8 +232,9 @@ enum class GroupEnd : uint8_t {
   kFault,   // a fault was recorded
 };
 
-// Runs t's group from t.x.pc, decoded instructions back to back: at most `budget`, and a
-// visible one (Inst::visible) only while the warp's clock is at most `visible_until`.
+// Runs t's group from t.x.pc, decoded instructions back to back: at most `budget`, a write
+// to memory other warps see (Inst::visible) only while the warp's clock is at most
+// `visible_until`, and a read while it is at most kReadAhead past that.
 [[gnu::always_inline]] inline GroupEnd RunGroup(const LaunchCtx& L, Turn& t, uint64_t budget,
                                                 uint64_t visible_until) {
   const Inst* code = L.P->code.data();
@@ -230,11 +242,15 @@ enum class GroupEnd : uint8_t {
   Warp& w = *x.w;
   const uint32_t group_n = t.group_n;
   const uint64_t clock = t.clock;
+  // The clock past which each kind of instruction (Inst::visible) waits.
+  const uint64_t reads_until =
+      visible_until > ~uint64_t(0) - kReadAhead ? ~uint64_t(0) : visible_until + kReadAhead;
+  const uint64_t until[3] = {~uint64_t(0), reads_until, visible_until};
   uint64_t warp_n = 0, thread_n = 0;
   GroupEnd end = GroupEnd::kParted;
   for (;;) {
     const Inst& in = code[x.pc];
-    if (warp_n == budget || (in.visible && clock + warp_n > visible_until)) [[unlikely]] {
+    if (warp_n == budget || clock + warp_n > until[size_t(in.visible)]) [[unlikely]] {
       end = GroupEnd::kBudget;
       break;
     }
@@ -314,13 +330,19 @@ bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
         break;
       }
       if (w.instructions >= t.slice_end) {
-        // The group ran the warp's slice: it waits for the next round, and the warp's other
-        // lanes get a slice of their own now, as a GPU lets a warp's diverged threads each
-        // progress (lanes spinning on a lock another lane of theirs holds). Each such turn
-        // parks lanes, so a round ends.
+        // The warp used its slice: the group waits for the next round. One that ran the whole
+        // slice by itself is likely spinning on the warp's other lanes (on a lock one of them
+        // holds): those get kSiblingInstructions now, as a GPU lets a warp's diverged threads
+        // each progress. Each such turn parks lanes, so a round ends. Otherwise the warp's
+        // round ends here: its lanes stay together, to meet where their paths join.
+        const bool alone = w.instructions - t.group_start >= kSliceInstructions;
         Suspend(t, LaneState::kYield);
         ++cta.slice_yields;
-        t.slice_end = w.instructions + kSliceInstructions;
+        if (!alone) {
+          done = true;
+          break;
+        }
+        t.slice_end = w.instructions + kSiblingInstructions;
         continue;
       }
       const uint64_t before = w.instructions;
@@ -579,29 +601,34 @@ bool SameInEveryWarp(const Inst& in) {
 
 }  // namespace
 
-// True if `in` reads or writes memory that other warps of the block can see: shared or global
-// memory, directly or through a generic address. Local, parameter and constant memory are a
-// lane's own or read-only; textures and surfaces are read as of the launch, except stores.
 namespace {
 
-bool VisibleToOtherWarps(const Inst& in) {
+// Whether `in` reads or writes memory that other warps of the block can see: shared or global
+// memory, directly or through a generic address. Local, parameter and constant memory are a
+// lane's own or read-only; textures are read as of the launch. Atomics, asynchronous copies
+// (into shared memory), mbarriers and wmma (its stores among its forms) write.
+Visible VisibleToOtherWarps(const Inst& in) {
+  const bool shared_or_global =
+      in.space == Space::kGeneric || in.space == Space::kGlobal || in.space == Space::kShared;
   switch (in.op) {
     case Op::kLd:
     case Op::kLdu:
+      return shared_or_global ? Visible::kReads : Visible::kNo;
     case Op::kSt:
-      return in.space == Space::kGeneric || in.space == Space::kGlobal ||
-             in.space == Space::kShared;
+      return shared_or_global ? Visible::kWrites : Visible::kNo;
+    case Op::kLdmatrix:
+    case Op::kSuld:
+      return Visible::kReads;
     case Op::kAtom:
     case Op::kRed:
     case Op::kCp:
     case Op::kMbarrier:
     case Op::kWmma:
-    case Op::kLdmatrix:
     case Op::kSust:
     case Op::kSured:
-      return true;
+      return Visible::kWrites;
     default:
-      return false;
+      return Visible::kNo;
   }
 }
 
