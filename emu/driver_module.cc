@@ -308,12 +308,12 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
   if (WarpRegisters(*fr.fn) * ((threads + 31) / 32) > uint64_t{kRegistersPerBlock}) {
     return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;  // "too many resources requested for launch"
   }
-  if (cooperative) {
-    const uint64_t resident =
-        MaxBlocksPerSm(*fr.fn, threads, sharedMemBytes) * uint64_t(Config().sm_count);
-    if (uint64_t{gridDimX} * gridDimY * gridDimZ > resident) {
-      return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-    }
+  // The blocks a GPU of this size keeps resident at once: a cooperative grid may not exceed
+  // them, and an ordinary one whose blocks wait on each other gets them all resident.
+  const uint64_t resident =
+      MaxBlocksPerSm(*fr.fn, threads, sharedMemBytes) * uint64_t(Config().sm_count);
+  if (cooperative && uint64_t{gridDimX} * gridDimY * gridDimZ > resident) {
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   }
   std::vector<std::byte> params;
   EMU_RETURN_IF_ERROR(PackParams(k, kernelParams, extra, &params));
@@ -327,7 +327,7 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
   w.device_time = true;
   w.run = [ctx, mod = fr.module, index = fr.fn->index, params = std::move(params), hStream,
            grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes, priority,
-           cooperative, heap = ctx->LaunchHeap(), stack = ctx->CallStackBytes()] {
+           cooperative, resident, heap = ctx->LaunchHeap(), stack = ctx->CallStackBytes()] {
     PrintfBuffer out;
     ptx::LaunchConfig cfg;
     std::copy(grid.begin(), grid.end(), cfg.grid);
@@ -340,6 +340,7 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
     cfg.priority = priority;
     cfg.cancel = CurrentWorkCancelled();
     cfg.call_stack_bytes = stack;
+    cfg.resident_blocks = resident;
     cfg.heap = heap.get();
     cfg.launch_pool = &ctx->launch_pool();
     cfg.textures = &ctx->textures();

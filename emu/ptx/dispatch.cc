@@ -29,7 +29,9 @@ constexpr auto kStuckWithin = std::chrono::milliseconds(200);
 // whose blocks are merely long is not helped by running more of them at once.
 constexpr auto kStuckAmongOthers = std::chrono::seconds(1);
 // At most this many threads' worth of a grid's blocks resident beside at once (a GPU's
-// residency, about): a window of blocks is taken, run, and the next taken while any are left.
+// residency, about), unless the launch says how many blocks its device keeps resident
+// (LaunchConfig::resident_blocks): a window of blocks is taken, run, and the next taken while
+// any are left.
 constexpr uint64_t kResidentThreads = 65536;
 // A helper idle this long ends: an idle device holds no helper threads (as no stream threads).
 constexpr auto kHelperLinger = std::chrono::milliseconds(200);
@@ -188,7 +190,9 @@ class Dispatcher {
     pthread_setname_np(pthread_self(), "remora-resident");
     BecomeDeviceThread(ClassOf(g) == kRanked ? kRankedDeviceNice : kDeviceNice);
     const LaunchCtx& L = *g.L;
-    const uint64_t window = std::max<uint64_t>(1, kResidentThreads / std::max(1u, L.nthreads));
+    const uint64_t window =
+        L.cfg->resident_blocks ? L.cfg->resident_blocks
+                               : std::max<uint64_t>(1, kResidentThreads / std::max(1u, L.nthreads));
     for (;;) {
       const uint64_t first = g.next.fetch_add(window, std::memory_order_relaxed);
       if (first >= g.nblocks) break;

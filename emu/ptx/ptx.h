@@ -158,6 +158,10 @@ struct LaunchConfig {
   const AddressSpace* memory = nullptr;
   std::function<void(std::string_view)> printf_sink;  // formatted vprintf output
   unsigned workers = 0;  // the most blocks run at once; 0 = as many as the device has cores
+  // The most blocks of this launch a GPU of the emulated device's size keeps resident at once
+  // (its occupancy times its multiprocessors); 0 = 64Ki threads' worth. Blocks waiting on
+  // blocks not yet started run that many at a time beside them (dispatch.h).
+  uint64_t resident_blocks = 0;
   // The launching stream's priority (CUDA's order: lower is higher): the device's block
   // dispatcher starts blocks of higher priority grids first (dispatch.h).
   int priority = 0;

@@ -165,6 +165,31 @@ TEST_F(EmuKernels, LaunchConfigurationIsValidated) {
       CUDA_ERROR_INVALID_HANDLE);
 }
 
+// A grid as large as the occupancy API says the device holds (blocks of 512 threads), whose
+// blocks wait on each other: every block is resident, as on a GPU, and all pass. Past 64Ki
+// threads the emulated GPU used to make only that many resident, and the grid hung.
+TEST_F(EmuKernels, AGridTheDeviceHoldsIsAllResident) {
+  CUfunction f = Fn("gridBarrier");
+  int per_sm = 0, sms = 0;
+  ASSERT_EQ(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 512, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0),
+            CUDA_SUCCESS);
+  const unsigned blocks = unsigned(per_sm * sms);
+  ASSERT_GT(blocks * 512u, 65536u);
+  CUdeviceptr count, passed;
+  ASSERT_EQ(api.cuMemAlloc(&count, 4), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&passed, blocks * 4), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD32(count, 0, 1), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemsetD32(passed, 0, blocks), CUDA_SUCCESS);
+  void* args[] = {&count, &passed};
+  ASSERT_EQ(api.cuLaunchKernel(f, blocks, 1, 1, 512, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  std::vector<int> got(blocks);
+  ASSERT_EQ(api.cuMemcpyDtoH(got.data(), passed, blocks * 4), CUDA_SUCCESS);
+  for (unsigned b = 0; b < blocks; ++b) EXPECT_EQ(got[b], 1) << b;
+}
+
 TEST_F(EmuKernels, VecAddOnRandomData) {
   const int n = 3000;  // not a multiple of the block size
   std::mt19937 rng(42);

@@ -83,3 +83,15 @@ __device__ __noinline__ unsigned descend(int depth, unsigned x) {
 extern "C" __global__ void recurse(int depth, unsigned x, unsigned* out) {
   *out = descend(depth, x);
 }
+
+// A software grid barrier: thread 0 of every block counts in, then waits until all have. A GPU
+// keeps every block of a grid it can hold resident, so all pass; `passed[b]` records block b.
+extern "C" __global__ void gridBarrier(unsigned* count, int* passed) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(count, 1u);
+    while (*static_cast<volatile unsigned*>(count) < gridDim.x) {
+    }
+    passed[blockIdx.x] = 1;
+  }
+}
