@@ -409,7 +409,19 @@ cudaError_t CheckHostPointerArgs(const Kernel& k, std::string_view params) {
     uint64_t v;
     std::memcpy(&v, params.data() + at, 8);
     const auto* p = reinterpret_cast<const void*>(v);
-    if (v == 0 || !host.IsPinned(p) || Mirrors::Get().Reach(p)) continue;
+    if (v == 0 || !host.IsPinned(p)) continue;
+    if (Mirrors::Get().Reach(p)) {
+      // Told once per kernel: a kernel and the host signalling each other through that memory
+      // while it runs (a progress flag, a handshake) would wait for ever, saying nothing.
+      if (Once("mirrored kernel argument", k.name))
+        std::fprintf(stderr,
+                     "remora: kernel %s reaches page-locked host memory (parameter bytes at "
+                     "offset %zu) through a device copy over this transport: the host's writes "
+                     "reach the kernel when it is launched, its writes reach the host at the next "
+                     "synchronisation, not while it runs\n",
+                     k.name.c_str(), at);
+      continue;
+    }
     if (Once("pinned kernel argument", k.name))
       std::fprintf(stderr,
                    "remora: kernel %s not launched: its parameter bytes at offset %zu point into "

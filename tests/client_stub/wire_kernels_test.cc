@@ -303,6 +303,37 @@ TEST_F(Wire, ManagedAndMappedMemoryAreMirroredWithoutAZeroCopySession) {
   ASSERT_EQ(cudaFree(d), cudaSuccess);
 }
 
+// A kernel given page-locked memory that reaches it through a device copy (no zero-copy
+// session) is told once on stderr that the host and it meet there only at launches and
+// synchronisations: a kernel waiting on the host through it would wait for ever, saying nothing.
+TEST_F(Wire, AKernelReachingPinnedMemoryThroughACopyIsToldOnce) {
+  static FakeFatbin fb;
+  void** h = __cudaRegisterFatBinary(&fb.wrapper);
+  RegisterKernel(h, &FakeKernel, "_Z4fakeli");
+  __cudaRegisterFatBinaryEnd(h);
+  void* pinned = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&pinned, 4096, cudaHostAllocMapped), cudaSuccess);
+  int64_t a = static_cast<int64_t>(reinterpret_cast<uintptr_t>(pinned));
+  int b = 1;
+  void* args[] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    testing::internal::CaptureStderr();
+    ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&FakeKernel), dim3(1), dim3(1), args,
+                               0, nullptr),
+              cudaSuccess);
+    const std::string err = testing::internal::GetCapturedStderr();
+    if (i == 0) {
+      EXPECT_NE(err.find("kernel _Z4fakeli reaches page-locked host memory"), std::string::npos)
+          << err;
+      EXPECT_NE(err.find("not while it runs"), std::string::npos) << err;
+    } else {
+      EXPECT_EQ(err, "");  // once per kernel
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaFreeHost(pinned), cudaSuccess);
+}
+
 // The mirror sends only the 4 KiB pieces the host changed, before device work, and fetches the
 // device's copy only after a wait that covered work which may have written it.
 TEST_F(Wire, MirroredMemorySendsChangedPiecesAndFetchesAfterWaits) {
