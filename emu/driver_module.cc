@@ -62,10 +62,10 @@ bool FunctionAttribute(const Function& f, const Module& m, CUfunction_attribute 
       {CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, 0},
       {CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f.max_dynamic_shared.load()},
       {CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, f.carveout.load()},
-      {CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, 0},
-      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 0},
-      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, 0},
-      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, 0},
+      {CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, k.explicit_cluster ? 1 : 0},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, static_cast<int>(k.cluster[0])},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, static_cast<int>(k.cluster[1])},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, static_cast<int>(k.cluster[2])},
       {CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0},
       {CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 0},
   };
@@ -289,6 +289,15 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
     // Refused before it runs: failing when reached would break the context for every user.
     std::fprintf(stderr, "remora-emu: kernel %s refused: the emulated GPU cannot run it: %s\n",
                  k.name.c_str(), k.unrunnable.c_str());
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (uint64_t{k.cluster[0]} * std::max(1u, k.cluster[1]) * std::max(1u, k.cluster[2]) > 1) {
+    // Compiled with __cluster_dims__: its blocks would share a cluster, which this device
+    // (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH 0) cannot give them, as for cuLaunchKernelEx's.
+    std::fprintf(stderr,
+                 "remora-emu: kernel %s refused: it requires clusters of %ux%ux%u blocks "
+                 "(__cluster_dims__), which the emulated GPU does not launch\n",
+                 k.name.c_str(), k.cluster[0], k.cluster[1], k.cluster[2]);
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};

@@ -394,6 +394,8 @@ struct Function {
   std::vector<Param> params;
   std::vector<Param> rets;
   uint32_t maxntid[3] = {0, 0, 0};
+  uint32_t cluster[3] = {0, 0, 0};  // .reqnctapercluster (0: none asked)
+  bool explicit_cluster = false;    // .explicitcluster: every launch must name a cluster shape
   uint32_t kernel_index = 0;
 };
 

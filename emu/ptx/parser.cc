@@ -983,6 +983,19 @@ Status Parser::ParseFunction(bool is_entry, bool is_extern, bool is_visible) {
         if (!IsP(",")) break;
         Next();
       }
+    } else if (IsW(".reqnctapercluster")) {  // __cluster_dims__: 1 to 3 extents
+      Next();
+      for (int k = 0; k < 3; ++k) f.cluster[k] = 1;
+      for (int k = 0; k < 3; ++k) {
+        ASSIGN_OR_RETURN(int64_t v, ParseInt());
+        if (v < 1 || v > 1024) return Err(".reqnctapercluster takes extents from 1 to 1024");
+        f.cluster[k] = uint32_t(v);
+        if (!IsP(",")) break;
+        Next();
+      }
+    } else if (IsW(".explicitcluster")) {
+      Next();
+      f.explicit_cluster = true;
     } else if (IsW(".minnctapersm") || IsW(".maxnreg") || IsW(".maxnctapersm") ||
                IsW(".maxclusterrank")) {
       Next();
@@ -2438,6 +2451,8 @@ Status Parser::Link() {
                      ? f.maxntid[0] * std::max(1u, f.maxntid[1]) * std::max(1u, f.maxntid[2])
                      : 1024;
     k.max_threads_per_block = m;
+    std::copy(std::begin(f.cluster), std::end(f.cluster), k.cluster);
+    k.explicit_cluster = f.explicit_cluster;
     // PTX registers are virtual and unbounded; ptxas would allocate far fewer.
     // Report a count that lets any block nvcc accepts (<= 1024 threads) launch,
     // so the emulator is never stricter than a GPU on register pressure.

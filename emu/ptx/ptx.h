@@ -32,13 +32,15 @@ struct ParamInfo {
 };
 
 struct KernelInfo {
-  std::string name;                // mangled .entry name
-  std::vector<ParamInfo> params;   // declaration order
-  uint32_t param_bytes;            // size of the packed parameter buffer
-  uint32_t static_shared_bytes;    // .shared declarations the kernel can reach
-  uint32_t local_bytes;            // per-thread .local (depot) size
-  uint32_t max_threads_per_block;  // from .maxntid, else 1024
-  uint32_t num_regs;               // best-effort count, for cuFuncGetAttribute
+  std::string name;                 // mangled .entry name
+  std::vector<ParamInfo> params;    // declaration order
+  uint32_t param_bytes;             // size of the packed parameter buffer
+  uint32_t static_shared_bytes;     // .shared declarations the kernel can reach
+  uint32_t local_bytes;             // per-thread .local (depot) size
+  uint32_t max_threads_per_block;   // from .maxntid, else 1024
+  uint32_t num_regs;                // best-effort count, for cuFuncGetAttribute
+  uint32_t cluster[3] = {0, 0, 0};  // the cluster shape it requires (__cluster_dims__), or 0s
+  bool explicit_cluster = false;    // it must be launched in clusters (.explicitcluster)
   // Why the interpreter cannot run this kernel: the first instruction form it does not
   // implement, or the first call to a CUDA function it does not serve, that the entry reaches
   // through direct calls ("instruction form not implemented at ..."). Empty when it can.

@@ -176,6 +176,54 @@ DONE:
   EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
 }
 
+// A kernel built with __cluster_dims__ (.reqnctapercluster, .explicitcluster) loads with its
+// module and reports its cluster shape; one of more than a block is refused at launch (this
+// device launches no clusters), saying so, and the module's other kernels run.
+TEST_F(EmuModule, AKernelRequiringClustersLoadsAndIsRefusedAtLaunch) {
+  const char ptx[] = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry paired(.param .u64 out) .explicitcluster .reqnctapercluster 2, 1, 1
+{
+  ret;
+}
+.visible .entry single(.param .u64 out) .reqnctapercluster 1
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 9;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  CUmodule m;
+  ASSERT_EQ(api.cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+  CUfunction paired, single;
+  ASSERT_EQ(api.cuModuleGetFunction(&paired, m, "paired"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleGetFunction(&single, m, "single"), CUDA_SUCCESS);
+  int v = 0;
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, paired),
+            CUDA_SUCCESS);
+  EXPECT_EQ(v, 2);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, paired),
+            CUDA_SUCCESS);
+  EXPECT_EQ(v, 1);
+  Dev<uint32_t> out(std::vector<uint32_t>{0});
+  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(out.get());
+  void* args[] = {&p};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(api.cuLaunchKernel(paired, 2, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("requires clusters of 2x1x1 blocks"), std::string::npos) << err;
+  EXPECT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuLaunchKernel(single, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(out.Get(), std::vector<uint32_t>{9});
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 // cudaFuncAttributes::ptxVersion is the arch the PTX was compiled for (CUB
 // chooses its tuning from it), not the device's.
 TEST_F(EmuModule, PtxVersionIsTheModulesTarget) {
