@@ -102,6 +102,40 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// What the timed launches of a benchmark added up to.
+struct Timed {
+  uint64_t thread_instructions = 0;
+  double seconds = 0;
+};
+
+// Launches kernel 0 of `program` once per benchmark iteration, adding up its time and thread
+// instructions; false (the benchmark skipped with the error) if a launch failed.
+bool TimeLaunches(benchmark::State& state, const Program& program, const LaunchConfig& cfg,
+                  Timed* timed) {
+  for (auto _ : state) {
+    LaunchStats st;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Status s = LaunchWithStats(program, 0, cfg, &st);
+    timed->seconds += Seconds(std::chrono::steady_clock::now() - t0);
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return false;
+    }
+    timed->thread_instructions += st.thread_instructions;
+  }
+  return true;
+}
+
+// The counters of the rate benchmarks: thread_instructions_per_second (all workers), per_core
+// and ratio (interpreter time per launch / native_s, the same work in native C++).
+void SetRateCounters(benchmark::State& state, const Timed& timed, unsigned workers,
+                     double native_s) {
+  const double rate = double(timed.thread_instructions) / timed.seconds;
+  state.counters["thread_instructions_per_second"] = rate;
+  state.counters["per_core"] = rate / workers;
+  state.counters["ratio"] = timed.seconds / double(state.iterations()) / native_s;
+}
+
 void BM_ConvergedAlu(benchmark::State& state) {
   unsigned workers = unsigned(state.range(0));
   auto prog = Load(std::vector<std::string>{kAluPtx});
@@ -134,22 +168,11 @@ void BM_ConvergedAlu(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(nat.data());
   double native_s = Seconds(std::chrono::steady_clock::now() - native_start);
-  uint64_t thread_instr = 0;
-  double emu_s = 0;
-  for (auto _ : state) {
-    LaunchStats st;
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = LaunchWithStats(**prog, 0, cfg, &st);
-    emu_s += Seconds(std::chrono::steady_clock::now() - t0);
-    if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
-    thread_instr += st.thread_instructions;
-  }
+  Timed timed;
+  if (!TimeLaunches(state, **prog, cfg, &timed)) return;
   if (mem.bufs[0][5] != nat[5])
     return state.SkipWithError("interpreter result differs from native");
-  double per_iter = emu_s / double(state.iterations());
-  state.counters["thread_instructions_per_second"] = double(thread_instr) / emu_s;
-  state.counters["per_core"] = double(thread_instr) / emu_s / workers;
-  state.counters["ratio"] = per_iter / native_s;
+  SetRateCounters(state, timed, workers, native_s);
 }
 BENCHMARK(BM_ConvergedAlu)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -181,21 +204,10 @@ void BM_VectorAdd(benchmark::State& state) {
     benchmark::ClobberMemory();
     native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - native_start));
   }
-  uint64_t thread_instr = 0;
-  double emu_s = 0;
-  for (auto _ : state) {
-    LaunchStats st;
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = LaunchWithStats(**prog, 0, cfg, &st);
-    emu_s += Seconds(std::chrono::steady_clock::now() - t0);
-    if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
-    thread_instr += st.thread_instructions;
-  }
+  Timed timed;
+  if (!TimeLaunches(state, **prog, cfg, &timed)) return;
   if (mem.bufs[2][n - 1] != 3.75f) return state.SkipWithError("wrong result");
-  double per_iter = emu_s / double(state.iterations());
-  state.counters["thread_instructions_per_second"] = double(thread_instr) / emu_s;
-  state.counters["per_core"] = double(thread_instr) / emu_s / workers;
-  state.counters["ratio"] = per_iter / native_s;
+  SetRateCounters(state, timed, workers, native_s);
   state.SetBytesProcessed(int64_t(state.iterations()) * n * 12);
 }
 BENCHMARK(BM_VectorAdd)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -254,22 +266,11 @@ void BM_PartedWarps(benchmark::State& state) {
     benchmark::DoNotOptimize(want.data());
     native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - t0));
   }
-  uint64_t thread_instr = 0;
-  double emu_s = 0;
-  for (auto _ : state) {
-    LaunchStats st;
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = LaunchWithStats(**prog, 0, cfg, &st);
-    emu_s += Seconds(std::chrono::steady_clock::now() - t0);
-    if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
-    thread_instr += st.thread_instructions;
-  }
+  Timed timed;
+  if (!TimeLaunches(state, **prog, cfg, &timed)) return;
   if (std::memcmp(mem.bufs[2].data(), want.data(), n * 4) != 0)
     return state.SkipWithError("interpreter result differs from native");
-  double per_iter = emu_s / double(state.iterations());
-  state.counters["thread_instructions_per_second"] = double(thread_instr) / emu_s;
-  state.counters["per_core"] = double(thread_instr) / emu_s / workers;
-  state.counters["ratio"] = per_iter / native_s;
+  SetRateCounters(state, timed, workers, native_s);
 }
 BENCHMARK(BM_PartedWarps)
     ->Args({1, 256})
