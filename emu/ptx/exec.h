@@ -126,8 +126,8 @@ struct Warp {
   uint32_t lbase[32];   // local frame base, in bytes
   uint32_t bar_id[32];  // kWaitBar: the barrier; kWaitMbar: shared offset << 1 | awaited parity
   // Where the lane's allocas begin: they take its local memory down from the top, call frames
-  // go up from 0 (a kernel with allocas; LaunchCtx::local_stride otherwise).
-  uint32_t dyn[32];
+  // go up from 0. Set only in a program with allocas (LaunchCtx::has_alloca).
+  uint32_t dyn[32] = {};
   LaneState state[32];
   uint32_t tid[3][32];
   std::vector<std::vector<Frame>> stack;  // per lane call stack

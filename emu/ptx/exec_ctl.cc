@@ -290,7 +290,7 @@ int CallIndirect(Exec& x, const Inst& in, const CallSite& site) {
                   "indirect call to " + f.name + ", whose parameters differ from the prototype");
       return;
     }
-    if (lb + f.frame_bytes > x.w->dyn[l]) {
+    if (lb + f.frame_bytes > (x.L->has_alloca ? x.w->dyn[l] : x.cta->local_stride)) {
       r = FaultAt(x, err::kLaunchFailure, in, "call stack overflow calling " + f.name);
       return;
     }

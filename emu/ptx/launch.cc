@@ -511,7 +511,7 @@ void StartCta(const LaunchCtx& L, Cta& cta, uint64_t linear) {
       std::fill_n(w.lbase, 32, 0u);
       for (auto& st : w.stack) st.clear();
     }
-    std::fill_n(w.dyn, 32, L.local_stride);  // no allocas yet: call frames may reach the top
+    if (L.has_alloca) std::fill_n(w.dyn, 32, L.local_stride);  // no allocas yet
   }
   std::fill(std::begin(cta.bar_arrived), std::end(cta.bar_arrived), 0u);
   std::fill(std::begin(cta.bar_expected), std::end(cta.bar_expected), 0u);
