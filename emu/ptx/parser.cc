@@ -444,11 +444,34 @@ class Parser {
   std::unordered_map<std::string, int> reg_depth_;
   std::vector<RegBlock> reg_blocks_;
   std::vector<uint32_t> free_slots_;
-  std::unordered_map<std::string, uint32_t> labels_;
-  // The function's .branchtargets lists by name, and the brx.idx instructions naming one.
-  std::unordered_map<std::string, std::vector<std::string>> branch_lists_;
-  std::vector<std::pair<uint32_t, std::string>> brx_fixups_;
-  std::vector<std::pair<uint32_t, std::string>> label_fixups_;
+  // Labels, like registers, are local to the { } block that declares them: inline assembly that
+  // inlining or unrolling copies repeats its labels (CUTLASS's barrier waits, a brx.idx
+  // table), each copy branching within itself. Blocks are numbered as they open, 0 the body.
+  using LabelKey = std::pair<uint32_t, std::string>;  // block, name
+  std::map<LabelKey, uint32_t> labels_;               // the pc of each
+  std::vector<uint32_t> label_parent_;                // block -> the block enclosing it
+  uint32_t label_block_ = 0;                          // the block being parsed
+  struct LabelUse {
+    uint32_t pc;
+    std::string name;
+    uint32_t block;  // where the instruction naming it is
+  };
+  std::vector<LabelUse> label_fixups_;  // bra targets
+  // The function's .branchtargets lists, and the brx.idx instructions naming one.
+  std::map<LabelKey, std::vector<std::string>> branch_lists_;
+  std::vector<LabelUse> brx_fixups_;
+  // Where `name` is found from `block`: the key of the innermost enclosing block declaring it
+  // in `table`, or none.
+  template <class Table>
+  const typename Table::mapped_type* FindScoped(const Table& table, uint32_t block,
+                                                const std::string& name) const {
+    for (;;) {
+      auto it = table.find({block, name});
+      if (it != table.end()) return &it->second;
+      if (block == 0) return nullptr;
+      block = label_parent_[block];
+    }
+  }
   std::vector<std::pair<uint32_t, int>> pending_module_;
   std::unordered_map<std::string, Function> protos_;  // the function's .callprototype labels
   std::vector<uint32_t> addr_taken_;                  // functions whose address is taken
@@ -1112,10 +1135,13 @@ Result<uint32_t> Parser::DeclareReg(const std::string& name) {
 void Parser::OpenBlock() {
   scope_marks_.push_back(frame_syms_.size());
   reg_blocks_.emplace_back();
+  label_parent_.push_back(label_block_);
+  label_block_ = uint32_t(label_parent_.size() - 1);
 }
 
 void Parser::CloseBlock() {
   if (scope_marks_.empty()) return;
+  label_block_ = label_parent_[label_block_];
   frame_syms_.resize(scope_marks_.back());
   scope_marks_.pop_back();
   RegBlock& b = reg_blocks_.back();
@@ -1140,6 +1166,8 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
   label_fixups_.clear();
   branch_lists_.clear();
   brx_fixups_.clear();
+  label_parent_.assign(1, 0);
+  label_block_ = 0;
   protos_.clear();
   cur_ = &fref;
   cur_fidx_ = fidx;
@@ -1222,33 +1250,33 @@ Status Parser::ParseBody(Function& fref, uint32_t fidx) {
         Next();
       }
       RETURN_IF_ERROR(Expect(";"));
-      if (branch) branch_lists_[name] = std::move(targets);
+      if (branch) branch_lists_[{label_block_, name}] = std::move(targets);
       continue;
     }
     if (t.kind == Token::kIdent && IsP(":", 1)) {
-      labels_[std::string(t.text)] = uint32_t(P.code.size());
+      labels_[{label_block_, std::string(t.text)}] = uint32_t(P.code.size());
       Next();
       Next();
       continue;
     }
     RETURN_IF_ERROR(ParseInstruction(f, fidx));
   }
-  for (auto& [pc, name] : label_fixups_) {
-    auto it = labels_.find(name);
-    if (it == labels_.end()) return Err("unknown label " + name + " in " + f.name);
-    P.code[pc].target = it->second;
+  for (const LabelUse& use : label_fixups_) {
+    const uint32_t* to = FindScoped(labels_, use.block, use.name);
+    if (!to) return Err("unknown label " + use.name + " in " + f.name);
+    P.code[use.pc].target = *to;
   }
-  for (auto& [pc, name] : brx_fixups_) {
-    auto list = branch_lists_.find(name);
-    if (list == branch_lists_.end())
-      return Err("brx.idx names " + name + ", not a .branchtargets list of " + f.name);
+  for (const LabelUse& use : brx_fixups_) {
+    // The list's labels are looked up from where the brx.idx is, as ptxas scopes them.
+    const std::vector<std::string>* list = FindScoped(branch_lists_, use.block, use.name);
+    if (!list) return Err("brx.idx names " + use.name + ", not a .branchtargets list of " + f.name);
     std::vector<uint32_t> pcs;
-    for (const std::string& label : list->second) {
-      auto it = labels_.find(label);
-      if (it == labels_.end()) return Err("unknown label " + label + " in " + name);
-      pcs.push_back(it->second);
+    for (const std::string& label : *list) {
+      const uint32_t* to = FindScoped(labels_, use.block, label);
+      if (!to) return Err("unknown label " + label + " in " + use.name);
+      pcs.push_back(*to);
     }
-    P.code[pc].target = uint32_t(P.branch_tables.size());
+    P.code[use.pc].target = uint32_t(P.branch_tables.size());
     P.branch_tables.push_back(std::move(pcs));
   }
   f.frame_bytes = AlignUp(f.frame_bytes, 16);
@@ -1765,7 +1793,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
         case Op::kBra:
           RETURN_IF_ERROR(need(1, 1));
           if (ops[0].kind != RawOp::kSym) return Err("bra needs a label");
-          label_fixups_.push_back({uint32_t(P.code.size()), ops[0].sym});
+          label_fixups_.push_back({uint32_t(P.code.size()), ops[0].sym, label_block_});
           break;
         case Op::kCall:
           return DecodeCall(f, ops, in, false);
@@ -1797,7 +1825,7 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
           RETURN_IF_ERROR(need(2, 2));
           RETURN_IF_ERROR(src(0, 0, Ty::kU32));
           if (ops[1].kind != RawOp::kSym) return Err("brx.idx needs a .branchtargets list");
-          brx_fixups_.push_back({uint32_t(P.code.size()), ops[1].sym});
+          brx_fixups_.push_back({uint32_t(P.code.size()), ops[1].sym, label_block_});
           break;
         case Op::kCreatepolicy:  // d, then a fraction; [a], sizes; or (.cvt) a policy
           RETURN_IF_ERROR(need(2, 4));

@@ -328,6 +328,69 @@ JOIN:
       << s.message();
 }
 
+// Labels are local to the { } block declaring them, as inline assembly copied by inlining or
+// unrolling repeats its own (CUTLASS's barrier-wait loops, a brx.idx table): each copy's
+// branches stay within it, and a label of an enclosing block is found from inside. Labels
+// were one table per function, the last copy's, so the first copy's branches jumped into it.
+TEST(Branches, LabelsAreLocalToTheirBlock) {
+  const std::string ptx = R"(.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_out) {
+  .reg .pred %p<3>; .reg .b32 %r<10>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [k_out];
+  mov.u32 %r1, 0;
+  mov.u32 %r2, 1;
+  {
+  .reg .pred q;
+  LOOP:
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 q, %r1, 3;
+  @q bra LOOP;
+  TS: .branchtargets T0, T1;
+  brx.idx %r2, TS;
+  T0:
+  mov.u32 %r3, 100;
+  bra.uni OUT;
+  T1:
+  mov.u32 %r3, 11;
+  OUT:
+  }
+  {
+  .reg .pred q;
+  LOOP:
+  add.u32 %r1, %r1, 10;
+  setp.lt.u32 q, %r1, 40;
+  @q bra LOOP;
+  TS: .branchtargets T0, T1;
+  brx.idx %r2, TS;
+  T0:
+  mov.u32 %r4, 200;
+  bra.uni OUT;
+  T1:
+  mov.u32 %r4, 22;
+  OUT:
+  bra.uni END;
+  }
+END:
+  st.global.u32 [%rd1], %r1;
+  st.global.u32 [%rd1+4], %r3;
+  st.global.u32 [%rd1+8], %r4;
+  ret;
+}
+)";
+  auto prog = MustLoad({ptx});
+  ASSERT_TRUE(prog);
+  TestMemory mem;
+  uint32_t* out = mem.Alloc<uint32_t>(3);
+  ASSERT_TRUE(RunKernel(
+                  *prog, "k", {1}, {1}, [&](Params& p) { p.Add(out); }, &mem)
+                  .ok());
+  EXPECT_EQ(out[0], 43u);  // the first loop to 3, the second on by tens past 40
+  EXPECT_EQ(out[1], 11u);
+  EXPECT_EQ(out[2], 22u);
+}
+
 TEST(Errors, ABadOperandNamesItsOwnInstruction) {
   auto r = Load(std::vector<std::string>{Wrap("add.s32 %r4, %tid.x, %r2;\n  mov.u32 %r5, 1;")});
   ASSERT_FALSE(r.ok());
