@@ -136,10 +136,10 @@ class WorkerPool {
 // warp's progress (a block-scope barrier made of shared-memory atomics, as libcu++ builds
 // cuda::barrier before sm_80) or on another block's lets that one run.
 constexpr uint64_t kSliceInstructions = 4096;
-// Instructions the rest of a warp runs when a group of its lanes used the slice: enough for a
-// lane holding a lock its siblings spin on to reach the release, little enough that lanes which
-// only diverged for a moment do not run far ahead of the others (Parboil's tpacf reads a tile
-// its own warp's lanes refill once past the loop).
+// Instructions the rest of a warp runs when a group of its lanes ran a whole slice by itself
+// (spinning, most likely): enough for a lane holding a lock its siblings spin on to reach the
+// release, little enough that lanes which only diverged for a moment do not run far ahead of
+// the others (Parboil's tpacf reads a tile its own warp's lanes refill once past the loop).
 constexpr uint64_t kSiblingInstructions = 64;
 
 // While a block's warps run apart (after Lockstep), each keeps a clock: the instructions it has
@@ -335,10 +335,10 @@ bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
         // holds): those get kSiblingInstructions now, as a GPU lets a warp's diverged threads
         // each progress. Each such turn parks lanes, so a round ends. Otherwise the warp's
         // round ends here: its lanes stay together, to meet where their paths join.
-        const bool alone = w.instructions - t.group_start >= kSliceInstructions;
+        const bool spun = w.instructions - t.group_start >= kSliceInstructions;
         Suspend(t, LaneState::kYield);
         ++cta.slice_yields;
-        if (!alone) {
+        if (!spun) {
           done = true;
           break;
         }
