@@ -102,6 +102,19 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// The least time of five runs of `native`, the C++ a benchmark's ratio is taken against: one
+// cold or preempted pass must not set the ratio.
+template <class F>
+double BestOfFive(F&& native) {
+  double best = 1e9;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    native();
+    best = std::min(best, Seconds(std::chrono::steady_clock::now() - t0));
+  }
+  return best;
+}
+
 // What the timed launches of a benchmark added up to.
 struct Timed {
   uint64_t thread_instructions = 0;
@@ -196,14 +209,11 @@ void BM_VectorAdd(benchmark::State& state) {
   cfg.memory = &mem;
   cfg.workers = workers;
   std::vector<float> out(n);
-  double native_s = 1e9;  // best of five: one cold or preempted pass must not set the ratio
-  for (int rep = 0; rep < 5; ++rep) {
-    auto native_start = std::chrono::steady_clock::now();
+  const double native_s = BestOfFive([&] {
     for (uint32_t i = 0; i < n; ++i) out[i] = mem.bufs[0][i] + mem.bufs[1][i];
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
-    native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - native_start));
-  }
+  });
   Timed timed;
   if (!TimeLaunches(state, **prog, cfg, &timed)) return;
   if (mem.bufs[2][n - 1] != 3.75f) return state.SkipWithError("wrong result");
@@ -244,9 +254,7 @@ void BM_PartedWarps(benchmark::State& state) {
   cfg.memory = &mem;
   cfg.workers = workers;
   std::vector<uint32_t> want(n);
-  double native_s = 1e9;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
+  const double native_s = BestOfFive([&] {
     for (uint32_t i = 0; i < n; ++i) {
       uint64_t x = seeds[i];
       uint32_t steps = 0;
@@ -264,8 +272,7 @@ void BM_PartedWarps(benchmark::State& state) {
       want[i] = steps << 16 | (acc & 0xffff);
     }
     benchmark::DoNotOptimize(want.data());
-    native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - t0));
-  }
+  });
   Timed timed;
   if (!TimeLaunches(state, **prog, cfg, &timed)) return;
   if (std::memcmp(mem.bufs[2].data(), want.data(), n * 4) != 0)
@@ -309,9 +316,7 @@ void BM_Scan(benchmark::State& state) {
   cfg.memory = &mem;
   cfg.workers = workers;
   std::vector<uint32_t> want(n);
-  double native_s = 1e9;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
+  const double native_s = BestOfFive([&] {
     for (uint32_t a = 0; a < n; a += size) {
       uint32_t acc = 0;
       for (uint32_t i = a; i < a + size; ++i) {
@@ -320,8 +325,7 @@ void BM_Scan(benchmark::State& state) {
       }
     }
     benchmark::DoNotOptimize(want.data());
-    native_s = std::min(native_s, Seconds(std::chrono::steady_clock::now() - t0));
-  }
+  });
   double emu_s = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();

@@ -89,6 +89,11 @@ int Brx(Exec& x, const Inst& in) {
   return kRepick;
 }
 
+// The stack instructions' types: addresses of 32 or 64 bits.
+bool StackTyped(const Inst& in) {
+  return in.ty == Ty::kU32 || in.ty == Ty::kU64;
+}
+
 // The value of a stack instruction's operand at lane l: 32 or 64 bits by its type.
 uint64_t StackValue(const Inst& in, const uint64_t* a, int l) {
   return in.ty == Ty::kU32 ? uint32_t(a[l]) : a[l];
@@ -756,13 +761,13 @@ ExecFn select_Brx(Inst& in) {
   return in.sub == Sub::kIdx ? &Brx : nullptr;
 }
 ExecFn select_Alloca(Inst& in) {
-  return in.ty == Ty::kU32 || in.ty == Ty::kU64 ? &Alloca : nullptr;
+  return StackTyped(in) ? &Alloca : nullptr;
 }
 ExecFn select_Stacksave(Inst& in) {
-  return in.ty == Ty::kU32 || in.ty == Ty::kU64 ? &Stacksave : nullptr;
+  return StackTyped(in) ? &Stacksave : nullptr;
 }
 ExecFn select_Stackrestore(Inst& in) {
-  return in.ty == Ty::kU32 || in.ty == Ty::kU64 ? &Stackrestore : nullptr;
+  return StackTyped(in) ? &Stackrestore : nullptr;
 }
 ExecFn select_Bar(Inst& in) {
   if (in.sub2 == Sub::kUni) return &BarWarpSync;

@@ -226,7 +226,8 @@ uint16_t Fp8ToHalf(uint8_t v, bool relu) {
   if (nan) return 0x7fff;
   if (relu && sign) return 0;
   if (F.ebits == 5) return uint16_t(v) << 8;  // E5M2 is the top byte of an f16
-  const int bias = 7, exp = int(mag >> F.man), man = int(mag & ((1u << F.man) - 1));
+  const int bias = (1 << (F.ebits - 1)) - 1;
+  const int exp = int(mag >> F.man), man = int(mag & ((1u << F.man) - 1));
   const double value = exp == 0 ? std::ldexp(double(man), 1 - bias - F.man)
                                 : std::ldexp(double(man | (1 << F.man)), exp - bias - F.man);
   return uint16_t(DoubleToHalf(sign ? -value : value, Rnd::kRn, kF16));

@@ -599,10 +599,6 @@ bool SameInEveryWarp(const Inst& in) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Whether `in` reads or writes memory that other warps of the block can see: shared or global
 // memory, directly or through a generic address. Local, parameter and constant memory are a
 // lane's own or read-only; textures are read as of the launch. Atomics, asynchronous copies
