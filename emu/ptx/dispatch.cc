@@ -134,7 +134,23 @@ class Dispatcher {
         Release(g, self, /*on_core=*/true);
         continue;
       }
-      if (g.wake.wait_for(lock, kStuck) == std::cv_status::timeout && Stuck(g)) {
+      const uint64_t takes = takes_;
+      if (g.wake.wait_for(lock, kStuck) != std::cv_status::timeout) continue;
+      if (CoreLeftIdle(g, takes)) {
+        // The grid first in order did not take the free core for kStuck (its helper, at the
+        // host's idle priority, starves behind a busy host): this one takes it, a block at a
+        // time while it is outranked, so a starved thread never holds the device still.
+        const bool outranked = Outranked(g);
+        Take(g, self);
+        lock.unlock();
+        Pin(self);
+        if (outranked)
+          RunOne(self, g);
+        else
+          RunBlocks(self, g, /*until_outranked=*/true);
+        lock.lock();
+        Release(g, self, /*on_core=*/true);
+      } else if (Stuck(g)) {
         // Resident beside the stuck blocks: all of its blocks, or one while it is outranked.
         const bool outranked = Outranked(g);
         ++g.running;
@@ -259,6 +275,12 @@ class Dispatcher {
     return g.Left() && g.running == 0 && !HasCore(g) && NoBlockEndedFor(kStuck);
   }
 
+  // A core `g` may use stayed free for kStuck, no runner having taken one since Take's count was
+  // `takes`, while `g` waited for its turn behind another grid. REQUIRES: mu_.
+  bool CoreLeftIdle(const Grid& g, uint64_t takes) const {
+    return g.Left() && g.running == 0 && HasCore(g) && takes_ == takes;
+  }
+
   // Blocks of `g` ended now: the device's last end and the grid's.
   void BlocksEnded(Grid& g) {
     const uint64_t now = NowNs();
@@ -291,6 +313,7 @@ class Dispatcher {
   // starve it, block and all.
   // REQUIRES: mu_.
   void Take(Grid& g, Runner& r) {
+    ++takes_;
     ++running_[Level(g.priority)];
     ++g.running;
     r.generation = generation_.load(std::memory_order_relaxed);
@@ -464,6 +487,7 @@ class Dispatcher {
   // Blocks on cores, by priority level; guarded by mu_.
   std::array<unsigned, kLevels> running_{};
   uint64_t seq_ = 0;                      // guarded by mu_
+  uint64_t takes_ = 0;                    // cores taken (Take); guarded by mu_
   std::atomic<uint64_t> generation_{0};   // grids launched
   std::atomic<uint64_t> last_end_ns_{0};  // when a block last ended
   const std::vector<int> cpus_;           // HostCpus()
