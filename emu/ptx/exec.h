@@ -366,6 +366,11 @@ WarpsFn WarpsOfMem(ExecFn fn);
 #define PTX_OP(id, Name, mnemonic, shape, section) ExecFn select_##Name(Inst& in);
 #include "emu/ptx/ops.def"
 
+// cvt.pack.sat's form, in Inst::target: the destination width in bits (16, 8, 4 or 2), with
+// kCvtPackSigned for a signed one. The exec function for that form, or nullptr.
+inline constexpr uint32_t kCvtPackSigned = 0x100;
+ExecFn select_cvt_pack_int(Inst& in);
+
 // Exec function for a form that decoded but is not implemented: faults when reached.
 int exec_unimplemented(Exec& x, const Inst& in);
 // Text of the instruction for messages ("add.f16 at line 12").

@@ -450,8 +450,11 @@ uint64_t CvtOne(const Inst& in, uint64_t raw) {
     if (ftz && std::fabs(f) < std::numeric_limits<float>::min()) f = std::copysign(0.0f, f);
     return Put<float>(Canon(f));
   }
-  // .f16/.bf16: round from the exact source, so an f64 source is rounded once.
-  return DoubleToHalf(v, in.rnd == Rnd::kNone ? Rnd::kRn : in.rnd, dt == Ty::kBF16 ? kBF16 : kF16);
+  // .f16/.bf16: round from the exact source, so an f64 source is rounded once. .satfinite: an
+  // infinity, from the input or from rounding, becomes the largest finite value of its sign.
+  const HalfFmt f = dt == Ty::kBF16 ? kBF16 : kF16;
+  const uint16_t h = DoubleToHalf(v, in.rnd == Rnd::kNone ? Rnd::kRn : in.rnd, f);
+  return in.sub == Sub::kSatfinite ? SatFinite(h, f) : h;
 }
 
 int CvtGeneric(Exec& x, const Inst& in) {
@@ -623,15 +626,27 @@ ExecFn select_Testp(Inst& in) {
 
 namespace {
 
-// cvt.rna.tf32.f32: the f32 rounded to .tf32's 10 mantissa bits (the low 13 bits cleared).
-int CvtRnaTf32(Exec& x, const Inst& in) {
+// cvt.{rna,rn,rz}{.relu}{.satfinite}.tf32.f32: the f32 rounded to .tf32's 10 mantissa bits
+// (the low 13 bits cleared). Rounding works on the bits: adding half the dropped range rounds
+// ties away from zero (.rna), adding one less plus the kept last bit ties to even (.rn). A NaN
+// could lose its payload bits that way, so it becomes the canonical NaN. .satfinite makes an
+// infinity, from the input or from rounding, the largest finite value of its sign.
+int CvtTf32(Exec& x, const Inst& in) {
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
+  const Rnd r = in.rnd;
+  const bool relu = in.flags & kFlagRelu, satfinite = in.sub == Sub::kSatfinite;
   ForLanes(x.mask, [&](int l) {
     uint32_t u = uint32_t(a[l]);
-    // Adding half of the dropped range to the magnitude rounds ties away from zero; a NaN
-    // could lose its payload bits that way, so it becomes the canonical NaN.
-    d[l] = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fffffffu : (u + 0x1000u) & 0xffffe000u;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      d[l] = 0x7fffffffu;
+      return;
+    }
+    if (relu && (u >> 31)) u = 0;
+    const uint32_t add = r == Rnd::kRna ? 0x1000u : r == Rnd::kRn ? 0xfffu + ((u >> 13) & 1) : 0;
+    u = (u + add) & 0xffffe000u;
+    if (satfinite && (u & 0x7fffffffu) == 0x7f800000u) u = (u & 0x80000000u) | 0x7f7fe000u;
+    d[l] = u;
   });
   return kNext;
 }
@@ -640,16 +655,23 @@ int CvtRnaTf32(Exec& x, const Inst& in) {
 
 ExecFn select_Cvt(Inst& in) {
   if (in.ty == Ty::kNone || in.ty2 == Ty::kNone) return nullptr;
-  if (in.ty == Ty::kTF32) {  // only cvt.rna.tf32.f32 (no .satfinite, .rn, .rz forms yet)
-    bool plain = !(in.flags & (kFlagSat | kFlagFtz | kFlagRelu)) && in.sub == Sub::kNone;
-    return plain && in.ty2 == Ty::kF32 && in.rnd == Rnd::kRna ? &CvtRnaTf32 : nullptr;
+  if (in.ty == Ty::kTF32) {  // cvt.rna{.satfinite} and cvt.{rn,rz}{.relu}{.satfinite}
+    const bool rna = in.rnd == Rnd::kRna, rn_rz = in.rnd == Rnd::kRn || in.rnd == Rnd::kRz;
+    const bool ok = in.ty2 == Ty::kF32 && !(in.flags & (kFlagSat | kFlagFtz)) &&
+                    (in.sub == Sub::kNone || in.sub == Sub::kSatfinite) &&
+                    (rn_rz || (rna && !(in.flags & kFlagRelu)));
+    return ok ? &CvtTf32 : nullptr;
   }
   if (in.ty == Ty::kE4m3x2 || in.ty == Ty::kE5m2x2 || in.ty2 == Ty::kE4m3x2 ||
       in.ty2 == Ty::kE5m2x2)
     return select_cvt_fp8(in);
   if (in.ty2 == Ty::kTF32 || in.rnd == Rnd::kRna) return nullptr;
   if (in.ty == Ty::kF16x2 || in.ty == Ty::kBF16x2) return select_cvt_pack2(in);
-  if (in.sub == Sub::kSatfinite) return nullptr;  // only the packed forms above take it
+  // cvt.{rn,rz}{.relu}.satfinite.{f16,bf16}.f32 (CvtOne); no other form takes .satfinite.
+  if (in.sub == Sub::kSatfinite &&
+      !((in.ty == Ty::kF16 || in.ty == Ty::kBF16) && in.ty2 == Ty::kF32 &&
+        (in.rnd == Rnd::kRn || in.rnd == Rnd::kRz) && !(in.flags & (kFlagSat | kFlagFtz))))
+    return nullptr;
   if (in.ty2 == Ty::kF16x2 || in.ty2 == Ty::kBF16x2 || in.ty == Ty::kPred || in.ty2 == Ty::kPred)
     return nullptr;
   if ((in.flags & kFlagRelu) && in.ty != Ty::kF16 && in.ty != Ty::kBF16) return nullptr;

@@ -169,14 +169,11 @@ int CvtPack2(Exec& x, const Inst& in) {
   Rnd r = in.rnd;
   bool relu = in.flags & kFlagRelu;
   const bool satfinite = in.sub == Sub::kSatfinite;
-  const uint16_t inf = uint16_t(((1u << F.ebits) - 1) << F.man);
   auto one = [&](uint64_t raw) {
     double v = double(Get<float>(raw));
     if (relu && v == v && std::signbit(v)) v = 0.0;
-    uint16_t h = DoubleToHalf(v, r, F);
-    // .satfinite: an infinity (from one or from overflow) becomes the largest finite value.
-    if (satfinite && (h & 0x7fffu) == inf) h = uint16_t(h - 1);
-    return uint64_t(h);
+    const uint16_t h = DoubleToHalf(v, r, F);
+    return uint64_t(satfinite ? SatFinite(h, F) : h);
   };
   ForLanes(x.mask, [&](int l) { d[l] = (one(a[l]) << 16) | one(b[l]); });
   return kNext;

@@ -1,4 +1,5 @@
 // emu/ptx/exec_int.cc - integer, bit, comparison, selection and move instructions.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -1435,6 +1436,56 @@ WarpsFn WarpsOfInt(ExecFn fn) {
   return FindWarps<REMORA_FORMS(int32_t), REMORA_FORMS(uint32_t), REMORA_FORMS(int64_t),
                    REMORA_FORMS(uint64_t), &Selp, &MovReg>(fn);
 #undef REMORA_FORMS
+}
+
+namespace {
+
+// cvt.pack.sat: a and b saturated to kBits each, b in the low bits and a above it; the rest of
+// d is c's low bits (kBits < 16).
+template <uint32_t kBits, bool kSigned>
+int CvtPackInt(Exec& x, const Inst& in) {
+  uint64_t* d = Dst(x, in.d[0]);
+  const uint64_t* a = Src(x, in.a[0]);
+  const uint64_t* b = Src(x, in.a[1]);
+  const uint64_t* c = kBits < 16 ? Src(x, in.a[2]) : nullptr;
+  static constexpr int32_t kLo = kSigned ? -(1 << (kBits - 1)) : 0;
+  static constexpr int32_t kHi = kSigned ? (1 << (kBits - 1)) - 1 : (1 << kBits) - 1;
+  constexpr uint32_t kMask = (1u << kBits) - 1;
+  auto sat = [](uint64_t v) {
+    return uint32_t(std::clamp(int32_t(uint32_t(v)), kLo, kHi)) & kMask;
+  };
+  ForLanes(x.mask, [&](int l) {
+    uint32_t r = sat(a[l]) << kBits | sat(b[l]);
+    if constexpr (kBits < 16) r |= uint32_t(c[l]) << (2 * kBits);
+    d[l] = r;
+  });
+  return kNext;
+}
+
+}  // namespace
+
+ExecFn select_cvt_pack_int(Inst& in) {
+  if (in.flags || in.rnd != Rnd::kNone) return nullptr;
+  switch (in.target) {
+    case 16:
+      return &CvtPackInt<16, false>;
+    case 16 | kCvtPackSigned:
+      return &CvtPackInt<16, true>;
+    case 8:
+      return &CvtPackInt<8, false>;
+    case 8 | kCvtPackSigned:
+      return &CvtPackInt<8, true>;
+    case 4:
+      return &CvtPackInt<4, false>;
+    case 4 | kCvtPackSigned:
+      return &CvtPackInt<4, true>;
+    case 2:
+      return &CvtPackInt<2, false>;
+    case 2 | kCvtPackSigned:
+      return &CvtPackInt<2, true>;
+    default:
+      return nullptr;
+  }
 }
 
 ExecFn select_Mov(Inst& in) {

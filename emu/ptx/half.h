@@ -85,6 +85,12 @@ inline uint16_t DoubleToHalf(double v, Rnd r, HalfFmt f) {
   uint32_t exp = uint32_t(q + f.man + bias);
   return uint16_t(sign | (exp << f.man) | (ni - (1u << f.man)));
 }
+// cvt's .satfinite on a rounded `h` of format `f`: an infinity becomes the largest finite value
+// of its sign (a NaN stays a NaN).
+inline uint16_t SatFinite(uint16_t h, HalfFmt f) {
+  const uint16_t inf = uint16_t(((1u << f.ebits) - 1) << f.man);
+  return (h & 0x7fffu) == inf ? uint16_t(h - 1) : h;
+}
 inline uint16_t FloatToHalf(double v, Rnd r) {
   return DoubleToHalf(v, r, kF16);
 }

@@ -378,6 +378,9 @@ class Parser {
   Status DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, PendingCall& pc);
   Status DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
   Status DecodeTexture(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
+  // cvt.pack.sat.{u16,s16}.s32 d, a, b and cvt.pack.sat.{u8,s8,u4,s4,u2,s2}.s32.b32 d, a, b, c.
+  Status DecodeCvtPack(const std::string& mnemonic, std::string_view mods, std::vector<RawOp>& ops,
+                       Inst& in);
   Status ParsePrototype();
   // Function addresses: the .func `name` declares, or kNoReg; TakeAddress records the use.
   uint32_t LookupFunc(const std::string& name) const {
@@ -1552,6 +1555,9 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   if (in.op == Op::kTex || in.op == Op::kTld4 || in.op == Op::kTxq || in.op == Op::kSuld ||
       in.op == Op::kSust || in.op == Op::kSured || in.op == Op::kSuq)
     return DecodeTexture(mnemonic, ops, in);
+  if (in.op == Op::kCvt && dot != std::string_view::npos &&
+      rest.substr(dot + 1).starts_with("pack."))
+    return DecodeCvtPack(mnemonic, rest.substr(dot + 1), ops, in);
   bool is_cmp_op = in.op == Op::kSetp || in.op == Op::kSet;
   std::vector<Ty> types;
   rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
@@ -2085,6 +2091,45 @@ Status Parser::DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, P
 
 // cp.async, cp.async.bulk, mbarrier: the form from DecodeAsyncModifiers, operands as async.h
 // lays them out.
+Status Parser::DecodeCvtPack(const std::string& mnemonic, std::string_view mods,
+                             std::vector<RawOp>& ops, Inst& in) {
+  static constexpr struct {
+    std::string_view text;
+    uint32_t bits;
+    bool is_signed;
+  } kKinds[] = {{"u16", 16, false}, {"s16", 16, true}, {"u8", 8, false}, {"s8", 8, true},
+                {"u4", 4, false},   {"s4", 4, true},   {"u2", 2, false}, {"s2", 2, true}};
+  std::vector<std::string_view> words;
+  for (size_t at = 0; at <= mods.size();) {
+    const size_t d = std::min(mods.find('.', at), mods.size());
+    words.push_back(mods.substr(at, d - at));
+    at = d + 1;
+  }
+  const auto kind = words.size() >= 3
+                        ? std::find_if(std::begin(kKinds), std::end(kKinds),
+                                       [&](const auto& k) { return k.text == words[2]; })
+                        : std::end(kKinds);
+  if (words.size() < 4 || words[1] != "sat" || kind == std::end(kKinds) || words[3] != "s32")
+    return Err("'" + mnemonic + "' is not cvt.pack.sat.{u16,s16,u8,s8,u4,s4,u2,s2}.s32[.b32]");
+  const bool with_c = kind->bits < 16;
+  if (words.size() != (with_c ? 5u : 4u) || (with_c && words[4] != "b32"))
+    return Err("'" + mnemonic + "' needs " + (with_c ? ".s32.b32" : "just .s32") +
+               " after its destination type");
+  RETURN_IF_ERROR(NeedOperands(mnemonic, ops.size(), with_c ? 4 : 3, with_c ? 4 : 3));
+  ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[0]));
+  in.nd = 1;
+  for (size_t k = 1; k < ops.size(); ++k) {
+    ASSIGN_OR_RETURN(in.a[k - 1], SrcSlot(ops[k], k < 3 ? Ty::kS32 : Ty::kB32));
+  }
+  in.na = uint8_t(ops.size() - 1);
+  in.ty = Ty::kB32;
+  in.ty2 = Ty::kS32;
+  in.target = kind->bits | (kind->is_signed ? kCvtPackSigned : 0);
+  in.fn = select_cvt_pack_int(in);
+  if (!in.fn) in.fn = &exec_unimplemented;
+  return OkStatus();
+}
+
 Status Parser::DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in) {
   bool cache_hint = false;
   if (std::string why = DecodeAsyncModifiers(mnemonic, in, &cache_hint); !why.empty())

@@ -399,9 +399,8 @@ TEST(Errors, ABadOperandNamesItsOwnInstruction) {
 
 // A form the interpreter does not run loads: threads that never reach it run, and reaching it is
 // a launch failure naming the instruction. mad.hi.sat.s32 decodes (known mnemonic and modifiers)
-// but has no exec function, and so has cvt's .satfinite to tf32; setmaxnreg is PTX it does not
-// implement, and so are 4-bit float conversions, packing conversions and elect. prefetchu, a
-// hint, runs as nothing.
+// but has no exec function; setmaxnreg is PTX it does not implement, and so are 4- and 6-bit
+// float conversions, stochastic rounding and elect. prefetchu, a hint, runs as nothing.
 TEST(Errors, UnimplementedFormFailsWhenReached) {
   struct Form {
     const char* body;
@@ -409,12 +408,13 @@ TEST(Errors, UnimplementedFormFailsWhenReached) {
   };
   for (const Form& form :
        {Form{"mad.hi.sat.s32 %r4, %r1, %r1, %r1;", "mad.hi.sat.s32"},
-        Form{"mov.b32 %f1, %r1; cvt.rna.satfinite.tf32.f32 %r4, %f1;", "cvt.rna.satfinite"},
+        Form{"mov.b32 %f1, %r1; cvt.rs.satfinite.f16x2.f32 %r4, %f1, %f1, %r1;", "cvt.rs"},
         Form{"setmaxnreg.inc.sync.aligned.u32 64;", "setmaxnreg"},
         // Unknown modifiers with operands shaped otherwise than the known forms'.
         Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.e2m1x2.f32 %h1, %f1, %f1;",
              "cvt.rn.satfinite.e2m1x2.f32"},
-        Form{"cvt.pack.sat.s8.s32.b32 %r4, %r1, %r1, %r1;", "cvt.pack.sat.s8.s32.b32"},
+        Form{"mov.b32 %f1, %r1; cvt.rn.satfinite.e3m2x2.f32 %h1, %f1, %f1;",
+             "cvt.rn.satfinite.e3m2x2.f32"},
         Form{"elect.sync %r4|%p2, 0xffffffff;", "elect.sync"}}) {
     auto prog = MustLoad({Wrap(std::string("prefetchu.L1 [%rd4]; setp.gt.u32 %p1, %r9, 40; "
                                            "@!%p1 bra SKIP; ") +

@@ -1,5 +1,6 @@
 // tests/emu_ptx/ops_test.cc - one row per instruction: tiny hand-written PTX, random inputs,
 // outputs checked against a CPU reference of the PTX ISA semantics.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -24,6 +25,33 @@ struct Row {
   Gen gen;
   Ref ref;
 };
+
+// cvt.pack.sat as the PTX ISA writes it out: a and b clamped to `bits` (signed or not), b in
+// bits [0, bits), a in [bits, 2 bits), then c's low bits up to bit 31 (below 16 bits only).
+uint32_t PackSat(int32_t a, int32_t b, uint32_t c, int bits, bool is_signed) {
+  const int64_t lo = is_signed ? -(int64_t(1) << (bits - 1)) : 0;
+  const int64_t hi = is_signed ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+  const uint64_t mask = (uint64_t(1) << bits) - 1;
+  const uint64_t ta = uint64_t(std::clamp<int64_t>(a, lo, hi)) & mask;
+  const uint64_t tb = uint64_t(std::clamp<int64_t>(b, lo, hi)) & mask;
+  uint64_t d = tb | ta << bits;
+  if (bits < 16) d |= uint64_t(c) << (2 * bits);
+  return uint32_t(d);
+}
+
+// f32 `v` rounded to tf32's 10 mantissa bits by arithmetic, not on its bits: the quantum is
+// 2^(exponent - 10), 2^-136 below the normal range; `mode` is an <cfenv> rounding mode, or -1
+// for nearest with ties away from zero. Returns the f32 bits; an overflow gives infinity.
+uint32_t Tf32(float v, int mode) {
+  if (std::isinf(v) || v == 0) return std::bit_cast<uint32_t>(v);
+  const int q = std::max(std::ilogb(v) - 10, -136);
+  const double m = std::ldexp(double(v), -q);
+  double r = mode == -1 ? std::round(m) : mode == FE_TOWARDZERO ? std::trunc(m) : 0;
+  if (mode == FE_TONEAREST) r = std::nearbyint(m);  // the test runs in round-to-nearest-even
+  const double out = std::ldexp(r, q);
+  if (std::fabs(out) >= 0x1p128) return std::signbit(v) ? 0xff800000u : 0x7f800000u;
+  return std::bit_cast<uint32_t>(float(out));
+}
 
 // The generic prmt with four byte selectors (no sign replication), d's byte 0 in the low nibble.
 uint32_t PrmtBySelectors(uint32_t a, uint32_t b, uint32_t selectors) {
@@ -295,6 +323,40 @@ const Row kRows[] = {
        const uint32_t rc16[] = {0x1010, 0x3232, 0x1010, 0x3232};
        return std::pair{PrmtBySelectors(a, b, ecr[c & 3]), PrmtBySelectors(a, b, rc16[c & 3])};
      }},
+    // cvt.pack.sat: b saturated into the low bits, a above it, c's low bits above both. The
+    // inputs are narrowed by arithmetic shifts so that both in-range and saturated values come.
+    {"cvt.pack.sat.s16/u16",
+     "shr.s32 %r6, %r1, 14; shr.s32 %r7, %r2, 14; cvt.pack.sat.s16.s32 %r4, %r6, %r7; "
+     "cvt.pack.sat.u16.s32 %r5, %r6, %r7;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       return std::pair{PackSat(int32_t(a) >> 14, int32_t(b) >> 14, 0, 16, true),
+                        PackSat(int32_t(a) >> 14, int32_t(b) >> 14, 0, 16, false)};
+     }},
+    {"cvt.pack.sat.s8/u8.b32",
+     "shr.s32 %r6, %r1, 22; shr.s32 %r7, %r2, 22; cvt.pack.sat.s8.s32.b32 %r4, %r6, %r7, %r3; "
+     "cvt.pack.sat.u8.s32.b32 %r5, %r6, %r7, %r3;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       return std::pair{PackSat(int32_t(a) >> 22, int32_t(b) >> 22, c, 8, true),
+                        PackSat(int32_t(a) >> 22, int32_t(b) >> 22, c, 8, false)};
+     }},
+    {"cvt.pack.sat.s4/u4.b32",
+     "shr.s32 %r6, %r1, 27; shr.s32 %r7, %r2, 27; cvt.pack.sat.s4.s32.b32 %r4, %r6, %r7, %r3; "
+     "cvt.pack.sat.u4.s32.b32 %r5, %r6, %r7, %r3;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       return std::pair{PackSat(int32_t(a) >> 27, int32_t(b) >> 27, c, 4, true),
+                        PackSat(int32_t(a) >> 27, int32_t(b) >> 27, c, 4, false)};
+     }},
+    {"cvt.pack.sat.s2/u2.b32",
+     "shr.s32 %r6, %r1, 29; shr.s32 %r7, %r2, 29; cvt.pack.sat.s2.s32.b32 %r4, %r6, %r7, %r3; "
+     "cvt.pack.sat.u2.s32.b32 %r5, %r6, %r7, %r3;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t c) {
+       return std::pair{PackSat(int32_t(a) >> 29, int32_t(b) >> 29, c, 2, true),
+                        PackSat(int32_t(a) >> 29, int32_t(b) >> 29, c, 2, false)};
+     }},
     // szext: a's low n bits extended, n = b mod 32 (.wrap) or min(b, 32) (.clamp), b in 0..63.
     {"szext.wrap.s32/clamp.u32",
      "and.b32 %r6, %r3, 63; szext.wrap.s32 %r4, %r1, %r6; szext.clamp.u32 %r5, %r1, %r6;",
@@ -465,6 +527,52 @@ const Row kRows[] = {
          return (r & 0x7fffu) == 0x7f80u ? r - 1 : r;
        };
        return std::pair<uint32_t, uint32_t>{(h(a) << 16) | h(b), (bf(a) << 16) | bf(b)};
+     }},
+    // Single values: random bits reach every exponent, so most overflow f16.
+    {"cvt.rn.satfinite.f16.f32 / cvt.rz.relu.satfinite.f16.f32",
+     "mov.b32 %f1, %r1; cvt.rn.satfinite.f16.f32 %h1, %f1; cvt.u32.u16 %r4, %h1; "
+     "cvt.rz.relu.satfinite.f16.f32 %h2, %f1; cvt.u32.u16 %r5, %h2;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t, uint32_t) {
+       if (F(a) != F(a)) return std::pair<uint32_t, uint32_t>{0x7fffu, 0x7fffu};
+       auto sat = [](_Float16 v) {
+         const uint32_t u = std::bit_cast<uint16_t>(v);
+         return (u & 0x7fffu) == 0x7c00u ? u - 1 : u;
+       };
+       // Toward zero: 11 significant bits, quanta no finer than f16's least subnormal.
+       const float v = F(a);
+       float rz = std::isinf(v) ? v : 0.0f;
+       if (v != 0 && !std::isinf(v)) {
+         const int q = std::max(std::ilogb(v) - 10, -24);
+         rz = float(std::ldexp(std::trunc(std::ldexp(double(v), -q)), q));
+       }
+       return std::pair<uint32_t, uint32_t>{sat(_Float16(v)),
+                                            (a >> 31) ? 0u : sat(_Float16(rz))};
+     }},
+    // Near FLT_MAX (exponent 254, the top mantissa bits set): rounding to bf16 or tf32 may
+    // overflow, and .satfinite keeps the largest finite value.
+    {"cvt.rn.satfinite.bf16.f32 / cvt.rn.satfinite.tf32.f32 near FLT_MAX",
+     "and.b32 %r6, %r1, 0x8000ffff; or.b32 %r6, %r6, 0x7f7f0000; mov.b32 %f1, %r6; "
+     "cvt.rn.satfinite.bf16.f32 %h1, %f1; cvt.u32.u16 %r4, %h1; "
+     "and.b32 %r7, %r2, 0x80001fff; or.b32 %r7, %r7, 0x7f7fe000; mov.b32 %f2, %r7; "
+     "cvt.rn.satfinite.tf32.f32 %r5, %f2;",
+     Gen::kBits,
+     [](uint32_t a, uint32_t b, uint32_t) {
+       const uint32_t fa = (a & 0x8000ffffu) | 0x7f7f0000u, fb = (b & 0x80001fffu) | 0x7f7fe000u;
+       const uint32_t bf = (fa + 0x7fffu + ((fa >> 16) & 1)) >> 16;
+       const uint32_t tf = Tf32(F(fb), FE_TONEAREST);
+       return std::pair<uint32_t, uint32_t>{(bf & 0x7fffu) == 0x7f80u ? bf - 1 : bf,
+                                            (tf & 0x7fffffffu) == 0x7f800000u ? tf - 0x2000u : tf};
+     }},
+    {"cvt.rz.relu.tf32.f32 / cvt.rna.satfinite.tf32.f32",
+     "mov.b32 %f1, %r1; cvt.rz.relu.tf32.f32 %r4, %f1; cvt.rna.satfinite.tf32.f32 %r5, %f1;",
+     Gen::kMixedFloat,
+     [](uint32_t a, uint32_t, uint32_t) {
+       if (F(a) != F(a)) return std::pair<uint32_t, uint32_t>{0x7fffffffu, 0x7fffffffu};
+       const uint32_t rz = (a >> 31) ? 0u : Tf32(F(a), FE_TOWARDZERO);
+       uint32_t rna = Tf32(F(a), -1);
+       if ((rna & 0x7fffffffu) == 0x7f800000u) rna -= 0x2000u;
+       return std::pair<uint32_t, uint32_t>{rz, rna};
      }},
     {"cvt.rn.satfinite.relu.e4m3x2.f32 / cvt.rn.relu.f16x2.e5m2x2",
      "mov.b32 %f1, %r1; mov.b32 %f2, %r2; cvt.rn.satfinite.relu.e4m3x2.f32 %h1, %f1, %f2; "
