@@ -136,32 +136,24 @@ class Dispatcher {
       }
       const uint64_t takes = takes_;
       if (g.wake.wait_for(lock, kStuck) != std::cv_status::timeout) continue;
-      if (CoreLeftIdle(g, takes)) {
-        // The grid first in order did not take the free core for kStuck (its helper, at the
-        // host's idle priority, starves behind a busy host): this one takes it, a block at a
-        // time while it is outranked, so a starved thread never holds the device still.
-        const bool outranked = Outranked(g);
+      // A core the grid first in order left free for kStuck (its helper, at the host's idle
+      // priority, starves behind a busy host) is this one's; or, stuck, it runs resident beside
+      // the stuck blocks. Either way all of its blocks, or one while it is outranked.
+      const bool on_core = CoreLeftIdle(g, takes);
+      if (!on_core && !Stuck(g)) continue;
+      const bool outranked = Outranked(g);
+      if (on_core)
         Take(g, self);
-        lock.unlock();
-        Pin(self);
-        if (outranked)
-          RunOne(self, g);
-        else
-          RunBlocks(self, g, /*until_outranked=*/true);
-        lock.lock();
-        Release(g, self, /*on_core=*/true);
-      } else if (Stuck(g)) {
-        // Resident beside the stuck blocks: all of its blocks, or one while it is outranked.
-        const bool outranked = Outranked(g);
+      else
         ++g.running;
-        lock.unlock();
-        if (outranked)
-          RunOne(self, g);
-        else
-          RunBlocks(self, g, /*until_outranked=*/false);
-        lock.lock();
-        Release(g, self, /*on_core=*/false);
-      }
+      lock.unlock();
+      if (on_core) Pin(self);
+      if (outranked)
+        RunOne(self, g);
+      else
+        RunBlocks(self, g, /*until_outranked=*/on_core);
+      lock.lock();
+      Release(g, self, on_core);
     }
     grids_.erase(std::find(grids_.begin(), grids_.end(), &g));
     lock.unlock();
