@@ -2089,8 +2089,6 @@ Status Parser::DecodeIndirectCall(std::vector<RawOp>& ops, Inst& in, size_t k, P
   return OkStatus();
 }
 
-// cp.async, cp.async.bulk, mbarrier: the form from DecodeAsyncModifiers, operands as async.h
-// lays them out.
 Status Parser::DecodeCvtPack(const std::string& mnemonic, std::string_view mods,
                              std::vector<RawOp>& ops, Inst& in) {
   static constexpr struct {
@@ -2109,12 +2107,12 @@ Status Parser::DecodeCvtPack(const std::string& mnemonic, std::string_view mods,
                         ? std::find_if(std::begin(kKinds), std::end(kKinds),
                                        [&](const auto& k) { return k.text == words[2]; })
                         : std::end(kKinds);
-  if (words.size() < 4 || words[1] != "sat" || kind == std::end(kKinds) || words[3] != "s32")
-    return Err("'" + mnemonic + "' is not cvt.pack.sat.{u16,s16,u8,s8,u4,s4,u2,s2}.s32[.b32]");
-  const bool with_c = kind->bits < 16;
-  if (words.size() != (with_c ? 5u : 4u) || (with_c && words[4] != "b32"))
-    return Err("'" + mnemonic + "' needs " + (with_c ? ".s32.b32" : "just .s32") +
-               " after its destination type");
+  const bool with_c = kind != std::end(kKinds) && kind->bits < 16;
+  if (kind == std::end(kKinds) || words.size() != (with_c ? 5u : 4u) || words[1] != "sat" ||
+      words[3] != "s32" || (with_c && words[4] != "b32")) {
+    in.fn = &exec_unimplemented;  // another form: refused if reached, as any unknown modifier
+    return OkStatus();
+  }
   RETURN_IF_ERROR(NeedOperands(mnemonic, ops.size(), with_c ? 4 : 3, with_c ? 4 : 3));
   ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[0]));
   in.nd = 1;
@@ -2130,6 +2128,8 @@ Status Parser::DecodeCvtPack(const std::string& mnemonic, std::string_view mods,
   return OkStatus();
 }
 
+// cp.async, cp.async.bulk, mbarrier: the form from DecodeAsyncModifiers, operands as async.h
+// lays them out.
 Status Parser::DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in) {
   bool cache_hint = false;
   if (std::string why = DecodeAsyncModifiers(mnemonic, in, &cache_hint); !why.empty())
