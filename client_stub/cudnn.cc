@@ -218,6 +218,23 @@ cudnnStatus_t AskAlgorithms(cudnnHandle_t handle, Op id, const Call& c, int requ
   return CUDNN_STATUS_SUCCESS;
 }
 
+// The buffers a convolution pass would read and write: each tensor's and the filter's bytes
+// within the tenant's device allocations, and the workspace's if it has a size; BAD_PARAM if not.
+cudnnStatus_t CheckConvBuffers(
+    std::initializer_list<std::pair<cudnnTensorDescriptor_t, const void*>> tensors,
+    cudnnFilterDescriptor_t wd, const void* w, const void* ws, size_t ws_bytes) {
+  for (const auto& [d, p] : tensors) {
+    size_t bytes = 0;
+    if (cudnnStatus_t s = cudnnGetTensorSizeInBytes(d, &bytes)) return s;
+    if (!OnDevice(p, bytes)) return CUDNN_STATUS_BAD_PARAM;
+  }
+  size_t bytes = 0;
+  if (cudnnStatus_t s = cudnnGetFilterSizeInBytes(wd, &bytes)) return s;
+  if (!OnDevice(w, bytes)) return CUDNN_STATUS_BAD_PARAM;
+  if (ws_bytes && !OnDevice(ws, ws_bytes)) return CUDNN_STATUS_BAD_PARAM;
+  return CUDNN_STATUS_SUCCESS;
+}
+
 }  // namespace
 }  // namespace remora::client_stub
 
@@ -396,6 +413,34 @@ cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(
     int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
   return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x, dy, conv, dw, requested, returned,
                                                        perf);
+}
+// Find*Ex would time each algorithm on the caller's own buffers: Remora checks those buffers as
+// the pass would, then answers as Find* does.
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const void* x,
+    const cudnnFilterDescriptor_t wd, const void* w, const cudnnConvolutionDescriptor_t conv,
+    const cudnnTensorDescriptor_t yd, void* y, int requested, int* returned,
+    cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t ws_bytes) {
+  if (cudnnStatus_t s = cs::CheckConvBuffers({{xd, x}, {yd, y}}, wd, w, ws, ws_bytes)) return s;
+  return cudnnFindConvolutionForwardAlgorithm(h, xd, wd, conv, yd, requested, returned, perf);
+}
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t h, const cudnnFilterDescriptor_t wd, const void* w,
+    const cudnnTensorDescriptor_t dyd, const void* dy, const cudnnConvolutionDescriptor_t conv,
+    const cudnnTensorDescriptor_t dxd, void* dx, int requested, int* returned,
+    cudnnConvolutionBwdDataAlgoPerf_t* perf, void* ws, size_t ws_bytes) {
+  if (cudnnStatus_t s = cs::CheckConvBuffers({{dyd, dy}, {dxd, dx}}, wd, w, ws, ws_bytes)) return s;
+  return cudnnFindConvolutionBackwardDataAlgorithm(h, wd, dyd, conv, dxd, requested, returned,
+                                                   perf);
+}
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const void* x,
+    const cudnnTensorDescriptor_t dyd, const void* dy, const cudnnConvolutionDescriptor_t conv,
+    const cudnnFilterDescriptor_t dwd, void* dw, int requested, int* returned,
+    cudnnConvolutionBwdFilterAlgoPerf_t* perf, void* ws, size_t ws_bytes) {
+  if (cudnnStatus_t s = cs::CheckConvBuffers({{xd, x}, {dyd, dy}}, dwd, dw, ws, ws_bytes)) return s;
+  return cudnnFindConvolutionBackwardFilterAlgorithm(h, xd, dyd, conv, dwd, requested, returned,
+                                                     perf);
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(

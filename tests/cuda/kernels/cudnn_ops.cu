@@ -184,8 +184,9 @@ void Convolutions(cudnnHandle_t h, Rng& rng, bool nhwc) {
                                       dws, &zero, dx.desc, dx.dev));
   Compare("conv backward data", dx.Down(), wdx, 1e-4);
   cudnnConvolutionBwdFilterAlgoPerf_t fperf[8];
-  DNN_OK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x.desc, y.desc, conv, wd, 8, &returned,
-                                                       fperf));
+  // Found on the pass's own buffers (dw may be overwritten: the pass below writes all of it).
+  DNN_OK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, x.desc, x.dev, y.desc, y.dev, conv, wd,
+                                                       wdev, 8, &returned, fperf, nullptr, 0));
   const int bf = FirstUsable(fperf, returned);
   REQUIRE(bf >= 0);
   size_t fws = 0;
