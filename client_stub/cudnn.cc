@@ -177,12 +177,17 @@ std::optional<v1::DnnRequest> Build(cudnnHandle_t handle, Op id, const Call& c,
   return req;
 }
 
+// Sends a stream-ordered operation Build made.
+cudnnStatus_t PostBuilt(const v1::DnnRequest& req) {
+  return ToStatus(Connection::Get().Post(CallId::kDnn, req));
+}
+
 // A stream-ordered operation.
 cudnnStatus_t Post(cudnnHandle_t handle, Op id, const Call& c) {
   cudnnStatus_t st;
   std::optional<v1::DnnRequest> req = Build(handle, id, c, &st);
   if (!req) return st;
-  return ToStatus(Connection::Get().Post(CallId::kDnn, *req));
+  return PostBuilt(*req);
 }
 
 // A query answered by the server's library.
@@ -480,6 +485,61 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha,
                        .scalars = {alpha, beta},
                        .workspace = ws,
                        .workspace_size = ws_size});
+}
+// y = act(alpha1 * conv(x, w) + alpha2 * z + bias), as the library's passes that make it up, one
+// after another on the handle's stream: z copied to y (unless it is y), the convolution with
+// beta alpha2, the bias added, the activation in place. Every pass is checked before any is
+// sent, so a mistake leaves y as it was. As NVIDIA's: RELU, or IDENTITY with
+// IMPLICIT_PRECOMP_GEMM; any other activation is not supported.
+cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t h, const void* alpha1, const cudnnTensorDescriptor_t xd, const void* x,
+    const cudnnFilterDescriptor_t wd, const void* w, const cudnnConvolutionDescriptor_t conv,
+    cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_size, const void* alpha2,
+    const cudnnTensorDescriptor_t zd, const void* z, const cudnnTensorDescriptor_t bd,
+    const void* bias, const cudnnActivationDescriptor_t act, const cudnnTensorDescriptor_t yd,
+    void* y) {
+  cudnnActivationMode_t mode;
+  cudnnNanPropagation_t nan;
+  double coef;
+  if (cudnnStatus_t s = cudnnGetActivationDescriptor(act, &mode, &nan, &coef)) return s;
+  if (mode != CUDNN_ACTIVATION_RELU && mode != CUDNN_ACTIVATION_IDENTITY)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  if (mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  cudnnDataType_t dtype;
+  int nb, dims[CUDNN_DIM_MAX], strides[CUDNN_DIM_MAX];
+  if (cudnnStatus_t s = cudnnGetTensorNdDescriptor(yd, CUDNN_DIM_MAX, &dtype, &nb, dims, strides))
+    return s;
+  // Scaling parameters are doubles for double data, floats otherwise.
+  static constexpr float kOneF = 1, kZeroF = 0;
+  static constexpr double kOneD = 1, kZeroD = 0;
+  const bool dbl = dtype == CUDNN_DATA_DOUBLE;
+  const void* one = dbl ? static_cast<const void*>(&kOneD) : &kOneF;
+  const void* zero = dbl ? static_cast<const void*>(&kZeroD) : &kZeroF;
+  std::vector<remora::v1::DnnRequest> passes;
+  cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+  auto add = [&](Op id, const Call& c) {
+    if (st != CUDNN_STATUS_SUCCESS) return;
+    if (std::optional<remora::v1::DnnRequest> r = cs::Build(h, id, c, &st)) passes.push_back(*r);
+  };
+  if (z != y)
+    add(Op::kTransformTensor, Call{.tensors = {zd, yd}, .ptrs = {z, y}, .scalars = {one, zero}});
+  add(Op::kConvolutionForward, Call{.tensors = {xd, yd},
+                                    .filter = wd,
+                                    .conv = conv,
+                                    .ints = {algo},
+                                    .ptrs = {x, w, y},
+                                    .scalars = {alpha1, alpha2},
+                                    .workspace = ws,
+                                    .workspace_size = ws_size});
+  add(Op::kAddTensor, Call{.tensors = {bd, yd}, .ptrs = {bias, y}, .scalars = {one, one}});
+  if (mode == CUDNN_ACTIVATION_RELU)
+    add(Op::kActivationForward,
+        Call{.tensors = {yd, yd}, .act = act, .ptrs = {y, y}, .scalars = {one, zero}});
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  for (const remora::v1::DnnRequest& r : passes)
+    if (cudnnStatus_t s = cs::PostBuilt(r)) return s;
+  return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void* alpha,
                                            const cudnnFilterDescriptor_t wd, const void* w,

@@ -3,7 +3,8 @@
 // Built as users build cuDNN programs (nvcc -cudart shared ... -lcudnn) and run
 // unmodified against the stub libcudnn.so.9. Each operation's result is checked
 // against a double-precision loop on the host, on a non-default stream: the four
-// convolution passes with padding, stride, dilation and groups, in NCHW and NHWC;
+// convolution passes with padding, stride, dilation and groups, in NCHW and NHWC; the fused
+// convolution, bias and activation;
 // tensor arithmetic; activation, softmax, pooling and LRN; batch normalization.
 // Bad calls get the status codes NVIDIA's cuDNN documents; under remora run, pointers outside
 // the tenant's memory, a destroyed handle and a routine Remora does not forward, which only
@@ -409,6 +410,75 @@ void BadCalls(cudnnHandle_t h, Rng& rng) {
 
 }  // namespace
 
+// The fused convolution, bias and activation, y = act(alpha1 * conv(x, w) + alpha2 * z + bias):
+// with RELU and a z of its own, and with IDENTITY (on IMPLICIT_PRECOMP_GEMM, as NVIDIA's
+// requires) in place, z being y. Another activation is not supported.
+void ConvBiasActivation(cudnnHandle_t h, Rng& rng) {
+  const int N = 2, C = 3, H = 7, W = 6, K = 4, R = 3, S = 3;
+  Tensor x(N, C, H, W, rng), z(N, K, H, W, rng), y(N, K, H, W, rng), bias(1, K, 1, 1, rng);
+  std::vector<float> wh(size_t(K) * C * R * S);
+  for (float& v : wh) v = rng.Uniform(-1, 1);
+  float* wdev;
+  CHECK(cudaMalloc(&wdev, wh.size() * sizeof(float)));
+  CHECK(cudaMemcpy(wdev, wh.data(), wh.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cudnnFilterDescriptor_t wd;
+  DNN_OK(cudnnCreateFilterDescriptor(&wd));
+  DNN_OK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, K, C, R, S));
+  cudnnConvolutionDescriptor_t conv;
+  DNN_OK(cudnnCreateConvolutionDescriptor(&conv));
+  DNN_OK(cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                         CUDNN_DATA_FLOAT));
+  cudnnActivationDescriptor_t act;
+  DNN_OK(cudnnCreateActivationDescriptor(&act));
+  const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  size_t ws_bytes = 0;
+  DNN_OK(cudnnGetConvolutionForwardWorkspaceSize(h, x.desc, wd, conv, y.desc, algo, &ws_bytes));
+  void* ws = nullptr;
+  if (ws_bytes) CHECK(cudaMalloc(&ws, ws_bytes));
+  // conv(x, w) at (n, k, p, q), same-size output.
+  auto conv_at = [&](int n, int k, int p, int q) {
+    double acc = 0;
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r)
+        for (int s = 0; s < S; ++s) {
+          const int ih = p - 1 + r, iw = q - 1 + s;
+          if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+            acc += x(n, c, ih, iw) * wh[((size_t(k) * C + c) * R + r) * S + s];
+        }
+    return acc;
+  };
+  for (const bool relu : {true, false}) {
+    const float alpha1 = 1.25f, alpha2 = relu ? 0.5f : 1.0f;
+    Tensor& zt = relu ? z : y;  // IDENTITY runs in place
+    std::vector<double> want(y.host.size());
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < K; ++k)
+        for (int p = 0; p < H; ++p)
+          for (int q = 0; q < W; ++q) {
+            const double v = alpha1 * conv_at(n, k, p, q) + alpha2 * zt(n, k, p, q) + bias.host[k];
+            want[y.At(n, k, p, q)] = relu ? std::max(v, 0.0) : v;
+          }
+    DNN_OK(cudnnSetActivationDescriptor(
+        act, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY, CUDNN_PROPAGATE_NAN, 0.0));
+    DNN_OK(cudnnConvolutionBiasActivationForward(h, &alpha1, x.desc, x.dev, wd, wdev, conv, algo,
+                                                 ws, ws_bytes, &alpha2, zt.desc, zt.dev, bias.desc,
+                                                 bias.dev, act, y.desc, y.dev));
+    Compare(relu ? "conv bias relu" : "conv bias identity in place", y.Down(), want, 1e-4);
+    y.Up();
+  }
+  DNN_OK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_TANH, CUDNN_PROPAGATE_NAN, 0.0));
+  const float one = 1;
+  EXPECT_DNN(cudnnConvolutionBiasActivationForward(h, &one, x.desc, x.dev, wd, wdev, conv, algo, ws,
+                                                   ws_bytes, &one, z.desc, z.dev, bias.desc,
+                                                   bias.dev, act, y.desc, y.dev),
+             CUDNN_STATUS_NOT_SUPPORTED);
+  if (ws) CHECK(cudaFree(ws));
+  CHECK(cudaFree(wdev));
+  DNN_OK(cudnnDestroyActivationDescriptor(act));
+  DNN_OK(cudnnDestroyConvolutionDescriptor(conv));
+  DNN_OK(cudnnDestroyFilterDescriptor(wd));
+}
+
 int main(int argc, char** argv) {
   Rng rng(static_cast<uint64_t>(Flag(argc, argv, "seed", 1)));
   REQUIRE(cudnnGetVersion() >= 90000);
@@ -422,6 +492,7 @@ int main(int argc, char** argv) {
   REQUIRE(got == stream);
   Convolutions(h, rng, /*nhwc=*/false);
   Convolutions(h, rng, /*nhwc=*/true);
+  ConvBiasActivation(h, rng);
   Elementwise(h, rng);
   BatchNorm(h, rng);
   BadCalls(h, rng);
