@@ -136,11 +136,12 @@ class Dispatcher {
       }
       const uint64_t takes = takes_;
       if (g.wake.wait_for(lock, kStuck) != std::cv_status::timeout) continue;
-      // A core the grid first in order left free for kStuck (its helper, at the host's idle
-      // priority, starves behind a busy host) is this one's; or, stuck, it runs resident beside
-      // the stuck blocks. Either way all of its blocks, or one while it is outranked.
-      const bool on_core = CoreLeftIdle(g, takes);
-      if (!on_core && !Stuck(g)) continue;
+      // Stuck: resident beside the stuck blocks, or on a core the grid first in order left free
+      // meanwhile (its helper, at the host's idle priority, starves behind a busy host). Either
+      // way all of its blocks, or one while it is outranked.
+      if (!Stuck(g)) continue;
+      const bool on_core = HasCore(g);
+      if (on_core && takes_ != takes) continue;  // the core is being taken
       const bool outranked = Outranked(g);
       if (on_core)
         Take(g, self);
@@ -262,16 +263,10 @@ class Dispatcher {
     return n < cores_;
   }
 
-  // Every core busy, none freed for kStuck, and `g` waiting with none. REQUIRES: mu_.
-  bool Stuck(const Grid& g) const {
-    return g.Left() && g.running == 0 && !HasCore(g) && NoBlockEndedFor(kStuck);
-  }
-
-  // A core `g` may use stayed free for kStuck, no runner having taken one since Take's count was
-  // `takes`, while `g` waited for its turn behind another grid. REQUIRES: mu_.
-  bool CoreLeftIdle(const Grid& g, uint64_t takes) const {
-    return g.Left() && g.running == 0 && HasCore(g) && takes_ == takes;
-  }
+  // No block ended on the device for kStuck, and `g` waits with none running: every core holds
+  // a block that waits, or a core is free that the grid first in order did not take. REQUIRES:
+  // mu_.
+  bool Stuck(const Grid& g) const { return g.Left() && g.running == 0 && NoBlockEndedFor(kStuck); }
 
   // Blocks of `g` ended now: the device's last end and the grid's.
   void BlocksEnded(Grid& g) {

@@ -1565,12 +1565,14 @@ WAIT:
   std::atomic_ref<uint32_t>(*flag).store(1);
   spinner.join();
 
-  // A higher-priority spinner: over twice that time the counting kernel gets a block per
-  // bounded wait at most, far from all of them; released, it finishes.
+  // A higher-priority spinner: over twice that time (3 s at most: a host too busy to give the
+  // device's idle-priority threads their share can stretch it) the counting kernel gets a block
+  // per bounded wait at most, far from all of them; released, it finishes.
   std::atomic_ref<uint32_t>(*counter).store(0);
   spinner = spin(-5);
   std::thread counting(count);
-  std::this_thread::sleep_for(2 * alongside + std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+      2 * alongside + std::chrono::milliseconds(20), std::chrono::seconds(3)));
   const uint32_t held = load(counter);
   std::atomic_ref<uint32_t>(*flag).store(1);
   spinner.join();
