@@ -21,10 +21,9 @@
 //    while other grids' blocks go on ending: another tenant's busy stream must not keep a GPU's
 //    co-resident blocks apart), a thread of the device's runs those blocks, a window at a time,
 //    all resident at once and taking turns.
-//  - A free core no runner takes for kStuck (the first grid's helper, at the host's idle
-//    priority, starves behind busy host threads) goes to the next grid waiting, a block at a
-//    time while a grid of higher priority has blocks to start: a starved thread never holds the
-//    device still.
+//  - The same when a core is free but no block ended for kStuck (the first grid's helper, at the
+//    host's idle priority, starves behind busy host threads): the waiting grid takes the core,
+//    so a starved thread never holds the device still.
 // Cooperative launches do not come here: their blocks are all resident at once (coop.cc).
 #pragma once
 
