@@ -61,6 +61,32 @@ struct Tensor {
   }
 };
 
+// A float filter (K, C, R, S) in device memory with its host copy, in NCHW or NHWC layout.
+struct Filter {
+  int k, c, r, s;
+  bool nhwc;
+  std::vector<float> host;
+  float* dev = nullptr;
+  cudnnFilterDescriptor_t desc = nullptr;
+  Filter(int k_, int c_, int r_, int s_, Rng& rng, bool nhwc_ = false)
+      : k(k_), c(c_), r(r_), s(s_), nhwc(nhwc_), host(size_t(k_) * c_ * r_ * s_) {
+    for (float& v : host) v = rng.Uniform(-1, 1);
+    CHECK(cudaMalloc(&dev, host.size() * sizeof(float)));
+    CHECK(cudaMemcpy(dev, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    DNN_OK(cudnnCreateFilterDescriptor(&desc));
+    DNN_OK(cudnnSetFilter4dDescriptor(desc, CUDNN_DATA_FLOAT,
+                                      nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, k, c, r, s));
+  }
+  ~Filter() {
+    cudnnDestroyFilterDescriptor(desc);
+    cudaFree(dev);
+  }
+  size_t At(int ik, int ic, int ir, int is) const {
+    return nhwc ? ((size_t(ik) * r + ir) * s + is) * c + ic
+                : ((size_t(ik) * c + ic) * r + ir) * s + is;
+  }
+};
+
 void Compare(const char* what, const std::vector<float>& got, const std::vector<double>& want,
              double tol = 1e-4) {
   int bad = 0;
@@ -88,21 +114,14 @@ void Convolutions(cudnnHandle_t h, Rng& rng, bool nhwc) {
   const int N = 2, C = 4, H = 9, W = 8, K = 6, R = 3, S = 3, groups = 2;
   const int pad = 1, str = 2, dil = 1 + nhwc;  // NHWC also dilates
   Tensor x(N, C, H, W, rng, nhwc);
-  cudnnFilterDescriptor_t wd;
-  DNN_OK(cudnnCreateFilterDescriptor(&wd));
   // The filter in the tensors' layout, as frameworks give it (channels-last convolutions take
   // an NHWC filter; NVIDIA's cuDNN supports few algorithms for mixed layouts).
-  DNN_OK(cudnnSetFilter4dDescriptor(
-      wd, CUDNN_DATA_FLOAT, nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, K, C / groups, R, S));
+  Filter wf(K, C / groups, R, S, rng, nhwc);
+  const cudnnFilterDescriptor_t wd = wf.desc;
+  float* const wdev = wf.dev;
+  const std::vector<float>& wh = wf.host;
   const int kpg = K / groups, cpg = C / groups;
-  auto widx = [&](int k, int c, int r, int s) {
-    return nhwc ? ((size_t(k) * R + r) * S + s) * cpg + c : ((size_t(k) * cpg + c) * R + r) * S + s;
-  };
-  std::vector<float> wh(size_t(K) * (C / groups) * R * S);
-  for (float& v : wh) v = rng.Uniform(-1, 1);
-  float* wdev;
-  CHECK(cudaMalloc(&wdev, wh.size() * sizeof(float)));
-  CHECK(cudaMemcpy(wdev, wh.data(), wh.size() * sizeof(float), cudaMemcpyHostToDevice));
+  auto widx = [&](int k, int c, int r, int s) { return wf.At(k, c, r, s); };
   cudnnConvolutionDescriptor_t conv;
   DNN_OK(cudnnCreateConvolutionDescriptor(&conv));
   DNN_OK(cudnnSetConvolution2dDescriptor(conv, pad, pad, str, str, dil, dil,
@@ -204,10 +223,9 @@ void Convolutions(cudnnHandle_t h, Rng& rng, bool nhwc) {
   Tensor db(1, K, 1, 1, rng);
   DNN_OK(cudnnConvolutionBackwardBias(h, &one, y.desc, y.dev, &zero, db.desc, db.dev));
   Compare("conv backward bias", db.Down(), wdb, 1e-4);
-  for (void* p : {ws, dwsp, fwsp, static_cast<void*>(wdev)})
+  for (void* p : {ws, dwsp, fwsp})
     if (p) CHECK(cudaFree(p));
   DNN_OK(cudnnDestroyConvolutionDescriptor(conv));
-  DNN_OK(cudnnDestroyFilterDescriptor(wd));
 }
 
 // Bias add, op-tensor, transform, activation, softmax, pooling, LRN.
@@ -416,14 +434,7 @@ void BadCalls(cudnnHandle_t h, Rng& rng) {
 void ConvBiasActivation(cudnnHandle_t h, Rng& rng) {
   const int N = 2, C = 3, H = 7, W = 6, K = 4, R = 3, S = 3;
   Tensor x(N, C, H, W, rng), z(N, K, H, W, rng), y(N, K, H, W, rng), bias(1, K, 1, 1, rng);
-  std::vector<float> wh(size_t(K) * C * R * S);
-  for (float& v : wh) v = rng.Uniform(-1, 1);
-  float* wdev;
-  CHECK(cudaMalloc(&wdev, wh.size() * sizeof(float)));
-  CHECK(cudaMemcpy(wdev, wh.data(), wh.size() * sizeof(float), cudaMemcpyHostToDevice));
-  cudnnFilterDescriptor_t wd;
-  DNN_OK(cudnnCreateFilterDescriptor(&wd));
-  DNN_OK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, K, C, R, S));
+  Filter w(K, C, R, S, rng);
   cudnnConvolutionDescriptor_t conv;
   DNN_OK(cudnnCreateConvolutionDescriptor(&conv));
   DNN_OK(cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
@@ -432,7 +443,7 @@ void ConvBiasActivation(cudnnHandle_t h, Rng& rng) {
   DNN_OK(cudnnCreateActivationDescriptor(&act));
   const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   size_t ws_bytes = 0;
-  DNN_OK(cudnnGetConvolutionForwardWorkspaceSize(h, x.desc, wd, conv, y.desc, algo, &ws_bytes));
+  DNN_OK(cudnnGetConvolutionForwardWorkspaceSize(h, x.desc, w.desc, conv, y.desc, algo, &ws_bytes));
   void* ws = nullptr;
   if (ws_bytes) CHECK(cudaMalloc(&ws, ws_bytes));
   // conv(x, w) at (n, k, p, q), same-size output.
@@ -443,7 +454,7 @@ void ConvBiasActivation(cudnnHandle_t h, Rng& rng) {
         for (int s = 0; s < S; ++s) {
           const int ih = p - 1 + r, iw = q - 1 + s;
           if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-            acc += x(n, c, ih, iw) * wh[((size_t(k) * C + c) * R + r) * S + s];
+            acc += x(n, c, ih, iw) * w.host[w.At(k, c, r, s)];
         }
     return acc;
   };
@@ -460,23 +471,21 @@ void ConvBiasActivation(cudnnHandle_t h, Rng& rng) {
           }
     DNN_OK(cudnnSetActivationDescriptor(
         act, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY, CUDNN_PROPAGATE_NAN, 0.0));
-    DNN_OK(cudnnConvolutionBiasActivationForward(h, &alpha1, x.desc, x.dev, wd, wdev, conv, algo,
-                                                 ws, ws_bytes, &alpha2, zt.desc, zt.dev, bias.desc,
-                                                 bias.dev, act, y.desc, y.dev));
+    DNN_OK(cudnnConvolutionBiasActivationForward(h, &alpha1, x.desc, x.dev, w.desc, w.dev, conv,
+                                                 algo, ws, ws_bytes, &alpha2, zt.desc, zt.dev,
+                                                 bias.desc, bias.dev, act, y.desc, y.dev));
     Compare(relu ? "conv bias relu" : "conv bias identity in place", y.Down(), want, 1e-4);
     y.Up();
   }
   DNN_OK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_TANH, CUDNN_PROPAGATE_NAN, 0.0));
   const float one = 1;
-  EXPECT_DNN(cudnnConvolutionBiasActivationForward(h, &one, x.desc, x.dev, wd, wdev, conv, algo, ws,
-                                                   ws_bytes, &one, z.desc, z.dev, bias.desc,
-                                                   bias.dev, act, y.desc, y.dev),
+  EXPECT_DNN(cudnnConvolutionBiasActivationForward(h, &one, x.desc, x.dev, w.desc, w.dev, conv,
+                                                   algo, ws, ws_bytes, &one, z.desc, z.dev,
+                                                   bias.desc, bias.dev, act, y.desc, y.dev),
              CUDNN_STATUS_NOT_SUPPORTED);
   if (ws) CHECK(cudaFree(ws));
-  CHECK(cudaFree(wdev));
   DNN_OK(cudnnDestroyActivationDescriptor(act));
   DNN_OK(cudnnDestroyConvolutionDescriptor(conv));
-  DNN_OK(cudnnDestroyFilterDescriptor(wd));
 }
 
 int main(int argc, char** argv) {
