@@ -26,6 +26,9 @@ char g_stub_dir[4096];
 char g_cuda[4200], g_nvml[4200];
 char g_cublas[4200], g_cublaslt[4200], g_cudnn[4200];  // empty: not remote
 const char* g_report = nullptr;
+// The NVIDIA library one of Remora's stand-ins opened last by its path (libcurand.so.10,
+// curand.cc), for the report.
+char g_opened_by_stub[4096];
 
 const char* Base(const char* path) {
   const char* slash = std::strrchr(path, '/');
@@ -135,6 +138,11 @@ const char* ServedBy(const char* path) {
   if (InStubDir(path)) return "Remora";
   const char* b = Base(path);
   if (Ours(b)) return "UNCONFINED";  // never reached: la_objopen stops the process first
+  if (std::strcmp(path, g_opened_by_stub) == 0)
+    return Starts(b, "libcurand")
+               ? "NVIDIA's, opened by Remora's libcurand.so.10 (a GPU runs its kernels; on the "
+                 "emulated GPU its host generators serve the device generators)"
+               : "NVIDIA's, opened by Remora's stand-in for it";
   if (CarriesMachineCode(b))
     return "NVIDIA's, over Remora's libcuda.so.1 (its kernels are machine code: a GPU runs "
            "them, the emulated GPU refuses them by name)";
@@ -181,6 +189,9 @@ __attribute__((visibility("default"))) char* la_objsearch(const char* name, uint
   if (const char* ours = Ours(name)) return const_cast<char*>(ours);
   if (const char* remote = Remote(name)) return const_cast<char*>(remote);
   const auto* requester = cookie ? reinterpret_cast<const struct link_map*>(*cookie) : nullptr;
+  if (requester && requester->l_name && InStubDir(requester->l_name) && name[0] == '/' &&
+      std::strlen(name) < sizeof g_opened_by_stub)
+    std::strcpy(g_opened_by_stub, name);
   if (requester && requester->l_name && requester->l_name[0] == '/' &&
       !InStubDir(requester->l_name) && IsCudaLibrary(Base(requester->l_name)) &&
       std::strchr(name, '/') == nullptr && IsCudaLibrary(name)) {

@@ -4,7 +4,8 @@
 # Checks the soname and version node (SONAME), that the exports are exactly NVIDIA's PREFIX*
 # symbols (when NVIDIA_LIB exists: a program linked against either binds to the same names and
 # loads; the stub refuses what it does not forward), that every REQUIRED_SYMBOL is there, and
-# that the stub uses the process's one client core, libremora_client.so.
+# that the stub uses the process's one client core, libremora_client.so (directly, or through
+# the stub libcudart.so.13 as libcurand's does).
 set -eu
 lib=$1 soname=$2 prefix=$3 nvidia=$4
 shift 4
@@ -31,5 +32,6 @@ fi
 for f in "$@"; do
   echo "$names" | grep -qx "$f" || fail "missing $f"
 done
-readelf -d "$lib" | grep -q 'NEEDED.*\[libremora_client\.so\]' || fail "does not use libremora_client.so"
+readelf -d "$lib" | grep -qE 'NEEDED.*\[(libremora_client\.so|libcudart\.so\.13)\]' ||
+  fail "uses neither libremora_client.so nor the stub libcudart.so.13 over it"
 echo "PASS: $(echo "$names" | wc -l) $prefix entry points"
