@@ -3,7 +3,7 @@
 // The device looks like an sm_80 data-centre GPU (A100-class limits) named "Remora Emulated
 // GPU": it runs the PTX of compute_80 and below, tensor-core and asynchronous-copy
 // instructions included, so programs take the paths they take on a modern GPU; and, for a
-// program with nothing older, compute_90's (kNewestPtx).
+// module with nothing older, newer PTX up to compute_121's (kNewestPtx).
 // Memory size and SM count come from the environment, read once:
 //   REMORA_EMU_MEMORY  total device memory, "16G" (default), "512M", "1073741824"
 //   REMORA_EMU_SMS     multiprocessor count (default 40)
@@ -24,10 +24,16 @@ namespace remora::emu {
 inline constexpr int kComputeMajor = 8;
 inline constexpr int kComputeMinor = 0;
 inline constexpr int kArch = 80;
-// The newest PTX target the device also runs where a program has none at or below kArch (one
-// built only for sm_90, say): a GPU would refuse it; the interpreter runs compute_90's forms,
-// refusing at launch the few it lacks (clusters, the tensor memory accelerator, wgmma).
-inline constexpr int kNewestPtx = 90;
+// The newest PTX target the device also runs where a module has none at or below kArch: a
+// program built only for sm_90, say, and NVIDIA's libraries (cuSPARSE, cuRAND, cuSOLVER,
+// cuBLAS), which carry PTX for compute_120 or compute_121 alone beside their machine code. A GPU
+// would refuse it; the interpreter runs the forms it knows, refusing at launch those it lacks
+// (clusters, the tensor memory accelerator, wgmma, tcgen05).
+inline constexpr int kNewestPtx = 121;
+// The same for a fat binary linked with others (cuLinkAddData): compute_90. CUDA 13's device
+// runtime library (libcudadevrt), which the emulated GPU serves itself, is such an input with
+// compute_121 PTX alone; it is left out of the link, as before.
+inline constexpr int kNewestLinkedPtx = 90;
 inline constexpr int kDriverVersion = 13000;
 inline constexpr int kSharedPerBlock = 48 * 1024;
 inline constexpr int kSharedPerBlockOptin = 163 * 1024;

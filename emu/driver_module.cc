@@ -523,7 +523,7 @@ REMORA_EMU_API CUresult CUDAAPI cuLinkAddData(CUlinkState state, CUjitInputType 
       return CUDA_SUCCESS;
     }
     case CU_JIT_INPUT_FATBINARY:
-      return PtxFromFatbin(data, size, &link->sources);
+      return PtxFromFatbin(data, size, &link->sources, nullptr, kNewestLinkedPtx);
     case CU_JIT_INPUT_CUBIN:
     case CU_JIT_INPUT_OBJECT:
     case CU_JIT_INPUT_LIBRARY:

@@ -160,7 +160,7 @@ int PtxTarget(const std::string& ptx) {
 }
 
 CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx,
-                       KernelRegisters* registers) {
+                       KernelRegisters* registers, int newest) {
   const auto* p = static_cast<const std::byte*>(fatbin);
   if (size == 0) {
     // Header: u32 magic, u16 version, u16 header size, u64 bytes of entries.
@@ -172,7 +172,7 @@ CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>
     size = header_size + entries;
   }
   const fatbin::Bytes bytes(p, size);
-  auto text = fatbin::SelectPtx(bytes, kArch, kNewestPtx);
+  auto text = fatbin::SelectPtx(bytes, kArch, uint32_t(newest));
   if (!text.ok()) return FromStatus(text.status());
   ptx->push_back(std::move(text).value());
   AddRegisters(bytes, registers);

@@ -16,6 +16,8 @@
 
 #include <cuda.h>
 
+#include "emu/device.h"
+
 namespace remora::emu {
 
 inline constexpr uint32_t kLinkedMagic = 0x4B4C4D52;  // "RMLK" little-endian
@@ -32,10 +34,11 @@ using KernelRegisters = std::vector<std::pair<std::string, uint32_t>>;
 CUresult DecodeImage(const void* image, std::vector<std::string>* ptx,
                      KernelRegisters* registers = nullptr);
 
-// The PTX of a fat binary of `size` bytes (0: read the size from its header), and with
-// `registers` its kernels' registers as DecodeImage gives them. Errors as DecodeImage.
+// The PTX of a fat binary of `size` bytes (0: read the size from its header), its newest
+// target at most `newest` where it has none at or below the device's, and with `registers` its
+// kernels' registers as DecodeImage gives them. Errors as DecodeImage.
 CUresult PtxFromFatbin(const void* fatbin, size_t size, std::vector<std::string>* ptx,
-                       KernelRegisters* registers = nullptr);
+                       KernelRegisters* registers = nullptr, int newest = kNewestPtx);
 
 // Serialises `sources` as a linked image.
 std::vector<std::byte> EncodeLinked(std::span<const std::string> sources);

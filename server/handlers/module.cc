@@ -53,6 +53,11 @@ std::string ChosenEntry(const std::string& img, uint32_t arch, bool ptx_only) {
       fatbin::Parse(std::as_bytes(std::span(img.data(), img.size())));
   if (!entries.ok()) return "none";
   const fatbin::Entry* e = fatbin::Choose(*entries, arch, ptx_only);
+  if (e == nullptr && ptx_only) {  // the emulated GPU's pick: the oldest newer PTX
+    for (const fatbin::Entry& x : *entries)
+      if (x.kind == fatbin::Kind::kPtx && x.arch > arch && (e == nullptr || x.arch < e->arch))
+        e = &x;
+  }
   return e ? fatbin::EntryName(*e) : "none";
 }
 
@@ -144,8 +149,21 @@ Result<CUmodule> LoadLinkImage(Device& dev, const std::string& image, std::strin
   return LinkAndLoad(dev, parts);
 }
 
-// Loads a module from `images`; `how` says which image or linked PTX it used.
-Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, std::string* how) {
+// Whether fat binary `img` holds PTX for compute_`newest` or older.
+bool HasPtxUpTo(const std::string& img, uint32_t newest) {
+  if (!IsFatbin(img)) return true;  // plain PTX or ELF: the driver decides
+  Result<std::vector<fatbin::Entry>> entries =
+      fatbin::Parse(std::as_bytes(std::span(img.data(), img.size())));
+  if (!entries.ok()) return true;
+  for (const fatbin::Entry& e : *entries)
+    if (e.kind == fatbin::Kind::kPtx && e.arch <= newest) return true;
+  return false;
+}
+
+// Loads a module from `images`, found at `origin` (the tenant's word); `how` says which image
+// or linked PTX it used.
+Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, const std::string& origin,
+                            std::string* how) {
   const DriverTable& drv = dev.drv();
   auto Check = [&](CUresult r, const char* what) { return dev.Check(r, what); };
   CUmodule mod = nullptr;
@@ -158,6 +176,16 @@ Result<CUmodule> LoadModule(Device& dev, const FatbinImages& images, std::string
   const uint32_t arch = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
                         attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   const bool ptx_only = drv.emulated;
+  // NVIDIA's cuBLAS and cuBLASLt pick their kernels by the device's architecture, and the PTX
+  // they carry, for compute_120 alone, holds none of the sm_80 ones they ask for: every routine
+  // would fail with no word why. The emulated GPU refuses their modules at load instead, so the
+  // tenant is told, with the way to Remora's own (other libraries' newer PTX runs).
+  const std::string_view base = std::string_view(origin).substr(origin.rfind('/') + 1);
+  if (ptx_only && (base.starts_with("libcublas.") || base.starts_with("libcublasLt.")) &&
+      !HasPtxUpTo(images.images[0], 90))
+    return Error(err::kNoKernelImage,
+                 "NVIDIA's cuBLAS carries PTX for compute_120 alone, without the kernels it "
+                 "picks for this sm_80 device");
   // images[0] is the whole program (v1) or, for -rdc (v2), the device-linked
   // fatbin: machine code only. A GPU of that architecture loads it as it is.
   JitLog log;
@@ -213,11 +241,12 @@ Status Session::OnRegisterModule(const v1::RegisterModuleRequest& req,
     images = std::move(fresh);
   }
   const std::string first_kernel = req.kernels_size() ? req.kernels(0) : "";
-  // The tenant's word for where the images came from: for messages only, bounded.
+  // The tenant's word for where the images came from, bounded: for messages, and to refuse
+  // NVIDIA's cuBLAS on the emulated GPU (LoadModule).
   const std::string origin = req.origin().substr(0, 256);
   std::string how;
   const std::string offered = OfferedImages(*images);
-  Result<CUmodule> loaded = LoadModule(*env_.device, *images, &how);
+  Result<CUmodule> loaded = LoadModule(*env_.device, *images, origin, &how);
   if (!loaded.ok()) {
     Log(Level::kWarn, "module",
         {{"tenant", who_.tenant},

@@ -27,7 +27,7 @@ TEST_F(EmuModule, BadImagesAreRefused) {
   std::string newer = kTinyPtx;
   newer.replace(newer.find("sm_75"), 5, "sm_90");
   // A GPU refuses PTX for a newer architecture; the emulated GPU runs compute_90's (what it
-  // lacks is refused at launch), so programs built only for sm_90 run; not newer.
+  // lacks is refused at launch), so programs built only for sm_90 run.
   ASSERT_EQ(api.cuModuleLoadData(&m, newer.c_str()), CUDA_SUCCESS);
   int ptx_version = 0;
   CUfunction tiny;
@@ -36,8 +36,13 @@ TEST_F(EmuModule, BadImagesAreRefused) {
             CUDA_SUCCESS);
   EXPECT_EQ(ptx_version, 90);
   EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+  // Up to compute_121's, as NVIDIA's libraries carry it; not newer.
+  std::string libraries = kTinyPtx;
+  libraries.replace(libraries.find("sm_75"), 5, "sm_121");
+  ASSERT_EQ(api.cuModuleLoadData(&m, libraries.c_str()), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
   std::string newest = kTinyPtx;
-  newest.replace(newest.find("sm_75"), 5, "sm_100");
+  newest.replace(newest.find("sm_75"), 5, "sm_130");
   EXPECT_EQ(api.cuModuleLoadData(&m, newest.c_str()), CUDA_ERROR_INVALID_PTX);
   std::string future = kTinyPtx;
   future.replace(future.find("7.5"), 3, "9.9");
