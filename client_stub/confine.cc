@@ -124,13 +124,20 @@ const char* Soname(const struct link_map* map) {
   return has && strtab ? strtab + soname : "";
 }
 
-// NVIDIA's libraries whose kernels are machine code for GPUs, with little or no PTX.
+// NVIDIA's libraries whose kernels are machine code for GPUs, with no PTX the emulated GPU runs
+// (or, cuSOLVER, that load one of them).
 bool CarriesMachineCode(const char* b) {
-  static const char* const kPrefixes[] = {"libcublas",   "libcudnn",    "libcufft", "libcurand",
-                                          "libcusparse", "libcusolver", "libnccl",  "libnvblas"};
+  static const char* const kPrefixes[] = {"libcublas",   "libcudnn", "libcufft",
+                                          "libcusolver", "libnccl",  "libnvblas"};
   for (const char* p : kPrefixes)
     if (Starts(b, p)) return true;
   return false;
+}
+
+// NVIDIA's libraries whose kernels are machine code beside compute_120/121 PTX, which the
+// emulated GPU runs.
+bool CarriesNewerPtx(const char* b) {
+  return Starts(b, "libcusparse") || Starts(b, "libcurand");
 }
 
 // What serves a library the process opened, for the report.
@@ -143,6 +150,9 @@ const char* ServedBy(const char* path) {
                ? "NVIDIA's, opened by Remora's libcurand.so.10 (a GPU runs its kernels; on the "
                  "emulated GPU its host generators serve the device generators)"
                : "NVIDIA's, opened by Remora's stand-in for it";
+  if (CarriesNewerPtx(b))
+    return "NVIDIA's, over Remora's libcuda.so.1 (a GPU runs its machine code, the emulated GPU "
+           "its PTX for newer GPUs)";
   if (CarriesMachineCode(b))
     return "NVIDIA's, over Remora's libcuda.so.1 (its kernels are machine code: a GPU runs "
            "them, the emulated GPU refuses them by name)";
