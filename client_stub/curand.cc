@@ -1,15 +1,15 @@
 // client_stub/curand.cc - libcurand.so.10: NVIDIA's cuRAND, its device generators served on
-// the host where the device cannot run cuRAND's kernels.
+// the host on the emulated GPU.
 //
-// NVIDIA's libcurand carries its kernels as machine code for GPUs and PTX newer than the
-// emulated GPU takes, so on the emulated GPU every device generator's first generation used to
-// fail (CURAND_STATUS_LAUNCH_FAILURE). This library stands in the stub directory for NVIDIA's
-// and opens NVIDIA's own (found beside the program's other CUDA libraries or in the toolkit).
-// On a GPU every call goes to it unchanged. On the emulated GPU a device generator is one of
-// NVIDIA's host generators of the same type (cuRAND's host generators run on the CPU and
-// produce its device generators' sequences): each generation fills a host buffer, then copies
-// it to the device on the generator's stream, so stream order holds as for a generator's
-// kernel. Host generators, distributions, direction vectors and versions are NVIDIA's.
+// NVIDIA's libcurand carries its kernels as machine code for GPUs and compute_121 PTX. The
+// emulated GPU runs that PTX in its interpreter; NVIDIA's host generators make the same kind
+// of sequences at the host's native speed. This library stands in the stub directory for
+// NVIDIA's and opens NVIDIA's own (found beside the program's other CUDA libraries or in the
+// toolkit). On a GPU every call goes to it unchanged. On the emulated GPU a device generator is
+// one of NVIDIA's host generators of the same type: each generation fills a host buffer, then
+// copies it to the device on the generator's stream, so stream order holds as for a
+// generator's kernel. Host generators, distributions, direction vectors and versions are
+// NVIDIA's.
 #pragma GCC visibility push(default)
 #include <curand.h>
 #pragma GCC visibility pop
@@ -102,7 +102,7 @@ void* Symbol(const char* name) {
     return fn ? fn(__VA_ARGS__) : CURAND_STATUS_INITIALIZATION_FAILED;             \
   }()
 
-// Whether the device cannot run cuRAND's kernels: the emulated GPU, by its name.
+// Whether device generators are served on the host: on the emulated GPU, known by its name.
 bool DeviceGeneratorsOnHost() {
   static const bool on_host = [] {
     int dev = 0;
