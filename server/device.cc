@@ -221,18 +221,21 @@ bool Device::RunWhenIdle() {
 }
 
 void Device::Doorbell::Listen(std::function<void()> listener) {
-  std::lock_guard lock(mu_);
-  listener_ = std::move(listener);
+  std::lock_guard lock(line_->mu);
+  line_->listener = std::move(listener);
 }
 
 void Device::Doorbell::Ring(CUstream s) {
-  (void)device_.drv().cuLaunchHostFunc(s, &Doorbell::Fire, this);
+  auto ring = std::make_unique<std::shared_ptr<Line>>(line_);
+  if (device_.drv().cuLaunchHostFunc(s, &Doorbell::Fire, ring.get()) == CUDA_SUCCESS)
+    (void)ring.release();  // Fire owns it now
 }
 
-void CUDA_CB Device::Doorbell::Fire(void* self) {
-  auto& bell = *static_cast<Doorbell*>(self);
-  std::lock_guard lock(bell.mu_);
-  if (bell.listener_) bell.listener_();
+void CUDA_CB Device::Doorbell::Fire(void* ring) {
+  const std::unique_ptr<std::shared_ptr<Line>> held(static_cast<std::shared_ptr<Line>*>(ring));
+  Line& line = **held;
+  std::lock_guard lock(line.mu);
+  if (line.listener) line.listener();
 }
 
 Device::Use::~Use() {

@@ -138,10 +138,15 @@ class Device {
    private:
     friend class Device;
     explicit Doorbell(const Device& device) : device_(device) {}
-    static void CUDA_CB Fire(void* self);
+    // What a ring reaches: each ring holds it, so a ring the driver runs after the Device is
+    // gone (its stream destroyed with the host function still queued) finds it alive.
+    struct Line {
+      std::mutex mu;
+      std::function<void()> listener;  // guarded by mu
+    };
+    static void CUDA_CB Fire(void* ring);
     const Device& device_;
-    std::mutex mu_;
-    std::function<void()> listener_;  // guarded by mu_
+    const std::shared_ptr<Line> line_ = std::make_shared<Line>();
   };
   Doorbell& doorbell() { return doorbell_; }
 
