@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <list>
 #include <utility>
 
 #include "server/log.h"
@@ -220,22 +221,26 @@ bool Device::RunWhenIdle() {
   return false;
 }
 
+Device::Doorbell::Line& Device::Doorbell::MakeLine() {
+  static std::mutex mu;
+  static std::list<Line> lines;  // one per Device ever opened: a few
+  std::lock_guard lock(mu);
+  return lines.emplace_back();
+}
+
 void Device::Doorbell::Listen(std::function<void()> listener) {
-  std::lock_guard lock(line_->mu);
-  line_->listener = std::move(listener);
+  std::lock_guard lock(line_.mu);
+  line_.listener = std::move(listener);
 }
 
 void Device::Doorbell::Ring(CUstream s) {
-  auto ring = std::make_unique<std::shared_ptr<Line>>(line_);
-  if (device_.drv().cuLaunchHostFunc(s, &Doorbell::Fire, ring.get()) == CUDA_SUCCESS)
-    (void)ring.release();  // Fire owns it now
+  (void)device_.drv().cuLaunchHostFunc(s, &Doorbell::Fire, &line_);
 }
 
-void CUDA_CB Device::Doorbell::Fire(void* ring) {
-  const std::unique_ptr<std::shared_ptr<Line>> held(static_cast<std::shared_ptr<Line>*>(ring));
-  Line& line = **held;
-  std::lock_guard lock(line.mu);
-  if (line.listener) line.listener();
+void CUDA_CB Device::Doorbell::Fire(void* line) {
+  Line& l = *static_cast<Line*>(line);
+  std::lock_guard lock(l.mu);
+  if (l.listener) l.listener();
 }
 
 Device::Use::~Use() {

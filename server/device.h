@@ -138,15 +138,17 @@ class Device {
    private:
     friend class Device;
     explicit Doorbell(const Device& device) : device_(device) {}
-    // What a ring reaches: each ring holds it, so a ring the driver runs after the Device is
-    // gone (its stream destroyed with the host function still queued) finds it alive.
+    // What a ring reaches. Lines are kept for the process's life (MakeLine), so a ring the
+    // driver runs after its Device is gone (its stream destroyed with the host function still
+    // queued) finds its line alive, and one it never runs leaves nothing behind.
     struct Line {
       std::mutex mu;
       std::function<void()> listener;  // guarded by mu
     };
-    static void CUDA_CB Fire(void* ring);
+    static Line& MakeLine();
+    static void CUDA_CB Fire(void* line);
     const Device& device_;
-    const std::shared_ptr<Line> line_ = std::make_shared<Line>();
+    Line& line_ = MakeLine();
   };
   Doorbell& doorbell() { return doorbell_; }
 
