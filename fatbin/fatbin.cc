@@ -260,11 +260,7 @@ std::string PtxText(Bytes decoded) {
 
 Result<std::string> SelectPtx(Bytes fatbin, uint32_t device_arch, uint32_t newest) {
   ASSIGN_OR_RETURN(std::vector<Entry> entries, Parse(fatbin));
-  const Entry* best = Choose(entries, device_arch, /*ptx_only=*/true);
-  if (best == nullptr) {
-    for (const Entry& e : entries)
-      if (e.kind == Kind::kPtx && e.arch <= newest && (!best || e.arch < best->arch)) best = &e;
-  }
+  const Entry* best = ChoosePtx(entries, device_arch, newest);
   if (best == nullptr)
     return Error(err::kNoKernelImage,
                  "fatbin: no PTX for compute_" + std::to_string(device_arch) +
@@ -318,6 +314,15 @@ const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool p
     if (e.kind == Kind::kPtx && (!ptx || e.arch > ptx->arch)) ptx = &e;
   }
   return elf ? elf : ptx;
+}
+
+const Entry* ChoosePtx(std::span<const Entry> entries, uint32_t device_arch, uint32_t newest) {
+  const Entry* best = Choose(entries, device_arch, /*ptx_only=*/true);
+  if (best == nullptr) {
+    for (const Entry& e : entries)
+      if (e.kind == Kind::kPtx && e.arch <= newest && (!best || e.arch < best->arch)) best = &e;
+  }
+  return best;
 }
 
 Result<std::vector<std::pair<std::string, uint32_t>>> ElfKernelRegisters(Bytes elf) {

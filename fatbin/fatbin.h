@@ -106,6 +106,10 @@ Result<std::vector<Bytes>> WrapperImages(const void* wrapper);
 // PTX in any case. nullptr if none fits.
 const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool ptx_only);
 
+// The PTX entry SelectPtx decodes: the highest arch <= device_arch, failing that the lowest above
+// it up to `newest`. nullptr if none fits.
+const Entry* ChoosePtx(std::span<const Entry> entries, uint32_t device_arch, uint32_t newest);
+
 // The registers each kernel of an ELF cubin uses per thread, as ptxas allocated them (the top
 // byte of its .text.<kernel> section's sh_info), by kernel name. kInvalidPtx if the ELF is
 // malformed; kernels without a count are left out.

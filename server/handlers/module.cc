@@ -52,12 +52,9 @@ std::string ChosenEntry(const std::string& img, uint32_t arch, bool ptx_only) {
   Result<std::vector<fatbin::Entry>> entries =
       fatbin::Parse(std::as_bytes(std::span(img.data(), img.size())));
   if (!entries.ok()) return "none";
-  const fatbin::Entry* e = fatbin::Choose(*entries, arch, ptx_only);
-  if (e == nullptr && ptx_only) {  // the emulated GPU's pick: the oldest newer PTX
-    for (const fatbin::Entry& x : *entries)
-      if (x.kind == fatbin::Kind::kPtx && x.arch > arch && (e == nullptr || x.arch < e->arch))
-        e = &x;
-  }
+  // The emulated GPU's pick, newer PTX included (its driver bounds how new, and says so).
+  const fatbin::Entry* e = ptx_only ? fatbin::ChoosePtx(*entries, arch, UINT32_MAX)
+                                    : fatbin::Choose(*entries, arch, false);
   return e ? fatbin::EntryName(*e) : "none";
 }
 
@@ -155,9 +152,7 @@ bool HasPtxUpTo(const std::string& img, uint32_t newest) {
   Result<std::vector<fatbin::Entry>> entries =
       fatbin::Parse(std::as_bytes(std::span(img.data(), img.size())));
   if (!entries.ok()) return true;
-  for (const fatbin::Entry& e : *entries)
-    if (e.kind == fatbin::Kind::kPtx && e.arch <= newest) return true;
-  return false;
+  return fatbin::Choose(*entries, newest, /*ptx_only=*/true) != nullptr;
 }
 
 // Loads a module from `images`, found at `origin` (the tenant's word); `how` says which image

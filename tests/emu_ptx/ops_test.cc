@@ -40,14 +40,16 @@ uint32_t PackSat(int32_t a, int32_t b, uint32_t c, int bits, bool is_signed) {
 }
 
 // f32 `v` rounded to tf32's 10 mantissa bits by arithmetic, not on its bits: the quantum is
-// 2^(exponent - 10), 2^-136 below the normal range; `mode` is an <cfenv> rounding mode, or -1
+// 2^(exponent - 10), 2^-136 below the normal range; `mode` is FE_TONEAREST, FE_TOWARDZERO, or -1
 // for nearest with ties away from zero. Returns the f32 bits; an overflow gives infinity.
 uint32_t Tf32(float v, int mode) {
   if (std::isinf(v) || v == 0) return std::bit_cast<uint32_t>(v);
   const int q = std::max(std::ilogb(v) - 10, -136);
   const double m = std::ldexp(double(v), -q);
-  double r = mode == -1 ? std::round(m) : mode == FE_TOWARDZERO ? std::trunc(m) : 0;
-  if (mode == FE_TONEAREST) r = std::nearbyint(m);  // the test runs in round-to-nearest-even
+  // std::nearbyint: the test runs in round-to-nearest-even.
+  const double r = mode == -1              ? std::round(m)
+                   : mode == FE_TOWARDZERO ? std::trunc(m)
+                                           : std::nearbyint(m);
   const double out = std::ldexp(r, q);
   if (std::fabs(out) >= 0x1p128) return std::signbit(v) ? 0xff800000u : 0x7f800000u;
   return std::bit_cast<uint32_t>(float(out));
