@@ -225,8 +225,9 @@ struct RawOp {
   uint32_t reg = kNoReg;
   uint32_t reg2 = kNoReg;  // second destination after '|'
   int64_t imm = 0;
-  uint8_t fimm = 0;  // 0 integer, 4 = 0f literal (f32 bits), 8 = 0d literal or decimal float
-  bool neg = false;
+  uint8_t fimm = 0;    // 0 integer, 4 = 0f literal (f32 bits), 8 = 0d literal or decimal float
+  bool neg = false;    // !p: a predicate's negation
+  bool minus = false;  // -%r: a register negated (vmad's operands alone)
   bool has_base = false;
   bool has_coords = false;  // [handle, {coordinates}] of a texture or surface instruction: elems
   std::string sym;
@@ -379,6 +380,8 @@ class Parser {
   Status DecodeAsync(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
   Status DecodeTexture(const std::string& mnemonic, std::vector<RawOp>& ops, Inst& in);
   // cvt.pack.sat.{u16,s16}.s32 d, a, b and cvt.pack.sat.{u8,s8,u4,s4,u2,s2}.s32.b32 d, a, b, c.
+  Status DecodeScalarVideo(const std::string& mnemonic, std::string_view mods,
+                           std::vector<RawOp>& ops, Inst& in);
   Status DecodeCvtPack(const std::string& mnemonic, std::string_view mods, std::vector<RawOp>& ops,
                        Inst& in);
   Status ParsePrototype();
@@ -707,6 +710,13 @@ Status Parser::ParseOperand(RawOp* op) {
     Next();
     RETURN_IF_ERROR(ParseOperand(op));
     op->neg = true;
+    return OkStatus();
+  }
+  if (IsP("-") && Peek(1).kind == Token::kIdent) {
+    Next();
+    RETURN_IF_ERROR(ParseOperand(op));
+    if (op->kind != RawOp::kReg) return Err("only a register is negated with '-'");
+    op->minus = true;
     return OkStatus();
   }
   if (IsP("-") || Peek().kind == Token::kNumber) {
@@ -1525,15 +1535,8 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
                                                           "stmatrix",
                                                           "tcgen05",
                                                           "tensormap",
-                                                          "vabsdiff",
-                                                          "vadd",
-                                                          "vmad",
-                                                          "vmax",
-                                                          "vmin",
-                                                          "vset",
-                                                          "vshl",
-                                                          "vshr",
-                                                          "vsub",
+                                                          "vset2",
+                                                          "vset4",
                                                           "wgmma"};
     if (std::find(std::begin(kUnimplemented), std::end(kUnimplemented), base) ==
         std::end(kUnimplemented))
@@ -1545,11 +1548,15 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
   if (in.op == Op::kMma || in.op == Op::kLdmatrix || in.op == Op::kMovmatrix || in.op == Op::kWmma)
     return DecodeMatrix(mnemonic, dot == std::string_view::npos ? "" : rest.substr(dot + 1), ops,
                         in);
+  if (IsScalarVideoOp(in.op))
+    return DecodeScalarVideo(mnemonic, dot == std::string_view::npos ? "" : rest.substr(dot + 1),
+                             ops, in);
   for (const RawOp& o : ops) {
     for (const RawOp& e : o.elems)
       if (!e.sel.empty()) return Err("operand selector '." + e.sel + "' in a vector operand");
     if (!o.sel.empty() && !IsVideoOp(in.op))
       return Err("operand selector '." + o.sel + "' outside a video instruction");
+    if (o.minus) return Err("a negated register outside vmad");
   }
   if (in.op == Op::kCp || in.op == Op::kMbarrier) return DecodeAsync(mnemonic, ops, in);
   if (in.op == Op::kTex || in.op == Op::kTld4 || in.op == Op::kTxq || in.op == Op::kSuld ||
@@ -2125,6 +2132,33 @@ Status Parser::DecodeCvtPack(const std::string& mnemonic, std::string_view mods,
   in.target = kind->bits | (kind->is_signed ? kCvtPackSigned : 0);
   in.fn = select_cvt_pack_int(in);
   if (!in.fn) in.fn = &exec_unimplemented;
+  return OkStatus();
+}
+
+// vadd ... vset: operands d{.dsel}, {-}a{.asel}, {-}b{.bsel}{, {-}c}; the rest from
+// DecodeScalarVideo (exec_video.cc).
+Status Parser::DecodeScalarVideo(const std::string& mnemonic, std::string_view mods,
+                                 std::vector<RawOp>& ops, Inst& in) {
+  RETURN_IF_ERROR(NeedOperands(mnemonic, ops.size(), 3, 4));
+  uint32_t negated = 0;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].kind == RawOp::kVec || ops[k].kind == RawOp::kAddr)
+      return Err("'" + mnemonic + "' takes scalar operands");
+    if (k == 3 && !ops[k].sel.empty()) return Err("c takes no selector in '" + mnemonic + "'");
+    if (ops[k].neg) return Err("'!' on an operand of '" + mnemonic + "'");
+    if (k > 0 && ops[k].minus) negated |= 1u << (k - 1);
+    if (k == 0 && ops[k].minus) return Err("a negated destination in '" + mnemonic + "'");
+  }
+  std::string why = ::remora::emu::ptx::DecodeScalarVideo(in, mods, ops[0].sel, ops[1].sel,
+                                                          ops[2].sel, negated, ops.size());
+  if (!why.empty()) return Err(why + " in '" + mnemonic + "'");
+  ASSIGN_OR_RETURN(in.d[0], DstSlot(ops[0]));
+  in.nd = 1;
+  for (size_t k = 1; k < ops.size(); ++k) {
+    ASSIGN_OR_RETURN(in.a[k - 1], SrcSlot(ops[k], Ty::kB32));
+  }
+  in.na = uint8_t(ops.size() - 1);
+  in.fn = FindSelect(in.op)(in);
   return OkStatus();
 }
 

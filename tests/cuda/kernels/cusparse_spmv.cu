@@ -1,6 +1,7 @@
 // tests/cuda/kernels/cusparse_spmv.cu - NVIDIA's cuSPARSE in the tenant (-lcusparse): its
-// generic API multiplies a random CSR matrix by a vector (SpMV) and by a dense matrix (SpMM),
-// on a non-default stream, checked against a host loop in double precision.
+// generic API multiplies a random CSR matrix by a vector (SpMV), by a dense matrix (SpMM) and by
+// another sparse matrix (SpGEMM, into a CSR matrix whose size cuSPARSE finds), on a non-default
+// stream, checked against a host loop in double precision.
 //
 // cuSPARSE's kernels come with the library (machine code, and PTX for the newest GPUs only):
 // a GPU runs the machine code, the emulated GPU that PTX.
@@ -116,6 +117,110 @@ int main(int argc, char** argv) {
   std::vector<float> got_c(c.size());
   CHECK(cudaMemcpy(got_c.data(), d_c, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
   Compare("SpMM", got_c, want_c);
+
+  // SpGEMM: A (rows x cols) times a random sparse B (cols x n2), C = alpha A B in CSR. cuSPARSE
+  // estimates the work, computes, reports C's size, and copies C into buffers sized by it.
+  const int n2 = 150;
+  std::vector<int> b_offsets(cols + 1, 0), b_columns;
+  std::vector<float> b_values;
+  for (int r = 0; r < cols; ++r) {
+    for (int c2 = 0; c2 < n2; ++c2)
+      if (rng.Int(0, 12) == 0) {
+        b_columns.push_back(c2);
+        b_values.push_back(rng.Uniform(-1, 1));
+      }
+    b_offsets[r + 1] = int(b_columns.size());
+  }
+  std::vector<double> want_g(size_t(rows) * n2, 0.0);  // dense, row-major
+  for (int r = 0; r < rows; ++r)
+    for (int e = offsets[r]; e < offsets[r + 1]; ++e)
+      for (int f = b_offsets[columns[e]]; f < b_offsets[columns[e] + 1]; ++f)
+        want_g[size_t(r) * n2 + b_columns[f]] += alpha * double(values[e]) * b_values[f];
+  int* d_b_offsets = Up(b_offsets);
+  int* d_b_columns = Up(b_columns);
+  float* d_b_values = Up(b_values);
+  int* d_g_offsets;
+  CHECK(cudaMalloc(&d_g_offsets, (rows + 1) * sizeof(int)));
+  cusparseSpMatDescr_t sb, sg;
+  SPARSE_OK(cusparseCreateCsr(&sb, cols, n2, int64_t(b_columns.size()), d_b_offsets, d_b_columns,
+                              d_b_values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                              CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  SPARSE_OK(cusparseCreateCsr(&sg, rows, n2, 0, d_g_offsets, nullptr, nullptr, CUSPARSE_INDEX_32I,
+                              CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  cusparseSpGEMMDescr_t gemm;
+  SPARSE_OK(cusparseSpGEMM_createDescr(&gemm));
+  const float zero = 0.0f;
+  const cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  size_t work_bytes = 0, compute_bytes = 0;
+  void *work = nullptr, *compute = nullptr;
+  SPARSE_OK(cusparseSpGEMM_workEstimation(h, op, op, &alpha, a, sb, &zero, sg, CUDA_R_32F,
+                                          CUSPARSE_SPGEMM_DEFAULT, gemm, &work_bytes, nullptr));
+  CHECK(cudaMalloc(&work, work_bytes ? work_bytes : 1));
+  SPARSE_OK(cusparseSpGEMM_workEstimation(h, op, op, &alpha, a, sb, &zero, sg, CUDA_R_32F,
+                                          CUSPARSE_SPGEMM_DEFAULT, gemm, &work_bytes, work));
+  SPARSE_OK(cusparseSpGEMM_compute(h, op, op, &alpha, a, sb, &zero, sg, CUDA_R_32F,
+                                   CUSPARSE_SPGEMM_DEFAULT, gemm, &compute_bytes, nullptr));
+  CHECK(cudaMalloc(&compute, compute_bytes ? compute_bytes : 1));
+  SPARSE_OK(cusparseSpGEMM_compute(h, op, op, &alpha, a, sb, &zero, sg, CUDA_R_32F,
+                                   CUSPARSE_SPGEMM_DEFAULT, gemm, &compute_bytes, compute));
+  int64_t g_rows = 0, g_cols = 0, g_nnz = 0;
+  SPARSE_OK(cusparseSpMatGetSize(sg, &g_rows, &g_cols, &g_nnz));
+  int* d_g_columns;
+  float* d_g_values;
+  CHECK(cudaMalloc(&d_g_columns, (g_nnz ? g_nnz : 1) * sizeof(int)));
+  CHECK(cudaMalloc(&d_g_values, (g_nnz ? g_nnz : 1) * sizeof(float)));
+  SPARSE_OK(cusparseCsrSetPointers(sg, d_g_offsets, d_g_columns, d_g_values));
+  SPARSE_OK(cusparseSpGEMM_copy(h, op, op, &alpha, a, sb, &zero, sg, CUDA_R_32F,
+                                CUSPARSE_SPGEMM_DEFAULT, gemm));
+  CHECK(cudaStreamSynchronize(stream));
+  std::vector<int> g_offsets(rows + 1), g_columns(static_cast<size_t>(g_nnz));
+  std::vector<float> g_values(static_cast<size_t>(g_nnz));
+  CHECK(cudaMemcpy(g_offsets.data(), d_g_offsets, g_offsets.size() * sizeof(int),
+                   cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(g_columns.data(), d_g_columns, g_columns.size() * sizeof(int),
+                   cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(g_values.data(), d_g_values, g_values.size() * sizeof(float),
+                   cudaMemcpyDeviceToHost));
+  // Every structural nonzero of the product is stored once, in its row; the values, summed into
+  // a dense matrix, are the product's.
+  int64_t want_nnz = 0;
+  std::vector<char> hit(size_t(rows) * n2, 0);
+  for (int r = 0; r < rows; ++r)
+    for (int e = offsets[r]; e < offsets[r + 1]; ++e)
+      for (int f = b_offsets[columns[e]]; f < b_offsets[columns[e] + 1]; ++f)
+        want_nnz += !hit[size_t(r) * n2 + b_columns[f]]++;
+  if (g_rows != rows || g_cols != n2 || g_nnz != want_nnz || g_offsets[0] != 0 ||
+      g_offsets[rows] != g_nnz) {
+    std::printf(
+        "FAIL SpGEMM: %lld x %lld with %lld nonzeros (offsets %d..%d), want %d x %d with %lld\n",
+        (long long)g_rows, (long long)g_cols, (long long)g_nnz, g_offsets[0], g_offsets[rows], rows,
+        n2, (long long)want_nnz);
+    ++failures;
+  } else {
+    std::vector<float> got_g(want_g.size(), 0.0f);
+    int misplaced = 0;
+    for (int r = 0; r < rows; ++r)
+      for (int e = g_offsets[r]; e < g_offsets[r + 1]; ++e) {
+        const int c2 = g_columns[size_t(e)];
+        if (c2 < 0 || c2 >= n2 || !hit[size_t(r) * n2 + c2]) {
+          ++misplaced;
+          continue;
+        }
+        got_g[size_t(r) * n2 + c2] += g_values[size_t(e)];
+      }
+    if (misplaced) {
+      std::printf("FAIL SpGEMM: %d entries outside the product's nonzeros\n", misplaced);
+      ++failures;
+    }
+    Compare("SpGEMM", got_g, want_g);
+  }
+  SPARSE_OK(cusparseSpGEMM_destroyDescr(gemm));
+  SPARSE_OK(cusparseDestroySpMat(sb));
+  SPARSE_OK(cusparseDestroySpMat(sg));
+  for (void* p : {work, compute, static_cast<void*>(d_b_offsets), static_cast<void*>(d_b_columns),
+                  static_cast<void*>(d_b_values), static_cast<void*>(d_g_offsets),
+                  static_cast<void*>(d_g_columns), static_cast<void*>(d_g_values)})
+    CHECK(cudaFree(p));
 
   SPARSE_OK(cusparseDestroyDnMat(mb));
   SPARSE_OK(cusparseDestroyDnMat(mc));
