@@ -27,7 +27,7 @@ char g_cuda[4200], g_nvml[4200];
 char g_cublas[4200], g_cublaslt[4200], g_cudnn[4200];  // empty: not remote
 const char* g_report = nullptr;
 // The NVIDIA library one of Remora's stand-ins opened last by its path (libcurand.so.10,
-// curand.cc), for the report.
+// curand.cc; libcufft.so.12, cufft.cc), for the report.
 char g_opened_by_stub[4096];
 
 const char* Base(const char* path) {
@@ -149,6 +149,8 @@ const char* ServedBy(const char* path) {
     return Starts(b, "libcurand")
                ? "NVIDIA's, opened by Remora's libcurand.so.10 (a GPU runs its kernels; on the "
                  "emulated GPU its host generators serve the device generators)"
+           : Starts(b, "libcufft")
+               ? "NVIDIA's, opened by Remora's libcufft.so.12 on a GPU, which runs its kernels"
                : "NVIDIA's, opened by Remora's stand-in for it";
   if (CarriesNewerPtx(b))
     return "NVIDIA's, over Remora's libcuda.so.1 (a GPU runs its machine code, the emulated GPU "

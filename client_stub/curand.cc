@@ -16,76 +16,24 @@
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <link.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "client_stub/no_destructor.h"
+#include "client_stub/nvidia_library.h"
 
 namespace remora::client_stub {
 namespace {
 
-// This library's own path, so that the search for NVIDIA's never finds it again.
-std::string OwnPath() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&OwnPath), &info) == 0 || info.dli_fname == nullptr) return "";
-  char real[4096];
-  return realpath(info.dli_fname, real) ? std::string(real) : std::string(info.dli_fname);
-}
-
-// Directories of the objects loaded now, and for each the wheel layout frameworks use
-// (site-packages/torch/lib beside site-packages/nvidia/curand/lib), colon-separated.
-std::string LoadedDirectories() {
-  std::string dirs;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* out) {
-        const char* path = info->dlpi_name;
-        const char* slash = path ? std::strrchr(path, '/') : nullptr;
-        if (slash == nullptr) return 0;
-        const std::string dir(path, size_t(slash - path));
-        *static_cast<std::string*>(out) += ":" + dir + ":" + dir + "/../../nvidia/curand/lib";
-        return 0;
-      },
-      &dirs);
-  return dirs;
-}
-
-// NVIDIA's libcurand.so.10, opened once: REMORA_NVIDIA_CURAND if set, else the first found in
-// LD_LIBRARY_PATH's directories, the toolkit's, or beside the libraries loaded (a framework's
-// own), skipping this library. Null if none, said once.
+// NVIDIA's libcurand.so.10, opened once; null if none, said once.
 void* Nvidia() {
-  static void* const lib = []() -> void* {
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("REMORA_NVIDIA_CURAND")) candidates.emplace_back(env);
-    std::string dirs = std::getenv("LD_LIBRARY_PATH") ? std::getenv("LD_LIBRARY_PATH") : "";
-    dirs += ":/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib";
-    dirs += LoadedDirectories();
-    for (size_t at = 0; at <= dirs.size();) {
-      const size_t colon = std::min(dirs.find(':', at), dirs.size());
-      if (colon > at) candidates.push_back(dirs.substr(at, colon - at) + "/libcurand.so.10");
-      at = colon + 1;
-    }
-    const std::string own = OwnPath();
-    for (const std::string& path : candidates) {
-      char real[4096];
-      if (access(path.c_str(), R_OK) != 0 || !realpath(path.c_str(), real) || own == real) continue;
-      // Its own symbols first: cuRAND calling its own entry points must not come back here.
-      if (void* h = dlopen(real, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)) return h;
-    }
-    std::fprintf(stderr,
-                 "remora: NVIDIA's libcurand.so.10 was not found (REMORA_NVIDIA_CURAND, "
-                 "LD_LIBRARY_PATH, /usr/local/cuda/lib64, beside the libraries loaded): "
-                 "cuRAND's calls fail with CURAND_STATUS_INITIALIZATION_FAILED\n");
-    return nullptr;
-  }();
+  static void* const lib =
+      OpenNvidiaLibrary("libcurand.so.10", "REMORA_NVIDIA_CURAND", "nvidia/curand/lib",
+                        reinterpret_cast<void*>(&Nvidia),
+                        "cuRAND's calls fail with CURAND_STATUS_INITIALIZATION_FAILED");
   return lib;
 }
 
@@ -102,17 +50,9 @@ void* Symbol(const char* name) {
     return fn ? fn(__VA_ARGS__) : CURAND_STATUS_INITIALIZATION_FAILED;             \
   }()
 
-// Whether device generators are served on the host: on the emulated GPU, known by its name.
+// Whether device generators are served on the host: on the emulated GPU.
 bool DeviceGeneratorsOnHost() {
-  static const bool on_host = [] {
-    int dev = 0;
-    cudaDeviceProp prop{};
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return std::strncmp(prop.name, "Remora Emulated", 15) == 0;
-  }();
+  static const bool on_host = OnEmulatedGpu();
   return on_host;
 }
 

@@ -1,0 +1,19 @@
+// client_stub/nvidia_library.h - finding NVIDIA's own copy of a library a Remora stub stands in
+// for (libcurand.so.10, libcufft.so.12), and knowing whether the device is the emulated GPU.
+#pragma once
+
+namespace remora::client_stub {
+
+// Opens NVIDIA's `soname` with RTLD_DEEPBIND (its calls to its own entry points stay inside it):
+// the path in environment variable `env` if set, else the first found in LD_LIBRARY_PATH's
+// directories, the toolkit's, or beside the libraries loaded now and in their wheel layout's
+// `wheel_dir` (site-packages/torch/lib beside site-packages/<wheel_dir>), skipping the library
+// that contains `self`. Returns null if none, after one line on stderr ending with
+// `consequence`.
+void* OpenNvidiaLibrary(const char* soname, const char* env, const char* wheel_dir,
+                        const void* self, const char* consequence);
+
+// True if the current device is Remora's emulated GPU (by its name). Asked once per library.
+bool OnEmulatedGpu();
+
+}  // namespace remora::client_stub
