@@ -124,20 +124,19 @@ const char* Soname(const struct link_map* map) {
   return has && strtab ? strtab + soname : "";
 }
 
-// NVIDIA's libraries whose kernels are machine code for GPUs, with no PTX the emulated GPU runs
-// (or, cuSOLVER, that load one of them).
+// NVIDIA's libraries whose kernels are machine code for GPUs, with no PTX the emulated GPU runs.
 bool CarriesMachineCode(const char* b) {
-  static const char* const kPrefixes[] = {"libcublas",   "libcudnn", "libcufft",
-                                          "libcusolver", "libnccl",  "libnvblas"};
+  static const char* const kPrefixes[] = {"libcublas", "libcudnn", "libcufft", "libnccl",
+                                          "libnvblas"};
   for (const char* p : kPrefixes)
     if (Starts(b, p)) return true;
   return false;
 }
 
 // NVIDIA's libraries whose kernels are machine code beside compute_120/121 PTX, which the
-// emulated GPU runs.
+// emulated GPU runs (cuSOLVER's cuBLAS calls need `--remote-libs cublas` there).
 bool CarriesNewerPtx(const char* b) {
-  return Starts(b, "libcusparse") || Starts(b, "libcurand");
+  return Starts(b, "libcusparse") || Starts(b, "libcurand") || Starts(b, "libcusolver");
 }
 
 // What serves a library the process opened, for the report.

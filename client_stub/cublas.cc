@@ -482,6 +482,16 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
   return s;
 }
 
+// An export of NVIDIA's cuBLAS its headers do not declare, which NVIDIA's cuSOLVER calls on
+// every handle it creates (with `--remote-libs cublas`, over this stub): a hint the server's
+// cuBLAS has no use for, accepted on a live handle with its arguments left untouched.
+// cublasGetEnvironmentMode, which nothing here was seen to call, stays refused.
+extern "C" __attribute__((visibility("default"))) cublasStatus_t cublasSetEnvironmentMode(
+    cublasHandle_t handle, int) {
+  return remora::client_stub::Live().Find(handle) ? CUBLAS_STATUS_SUCCESS
+                                                  : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
 // The settings of proto/blas_settings.def (emulation on tensor cores, the SM count target).
 #define BLAS_SETTING(id, Name, Type, Valid)                                     \
   cublasStatus_t cublasSet##Name(cublasHandle_t h, Type value) {                \
