@@ -1007,6 +1007,9 @@ ExecFn select_Nanosleep(Inst&) {
 ExecFn select_Pmevent(Inst&) {
   return &Nop;
 }
+ExecFn select_Griddepcontrol(Inst&) {
+  return &Nop;
+}
 ExecFn select_Brkpt(Inst&) {
   return &Nop;
 }

@@ -524,10 +524,10 @@ namespace {
 // The kind of an instruction for warps that run together (ignoring a barrier's state).
 Together::Kind KindOf(const ProgramImpl& P, const Inst& in, Together& t) {
   // Arithmetic, comparison, data movement, loads, stores, atomics and fences (ops.def's rows
-  // add to fence), scalar video (vadd to vset), textures and surfaces (tex to suq): none parks a
-  // lane, branches or reads another lane.
+  // add to fence), scalar video (vadd to vset), griddepcontrol (nothing to do), textures and
+  // surfaces (tex to suq): none parks a lane, branches or reads another lane.
   if ((in.op >= Op::kAdd && in.op <= Op::kFence) || (in.op >= Op::kVadd && in.op <= Op::kVset) ||
-      (in.op >= Op::kTex && in.op <= Op::kSuq))
+      in.op == Op::kGriddepcontrol || (in.op >= Op::kTex && in.op <= Op::kSuq))
     return Together::kEach;
   if (in.op == Op::kBra) return Together::kBranch;
   if ((in.op == Op::kBar || in.op == Op::kBarrier) && in.guard == kNoReg && in.sub2 != Sub::kUni &&

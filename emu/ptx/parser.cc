@@ -1528,7 +1528,6 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
     static constexpr std::string_view kUnimplemented[] = {"clusterlaunchcontrol",
                                                           "elect",
                                                           "getctarank",
-                                                          "griddepcontrol",
                                                           "istypep",
                                                           "multimem",
                                                           "setmaxnreg",
@@ -1545,6 +1544,13 @@ Status Parser::Decode(Function& f, uint32_t fidx, const std::string& mnemonic,
     return OkStatus();
   }
   in.op = row->op;
+  if (in.op == Op::kGriddepcontrol) {
+    if (mnemonic != "griddepcontrol.wait" && mnemonic != "griddepcontrol.launch_dependents")
+      return Err("griddepcontrol is .wait or .launch_dependents, not '" + mnemonic + "'");
+    RETURN_IF_ERROR(NeedOperands(mnemonic, ops.size(), 0, 0));
+    in.fn = select_Griddepcontrol(in);
+    return OkStatus();
+  }
   if (in.op == Op::kMma || in.op == Op::kLdmatrix || in.op == Op::kMovmatrix || in.op == Op::kWmma)
     return DecodeMatrix(mnemonic, dot == std::string_view::npos ? "" : rest.substr(dot + 1), ops,
                         in);

@@ -46,6 +46,7 @@ bool OperandsInFields(Op op) {
     case Op::kCreatepolicy:
     case Op::kDiscard:
     case Op::kApplypriority:
+    case Op::kGriddepcontrol:
       return true;
     default:  // calls, matrix, async copies, mbarriers, textures, surfaces
       return false;

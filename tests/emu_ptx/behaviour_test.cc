@@ -470,6 +470,32 @@ TEST(CacheHints, PoliciesAndHintedAccessesRunAsPlainOnes) {
   for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], 21 * t + 3) << t;
 }
 
+// Programmatic dependent launch's instructions: the emulated GPU runs a stream's grids in turn,
+// so both do nothing and the kernel around them runs as without them; another action is not PTX.
+TEST(GridDependency, WaitAndLaunchDependentsRunAsNothing) {
+  const std::string ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_out) {
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [k_out];
+  mov.u32 %r1, %tid.x;
+  griddepcontrol.wait;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  mul.lo.s32 %r2, %r1, 5;
+  st.global.u32 [%rd3], %r2;
+  griddepcontrol.launch_dependents;
+  ret;
+})";
+  const std::vector<uint32_t> out = RunPerThreadOut(ptx, 64);
+  ASSERT_EQ(out.size(), 64u);
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], 5 * t) << t;
+  std::string bad = ptx;
+  bad.replace(bad.find("griddepcontrol.wait"), 19, "griddepcontrol.stop");
+  EXPECT_FALSE(Load(std::vector<std::string>{bad}).ok());
+}
+
 TEST(Errors, GenericSharedAndLocalWindowsRoundTrip) {
   const std::string ptx = R"(.version 9.0
 .target sm_75
