@@ -296,6 +296,11 @@ cufftResult Execute(cufftHandle h, cufftType want, const void* in, void* out, in
              : k.in_complex                ? CUFFT_INVERSE
                                            : CUFFT_FORWARD;
   if (sign != CUFFT_FORWARD && sign != CUFFT_INVERSE) return CUFFT_INVALID_VALUE;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(p.stream, &capture) == cudaSuccess &&
+      capture != cudaStreamCaptureStatusNone)
+    return Refuse("a cuFFT execution in stream capture",
+                  "its transforms run on the host, which a graph cannot hold");
   const bool in_place = in == out;
   Layout li, lo;
   Layouts(p, in_place, &li, &lo);
