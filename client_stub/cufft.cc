@@ -16,7 +16,6 @@
 #pragma GCC visibility pop
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -41,18 +40,9 @@ void* Nvidia() {
   return lib;
 }
 
-void* Symbol(const char* name) {
-  void* lib = Nvidia();
-  return lib ? dlsym(lib, name) : nullptr;
-}
-
-// Calls NVIDIA's `name` (with this library's declaration of it) with the arguments that follow.
-#define REMORA_NVIDIA(name, ...)                                                   \
-  [&]() -> cufftResult {                                                           \
-    static const auto fn =                                                         \
-        reinterpret_cast<decltype(&::name)>(::remora::client_stub::Symbol(#name)); \
-    return fn ? fn(__VA_ARGS__) : CUFFT_SETUP_FAILED;                              \
-  }()
+// Calls NVIDIA's `name` with the arguments that follow.
+#define REMORA_NVIDIA(name, ...) \
+  REMORA_CALL_NVIDIA(::remora::client_stub::Nvidia, CUFFT_SETUP_FAILED, name, __VA_ARGS__)
 
 // True where this library serves cuFFT itself: on the emulated GPU.
 bool Served() {

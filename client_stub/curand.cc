@@ -15,7 +15,6 @@
 #pragma GCC visibility pop
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <memory>
 #include <mutex>
@@ -37,18 +36,10 @@ void* Nvidia() {
   return lib;
 }
 
-void* Symbol(const char* name) {
-  void* lib = Nvidia();
-  return lib ? dlsym(lib, name) : nullptr;
-}
-
-// Calls NVIDIA's `name` (with this library's declaration of it) with the arguments that follow.
-#define REMORA_NVIDIA(name, ...)                                                   \
-  [&]() -> curandStatus_t {                                                        \
-    static const auto fn =                                                         \
-        reinterpret_cast<decltype(&::name)>(::remora::client_stub::Symbol(#name)); \
-    return fn ? fn(__VA_ARGS__) : CURAND_STATUS_INITIALIZATION_FAILED;             \
-  }()
+// Calls NVIDIA's `name` with the arguments that follow.
+#define REMORA_NVIDIA(name, ...)                                                               \
+  REMORA_CALL_NVIDIA(::remora::client_stub::Nvidia, CURAND_STATUS_INITIALIZATION_FAILED, name, \
+                     __VA_ARGS__)
 
 // Whether device generators are served on the host: on the emulated GPU.
 bool DeviceGeneratorsOnHost() {

@@ -71,6 +71,10 @@ void* OpenNvidiaLibrary(const char* soname, const char* env, const char* wheel_d
   return nullptr;
 }
 
+void* NvidiaSymbol(void* lib, const char* name) {
+  return lib ? dlsym(lib, name) : nullptr;
+}
+
 bool OnEmulatedGpu() {
   int dev = 0;
   cudaDeviceProp prop{};

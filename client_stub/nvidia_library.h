@@ -13,7 +13,19 @@ namespace remora::client_stub {
 void* OpenNvidiaLibrary(const char* soname, const char* env, const char* wheel_dir,
                         const void* self, const char* consequence);
 
+// `name` in `lib` (OpenNvidiaLibrary's), or null if lib is null or lacks it.
+void* NvidiaSymbol(void* lib, const char* name);
+
 // True if the current device is Remora's emulated GPU (by its name). Asked once per library.
 bool OnEmulatedGpu();
 
 }  // namespace remora::client_stub
+
+// Calls NVIDIA's `name`, found in the library `lib()` returns and declared as this library
+// declares it, with the arguments that follow; `failed` where it is missing.
+#define REMORA_CALL_NVIDIA(lib, failed, name, ...)                                              \
+  [&]() {                                                                                       \
+    static const auto fn =                                                                      \
+        reinterpret_cast<decltype(&::name)>(::remora::client_stub::NvidiaSymbol(lib(), #name)); \
+    return fn ? fn(__VA_ARGS__) : failed;                                                       \
+  }()

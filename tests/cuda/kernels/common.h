@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #define CHECK(call)                                                         \
   do {                                                                      \
@@ -88,6 +89,24 @@ struct Rng {
   }
   int Int(int lo, int hi) { return lo + static_cast<int>(Next() % static_cast<uint64_t>(hi - lo)); }
 };
+
+// A new device allocation holding `v` (cudaMalloc, then a synchronous copy).
+template <class T>
+T* ToDevice(const std::vector<T>& v) {
+  T* d = nullptr;
+  CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
+  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// `n` elements of device memory `d`, copied to the host on the legacy default stream (which
+// does not wait for non-blocking streams: synchronize those first).
+template <class T>
+std::vector<T> FromDevice(const T* d, size_t n) {
+  std::vector<T> v(n);
+  CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
 
 // True if a and b agree to within rel * max(|a|, |b|, 1).
 inline bool Near(double a, double b, double rel) {

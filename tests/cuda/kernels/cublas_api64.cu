@@ -70,15 +70,6 @@ struct Data {
   }
 };
 
-// A device copy of `v` (a batch's array of pointers); the caller frees it.
-template <typename P>
-P* ToDevice(const std::vector<P>& v) {
-  P* d = nullptr;
-  CHECK(cudaMalloc(&d, v.size() * sizeof(P)));
-  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(P), cudaMemcpyHostToDevice));
-  return d;
-}
-
 // Counts a failure unless got[i] is within tol of want[i] (relative, per component).
 template <typename T>
 void Check(const char* what, const std::vector<T>& got, const std::vector<Z>& want, double tol) {

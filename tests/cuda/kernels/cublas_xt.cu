@@ -47,17 +47,7 @@ struct Mat {
 // The same matrix in device memory.
 template <typename T>
 T* ToDevice(const Mat<T>& m) {
-  T* d = nullptr;
-  CHECK(cudaMalloc(&d, m.h.size() * sizeof(T)));
-  CHECK(cudaMemcpy(d, m.h.data(), m.h.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-template <typename T>
-std::vector<T> FromDevice(const T* d, size_t n) {
-  std::vector<T> h(n);
-  CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
+  return ::ToDevice(m.h);
 }
 
 std::complex<double> C(const cuDoubleComplex& v) {

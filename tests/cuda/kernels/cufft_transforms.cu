@@ -66,20 +66,6 @@ void Verdict(const char* what, int bad, size_t total) {
   ++failures;
 }
 
-template <class T>
-T* Device(const std::vector<T>& v) {
-  T* d;
-  CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
-  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-template <class T>
-std::vector<T> Host(const T* d, size_t count) {
-  std::vector<T> v(count);
-  CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
-
 std::vector<cufftComplex> RandomComplex(Rng& rng, size_t count) {
   std::vector<cufftComplex> v(count);
   for (auto& c : v) c = {rng.Uniform(-1, 1), rng.Uniform(-1, 1)};
@@ -89,13 +75,13 @@ std::vector<cufftComplex> RandomComplex(Rng& rng, size_t count) {
 // Batched 1-D C2C forward out of place, then inverse in place: n times the input.
 void ComplexBatches(Rng& rng, int n, int batch) {
   std::vector<cufftComplex> x = RandomComplex(rng, size_t(n) * batch);
-  cufftComplex* in = Device(x);
+  cufftComplex* in = ToDevice(x);
   cufftComplex* out;
   CHECK(cudaMalloc(&out, x.size() * sizeof(cufftComplex)));
   cufftHandle plan;
   FFT_OK(cufftPlan1d(&plan, n, CUFFT_C2C, batch));
   FFT_OK(cufftExecC2C(plan, in, out, CUFFT_FORWARD));
-  std::vector<cufftComplex> got = Host(out, x.size());
+  std::vector<cufftComplex> got = FromDevice(out, x.size());
   int bad = 0;
   for (int b = 0; b < batch; ++b) {
     std::vector<Z> line(n);
@@ -105,7 +91,7 @@ void ComplexBatches(Rng& rng, int n, int batch) {
       Expect("C2C forward", {got[b * n + k].x, got[b * n + k].y}, want[k], 1e-4, &bad);
   }
   FFT_OK(cufftExecC2C(plan, out, out, CUFFT_INVERSE));
-  got = Host(out, x.size());
+  got = FromDevice(out, x.size());
   for (size_t i = 0; i < x.size(); ++i)
     Expect("C2C round trip", {got[i].x, got[i].y}, Z(x[i].x, x[i].y) * double(n), 1e-4, &bad);
   char what[64];
@@ -121,14 +107,14 @@ void RealTwoD(Rng& rng, int nx, int ny) {
   const int half = ny / 2 + 1;
   std::vector<float> x(size_t(nx) * ny);
   for (float& v : x) v = rng.Uniform(-1, 1);
-  float* in = Device(x);
+  float* in = ToDevice(x);
   cufftComplex* spec;
   CHECK(cudaMalloc(&spec, size_t(nx) * half * sizeof(cufftComplex)));
   cufftHandle fwd, inv;
   FFT_OK(cufftPlan2d(&fwd, nx, ny, CUFFT_R2C));
   FFT_OK(cufftPlan2d(&inv, nx, ny, CUFFT_C2R));
   FFT_OK(cufftExecR2C(fwd, in, spec));
-  std::vector<cufftComplex> got = Host(spec, size_t(nx) * half);
+  std::vector<cufftComplex> got = FromDevice(spec, size_t(nx) * half);
   std::vector<Z> want = Dft(std::vector<Z>(x.begin(), x.end()), {nx, ny}, -1);
   int bad = 0;
   for (int i = 0; i < nx; ++i)
@@ -138,7 +124,7 @@ void RealTwoD(Rng& rng, int nx, int ny) {
   float* back;
   CHECK(cudaMalloc(&back, x.size() * sizeof(float)));
   FFT_OK(cufftExecC2R(inv, spec, back));
-  std::vector<float> round = Host(back, x.size());
+  std::vector<float> round = FromDevice(back, x.size());
   for (size_t i = 0; i < x.size(); ++i) Expect("C2R", round[i], double(x[i]) * nx * ny, 1e-4, &bad);
   Verdict("R2C/C2R 2-D", bad, got.size() + x.size());
   FFT_OK(cufftDestroy(fwd));
@@ -153,11 +139,12 @@ void RealInPlace(Rng& rng, int n, int batch) {
   std::vector<float> x(size_t(row) * batch, 0.0f);
   for (int b = 0; b < batch; ++b)
     for (int t = 0; t < n; ++t) x[b * row + t] = rng.Uniform(-1, 1);
-  float* d = Device(x);
+  float* d = ToDevice(x);
   cufftHandle plan;
   FFT_OK(cufftPlan1d(&plan, n, CUFFT_R2C, batch));
   FFT_OK(cufftExecR2C(plan, d, reinterpret_cast<cufftComplex*>(d)));
-  std::vector<cufftComplex> got = Host(reinterpret_cast<cufftComplex*>(d), size_t(half) * batch);
+  std::vector<cufftComplex> got =
+      FromDevice(reinterpret_cast<cufftComplex*>(d), size_t(half) * batch);
   int bad = 0;
   for (int b = 0; b < batch; ++b) {
     std::vector<Z> line(x.begin() + b * row, x.begin() + b * row + n);
@@ -175,11 +162,11 @@ void DoubleThreeD(Rng& rng) {
   const std::vector<int> n = {16, 12, 10};
   std::vector<cufftDoubleComplex> x(16 * 12 * 10);
   for (auto& c : x) c = {rng.UniformD(-1, 1), rng.UniformD(-1, 1)};
-  cufftDoubleComplex* d = Device(x);
+  cufftDoubleComplex* d = ToDevice(x);
   cufftHandle plan;
   FFT_OK(cufftPlan3d(&plan, n[0], n[1], n[2], CUFFT_Z2Z));
   FFT_OK(cufftExecZ2Z(plan, d, d, CUFFT_INVERSE));
-  std::vector<cufftDoubleComplex> got = Host(d, x.size());
+  std::vector<cufftDoubleComplex> got = FromDevice(d, x.size());
   std::vector<Z> in(x.size());
   for (size_t i = 0; i < x.size(); ++i) in[i] = {x[i].x, x[i].y};
   std::vector<Z> want = Dft(in, n, +1);
@@ -194,7 +181,7 @@ void DoubleThreeD(Rng& rng) {
 void DoubleReal(Rng& rng, int n) {
   std::vector<double> x(n);
   for (double& v : x) v = rng.UniformD(-1, 1);
-  double* in = Device(x);
+  double* in = ToDevice(x);
   cufftDoubleComplex* spec;
   CHECK(cudaMalloc(&spec, (n / 2 + 1) * sizeof(cufftDoubleComplex)));
   cufftHandle fwd, inv;
@@ -202,7 +189,7 @@ void DoubleReal(Rng& rng, int n) {
   FFT_OK(cufftPlan1d(&inv, n, CUFFT_Z2D, 1));
   FFT_OK(cufftExecD2Z(fwd, in, spec));
   FFT_OK(cufftExecZ2D(inv, spec, in));
-  std::vector<double> got = Host(in, x.size());
+  std::vector<double> got = FromDevice(in, x.size());
   int bad = 0;
   for (int i = 0; i < n; ++i) Expect("D2Z/Z2D", got[i], x[i] * n, 1e-9, &bad);
   Verdict("D2Z/Z2D", bad, x.size());
@@ -216,14 +203,14 @@ void DoubleReal(Rng& rng, int n) {
 void StridedColumns(Rng& rng) {
   const int rows = 64, cols = 5;
   std::vector<cufftComplex> x = RandomComplex(rng, size_t(rows) * cols);
-  cufftComplex* in = Device(x);
+  cufftComplex* in = ToDevice(x);
   cufftComplex* out;
   CHECK(cudaMalloc(&out, x.size() * sizeof(cufftComplex)));
   int n[] = {rows}, inembed[] = {rows}, onembed[] = {rows};
   cufftHandle plan;
   FFT_OK(cufftPlanMany(&plan, 1, n, inembed, cols, 1, onembed, 1, rows, CUFFT_C2C, cols));
   FFT_OK(cufftExecC2C(plan, in, out, CUFFT_FORWARD));
-  std::vector<cufftComplex> got = Host(out, x.size());
+  std::vector<cufftComplex> got = FromDevice(out, x.size());
   int bad = 0;
   for (int c = 0; c < cols; ++c) {
     std::vector<Z> line(rows);
@@ -248,7 +235,7 @@ __global__ void Scale(cufftComplex* v, int n, float s) {
 void OnAStream(Rng& rng) {
   const int n = 120;
   std::vector<cufftComplex> x = RandomComplex(rng, n);
-  cufftComplex* d = Device(x);
+  cufftComplex* d = ToDevice(x);
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cufftHandle plan;
@@ -262,7 +249,7 @@ void OnAStream(Rng& rng) {
   FFT_OK(cufftXtExec(plan, d, d, CUFFT_FORWARD));
   Scale<<<1, 128, 0, s>>>(d, n, 0.5f);
   CHECK(cudaStreamSynchronize(s));
-  std::vector<cufftComplex> got = Host(d, n);
+  std::vector<cufftComplex> got = FromDevice(d, n);
   std::vector<Z> line(n);
   for (int t = 0; t < n; ++t) line[t] = Z(x[t].x, x[t].y) * 3.0;
   std::vector<Z> want = Dft(line, {n}, -1);
@@ -282,7 +269,7 @@ void Captured(Rng& rng) {
   const bool emulated = std::strncmp(prop.name, "Remora Emulated", 15) == 0;
   const int n = 64;
   std::vector<cufftComplex> x = RandomComplex(rng, n);
-  cufftComplex* d = Device(x);
+  cufftComplex* d = ToDevice(x);
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cufftHandle plan;
@@ -304,7 +291,7 @@ void Captured(Rng& rng) {
     CHECK(cudaGraphInstantiate(&exec, graph, 0));
     CHECK(cudaGraphLaunch(exec, s));
     CHECK(cudaStreamSynchronize(s));
-    std::vector<cufftComplex> got = Host(d, n);
+    std::vector<cufftComplex> got = FromDevice(d, n);
     std::vector<Z> line(n);
     for (int t = 0; t < n; ++t) line[t] = {x[t].x, x[t].y};
     std::vector<Z> want = Dft(line, {n}, -1);

@@ -34,19 +34,11 @@ void Check(const char* what, double err, double tol) {
   ++failures;
 }
 
-template <class T>
-T* Up(const std::vector<T>& v) {
-  T* d;
-  CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
-  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
+// The solver's results, read once its stream has finished.
 template <class T>
 std::vector<T> Down(const T* d, size_t n) {
   CHECK(cudaStreamSynchronize(g_stream));
-  std::vector<T> v(n);
-  CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
+  return FromDevice(d, n);
 }
 
 int Info(const int* d_info) {
@@ -77,7 +69,7 @@ void LuSolve(cusolverDnHandle_t h, Rng& rng, int n, BufferSize buffer_size, Getr
   std::vector<T> a(size_t(n) * n), b(n);
   for (T& v : a) v = T(rng.Uniform(-1, 1));
   for (T& v : b) v = T(rng.Uniform(-1, 1));
-  T *da = Up(a), *db = Up(b), *work;
+  T *da = ToDevice(a), *db = ToDevice(b), *work;
   int *piv, *info;
   CHECK(cudaMalloc(&piv, n * sizeof(int)));
   CHECK(cudaMalloc(&info, sizeof(int)));
@@ -114,7 +106,7 @@ void Cholesky(cusolverDnHandle_t h, Rng& rng, int n) {
   const std::vector<double> s = Spd(rng, n);
   std::vector<double> b(n);
   for (double& v : b) v = rng.UniformD(-1, 1);
-  double *da = Up(s), *db = Up(b), *work;
+  double *da = ToDevice(s), *db = ToDevice(b), *work;
   int* info;
   CHECK(cudaMalloc(&info, sizeof(int)));
   int lwork = 0;
@@ -136,7 +128,7 @@ void Cholesky(cusolverDnHandle_t h, Rng& rng, int n) {
 void Qr(cusolverDnHandle_t h, Rng& rng, int m, int n) {
   std::vector<double> a(size_t(m) * n);
   for (double& v : a) v = rng.UniformD(-1, 1);
-  double *da = Up(a), *tau, *work;
+  double *da = ToDevice(a), *tau, *work;
   int* info;
   CHECK(cudaMalloc(&tau, n * sizeof(double)));
   CHECK(cudaMalloc(&info, sizeof(int)));
@@ -164,7 +156,7 @@ void Qr(cusolverDnHandle_t h, Rng& rng, int m, int n) {
 // syevd: A V = V diag(w), V^T V = I, w ascending.
 void Eigen(cusolverDnHandle_t h, Rng& rng, int n) {
   const std::vector<double> s = Spd(rng, n);
-  double *da = Up(s), *w, *work;
+  double *da = ToDevice(s), *w, *work;
   int* info;
   CHECK(cudaMalloc(&w, n * sizeof(double)));
   CHECK(cudaMalloc(&info, sizeof(int)));

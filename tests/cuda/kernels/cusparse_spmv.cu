@@ -18,14 +18,6 @@ int failures = 0;
 
 #define SPARSE_OK(call) STATUS_OK(call, CUSPARSE_STATUS_SUCCESS, cusparseGetErrorString)
 
-template <class T>
-T* Up(const std::vector<T>& v) {
-  T* d;
-  CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
-  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
 void Compare(const char* what, const std::vector<float>& got, const std::vector<double>& want) {
   int bad = 0;
   for (size_t i = 0; i < want.size(); ++i)
@@ -78,10 +70,10 @@ int main(int argc, char** argv) {
   cusparseHandle_t h;
   SPARSE_OK(cusparseCreate(&h));
   SPARSE_OK(cusparseSetStream(h, stream));
-  int* d_offsets = Up(offsets);
-  int* d_columns = Up(columns);
-  float* d_values = Up(values);
-  float *d_x = Up(x), *d_b = Up(b), *d_y = Up(y), *d_c = Up(c);
+  int* d_offsets = ToDevice(offsets);
+  int* d_columns = ToDevice(columns);
+  float* d_values = ToDevice(values);
+  float *d_x = ToDevice(x), *d_b = ToDevice(b), *d_y = ToDevice(y), *d_c = ToDevice(c);
   cusparseSpMatDescr_t a;
   SPARSE_OK(cusparseCreateCsr(&a, rows, cols, nnz, d_offsets, d_columns, d_values,
                               CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
@@ -136,9 +128,9 @@ int main(int argc, char** argv) {
     for (int e = offsets[r]; e < offsets[r + 1]; ++e)
       for (int f = b_offsets[columns[e]]; f < b_offsets[columns[e] + 1]; ++f)
         want_g[size_t(r) * n2 + b_columns[f]] += alpha * double(values[e]) * b_values[f];
-  int* d_b_offsets = Up(b_offsets);
-  int* d_b_columns = Up(b_columns);
-  float* d_b_values = Up(b_values);
+  int* d_b_offsets = ToDevice(b_offsets);
+  int* d_b_columns = ToDevice(b_columns);
+  float* d_b_values = ToDevice(b_values);
   int* d_g_offsets;
   CHECK(cudaMalloc(&d_g_offsets, (rows + 1) * sizeof(int)));
   cusparseSpMatDescr_t sb, sg;

@@ -43,21 +43,6 @@ __global__ void Surfaces(cudaSurfaceObject_t src, cudaSurfaceObject_t dst, int w
   surf2Dwrite(-1.0f, dst, (x + w) * 4, y, cudaBoundaryModeZero);
 }
 
-template <class T>
-T* ToDevice(const std::vector<T>& v) {
-  T* d = nullptr;
-  CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
-  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-template <class T>
-std::vector<T> ToHost(const T* d, size_t n) {
-  std::vector<T> v(n);
-  CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
-
 int Blocks(int n) {
   return (n + 127) / 128;
 }
@@ -72,7 +57,7 @@ std::vector<Out> Sample(void (*kernel)(cudaTextureObject_t, const At*, Out*, int
   CHECK(cudaMalloc(&d_out, n * sizeof(Out)));
   kernel<<<Blocks(n), 128>>>(t, d_at, d_out, n);
   CHECK(cudaGetLastError());
-  std::vector<Out> got = ToHost(d_out, n);
+  std::vector<Out> got = FromDevice(d_out, n);
   CHECK(cudaFree(d_at));
   CHECK(cudaFree(d_out));
   return got;
