@@ -1,7 +1,8 @@
 // tests/cuda/kernels/cusparse_spmv.cu - NVIDIA's cuSPARSE in the tenant (-lcusparse): its
 // generic API multiplies a random CSR matrix by a vector (SpMV), by a dense matrix (SpMM) and by
-// another sparse matrix (SpGEMM, into a CSR matrix whose size cuSPARSE finds), on a non-default
-// stream, checked against a host loop in double precision.
+// another sparse matrix (SpGEMM, into a CSR matrix whose size cuSPARSE finds), solves a sparse
+// lower-triangular system (SpSV, whose blocks wait on each other's rows) and transposes a CSR
+// matrix (csr2csc), on a non-default stream, checked against host loops in double precision.
 //
 // cuSPARSE's kernels come with the library (machine code, and PTX for the newest GPUs only):
 // a GPU runs the machine code, the emulated GPU that PTX.
@@ -212,6 +213,105 @@ int main(int argc, char** argv) {
   for (void* p : {work, compute, static_cast<void*>(d_b_offsets), static_cast<void*>(d_b_columns),
                   static_cast<void*>(d_b_values), static_cast<void*>(d_g_offsets),
                   static_cast<void*>(d_g_columns), static_cast<void*>(d_g_values)})
+    CHECK(cudaFree(p));
+
+  // SpSV: L x = b for a random lower-triangular L, each row's diagonal dominant; then L's CSC
+  // form (csr2csc), which must hold the same entries.
+  const int tn = 400;
+  std::vector<int> l_offsets(tn + 1, 0), l_columns;
+  std::vector<float> l_values;
+  for (int r = 0; r < tn; ++r) {
+    for (int c = 0; c < r; ++c)
+      if (rng.Int(0, 30) == 0) {
+        l_columns.push_back(c);
+        l_values.push_back(rng.Uniform(-0.2f, 0.2f));
+      }
+    l_columns.push_back(r);
+    l_values.push_back(1.0f + rng.Uniform(0, 1));
+    l_offsets[r + 1] = int(l_columns.size());
+  }
+  const int l_nnz = int(l_columns.size());
+  std::vector<float> rhs(tn);
+  for (float& v : rhs) v = rng.Uniform(-1, 1);
+  int* d_l_offsets = ToDevice(l_offsets);
+  int* d_l_columns = ToDevice(l_columns);
+  float* d_l_values = ToDevice(l_values);
+  float *d_rhs = ToDevice(rhs), *d_sol;
+  CHECK(cudaMalloc(&d_sol, tn * sizeof(float)));
+  cusparseSpMatDescr_t sl;
+  SPARSE_OK(cusparseCreateCsr(&sl, tn, tn, l_nnz, d_l_offsets, d_l_columns, d_l_values,
+                              CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                              CUDA_R_32F));
+  cusparseFillMode_t fill = CUSPARSE_FILL_MODE_LOWER;
+  cusparseDiagType_t diag = CUSPARSE_DIAG_TYPE_NON_UNIT;
+  SPARSE_OK(cusparseSpMatSetAttribute(sl, CUSPARSE_SPMAT_FILL_MODE, &fill, sizeof(fill)));
+  SPARSE_OK(cusparseSpMatSetAttribute(sl, CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof(diag)));
+  cusparseDnVecDescr_t vrhs, vsol;
+  SPARSE_OK(cusparseCreateDnVec(&vrhs, tn, d_rhs, CUDA_R_32F));
+  SPARSE_OK(cusparseCreateDnVec(&vsol, tn, d_sol, CUDA_R_32F));
+  cusparseSpSVDescr_t sv;
+  SPARSE_OK(cusparseSpSV_createDescr(&sv));
+  const float one = 1.0f;
+  size_t sv_bytes = 0;
+  SPARSE_OK(cusparseSpSV_bufferSize(h, op, &one, sl, vrhs, vsol, CUDA_R_32F,
+                                    CUSPARSE_SPSV_ALG_DEFAULT, sv, &sv_bytes));
+  void* sv_buffer;
+  CHECK(cudaMalloc(&sv_buffer, sv_bytes ? sv_bytes : 1));
+  SPARSE_OK(cusparseSpSV_analysis(h, op, &one, sl, vrhs, vsol, CUDA_R_32F,
+                                  CUSPARSE_SPSV_ALG_DEFAULT, sv, sv_buffer));
+  SPARSE_OK(
+      cusparseSpSV_solve(h, op, &one, sl, vrhs, vsol, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv));
+  CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> want_sol(tn);
+  for (int r = 0; r < tn; ++r) {  // forward substitution; the diagonal is each row's last
+    double acc = rhs[r];
+    for (int e = l_offsets[r]; e < l_offsets[r + 1] - 1; ++e)
+      acc -= l_values[e] * want_sol[l_columns[e]];
+    want_sol[r] = acc / l_values[l_offsets[r + 1] - 1];
+  }
+  Compare("SpSV", FromDevice(d_sol, tn), want_sol);
+  int *d_c_offsets, *d_c_rows;
+  float* d_c_values;
+  CHECK(cudaMalloc(&d_c_offsets, (tn + 1) * sizeof(int)));
+  CHECK(cudaMalloc(&d_c_rows, l_nnz * sizeof(int)));
+  CHECK(cudaMalloc(&d_c_values, l_nnz * sizeof(float)));
+  size_t t_bytes = 0;
+  SPARSE_OK(cusparseCsr2cscEx2_bufferSize(h, tn, tn, l_nnz, d_l_values, d_l_offsets, d_l_columns,
+                                          d_c_values, d_c_offsets, d_c_rows, CUDA_R_32F,
+                                          CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO,
+                                          CUSPARSE_CSR2CSC_ALG1, &t_bytes));
+  void* t_buffer;
+  CHECK(cudaMalloc(&t_buffer, t_bytes ? t_bytes : 1));
+  SPARSE_OK(cusparseCsr2cscEx2(h, tn, tn, l_nnz, d_l_values, d_l_offsets, d_l_columns, d_c_values,
+                               d_c_offsets, d_c_rows, CUDA_R_32F, CUSPARSE_ACTION_NUMERIC,
+                               CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, t_buffer));
+  CHECK(cudaStreamSynchronize(stream));
+  const std::vector<int> c_offsets = FromDevice(d_c_offsets, tn + 1);
+  const std::vector<int> c_rows = FromDevice(d_c_rows, l_nnz);
+  const std::vector<float> c_values = FromDevice(d_c_values, l_nnz);
+  int moved = c_offsets[0] != 0 || c_offsets[tn] != l_nnz;  // entries not where CSR has them
+  for (int c = 0; c < tn && !moved; ++c)
+    for (int e = c_offsets[c]; e < c_offsets[c + 1]; ++e) {
+      const int r = c_rows[e];
+      bool found = false;
+      for (int f = r >= 0 && r < tn ? l_offsets[r] : 0; r >= 0 && r < tn && f < l_offsets[r + 1];
+           ++f)
+        found |= l_columns[f] == c && l_values[f] == c_values[e];
+      moved += !found;
+    }
+  if (moved) {
+    std::printf("FAIL csr2csc: %d entries not the CSR matrix's\n", moved);
+    ++failures;
+  }
+  SPARSE_OK(cusparseSpSV_destroyDescr(sv));
+  SPARSE_OK(cusparseDestroySpMat(sl));
+  SPARSE_OK(cusparseDestroyDnVec(vrhs));
+  SPARSE_OK(cusparseDestroyDnVec(vsol));
+  for (void* p :
+       {sv_buffer, t_buffer, static_cast<void*>(d_l_offsets), static_cast<void*>(d_l_columns),
+        static_cast<void*>(d_l_values), static_cast<void*>(d_rhs), static_cast<void*>(d_sol),
+        static_cast<void*>(d_c_offsets), static_cast<void*>(d_c_rows),
+        static_cast<void*>(d_c_values)})
     CHECK(cudaFree(p));
 
   SPARSE_OK(cusparseDestroyDnMat(mb));
