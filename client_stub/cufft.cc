@@ -44,16 +44,10 @@ void* Nvidia() {
 #define REMORA_NVIDIA(name, ...) \
   REMORA_CALL_NVIDIA(::remora::client_stub::Nvidia, CUFFT_SETUP_FAILED, name, __VA_ARGS__)
 
-// True where this library serves cuFFT itself: on the emulated GPU.
-bool Served() {
-  static const bool served = OnEmulatedGpu();
-  return served;
-}
-
 // A routine Remora does not serve: one line on stderr, CUFFT_NOT_SUPPORTED.
 cufftResult Refuse(const char* name, const char* why) {
   std::fprintf(stderr, "remora: %s is not supported%s: %s\n", name,
-               Served() ? " on the emulated GPU" : "", why);
+               OnEmulatedGpu() ? " on the emulated GPU" : "", why);
   return CUFFT_NOT_SUPPORTED;
 }
 
@@ -106,6 +100,11 @@ class Plans {
   bool Remove(cufftHandle h) {
     std::lock_guard lock(mu_);
     return plans_.erase(h) > 0;
+  }
+  // CUFFT_SUCCESS for a live handle, else CUFFT_INVALID_PLAN.
+  cufftResult Check(cufftHandle h) {
+    std::lock_guard lock(mu_);
+    return plans_.count(h) ? CUFFT_SUCCESS : CUFFT_INVALID_PLAN;
   }
   // Runs f(plan) under the lock; CUFFT_INVALID_PLAN for a handle not live.
   template <class F>
@@ -363,13 +362,13 @@ namespace cs = remora::client_stub;
 extern "C" {
 
 cufftResult cufftCreate(cufftHandle* handle) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftCreate, handle);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftCreate, handle);
   if (handle == nullptr) return CUFFT_INVALID_VALUE;
   *handle = cs::AllPlans().Add();
   return CUFFT_SUCCESS;
 }
 cufftResult cufftDestroy(cufftHandle plan) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftDestroy, plan);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftDestroy, plan);
   return cs::AllPlans().Remove(plan) ? CUFFT_SUCCESS : CUFFT_INVALID_PLAN;
 }
 
@@ -377,7 +376,7 @@ cufftResult cufftMakePlanMany64(cufftHandle plan, int rank, long long* n, long l
                                 long long istride, long long idist, long long* onembed,
                                 long long ostride, long long odist, cufftType type, long long batch,
                                 size_t* workSize) {
-  if (!cs::Served())
+  if (!cs::OnEmulatedGpu())
     return REMORA_NVIDIA(cufftMakePlanMany64, plan, rank, n, inembed, istride, idist, onembed,
                          ostride, odist, type, batch, workSize);
   return cs::AllPlans().With(plan, [&](cs::Plan& p) {
@@ -388,25 +387,25 @@ cufftResult cufftMakePlanMany64(cufftHandle plan, int rank, long long* n, long l
 cufftResult cufftMakePlanMany(cufftHandle plan, int rank, int* n, int* inembed, int istride,
                               int idist, int* onembed, int ostride, int odist, cufftType type,
                               int batch, size_t* workSize) {
-  if (!cs::Served())
+  if (!cs::OnEmulatedGpu())
     return REMORA_NVIDIA(cufftMakePlanMany, plan, rank, n, inembed, istride, idist, onembed,
                          ostride, odist, type, batch, workSize);
   return cs::MakeInt(plan, rank, n, inembed, istride, idist, onembed, ostride, odist, type, batch,
                      workSize);
 }
 cufftResult cufftMakePlan1d(cufftHandle plan, int nx, cufftType type, int batch, size_t* workSize) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftMakePlan1d, plan, nx, type, batch, workSize);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftMakePlan1d, plan, nx, type, batch, workSize);
   int n[] = {nx};
   return cs::MakeInt(plan, 1, n, nullptr, 1, 0, nullptr, 1, 0, type, batch, workSize);
 }
 cufftResult cufftMakePlan2d(cufftHandle plan, int nx, int ny, cufftType type, size_t* workSize) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftMakePlan2d, plan, nx, ny, type, workSize);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftMakePlan2d, plan, nx, ny, type, workSize);
   int n[] = {nx, ny};
   return cs::MakeInt(plan, 2, n, nullptr, 1, 0, nullptr, 1, 0, type, 1, workSize);
 }
 cufftResult cufftMakePlan3d(cufftHandle plan, int nx, int ny, int nz, cufftType type,
                             size_t* workSize) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftMakePlan3d, plan, nx, ny, nz, type, workSize);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftMakePlan3d, plan, nx, ny, nz, type, workSize);
   int n[] = {nx, ny, nz};
   return cs::MakeInt(plan, 3, n, nullptr, 1, 0, nullptr, 1, 0, type, 1, workSize);
 }
@@ -424,20 +423,20 @@ cufftResult cufftMakePlan3d(cufftHandle plan, int nx, int ny, int nz, cufftType 
   return CUFFT_SUCCESS
 
 cufftResult cufftPlan1d(cufftHandle* plan, int nx, cufftType type, int batch) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftPlan1d, plan, nx, type, batch);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftPlan1d, plan, nx, type, batch);
   REMORA_CREATE_AND_MAKE(cufftMakePlan1d(h, nx, type, batch, nullptr));
 }
 cufftResult cufftPlan2d(cufftHandle* plan, int nx, int ny, cufftType type) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftPlan2d, plan, nx, ny, type);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftPlan2d, plan, nx, ny, type);
   REMORA_CREATE_AND_MAKE(cufftMakePlan2d(h, nx, ny, type, nullptr));
 }
 cufftResult cufftPlan3d(cufftHandle* plan, int nx, int ny, int nz, cufftType type) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftPlan3d, plan, nx, ny, nz, type);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftPlan3d, plan, nx, ny, nz, type);
   REMORA_CREATE_AND_MAKE(cufftMakePlan3d(h, nx, ny, nz, type, nullptr));
 }
 cufftResult cufftPlanMany(cufftHandle* plan, int rank, int* n, int* inembed, int istride, int idist,
                           int* onembed, int ostride, int odist, cufftType type, int batch) {
-  if (!cs::Served())
+  if (!cs::OnEmulatedGpu())
     return REMORA_NVIDIA(cufftPlanMany, plan, rank, n, inembed, istride, idist, onembed, ostride,
                          odist, type, batch);
   REMORA_CREATE_AND_MAKE(cufftMakePlanMany(h, rank, n, inembed, istride, idist, onembed, ostride,
@@ -445,10 +444,10 @@ cufftResult cufftPlanMany(cufftHandle* plan, int rank, int* n, int* inembed, int
 }
 
 // Work sizes: the host does the work, so none is needed on the device.
-#define REMORA_NO_WORK(name, ...)                             \
-  if (!cs::Served()) return REMORA_NVIDIA(name, __VA_ARGS__); \
-  if (workSize == nullptr) return CUFFT_INVALID_VALUE;        \
-  *workSize = 0;                                              \
+#define REMORA_NO_WORK(name, ...)                                    \
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(name, __VA_ARGS__); \
+  if (workSize == nullptr) return CUFFT_INVALID_VALUE;               \
+  *workSize = 0;                                                     \
   return CUFFT_SUCCESS
 
 cufftResult cufftEstimate1d(int nx, cufftType type, int batch, size_t* workSize) {
@@ -503,27 +502,27 @@ cufftResult cufftXtGetSizeMany(cufftHandle plan, int rank, long long* n, long lo
 }
 
 cufftResult cufftSetWorkArea(cufftHandle plan, void* workArea) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftSetWorkArea, plan, workArea);
-  return cs::AllPlans().With(plan, [](cs::Plan&) { return CUFFT_SUCCESS; });
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftSetWorkArea, plan, workArea);
+  return cs::AllPlans().Check(plan);
 }
 cufftResult cufftXtSetWorkArea(cufftHandle plan, void** workArea) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtSetWorkArea, plan, workArea);
-  return cs::AllPlans().With(plan, [](cs::Plan&) { return CUFFT_SUCCESS; });
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtSetWorkArea, plan, workArea);
+  return cs::AllPlans().Check(plan);
 }
 cufftResult cufftSetAutoAllocation(cufftHandle plan, int autoAllocate) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftSetAutoAllocation, plan, autoAllocate);
-  return cs::AllPlans().With(plan, [](cs::Plan&) { return CUFFT_SUCCESS; });
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftSetAutoAllocation, plan, autoAllocate);
+  return cs::AllPlans().Check(plan);
 }
 cufftResult cufftXtSetWorkAreaPolicy(cufftHandle plan, cufftXtWorkAreaPolicy policy,
                                      size_t* workSize) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtSetWorkAreaPolicy, plan, policy, workSize);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtSetWorkAreaPolicy, plan, policy, workSize);
   if (policy != CUFFT_WORKAREA_MINIMAL && policy != CUFFT_WORKAREA_USER &&
       policy != CUFFT_WORKAREA_PERFORMANCE)
     return CUFFT_INVALID_VALUE;
-  return cs::AllPlans().With(plan, [](cs::Plan&) { return CUFFT_SUCCESS; });
+  return cs::AllPlans().Check(plan);
 }
 cufftResult cufftSetStream(cufftHandle plan, cudaStream_t stream) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftSetStream, plan, stream);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftSetStream, plan, stream);
   return cs::AllPlans().With(plan, [&](cs::Plan& p) {
     p.stream = stream;
     return CUFFT_SUCCESS;
@@ -532,28 +531,28 @@ cufftResult cufftSetStream(cufftHandle plan, cudaStream_t stream) {
 
 cufftResult cufftExecC2C(cufftHandle plan, cufftComplex* idata, cufftComplex* odata,
                          int direction) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftExecC2C, plan, idata, odata, direction);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftExecC2C, plan, idata, odata, direction);
   return cs::Execute(plan, CUFFT_C2C, idata, odata, direction);
 }
 cufftResult cufftExecZ2Z(cufftHandle plan, cufftDoubleComplex* idata, cufftDoubleComplex* odata,
                          int direction) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftExecZ2Z, plan, idata, odata, direction);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftExecZ2Z, plan, idata, odata, direction);
   return cs::Execute(plan, CUFFT_Z2Z, idata, odata, direction);
 }
 cufftResult cufftExecR2C(cufftHandle plan, cufftReal* idata, cufftComplex* odata) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftExecR2C, plan, idata, odata);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftExecR2C, plan, idata, odata);
   return cs::Execute(plan, CUFFT_R2C, idata, odata, CUFFT_FORWARD);
 }
 cufftResult cufftExecD2Z(cufftHandle plan, cufftDoubleReal* idata, cufftDoubleComplex* odata) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftExecD2Z, plan, idata, odata);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftExecD2Z, plan, idata, odata);
   return cs::Execute(plan, CUFFT_D2Z, idata, odata, CUFFT_FORWARD);
 }
 cufftResult cufftExecC2R(cufftHandle plan, cufftComplex* idata, cufftReal* odata) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftExecC2R, plan, idata, odata);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftExecC2R, plan, idata, odata);
   return cs::Execute(plan, CUFFT_C2R, idata, odata, CUFFT_INVERSE);
 }
 cufftResult cufftExecZ2D(cufftHandle plan, cufftDoubleComplex* idata, cufftDoubleReal* odata) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftExecZ2D, plan, idata, odata);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftExecZ2D, plan, idata, odata);
   return cs::Execute(plan, CUFFT_Z2D, idata, odata, CUFFT_INVERSE);
 }
 
@@ -562,7 +561,7 @@ cufftResult cufftXtMakePlanMany(cufftHandle plan, int rank, long long* n, long l
                                 long long* onembed, long long ostride, long long odist,
                                 cudaDataType outputtype, long long batch, size_t* workSize,
                                 cudaDataType executiontype) {
-  if (!cs::Served())
+  if (!cs::OnEmulatedGpu())
     return REMORA_NVIDIA(cufftXtMakePlanMany, plan, rank, n, inembed, istride, idist, inputtype,
                          onembed, ostride, odist, outputtype, batch, workSize, executiontype);
   const std::optional<cufftType> type = cs::XtType(inputtype, outputtype, executiontype);
@@ -573,7 +572,7 @@ cufftResult cufftXtMakePlanMany(cufftHandle plan, int rank, long long* n, long l
                              batch, workSize);
 }
 cufftResult cufftXtExec(cufftHandle plan, void* input, void* output, int direction) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtExec, plan, input, output, direction);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtExec, plan, input, output, direction);
   cufftType type = CUFFT_C2C;
   if (cufftResult r = cs::AllPlans().With(plan, [&](cs::Plan& p) {
         type = p.type;
@@ -584,13 +583,13 @@ cufftResult cufftXtExec(cufftHandle plan, void* input, void* output, int directi
 }
 
 cufftResult cufftGetVersion(int* version) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftGetVersion, version);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftGetVersion, version);
   if (version == nullptr) return CUFFT_INVALID_VALUE;
   *version = CUFFT_VERSION;
   return CUFFT_SUCCESS;
 }
 cufftResult cufftGetProperty(libraryPropertyType type, int* value) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftGetProperty, type, value);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftGetProperty, type, value);
   if (value == nullptr) return CUFFT_INVALID_VALUE;
   switch (type) {
     case MAJOR_VERSION:
@@ -608,7 +607,8 @@ cufftResult cufftGetProperty(libraryPropertyType type, int* value) {
 
 cufftResult cufftSetPlanPropertyInt64(cufftHandle plan, cufftProperty property,
                                       const long long int inputValueInt) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftSetPlanPropertyInt64, plan, property, inputValueInt);
+  if (!cs::OnEmulatedGpu())
+    return REMORA_NVIDIA(cufftSetPlanPropertyInt64, plan, property, inputValueInt);
   return cs::AllPlans().With(plan, [&](cs::Plan& p) {
     p.properties[int(property)] = inputValueInt;
     return CUFFT_SUCCESS;
@@ -616,7 +616,7 @@ cufftResult cufftSetPlanPropertyInt64(cufftHandle plan, cufftProperty property,
 }
 cufftResult cufftGetPlanPropertyInt64(cufftHandle plan, cufftProperty property,
                                       long long int* returnPtrValue) {
-  if (!cs::Served())
+  if (!cs::OnEmulatedGpu())
     return REMORA_NVIDIA(cufftGetPlanPropertyInt64, plan, property, returnPtrValue);
   if (returnPtrValue == nullptr) return CUFFT_INVALID_VALUE;
   return cs::AllPlans().With(plan, [&](cs::Plan& p) {
@@ -626,7 +626,7 @@ cufftResult cufftGetPlanPropertyInt64(cufftHandle plan, cufftProperty property,
   });
 }
 cufftResult cufftResetPlanProperty(cufftHandle plan, cufftProperty property) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftResetPlanProperty, plan, property);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftResetPlanProperty, plan, property);
   return cs::AllPlans().With(plan, [&](cs::Plan& p) {
     p.properties.erase(int(property));
     return CUFFT_SUCCESS;
@@ -636,49 +636,51 @@ cufftResult cufftResetPlanProperty(cufftHandle plan, cufftProperty property) {
 // Callbacks and multi-GPU descriptors: NVIDIA's on a GPU, refused by name on the emulated one.
 cufftResult cufftXtSetCallback(cufftHandle plan, void** callback_routine,
                                cufftXtCallbackType cbType, void** caller_info) {
-  if (!cs::Served())
+  if (!cs::OnEmulatedGpu())
     return REMORA_NVIDIA(cufftXtSetCallback, plan, callback_routine, cbType, caller_info);
   return cs::Refuse("cufftXtSetCallback", cs::kNoCallbacks);
 }
 cufftResult cufftXtClearCallback(cufftHandle plan, cufftXtCallbackType cbType) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtClearCallback, plan, cbType);
-  return cs::AllPlans().With(plan, [](cs::Plan&) { return CUFFT_SUCCESS; });  // none was set
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtClearCallback, plan, cbType);
+  return cs::AllPlans().Check(plan);  // none was set
 }
 cufftResult cufftXtSetCallbackSharedSize(cufftHandle plan, cufftXtCallbackType cbType,
                                          size_t sharedSize) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtSetCallbackSharedSize, plan, cbType, sharedSize);
+  if (!cs::OnEmulatedGpu())
+    return REMORA_NVIDIA(cufftXtSetCallbackSharedSize, plan, cbType, sharedSize);
   return cs::Refuse("cufftXtSetCallbackSharedSize", cs::kNoCallbacks);
 }
 cufftResult cufftXtSetJITCallback(cufftHandle plan, const char* lto_callback_symbol_name,
                                   const void* lto_callback_fatbin, size_t lto_callback_fatbin_size,
                                   cufftXtCallbackType type, void** caller_info) {
-  if (!cs::Served())
+  if (!cs::OnEmulatedGpu())
     return REMORA_NVIDIA(cufftXtSetJITCallback, plan, lto_callback_symbol_name, lto_callback_fatbin,
                          lto_callback_fatbin_size, type, caller_info);
   return cs::Refuse("cufftXtSetJITCallback", cs::kNoCallbacks);
 }
 cufftResult cufftXtSetGPUs(cufftHandle handle, int nGPUs, int* whichGPUs) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtSetGPUs, handle, nGPUs, whichGPUs);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtSetGPUs, handle, nGPUs, whichGPUs);
   return cs::Refuse("cufftXtSetGPUs", cs::kOneGpu);
 }
 cufftResult cufftXtMalloc(cufftHandle plan, cudaLibXtDesc** descriptor, cufftXtSubFormat format) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtMalloc, plan, descriptor, format);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtMalloc, plan, descriptor, format);
   return cs::Refuse("cufftXtMalloc", cs::kOneGpu);
 }
 cufftResult cufftXtMemcpy(cufftHandle plan, void* dstPointer, void* srcPointer,
                           cufftXtCopyType type) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtMemcpy, plan, dstPointer, srcPointer, type);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtMemcpy, plan, dstPointer, srcPointer, type);
   return cs::Refuse("cufftXtMemcpy", cs::kOneGpu);
 }
 cufftResult cufftXtFree(cudaLibXtDesc* descriptor) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtFree, descriptor);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtFree, descriptor);
   return cs::Refuse("cufftXtFree", cs::kOneGpu);
 }
-#define REMORA_XT_DESCRIPTOR(name, ...)                                                         \
-  cufftResult name(cufftHandle plan, cudaLibXtDesc* input,                                      \
-                   cudaLibXtDesc* output __VA_OPT__(, int direction)) {                         \
-    if (!cs::Served()) return REMORA_NVIDIA(name, plan, input, output __VA_OPT__(, direction)); \
-    return cs::Refuse(#name, cs::kOneGpu);                                                      \
+#define REMORA_XT_DESCRIPTOR(name, ...)                                        \
+  cufftResult name(cufftHandle plan, cudaLibXtDesc* input,                     \
+                   cudaLibXtDesc* output __VA_OPT__(, int direction)) {        \
+    if (!cs::OnEmulatedGpu())                                                  \
+      return REMORA_NVIDIA(name, plan, input, output __VA_OPT__(, direction)); \
+    return cs::Refuse(#name, cs::kOneGpu);                                     \
   }
 REMORA_XT_DESCRIPTOR(cufftXtExecDescriptor, direction)
 REMORA_XT_DESCRIPTOR(cufftXtExecDescriptorC2C, direction)
@@ -688,7 +690,7 @@ REMORA_XT_DESCRIPTOR(cufftXtExecDescriptorC2R)
 REMORA_XT_DESCRIPTOR(cufftXtExecDescriptorD2Z)
 REMORA_XT_DESCRIPTOR(cufftXtExecDescriptorZ2D)
 cufftResult cufftXtQueryPlan(cufftHandle plan, void* queryStruct, cufftXtQueryType queryType) {
-  if (!cs::Served()) return REMORA_NVIDIA(cufftXtQueryPlan, plan, queryStruct, queryType);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(cufftXtQueryPlan, plan, queryStruct, queryType);
   return cs::Refuse("cufftXtQueryPlan", "the emulated GPU's plans have no multi-GPU factors");
 }
 

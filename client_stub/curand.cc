@@ -41,12 +41,6 @@ void* Nvidia() {
   REMORA_CALL_NVIDIA(::remora::client_stub::Nvidia, CURAND_STATUS_INITIALIZATION_FAILED, name, \
                      __VA_ARGS__)
 
-// Whether device generators are served on the host: on the emulated GPU.
-bool DeviceGeneratorsOnHost() {
-  static const bool on_host = OnEmulatedGpu();
-  return on_host;
-}
-
 // A device generator served on the host: the curandGenerator_t handed out points at it.
 struct HostServed {
   curandGenerator_t host = nullptr;  // NVIDIA's host generator
@@ -128,7 +122,7 @@ extern "C" {
 
 curandStatus_t curandCreateGenerator(curandGenerator_t* generator, curandRngType_t type) {
   if (generator == nullptr) return CURAND_STATUS_NOT_INITIALIZED;
-  if (!cs::DeviceGeneratorsOnHost()) return REMORA_NVIDIA(curandCreateGenerator, generator, type);
+  if (!cs::OnEmulatedGpu()) return REMORA_NVIDIA(curandCreateGenerator, generator, type);
   curandGenerator_t host = nullptr;
   if (curandStatus_t st = REMORA_NVIDIA(curandCreateGeneratorHost, &host, type)) return st;
   *generator = cs::Generators().Add(host);

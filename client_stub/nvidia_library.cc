@@ -76,13 +76,16 @@ void* NvidiaSymbol(void* lib, const char* name) {
 }
 
 bool OnEmulatedGpu() {
-  int dev = 0;
-  cudaDeviceProp prop{};
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return std::strncmp(prop.name, "Remora Emulated", 15) == 0;
+  static const bool emulated = [] {
+    int dev = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return std::strncmp(prop.name, "Remora Emulated", 15) == 0;
+  }();
+  return emulated;
 }
 
 }  // namespace remora::client_stub

@@ -16,7 +16,8 @@ void* OpenNvidiaLibrary(const char* soname, const char* env, const char* wheel_d
 // `name` in `lib` (OpenNvidiaLibrary's), or null if lib is null or lacks it.
 void* NvidiaSymbol(void* lib, const char* name);
 
-// True if the current device is Remora's emulated GPU (by its name). Asked once per library.
+// True if the current device is Remora's emulated GPU (by its name), asked once per library:
+// there a stub serves on the host what NVIDIA's library would run on the device.
 bool OnEmulatedGpu();
 
 }  // namespace remora::client_stub
