@@ -182,17 +182,22 @@ enum class SOp : uint8_t { kAdd, kSub, kAbsdiff, kMin, kMax, kShl, kShr, kSet };
 
 using Wide = __int128;
 
+// The width of the part a selector names, and its lowest bit.
+inline int SelBits(uint32_t sel) {
+  return sel == kScalarWord ? 32 : sel <= kScalarB3 ? 8 : 16;
+}
+inline int SelAt(uint32_t sel) {
+  return sel == kScalarWord ? 0
+         : sel <= kScalarB3 ? 8 * int(sel - kScalarB0)
+                            : 16 * int(sel - kScalarH0);
+}
+
 // The part of v `sel` names, sign- or zero-extended.
 inline int64_t Part(uint32_t v, uint32_t sel, bool sign) {
   if (sel == kScalarWord) return sign ? int64_t(int32_t(v)) : int64_t(v);
-  const int bits = sel <= kScalarB3 ? 8 : 16;
-  const int at = sel <= kScalarB3 ? 8 * int(sel - kScalarB0) : 16 * int(sel - kScalarH0);
-  const uint32_t u = (v >> at) & ((1u << bits) - 1);
+  const int bits = SelBits(sel);
+  const uint32_t u = (v >> SelAt(sel)) & ((1u << bits) - 1);
   return sign ? int64_t(int32_t(u << (32 - bits)) >> (32 - bits)) : int64_t(u);
-}
-
-inline int SelBits(uint32_t sel) {
-  return sel == kScalarWord ? 32 : sel <= kScalarB3 ? 8 : 16;
 }
 
 struct ScalarForm {
@@ -222,9 +227,8 @@ struct ScalarForm {
   uint32_t Finish(Wide t, uint32_t c) const {
     if (sat) t = t < lo ? lo : t > hi ? hi : t;
     if (dsel != kScalarWord) {
-      const int bits = SelBits(dsel);
-      const int at = bits == 8 ? 8 * int(dsel - kScalarB0) : 16 * int(dsel - kScalarH0);
-      const uint32_t m = ((bits == 16 ? 0xffffu : 0xffu)) << at;
+      const int at = SelAt(dsel);
+      const uint32_t m = ((1u << SelBits(dsel)) - 1) << at;
       return (c & ~m) | ((uint32_t(uint64_t(t)) << at) & m);
     }
     const Wide cw = ds ? Wide(int32_t(c)) : Wide(c);
@@ -306,18 +310,17 @@ int ScalarVideo(Exec& x, const Inst& in) {
 // vmad: (a*b + c) in 128 bits, with the ISA's one negation (of the product or of c, each as
 // ones' complement plus one) or .po's plus one, then .shr7/.shr15 and .sat.
 int Vmad(Exec& x, const Inst& in) {
-  const uint32_t asel = in.target & 7, bsel = in.target >> 3 & 7;
-  const bool as = in.target & kVideoASigned, bs = in.target & kVideoBSigned;
+  const ScalarForm f(in);  // its selectors, signs and .sat
   const bool neg_ab = ((in.src_neg ^ (in.src_neg >> 1)) & 1) != 0, neg_c = in.src_neg & 4;
-  const bool po = in.target & kScalarPlusOne, sat = in.flags & kFlagSat;
-  const bool sign = as || bs || neg_ab || neg_c;
+  const bool po = in.target & kScalarPlusOne;
+  const bool sign = f.as || f.bs || neg_ab || neg_c;
   const uint32_t scale = in.target >> 11 & 3;
   uint64_t* d = Dst(x, in.d[0]);
   const uint64_t* a = Src(x, in.a[0]);
   const uint64_t* b = Src(x, in.a[1]);
   const uint64_t* c = Src(x, in.a[2]);
   ForLanes(x.mask, [&](int l) {
-    Wide t = Wide(Part(uint32_t(a[l]), asel, as)) * Part(uint32_t(b[l]), bsel, bs);
+    Wide t = Wide(Part(uint32_t(a[l]), f.asel, f.as)) * Part(uint32_t(b[l]), f.bsel, f.bs);
     uint32_t cv = uint32_t(c[l]);
     int lsb = 0;
     if (po) {
@@ -333,7 +336,7 @@ int Vmad(Exec& x, const Inst& in) {
     if (scale == kScaleShr7) t >>= 7;
     if (scale == kScaleShr15) t >>= 15;
     int64_t r = int64_t(uint64_t(t));  // the low 64 bits
-    if (sat) {
+    if (f.sat) {
       if (sign)
         r = r < INT32_MIN ? INT32_MIN : r > INT32_MAX ? INT32_MAX : r;
       else
