@@ -325,9 +325,9 @@ const Entry* ChoosePtx(std::span<const Entry> entries, uint32_t device_arch, uin
   return best;
 }
 
-Result<std::vector<std::pair<std::string, uint32_t>>> ElfKernelRegisters(Bytes elf) {
+Result<std::vector<ElfSection>> ElfSections(Bytes elf) {
   // ELF64, little-endian: e_shoff at 0x28, e_shentsize, e_shnum and e_shstrndx at 0x3a..0x3f;
-  // a section header's sh_name at 0, sh_offset at 24, sh_size at 32, sh_info at 44.
+  // a section header's sh_name at 0, sh_type at 4, sh_offset at 24, sh_size at 32, sh_info at 44.
   constexpr size_t kElfHeader = 64, kSection = 64;
   if (elf.size() < kElfHeader ||
       std::memcmp(elf.data(),
@@ -335,30 +335,45 @@ Result<std::vector<std::pair<std::string, uint32_t>>> ElfKernelRegisters(Bytes e
                   "ELF",
                   4) != 0 ||
       Load<uint8_t>(elf, 4) != 2 || Load<uint8_t>(elf, 5) != 1)
-    return Malformed("cubin is not a little-endian ELF64");
+    return Malformed("not a little-endian ELF64");
   const uint64_t shoff = Load<uint64_t>(elf, 0x28);
   const uint16_t shentsize = Load<uint16_t>(elf, 0x3a), shnum = Load<uint16_t>(elf, 0x3c),
                  shstrndx = Load<uint16_t>(elf, 0x3e);
   if (shentsize < kSection || !Within(shoff, uint64_t(shnum) * shentsize, elf.size()) ||
       shstrndx >= shnum)
-    return Malformed("cubin section headers lie outside it");
+    return Malformed("ELF section headers lie outside it");
   auto header = [&](uint32_t i) { return shoff + uint64_t(i) * shentsize; };
   const uint64_t names = Load<uint64_t>(elf, header(shstrndx) + 24),
                  names_size = Load<uint64_t>(elf, header(shstrndx) + 32);
-  if (!Within(names, names_size, elf.size()))
-    return Malformed("cubin section names lie outside it");
+  if (!Within(names, names_size, elf.size())) return Malformed("ELF section names lie outside it");
   const std::string_view table(reinterpret_cast<const char*>(elf.data() + names), names_size);
-  constexpr std::string_view kText = ".text.";
-  std::vector<std::pair<std::string, uint32_t>> out;
+  std::vector<ElfSection> out;
   for (uint32_t i = 0; i < shnum; ++i) {
     const uint32_t at = Load<uint32_t>(elf, header(i));
-    if (at >= table.size()) return Malformed("cubin section name outside the name table");
+    if (at >= table.size()) return Malformed("ELF section name outside the name table");
     const size_t end = table.find('\0', at);
-    if (end == std::string_view::npos) return Malformed("cubin section name is not terminated");
-    const std::string_view name = table.substr(at, end - at);
-    if (!name.starts_with(kText) || name.size() == kText.size()) continue;
-    if (const uint32_t regs = Load<uint32_t>(elf, header(i) + 44) >> 24; regs > 0)
-      out.emplace_back(std::string(name.substr(kText.size())), regs);
+    if (end == std::string_view::npos) return Malformed("ELF section name is not terminated");
+    const uint64_t offset = Load<uint64_t>(elf, header(i) + 24),
+                   size = Load<uint64_t>(elf, header(i) + 32);
+    // A section that occupies no bytes of the file (SHT_NOBITS: .bss, .nv.shared...) has none.
+    constexpr uint32_t kNoBits = 8;
+    const bool in_file =
+        Load<uint32_t>(elf, header(i) + 4) != kNoBits && Within(offset, size, elf.size());
+    out.push_back({std::string(table.substr(at, end - at)),
+                   in_file ? elf.subspan(offset, size) : Bytes(),
+                   Load<uint32_t>(elf, header(i) + 44)});
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, uint32_t>>> ElfKernelRegisters(Bytes elf) {
+  ASSIGN_OR_RETURN(std::vector<ElfSection> sections, ElfSections(elf));
+  constexpr std::string_view kText = ".text.";
+  std::vector<std::pair<std::string, uint32_t>> out;
+  for (const ElfSection& s : sections) {
+    if (!s.name.starts_with(kText) || s.name.size() == kText.size()) continue;
+    if (const uint32_t regs = s.info >> 24; regs > 0)
+      out.emplace_back(s.name.substr(kText.size()), regs);
   }
   return out;
 }

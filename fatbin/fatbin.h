@@ -110,6 +110,17 @@ const Entry* Choose(std::span<const Entry> entries, uint32_t device_arch, bool p
 // it up to `newest`. nullptr if none fits.
 const Entry* ChoosePtx(std::span<const Entry> entries, uint32_t device_arch, uint32_t newest);
 
+// One section of an ELF file: its name, its bytes in the file (empty for one that occupies none,
+// such as .bss) and its sh_info.
+struct ElfSection {
+  std::string name;
+  Bytes bytes;
+  uint32_t info;
+};
+// The sections of a little-endian ELF64 image (a cubin, a shared library), bytes viewing `elf`.
+// kInvalidPtx if its headers or section names lie outside it.
+Result<std::vector<ElfSection>> ElfSections(Bytes elf);
+
 // The registers each kernel of an ELF cubin uses per thread, as ptxas allocated them (the top
 // byte of its .text.<kernel> section's sh_info), by kernel name. kInvalidPtx if the ELF is
 // malformed; kernels without a count are left out.

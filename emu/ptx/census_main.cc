@@ -8,13 +8,12 @@
 // prints the modules, kernels, and each reason a kernel is refused (KernelInfo::unrunnable),
 // counted. With --all-runnable it exits 1 when any module fails to load or any kernel is
 // unrunnable: a test that NVIDIA's libraries keep running on the emulated GPU.
-#include <elf.h>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,35 +23,6 @@
 
 namespace remora::emu::ptx {
 namespace {
-
-// The bytes of section `name` of the ELF64 image, or empty when it has none (or is not ELF64).
-fatbin::Bytes Section(const std::vector<char>& elf, const char* name) {
-  if (elf.size() < sizeof(Elf64_Ehdr) || std::memcmp(elf.data(), ELFMAG, SELFMAG) != 0 ||
-      elf[EI_CLASS] != ELFCLASS64)
-    return {};
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, elf.data(), sizeof eh);
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > elf.size() ||
-      (elf.size() - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum || eh.e_shstrndx >= eh.e_shnum)
-    return {};
-  auto header = [&](size_t i) {
-    Elf64_Shdr sh;
-    std::memcpy(&sh, elf.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
-    return sh;
-  };
-  const Elf64_Shdr names = header(eh.e_shstrndx);
-  if (names.sh_offset > elf.size() || names.sh_size > elf.size() - names.sh_offset) return {};
-  for (size_t i = 0; i < eh.e_shnum; ++i) {
-    const Elf64_Shdr sh = header(i);
-    if (sh.sh_name >= names.sh_size || sh.sh_offset > elf.size() ||
-        sh.sh_size > elf.size() - sh.sh_offset)
-      continue;
-    const char* n = elf.data() + names.sh_offset + sh.sh_name;
-    if (strnlen(n, names.sh_size - sh.sh_name) == std::strlen(name) && std::strcmp(n, name) == 0)
-      return {reinterpret_cast<const std::byte*>(elf.data() + sh.sh_offset), sh.sh_size};
-  }
-  return {};
-}
 
 // The reason without where: "instruction form not implemented at ld.global.nc.v8.f32 (PTX line
 // 11512)" counts as "instruction form not implemented at ld.global.nc.v8.f32".
@@ -64,8 +34,15 @@ std::string Reason(const std::string& unrunnable) {
 // Prints the census of one file; returns false if any module failed or any kernel is refused.
 bool Census(const char* path) {
   std::ifstream in(path, std::ios::binary);
-  const std::vector<char> elf((std::istreambuf_iterator<char>(in)), {});
-  const fatbin::Bytes section = Section(elf, ".nv_fatbin");
+  const std::vector<char> file((std::istreambuf_iterator<char>(in)), {});
+  auto sections = fatbin::ElfSections(std::as_bytes(std::span(file)));
+  if (!sections.ok()) {
+    std::printf("%s: %s\n", path, sections.status().ToString().c_str());
+    return false;
+  }
+  fatbin::Bytes section;
+  for (const fatbin::ElfSection& s : *sections)
+    if (s.name == ".nv_fatbin") section = s.bytes;
   if (section.empty()) {
     std::printf("%s: no .nv_fatbin section\n", path);
     return true;
