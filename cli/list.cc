@@ -25,9 +25,10 @@ constexpr const char* kAdminUsage =
     "       remora evict SESSION|TENANT [--server ADDR] [--token T]\n";
 
 Result<std::unique_ptr<transport::Channel>> Dial(const std::string& server,
-                                                 const std::string& token) {
+                                                 const std::string& token,
+                                                 std::chrono::seconds timeout) {
   if (server.rfind("unix:", 0) == 0)
-    return transport::ShmConnect(server.substr(5), Deadline::In(kTimeout));
+    return transport::ShmConnect(server.substr(5), Deadline::In(timeout));
   for (const char* scheme : {"grpc://", "grpcs://"}) {
     const std::string s = scheme;
     if (server.rfind(s, 0) != 0) continue;
@@ -37,7 +38,7 @@ Result<std::unique_ptr<transport::Channel>> Dial(const std::string& server,
       const char* roots = std::getenv("REMORA_TLS_ROOT_CERT");
       opts.tls_root_cert_path = roots ? roots : "/etc/ssl/certs/ca-certificates.crt";
     }
-    return transport::GrpcConnect(server.substr(s.size()), std::move(opts), Deadline::In(kTimeout));
+    return transport::GrpcConnect(server.substr(s.size()), std::move(opts), Deadline::In(timeout));
   }
   return Error(err::kInvalidValue,
                "--server takes unix:PATH, grpc://HOST:PORT or "
@@ -47,13 +48,13 @@ Result<std::unique_ptr<transport::Channel>> Dial(const std::string& server,
 
 // One SYNC call: sends `req` as `id` and parses the Reply's result into `rep`.
 Status Call(transport::Channel& ch, CallId id, uint64_t seq, const google::protobuf::Message& req,
-            google::protobuf::Message* rep) {
+            google::protobuf::Message* rep, std::chrono::seconds timeout = kTimeout) {
   const std::string body = req.SerializeAsString();
   RETURN_IF_ERROR(ch.Send({.call = static_cast<uint32_t>(id), .flags = 0, .seq = seq},
                           std::as_bytes(std::span(body.data(), body.size()))));
   transport::Frame f;
   do {
-    RETURN_IF_ERROR(ch.Receive(f, Deadline::In(kTimeout)));
+    RETURN_IF_ERROR(ch.Receive(f, Deadline::In(timeout)));
   } while (f.header.seq != seq);
   v1::Reply reply;
   if (!reply.ParseFromArray(f.body.data(), static_cast<int>(f.body.size())))
@@ -79,11 +80,14 @@ std::string Fraction(double f) {
   return buf;
 }
 
-// An administration session: Hello with admin set, then calls, then Goodbye.
+// An administration session (Hello with admin set) or, with `monitor`, a monitoring one, which
+// holds nothing on the server: Hello, then calls, then Goodbye.
 class AdminSession {
  public:
-  static Result<AdminSession> Open(const std::string& server, const std::string& token) {
-    Result<std::unique_ptr<transport::Channel>> dialed = Dial(server, token);
+  static Result<AdminSession> Open(const std::string& server, const std::string& token,
+                                   bool monitor = false, std::chrono::seconds timeout = kTimeout,
+                                   v1::Welcome* welcome_out = nullptr) {
+    Result<std::unique_ptr<transport::Channel>> dialed = Dial(server, token, timeout);
     if (!dialed.ok())
       return Error(dialed.status().code() == err::kInvalidValue ? err::kInvalidValue
                                                                 : err::kInitializationError,
@@ -92,11 +96,14 @@ class AdminSession {
     v1::Hello hello;
     hello.set_protocol_version(kProtocolVersion);
     hello.set_token(token);
-    hello.set_admin(true);
+    hello.set_admin(!monitor);
+    hello.set_monitor(monitor);
     hello.set_client_pid(getpid());
+    hello.set_client_uid(getuid());
     hello.set_program("remora");
     v1::Welcome welcome;
-    RETURN_IF_ERROR(s.Call(CallId::kHello, hello, &welcome));
+    RETURN_IF_ERROR(cli::Call(*s.ch_, CallId::kHello, s.seq_++, hello, &welcome, timeout));
+    if (welcome_out) *welcome_out = std::move(welcome);
     return s;
   }
   AdminSession(AdminSession&&) = default;
@@ -122,6 +129,14 @@ Result<v1::TenantList> FetchTenants(const std::string& server, const std::string
   v1::TenantList list;
   RETURN_IF_ERROR(s.Call(CallId::kListTenants, v1::Empty(), &list));
   return list;
+}
+
+Result<v1::DeviceInfo> FetchDevice(const std::string& server, const std::string& token,
+                                   std::chrono::seconds timeout) {
+  v1::Welcome welcome;
+  ASSIGN_OR_RETURN(AdminSession s,
+                   AdminSession::Open(server, token, /*monitor=*/true, timeout, &welcome));
+  return welcome.device();
 }
 
 Status EvictTenant(const std::string& server, const std::string& token, const std::string& who) {
@@ -163,7 +178,7 @@ std::string FormatTenants(const v1::TenantList& list) {
 
 int RunAdmin(const std::string& command, const std::vector<std::string>& args) {
   const char* env = std::getenv("REMORA_SERVER");
-  std::string server = env && *env ? env : "unix:/run/remora/gpu0.sock";
+  std::string server = env && *env ? env : kDefaultServer;
   const char* tok = std::getenv("REMORA_TOKEN");
   std::string token = tok ? tok : "";
   std::string interval = "1", who;

@@ -1,6 +1,7 @@
 // cli/list.h - `remora list`, `top` and `evict`: a server's tenants, for operators.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -9,11 +10,20 @@
 
 namespace remora::cli {
 
+// The server `remora` talks to when neither --server nor REMORA_SERVER names one (the stub's
+// own default, client_stub/env.h).
+inline constexpr const char* kDefaultServer = "unix:/run/remora/gpu0.sock";
+
 // Connects to `server` (unix:PATH, grpc://HOST:PORT or grpcs://HOST:PORT) as an
 // administration session, presenting `token` if not empty, and fetches the
 // tenant list. Errors: kInitializationError if the server cannot be reached,
 // the server's refusal otherwise.
 Result<v1::TenantList> FetchTenants(const std::string& server, const std::string& token);
+
+// The server's device, from the Welcome of a monitoring session (which holds nothing there)
+// presenting `token` if not empty, given up after `timeout`. Errors: as FetchTenants.
+Result<v1::DeviceInfo> FetchDevice(const std::string& server, const std::string& token,
+                                   std::chrono::seconds timeout);
 
 // The list as a table, one line per tenant under a header line.
 std::string FormatTenants(const v1::TenantList& list);

@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "                  [--gpu-fraction F | --gpu-memory M] [--gpu-fraction-limit F | "
     "--gpu-memory-limit M]\n"
     "                  [--gpu-compute F] [--gpu-compute-limit F] [--priority high|normal|low]\n"
-    "                  [--remote-libs cublas,cudnn] -- CMD ARGS\n"
+    "                  [--remote-libs cublas,cudnn|none] -- CMD ARGS\n"
     "       remora list|top [--server ADDR] [--token T]\n"
     "       remora evict SESSION|TENANT [--server ADDR] [--token T]\n"
     "  list: every tenant of the server, with its quotas, usage and share of GPU time\n"
@@ -37,7 +37,9 @@ constexpr const char* kUsage =
     "  Every CUDA driver library CMD loads, from any directory, is Remora's: NVIDIA's\n"
     "  runtime and libraries (static, or a framework's own) run over it.\n"
     "  --remote-libs serves cuBLAS (with cuBLASLt) and cuDNN from the server's copies\n"
-    "  instead of loading NVIDIA's into CMD (the emulated GPU cannot run theirs).\n";
+    "  instead of loading NVIDIA's into CMD; none: NVIDIA's always. The default on the\n"
+    "  emulated GPU, which cannot run NVIDIA's, is cublas,cudnn, with Remora's cuFFT and\n"
+    "  cuRAND standing in for NVIDIA's.\n";
 
 std::string ExeDir() {
   char buf[4096];
@@ -75,6 +77,22 @@ int RunChecked(std::vector<char*>& cargv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Whether the server the tenant will use runs Remora's emulated GPU (REMORA_EMULATED_GPU=1 in
+// the environment already says so). A server that cannot be asked now counts as a GPU: the
+// tenant then meets NVIDIA's libraries as it would without this question.
+bool OnEmulatedGpu(const remora::cli::RunOptions& o) {
+  if (const char* e = std::getenv("REMORA_EMULATED_GPU"); e && std::strcmp(e, "1") == 0)
+    return true;
+  const char* env_server = std::getenv("REMORA_SERVER");
+  const char* env_token = std::getenv("REMORA_TOKEN");
+  const std::string server = !o.server.empty()           ? o.server
+                             : env_server && *env_server ? env_server
+                                                         : remora::cli::kDefaultServer;
+  const std::string token = !o.token.empty() ? o.token : env_token ? env_token : "";
+  auto device = remora::cli::FetchDevice(server, token, std::chrono::seconds(3));
+  return device.ok() && device->emulated();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,6 +113,9 @@ int main(int argc, char** argv) {
     std::cerr << "remora run: " << opts.status().message() << "\n" << kUsage;
     return 2;
   }
+  if (const char* r = std::getenv("REMORA_REMOTE_LIBS"); opts->remote_libs.empty() && r && *r)
+    opts->remote_libs = r;
+  opts->emulated_gpu = OnEmulatedGpu(*opts);
   const char* ld = std::getenv("LD_LIBRARY_PATH");
   const char* audit = std::getenv("LD_AUDIT");
   const char* preload = std::getenv("LD_PRELOAD");

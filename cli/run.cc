@@ -102,13 +102,15 @@ Result<RunOptions> ParseRun(const std::vector<std::string>& args) {
       std::strtod(o.gpu_compute_limit.c_str(), nullptr) <
           std::strtod(o.gpu_compute.c_str(), nullptr))
     return Error(err::kInvalidValue, "--gpu-compute-limit is below --gpu-compute");
-  for (size_t at = 0; !o.remote_libs.empty() && at != std::string::npos;) {
+  for (size_t at = 0;
+       !o.remote_libs.empty() && o.remote_libs != "none" && at != std::string::npos;) {
     const size_t comma = o.remote_libs.find(',', at);
     const std::string lib =
         o.remote_libs.substr(at, comma == std::string::npos ? comma : comma - at);
     if (lib != "cublas" && lib != "cudnn")
-      return Error(err::kInvalidValue,
-                   "--remote-libs takes cublas and cudnn (comma-separated), not '" + lib + "'");
+      return Error(
+          err::kInvalidValue,
+          "--remote-libs takes cublas and cudnn (comma-separated) or none, not '" + lib + "'");
     at = comma == std::string::npos ? comma : comma + 1;
   }
   if (!o.priority.empty() && !sched::ParsePriority(o.priority))
@@ -138,7 +140,11 @@ std::map<std::string, std::string> TenantEnvironment(const RunOptions& o,
   if (!o.gpu_compute.empty()) env["REMORA_GPU_COMPUTE"] = o.gpu_compute;
   if (!o.gpu_compute_limit.empty()) env["REMORA_GPU_COMPUTE_LIMIT"] = o.gpu_compute_limit;
   if (!o.priority.empty()) env["REMORA_PRIORITY"] = o.priority;
-  if (!o.remote_libs.empty()) env["REMORA_REMOTE_LIBS"] = o.remote_libs;
+  const std::string remote = !o.remote_libs.empty() ? o.remote_libs
+                             : o.emulated_gpu       ? "cublas,cudnn"
+                                                    : "";
+  if (!remote.empty()) env["REMORA_REMOTE_LIBS"] = remote;
+  if (o.emulated_gpu) env["REMORA_EMULATED_GPU"] = "1";
   if (o.trace) env.insert_or_assign("REMORA_TRACE", std::string("1"));
   return env;
 }

@@ -15,8 +15,13 @@ struct RunOptions {
   std::string gpu_compute, gpu_compute_limit, priority;  // GPU time share, cap; class
   std::string token;
   // REMORA_REMOTE_LIBS: NVIDIA libraries served by the server's copies through Remora's stubs
-  // ("cublas", "cudnn", comma-separated), not loaded into CMD.
+  // ("cublas", "cudnn", comma-separated), not loaded into CMD; "none": NVIDIA's own, always.
+  // Empty: "cublas,cudnn" on the emulated GPU, which cannot run NVIDIA's, else none.
   std::string remote_libs;
+  // Learned from the server before CMD starts (FetchDevice), not a flag: its device is Remora's
+  // emulated GPU. The tenant gets REMORA_EMULATED_GPU=1, and the audit module answers NVIDIA's
+  // cuFFT and cuRAND with Remora's, which serve them there.
+  bool emulated_gpu = false;
   bool trace = false;                // REMORA_TRACE=1: the stub prints every forwarded call
   bool check = false;                // list the CUDA libraries CMD loads and what serves each
   std::vector<std::string> command;  // program and its arguments

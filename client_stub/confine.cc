@@ -6,7 +6,10 @@
 // so NVIDIA's runtime and libraries, wherever they come from, run over Remora's driver. The
 // libraries REMORA_REMOTE_LIBS names ("cublas": libcublas and libcublasLt; "cudnn": libcudnn)
 // are answered the same way with Remora's stubs, which forward their calls to the server's
-// copies (`remora run --remote-libs`). Should
+// copies (`remora run --remote-libs`; on the emulated GPU both unless it says "none"). With
+// REMORA_EMULATED_GPU=1 (`remora run` asked the server), NVIDIA's cuFFT and cuRAND are answered
+// with Remora's, which serve them there (not with REMORA_REMOTE_LIBS=none); the NVIDIA library
+// one of those opens for itself is not. Should
 // a driver library outside that directory still be opened (under another file name: its
 // SONAME tells), the process stops at once, naming it, before any GPU work could run
 // unconfined. With REMORA_CHECK_REPORT set to a file, each
@@ -25,6 +28,7 @@ namespace {
 char g_stub_dir[4096];
 char g_cuda[4200], g_nvml[4200];
 char g_cublas[4200], g_cublaslt[4200], g_cudnn[4200];  // empty: not remote
+char g_cufft[4200], g_curand[4200];                    // empty: NVIDIA's
 const char* g_report = nullptr;
 // The NVIDIA library one of Remora's stand-ins opened last by its path (libcurand.so.10,
 // curand.cc; libcufft.so.12, cufft.cc), for the report.
@@ -49,9 +53,9 @@ const char* Ours(const char* name) {
   return nullptr;
 }
 
-// Remora's stub standing for `name` when REMORA_REMOTE_LIBS serves it from the server, else
-// nullptr. libcudnn.so*, not its sub-libraries (libcudnn_ops.so*, ...), which only NVIDIA's
-// libcudnn loads.
+// Remora's stub standing for `name` when REMORA_REMOTE_LIBS serves it from the server, or, on
+// the emulated GPU, Remora's cuFFT or cuRAND; else nullptr. libcudnn.so*, not its
+// sub-libraries (libcudnn_ops.so*, ...), which only NVIDIA's libcudnn loads.
 const char* Remote(const char* name) {
   const char* b = Base(name);
   const char* r = nullptr;
@@ -61,6 +65,10 @@ const char* Remote(const char* name) {
     r = g_cublas;
   else if (Starts(b, "libcudnn.so"))
     r = g_cudnn;
+  else if (Starts(b, "libcufft.so"))
+    r = g_cufft;
+  else if (Starts(b, "libcurand.so"))
+    r = g_curand;
   return r != nullptr && r[0] != '\0' ? r : nullptr;
 }
 
@@ -185,6 +193,11 @@ __attribute__((visibility("default"))) unsigned int la_version(unsigned int) {
     }
     if (Lists(remote, "cudnn"))
       std::snprintf(g_cudnn, sizeof g_cudnn, "%s/libcudnn.so.9", g_stub_dir);
+    const char* emulated = std::getenv("REMORA_EMULATED_GPU");
+    if (emulated != nullptr && std::strcmp(emulated, "1") == 0 && !Lists(remote, "none")) {
+      std::snprintf(g_cufft, sizeof g_cufft, "%s/libcufft.so.12", g_stub_dir);
+      std::snprintf(g_curand, sizeof g_curand, "%s/libcurand.so.10", g_stub_dir);
+    }
   }
   g_report = std::getenv("REMORA_CHECK_REPORT");
   return LAV_CURRENT;
@@ -198,11 +211,13 @@ __attribute__((visibility("default"))) char* la_objsearch(const char* name, uint
   if (flag != LA_SER_ORIG || g_stub_dir[0] == '\0' || InStubDir(name))
     return const_cast<char*>(name);
   if (const char* ours = Ours(name)) return const_cast<char*>(ours);
-  if (const char* remote = Remote(name)) return const_cast<char*>(remote);
   const auto* requester = cookie ? reinterpret_cast<const struct link_map*>(*cookie) : nullptr;
-  if (requester && requester->l_name && InStubDir(requester->l_name) && name[0] == '/' &&
-      std::strlen(name) < sizeof g_opened_by_stub)
-    std::strcpy(g_opened_by_stub, name);
+  const bool by_stub = requester && requester->l_name && InStubDir(requester->l_name);
+  if (by_stub && name[0] == '/') {  // a stand-in opening NVIDIA's library it serves
+    if (std::strlen(name) < sizeof g_opened_by_stub) std::strcpy(g_opened_by_stub, name);
+    return const_cast<char*>(name);
+  }
+  if (const char* remote = Remote(name)) return const_cast<char*>(remote);
   if (requester && requester->l_name && requester->l_name[0] == '/' &&
       !InStubDir(requester->l_name) && IsCudaLibrary(Base(requester->l_name)) &&
       std::strchr(name, '/') == nullptr && IsCudaLibrary(name)) {

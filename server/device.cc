@@ -35,6 +35,7 @@ Result<std::unique_ptr<Device>> Device::Open(std::shared_ptr<DriverTable> drv) {
   d->info_.set_total_mem(total);
   d->info_.set_uuid(std::string(uuid.bytes, sizeof uuid.bytes));
   d->info_.set_driver_version(version);
+  d->info_.set_emulated(t.emulated);
   for (int a = 0; a < CU_DEVICE_ATTRIBUTE_MAX; ++a) {
     int v = 0;
     if (a == 0 ||

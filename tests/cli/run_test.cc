@@ -69,11 +69,31 @@ TEST(Run, RemoteLibsGoToTheAuditModuleAndOnlyKnownOnes) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(TenantEnvironment(*plain, "/stub", "").count("REMORA_REMOTE_LIBS"), 0u);
   EXPECT_TRUE(ParseRun({"--remote-libs=cudnn", "./app"}).ok());
-  for (const char* bad : {"cufft", "cublas,", "cublas,,cudnn", "cuBLAS"}) {
+  EXPECT_TRUE(ParseRun({"--remote-libs=none", "./app"}).ok());
+  for (const char* bad : {"cufft", "cublas,", "cublas,,cudnn", "cuBLAS", "none,cublas"}) {
     auto r = ParseRun({"--remote-libs", bad, "--", "./app"});
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("cublas and cudnn"), std::string::npos);
   }
+}
+
+// On the emulated GPU NVIDIA's cuBLAS and cuDNN cannot run: unless told otherwise, both are
+// served by the server, and the audit module learns the device (for cuFFT and cuRAND).
+TEST(Run, TheEmulatedGpuServesNvidiasLibrariesUnlessToldNone) {
+  auto plain = ParseRun({"./app"});
+  ASSERT_TRUE(plain.ok());
+  plain->emulated_gpu = true;
+  auto env = TenantEnvironment(*plain, "/stub", "");
+  EXPECT_EQ(env["REMORA_REMOTE_LIBS"], "cublas,cudnn");
+  EXPECT_EQ(env["REMORA_EMULATED_GPU"], "1");
+  for (const char* told : {"cudnn", "none"}) {
+    auto o = ParseRun({"--remote-libs", told, "./app"});
+    ASSERT_TRUE(o.ok());
+    o->emulated_gpu = true;
+    EXPECT_EQ(TenantEnvironment(*o, "/stub", "")["REMORA_REMOTE_LIBS"], told);
+  }
+  plain->emulated_gpu = false;
+  EXPECT_EQ(TenantEnvironment(*plain, "/stub", "").count("REMORA_EMULATED_GPU"), 0u);
 }
 
 TEST(Run, InstallsTheAuditModuleBeforeAnyOther) {
