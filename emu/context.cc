@@ -505,13 +505,13 @@ std::shared_ptr<Module> Context::FindModule(CUmodule h) const {
 }
 
 CUresult Context::GetFunction(CUmodule h, const char* name, CUfunction* out) {
-  std::lock_guard lock(mu_);
-  auto it = modules_.find(h);
-  if (it == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  const Module& m = *it->second;
-  auto index = m.program->FindKernel(name);
+  std::shared_ptr<Module> m = FindModule(h);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  auto index = m->Find(name);
   if (!index) return CUDA_ERROR_NOT_FOUND;
-  *out = reinterpret_cast<CUfunction>(const_cast<Function*>(&m.functions[*index]));
+  Function& f = m->functions[*index];
+  if (CUresult r = LoadFunction(*m, f); r != CUDA_SUCCESS) return r;  // without mu_: it parses
+  *out = reinterpret_cast<CUfunction>(&f);
   return CUDA_SUCCESS;
 }
 

@@ -25,9 +25,11 @@ constexpr unsigned kMaxGridDim[3] = {2147483647u, 65535, 65535};
 // A cooperative launch's grid workspace: grid.sync() keeps its arrival counter at offset 4.
 constexpr uint64_t kGridWorkspaceBytes = 256;
 
+// The function `f` names, its kernel loaded (a lazy module's, on first use).
 CUresult ResolveFunction(Context* ctx, CUfunction f, FunctionRef* out) {
   *out = ctx->FindFunction(f);
-  return out->fn == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+  if (out->fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return LoadFunction(*out->module, *out->fn);
 }
 
 // Registers a warp of `f` holds: its threads', rounded up to the unit a GPU allocates (256).
@@ -148,7 +150,8 @@ REMORA_EMU_API CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* i
   if (!registers.empty()) {
     const std::unordered_map<std::string, uint32_t> by_name(registers.begin(), registers.end());
     for (Function& f : m->functions)
-      if (auto it = by_name.find(f.info->name); it != by_name.end()) f.num_regs = it->second;
+      if (auto it = by_name.find(f.name); it != by_name.end())
+        f.num_regs = f.image_regs = it->second;
   }
   return ctx->AddModule(std::move(m), module);
 }
@@ -218,9 +221,9 @@ REMORA_EMU_API CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t param
 REMORA_EMU_API CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
   EMU_CURRENT_CONTEXT(ctx);
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  FunctionRef f;
-  EMU_RETURN_IF_ERROR(ResolveFunction(ctx, hfunc, &f));
-  *name = f.fn->info->name.c_str();
+  const FunctionRef f = ctx->FindFunction(hfunc);  // the name needs no parse
+  if (f.fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f.fn->name.c_str();
   return CUDA_SUCCESS;
 }
 
@@ -334,9 +337,10 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
   // every block ran, so the sink (one pointer, stored inline) cannot outlive it.
   Work w;
   w.device_time = true;
-  w.run = [ctx, mod = fr.module, index = fr.fn->index, params = std::move(params), hStream,
-           grid = std::to_array(grid), block = std::to_array(block), sharedMemBytes, priority,
-           cooperative, resident, heap = ctx->LaunchHeap(), stack = ctx->CallStackBytes()] {
+  w.run = [ctx, mod = fr.module, program = fr.fn->program, index = fr.fn->index,
+           params = std::move(params), hStream, grid = std::to_array(grid),
+           block = std::to_array(block), sharedMemBytes, priority, cooperative, resident,
+           heap = ctx->LaunchHeap(), stack = ctx->CallStackBytes()] {
     PrintfBuffer out;
     ptx::LaunchConfig cfg;
     std::copy(grid.begin(), grid.end(), cfg.grid);
@@ -362,20 +366,20 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
       // Allocated here rather than at enqueue, so that dropped (cancelled) work holds none.
       if (ctx->memory().Allocate(kGridWorkspaceBytes, &workspace) != CUDA_SUCCESS) {
         ctx->Fail(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
-                  "kernel " + mod->program->kernels()[index].name + ": no grid workspace", hStream);
+                  "kernel " + program->kernels()[index].name + ": no grid workspace", hStream);
         return;
       }
       std::memset(reinterpret_cast<void*>(workspace), 0, kGridWorkspaceBytes);
       cfg.grid_workspace = workspace;
       cfg.cooperative = true;
     }
-    const remora::Status s = ptx::Launch(*mod->program, index, cfg);
+    const remora::Status s = ptx::Launch(*program, index, cfg);
     if (workspace != 0) ctx->memory().Free(workspace);
     if (!out.text.empty()) DeliverPrintf(hStream, out.text);
     if (!s.ok() && cfg.cancel && cfg.cancel->load()) {
       // Cancelled (remoraEmuCancelStream): its user is gone; the context stays healthy.
       std::fprintf(stderr, "remora-emu: kernel %s cancelled\n",
-                   mod->program->kernels()[index].name.c_str());
+                   program->kernels()[index].name.c_str());
     } else if (!s.ok()) {
       // The faults a GPU names; anything else a kernel meets is an unspecified launch failure.
       CUresult code = ToCuResult(s);
@@ -388,7 +392,7 @@ CUresult EnqueueLaunch(Context* ctx, CUfunction f, unsigned int gridDimX, unsign
         default:
           code = CUDA_ERROR_LAUNCH_FAILED;
       }
-      ctx->Fail(code, "kernel " + mod->program->kernels()[index].name + " failed: " + s.ToString(),
+      ctx->Fail(code, "kernel " + program->kernels()[index].name + " failed: " + s.ToString(),
                 hStream);
     }
   };

@@ -509,6 +509,100 @@ TEST_F(EmuModule, ConcurrentLoadsOfOneImageParseOnce) {
   EXPECT_EQ(Stats(api).programs, before.programs);
 }
 
+// A module of one source past kLazyModuleBytes (a library's, of hundreds of kernels) is parsed a
+// kernel at a time, each when first used: loading parses its declarations alone, a kernel asked
+// for parses what it reaches once, its variables are the module's, and a kernel never asked for
+// is never parsed (its fault shows when it is asked for, not at load).
+TEST_F(EmuModule, ALargeModuleLoadsAKernelAtATime) {
+  std::string ptx = R"(.version 7.5
+.target sm_75
+.address_size 64
+.global .align 4 .u32 counter = 3;
+.global .align 8 .u64 counter_at = generic(counter);
+.func (.param .b32 func_retval0) twice(.param .b32 x)
+{
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [x];
+  add.s32 %r2, %r1, %r1;
+  st.param.b32 [func_retval0], %r2;
+  ret;
+}
+.visible .entry bump(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.u64 %rd3, [counter_at];
+  atom.add.u32 %r1, [%rd3], 1;
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 r0;
+  call.uni (r0), twice, (p0);
+  ld.param.b32 %r2, [r0];
+  }
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+.visible .entry broken()
+{
+  not.an.instruction %r1;
+}
+)";
+  for (int k = 0; ptx.size() < (size_t{1} << 20) + 4096; ++k) {
+    ptx +=
+        ".visible .entry filler" + std::to_string(k) + "(.param .u64 p)\n{\n  .reg .b32 %r<2>;\n";
+    for (int i = 0; i < 100; ++i) ptx += "  add.s32 %r1, %r1, " + std::to_string(i) + ";\n";
+    ptx += "  ret;\n}\n";
+  }
+  const CacheStats before = Stats(api);
+  CUmodule m;
+  ASSERT_EQ(api.cuModuleLoadData(&m, ptx.c_str()), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).parses, before.parses + 1);  // the declarations
+  unsigned count = 0;
+  ASSERT_EQ(api.cuModuleGetFunctionCount(&count, m), CUDA_SUCCESS);
+  EXPECT_GT(count, 100u);
+  std::vector<CUfunction> listed(count);
+  ASSERT_EQ(api.cuModuleEnumerateFunctions(listed.data(), count, m), CUDA_SUCCESS);
+  const char* name = nullptr;
+  ASSERT_EQ(api.cuFuncGetName(&name, listed[0]), CUDA_SUCCESS);
+  EXPECT_STREQ(name, "bump");
+  EXPECT_EQ(Stats(api).parses, before.parses + 1);  // names need no parse
+
+  CUdeviceptr counter, out;
+  ASSERT_EQ(api.cuModuleGetGlobal(&counter, nullptr, m, "counter"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemAlloc(&out, sizeof(int)), CUDA_SUCCESS);
+  CUfunction bump;
+  ASSERT_EQ(api.cuModuleGetFunction(&bump, m, "bump"), CUDA_SUCCESS);
+  EXPECT_EQ(bump, listed[0]);
+  EXPECT_EQ(Stats(api).parses, before.parses + 2);
+  void* args[] = {&out};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(api.cuLaunchKernel(bump, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+    EXPECT_EQ(ReadInt(api, out), 2 * (3 + i));  // the module's counter, through its pointer
+  }
+  EXPECT_EQ(ReadInt(api, counter), 5);
+  ASSERT_EQ(api.cuModuleGetFunction(&bump, m, "bump"), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).parses, before.parses + 2);  // parsed once
+
+  // A handle only listed loads at its first use.
+  int threads = 0;
+  ASSERT_EQ(
+      api.cuFuncGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, listed[count - 1]),
+      CUDA_SUCCESS);
+  EXPECT_GT(threads, 0);
+  EXPECT_EQ(Stats(api).parses, before.parses + 3);
+  CUfunction f;
+  EXPECT_EQ(api.cuModuleGetFunction(&f, m, "broken"), CUDA_ERROR_INVALID_PTX);
+  EXPECT_EQ(api.cuModuleGetFunction(&f, m, "twice"), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(api.cuModuleGetFunction(&f, m, "missing"), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(api.cuMemFree(out), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+  EXPECT_EQ(Stats(api).programs, before.programs);
+}
+
 #endif  // REMORA_EMU_HAS_PTX && REMORA_EMU_HAS_NVCC
 
 }  // namespace
