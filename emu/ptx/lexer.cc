@@ -2,17 +2,6 @@
 #include "emu/ptx/lexer.h"
 
 namespace remora::emu::ptx {
-namespace {
-
-bool IsIdentStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' || c == '%' ||
-         c == '.';
-}
-bool IsIdentChar(char c) {
-  return IsIdentStart(c) || (c >= '0' && c <= '9');
-}
-
-}  // namespace
 
 std::vector<Token> Tokenize(std::string_view s) {
   std::vector<Token> out;

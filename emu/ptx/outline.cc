@@ -4,16 +4,10 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "emu/ptx/lexer.h"
+
 namespace remora::emu::ptx {
 namespace {
-
-bool IdentStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' || c == '%' ||
-         c == '.';
-}
-bool IdentChar(char c) {
-  return IdentStart(c) || (c >= '0' && c <= '9');
-}
 
 // Walks a PTX text a lexical item at a time: comments and strings are skipped whole.
 class Cursor {
@@ -44,9 +38,9 @@ class Cursor {
   }
   // The identifier starting here (empty if none), moved past.
   std::string_view Ident() {
-    if (!IdentStart(s_[i_])) return {};
+    if (!IsIdentStart(s_[i_])) return {};
     const size_t b = i_;
-    while (i_ < s_.size() && IdentChar(s_[i_])) ++i_;
+    while (i_ < s_.size() && IsIdentChar(s_[i_])) ++i_;
     return s_.substr(b, i_ - b);
   }
   void Skip() { ++i_; }
@@ -90,7 +84,7 @@ Result<PtxOutline> OutlinePtx(std::string_view ptx) {
   while (!c.done()) {
     if (c.SkipOpaque()) continue;
     const char ch = c.peek();
-    if (IdentStart(ch)) {
+    if (IsIdentStart(ch)) {
       const std::string_view w = c.Ident();
       if (w == ".entry" || w == ".func") {
         function = true;
@@ -157,7 +151,7 @@ std::string PrunePtx(std::string_view ptx, const PtxOutline& outline,
     Cursor c(ptx.substr(0, end), begin);
     while (!c.done()) {
       if (c.SkipOpaque()) continue;
-      if (IdentStart(c.peek()))
+      if (IsIdentStart(c.peek()))
         want(c.Ident());
       else
         c.Skip();
