@@ -149,7 +149,16 @@ bool CarriesNewerPtx(const char* b) {
 
 // What serves a library the process opened, for the report.
 const char* ServedBy(const char* path) {
-  if (InStubDir(path)) return "Remora";
+  if (InStubDir(path)) {
+    const char* b = Base(path);
+    if (Starts(b, "libcublas") || Starts(b, "libcudnn"))
+      return "Remora (each call forwarded to the server's library)";
+    if (Starts(b, "libcufft"))
+      return "Remora (NVIDIA's on a GPU; on the emulated GPU, transforms on the host)";
+    if (Starts(b, "libcurand"))
+      return "Remora (NVIDIA's on a GPU; on the emulated GPU, its host generators)";
+    return "Remora";
+  }
   const char* b = Base(path);
   if (Ours(b)) return "UNCONFINED";  // never reached: la_objopen stops the process first
   if (std::strcmp(path, g_opened_by_stub) == 0)
