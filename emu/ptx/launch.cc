@@ -131,11 +131,19 @@ class WorkerPool {
   const int nice_;
 };
 
-// Instructions a warp runs before it parks as kYield until its block's next round (and, in a
-// cooperative launch, before its block makes way for another): a warp spinning on another
+// Instructions a warp of an ordinary block runs before it parks as kYield until its block's
+// next round: a warp spinning on another
 // warp's progress (a block-scope barrier made of shared-memory atomics, as libcu++ builds
 // cuda::barrier before sm_80) or on another block's lets that one run.
 constexpr uint64_t kSliceInstructions = 4096;
+// The same for a block that takes turns with others on the workers (RunResident: a cooperative
+// grid, or an ordinary grid whose blocks wait on each other). Blocks spinning on a flag another
+// block sets (cuSPARSE's triangular solves, a grid barrier) each burn their slice while the
+// block that would set it waits for a worker, so a short slice brings that block round sooner:
+// a 65,536-row SpSV took 4.9 s at 4096 and 1.8 s at 256, EmuKernels.AGridTheDeviceHoldsIsAll-
+// Resident 16.9 s and 5.4 s. Ordinary blocks keep the long slice: warps that part from each
+// other switch turns at every slice's end (BM_PartedWarps 11% slower at 256).
+constexpr uint64_t kResidentSliceInstructions = 256;
 // Instructions the rest of a warp runs when a group of its lanes ran a whole slice by itself
 // (spinning, most likely): enough for a lane holding a lock its siblings spin on to reach the
 // release, little enough that lanes which only diverged for a moment do not run far ahead of
@@ -300,10 +308,10 @@ void Suspend(Turn& t, LaneState state) {
 }
 
 // Runs the block's warps, each in turns by its clock (Turn), until every lane is parked or
-// exited, or its warp used its slice. Within a warp, a group runs until it parks, branches
-// apart or meets another group; then the next is picked. False after a fault or a cancel
-// (recorded in L).
-bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
+// exited, or its warp used its slice (`slice` instructions). Within a warp, a group runs until it
+// parks, branches apart or meets another group; then the next is picked. False after a fault or a
+// cancel (recorded in L).
+bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps, uint64_t slice) {
   Turn turns[32];
   // The warps that may have a group, by clock and then warp: the first runs, and its visible
   // instructions may go up to the clock of the second (one less if that is a lower warp). Only
@@ -312,7 +320,7 @@ bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
   uint8_t order[32];
   uint32_t n = nwarps;
   for (uint32_t wi = 0; wi < nwarps; ++wi) {
-    turns[wi].slice_end = cta.warps[wi].instructions + kSliceInstructions;
+    turns[wi].slice_end = cta.warps[wi].instructions + slice;
     order[wi] = uint8_t(wi);
   }
   const auto key = [&](uint32_t wi) { return turns[wi].clock << 5 | wi; };
@@ -335,7 +343,7 @@ bool RunWarpsInTurns(const LaunchCtx& L, Cta& cta, uint32_t nwarps) {
         // holds): those get kSiblingInstructions now, as a GPU lets a warp's diverged threads
         // each progress. Each such turn parks lanes, so a round ends. Otherwise the warp's
         // round ends here: its lanes stay together, to meet where their paths join.
-        const bool spun = w.instructions - t.group_start >= kSliceInstructions;
+        const bool spun = w.instructions - t.group_start >= slice;
         Suspend(t, LaneState::kYield);
         ++cta.slice_yields;
         if (!spun) {
@@ -896,7 +904,8 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
     for (uint32_t wi = 0; wi < nwarps; ++wi) n += cta.warps[wi].instructions;
     return n;
   };
-  const uint64_t block_slice_end = kCoop ? ran() + kSliceInstructions : 0;
+  constexpr uint64_t kSlice = kCoop ? kResidentSliceInstructions : kSliceInstructions;
+  const uint64_t block_slice_end = kCoop ? ran() + kSlice : 0;
   const auto block_slice_over = [&] { return kCoop && ran() >= block_slice_end; };
   for (;;) {
     // Then a round: it runs what stopped the lockstep (each warp at the same PC).
@@ -904,7 +913,7 @@ CtaEnd RunRounds(const LaunchCtx& L, Cta& cta) {
     const uint32_t completions = cta.mbar_completions;
     const uint32_t yields = cta.slice_yields;
     cta.whole_bar_warps = 0;
-    if (!RunWarpsInTurns(L, cta, nwarps)) return CtaEnd::kFailed;
+    if (!RunWarpsInTurns(L, cta, nwarps, kSlice)) return CtaEnd::kFailed;
     if (whole_warps && cta.whole_bar_warps == nwarps && cta.whole_bar_id < 16 &&
         cta.bar_arrived[cta.whole_bar_id] == L.nthreads) {
       // Each warp ran this round and parked whole at barrier whole_bar_id, its PCs past it, and
